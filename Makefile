@@ -1,0 +1,55 @@
+# Everything sets itself up from nothing: a virtual environment in .venv, the
+# dependencies, and the release build of the Rust extension.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+EXT_SOURCES := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock pyproject.toml
+
+.PHONY: all setup build test test-rust lint typecheck test-python demo bench reliability clean
+
+all: test
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# Dependencies come from pyproject.toml; the extension is built optimised (release).
+$(STAMP): $(PY) $(EXT_SOURCES)
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+build: setup
+
+test: setup test-rust lint typecheck test-python
+
+test-rust:
+	cargo test --workspace --release --quiet
+	cargo clippy --workspace --all-targets --release --quiet -- -D warnings
+	cargo fmt --all -- --check
+
+lint: setup
+	$(BIN)/ruff check python tests benches
+	$(BIN)/ruff format --check python tests benches
+
+typecheck: setup
+	$(BIN)/mypy
+
+test-python: setup
+	$(BIN)/pytest -q
+
+demo: setup
+	$(BIN)/agentledger --ledger .demo/ledger.db demo --runs 3000
+
+bench: setup
+	$(PY) benches/ed25519_batch.py
+
+reliability: setup
+	$(BIN)/pytest -q -m slow
+
+clean:
+	rm -rf $(VENV) target .demo .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,97 @@
+# Exact type stub of the compiled extension (rust/python). Keep in sync with the Rust code.
+from collections.abc import Sequence
+from typing import Literal
+
+from typing_extensions import Buffer
+
+__version__: str
+
+HashName = Literal["blake3", "sha256"]
+
+MAX_DEPTH: int
+"""Deepest nesting of arrays/objects that canonicalization accepts."""
+
+class CanonicalizationError(ValueError):
+    """A value or JSON text that has no RFC 8785 canonical form."""
+
+# ---- canonical JSON (RFC 8785) -------------------------------------------------------
+
+def canonicalize(value: object) -> bytes:
+    """RFC 8785 bytes of a Python value (dict[str, ...], list/tuple, str, int, float, bool, None)."""
+
+def canonicalize_json(data: bytes | str) -> bytes:
+    """Parse JSON text (numbers as IEEE-754 doubles) and return its RFC 8785 bytes."""
+
+# ---- hashing ---------------------------------------------------------------------------
+
+def blake3_hex(data: Buffer) -> str:
+    """``"blake3:" + hex(BLAKE3(data))``: the content address of exact bytes."""
+
+def sha256_hex(data: Buffer) -> str:
+    """``"sha256:" + hex(SHA-256(data))``."""
+
+def domain_hash(domain: str, data: Buffer) -> bytes:
+    """32-byte BLAKE3 in derive-key mode with context ``"agentledger/v1/" + domain``."""
+
+def hmac_sha256(key: Buffer, data: Buffer) -> bytes: ...
+def hkdf_sha256(ikm: Buffer, salt: Buffer | None, info: Buffer, length: int) -> bytes: ...
+
+class Blake3Hasher:
+    """Streaming BLAKE3 (large updates release the GIL)."""
+
+    def __init__(self) -> None: ...
+    def update(self, data: Buffer) -> None: ...
+    def hex_digest(self) -> str:
+        """``"blake3:<hex>"`` of everything fed so far."""
+
+class Sha256Hasher:
+    def __init__(self) -> None: ...
+    def update(self, data: Buffer) -> None: ...
+    def hex_digest(self) -> str:
+        """``"sha256:<hex>"`` of everything fed so far."""
+
+# ---- Merkle trees (RFC 9162 shape) -----------------------------------------------------
+
+def merkle_root(leaves: Sequence[bytes], hash: HashName = "blake3") -> bytes: ...
+def inclusion_proof(leaves: Sequence[bytes], index: int, hash: HashName = "blake3") -> list[bytes]: ...
+def verify_inclusion(
+    leaf: bytes,
+    index: int,
+    size: int,
+    proof: Sequence[bytes],
+    root: bytes,
+    hash: HashName = "blake3",
+) -> bool: ...
+def consistency_proof(
+    leaves: Sequence[bytes], old_size: int, hash: HashName = "blake3"
+) -> list[bytes]: ...
+def verify_consistency(
+    old_size: int,
+    new_size: int,
+    old_root: bytes,
+    new_root: bytes,
+    proof: Sequence[bytes],
+    hash: HashName = "blake3",
+) -> bool: ...
+
+class IncrementalMerkleTree:
+    """Append-only Merkle tree keeping only O(log n) state (the right frontier)."""
+
+    def __init__(self, hash: HashName = "blake3") -> None: ...
+    @staticmethod
+    def from_state(size: int, frontier: Sequence[bytes], hash: HashName = "blake3") -> IncrementalMerkleTree: ...
+    @property
+    def size(self) -> int: ...
+    def frontier(self) -> list[bytes]:
+        """The subtree roots that, with ``size``, restore the tree (``from_state``)."""
+    def append(self, leaf: bytes) -> int:
+        """Append a leaf (its data, not its hash); return its index."""
+    def root(self) -> bytes: ...
+
+# ---- Ed25519 ---------------------------------------------------------------------------
+
+def ed25519_verify(public_key: bytes, message: bytes, signature: bytes) -> bool:
+    """Strict verification: the same decision as libsodium's crypto_sign_verify_detached."""
+
+def ed25519_verify_batch(items: Sequence[tuple[bytes, bytes, bytes]]) -> list[bool]:
+    """Verify (public_key, message, signature) triples in parallel with the GIL released."""

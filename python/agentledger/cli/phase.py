@@ -1,0 +1,1 @@
+"""`agentledger phase ...` (placeholder until the phase compiler lands)."""

@@ -1,0 +1,53 @@
+"""Typed errors. Each carries a machine-readable ``code`` and maps to one CLI exit code."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """The command-line contract (MISSION.md): the same meaning for every command."""
+
+    OK = 0
+    NOT_FOUND = 1
+    DIVERGED = 2
+    BLOCKED = 3
+    USAGE = 64
+    INVALID_INPUT = 65
+
+
+class AgentLedgerError(Exception):
+    """Base of every error agentledger raises on purpose."""
+
+    exit_code: ExitCode = ExitCode.INVALID_INPUT
+    code: str = "error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class NotFound(AgentLedgerError):
+    """The thing asked about does not exist (no such run, no ledger, no activity)."""
+
+    exit_code = ExitCode.NOT_FOUND
+    code = "not-found"
+
+
+class InvalidInput(AgentLedgerError):
+    """Input data that is malformed or violates a schema; nothing was written."""
+
+    exit_code = ExitCode.INVALID_INPUT
+    code = "invalid-input"
+
+
+class LedgerError(AgentLedgerError):
+    """The ledger file cannot be used (not a ledger, newer schema, locked, I/O failure)."""
+
+    exit_code = ExitCode.INVALID_INPUT
+    code = "ledger-error"

@@ -1,0 +1,1 @@
+//! RFC 8785 (JCS) canonical JSON. (Filled in by the canonical-JSON work.)

@@ -1,0 +1,16 @@
+//! agentledger-core: everything that must be exact and fast, with no Python in sight.
+//!
+//! - [`canonical`]: RFC 8785 (JCS) canonical JSON, from a parsed text or a built [`canonical::Value`].
+//! - [`hash`]: BLAKE3 / SHA-256 / HMAC / HKDF and the ledger's domain-separated hash scheme.
+//! - [`merkle`]: RFC 9162-shaped Merkle trees, proofs, and an incremental append-only tree.
+//! - [`signature`]: Ed25519 verification with libsodium-compatible strictness, single and batch.
+//!
+//! Every fallible function returns [`Error`]; the binding crate maps it to Python exceptions in one place.
+
+pub mod canonical;
+pub mod error;
+pub mod hash;
+pub mod merkle;
+pub mod signature;
+
+pub use error::{Error, Result};

@@ -1,0 +1,29 @@
+//! The single place where core errors become Python exceptions.
+
+use agentledger_core::Error;
+use pyo3::create_exception;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+create_exception!(
+    _core,
+    CanonicalizationError,
+    PyValueError,
+    "A value or JSON text that has no RFC 8785 canonical form."
+);
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add(
+        "CanonicalizationError",
+        m.py().get_type::<CanonicalizationError>(),
+    )?;
+    Ok(())
+}
+
+/// Convert a core error into the Python exception that stands for it.
+pub fn to_py(err: Error) -> PyErr {
+    match err {
+        Error::Canonicalization { .. } => CanonicalizationError::new_err(err.to_string()),
+        Error::InvalidArgument(_) => PyValueError::new_err(err.to_string()),
+    }
+}

@@ -1,0 +1,25 @@
+//! The `agentledger._core` extension: a thin conversion layer over `agentledger-core`.
+//!
+//! Thread-safety: every function here either borrows its inputs for the duration of the
+//! call or copies them into Rust-owned memory before releasing the GIL (`py.allow_threads`),
+//! so no Python object is touched while other threads run. No Python object is held by Rust
+//! after a call returns, and nothing calls back into Python per item.
+
+use pyo3::prelude::*;
+
+mod canonical;
+mod errors;
+mod hashing;
+mod merkle;
+mod signature;
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    errors::register(m)?;
+    canonical::register(m)?;
+    hashing::register(m)?;
+    merkle::register(m)?;
+    signature::register(m)?;
+    Ok(())
+}
