@@ -36,7 +36,7 @@ def cli(ctx: click.Context, ledger_path: Path, debug: bool) -> None:
 
 def _register() -> None:
     # Sub-command modules import `cli` from here and decorate onto it.
-    from agentledger.cli import phase  # noqa: F401
+    from agentledger.cli import demo, journal, phase, verify  # noqa: F401
 
 
 _register()

@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import click
 
 from rich.console import Console
+
+from agentledger.ledger import Ledger
 
 
 @dataclass
 class AppContext:
     ledger_path: Path
     debug: bool = False
+
+    def open_ledger(self, *, create: bool = False, readonly: bool = False) -> Ledger:
+        """The ledger named by --ledger; reading commands never create one (exit 1)."""
+        return Ledger.open(self.ledger_path, create=create, readonly=readonly)
 
     @property
     def console(self) -> Console:
@@ -31,3 +40,13 @@ def emit_json(obj: Any) -> None:
     """Machine output: one JSON document on stdout and nothing else."""
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False))
     sys.stdout.write("\n")
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def json_option(command: F) -> F:
+    """``--json``: print one stable JSON object on stdout instead of the rich report."""
+    return click.option(
+        "--json", "as_json", is_flag=True, help="Print a JSON object on stdout (for machines)."
+    )(command)

@@ -1,0 +1,149 @@
+"""The content-addressed blob store: bytes named by the hash of exactly those bytes.
+
+Blobs are stored in chunks so that blobs of hundreds of MB are written and read without
+ever being held whole in memory. Native names are ``blake3:<hex>``; ``sha256:<hex>`` names
+are accepted for imported data (bernstein's store is SHA-256).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
+
+import apsw
+
+from agentledger import _core
+from agentledger.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from agentledger.storage import Database
+
+CHUNK_SIZE = 1 << 20
+DIGEST = re.compile(r"(blake3|sha256):[0-9a-f]{64}")
+Hasher = _core.Blake3Hasher | _core.Sha256Hasher
+
+
+def check_digest(digest: object) -> str:
+    if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
+        raise InvalidInput(
+            f"malformed content hash {digest!r}: expected blake3:<64 hex> or sha256:<64 hex>",
+            code="malformed-hash",
+        )
+    return digest
+
+
+def new_hasher(algorithm: str) -> Hasher:
+    if algorithm == "blake3":
+        return _core.Blake3Hasher()
+    if algorithm == "sha256":
+        return _core.Sha256Hasher()
+    raise InvalidInput(f"unknown hash algorithm {algorithm!r}", code="unknown-algorithm")
+
+
+def digest_of(chunks: Iterable[bytes], algorithm: str = "blake3") -> str:
+    hasher = new_hasher(algorithm)
+    for chunk in chunks:
+        hasher.update(chunk)
+    return hasher.hex_digest()
+
+
+def _file_chunks(handle: BinaryIO) -> Iterator[bytes]:
+    while chunk := handle.read(CHUNK_SIZE):
+        yield chunk
+
+
+class BlobStore:
+    """``put``/``get`` bytes by content hash inside the ledger file."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def put(self, data: bytes, algorithm: str = "blake3") -> str:
+        """Store bytes; return their name. Idempotent: the same bytes are stored once."""
+        data = bytes(data)
+        digest = digest_of([data], algorithm)
+        chunks = [data[i : i + CHUNK_SIZE] for i in range(0, len(data), CHUNK_SIZE)] or [b""]
+        with self.db.write() as conn:
+            self._insert(conn, digest, len(data), chunks)
+        return digest
+
+    def put_file(self, path: str | os.PathLike[str], algorithm: str = "blake3") -> str:
+        """Store a file's bytes, streaming: it is never read into memory whole."""
+        path = Path(path)
+        with path.open("rb") as handle:
+            digest = digest_of(_file_chunks(handle), algorithm)
+        with path.open("rb") as handle, self.db.write() as conn:
+            if self._exists(conn, digest):
+                return digest
+            size = self._insert(conn, digest, None, _file_chunks(handle))
+            # The file may have changed between the two passes: what was stored must match.
+            stored = digest_of(self._chunks(conn, digest), algorithm)
+            if stored != digest:
+                raise InvalidInput(f"{path} changed while it was being stored", code="unstable")
+            conn.execute("UPDATE blobs SET size = ? WHERE digest = ?", (size, digest))
+        return digest
+
+    def _insert(self, conn: apsw.Connection, digest: str, size: int | None, chunks: Iterable[bytes]) -> int:
+        if self._exists(conn, digest):
+            return size or 0
+        execute = conn.execute
+        execute(
+            "INSERT INTO blobs (digest, size, chunk_size) VALUES (?, ?, ?)",
+            (digest, size or 0, CHUNK_SIZE),
+        )
+        total = 0
+        for idx, chunk in enumerate(chunks):
+            execute(
+                "INSERT INTO blob_chunks (digest, idx, data) VALUES (?, ?, ?)", (digest, idx, chunk)
+            )
+            total += len(chunk)
+        return total
+
+    @staticmethod
+    def _exists(conn: apsw.Connection, digest: str) -> bool:
+        rows = conn.execute(
+            "SELECT 1 FROM blobs WHERE digest = ?", (digest,)
+        ).fetchall()
+        return bool(rows)
+
+    @staticmethod
+    def _chunks(conn: apsw.Connection, digest: str) -> Iterator[bytes]:
+        last = -1
+        while True:
+            rows = conn.execute(
+                "SELECT idx, data FROM blob_chunks WHERE digest = ? AND idx > ? "
+                "ORDER BY idx LIMIT 8",
+                (digest, last),
+            ).fetchall()
+            if not rows:
+                return
+            for idx, data in rows:
+                last = idx
+                yield data
+
+    def __contains__(self, digest: object) -> bool:
+        return isinstance(digest, str) and self._exists(self.db.conn, digest)
+
+    def get(self, digest: str) -> bytes:
+        """The blob's bytes; ``KeyError`` if the store does not hold it."""
+        return b"".join(self.iter_chunks(digest))
+
+    def iter_chunks(self, digest: str) -> Iterator[bytes]:
+        """The blob's bytes in chunks, for blobs too large to hold whole."""
+        check_digest(digest)
+        with self.db.snapshot() as conn:
+            if not self._exists(conn, digest):
+                raise KeyError(digest)
+            yield from self._chunks(conn, digest)
+
+    def size(self, digest: str) -> int:
+        rows = self.db.conn.execute("SELECT size FROM blobs WHERE digest = ?", (digest,)).fetchall()
+        if not rows:
+            raise KeyError(digest)
+        return int(rows[0][0])
+
+    def digests(self) -> list[str]:
+        return [row[0] for row in self.db.conn.execute("SELECT digest FROM blobs ORDER BY digest")]

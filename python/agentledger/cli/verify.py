@@ -1,0 +1,116 @@
+"""`verify` (bulk) and `activity verify` (one run, in full)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from agentledger.cli.app import cli
+from agentledger.cli.context import AppContext, emit_json, json_option
+from agentledger.errors import ExitCode
+from agentledger.ledger import Ledger
+from agentledger.report import report_renderable, write_html
+from agentledger.verify import Progress as ProgressCallback
+from agentledger.verify import VerifyReport
+
+
+@contextmanager
+def progress_bar(app: AppContext, total: int) -> Iterator[ProgressCallback | None]:
+    """A live bar on stderr, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    columns = (
+        TextColumn("verifying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=app.err_console, transient=True) as progress:
+        task = progress.add_task("verify", total=total)
+        yield lambda n: progress.advance(task, n)
+
+
+def run_verify(
+    app: AppContext, ledger: Ledger, run_ids: list[str] | None, jobs: int
+) -> VerifyReport:
+    total = ledger.db.scalar("SELECT coalesce(sum(head_seq + 1), 0) FROM runs")
+    with progress_bar(app, int(total or 0)) as progress:
+        return ledger.verify(run_ids, jobs=jobs, progress=progress)
+
+
+def finish(app: AppContext, report: VerifyReport, as_json: bool, html: Path | None) -> int:
+    if html is not None:
+        write_html(report, html)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        app.console.print(report_renderable(report))
+        if html is not None:
+            app.err_console.print(f"HTML report written to {html}")
+    return int(report.code)
+
+
+@cli.command()
+@click.argument("run_ids", metavar="[RUN]...", nargs=-1)
+@click.option("--all", "all_runs", is_flag=True, help="Verify every run (the default).")
+@click.option(
+    "--jobs", "-j", type=click.IntRange(min=0), default=0, show_default=True,
+    help="Verification threads (0: every core).",
+)
+@click.option(
+    "--html", type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Also write the report as a standalone HTML file.",
+)
+@json_option
+@click.pass_obj
+def verify(
+    app: AppContext,
+    run_ids: tuple[str, ...],
+    all_runs: bool,
+    jobs: int,
+    html: Path | None,
+    as_json: bool,
+) -> int:
+    """Bulk-verify runs: chains, entry bytes, evidence sets, blobs.
+
+    \b
+    Exit 0 when everything re-derives, 1 when a named run does not exist,
+    2 when anything diverged (the report names run, step, check, expected, actual).
+    """
+    if run_ids and all_runs:
+        raise click.UsageError("give RUN ids or --all, not both")
+    with app.open_ledger() as ledger:
+        report = run_verify(app, ledger, list(run_ids) or None, jobs)
+    return finish(app, report, as_json, html)
+
+
+@cli.group()
+def activity() -> None:
+    """Activities recorded in runs."""
+
+
+@activity.command("verify")
+@click.argument("run_id", metavar="RUN")
+@json_option
+@click.pass_obj
+def activity_verify(app: AppContext, run_id: str, as_json: bool) -> int:
+    """Reconstruct one run in full: chain, evidence sets, reattached blobs.
+
+    Exit 0 clean, 1 no such run (or no activity in it), 2 diverged.
+    """
+    with app.open_ledger() as ledger:
+        report = run_verify(app, ledger, [run_id], jobs=0)
+    verdict = report.runs[0]
+    if verdict.ok and verdict.activities == 0:
+        if as_json:
+            emit_json({**report.to_json(), "code": int(ExitCode.NOT_FOUND), "status": "no-activity"})
+        else:
+            app.console.print(f"run {run_id}: no activity results to verify", style="yellow")
+        return int(ExitCode.NOT_FOUND)
+    return finish(app, report, as_json, None)

@@ -1,0 +1,139 @@
+"""Run journals: hash-chained, append-only sequences of entries, one per run.
+
+The bytes of each entry are built and hashed in the Rust core (``encode_entries``) so that
+the writer and the verifier share one definition of the format (docs/FORMAT.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentledger import _core
+from agentledger.errors import InvalidInput, NotFound
+from agentledger.ids import check_kind, utc_timestamp
+
+if TYPE_CHECKING:
+    from agentledger.ledger import Ledger
+
+HASH_PREFIX = "blake3:"
+
+
+def hash_text(digest: bytes) -> str:
+    return HASH_PREFIX + digest.hex()
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One journal entry as stored: its position, hash, kind, body and exact bytes."""
+
+    run_id: str
+    seq: int
+    kind: str
+    hash: str
+    prev: str
+    ts: str
+    body: Any
+    raw: bytes
+
+    @classmethod
+    def from_row(cls, run_id: str, seq: int, kind: str, digest: bytes, raw: bytes) -> Entry:
+        doc = json.loads(raw)
+        return cls(run_id, seq, kind, hash_text(digest), doc["prev"], doc["ts"], doc["body"], raw)
+
+
+class Run:
+    """A handle on one run's journal. Cheap to create; every call reads or writes the ledger."""
+
+    def __init__(self, ledger: Ledger, run_id: str) -> None:
+        self.ledger = ledger
+        self.id = run_id
+
+    def __repr__(self) -> str:
+        return f"Run({self.id!r})"
+
+    def append(self, kind: str, body: Mapping[str, Any]) -> Entry:
+        """Append one entry; durable when this returns."""
+        return self.append_many([(kind, body)])[0]
+
+    def append_many(self, items: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Entry]:
+        """Append entries in one transaction: all of them are written, or none."""
+        batch = [(check_kind(kind), _check_body(body)) for kind, body in items]
+        if not batch:
+            return []
+        with self.ledger.db.write() as conn:
+            return self._append_locked(conn, batch)
+
+    def _append_locked(self, conn: Any, batch: list[tuple[str, Any]]) -> list[Entry]:
+        """Append inside a write transaction the caller holds (so other writes can join it)."""
+        head = conn.execute(
+            "SELECT head_seq, head_hash FROM runs WHERE run_id = ?", (self.id,)
+        ).fetchall()
+        if not head:
+            raise NotFound(f"no run {self.id!r}")
+        head_seq, head_hash = head[0]
+        prev = (
+            _core.genesis_prev(self.ledger.id, self.id)
+            if head_seq < 0
+            else hash_text(head_hash)
+        )
+        ts = utc_timestamp()
+        try:
+            encoded = _core.encode_entries(self.id, head_seq + 1, prev, ts, batch)
+        except ValueError as exc:  # CanonicalizationError: the body has no canonical form
+            raise InvalidInput(f"entry body is not canonical JSON: {exc}", code="invalid-body")
+        rows = [
+            (self.id, head_seq + 1 + i, kind, digest, raw)
+            for i, ((kind, _), (raw, digest)) in enumerate(zip(batch, encoded, strict=True))
+        ]
+        conn.executemany(
+            "INSERT INTO entries (run_id, seq, kind, hash, bytes) VALUES (?, ?, ?, ?, ?)", rows
+        )
+        last_seq, _, _, last_hash, _ = rows[-1]
+        conn.execute(
+            "UPDATE runs SET head_seq = ?, head_hash = ? WHERE run_id = ?",
+            (last_seq, last_hash, self.id),
+        )
+        entries = []
+        for i, (kind, body) in enumerate(batch):
+            raw, digest = encoded[i]
+            entries.append(
+                Entry(self.id, head_seq + 1 + i, kind, hash_text(digest), prev, ts, body, raw)
+            )
+            prev = hash_text(digest)
+        return entries
+
+    def entries(self, start: int = 0, kind: str | None = None) -> Iterator[Entry]:
+        """The run's entries in order, from ``start``; optionally only one kind."""
+        sql = "SELECT run_id, seq, kind, hash, bytes FROM entries WHERE run_id = ? AND seq >= ?"
+        params: tuple[object, ...] = (self.id, start)
+        if kind is not None:
+            sql += " AND kind = ?"
+            params += (kind,)
+        with self.ledger.db.snapshot() as conn:
+            rows = conn.execute(sql + " ORDER BY seq", params).fetchall()
+        for row in rows:
+            yield Entry.from_row(*row)
+
+    def head(self) -> tuple[int, str | None]:
+        """``(last seq, last hash)``; ``(-1, None)`` for an empty run."""
+        rows = self.ledger.db.conn.execute(
+            "SELECT head_seq, head_hash FROM runs WHERE run_id = ?", (self.id,)
+        ).fetchall()
+        if not rows:
+            raise NotFound(f"no run {self.id!r}")
+        seq, digest = rows[0]
+        return seq, hash_text(digest) if digest is not None else None
+
+    def __len__(self) -> int:
+        return self.head()[0] + 1
+
+
+def _check_body(body: object) -> Mapping[str, Any]:
+    if not isinstance(body, Mapping):
+        raise InvalidInput(
+            f"entry body must be a JSON object, not {type(body).__name__}", code="invalid-body"
+        )
+    return body

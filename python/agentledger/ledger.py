@@ -1,0 +1,101 @@
+"""The workspace ledger: one SQLite file holding every run journal and every blob."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import TracebackType
+
+from agentledger.cas import BlobStore
+from agentledger.errors import NotFound
+from agentledger.ids import check_run_id
+from agentledger.journal import Run
+from agentledger.storage import Database
+from agentledger.verify import Progress, RunVerdict, Verifier, VerifyReport
+
+
+class Ledger:
+    """A handle on one ledger file. Use as a context manager, or call ``close()``."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.blobs = BlobStore(db)
+        ledger_id = db.scalar("SELECT value FROM ledger_meta WHERE key = 'ledger_id'")
+        self.id = str(ledger_id or "")
+
+    @classmethod
+    def open(
+        cls, path: str | os.PathLike[str], *, create: bool = True, readonly: bool = False
+    ) -> Ledger:
+        """Open (and by default create, with its folder) the ledger at ``path``.
+
+        Refuses, changing nothing, a file that is not a ledger or that a newer version wrote.
+        """
+        return cls(Database.open(Path(path), create=create, readonly=readonly))
+
+    @property
+    def path(self) -> Path:
+        return self.db.path
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ---- runs ---------------------------------------------------------------------------
+
+    def run(self, run_id: str) -> Run:
+        """The run called ``run_id``, created if missing."""
+        check_run_id(run_id)
+        if not self.has_run(run_id):
+            with self.db.write() as conn:
+                conn.execute(
+                    "INSERT OR IGNORE INTO runs (run_id, ordinal) "
+                    "VALUES (?, (SELECT coalesce(max(ordinal), 0) + 1 FROM runs))",
+                    (run_id,),
+                )
+        return Run(self, run_id)
+
+    def get_run(self, run_id: str) -> Run:
+        """The existing run called ``run_id``; ``NotFound`` if there is none."""
+        check_run_id(run_id)
+        if not self.has_run(run_id):
+            raise NotFound(f"no run {run_id!r} in {self.path}")
+        return Run(self, run_id)
+
+    def has_run(self, run_id: str) -> bool:
+        return bool(
+            self.db.conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchall()
+        )
+
+    def runs(self) -> list[str]:
+        """Every run id, in creation order."""
+        return [row[0] for row in self.db.conn.execute("SELECT run_id FROM runs ORDER BY ordinal")]
+
+    # ---- verification -------------------------------------------------------------------
+
+    def verify_run(self, run_id: str) -> RunVerdict:
+        """Re-derive one run: ``.code`` is 0 clean, 1 no such run, 2 diverged."""
+        return self.verify(runs=[run_id]).runs[0]
+
+    def verify(
+        self,
+        runs: list[str] | None = None,
+        *,
+        jobs: int = 0,
+        progress: Progress | None = None,
+    ) -> VerifyReport:
+        """Verify every run (and the blob store), or only ``runs``.
+
+        ``jobs`` is the number of verification threads (0: every core).
+        """
+        return Verifier(self, jobs=jobs, progress=progress).run(runs)

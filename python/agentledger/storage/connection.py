@@ -1,0 +1,145 @@
+"""One SQLite connection to a ledger file: opening safely, pragmas, transactions, errors.
+
+Opening never changes a file that is not already a ledger: the identity (application_id)
+and schema version are read before any pragma that writes (WAL) is set.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+
+from agentledger.errors import LedgerError, NotFound
+from agentledger.storage.migrations import APPLICATION_ID, SCHEMA_VERSION, migrate
+
+BUSY_TIMEOUT_MS = 10_000
+"""How long a writer waits for another writer before giving up with a clear error."""
+
+
+def _translate(exc: apsw.Error, path: Path) -> LedgerError:
+    """Turn a SQLite failure into a typed, one-line ledger error."""
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        return LedgerError(
+            f"{path}: the ledger is locked by another writer "
+            f"(waited {BUSY_TIMEOUT_MS / 1000:.0f}s)",
+            code="ledger-locked",
+        )
+    if isinstance(exc, apsw.NotADBError):
+        return LedgerError(f"{path}: not a ledger (not an SQLite database)", code="not-a-ledger")
+    if isinstance(exc, apsw.CorruptError):
+        return LedgerError(f"{path}: the database file is corrupt", code="ledger-corrupt")
+    if isinstance(exc, apsw.FullError):
+        return LedgerError(f"{path}: no space left to write the ledger", code="disk-full")
+    if isinstance(exc, apsw.ReadOnlyError):
+        return LedgerError(f"{path}: the ledger is read-only", code="ledger-read-only")
+    if isinstance(exc, apsw.CantOpenError | apsw.PermissionsError):
+        return LedgerError(f"{path}: cannot open the ledger file", code="ledger-unopenable")
+    if isinstance(exc, apsw.IOError):
+        return LedgerError(f"{path}: I/O error on the ledger file ({exc})", code="io-error")
+    return LedgerError(f"{path}: {exc}", code="ledger-error")
+
+
+class Database:
+    """A ledger's SQLite connection. Writers take ``BEGIN IMMEDIATE``; readers see snapshots."""
+
+    def __init__(self, conn: apsw.Connection, path: Path, readonly: bool) -> None:
+        self.conn = conn
+        self.path = path
+        self.readonly = readonly
+
+    @classmethod
+    def open(cls, path: Path, *, create: bool = True, readonly: bool = False) -> Database:
+        path = Path(path)
+        fresh = not path.exists()
+        if fresh:
+            if not create or readonly:
+                raise NotFound(f"{path}: no ledger here (run `agentledger init`)")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Created 0600 before SQLite touches it: the ledger is nobody else's to read.
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            os.close(fd)
+        elif path.is_dir():
+            raise LedgerError(f"{path}: is a directory, not a ledger", code="not-a-ledger")
+        flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
+        try:
+            conn = apsw.Connection(str(path), flags=flags)
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+            db = cls(conn, path, readonly)
+            db._check_identity(fresh)
+        except apsw.Error as exc:
+            raise _translate(exc, path) from None
+        return db
+
+    def _check_identity(self, fresh: bool) -> None:
+        conn = self.conn
+        app_id = conn.execute("PRAGMA application_id").fetchall()[0][0]
+        version = conn.execute("PRAGMA user_version").fetchall()[0][0]
+        tables = conn.execute("SELECT count(*) FROM sqlite_schema").fetchall()[0][0]
+        empty = app_id == 0 and version == 0 and tables == 0
+        if not empty and app_id != APPLICATION_ID:
+            raise LedgerError(
+                f"{self.path}: not a ledger (an SQLite file of another application)",
+                code="not-a-ledger",
+            )
+        if version > SCHEMA_VERSION:
+            raise LedgerError(
+                f"{self.path}: written by a newer agentledger (schema {version}; "
+                f"this version reads up to {SCHEMA_VERSION}); upgrade agentledger",
+                code="ledger-too-new",
+            )
+        if empty and not fresh and self.readonly:
+            raise LedgerError(f"{self.path}: empty file, not a ledger", code="not-a-ledger")
+        if not self.readonly:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.transaction_mode = "IMMEDIATE"
+        if not self.readonly and version < SCHEMA_VERSION:
+            with conn:
+                # Re-read under the write lock: another process may have migrated meanwhile.
+                current = conn.execute("PRAGMA user_version").fetchall()[0][0]
+                if current < SCHEMA_VERSION:
+                    migrate(conn, current)
+                    if current == 0:
+                        conn.execute(
+                            "INSERT INTO ledger_meta (key, value) VALUES ('ledger_id', ?)",
+                            (secrets.token_hex(16),),
+                        )
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[apsw.Connection]:
+        """One write transaction (BEGIN IMMEDIATE): all of it commits, or none of it."""
+        if self.readonly:
+            raise LedgerError(f"{self.path}: opened read-only", code="ledger-read-only")
+        try:
+            with self.conn:
+                yield self.conn
+        except apsw.Error as exc:
+            raise _translate(exc, self.path) from None
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[apsw.Connection]:
+        """A read transaction: every query inside sees the same committed state."""
+        if self.conn.in_transaction:
+            yield self.conn
+            return
+        try:
+            self.conn.execute("BEGIN DEFERRED")
+            try:
+                yield self.conn
+            finally:
+                self.conn.execute("COMMIT")
+        except apsw.Error as exc:
+            raise _translate(exc, self.path) from None
+
+    def scalar(self, sql: str, params: tuple[object, ...] = ()) -> object:
+        rows = self.conn.execute(sql, params).fetchall()
+        return rows[0][0] if rows else None
+
+    def close(self) -> None:
+        self.conn.close()

@@ -1,0 +1,477 @@
+//! The native run journal: how an entry is encoded, hashed and chained, and the batch
+//! verifier that re-checks stored entries.
+//!
+//! An entry is the RFC 8785 canonical JSON of
+//! `{"body": …, "kind": …, "prev": …, "run": …, "seq": …, "ts": …, "v": 1}`.
+//! Its hash is `domain_hash("entry", bytes)`; `prev` is the previous entry's hash as
+//! `"blake3:<hex>"`, and for `seq == 0` the run's genesis value, which binds the run to its
+//! ledger (`domain_hash("run-genesis", canonical({"ledger": id, "run": run}))`).
+//! See docs/FORMAT.md for the byte-level description and vectors.
+
+use rayon::prelude::*;
+
+use crate::canonical::{self, Value};
+use crate::hash;
+use crate::Result;
+
+/// The journal format version carried in every entry as `"v"`.
+pub const ENTRY_VERSION: f64 = 1.0;
+/// Entries of this kind pin an evidence set: verify recomputes its hash.
+pub const ACTIVITY_RESULT_KIND: &str = "activity.result";
+/// Verification keeps at most this many findings per run (it always counts them all).
+pub const MAX_FINDINGS_PER_RUN: usize = 32;
+
+const HEX_PREFIX: &str = "blake3:";
+
+/// `"blake3:" + hex` of a 32-byte digest.
+pub fn prefixed_hex(digest: &[u8]) -> String {
+    let mut out = String::with_capacity(HEX_PREFIX.len() + 2 * digest.len());
+    out.push_str(HEX_PREFIX);
+    out.push_str(&hex::encode(digest));
+    out
+}
+
+/// The hash of an entry's canonical bytes.
+pub fn entry_hash(bytes: &[u8]) -> [u8; 32] {
+    hash::domain_hash("entry", bytes)
+}
+
+/// The `prev` value of a run's first entry: binds the run to its ledger identity.
+pub fn genesis_prev(ledger_id: &str, run_id: &str) -> String {
+    let value = Value::Object(vec![
+        ("ledger".to_owned(), Value::String(ledger_id.to_owned())),
+        ("run".to_owned(), Value::String(run_id.to_owned())),
+    ]);
+    let bytes = canonical::to_canonical(&value).expect("two strings always canonicalize");
+    prefixed_hex(&hash::domain_hash("run-genesis", &bytes))
+}
+
+/// The evidence set hash: `domain_hash("evidence-set", canonical(sorted unique hashes))`.
+pub fn evidence_set_hash<'a>(hashes: impl IntoIterator<Item = &'a str>) -> String {
+    let mut unique: Vec<&str> = hashes.into_iter().collect();
+    unique.sort_unstable();
+    unique.dedup();
+    let list = Value::Array(
+        unique
+            .into_iter()
+            .map(|h| Value::String(h.to_owned()))
+            .collect(),
+    );
+    let bytes = canonical::to_canonical(&list).expect("strings always canonicalize");
+    prefixed_hex(&hash::domain_hash("evidence-set", &bytes))
+}
+
+/// What an entry says about itself besides its body.
+pub struct EntryHeader<'a> {
+    pub run_id: &'a str,
+    pub seq: u64,
+    pub kind: &'a str,
+    pub prev: &'a str,
+    pub ts: &'a str,
+}
+
+/// Canonical bytes of an entry. `body` must be a canonicalizable value.
+pub fn encode_entry(header: &EntryHeader<'_>, body: Value) -> Result<Vec<u8>> {
+    let value = Value::Object(vec![
+        ("body".to_owned(), body),
+        ("kind".to_owned(), Value::String(header.kind.to_owned())),
+        ("prev".to_owned(), Value::String(header.prev.to_owned())),
+        ("run".to_owned(), Value::String(header.run_id.to_owned())),
+        ("seq".to_owned(), Value::Number(header.seq as f64)),
+        ("ts".to_owned(), Value::String(header.ts.to_owned())),
+        ("v".to_owned(), Value::Number(ENTRY_VERSION)),
+    ]);
+    canonical::to_canonical(&value)
+}
+
+/// Encode a batch of consecutive entries of one run, chaining each to the one before.
+/// Returns `(bytes, hash)` per entry.
+pub fn encode_chain(
+    run_id: &str,
+    first_seq: u64,
+    prev: &str,
+    ts: &str,
+    items: Vec<(String, Value)>,
+) -> Result<Vec<(Vec<u8>, [u8; 32])>> {
+    let mut out = Vec::with_capacity(items.len());
+    let mut prev = prev.to_owned();
+    for (offset, (kind, body)) in items.into_iter().enumerate() {
+        let header = EntryHeader {
+            run_id,
+            seq: first_seq + offset as u64,
+            kind: &kind,
+            prev: &prev,
+            ts,
+        };
+        let bytes = encode_entry(&header, body)?;
+        let digest = entry_hash(&bytes);
+        prev = prefixed_hex(&digest);
+        out.push((bytes, digest));
+    }
+    Ok(out)
+}
+
+/// One row of the `entries` table, as read back for verification.
+#[derive(Debug, Clone)]
+pub struct StoredEntry {
+    pub run_id: String,
+    pub seq: i64,
+    pub kind: String,
+    pub hash: Vec<u8>,
+    pub bytes: Vec<u8>,
+}
+
+/// The last row of the previous batch, so a run may span batches.
+#[derive(Debug, Clone)]
+pub struct Carry {
+    pub run_id: String,
+    pub seq: i64,
+    pub hash: Vec<u8>,
+}
+
+/// One thing that diverged: which run, which step, which check, expected vs actual.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub run_id: String,
+    pub seq: Option<i64>,
+    pub check: String,
+    pub expected: String,
+    pub actual: String,
+}
+
+/// Per-run totals for the rows of one batch (a run spanning batches appears in each).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSummary {
+    pub run_id: String,
+    pub entries: u64,
+    pub activities: u64,
+    pub findings: u64,
+    pub last_seq: i64,
+    pub last_hash: Vec<u8>,
+}
+
+#[derive(Debug, Default)]
+pub struct BatchReport {
+    pub findings: Vec<Finding>,
+    pub runs: Vec<RunSummary>,
+}
+
+/// What one row says about itself, computed independently of its neighbours.
+struct RowCheck {
+    hash: [u8; 32],
+    prev: Option<String>,
+    seq: Option<i64>,
+    is_activity: bool,
+    findings: Vec<(&'static str, String, String)>,
+}
+
+fn check_row(row: &StoredEntry) -> RowCheck {
+    let computed = entry_hash(&row.bytes);
+    let mut check = RowCheck {
+        hash: computed,
+        prev: None,
+        seq: None,
+        is_activity: false,
+        findings: Vec::new(),
+    };
+    let mut note = |name: &'static str, expected: String, actual: String| {
+        check.findings.push((name, expected, actual));
+    };
+    if row.hash.as_slice() != computed.as_slice() {
+        note(
+            "entry.hash",
+            prefixed_hex(&row.hash),
+            prefixed_hex(&computed),
+        );
+    }
+    let value = match canonical::parse(&row.bytes) {
+        Ok(value) => value,
+        Err(err) => {
+            note(
+                "entry.json",
+                "canonical JSON".to_owned(),
+                err.to_string(),
+            );
+            return check;
+        }
+    };
+    match canonical::to_canonical(&value) {
+        Ok(canonical_bytes) if canonical_bytes == row.bytes => {}
+        _ => note(
+            "entry.canonical",
+            "RFC 8785 canonical bytes".to_owned(),
+            "non-canonical encoding".to_owned(),
+        ),
+    }
+    let Value::Object(_) = &value else {
+        note("entry.json", "an object".to_owned(), "not an object".to_owned());
+        return check;
+    };
+    match value.get("v") {
+        Some(Value::Number(v)) if *v == ENTRY_VERSION => {}
+        other => note("entry.v", "1".to_owned(), describe(other)),
+    }
+    match value.get("run") {
+        Some(Value::String(run)) if run == &row.run_id => {}
+        other => note("entry.run", row.run_id.clone(), describe(other)),
+    }
+    match value.get("seq") {
+        Some(Value::Number(seq)) if seq.fract() == 0.0 && *seq >= 0.0 => {
+            let seq = *seq as i64;
+            check.seq = Some(seq);
+            if seq != row.seq {
+                note("entry.seq", row.seq.to_string(), seq.to_string());
+            }
+        }
+        other => note("entry.seq", row.seq.to_string(), describe(other)),
+    }
+    match value.get("kind") {
+        Some(Value::String(kind)) if kind == &row.kind => {}
+        other => note("entry.kind", row.kind.clone(), describe(other)),
+    }
+    match value.get("prev") {
+        Some(Value::String(prev)) => check.prev = Some(prev.clone()),
+        other => note("entry.prev", "a hash".to_owned(), describe(other)),
+    }
+    if !matches!(value.get("ts"), Some(Value::String(_))) {
+        note("entry.ts", "a timestamp".to_owned(), describe(value.get("ts")));
+    }
+    match value.get("body") {
+        Some(body) => {
+            if row.kind == ACTIVITY_RESULT_KIND {
+                check.is_activity = true;
+                if let Some((expected, actual)) = check_evidence_set(body) {
+                    note("activity.evidence_set_hash", expected, actual);
+                }
+            }
+        }
+        None => note("entry.body", "a body".to_owned(), "missing".to_owned()),
+    }
+    check
+}
+
+/// Recompute an activity result's evidence set hash from its pinned observation hashes.
+/// Returns `(anchored, recomputed)` when they differ or the body is malformed.
+fn check_evidence_set(body: &Value) -> Option<(String, String)> {
+    let anchored = match body.get("evidence_set_hash") {
+        Some(Value::String(s)) => s.clone(),
+        other => return Some(("an evidence_set_hash".to_owned(), describe(other))),
+    };
+    let Some(Value::Array(observations)) = body.get("observations") else {
+        return Some((anchored, "no observations list".to_owned()));
+    };
+    let mut hashes = Vec::with_capacity(observations.len());
+    for observation in observations {
+        match observation.get("content_hash") {
+            Some(Value::String(h)) => hashes.push(h.as_str()),
+            other => return Some((anchored, format!("observation without content_hash ({})", describe(other)))),
+        }
+    }
+    let recomputed = evidence_set_hash(hashes);
+    (recomputed != anchored).then_some((anchored, recomputed))
+}
+
+fn describe(value: Option<&Value>) -> String {
+    match value {
+        None => "missing".to_owned(),
+        Some(v) => canonical::to_canonical(v)
+            .map(|b| {
+                let text = String::from_utf8_lossy(&b).into_owned();
+                if text.len() > 120 {
+                    let mut cut = 120;
+                    while !text.is_char_boundary(cut) {
+                        cut -= 1;
+                    }
+                    format!("{}…", &text[..cut])
+                } else {
+                    text
+                }
+            })
+            .unwrap_or_else(|_| "unrepresentable".to_owned()),
+    }
+}
+
+/// Verify a batch of rows ordered by `(run_id, seq)`.
+///
+/// Per-row work (hashing, parsing, canonical form, fields, evidence sets) runs in parallel;
+/// the chain links are then checked in order. `carry` is the previous batch's last row, so
+/// a run may be split across batches at any point.
+pub fn verify_batch(ledger_id: &str, carry: Option<&Carry>, rows: &[StoredEntry]) -> BatchReport {
+    let checks: Vec<RowCheck> = rows.par_iter().map(check_row).collect();
+    let mut report = BatchReport::default();
+    let mut current: Option<RunSummary> = None;
+    let mut expected_prev = String::new();
+    let mut expected_seq: i64 = 0;
+    let mut kept_for_run = 0usize;
+
+    for (index, (row, check)) in rows.iter().zip(checks).enumerate() {
+        let starts_run = current.as_ref().is_none_or(|run| run.run_id != row.run_id);
+        if starts_run {
+            if let Some(done) = current.take() {
+                report.runs.push(done);
+            }
+            kept_for_run = 0;
+            match carry.filter(|c| index == 0 && c.run_id == row.run_id) {
+                Some(c) => {
+                    expected_seq = c.seq + 1;
+                    expected_prev = prefixed_hex(&c.hash);
+                }
+                None => {
+                    expected_seq = 0;
+                    expected_prev = genesis_prev(ledger_id, &row.run_id);
+                }
+            }
+            current = Some(RunSummary {
+                run_id: row.run_id.clone(),
+                entries: 0,
+                activities: 0,
+                findings: 0,
+                last_seq: -1,
+                last_hash: Vec::new(),
+            });
+        }
+        let run = current.as_mut().expect("a run is open");
+        let mut push = |check: &str, expected: String, actual: String| {
+            run.findings += 1;
+            if kept_for_run < MAX_FINDINGS_PER_RUN {
+                kept_for_run += 1;
+                report.findings.push(Finding {
+                    run_id: row.run_id.clone(),
+                    seq: Some(row.seq),
+                    check: check.to_owned(),
+                    expected,
+                    actual,
+                });
+            }
+        };
+        if row.seq != expected_seq {
+            let what = if row.seq > expected_seq {
+                "chain.gap"
+            } else {
+                "chain.order"
+            };
+            push(what, expected_seq.to_string(), row.seq.to_string());
+        }
+        if let Some(prev) = &check.prev {
+            if prev != &expected_prev {
+                push("chain.prev", expected_prev.clone(), prev.clone());
+            }
+        }
+        for (name, expected, actual) in check.findings {
+            push(name, expected, actual);
+        }
+        run.entries += 1;
+        run.activities += u64::from(check.is_activity);
+        run.last_seq = row.seq;
+        run.last_hash = row.hash.clone();
+        expected_seq = row.seq + 1;
+        expected_prev = prefixed_hex(&check.hash);
+    }
+    if let Some(done) = current.take() {
+        report.runs.push(done);
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LEDGER: &str = "00112233445566778899aabbccddeeff";
+
+    fn chain(run: &str, n: u64) -> Vec<StoredEntry> {
+        let items = (0..n)
+            .map(|i| {
+                let body = Value::Object(vec![("i".to_owned(), Value::Number(i as f64))]);
+                ("step".to_owned(), body)
+            })
+            .collect();
+        encode_chain(run, 0, &genesis_prev(LEDGER, run), "2026-11-30T00:00:00Z", items)
+            .unwrap()
+            .into_iter()
+            .enumerate()
+            .map(|(i, (bytes, hash))| StoredEntry {
+                run_id: run.to_owned(),
+                seq: i as i64,
+                kind: "step".to_owned(),
+                hash: hash.to_vec(),
+                bytes,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_fresh_chain_verifies_clean() {
+        let mut rows = chain("a", 5);
+        rows.extend(chain("b", 3));
+        let report = verify_batch(LEDGER, None, &rows);
+        assert!(report.findings.is_empty(), "{:?}", report.findings);
+        assert_eq!(report.runs.len(), 2);
+        assert_eq!(report.runs[0].entries, 5);
+        assert_eq!(report.runs[1].last_seq, 2);
+    }
+
+    #[test]
+    fn a_run_split_across_batches_verifies_with_the_carry() {
+        let rows = chain("a", 6);
+        let first = verify_batch(LEDGER, None, &rows[..4]);
+        let last = &rows[3];
+        let carry = Carry {
+            run_id: last.run_id.clone(),
+            seq: last.seq,
+            hash: last.hash.clone(),
+        };
+        let second = verify_batch(LEDGER, Some(&carry), &rows[4..]);
+        assert!(first.findings.is_empty() && second.findings.is_empty());
+    }
+
+    #[test]
+    fn a_deleted_middle_entry_breaks_the_chain_at_the_next_step() {
+        let mut rows = chain("a", 5);
+        rows.remove(2);
+        let report = verify_batch(LEDGER, None, &rows);
+        let checks: Vec<_> = report.findings.iter().map(|f| (f.seq, f.check.as_str())).collect();
+        assert!(checks.contains(&(Some(3), "chain.gap")));
+        assert!(checks.contains(&(Some(3), "chain.prev")));
+    }
+
+    #[test]
+    fn an_edited_body_is_named_at_its_step() {
+        let mut rows = chain("a", 3);
+        let text = String::from_utf8(rows[1].bytes.clone()).unwrap();
+        rows[1].bytes = text.replace("\"i\":1", "\"i\":7").into_bytes();
+        let report = verify_batch(LEDGER, None, &rows);
+        assert_eq!(report.findings[0].seq, Some(1));
+        assert_eq!(report.findings[0].check, "entry.hash");
+        assert!(report.findings.iter().any(|f| f.seq == Some(2) && f.check == "chain.prev"));
+    }
+
+    #[test]
+    fn a_run_moved_to_another_ledger_fails_at_genesis() {
+        let rows = chain("a", 2);
+        let report = verify_batch("another-ledger", None, &rows);
+        assert_eq!(report.findings.len(), 1);
+        assert_eq!(report.findings[0].check, "chain.prev");
+        assert_eq!(report.findings[0].seq, Some(0));
+    }
+
+    #[test]
+    fn the_evidence_set_hash_is_recomputed() {
+        let observation = |h: &str| {
+            Value::Object(vec![("content_hash".to_owned(), Value::String(h.to_owned()))])
+        };
+        let good = evidence_set_hash(["blake3:bb", "blake3:aa", "blake3:bb"]);
+        assert_eq!(good, evidence_set_hash(["blake3:aa", "blake3:bb"]));
+        let body = |esh: &str| {
+            Value::Object(vec![
+                ("evidence_set_hash".to_owned(), Value::String(esh.to_owned())),
+                (
+                    "observations".to_owned(),
+                    Value::Array(vec![observation("blake3:bb"), observation("blake3:aa")]),
+                ),
+            ])
+        };
+        assert_eq!(check_evidence_set(&body(&good)), None);
+        assert!(check_evidence_set(&body("blake3:00")).is_some());
+    }
+}

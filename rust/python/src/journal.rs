@@ -1,0 +1,135 @@
+//! Journal encoding and batch verification. Rows cross the boundary as plain tuples of
+//! str/int/bytes, are copied into Rust memory, and are verified with the GIL released.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use agentledger_core::canonical::Value;
+use agentledger_core::journal::{self, Carry, StoredEntry};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::canonical::value_from_py;
+use crate::errors::to_py;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(encode_entries, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_entries, m)?)?;
+    m.add_function(wrap_pyfunction!(genesis_prev, m)?)?;
+    m.add_function(wrap_pyfunction!(evidence_set_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(entry_hash, m)?)?;
+    m.add("MAX_FINDINGS_PER_RUN", journal::MAX_FINDINGS_PER_RUN)?;
+    Ok(())
+}
+
+/// Canonical bytes and hash of consecutive entries of one run, each chained to the last.
+#[pyfunction]
+fn encode_entries<'py>(
+    py: Python<'py>,
+    run_id: &str,
+    first_seq: u64,
+    prev: &str,
+    ts: &str,
+    items: Vec<(String, Bound<'py, PyAny>)>,
+) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
+    let items: Vec<(String, Value)> = items
+        .into_iter()
+        .map(|(kind, body)| Ok((kind, value_from_py(&body)?)))
+        .collect::<PyResult<_>>()?;
+    let run_id = run_id.to_owned();
+    let prev = prev.to_owned();
+    let ts = ts.to_owned();
+    let encoded = py
+        .allow_threads(move || journal::encode_chain(&run_id, first_seq, &prev, &ts, items))
+        .map_err(to_py)?;
+    Ok(encoded
+        .into_iter()
+        .map(|(bytes, digest)| (PyBytes::new(py, &bytes), PyBytes::new(py, &digest)))
+        .collect())
+}
+
+type FindingTuple = (String, Option<i64>, String, String, String);
+type RunTuple = (String, u64, u64, u64, i64, Vec<u8>);
+
+/// Verify rows ordered by (run_id, seq): `(run_id, seq, kind, hash, bytes)` tuples.
+/// Returns `(findings, run_summaries)`; `jobs` = 0 uses every core.
+#[pyfunction]
+#[pyo3(signature = (ledger_id, carry, rows, jobs = 0))]
+fn verify_entries(
+    py: Python<'_>,
+    ledger_id: &str,
+    carry: Option<(String, i64, Vec<u8>)>,
+    rows: Vec<(String, i64, String, Vec<u8>, Vec<u8>)>,
+    jobs: usize,
+) -> PyResult<(Vec<FindingTuple>, Vec<RunTuple>)> {
+    let rows: Vec<StoredEntry> = rows
+        .into_iter()
+        .map(|(run_id, seq, kind, hash, bytes)| StoredEntry {
+            run_id,
+            seq,
+            kind,
+            hash,
+            bytes,
+        })
+        .collect();
+    let carry = carry.map(|(run_id, seq, hash)| Carry { run_id, seq, hash });
+    let ledger_id = ledger_id.to_owned();
+    let pool = pool(jobs)?;
+    let report = py.allow_threads(move || {
+        pool.install(|| journal::verify_batch(&ledger_id, carry.as_ref(), &rows))
+    });
+    let findings = report
+        .findings
+        .into_iter()
+        .map(|f| (f.run_id, f.seq, f.check, f.expected, f.actual))
+        .collect();
+    let runs = report
+        .runs
+        .into_iter()
+        .map(|r| {
+            (
+                r.run_id,
+                r.entries,
+                r.activities,
+                r.findings,
+                r.last_seq,
+                r.last_hash,
+            )
+        })
+        .collect();
+    Ok((findings, runs))
+}
+
+/// One rayon pool per requested size, built once and reused by every batch.
+fn pool(jobs: usize) -> PyResult<Arc<rayon::ThreadPool>> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    let mut pools = POOLS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(pool) = pools.get(&jobs) {
+        return Ok(pool.clone());
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+    let pool = Arc::new(pool);
+    pools.insert(jobs, pool.clone());
+    Ok(pool)
+}
+
+#[pyfunction]
+fn genesis_prev(ledger_id: &str, run_id: &str) -> String {
+    journal::genesis_prev(ledger_id, run_id)
+}
+
+#[pyfunction]
+fn evidence_set_hash(hashes: Vec<String>) -> String {
+    journal::evidence_set_hash(hashes.iter().map(String::as_str))
+}
+
+#[pyfunction]
+fn entry_hash<'py>(py: Python<'py>, data: &[u8]) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, &journal::entry_hash(data))
+}
