@@ -5,5 +5,21 @@ The compiled core is the private module ``agentledger._core``; its public face i
 """
 
 from agentledger._core import __version__
+from agentledger.errors import AgentLedgerError, InvalidInput, LedgerError, NotFound
+from agentledger.journal import Entry, Run
+from agentledger.ledger import Ledger
+from agentledger.verify import Divergence, RunVerdict, VerifyReport
 
-__all__ = ["__version__"]
+__all__ = [
+    "AgentLedgerError",
+    "Divergence",
+    "Entry",
+    "InvalidInput",
+    "Ledger",
+    "LedgerError",
+    "NotFound",
+    "Run",
+    "RunVerdict",
+    "VerifyReport",
+    "__version__",
+]

@@ -42,6 +42,8 @@ def summary_table(report: VerifyReport) -> Table:
 def _leaf(divergence: Divergence) -> Text:
     text = Text()
     text.append(divergence.check, style="bold")
+    if divergence.subject:
+        text.append(f" [{divergence.subject}]", style="dim")
     text.append(": expected ")
     text.append(divergence.expected, style="green")
     text.append(", actual ")

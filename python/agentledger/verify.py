@@ -40,12 +40,15 @@ class Divergence:
     check: str
     expected: str
     actual: str
+    subject: str | None = None
+    """What the check is about when it is not an entry (a blob digest, a table)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "run": self.run_id,
             "seq": self.seq,
             "check": self.check,
+            "subject": self.subject,
             "expected": self.expected,
             "actual": self.actual,
         }
@@ -174,6 +177,7 @@ class Verifier:
             tails = self._verify_stream(rows, verdicts, report)
             self._check_heads(heads, tails, verdicts, report, whole=run_ids is None)
             if run_ids is None:
+                self._check_ordinals(conn, report)
                 self._verify_blobs(conn, report)
         report.runs = list(verdicts.values())
         report.elapsed_s = time.perf_counter() - started
@@ -226,6 +230,15 @@ class Verifier:
         return tails
 
     @staticmethod
+    def _check_ordinals(conn: Any, report: VerifyReport) -> None:
+        """Ordinals only order the listing, but they must be exactly 1..N: no value is loose."""
+        ordinals = [row[0] for row in conn.execute("SELECT ordinal FROM runs ORDER BY ordinal")]
+        if ordinals != list(range(1, len(ordinals) + 1)):
+            report.workspace.append(
+                Divergence(None, None, "runs.ordinal", f"1..{len(ordinals)}", str(ordinals[:20]))
+            )
+
+    @staticmethod
     def _check_heads(
         heads: dict[str, tuple[int, bytes | None]],
         tails: dict[str, tuple[int, bytes]],
@@ -255,12 +268,14 @@ class Verifier:
     @staticmethod
     def _verify_blobs(conn: Any, report: VerifyReport) -> None:
         """Every stored blob must hash to its name and have the size it claims."""
-        blobs = conn.execute("SELECT digest, size FROM blobs ORDER BY digest").fetchall()
-        for digest, size in blobs:
+        blobs = conn.execute(
+            "SELECT digest, size, chunk_size FROM blobs ORDER BY digest"
+        ).fetchall()
+        for digest, size, chunk_size in blobs:
             report.blobs_checked += 1
             if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
                 report.workspace.append(
-                    Divergence(None, None, "blob.name", "blake3:/sha256:<hex>", repr(digest))
+                    Divergence(None, None, "blob.name", "blake3:/sha256:<hex>", repr(digest), str(digest))
                 )
                 continue
             algorithm = digest.split(":", 1)[0]
@@ -285,21 +300,27 @@ class Verifier:
 
             actual = digest_of(chunks(), algorithm)
             if actual != digest:
-                report.workspace.append(Divergence(None, None, "blob.digest", digest, actual))
+                report.workspace.append(Divergence(None, None, "blob.digest", digest, actual, digest))
             if sum(sizes) != size:
                 report.workspace.append(
-                    Divergence(None, None, f"blob.size {digest}", str(size), str(sum(sizes)))
+                    Divergence(None, None, "blob.size", str(size), str(sum(sizes)), digest)
+                )
+            if any(n != chunk_size for n in sizes[:-1]) or (sizes and sizes[-1] > chunk_size):
+                report.workspace.append(
+                    Divergence(
+                        None, None, "blob.chunk_size", str(chunk_size), str(sizes[:4]), digest
+                    )
                 )
             if indexes != list(range(len(indexes))):
                 report.workspace.append(
-                    Divergence(None, None, f"blob.chunks {digest}", "0..n-1", str(indexes))
+                    Divergence(None, None, "blob.chunks", "0..n-1", str(indexes[:20]), digest)
                 )
         orphans = conn.execute(
             "SELECT DISTINCT digest FROM blob_chunks WHERE digest NOT IN (SELECT digest FROM blobs)"
         ).fetchall()
         for (digest,) in orphans:
             report.workspace.append(
-                Divergence(None, None, "blob.orphan_chunks", "no chunks", str(digest))
+                Divergence(None, None, "blob.orphan_chunks", "no chunks", "chunks", str(digest))
             )
 
 

@@ -1,0 +1,95 @@
+"""Append throughput and single-append latency, beside a raw-SQLite baseline in the same run.
+
+    python benches/append.py [--entries N] [--batch B] [--singles K] [--json]
+
+- batched: ``run.append_many`` in batches of B entries; baseline: apsw ``executemany`` of
+  the same number of pre-encoded rows into the same table shape (no hashing, no JSON).
+- single durable append: ``run.append`` one at a time (each its own fsync'd transaction);
+  median and p99 latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import apsw
+
+from agentledger import Ledger
+
+
+def batched(path: Path, entries: int, batch: int) -> float:
+    with Ledger.open(path) as ledger:
+        run = ledger.run("bench")
+        items = [("step", {"n": i, "tool": "edit", "path": f"src/f{i % 17}.py"}) for i in range(batch)]
+        started = time.perf_counter()
+        for _ in range(entries // batch):
+            run.append_many(items)
+        return time.perf_counter() - started
+
+
+def raw_baseline(path: Path, entries: int, batch: int) -> float:
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL")
+    conn.execute(
+        "CREATE TABLE entries (run_id TEXT, seq INTEGER, kind TEXT, hash BLOB, bytes BLOB, "
+        "PRIMARY KEY (run_id, seq)) STRICT, WITHOUT ROWID"
+    )
+    payload = json.dumps({"n": 0, "tool": "edit", "path": "src/f0.py"}).encode() * 3
+    digest = bytes(32)
+    started = time.perf_counter()
+    for start in range(0, entries, batch):
+        rows = [("bench", seq, "step", digest, payload) for seq in range(start, start + batch)]
+        with conn:
+            conn.executemany("INSERT INTO entries VALUES (?, ?, ?, ?, ?)", rows)
+    elapsed = time.perf_counter() - started
+    conn.close()
+    return elapsed
+
+
+def singles(path: Path, count: int) -> list[float]:
+    latencies = []
+    with Ledger.open(path) as ledger:
+        run = ledger.run("single")
+        for i in range(count):
+            started = time.perf_counter()
+            run.append("step", {"n": i})
+            latencies.append(time.perf_counter() - started)
+    return latencies
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entries", type=int, default=200_000)
+    parser.add_argument("--batch", type=int, default=1_000)
+    parser.add_argument("--singles", type=int, default=2_000)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        ledger_s = batched(folder / "a.db", args.entries, args.batch)
+        raw_s = raw_baseline(folder / "raw.db", args.entries, args.batch)
+        latencies = sorted(singles(folder / "s.db", args.singles))
+    result = {
+        "entries": args.entries,
+        "batch": args.batch,
+        "appends_per_s": round(args.entries / ledger_s),
+        "raw_inserts_per_s": round(args.entries / raw_s),
+        "ratio_to_raw": round(ledger_s / raw_s, 2),
+        "single_median_ms": round(statistics.median(latencies) * 1000, 3),
+        "single_p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 3),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for key, value in result.items():
+            print(f"{key:>20}  {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

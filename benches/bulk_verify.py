@@ -1,0 +1,132 @@
+"""Bulk verify against a pure-Python verifier and against the floor, side by side in one run.
+
+    python benches/bulk_verify.py [--runs N] [--entries-per-run M] [--json]
+
+(a) ``ledger.verify()``; (b) the pure-Python baseline (benches/baseline_verifier.py);
+(c) the floor: reading the same rows through apsw plus one BLAKE3 pass over their bytes.
+The ledger is built once per size under benches/.data/ and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import sys
+import time
+from pathlib import Path
+
+import apsw
+import blake3
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import baseline_verifier  # noqa: E402
+
+from agentledger import Ledger, _core  # noqa: E402
+
+DATA = Path(__file__).parent / ".data"
+
+
+def build(path: Path, runs: int, per_run: int) -> None:
+    rng = random.Random(42)
+    started = time.perf_counter()
+    with Ledger.open(path) as ledger:
+        for n in range(runs):
+            items = []
+            for i in range(per_run):
+                if i % 3 == 2:
+                    hashes = [
+                        _core.blake3_hex(rng.randbytes(16)) for _ in range(rng.randint(2, 6))
+                    ]
+                    body = {
+                        "stage_id": f"s-{i}",
+                        "kind": "research",
+                        "terminal_state": "completed",
+                        "reason_code": "ok",
+                        "observations": [
+                            {"kind": "page", "ref": f"https://example.org/{j}", "content_hash": h}
+                            for j, h in enumerate(hashes)
+                        ],
+                        "evidence_set_hash": _core.evidence_set_hash(hashes),
+                    }
+                    items.append(("activity.result", body))
+                else:
+                    items.append(("step", {"n": i, "tool": "edit", "path": f"src/f{i % 17}.py"}))
+            ledger.run(f"run-{n:06d}").append_many(items)
+            if n % 1000 == 999:
+                print(f"  built {n + 1:,} runs", file=sys.stderr)
+    print(f"built in {time.perf_counter() - started:.1f}s", file=sys.stderr)
+
+
+def floor(path: Path) -> tuple[int, float]:
+    started = time.perf_counter()
+    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    hasher = blake3.blake3()
+    rows = 0
+    batch: list[bytes] = []
+    for row in conn.execute(
+        "SELECT run_id, seq, kind, hash, bytes FROM entries ORDER BY run_id, seq"
+    ):
+        batch.append(row[4])
+        rows += 1
+        if len(batch) == 16_384:
+            hasher.update(b"".join(batch))
+            batch.clear()
+    hasher.update(b"".join(batch))
+    conn.close()
+    return rows, time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--entries-per-run", type=int, default=100)
+    parser.add_argument("--jobs", type=int, default=0)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+
+    DATA.mkdir(exist_ok=True)
+    path = DATA / f"bulk-{args.runs}x{args.entries_per_run}.db"
+    if not path.exists():
+        build(path, args.runs, args.entries_per_run)
+
+    # Warm the page cache once so that all three read the same hot file.
+    floor(path)
+    rows, floor_s = floor(path)
+
+    with Ledger.open(path) as ledger:
+        started = time.perf_counter()
+        report = ledger.verify(jobs=args.jobs)
+        verify_s = time.perf_counter() - started
+    assert report.code == 0 and report.entries == rows, report.to_json()
+    rss_after_verify = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    started = time.perf_counter()
+    entries, divergences = baseline_verifier.verify(str(path))
+    python_s = time.perf_counter() - started
+    assert entries == rows and divergences == 0
+
+    result = {
+        "entries": rows,
+        "runs": args.runs,
+        "verify_s": round(verify_s, 3),
+        "python_s": round(python_s, 3),
+        "floor_s": round(floor_s, 3),
+        "speedup_vs_python": round(python_s / verify_s, 2),
+        "ratio_to_floor": round(verify_s / floor_s, 3),
+        "entries_per_s": round(rows / verify_s),
+        "peak_rss_mb": round(rss_after_verify, 1),
+        "ledger_mb": round(path.stat().st_size / 2**20, 1),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for key, value in result.items():
+            print(f"{key:>20}  {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

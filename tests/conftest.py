@@ -1,0 +1,47 @@
+"""Fixtures shared by every test: fresh ledgers and a way to run the CLI in-process."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentledger import Ledger
+from agentledger.cli import main
+
+
+@pytest.fixture
+def ledger_path(tmp_path: Path) -> Path:
+    return tmp_path / "ws" / "ledger.db"
+
+
+@pytest.fixture
+def ledger(ledger_path: Path) -> Iterator[Ledger]:
+    with Ledger.open(ledger_path) as opened:
+        yield opened
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> Any:
+        return json.loads(self.out)
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], ledger_path: Path) -> Any:
+    """``cli("verify", "--json")`` runs agentledger against the test's ledger."""
+
+    def run(*args: str, ledger: Path | None = None) -> CliResult:
+        code = main(["--ledger", str(ledger or ledger_path), *args])
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+
+    return run

@@ -1,0 +1,58 @@
+"""The content-addressed blob store."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import blake3
+import pytest
+
+from agentledger import Ledger
+from agentledger.cas import CHUNK_SIZE
+from agentledger.errors import InvalidInput
+
+
+def test_put_names_bytes_by_their_blake3_and_is_idempotent(ledger: Ledger) -> None:
+    digest = ledger.blobs.put(b"page bytes")
+    assert digest == "blake3:" + blake3.blake3(b"page bytes").hexdigest()
+    assert ledger.blobs.put(b"page bytes") == digest
+    assert ledger.blobs.get(digest) == b"page bytes"
+    assert ledger.blobs.digests() == [digest]
+
+
+def test_sha256_names_are_accepted_for_imported_data(ledger: Ledger) -> None:
+    digest = ledger.blobs.put(b"imported", algorithm="sha256")
+    assert digest == "sha256:" + hashlib.sha256(b"imported").hexdigest()
+    assert ledger.blobs.get(digest) == b"imported"
+
+
+def test_get_of_an_absent_blob_is_a_key_error(ledger: Ledger) -> None:
+    with pytest.raises(KeyError):
+        ledger.blobs.get("blake3:" + "0" * 64)
+
+
+def test_malformed_digests_are_refused(ledger: Ledger) -> None:
+    with pytest.raises(InvalidInput):
+        ledger.blobs.get("md5:abc")
+
+
+def test_empty_blob_round_trips(ledger: Ledger) -> None:
+    digest = ledger.blobs.put(b"")
+    assert ledger.blobs.get(digest) == b""
+    assert ledger.verify().code == 0
+
+
+def test_large_files_are_streamed_in_chunks(ledger: Ledger, tmp_path: Path) -> None:
+    path = tmp_path / "big.bin"
+    pattern = bytes(range(256)) * 4096  # 1 MiB
+    with path.open("wb") as handle:
+        for i in range(5):
+            handle.write(pattern[i:] + pattern[:i])
+        handle.write(b"tail")
+    digest = ledger.blobs.put_file(path)
+    assert digest == "blake3:" + blake3.blake3(path.read_bytes()).hexdigest()
+    chunks = list(ledger.blobs.iter_chunks(digest))
+    assert len(chunks) == 6 and all(len(c) == CHUNK_SIZE for c in chunks[:-1])
+    assert ledger.blobs.size(digest) == path.stat().st_size
+    assert ledger.verify().code == 0

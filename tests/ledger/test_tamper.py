@@ -1,0 +1,216 @@
+"""Every stored value is accounted for: editing any one of them makes verify exit 2 and say what.
+
+Each case edits the file the way an attacker with write access would (plain SQL, outside
+the API) and checks the verdict and the named check.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import apsw
+import pytest
+
+from agentledger import Ledger, _core
+from agentledger.demo import activity_body
+
+
+def build(path: Path) -> None:
+    import random
+
+    rng = random.Random(1)
+    with Ledger.open(path) as ledger:
+        for name in ["alpha", "beta", "gamma"]:
+            run = ledger.run(name)
+            run.append_many([("step", {"n": i}) for i in range(4)])
+            run.append("activity.result", activity_body(ledger, rng, 4))
+            run.append("step", {"n": 5})
+        ledger.blobs.put(b"x" * 10)
+
+
+def sql(path: Path, statement: str, params: tuple[object, ...] = ()) -> None:
+    conn = apsw.Connection(str(path))
+    conn.execute(statement, params)
+    conn.close()
+
+
+def replace_in_bytes(old: bytes, new: bytes, run: str = "beta", seq: int = 2) -> Callable[[Path], None]:
+    def edit(path: Path) -> None:
+        conn = apsw.Connection(str(path))
+        raw = conn.execute(
+            "SELECT bytes FROM entries WHERE run_id = ? AND seq = ?", (run, seq)
+        ).fetchall()[0][0]
+        assert old in raw
+        conn.execute(
+            "UPDATE entries SET bytes = ? WHERE run_id = ? AND seq = ?",
+            (raw.replace(old, new, 1), run, seq),
+        )
+        conn.close()
+
+    return edit
+
+
+def rewrite_entry(change: Callable[[dict[str, object]], None], run: str = "beta", seq: int = 4):
+    """Change an entry's JSON and recompute its hash (but not the rest of the chain)."""
+
+    def edit(path: Path) -> None:
+        conn = apsw.Connection(str(path))
+        raw = conn.execute(
+            "SELECT bytes FROM entries WHERE run_id = ? AND seq = ?", (run, seq)
+        ).fetchall()[0][0]
+        doc = json.loads(raw)
+        change(doc)
+        new = _core.canonicalize(doc)
+        conn.execute(
+            "UPDATE entries SET bytes = ?, hash = ? WHERE run_id = ? AND seq = ?",
+            (new, _core.entry_hash(new), run, seq),
+        )
+        conn.close()
+
+    return edit
+
+
+def set_observation(doc: dict[str, object]) -> None:
+    body = doc["body"]
+    assert isinstance(body, dict)
+    body["observations"][0]["content_hash"] = "blake3:" + "ab" * 32
+
+
+CASES: dict[str, tuple[Callable[[Path], None], str]] = {
+    "entries.bytes (body edit)": (replace_in_bytes(b'"n":2', b'"n":9'), "entry.hash"),
+    "entries.bytes (seq field)": (rewrite_entry(lambda d: d.update(seq=7), seq=2), "entry.seq"),
+    "entries.bytes (kind field)": (rewrite_entry(lambda d: d.update(kind="x"), seq=2), "entry.kind"),
+    "entries.bytes (ts field)": (rewrite_entry(lambda d: d.update(ts="1999"), seq=3), "chain.prev"),
+    "entries.bytes (evidence)": (rewrite_entry(set_observation), "activity.evidence_set_hash"),
+    "entries.bytes (not canonical)": (replace_in_bytes(b'"n":2', b'"n":2.0'), "entry.canonical"),
+    "entries.hash": (
+        lambda p: sql(p, "UPDATE entries SET hash = zeroblob(32) WHERE run_id='beta' AND seq=1"),
+        "entry.hash",
+    ),
+    "entries.kind": (
+        lambda p: sql(p, "UPDATE entries SET kind = 'other' WHERE run_id='beta' AND seq=1"),
+        "entry.kind",
+    ),
+    "entries.seq (reorder)": (
+        lambda p: sql(
+            p,
+            "UPDATE entries SET seq = CASE seq WHEN 1 THEN 2 ELSE 1 END "
+            "WHERE run_id='beta' AND seq IN (1, 2)",
+        ),
+        "entry.seq",
+    ),
+    "entries.run_id": (
+        lambda p: sql(p, "UPDATE entries SET run_id = 'zeta' WHERE run_id='beta' AND seq=5"),
+        "entry.run",
+    ),
+    "entries (delete middle)": (
+        lambda p: sql(p, "DELETE FROM entries WHERE run_id='beta' AND seq=2"),
+        "chain.gap",
+    ),
+    "entries (delete first)": (
+        lambda p: sql(p, "DELETE FROM entries WHERE run_id='beta' AND seq=0"),
+        "chain.gap",
+    ),
+    "entries (delete last)": (
+        lambda p: sql(p, "DELETE FROM entries WHERE run_id='beta' AND seq=5"),
+        "run.head_seq",
+    ),
+    "runs.head_seq": (
+        lambda p: sql(p, "UPDATE runs SET head_seq = 3 WHERE run_id='beta'"),
+        "run.head_seq",
+    ),
+    "runs.head_hash": (
+        lambda p: sql(p, "UPDATE runs SET head_hash = zeroblob(32) WHERE run_id='beta'"),
+        "run.head_hash",
+    ),
+    "runs.run_id": (
+        lambda p: sql(
+            p, "PRAGMA foreign_keys=OFF; UPDATE runs SET run_id = 'delta' WHERE run_id='beta'"
+        ),
+        "run.unknown",
+    ),
+    "runs.ordinal": (
+        lambda p: sql(p, "UPDATE runs SET ordinal = 17 WHERE run_id='beta'"),
+        "runs.ordinal",
+    ),
+    "ledger_meta.value": (
+        lambda p: sql(p, "UPDATE ledger_meta SET value = 'forged' WHERE key='ledger_id'"),
+        "chain.prev",
+    ),
+    "ledger_meta.key": (
+        lambda p: sql(p, "UPDATE ledger_meta SET key = 'other' WHERE key='ledger_id'"),
+        "chain.prev",
+    ),
+    "blobs.digest": (
+        lambda p: sql(
+            p,
+            "PRAGMA foreign_keys=OFF; UPDATE blobs SET digest = 'blake3:' || hex(zeroblob(32)) "
+            "WHERE size = 10",
+        ),
+        "blob.digest",
+    ),
+    "blobs.size": (lambda p: sql(p, "UPDATE blobs SET size = 11 WHERE size = 10"), "blob.size"),
+    "blobs.chunk_size": (
+        lambda p: sql(p, "UPDATE blobs SET chunk_size = 4 WHERE size = 10"),
+        "blob.chunk_size",
+    ),
+    "blob_chunks.data": (
+        lambda p: sql(p, "UPDATE blob_chunks SET data = CAST('y' AS BLOB) WHERE length(data)=10"),
+        "blob.digest",
+    ),
+    "blob_chunks.idx": (
+        lambda p: sql(p, "UPDATE blob_chunks SET idx = 3 WHERE length(data) = 10"),
+        "blob.chunks",
+    ),
+    "blob_chunks.digest": (
+        lambda p: sql(
+            p,
+            "PRAGMA foreign_keys=OFF; UPDATE blob_chunks SET digest = 'sha256:' || hex(zeroblob(32)) "
+            "WHERE length(data) = 10",
+        ),
+        "blob.orphan_chunks",
+    ),
+}
+
+
+def test_an_untouched_ledger_verifies_clean(ledger_path: Path) -> None:
+    build(ledger_path)
+    with Ledger.open(ledger_path) as ledger:
+        report = ledger.verify()
+    assert report.code == 0, report.to_json()
+    assert report.entries == 18
+    assert sum(run.activities for run in report.runs) == 3
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_edit_is_detected_and_named(ledger_path: Path, case: str) -> None:
+    build(ledger_path)
+    edit, check = CASES[case]
+    edit(ledger_path)
+    with Ledger.open(ledger_path) as ledger:
+        report = ledger.verify()
+    found = [d.check for d in report.workspace] + [
+        d.check for run in report.runs for d in run.divergences
+    ]
+    assert report.code == 2, case
+    assert check in found, (case, found)
+
+
+def test_a_divergence_names_run_step_expected_and_actual(ledger_path: Path) -> None:
+    build(ledger_path)
+    replace_in_bytes(b'"n":2', b'"n":9')(ledger_path)
+    with Ledger.open(ledger_path) as ledger:
+        verdict = ledger.verify_run("beta")
+        assert ledger.verify_run("alpha").code == 0
+    assert verdict.code == 2
+    first = verdict.divergences[0]
+    assert (first.run_id, first.seq, first.check) == ("beta", 2, "entry.hash")
+    assert first.expected != first.actual
+    # The next step's link is broken too, and is reported as well (not only the first).
+    assert any(d.seq == 3 and d.check == "chain.prev" for d in verdict.divergences)
+
+
+def test_verify_run_of_a_missing_run_is_code_1(ledger: Ledger) -> None:
+    assert ledger.verify_run("nope").code == 1
