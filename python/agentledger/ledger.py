@@ -11,7 +11,7 @@ from agentledger.errors import NotFound
 from agentledger.ids import check_run_id
 from agentledger.journal import Run
 from agentledger.storage import Database
-from agentledger.verify import Progress, RunVerdict, Verifier, VerifyReport
+from agentledger.verify import Progress, RunVerdict, VerifyOptions, VerifyReport, verify_ledger
 
 
 class Ledger:
@@ -98,4 +98,4 @@ class Ledger:
 
         ``jobs`` is the number of verification threads (0: every core).
         """
-        return Verifier(self, jobs=jobs, progress=progress).run(runs)
+        return verify_ledger(self, runs, VerifyOptions(jobs=jobs, progress=progress))

@@ -154,6 +154,9 @@ pub struct RunSummary {
 pub struct BatchReport {
     pub findings: Vec<Finding>,
     pub runs: Vec<RunSummary>,
+    /// Distinct content hashes the batch's activity results reference (observations and
+    /// artifacts), sorted: the caller checks the blob store holds each of them.
+    pub referenced: Vec<String>,
 }
 
 /// What one row says about itself, computed independently of its neighbours.
@@ -162,6 +165,7 @@ struct RowCheck {
     prev: Option<String>,
     seq: Option<i64>,
     is_activity: bool,
+    referenced: Vec<String>,
     findings: Vec<(&'static str, String, String)>,
 }
 
@@ -172,6 +176,7 @@ fn check_row(row: &StoredEntry) -> RowCheck {
         prev: None,
         seq: None,
         is_activity: false,
+        referenced: Vec::new(),
         findings: Vec::new(),
     };
     let mut note = |name: &'static str, expected: String, actual: String| {
@@ -243,6 +248,7 @@ fn check_row(row: &StoredEntry) -> RowCheck {
                 if let Some((expected, actual)) = check_evidence_set(body) {
                     note("activity.evidence_set_hash", expected, actual);
                 }
+                check.referenced = referenced_hashes(body);
             }
         }
         None => note("entry.body", "a body".to_owned(), "missing".to_owned()),
@@ -269,6 +275,22 @@ fn check_evidence_set(body: &Value) -> Option<(String, String)> {
     }
     let recomputed = evidence_set_hash(hashes);
     (recomputed != anchored).then_some((anchored, recomputed))
+}
+
+/// The content hashes an activity result points into the blob store.
+fn referenced_hashes(body: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(Value::Array(observations)) = body.get("observations") {
+        for observation in observations {
+            if let Some(Value::String(h)) = observation.get("content_hash") {
+                out.push(h.clone());
+            }
+        }
+    }
+    if let Some(Value::String(h)) = body.get("artifact_hash") {
+        out.push(h.clone());
+    }
+    out
 }
 
 fn describe(value: Option<&Value>) -> String {
@@ -304,7 +326,9 @@ pub fn verify_batch(ledger_id: &str, carry: Option<&Carry>, rows: &[StoredEntry]
     let mut expected_seq: i64 = 0;
     let mut kept_for_run = 0usize;
 
-    for (index, (row, check)) in rows.iter().zip(checks).enumerate() {
+    let mut referenced: Vec<String> = Vec::new();
+    for (index, (row, mut check)) in rows.iter().zip(checks).enumerate() {
+        referenced.append(&mut check.referenced);
         let starts_run = current.as_ref().is_none_or(|run| run.run_id != row.run_id);
         if starts_run {
             if let Some(done) = current.take() {
@@ -370,6 +394,9 @@ pub fn verify_batch(ledger_id: &str, carry: Option<&Carry>, rows: &[StoredEntry]
     if let Some(done) = current.take() {
         report.runs.push(done);
     }
+    referenced.sort_unstable();
+    referenced.dedup();
+    report.referenced = referenced;
     report
 }
 

@@ -50,9 +50,10 @@ fn encode_entries<'py>(
 
 type FindingTuple = (String, Option<i64>, String, String, String);
 type RunTuple = (String, u64, u64, u64, i64, Vec<u8>);
+type BatchTuple = (Vec<FindingTuple>, Vec<RunTuple>, Vec<String>);
 
 /// Verify rows ordered by (run_id, seq): `(run_id, seq, kind, hash, bytes)` tuples.
-/// Returns `(findings, run_summaries)`; `jobs` = 0 uses every core.
+/// Returns `(findings, run_summaries, referenced_digests)`; `jobs` = 0 uses every core.
 #[pyfunction]
 #[pyo3(signature = (ledger_id, carry, rows, jobs = 0))]
 fn verify_entries(
@@ -61,7 +62,7 @@ fn verify_entries(
     carry: Option<(String, i64, Vec<u8>)>,
     rows: Vec<(String, i64, String, Vec<u8>, Vec<u8>)>,
     jobs: usize,
-) -> PyResult<(Vec<FindingTuple>, Vec<RunTuple>)> {
+) -> PyResult<BatchTuple> {
     let rows: Vec<StoredEntry> = rows
         .into_iter()
         .map(|(run_id, seq, kind, hash, bytes)| StoredEntry {
@@ -97,7 +98,7 @@ fn verify_entries(
             )
         })
         .collect();
-    Ok((findings, runs))
+    Ok((findings, runs, report.referenced))
 }
 
 /// One rayon pool per requested size, built once and reused by every batch.

@@ -1,0 +1,56 @@
+"""The state one verification pass shares between its checks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import apsw
+
+from agentledger.verify.results import Divergence, RunVerdict, VerifyReport
+
+if TYPE_CHECKING:
+    from agentledger.ledger import Ledger
+
+Progress = Callable[[int], None]
+"""Called with the number of entries just verified."""
+
+
+@dataclass
+class VerifyOptions:
+    """How to verify. Keys come from outside the ledger; the ledger never supplies its own."""
+
+    jobs: int = 0
+    progress: Progress | None = None
+
+
+@dataclass
+class VerifyContext:
+    ledger: Ledger
+    conn: apsw.Connection
+    options: VerifyOptions
+    report: VerifyReport
+    verdicts: dict[str, RunVerdict]
+    whole: bool
+    """True when verifying the whole workspace (not a selection of runs)."""
+    heads: dict[str, tuple[int, bytes | None]] = field(default_factory=dict)
+    tails: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    referenced: set[str] = field(default_factory=set)
+    """Content hashes that verified activity results point at."""
+
+    def verdict(self, run_id: str) -> RunVerdict:
+        if run_id not in self.verdicts:
+            self.verdicts[run_id] = RunVerdict(run_id)
+        return self.verdicts[run_id]
+
+    def diverged(self, run_id: str | None, divergence: Divergence) -> None:
+        """Record a divergence against a run, or against the workspace when ``run_id`` is None."""
+        if run_id is None:
+            self.report.workspace.append(divergence)
+        else:
+            self.verdict(run_id).add(divergence)
+
+    @property
+    def selected_runs(self) -> list[str]:
+        return [run_id for run_id, v in self.verdicts.items() if v.code != 1]

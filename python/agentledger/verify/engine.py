@@ -1,0 +1,61 @@
+"""The verification engine: one snapshot, then every check in order.
+
+Checks are plain functions of a ``VerifyContext``. Later features (receipts, the audit
+mirror, phase evidence, the workspace log) add theirs to ``CHECKS``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from agentledger.errors import ExitCode
+from agentledger.verify import blobs, journal_pass, runs_table
+from agentledger.verify.context import VerifyContext, VerifyOptions
+from agentledger.verify.results import RunVerdict, VerifyReport
+
+if TYPE_CHECKING:
+    from agentledger.ledger import Ledger
+
+Check = Callable[[VerifyContext], None]
+
+CHECKS: list[Check] = [
+    journal_pass.check_journal,
+    runs_table.check_heads,
+    runs_table.check_ordinals,
+    blobs.check_referenced_blobs,
+    blobs.check_all_blobs,
+]
+
+
+def verify_ledger(ledger: Ledger, run_ids: list[str] | None, options: VerifyOptions) -> VerifyReport:
+    """Verify the whole workspace (``run_ids`` None) or only the named runs."""
+    started = time.perf_counter()
+    report = VerifyReport()
+    with ledger.db.snapshot() as conn:
+        heads = {
+            run_id: (head_seq, head_hash)
+            for run_id, head_seq, head_hash in conn.execute(
+                "SELECT run_id, head_seq, head_hash FROM runs ORDER BY ordinal"
+            )
+        }
+        selected = list(heads) if run_ids is None else list(dict.fromkeys(run_ids))
+        verdicts = {run_id: RunVerdict(run_id) for run_id in selected}
+        for run_id in selected:
+            if run_id not in heads:
+                verdicts[run_id].code = ExitCode.NOT_FOUND
+        ctx = VerifyContext(
+            ledger=ledger,
+            conn=conn,
+            options=options,
+            report=report,
+            verdicts=verdicts,
+            whole=run_ids is None,
+            heads=heads,
+        )
+        for check in CHECKS:
+            check(ctx)
+    report.runs = list(ctx.verdicts.values())
+    report.elapsed_s = time.perf_counter() - started
+    return report

@@ -1,0 +1,75 @@
+"""The journal pass: stream every entry through the Rust batch verifier.
+
+Rows are read in ``(run_id, seq)`` order in bounded batches; each batch is verified by
+``_core.verify_entries`` on a worker thread with the GIL released while this thread reads the
+next one. At most ``IN_FLIGHT`` batches exist at once, so memory does not grow with the
+workspace.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+from agentledger import _core
+from agentledger.verify.context import VerifyContext
+from agentledger.verify.results import Divergence
+
+BATCH_ROWS = 16_384
+IN_FLIGHT = 3
+
+Row = tuple[str, int, str, bytes, bytes]
+ALL_ROWS = "SELECT run_id, seq, kind, hash, bytes FROM entries ORDER BY run_id, seq"
+RUN_ROWS = "SELECT run_id, seq, kind, hash, bytes FROM entries WHERE run_id = ? ORDER BY seq"
+
+
+def _batches(rows: Iterable[Row], size: int) -> Iterator[list[Row]]:
+    iterator = iter(rows)
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch
+
+
+def _rows(ctx: VerifyContext) -> Iterable[Row]:
+    if ctx.whole:
+        return ctx.conn.execute(ALL_ROWS)
+    runs = sorted(ctx.selected_runs)
+    return itertools.chain.from_iterable(ctx.conn.execute(RUN_ROWS, (r,)) for r in runs)
+
+
+def check_journal(ctx: VerifyContext) -> None:
+    """Verify every selected entry; fill ``ctx.tails`` and ``ctx.referenced``."""
+    ledger_id = ctx.ledger.id
+    progress = ctx.options.progress
+
+    def collect(future: Future[Any]) -> None:
+        findings, summaries, referenced = future.result()
+        sent = Counter(finding[0] for finding in findings)
+        for run_id, seq, check, expected, actual in findings:
+            ctx.diverged(run_id, Divergence(run_id, seq, check, expected, actual))
+        for run_id, entries, activities, found, last_seq, last_hash in summaries:
+            verdict = ctx.verdict(run_id)
+            verdict.entries += entries
+            verdict.activities += activities
+            # Findings past the per-run cap were counted in Rust but not sent.
+            verdict.divergence_count += max(0, found - sent[run_id])
+            ctx.tails[run_id] = (last_seq, last_hash)
+            if progress is not None:
+                progress(entries)
+        ctx.referenced.update(referenced)
+
+    pending: list[Future[Any]] = []
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify") as pool:
+        carry: tuple[str, int, bytes] | None = None
+        for batch in _batches(_rows(ctx), BATCH_ROWS):
+            pending.append(
+                pool.submit(_core.verify_entries, ledger_id, carry, batch, ctx.options.jobs)
+            )
+            last = batch[-1]
+            carry = (last[0], last[1], last[3])
+            while len(pending) >= IN_FLIGHT:
+                collect(pending.pop(0))
+        for future in pending:
+            collect(future)

@@ -1,0 +1,39 @@
+"""The ``runs`` table must agree with the journal it summarises."""
+
+from __future__ import annotations
+
+from agentledger.verify.context import VerifyContext
+from agentledger.verify.results import Divergence
+
+
+def _hex(digest: bytes | None) -> str:
+    return "none" if digest is None else "blake3:" + digest.hex()
+
+
+def check_heads(ctx: VerifyContext) -> None:
+    """Each run's cached head (last seq and hash) matches its last entry."""
+    for run_id, verdict in list(ctx.verdicts.items()):
+        if verdict.code == 1:
+            continue
+        if run_id not in ctx.heads:
+            ctx.diverged(run_id, Divergence(run_id, None, "run.unknown", "a row in runs", "missing"))
+            continue
+        head_seq, head_hash = ctx.heads[run_id]
+        last_seq, last_hash = ctx.tails.get(run_id, (-1, None))
+        if head_seq != last_seq:
+            ctx.diverged(run_id, Divergence(run_id, None, "run.head_seq", str(head_seq), str(last_seq)))
+        if head_hash != last_hash:
+            ctx.diverged(
+                run_id, Divergence(run_id, None, "run.head_hash", _hex(head_hash), _hex(last_hash))
+            )
+
+
+def check_ordinals(ctx: VerifyContext) -> None:
+    """Ordinals only order the listing, but they must be exactly 1..N: no value is loose."""
+    if not ctx.whole:
+        return
+    ordinals = [row[0] for row in ctx.conn.execute("SELECT ordinal FROM runs ORDER BY ordinal")]
+    if ordinals != list(range(1, len(ordinals) + 1)):
+        ctx.diverged(
+            None, Divergence(None, None, "runs.ordinal", f"1..{len(ordinals)}", str(ordinals[:20]))
+        )
