@@ -10,6 +10,7 @@
 pub mod canonical;
 pub mod error;
 pub mod hash;
+pub mod journal;
 pub mod merkle;
 pub mod signature;
 
