@@ -1,0 +1,57 @@
+"""Phase capability profiles: the pure compiler of per-phase authority.
+
+    from agentledger.phase import builtin_profile, compile
+
+    evidence = compile({"profile": builtin_profile("explore"), "sources": sources})
+
+``compile`` is pure and deterministic; its output is ``phase-capability-evidence/v1``
+with a ``digest`` identical to the reference (veritas-kanban) implementation's.
+See docs/PHASE.md.
+"""
+
+from agentledger.phase.builtins import WORKSPACE_SCOPE, builtin_profile, builtin_profiles
+from agentledger.phase.compiler import (
+    LEGACY_WARNING,
+    PHASE_COMPILER_SOURCE_ID,
+    compile,
+    compile_validated,
+    intersect_scopes,
+)
+from agentledger.phase.digest import evidence_digest, stable_stringify, verify_evidence_digest
+from agentledger.phase.errors import InputIssue, PhaseInputError
+from agentledger.phase.models import (
+    DIMENSIONS,
+    PHASE_NAMES,
+    PhaseCapabilityEvidence,
+    PhaseCapabilityProfile,
+    PhaseCompilerInput,
+    PhaseTransitionIntent,
+    validate,
+)
+from agentledger.phase.plan_artifact import is_safe_plan_artifact_path
+from agentledger.phase.schemas import json_schema
+
+__all__ = [
+    "DIMENSIONS",
+    "LEGACY_WARNING",
+    "PHASE_COMPILER_SOURCE_ID",
+    "PHASE_NAMES",
+    "WORKSPACE_SCOPE",
+    "InputIssue",
+    "PhaseCapabilityEvidence",
+    "PhaseCapabilityProfile",
+    "PhaseCompilerInput",
+    "PhaseInputError",
+    "PhaseTransitionIntent",
+    "builtin_profile",
+    "builtin_profiles",
+    "compile",
+    "compile_validated",
+    "evidence_digest",
+    "intersect_scopes",
+    "is_safe_plan_artifact_path",
+    "json_schema",
+    "stable_stringify",
+    "validate",
+    "verify_evidence_digest",
+]
