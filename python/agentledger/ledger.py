@@ -83,9 +83,9 @@ class Ledger:
 
     # ---- verification -------------------------------------------------------------------
 
-    def verify_run(self, run_id: str) -> RunVerdict:
+    def verify_run(self, run_id: str, options: VerifyOptions | None = None) -> RunVerdict:
         """Re-derive one run: ``.code`` is 0 clean, 1 no such run, 2 diverged."""
-        return self.verify(runs=[run_id]).runs[0]
+        return self.verify(runs=[run_id], options=options).runs[0]
 
     def verify(
         self,
@@ -93,9 +93,14 @@ class Ledger:
         *,
         jobs: int = 0,
         progress: Progress | None = None,
+        options: VerifyOptions | None = None,
     ) -> VerifyReport:
         """Verify every run (and the blob store), or only ``runs``.
 
-        ``jobs`` is the number of verification threads (0: every core).
+        ``jobs`` is the number of verification threads (0: every core); ``options`` carries
+        the rest (trusted keys, audit key, compat mode, checkpoint).
         """
-        return verify_ledger(self, runs, VerifyOptions(jobs=jobs, progress=progress))
+        options = options or VerifyOptions()
+        options.jobs = jobs or options.jobs
+        options.progress = progress or options.progress
+        return verify_ledger(self, runs, options)

@@ -38,7 +38,7 @@ def demo(app: AppContext, runs: int, as_json: bool) -> int:
         planted = plant_corruptions(ledger)
         for corruption in planted:
             note(f"  planted: {corruption.run_id or 'workspace'}: {corruption.how}")
-        report = run_verify(app, ledger, None, jobs=0)
+        report = run_verify(app, ledger, None)
     failing = {run.run_id for run in report.runs if not run.ok}
     if report.workspace:
         failing.add(None)  # type: ignore[arg-type]

@@ -11,12 +11,12 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from agentledger.cli.app import cli
-from agentledger.cli.context import AppContext, emit_json, json_option
+from agentledger.cli.context import F, AppContext, emit_json, json_option
 from agentledger.errors import ExitCode
 from agentledger.ledger import Ledger
 from agentledger.report import report_renderable, write_html
 from agentledger.verify import Progress as ProgressCallback
-from agentledger.verify import VerifyReport
+from agentledger.verify import VerifyOptions, VerifyReport
 
 
 @contextmanager
@@ -37,11 +37,35 @@ def progress_bar(app: AppContext, total: int) -> Iterator[ProgressCallback | Non
 
 
 def run_verify(
-    app: AppContext, ledger: Ledger, run_ids: list[str] | None, jobs: int
+    app: AppContext,
+    ledger: Ledger,
+    run_ids: list[str] | None,
+    options: VerifyOptions | None = None,
 ) -> VerifyReport:
     total = ledger.db.scalar("SELECT coalesce(sum(head_seq + 1), 0) FROM runs")
     with progress_bar(app, int(total or 0)) as progress:
-        return ledger.verify(run_ids, jobs=jobs, progress=progress)
+        return ledger.verify(run_ids, progress=progress, options=options)
+
+
+def verify_options(command: F) -> F:
+    """The options every verifying command shares (keys come from outside the ledger)."""
+    decorators = [
+        click.option(
+            "--trust", "trust", multiple=True, metavar="KEY",
+            help="Trust this signer: 'ed25519:<64 hex>' or a file holding it (repeatable).",
+        ),
+        click.option(
+            "--audit-key", "audit_key_file", type=click.Path(dir_okay=False, path_type=Path),
+            help="The audit HMAC key file, to cross-check the audit mirror.",
+        ),
+        click.option(
+            "--compat", type=click.Choice(["bernstein"]),
+            help="Reproduce another tool's verdict for imported runs.",
+        ),
+    ]
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
 
 
 def finish(app: AppContext, report: VerifyReport, as_json: bool, html: Path | None) -> int:
@@ -67,6 +91,12 @@ def finish(app: AppContext, report: VerifyReport, as_json: bool, html: Path | No
     "--html", type=click.Path(dir_okay=False, writable=True, path_type=Path),
     help="Also write the report as a standalone HTML file.",
 )
+@click.option(
+    "--checkpoint", "checkpoint_file", type=click.Path(dir_okay=False, path_type=Path),
+    help="An exported checkpoint the ledger must extend (detects a rolled-back file).",
+)
+@click.option("--incremental", is_flag=True, help="Re-check only what the last checkpoint does not cover.")
+@verify_options
 @json_option
 @click.pass_obj
 def verify(
@@ -75,6 +105,11 @@ def verify(
     all_runs: bool,
     jobs: int,
     html: Path | None,
+    checkpoint_file: Path | None,
+    incremental: bool,
+    trust: tuple[str, ...],
+    audit_key_file: Path | None,
+    compat: str | None,
     as_json: bool,
 ) -> int:
     """Bulk-verify runs: chains, entry bytes, evidence sets, blobs.
@@ -85,8 +120,16 @@ def verify(
     """
     if run_ids and all_runs:
         raise click.UsageError("give RUN ids or --all, not both")
+    options = VerifyOptions(
+        jobs=jobs,
+        trust=trust,
+        audit_key_file=audit_key_file,
+        compat=compat,
+        checkpoint_file=checkpoint_file,
+        incremental=incremental,
+    )
     with app.open_ledger() as ledger:
-        report = run_verify(app, ledger, list(run_ids) or None, jobs)
+        report = run_verify(app, ledger, list(run_ids) or None, options)
     return finish(app, report, as_json, html)
 
 
@@ -97,15 +140,24 @@ def activity() -> None:
 
 @activity.command("verify")
 @click.argument("run_id", metavar="RUN")
+@verify_options
 @json_option
 @click.pass_obj
-def activity_verify(app: AppContext, run_id: str, as_json: bool) -> int:
+def activity_verify(
+    app: AppContext,
+    run_id: str,
+    trust: tuple[str, ...],
+    audit_key_file: Path | None,
+    compat: str | None,
+    as_json: bool,
+) -> int:
     """Reconstruct one run in full: chain, evidence sets, reattached blobs.
 
     Exit 0 clean, 1 no such run (or no activity in it), 2 diverged.
     """
+    options = VerifyOptions(trust=trust, audit_key_file=audit_key_file, compat=compat)
     with app.open_ledger() as ledger:
-        report = run_verify(app, ledger, [run_id], jobs=0)
+        report = run_verify(app, ledger, [run_id], options)
     verdict = report.runs[0]
     if verdict.ok and verdict.activities == 0:
         if as_json:

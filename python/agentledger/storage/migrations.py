@@ -11,7 +11,6 @@ from importlib import resources
 import apsw
 
 APPLICATION_ID = 0x41474C44  # "AGLD"
-SCHEMA_VERSION = 1
 
 
 def migration_scripts() -> list[tuple[int, str]]:
@@ -22,6 +21,10 @@ def migration_scripts() -> list[tuple[int, str]]:
         if item.name.endswith(".sql"):
             scripts.append((int(item.name.split("_", 1)[0]), item.read_text("utf-8")))
     return sorted(scripts)
+
+
+SCHEMA_VERSION = max(version for version, _ in migration_scripts())
+"""The newest schema this version of agentledger knows: the highest numbered script."""
 
 
 def migrate(conn: apsw.Connection, current: int) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import apsw
@@ -23,6 +24,16 @@ class VerifyOptions:
 
     jobs: int = 0
     progress: Progress | None = None
+    trust: tuple[str, ...] = ()
+    """Trusted signer keys (``ed25519:<hex>`` strings), besides the local install key."""
+    audit_key_file: Path | None = None
+    """The audit HMAC key (or bernstein's audit master key) to cross-check the mirror."""
+    compat: str | None = None
+    """``"bernstein"``: reproduce bernstein's own verdict for imported runs."""
+    checkpoint_file: Path | None = None
+    """An exported checkpoint the ledger must extend (detects rollback)."""
+    incremental: bool = False
+    """Re-check only what was appended since the last verified checkpoint."""
 
 
 @dataclass
