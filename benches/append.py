@@ -25,7 +25,9 @@ from agentledger import Ledger
 def batched(path: Path, entries: int, batch: int) -> float:
     with Ledger.open(path) as ledger:
         run = ledger.run("bench")
-        items = [("step", {"n": i, "tool": "edit", "path": f"src/f{i % 17}.py"}) for i in range(batch)]
+        items = [
+            ("step", {"n": i, "tool": "edit", "path": f"src/f{i % 17}.py"}) for i in range(batch)
+        ]
         started = time.perf_counter()
         for _ in range(entries // batch):
             run.append_many(items)

@@ -34,7 +34,9 @@ def evidence_set_hash(hashes: list[str]) -> str:
 def verify(path: str) -> tuple[int, int]:
     """Return ``(entries, divergences)``."""
     conn = apsw.Connection(path, flags=apsw.SQLITE_OPEN_READONLY)
-    ledger_id = conn.execute("SELECT value FROM ledger_meta WHERE key = 'ledger_id'").fetchall()[0][0]
+    ledger_id = conn.execute("SELECT value FROM ledger_meta WHERE key = 'ledger_id'").fetchall()[0][
+        0
+    ]
     entries = divergences = 0
     run = None
     prev = ""

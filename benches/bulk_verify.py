@@ -22,9 +22,8 @@ import blake3
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import baseline_verifier  # noqa: E402
-
-from agentledger import Ledger, _core  # noqa: E402
+import baseline_verifier
+from agentledger import Ledger, _core
 
 DATA = Path(__file__).parent / ".data"
 
@@ -37,9 +36,7 @@ def build(path: Path, runs: int, per_run: int) -> None:
             items = []
             for i in range(per_run):
                 if i % 3 == 2:
-                    hashes = [
-                        _core.blake3_hex(rng.randbytes(16)) for _ in range(rng.randint(2, 6))
-                    ]
+                    hashes = [_core.blake3_hex(rng.randbytes(16)) for _ in range(rng.randint(2, 6))]
                     body = {
                         "stage_id": f"s-{i}",
                         "kind": "research",

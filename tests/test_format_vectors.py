@@ -47,7 +47,9 @@ def generate() -> dict[str, Any]:
 
 
 def d(domain: str, data: bytes) -> str:
-    return "blake3:" + blake3.blake3(data, derive_key_context="agentledger/v1/" + domain).hexdigest()
+    return (
+        "blake3:" + blake3.blake3(data, derive_key_context="agentledger/v1/" + domain).hexdigest()
+    )
 
 
 def test_vectors_file_matches_the_code() -> None:
@@ -59,7 +61,9 @@ def test_vectors_recompute_independently_with_the_blake3_package() -> None:
     genesis = json.dumps({"ledger": LEDGER_ID, "run": RUN_ID}, separators=(",", ":")).encode()
     assert vectors["genesis_prev"] == d("run-genesis", genesis)
     hashes = sorted("blake3:" + blake3.blake3(p.encode()).hexdigest() for p in vectors["pages"])
-    assert vectors["evidence_set_hash"] == d("evidence-set", json.dumps(hashes, separators=(",", ":")).encode())
+    assert vectors["evidence_set_hash"] == d(
+        "evidence-set", json.dumps(hashes, separators=(",", ":")).encode()
+    )
     prev = vectors["genesis_prev"]
     for seq, entry in enumerate(vectors["entries"]):
         doc = json.loads(entry["bytes"])

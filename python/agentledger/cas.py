@@ -86,7 +86,9 @@ class BlobStore:
             conn.execute("UPDATE blobs SET size = ? WHERE digest = ?", (size, digest))
         return digest
 
-    def _insert(self, conn: apsw.Connection, digest: str, size: int | None, chunks: Iterable[bytes]) -> int:
+    def _insert(
+        self, conn: apsw.Connection, digest: str, size: int | None, chunks: Iterable[bytes]
+    ) -> int:
         if self._exists(conn, digest):
             return size or 0
         execute = conn.execute
@@ -104,9 +106,7 @@ class BlobStore:
 
     @staticmethod
     def _exists(conn: apsw.Connection, digest: str) -> bool:
-        rows = conn.execute(
-            "SELECT 1 FROM blobs WHERE digest = ?", (digest,)
-        ).fetchall()
+        rows = conn.execute("SELECT 1 FROM blobs WHERE digest = ?", (digest,)).fetchall()
         return bool(rows)
 
     @staticmethod

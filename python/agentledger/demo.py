@@ -72,11 +72,7 @@ def _rechain(ledger: Ledger, run_id: str, from_seq: int) -> None:
     prev_row = conn.execute(
         "SELECT hash FROM entries WHERE run_id = ? AND seq = ?", (run_id, from_seq - 1)
     ).fetchall()
-    prev = (
-        "blake3:" + prev_row[0][0].hex()
-        if prev_row
-        else _core.genesis_prev(ledger.id, run_id)
-    )
+    prev = "blake3:" + prev_row[0][0].hex() if prev_row else _core.genesis_prev(ledger.id, run_id)
     for seq, raw in rows:
         doc = json.loads(raw)
         doc["prev"] = prev

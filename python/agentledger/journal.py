@@ -74,16 +74,14 @@ class Run:
         if not head:
             raise NotFound(f"no run {self.id!r}")
         head_seq, head_hash = head[0]
-        prev = (
-            _core.genesis_prev(self.ledger.id, self.id)
-            if head_seq < 0
-            else hash_text(head_hash)
-        )
+        prev = _core.genesis_prev(self.ledger.id, self.id) if head_seq < 0 else hash_text(head_hash)
         ts = utc_timestamp()
         try:
             encoded = _core.encode_entries(self.id, head_seq + 1, prev, ts, batch)
         except ValueError as exc:  # CanonicalizationError: the body has no canonical form
-            raise InvalidInput(f"entry body is not canonical JSON: {exc}", code="invalid-body")
+            raise InvalidInput(
+                f"entry body is not canonical JSON: {exc}", code="invalid-body"
+            ) from None
         rows = [
             (self.id, head_seq + 1 + i, kind, digest, raw)
             for i, ((kind, _), (raw, digest)) in enumerate(zip(batch, encoded, strict=True))

@@ -44,7 +44,10 @@ def test_entries_are_canonical_json_bound_to_run_and_position(ledger: Ledger) ->
         "ts": entry.ts,
         "v": 1,
     }
-    assert entry.raw == json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    assert (
+        entry.raw
+        == json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    )
 
 
 def test_runs_are_listed_in_creation_order(ledger: Ledger) -> None:

@@ -36,7 +36,9 @@ def sql(path: Path, statement: str, params: tuple[object, ...] = ()) -> None:
     conn.close()
 
 
-def replace_in_bytes(old: bytes, new: bytes, run: str = "beta", seq: int = 2) -> Callable[[Path], None]:
+def replace_in_bytes(
+    old: bytes, new: bytes, run: str = "beta", seq: int = 2
+) -> Callable[[Path], None]:
     def edit(path: Path) -> None:
         conn = apsw.Connection(str(path))
         raw = conn.execute(
@@ -81,7 +83,10 @@ def set_observation(doc: dict[str, object]) -> None:
 CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "entries.bytes (body edit)": (replace_in_bytes(b'"n":2', b'"n":9'), "entry.hash"),
     "entries.bytes (seq field)": (rewrite_entry(lambda d: d.update(seq=7), seq=2), "entry.seq"),
-    "entries.bytes (kind field)": (rewrite_entry(lambda d: d.update(kind="x"), seq=2), "entry.kind"),
+    "entries.bytes (kind field)": (
+        rewrite_entry(lambda d: d.update(kind="x"), seq=2),
+        "entry.kind",
+    ),
     "entries.bytes (ts field)": (rewrite_entry(lambda d: d.update(ts="1999"), seq=3), "chain.prev"),
     "entries.bytes (evidence)": (rewrite_entry(set_observation), "activity.evidence_set_hash"),
     "entries.bytes (not canonical)": (replace_in_bytes(b'"n":2', b'"n":2.0'), "entry.canonical"),
@@ -167,8 +172,8 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "blob_chunks.digest": (
         lambda p: sql(
             p,
-            "PRAGMA foreign_keys=OFF; UPDATE blob_chunks SET digest = 'sha256:' || hex(zeroblob(32)) "
-            "WHERE length(data) = 10",
+            "PRAGMA foreign_keys=OFF; UPDATE blob_chunks "
+            "SET digest = 'sha256:' || hex(zeroblob(32)) WHERE length(data) = 10",
         ),
         "blob.orphan_chunks",
     ),

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-
 from rich.console import Console
 
 from agentledger.ledger import Ledger

@@ -64,7 +64,9 @@ def runs(app: AppContext, as_json: bool) -> None:
     for column in ("run", "entries", "activities", "head"):
         table.add_column(column, justify="right" if column in {"entries", "activities"} else "left")
     for item in items:
-        table.add_row(item["run"], str(item["entries"]), str(item["activities"]), short(item["head"]))
+        table.add_row(
+            item["run"], str(item["entries"]), str(item["activities"]), short(item["head"])
+        )
     app.console.print(table)
     app.console.print(f"{len(items)} run(s)", style="dim")
 
@@ -83,8 +85,14 @@ def show(app: AppContext, run_id: str, as_json: bool) -> None:
             {
                 "run": run_id,
                 "entries": [
-                    {"seq": e.seq, "kind": e.kind, "hash": e.hash, "prev": e.prev, "ts": e.ts,
-                     "body": e.body}
+                    {
+                        "seq": e.seq,
+                        "kind": e.kind,
+                        "hash": e.hash,
+                        "prev": e.prev,
+                        "ts": e.ts,
+                        "body": e.body,
+                    }
                     for e in entries
                 ],
             }
@@ -94,8 +102,12 @@ def show(app: AppContext, run_id: str, as_json: bool) -> None:
     for entry in entries:
         node = tree.add(
             Text.assemble(
-                (f"{entry.seq:>4} ", "dim"), (entry.kind, "cyan bold"), "  ",
-                (short(entry.hash), "magenta"), "  ", (entry.ts, "dim"),
+                (f"{entry.seq:>4} ", "dim"),
+                (entry.kind, "cyan bold"),
+                "  ",
+                (short(entry.hash), "magenta"),
+                "  ",
+                (entry.ts, "dim"),
             )
         )
         body = json.dumps(entry.body, ensure_ascii=False, sort_keys=True)

@@ -11,7 +11,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from agentledger.cli.app import cli
-from agentledger.cli.context import F, AppContext, emit_json, json_option
+from agentledger.cli.context import AppContext, F, emit_json, json_option
 from agentledger.errors import ExitCode
 from agentledger.ledger import Ledger
 from agentledger.report import report_renderable, write_html
@@ -51,15 +51,21 @@ def verify_options(command: F) -> F:
     """The options every verifying command shares (keys come from outside the ledger)."""
     decorators = [
         click.option(
-            "--trust", "trust", multiple=True, metavar="KEY",
+            "--trust",
+            "trust",
+            multiple=True,
+            metavar="KEY",
             help="Trust this signer: 'ed25519:<64 hex>' or a file holding it (repeatable).",
         ),
         click.option(
-            "--audit-key", "audit_key_file", type=click.Path(dir_okay=False, path_type=Path),
+            "--audit-key",
+            "audit_key_file",
+            type=click.Path(dir_okay=False, path_type=Path),
             help="The audit HMAC key file, to cross-check the audit mirror.",
         ),
         click.option(
-            "--compat", type=click.Choice(["bernstein"]),
+            "--compat",
+            type=click.Choice(["bernstein"]),
             help="Reproduce another tool's verdict for imported runs.",
         ),
     ]
@@ -84,18 +90,27 @@ def finish(app: AppContext, report: VerifyReport, as_json: bool, html: Path | No
 @click.argument("run_ids", metavar="[RUN]...", nargs=-1)
 @click.option("--all", "all_runs", is_flag=True, help="Verify every run (the default).")
 @click.option(
-    "--jobs", "-j", type=click.IntRange(min=0), default=0, show_default=True,
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
     help="Verification threads (0: every core).",
 )
 @click.option(
-    "--html", type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    "--html",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
     help="Also write the report as a standalone HTML file.",
 )
 @click.option(
-    "--checkpoint", "checkpoint_file", type=click.Path(dir_okay=False, path_type=Path),
+    "--checkpoint",
+    "checkpoint_file",
+    type=click.Path(dir_okay=False, path_type=Path),
     help="An exported checkpoint the ledger must extend (detects a rolled-back file).",
 )
-@click.option("--incremental", is_flag=True, help="Re-check only what the last checkpoint does not cover.")
+@click.option(
+    "--incremental", is_flag=True, help="Re-check only what the last checkpoint does not cover."
+)
 @verify_options
 @json_option
 @click.pass_obj
@@ -161,7 +176,9 @@ def activity_verify(
     verdict = report.runs[0]
     if verdict.ok and verdict.activities == 0:
         if as_json:
-            emit_json({**report.to_json(), "code": int(ExitCode.NOT_FOUND), "status": "no-activity"})
+            emit_json(
+                {**report.to_json(), "code": int(ExitCode.NOT_FOUND), "status": "no-activity"}
+            )
         else:
             app.console.print(f"run {run_id}: no activity results to verify", style="yellow")
         return int(ExitCode.NOT_FOUND)

@@ -25,9 +25,7 @@ def check_referenced_blobs(ctx: VerifyContext) -> None:
     missing = sorted(ctx.referenced - present)
     for digest in missing:
         for run_id, seq in _referencing_entries(ctx, digest):
-            ctx.diverged(
-                run_id, Divergence(run_id, seq, "blob.missing", digest, "absent", digest)
-            )
+            ctx.diverged(run_id, Divergence(run_id, seq, "blob.missing", digest, "absent", digest))
     if not ctx.whole:
         for digest in sorted(present):
             _check_blob(ctx, digest)
@@ -71,7 +69,8 @@ def _check_blob(ctx: VerifyContext, digest: str) -> None:
     size, chunk_size = row[0]
     if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
         ctx.diverged(
-            None, Divergence(None, None, "blob.name", "blake3:/sha256:<hex>", repr(digest), str(digest))
+            None,
+            Divergence(None, None, "blob.name", "blake3:/sha256:<hex>", repr(digest), str(digest)),
         )
         return
     sizes: list[int] = []

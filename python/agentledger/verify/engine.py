@@ -29,7 +29,9 @@ CHECKS: list[Check] = [
 ]
 
 
-def verify_ledger(ledger: Ledger, run_ids: list[str] | None, options: VerifyOptions) -> VerifyReport:
+def verify_ledger(
+    ledger: Ledger, run_ids: list[str] | None, options: VerifyOptions
+) -> VerifyReport:
     """Verify the whole workspace (``run_ids`` None) or only the named runs."""
     started = time.perf_counter()
     report = VerifyReport()

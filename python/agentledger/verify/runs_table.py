@@ -16,12 +16,16 @@ def check_heads(ctx: VerifyContext) -> None:
         if verdict.code == 1:
             continue
         if run_id not in ctx.heads:
-            ctx.diverged(run_id, Divergence(run_id, None, "run.unknown", "a row in runs", "missing"))
+            ctx.diverged(
+                run_id, Divergence(run_id, None, "run.unknown", "a row in runs", "missing")
+            )
             continue
         head_seq, head_hash = ctx.heads[run_id]
         last_seq, last_hash = ctx.tails.get(run_id, (-1, None))
         if head_seq != last_seq:
-            ctx.diverged(run_id, Divergence(run_id, None, "run.head_seq", str(head_seq), str(last_seq)))
+            ctx.diverged(
+                run_id, Divergence(run_id, None, "run.head_seq", str(head_seq), str(last_seq))
+            )
         if head_hash != last_hash:
             ctx.diverged(
                 run_id, Divergence(run_id, None, "run.head_hash", _hex(head_hash), _hex(last_hash))
