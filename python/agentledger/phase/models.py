@@ -50,12 +50,16 @@ __all__ = [
     "PHASE_NAMES",
     "PROFILE_SCHEMA_VERSION",
     "SOURCE_KEYS",
+    "ActorText",
+    "Digest",
     "Dimension",
     "DisabledPlanArtifactPolicy",
     "EffectivePlanArtifact",
     "EnforcementState",
     "ExactPathPlanArtifactPolicy",
+    "Identifier",
     "LegacyIdentity",
+    "OffsetDateTime",
     "PhaseAuthority",
     "PhaseAuthorityEnforcement",
     "PhaseAuthorityEvaluation",
@@ -69,6 +73,9 @@ __all__ = [
     "PhaseTransitionIntent",
     "PlanArtifactRequest",
     "ProfileIdentity",
+    "SafeText",
+    "ScopeList",
+    "StrictModel",
     "is_js_integer",
     "validate",
 ]
@@ -339,7 +346,9 @@ FalseOnly = Annotated[Literal[False], _exactly(False)]
 # --------------------------------------------------------------------------- models
 
 
-class _StrictModel(BaseModel):
+class StrictModel(BaseModel):
+    """Base of every contract: strict types, unknown keys forbidden, immutable, aliases only."""
+
     model_config = ConfigDict(
         strict=True,
         extra="forbid",
@@ -366,7 +375,7 @@ def _authority_field(dimension: Dimension) -> Any:
     return Field(alias=dimension)
 
 
-class PhaseAuthority(_StrictModel):
+class PhaseAuthority(StrictModel):
     """Exact scopes for each of the seven dimensions; all seven keys, nothing else."""
 
     filesystem_read: ScopeList = _authority_field("filesystem.read")
@@ -381,7 +390,7 @@ class PhaseAuthority(_StrictModel):
         return list(getattr(self, _ATTRIBUTE[dimension]))
 
 
-class PhaseAuthorityEnforcement(_StrictModel):
+class PhaseAuthorityEnforcement(StrictModel):
     """Whether a source can enforce each dimension."""
 
     filesystem_read: EnforcementState = _authority_field("filesystem.read")
@@ -404,7 +413,7 @@ _ATTRIBUTE: Final[dict[str, str]] = {
 }
 
 
-class PhaseAuthoritySource(_StrictModel):
+class PhaseAuthoritySource(StrictModel):
     """One narrowing source: its identity, the scopes it allows, what it can enforce."""
 
     id: Identifier
@@ -433,7 +442,7 @@ class LaunchPolicySource(PhaseAuthoritySource):
     kind: Literal["launch-policy"]
 
 
-class DisabledPlanArtifactPolicy(_StrictModel):
+class DisabledPlanArtifactPolicy(StrictModel):
     mode: Literal["disabled"]
     owner: Literal["veritas-kanban"]
     maximumPaths: Annotated[Literal[0], _exactly(0)]
@@ -442,7 +451,7 @@ class DisabledPlanArtifactPolicy(_StrictModel):
     indirectWrites: FalseOnly
 
 
-class ExactPathPlanArtifactPolicy(_StrictModel):
+class ExactPathPlanArtifactPolicy(StrictModel):
     mode: Literal["harness-exact-path"]
     owner: Literal["veritas-kanban"]
     maximumPaths: Annotated[Literal[1], _exactly(1)]
@@ -456,7 +465,7 @@ PlanArtifactPolicy = Annotated[
 ]
 
 
-class PhaseCapabilityProfile(_StrictModel):
+class PhaseCapabilityProfile(StrictModel):
     """``phase-capability-profile/v1``: what a phase may request (a ceiling, not a grant)."""
 
     schemaVersion: Literal["phase-capability-profile/v1"]
@@ -493,12 +502,12 @@ class PhaseCapabilityProfile(_StrictModel):
         return self
 
 
-class LegacyIdentity(_StrictModel):
+class LegacyIdentity(StrictModel):
     mode: Literal["legacy"]
     phase: Literal["legacy"]
 
 
-class ProfileIdentity(_StrictModel):
+class ProfileIdentity(StrictModel):
     mode: Literal["profile"]
     phase: PhaseName
     profileId: Identifier
@@ -508,7 +517,7 @@ class ProfileIdentity(_StrictModel):
 PhaseIdentity = Annotated[LegacyIdentity | ProfileIdentity, Field(discriminator="mode")]
 
 
-class PhaseTransitionIntent(_StrictModel):
+class PhaseTransitionIntent(StrictModel):
     """``phase-transition-intent/v1``: a requested move between two phase identities."""
 
     schemaVersion: Literal["phase-transition-intent/v1"]
@@ -520,7 +529,7 @@ class PhaseTransitionIntent(_StrictModel):
     parentEvidenceDigest: Digest | None = None
 
 
-class PhaseCompilerSources(_StrictModel):
+class PhaseCompilerSources(StrictModel):
     """The five narrowing sources; always folded in this order, whatever the input order."""
 
     parent: ParentSource
@@ -533,7 +542,7 @@ class PhaseCompilerSources(_StrictModel):
         return [self.parent, self.agentProfile, self.sandbox, self.toolCatalog, self.launchPolicy]
 
 
-class PlanArtifactRequest(_StrictModel):
+class PlanArtifactRequest(StrictModel):
     """A request for the one harness-owned plan artifact (the path is checked by the compiler)."""
 
     exactPath: RequestedArtifactPath
@@ -541,7 +550,7 @@ class PlanArtifactRequest(_StrictModel):
     transport: Literal["harness-api"]
 
 
-class PhaseCompilerInput(_StrictModel):
+class PhaseCompilerInput(StrictModel):
     """The compiler input: no ``profile`` means explicit legacy mode."""
 
     profile: PhaseCapabilityProfile | None = None
@@ -549,7 +558,7 @@ class PhaseCompilerInput(_StrictModel):
     planArtifact: PlanArtifactRequest | None = None
 
 
-class PhaseAuthorityEvaluation(_StrictModel):
+class PhaseAuthorityEvaluation(StrictModel):
     dimension: Dimension
     requestedScopes: ScopeList
     effectiveScopes: ScopeList
@@ -557,14 +566,14 @@ class PhaseAuthorityEvaluation(_StrictModel):
     limitingSourceIds: Annotated[list[Identifier], Field(max_length=16)]
 
 
-class PhaseCapabilityBlocker(_StrictModel):
+class PhaseCapabilityBlocker(StrictModel):
     code: BlockerCode
     message: SafeText
     dimension: Dimension | None = None
     sourceId: Identifier | None = None
 
 
-class EffectivePlanArtifact(_StrictModel):
+class EffectivePlanArtifact(StrictModel):
     exactPath: EffectiveArtifactPath
     owner: Literal["veritas-kanban"]
     transport: Literal["harness-api"]
@@ -572,7 +581,7 @@ class EffectivePlanArtifact(_StrictModel):
     indirectWrites: FalseOnly
 
 
-class PhaseCapabilityEvidence(_StrictModel):
+class PhaseCapabilityEvidence(StrictModel):
     """``phase-capability-evidence/v1``: the compiled result, its blockers and its digest."""
 
     schemaVersion: Literal["phase-capability-evidence/v1"]
