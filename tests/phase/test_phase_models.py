@@ -365,3 +365,23 @@ def test_compiled_evidence_validates_and_tampering_is_caught() -> None:
         with pytest.raises(PhaseInputError) as raised:
             validate(PhaseCapabilityEvidence, tampered)
         assert raised.value.path.startswith(path)
+
+
+def test_json_schemas_state_the_limits_and_no_nulls() -> None:
+    from agentledger.phase import json_schema
+
+    profile = json_schema("profile")
+    assert profile["properties"]["version"] == {
+        "maximum": 10000,
+        "minimum": 1,
+        "title": "Version",
+        "type": "integer",
+    }
+    assert profile["properties"]["builtIn"]["type"] == "boolean"
+    assert "anyOf" not in profile["properties"]["builtIn"]
+    compiler = json_schema("input")
+    assert compiler["properties"]["planArtifact"] == {"$ref": "#/$defs/PlanArtifactRequest"}
+    assert compiler["required"] == ["sources"]
+    scopes = compiler["$defs"]["PhaseAuthority"]["properties"]["network.egress"]
+    assert scopes["maxItems"] == 256 and scopes["uniqueItems"] is True
+    assert scopes["items"]["maxLength"] == 1024

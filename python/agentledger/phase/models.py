@@ -324,7 +324,7 @@ def _js_integer(value: Any) -> Any:
     return int(value)
 
 
-ProfileVersion = Annotated[int, BeforeValidator(_js_integer), Field(ge=1, le=MAX_PROFILE_VERSION)]
+ProfileVersion = Annotated[int, Field(ge=1, le=MAX_PROFILE_VERSION), BeforeValidator(_js_integer)]
 
 
 def _exactly(expected: bool | int) -> BeforeValidator:
@@ -346,10 +346,24 @@ FalseOnly = Annotated[Literal[False], _exactly(False)]
 # --------------------------------------------------------------------------- models
 
 
+def _omit_null_from_optional_fields(schema: dict[str, Any]) -> None:
+    # Optional fields are omitted, never null (see the validator below): say so in the schema.
+    for field_schema in schema.get("properties", {}).values():
+        branches = field_schema.get("anyOf")
+        if field_schema.get("default", ...) is None and isinstance(branches, list):
+            kept = [branch for branch in branches if branch != {"type": "null"}]
+            del field_schema["anyOf"], field_schema["default"]
+            if len(kept) == 1:
+                field_schema.update(kept[0])
+            else:
+                field_schema["anyOf"] = kept
+
+
 class StrictModel(BaseModel):
     """Base of every contract: strict types, unknown keys forbidden, immutable, aliases only."""
 
     model_config = ConfigDict(
+        json_schema_extra=_omit_null_from_optional_fields,
         strict=True,
         extra="forbid",
         frozen=True,
