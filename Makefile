@@ -28,7 +28,7 @@ build: setup
 test: setup test-rust lint typecheck test-python
 
 test-rust:
-	cargo test --workspace --release --quiet
+	cargo test --workspace --exclude agentledger-python --release --quiet
 	cargo clippy --workspace --all-targets --release --quiet -- -D warnings
 	cargo fmt --all -- --check
 
@@ -43,6 +43,7 @@ test-python: setup
 	$(BIN)/pytest -q
 
 demo: setup
+	rm -rf .demo
 	$(BIN)/agentledger --ledger .demo/ledger.db demo --runs 3000
 
 bench: setup
