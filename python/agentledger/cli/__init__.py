@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
         result = cli.main(args=argv, prog_name="agentledger", standalone_mode=False)
-    except click.exceptions.NoArgsIsHelp as exc:
+    except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else "", err=True)
         return ExitCode.USAGE
     except click.UsageError as exc:
