@@ -12,6 +12,7 @@ use rayon::prelude::*;
 
 use crate::canonical::{self, Value};
 use crate::hash;
+use crate::merkle::{Hash, IncrementalTree};
 use crate::Result;
 
 /// The journal format version carried in every entry as `"v"`.
@@ -192,11 +193,7 @@ fn check_row(row: &StoredEntry) -> RowCheck {
     let value = match canonical::parse(&row.bytes) {
         Ok(value) => value,
         Err(err) => {
-            note(
-                "entry.json",
-                "canonical JSON".to_owned(),
-                err.to_string(),
-            );
+            note("entry.json", "canonical JSON".to_owned(), err.to_string());
             return check;
         }
     };
@@ -209,7 +206,11 @@ fn check_row(row: &StoredEntry) -> RowCheck {
         ),
     }
     let Value::Object(_) = &value else {
-        note("entry.json", "an object".to_owned(), "not an object".to_owned());
+        note(
+            "entry.json",
+            "an object".to_owned(),
+            "not an object".to_owned(),
+        );
         return check;
     };
     match value.get("v") {
@@ -239,7 +240,11 @@ fn check_row(row: &StoredEntry) -> RowCheck {
         other => note("entry.prev", "a hash".to_owned(), describe(other)),
     }
     if !matches!(value.get("ts"), Some(Value::String(_))) {
-        note("entry.ts", "a timestamp".to_owned(), describe(value.get("ts")));
+        note(
+            "entry.ts",
+            "a timestamp".to_owned(),
+            describe(value.get("ts")),
+        );
     }
     match value.get("body") {
         Some(body) => {
@@ -270,7 +275,12 @@ fn check_evidence_set(body: &Value) -> Option<(String, String)> {
     for observation in observations {
         match observation.get("content_hash") {
             Some(Value::String(h)) => hashes.push(h.as_str()),
-            other => return Some((anchored, format!("observation without content_hash ({})", describe(other)))),
+            other => {
+                return Some((
+                    anchored,
+                    format!("observation without content_hash ({})", describe(other)),
+                ))
+            }
         }
     }
     let recomputed = evidence_set_hash(hashes);
@@ -329,7 +339,7 @@ pub fn verify_batch(ledger_id: &str, carry: Option<&Carry>, rows: &[StoredEntry]
     let mut referenced: Vec<String> = Vec::new();
     for (index, (row, mut check)) in rows.iter().zip(checks).enumerate() {
         referenced.append(&mut check.referenced);
-        let starts_run = current.as_ref().is_none_or(|run| run.run_id != row.run_id);
+        let starts_run = !matches!(&current, Some(run) if run.run_id == row.run_id);
         if starts_run {
             if let Some(done) = current.take() {
                 report.runs.push(done);
@@ -400,6 +410,71 @@ pub fn verify_batch(ledger_id: &str, carry: Option<&Carry>, rows: &[StoredEntry]
     report
 }
 
+/// The domain of a workspace-log leaf: `domain_hash("log-leaf", …)`.
+pub const LOG_LEAF_DOMAIN: &str = "log-leaf";
+
+/// Below this many rows, leaf hashing stays on the calling thread (an append is small).
+const PARALLEL_LEAVES: usize = 512;
+
+/// The leaf data of one entry in the workspace log: `domain_hash("log-leaf",
+/// JCS({"entry": "blake3:<hex>", "run": run, "seq": seq}))`, 32 bytes.
+///
+/// The object is written directly (its keys are already in JCS order); `seq` is a
+/// non-negative integer below 2^53 for every real entry, where decimal is its JCS form.
+pub fn log_leaf(run_id: &str, seq: i64, entry_hash: &[u8]) -> [u8; 32] {
+    let run = canonical::to_canonical(&Value::String(run_id.to_owned()))
+        .expect("a string always canonicalizes");
+    let mut bytes = Vec::with_capacity(96 + run.len());
+    bytes.extend_from_slice(b"{\"entry\":\"");
+    bytes.extend_from_slice(prefixed_hex(entry_hash).as_bytes());
+    bytes.extend_from_slice(b"\",\"run\":");
+    bytes.extend_from_slice(&run);
+    bytes.extend_from_slice(b",\"seq\":");
+    bytes.extend_from_slice(seq.to_string().as_bytes());
+    bytes.push(b'}');
+    hash::domain_hash(LOG_LEAF_DOMAIN, &bytes)
+}
+
+/// One row of the workspace log, read in leaf order: the entry's leaf index, run, seq and
+/// stored hash.
+#[derive(Debug, Clone)]
+pub struct LogRow {
+    pub leaf: i64,
+    pub run_id: String,
+    pub seq: i64,
+    pub hash: Vec<u8>,
+}
+
+/// The first row whose leaf index is not the next one (`expected`, the tree's size).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeafGap {
+    pub expected: u64,
+    pub found: i64,
+}
+
+/// Append `rows` (in leaf order) to the log `tree`, which must hold exactly the leaves
+/// before them. Leaf hashes are computed in parallel for large batches; the appends are
+/// sequential. Stops at the first row whose leaf index is not the tree's size.
+pub fn extend_log(tree: &mut IncrementalTree, rows: &[LogRow]) -> Option<LeafGap> {
+    let alg = tree.alg();
+    let leaf_hash = |row: &LogRow| alg.leaf_hash(&log_leaf(&row.run_id, row.seq, &row.hash));
+    let hashes: Vec<Hash> = if rows.len() >= PARALLEL_LEAVES {
+        rows.par_iter().map(leaf_hash).collect()
+    } else {
+        rows.iter().map(leaf_hash).collect()
+    };
+    for (row, hash) in rows.iter().zip(hashes) {
+        let expected = tree.size();
+        if u64::try_from(row.leaf).ok() != Some(expected) || tree.append_leaf_hash(hash).is_err() {
+            return Some(LeafGap {
+                expected,
+                found: row.leaf,
+            });
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,18 +488,24 @@ mod tests {
                 ("step".to_owned(), body)
             })
             .collect();
-        encode_chain(run, 0, &genesis_prev(LEDGER, run), "2026-11-30T00:00:00Z", items)
-            .unwrap()
-            .into_iter()
-            .enumerate()
-            .map(|(i, (bytes, hash))| StoredEntry {
-                run_id: run.to_owned(),
-                seq: i as i64,
-                kind: "step".to_owned(),
-                hash: hash.to_vec(),
-                bytes,
-            })
-            .collect()
+        encode_chain(
+            run,
+            0,
+            &genesis_prev(LEDGER, run),
+            "2026-11-30T00:00:00Z",
+            items,
+        )
+        .unwrap()
+        .into_iter()
+        .enumerate()
+        .map(|(i, (bytes, hash))| StoredEntry {
+            run_id: run.to_owned(),
+            seq: i as i64,
+            kind: "step".to_owned(),
+            hash: hash.to_vec(),
+            bytes,
+        })
+        .collect()
     }
 
     #[test]
@@ -457,7 +538,11 @@ mod tests {
         let mut rows = chain("a", 5);
         rows.remove(2);
         let report = verify_batch(LEDGER, None, &rows);
-        let checks: Vec<_> = report.findings.iter().map(|f| (f.seq, f.check.as_str())).collect();
+        let checks: Vec<_> = report
+            .findings
+            .iter()
+            .map(|f| (f.seq, f.check.as_str()))
+            .collect();
         assert!(checks.contains(&(Some(3), "chain.gap")));
         assert!(checks.contains(&(Some(3), "chain.prev")));
     }
@@ -470,7 +555,10 @@ mod tests {
         let report = verify_batch(LEDGER, None, &rows);
         assert_eq!(report.findings[0].seq, Some(1));
         assert_eq!(report.findings[0].check, "entry.hash");
-        assert!(report.findings.iter().any(|f| f.seq == Some(2) && f.check == "chain.prev"));
+        assert!(report
+            .findings
+            .iter()
+            .any(|f| f.seq == Some(2) && f.check == "chain.prev"));
     }
 
     #[test]
@@ -485,13 +573,19 @@ mod tests {
     #[test]
     fn the_evidence_set_hash_is_recomputed() {
         let observation = |h: &str| {
-            Value::Object(vec![("content_hash".to_owned(), Value::String(h.to_owned()))])
+            Value::Object(vec![(
+                "content_hash".to_owned(),
+                Value::String(h.to_owned()),
+            )])
         };
         let good = evidence_set_hash(["blake3:bb", "blake3:aa", "blake3:bb"]);
         assert_eq!(good, evidence_set_hash(["blake3:aa", "blake3:bb"]));
         let body = |esh: &str| {
             Value::Object(vec![
-                ("evidence_set_hash".to_owned(), Value::String(esh.to_owned())),
+                (
+                    "evidence_set_hash".to_owned(),
+                    Value::String(esh.to_owned()),
+                ),
                 (
                     "observations".to_owned(),
                     Value::Array(vec![observation("blake3:bb"), observation("blake3:aa")]),
@@ -500,5 +594,52 @@ mod tests {
         };
         assert_eq!(check_evidence_set(&body(&good)), None);
         assert!(check_evidence_set(&body("blake3:00")).is_some());
+    }
+
+    #[test]
+    fn a_log_leaf_binds_run_seq_and_hash() {
+        let base = log_leaf("a", 1, &[7u8; 32]);
+        assert_ne!(base, log_leaf("b", 1, &[7u8; 32]));
+        assert_ne!(base, log_leaf("a", 2, &[7u8; 32]));
+        assert_ne!(base, log_leaf("a", 1, &[8u8; 32]));
+        let text = format!(
+            "{{\"entry\":\"blake3:{}\",\"run\":\"a\",\"seq\":1}}",
+            "07".repeat(32)
+        );
+        assert_eq!(base, hash::domain_hash("log-leaf", text.as_bytes()));
+    }
+
+    #[test]
+    fn extending_the_log_matches_the_root_and_stops_at_a_gap() {
+        use crate::merkle::{root, HashAlg};
+        let rows: Vec<LogRow> = (0..1000)
+            .map(|i| LogRow {
+                leaf: i,
+                run_id: format!("r{}", i % 7),
+                seq: i / 7,
+                hash: vec![(i % 251) as u8; 32],
+            })
+            .collect();
+        let leaves: Vec<[u8; 32]> = rows
+            .iter()
+            .map(|r| log_leaf(&r.run_id, r.seq, &r.hash))
+            .collect();
+        let mut tree = IncrementalTree::new(HashAlg::Blake3);
+        assert_eq!(extend_log(&mut tree, &rows[..600]), None);
+        assert_eq!(extend_log(&mut tree, &rows[600..]), None);
+        assert_eq!(tree.root(), root(HashAlg::Blake3, &leaves));
+
+        let mut gapped = IncrementalTree::new(HashAlg::Blake3);
+        let mut missing = rows[..10].to_vec();
+        missing.remove(4);
+        let gap = extend_log(&mut gapped, &missing);
+        assert_eq!(
+            gap,
+            Some(LeafGap {
+                expected: 4,
+                found: 5
+            })
+        );
+        assert_eq!(gapped.size(), 4);
     }
 }
