@@ -1,0 +1,729 @@
+//! Python `json` compatibility, for verifying journals that Python wrote and hashed.
+//!
+//! bernstein (an orchestrator whose workdirs the ledger imports) hashes *parsed* values
+//! re-serialised by Python's `json.dumps`, so reproducing its hashes needs Python's data
+//! model, not JSON's: integers of any size kept exact and distinct from floats (`1` vs
+//! `1.0`), `NaN`/`Infinity`, strings that may hold lone surrogates, duplicate keys where
+//! the last one wins. This module has:
+//!
+//! - [`parse`]: `json.loads` (the C scanner's grammar and errors) into a [`PyValue`];
+//! - [`dumps_sorted`]: `json.dumps(v, sort_keys=True, separators=(",", ":"))` with
+//!   `ensure_ascii` on (the `py-json-v1` profile) or off (bernstein's activity hashes);
+//! - [`dumps_jcs`]: bernstein's RFC 8785 (`jcs-v2`), reusing [`crate::canonical`] for
+//!   strings, key order and ECMAScript numbers, with Python integers kept exact;
+//! - [`py_str`] / [`float_repr`]: Python's `str()` and `repr(float)`;
+//! - [`journal`]: bernstein's tolerant journal reader and chain walk, batch and parallel.
+//!
+//! Strings are kept as generalized UTF-8 (WTF-8): valid UTF-8, plus lone surrogates
+//! encoded as the three bytes UTF-8 would give them. Byte order of WTF-8 is code-point
+//! order, which is Python's `str` order, so `sort_keys` is a byte sort.
+
+pub mod journal;
+
+use std::cmp::Ordering;
+use std::fmt::Write as _;
+
+use crate::canonical::{compare_keys_utf16, write_number, write_string};
+use crate::error::{Error, Result};
+
+/// Python's default limit on the digits of an `int` parsed from text (`sys.int_info`).
+pub const MAX_INT_DIGITS: usize = 4300;
+
+/// Nesting deeper than this makes Python's recursive scanner raise `RecursionError`.
+pub const MAX_DEPTH: usize = 990;
+
+/// A value as Python's `json.loads` returns it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PyValue {
+    Null,
+    Bool(bool),
+    /// An exact integer as normalized decimal text (`-0` is `0`, no leading zeros).
+    Int(String),
+    Float(f64),
+    /// WTF-8 bytes (see the module docs).
+    Str(Vec<u8>),
+    Array(Vec<PyValue>),
+    /// Members in first-insertion order, each key once, holding the last value given.
+    Object(Vec<(Vec<u8>, PyValue)>),
+}
+
+impl PyValue {
+    /// The member `key` of an object (`dict.get`).
+    pub fn get(&self, key: &str) -> Option<&PyValue> {
+        match self {
+            PyValue::Object(members) => members
+                .iter()
+                .find(|(k, _)| k == key.as_bytes())
+                .map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// The string's WTF-8 bytes, if this is a string.
+    pub fn as_str_bytes(&self) -> Option<&[u8]> {
+        match self {
+            PyValue::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// The result of [`parse`]: the value, and whether any object repeated a key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed {
+    pub value: PyValue,
+    pub duplicate_keys: bool,
+}
+
+/// Parse one JSON text as Python's `json.loads` does (on the already decoded `str`).
+pub fn parse(text: &str) -> Result<Parsed> {
+    let mut parser = Parser {
+        text: text.as_bytes(),
+        pos: 0,
+        depth: 0,
+        duplicate_keys: false,
+    };
+    parser.skip_ws();
+    let value = parser.value()?;
+    parser.skip_ws();
+    if parser.pos != parser.text.len() {
+        return Err(parser.error("Extra data"));
+    }
+    Ok(Parsed {
+        value,
+        duplicate_keys: parser.duplicate_keys,
+    })
+}
+
+struct Parser<'a> {
+    text: &'a [u8],
+    pos: usize,
+    depth: usize,
+    duplicate_keys: bool,
+}
+
+impl Parser<'_> {
+    fn error(&self, message: &str) -> Error {
+        Error::canonical_at(message, self.pos)
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.text.get(self.pos).copied()
+    }
+
+    // json's WHITESPACE is exactly [ \t\n\r]*
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.pos += 1;
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], value: PyValue) -> Result<PyValue> {
+        if self.text[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            Ok(value)
+        } else {
+            Err(self.error("Expecting value"))
+        }
+    }
+
+    fn value(&mut self) -> Result<PyValue> {
+        match self.peek() {
+            Some(b'"') => Ok(PyValue::Str(self.string()?)),
+            Some(b'{') => self.nested(Self::object),
+            Some(b'[') => self.nested(Self::array),
+            Some(b'n') => self.literal(b"null", PyValue::Null),
+            Some(b't') => self.literal(b"true", PyValue::Bool(true)),
+            Some(b'f') => self.literal(b"false", PyValue::Bool(false)),
+            Some(b'N') => self.literal(b"NaN", PyValue::Float(f64::NAN)),
+            Some(b'I') => self.literal(b"Infinity", PyValue::Float(f64::INFINITY)),
+            Some(b'-') if self.text[self.pos..].starts_with(b"-Infinity") => {
+                self.pos += 9;
+                Ok(PyValue::Float(f64::NEG_INFINITY))
+            }
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ => Err(self.error("Expecting value")),
+        }
+    }
+
+    fn nested(&mut self, inner: fn(&mut Self) -> Result<PyValue>) -> Result<PyValue> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(self.error("maximum recursion depth exceeded"));
+        }
+        let value = inner(self);
+        self.depth -= 1;
+        value
+    }
+
+    fn number(&mut self) -> Result<PyValue> {
+        let start = self.pos;
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+        }
+        match self.peek() {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => {
+                while let Some(b'0'..=b'9') = self.peek() {
+                    self.pos += 1;
+                }
+            }
+            _ => {
+                self.pos = start;
+                return Err(self.error("Expecting value"));
+            }
+        }
+        let int_end = self.pos;
+        let mut is_float = false;
+        if self.peek() == Some(b'.') && matches!(self.text.get(self.pos + 1), Some(b'0'..=b'9')) {
+            is_float = true;
+            self.pos += 1;
+            while let Some(b'0'..=b'9') = self.peek() {
+                self.pos += 1;
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            let mut end = self.pos + 1;
+            if let Some(b'+' | b'-') = self.text.get(end) {
+                end += 1;
+            }
+            if matches!(self.text.get(end), Some(b'0'..=b'9')) {
+                is_float = true;
+                while let Some(b'0'..=b'9') = self.text.get(end) {
+                    end += 1;
+                }
+                self.pos = end;
+            }
+        }
+        // The lexeme is ASCII by construction.
+        let lexeme = std::str::from_utf8(&self.text[start..self.pos]).unwrap_or("0");
+        if is_float {
+            // Rust's parse is correctly rounded and overflows to ±inf, like float().
+            let x: f64 = lexeme
+                .parse()
+                .map_err(|_| Error::canonical_at("invalid number", start))?;
+            return Ok(PyValue::Float(x));
+        }
+        debug_assert_eq!(int_end, self.pos);
+        let negative = lexeme.starts_with('-');
+        let digits = lexeme.trim_start_matches('-');
+        if digits.len() > MAX_INT_DIGITS {
+            return Err(Error::canonical_at(
+                "Exceeds the limit (4300 digits) for integer string conversion",
+                start,
+            ));
+        }
+        let text = if negative && digits != "0" {
+            format!("-{digits}")
+        } else {
+            digits.to_owned()
+        };
+        Ok(PyValue::Int(text))
+    }
+
+    fn hex4(&self, at: usize) -> Option<u32> {
+        let slice = self.text.get(at..at + 4)?;
+        let mut n = 0u32;
+        for &b in slice {
+            n = n * 16 + (b as char).to_digit(16)?;
+        }
+        Some(n)
+    }
+
+    fn string(&mut self) -> Result<Vec<u8>> {
+        let begin = self.pos;
+        self.pos += 1; // opening quote
+        let mut out = Vec::new();
+        loop {
+            let chunk_start = self.pos;
+            while let Some(b) = self.peek() {
+                if b == b'"' || b == b'\\' || b < 0x20 {
+                    break;
+                }
+                self.pos += 1;
+            }
+            out.extend_from_slice(&self.text[chunk_start..self.pos]);
+            match self.peek() {
+                None => return Err(Error::canonical_at("Unterminated string", begin)),
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => self.escape(&mut out)?,
+                Some(_) => return Err(self.error("Invalid control character")),
+            }
+        }
+    }
+
+    fn escape(&mut self, out: &mut Vec<u8>) -> Result<()> {
+        let Some(&kind) = self.text.get(self.pos + 1) else {
+            return Err(self.error("Unterminated string"));
+        };
+        let simple = match kind {
+            b'"' => Some(b'"'),
+            b'\\' => Some(b'\\'),
+            b'/' => Some(b'/'),
+            b'b' => Some(0x08),
+            b'f' => Some(0x0c),
+            b'n' => Some(b'\n'),
+            b'r' => Some(b'\r'),
+            b't' => Some(b'\t'),
+            b'u' => None,
+            _ => return Err(self.error("Invalid \\escape")),
+        };
+        if let Some(byte) = simple {
+            out.push(byte);
+            self.pos += 2;
+            return Ok(());
+        }
+        let Some(mut code) = self.hex4(self.pos + 2) else {
+            return Err(self.error("Invalid \\uXXXX escape"));
+        };
+        self.pos += 6;
+        // A high surrogate escape followed by a low one is one astral character (the C
+        // scanner looks ahead only when six more characters and a closing quote fit).
+        if (0xD800..=0xDBFF).contains(&code)
+            && self.pos + 6 < self.text.len()
+            && self.text[self.pos] == b'\\'
+            && self.text[self.pos + 1] == b'u'
+        {
+            let Some(low) = self.hex4(self.pos + 2) else {
+                self.pos += 2;
+                return Err(self.error("Invalid \\uXXXX escape"));
+            };
+            if (0xDC00..=0xDFFF).contains(&low) {
+                code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+                self.pos += 6;
+            }
+        }
+        push_code_point(code, out);
+        Ok(())
+    }
+
+    fn array(&mut self) -> Result<PyValue> {
+        self.pos += 1;
+        let mut items = Vec::new();
+        self.skip_ws();
+        if self.peek() == Some(b']') {
+            self.pos += 1;
+            return Ok(PyValue::Array(items));
+        }
+        loop {
+            self.skip_ws();
+            items.push(self.value()?);
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(PyValue::Array(items));
+                }
+                _ => return Err(self.error("Expecting ',' delimiter")),
+            }
+        }
+    }
+
+    fn object(&mut self) -> Result<PyValue> {
+        self.pos += 1;
+        let mut members: Vec<(Vec<u8>, PyValue)> = Vec::new();
+        self.skip_ws();
+        if self.peek() == Some(b'}') {
+            self.pos += 1;
+            return Ok(PyValue::Object(members));
+        }
+        loop {
+            self.skip_ws();
+            if self.peek() != Some(b'"') {
+                return Err(self.error("Expecting property name enclosed in double quotes"));
+            }
+            let key = self.string()?;
+            self.skip_ws();
+            if self.peek() != Some(b':') {
+                return Err(self.error("Expecting ':' delimiter"));
+            }
+            self.pos += 1;
+            self.skip_ws();
+            let value = self.value()?;
+            // dict semantics: a repeated key keeps its first position and its last value.
+            match members.iter_mut().find(|(k, _)| *k == key) {
+                Some(slot) => {
+                    slot.1 = value;
+                    self.duplicate_keys = true;
+                }
+                None => members.push((key, value)),
+            }
+            self.skip_ws();
+            match self.peek() {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(PyValue::Object(members));
+                }
+                _ => return Err(self.error("Expecting ',' delimiter")),
+            }
+        }
+    }
+}
+
+/// Append a code point (a lone surrogate included) as generalized UTF-8.
+pub fn push_code_point(code: u32, out: &mut Vec<u8>) {
+    match code {
+        0..=0x7F => out.push(code as u8),
+        0x80..=0x7FF => {
+            out.extend_from_slice(&[0xC0 | (code >> 6) as u8, 0x80 | (code & 0x3F) as u8])
+        }
+        0x800..=0xFFFF => out.extend_from_slice(&[
+            0xE0 | (code >> 12) as u8,
+            0x80 | ((code >> 6) & 0x3F) as u8,
+            0x80 | (code & 0x3F) as u8,
+        ]),
+        _ => out.extend_from_slice(&[
+            0xF0 | (code >> 18) as u8,
+            0x80 | ((code >> 12) & 0x3F) as u8,
+            0x80 | ((code >> 6) & 0x3F) as u8,
+            0x80 | (code & 0x3F) as u8,
+        ]),
+    }
+}
+
+/// The code points of generalized UTF-8 bytes (as produced by the parser).
+pub fn code_points(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        let b = *bytes.get(i)?;
+        let (len, init) = match b {
+            0..=0x7F => (1, b as u32),
+            0xC0..=0xDF => (2, (b & 0x1F) as u32),
+            0xE0..=0xEF => (3, (b & 0x0F) as u32),
+            _ => (4, (b & 0x07) as u32),
+        };
+        let mut code = init;
+        for k in 1..len {
+            code = (code << 6) | (bytes.get(i + k).copied().unwrap_or(0x80) & 0x3F) as u32;
+        }
+        i += len;
+        Some(code)
+    })
+}
+
+/// Whether WTF-8 bytes hold a lone surrogate (and so are not valid UTF-8).
+pub fn has_surrogate(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_err()
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+fn push_u_escape(unit: u32, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"\\u");
+    for shift in [12, 8, 4, 0] {
+        out.push(HEX[((unit >> shift) & 0xF) as usize]);
+    }
+}
+
+/// A string as `json.dumps` writes it. `ensure_ascii`: everything outside U+0020..U+007E
+/// is escaped (astral characters as surrogate pairs). Otherwise only `"`, `\` and
+/// controls below U+0020 are, and a lone surrogate is an error (Python cannot encode it).
+pub fn write_py_string(s: &[u8], ensure_ascii: bool, out: &mut Vec<u8>) -> Result<()> {
+    out.push(b'"');
+    if !ensure_ascii {
+        if has_surrogate(s) {
+            return Err(Error::canonical(
+                "'utf-8' codec can't encode character: surrogates not allowed",
+            ));
+        }
+        let mut start = 0;
+        for (i, &b) in s.iter().enumerate() {
+            if b >= 0x20 && b != b'"' && b != b'\\' {
+                continue;
+            }
+            out.extend_from_slice(&s[start..i]);
+            push_short_escape(b as u32, out);
+            start = i + 1;
+        }
+        out.extend_from_slice(&s[start..]);
+    } else {
+        for code in code_points(s) {
+            match code {
+                0x20..=0x7E if code != b'"' as u32 && code != b'\\' as u32 => out.push(code as u8),
+                0..=0xFFFF => push_short_escape(code, out),
+                _ => {
+                    let v = code - 0x10000;
+                    push_u_escape(0xD800 | (v >> 10), out);
+                    push_u_escape(0xDC00 | (v & 0x3FF), out);
+                }
+            }
+        }
+    }
+    out.push(b'"');
+    Ok(())
+}
+
+fn push_short_escape(code: u32, out: &mut Vec<u8>) {
+    let short = match code {
+        0x22 => b'"',
+        0x5C => b'\\',
+        0x0A => b'n',
+        0x0D => b'r',
+        0x09 => b't',
+        0x08 => b'b',
+        0x0C => b'f',
+        _ => return push_u_escape(code, out),
+    };
+    out.push(b'\\');
+    out.push(short);
+}
+
+/// Python's `repr(float)`: shortest round-trip digits, fixed notation for decimal
+/// exponents -4..15, otherwise `d.ddde±XX`.
+pub fn float_repr(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    // `{:e}` prints the shortest round-trip digits: "-1.2345e17", "5e-324", "-0e0".
+    let sci = format!("{x:e}");
+    let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let (sign, mantissa) = match mantissa.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", mantissa),
+    };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let mut out = String::with_capacity(digits.len() + 8);
+    out.push_str(sign);
+    if (-4..16).contains(&exponent) {
+        if exponent >= 0 {
+            let int_len = exponent as usize + 1;
+            if digits.len() <= int_len {
+                out.push_str(&digits);
+                out.push_str(&"0".repeat(int_len - digits.len()));
+                out.push_str(".0");
+            } else {
+                out.push_str(&digits[..int_len]);
+                out.push('.');
+                out.push_str(&digits[int_len..]);
+            }
+        } else {
+            out.push_str("0.");
+            out.push_str(&"0".repeat((-exponent - 1) as usize));
+            out.push_str(&digits);
+        }
+    } else {
+        out.push_str(&digits[..1]);
+        if digits.len() > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let _ = write!(
+            out,
+            "e{}{:02}",
+            if exponent < 0 { '-' } else { '+' },
+            exponent.abs()
+        );
+    }
+    out
+}
+
+/// How `json.dumps` writes a float (`allow_nan=True`).
+pub fn json_float(x: f64) -> String {
+    if x.is_nan() {
+        "NaN".into()
+    } else if x.is_infinite() {
+        if x > 0.0 { "Infinity" } else { "-Infinity" }.into()
+    } else {
+        float_repr(x)
+    }
+}
+
+/// `json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=ensure_ascii)`.
+pub fn dumps_sorted(value: &PyValue, ensure_ascii: bool, out: &mut Vec<u8>) -> Result<()> {
+    match value {
+        PyValue::Null => out.extend_from_slice(b"null"),
+        PyValue::Bool(true) => out.extend_from_slice(b"true"),
+        PyValue::Bool(false) => out.extend_from_slice(b"false"),
+        PyValue::Int(digits) => out.extend_from_slice(digits.as_bytes()),
+        PyValue::Float(x) => out.extend_from_slice(json_float(*x).as_bytes()),
+        PyValue::Str(s) => write_py_string(s, ensure_ascii, out)?,
+        PyValue::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                dumps_sorted(item, ensure_ascii, out)?;
+            }
+            out.push(b']');
+        }
+        PyValue::Object(members) => {
+            let mut sorted: Vec<&(Vec<u8>, PyValue)> = members.iter().collect();
+            sorted.sort_by(|a, b| a.0.cmp(&b.0));
+            out.push(b'{');
+            for (i, (key, item)) in sorted.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_py_string(key, ensure_ascii, out)?;
+                out.push(b':');
+                dumps_sorted(item, ensure_ascii, out)?;
+            }
+            out.push(b'}');
+        }
+    }
+    Ok(())
+}
+
+fn utf8(s: &[u8]) -> Result<&str> {
+    std::str::from_utf8(s).map_err(|_| {
+        Error::canonical("'utf-8' codec can't encode character: surrogates not allowed")
+    })
+}
+
+/// bernstein's `canonicalize_jcs` (RFC 8785) of a parsed value: keys in UTF-16 order,
+/// raw UTF-8 strings, ECMAScript floats (NaN and infinities refused), exact integers.
+pub fn dumps_jcs(value: &PyValue, out: &mut Vec<u8>) -> Result<()> {
+    match value {
+        PyValue::Null => out.extend_from_slice(b"null"),
+        PyValue::Bool(true) => out.extend_from_slice(b"true"),
+        PyValue::Bool(false) => out.extend_from_slice(b"false"),
+        PyValue::Int(digits) => out.extend_from_slice(digits.as_bytes()),
+        PyValue::Float(x) => write_number(*x, out)?,
+        PyValue::Str(s) => write_string(utf8(s)?, out),
+        PyValue::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                dumps_jcs(item, out)?;
+            }
+            out.push(b']');
+        }
+        PyValue::Object(members) => {
+            let mut sorted = Vec::with_capacity(members.len());
+            for (key, item) in members {
+                sorted.push((utf8(key)?, item));
+            }
+            sorted.sort_by(|a, b| compare_keys_utf16(a.0, b.0));
+            out.push(b'{');
+            for (i, (key, item)) in sorted.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_string(key, out);
+                out.push(b':');
+                dumps_jcs(item, out)?;
+            }
+            out.push(b'}');
+        }
+    }
+    Ok(())
+}
+
+/// Python's `str(v)` as WTF-8 bytes: strings unchanged, everything else its `repr`.
+pub fn py_str(value: &PyValue) -> Vec<u8> {
+    match value {
+        PyValue::Str(s) => s.clone(),
+        other => {
+            let mut out = Vec::new();
+            py_repr(other, &mut out);
+            out
+        }
+    }
+}
+
+/// Python's `repr` of a parsed value. Non-ASCII characters follow `str.isprintable()`
+/// for the categories listed in [`is_printable`]; see its note on the approximation.
+pub fn py_repr(value: &PyValue, out: &mut Vec<u8>) {
+    match value {
+        PyValue::Null => out.extend_from_slice(b"None"),
+        PyValue::Bool(true) => out.extend_from_slice(b"True"),
+        PyValue::Bool(false) => out.extend_from_slice(b"False"),
+        PyValue::Int(digits) => out.extend_from_slice(digits.as_bytes()),
+        PyValue::Float(x) => out.extend_from_slice(float_repr(*x).as_bytes()),
+        PyValue::Str(s) => repr_str(s, out),
+        PyValue::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(b", ");
+                }
+                py_repr(item, out);
+            }
+            out.push(b']');
+        }
+        PyValue::Object(members) => {
+            out.push(b'{');
+            for (i, (key, item)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(b", ");
+                }
+                repr_str(key, out);
+                out.extend_from_slice(b": ");
+                py_repr(item, out);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+/// `str.isprintable()` for one non-ASCII code point. Exact for the C1 controls, the
+/// separators (Zs other than space, Zl, Zp), surrogates, private use and the common
+/// format characters; unassigned code points (which need Unicode's database) are
+/// taken as printable. Only `str()` of a non-string journal value depends on it.
+fn is_printable(code: u32) -> bool {
+    !matches!(code,
+        0x80..=0xA0 | 0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x1680 | 0x180E
+        | 0x2000..=0x200F | 0x2028..=0x202F | 0x205F..=0x2064 | 0x2066..=0x206F | 0x3000
+        | 0xD800..=0xF8FF | 0xFEFF | 0xFFF9..=0xFFFB | 0x110BD | 0x1BCA0..=0x1BCA3
+        | 0x1D173..=0x1D17A | 0xE0001 | 0xE0020..=0xE007F | 0xF0000..)
+}
+
+fn repr_str(s: &[u8], out: &mut Vec<u8>) {
+    let quote = if s.contains(&b'\'') && !s.contains(&b'"') {
+        b'"'
+    } else {
+        b'\''
+    };
+    out.push(quote);
+    for code in code_points(s) {
+        match code {
+            c if c == quote as u32 || c == b'\\' as u32 => {
+                out.push(b'\\');
+                out.push(c as u8);
+            }
+            0x09 => out.extend_from_slice(b"\\t"),
+            0x0A => out.extend_from_slice(b"\\n"),
+            0x0D => out.extend_from_slice(b"\\r"),
+            0x20..=0x7E => out.push(code as u8),
+            c if c > 0x7F && is_printable(c) => push_code_point(c, out),
+            c if c <= 0xFF => {
+                let _ = write_hex(out, b"\\x", c, 2);
+            }
+            c if c <= 0xFFFF => {
+                let _ = write_hex(out, b"\\u", c, 4);
+            }
+            c => {
+                let _ = write_hex(out, b"\\U", c, 8);
+            }
+        }
+    }
+    out.push(quote);
+}
+
+fn write_hex(out: &mut Vec<u8>, prefix: &[u8], code: u32, width: u32) -> Option<()> {
+    out.extend_from_slice(prefix);
+    for i in (0..width).rev() {
+        out.push(HEX[((code >> (4 * i)) & 0xF) as usize]);
+    }
+    Some(())
+}
+
+/// Compare two WTF-8 strings in Python's order (code points).
+pub fn compare_py_str(a: &[u8], b: &[u8]) -> Ordering {
+    a.cmp(b)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,587 @@
+//! bernstein's journal: the tolerant reader (`load_events`) and the chain walk
+//! (`verify_journal`), reproduced exactly, plus what a strict verifier also wants from
+//! the same pass (stored `index`/`payload_hash` that do not match, duplicate keys, the
+//! `activity.result` rows with their evidence sets recomputed).
+//!
+//! [`verify_journals`] runs many journals in parallel on the current rayon pool.
+
+use rayon::prelude::*;
+
+use super::{dumps_jcs, dumps_sorted, parse, py_repr, py_str, write_py_string, PyValue};
+use crate::canonical::write_string;
+use crate::hash::sha256;
+
+/// The fields of a row that bernstein does not hash.
+pub const ENVELOPE: [&str; 6] = [
+    "ts",
+    "elapsed_s",
+    "index",
+    "prev_hash",
+    "payload_hash",
+    "event_hash",
+];
+
+/// Findings kept per journal for each strict-only kind (the count is always exact).
+pub const MAX_STRICT_FINDINGS: usize = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    PyJsonV1,
+    JcsV2,
+}
+
+impl Profile {
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::PyJsonV1 => "py-json-v1",
+            Profile::JcsV2 => "jcs-v2",
+        }
+    }
+
+    fn canon(self, value: &PyValue, out: &mut Vec<u8>) -> crate::Result<()> {
+        match self {
+            Profile::PyJsonV1 => dumps_sorted(value, true, out),
+            Profile::JcsV2 => dumps_jcs(value, out),
+        }
+    }
+
+    fn key(self, key: &[u8], out: &mut Vec<u8>) -> crate::Result<()> {
+        match self {
+            Profile::PyJsonV1 => write_py_string(key, true, out),
+            Profile::JcsV2 => {
+                write_string(to_utf8(key)?, out);
+                Ok(())
+            }
+        }
+    }
+}
+
+fn to_utf8(s: &[u8]) -> crate::Result<&str> {
+    std::str::from_utf8(s).map_err(|_| {
+        crate::Error::canonical("'utf-8' codec can't encode character: surrogates not allowed")
+    })
+}
+
+/// One strict-only observation about a row (bernstein never looks at these).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowFinding {
+    pub step: u64,
+    pub line: u64,
+    /// `index`, `payload_hash` or `duplicate_key`.
+    pub field: &'static str,
+    pub expected: Vec<u8>,
+    pub actual: Vec<u8>,
+}
+
+/// One `activity.result` row, its fields as Python `str()` would give them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActivityRow {
+    pub step: u64,
+    pub line: u64,
+    pub event_hash: Vec<u8>,
+    pub stage_id: Vec<u8>,
+    pub kind: Vec<u8>,
+    pub artifact_hash: Vec<u8>,
+    pub evidence_set_hash: Vec<u8>,
+    pub terminal_state: Vec<u8>,
+    pub reason_code: Vec<u8>,
+    /// `(kind, ref, content_hash)` in row order; a non-list `observations` is empty.
+    pub observations: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>,
+    /// `Ok("sha256:…")`, or the error Python would raise computing it.
+    pub recomputed_evidence_set_hash: Result<String, String>,
+}
+
+/// Everything one pass over a journal file yields.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct JournalReport {
+    /// `str(hash_profile)` of the first kept row, else `py-json-v1`.
+    pub profile: Vec<u8>,
+    pub chain_consistent: bool,
+    /// bernstein's error line for a failed walk (`step i: event_hash mismatch`, …).
+    pub error: Option<String>,
+    /// Where bernstein's own code would raise instead of answering.
+    pub crash: Option<String>,
+    pub divergent_index: Option<u64>,
+    pub divergent_line: Option<u64>,
+    /// Which stored field the break shows: `prev_hash`, `event_hash` or `payload`.
+    pub divergent_field: Option<&'static str>,
+    pub expected_hash: Option<Vec<u8>>,
+    pub actual_hash: Option<Vec<u8>>,
+    pub head: Vec<u8>,
+    pub count: u64,
+    pub physical_lines: u64,
+    pub discarded_lines: Vec<u64>,
+    pub row_findings: Vec<RowFinding>,
+    pub row_finding_count: u64,
+    pub activities: Vec<ActivityRow>,
+}
+
+/// Python's `str.isspace()` for one character (what `str.strip()` removes).
+fn is_py_space(c: char) -> bool {
+    matches!(c,
+        '\t'..='\r' | '\x1c'..='\x1f' | ' ' | '\u{85}' | '\u{a0}' | '\u{1680}'
+        | '\u{2000}'..='\u{200a}' | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}')
+}
+
+/// Physical lines as Python's universal newlines split them (`\n`, `\r\n`, lone `\r`).
+pub fn physical_lines(data: &[u8]) -> Vec<&[u8]> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < data.len() {
+        match data[i] {
+            b'\n' => {
+                lines.push(&data[start..i]);
+                i += 1;
+                start = i;
+            }
+            b'\r' => {
+                lines.push(&data[start..i]);
+                i += if data.get(i + 1) == Some(&b'\n') {
+                    2
+                } else {
+                    1
+                };
+                start = i;
+            }
+            _ => i += 1,
+        }
+    }
+    if start < data.len() {
+        lines.push(&data[start..]);
+    }
+    lines
+}
+
+/// A line the reader keeps: its physical number and parsed object members.
+pub struct KeptRow {
+    pub line: u64,
+    pub value: PyValue,
+    pub duplicate_keys: bool,
+}
+
+/// `load_events`: kept rows, discarded physical line numbers, physical line count.
+pub fn load_events(data: &[u8]) -> (Vec<KeptRow>, Vec<u64>, u64) {
+    let lines = physical_lines(data);
+    let mut kept = Vec::with_capacity(lines.len());
+    let mut discarded = Vec::new();
+    for (number, raw) in lines.iter().enumerate() {
+        let number = number as u64;
+        let Ok(text) = std::str::from_utf8(raw) else {
+            discarded.push(number);
+            continue;
+        };
+        let text = text.trim_matches(is_py_space);
+        if text.is_empty() {
+            continue;
+        }
+        match parse(text) {
+            Ok(parsed) if matches!(parsed.value, PyValue::Object(_)) => kept.push(KeptRow {
+                line: number,
+                value: parsed.value,
+                duplicate_keys: parsed.duplicate_keys,
+            }),
+            _ => discarded.push(number),
+        }
+    }
+    let count = lines.len() as u64;
+    (kept, discarded, count)
+}
+
+fn hex_sha256(data: &[u8]) -> String {
+    hex::encode(sha256(data))
+}
+
+fn str_field(row: &PyValue, key: &str) -> Vec<u8> {
+    row.get(key).map(py_str).unwrap_or_default()
+}
+
+/// `payload_hash` of a row: the row minus the envelope, with `event` = `event_type`.
+fn payload_hash(row: &PyValue, event_type: &[u8], profile: Profile) -> crate::Result<String> {
+    let PyValue::Object(members) = row else {
+        return Ok(String::new());
+    };
+    let event = PyValue::Str(event_type.to_vec());
+    let mut projection: Vec<(&[u8], &PyValue)> = members
+        .iter()
+        .filter(|(k, _)| {
+            k.as_slice() != b"event" && !ENVELOPE.iter().any(|e| e.as_bytes() == k.as_slice())
+        })
+        .map(|(k, v)| (k.as_slice(), v))
+        .collect();
+    projection.push((b"event", &event));
+    match profile {
+        Profile::PyJsonV1 => projection.sort_by(|a, b| a.0.cmp(b.0)),
+        Profile::JcsV2 => {
+            for (key, _) in &projection {
+                to_utf8(key)?;
+            }
+            projection.sort_by(|a, b| {
+                crate::canonical::compare_keys_utf16(
+                    std::str::from_utf8(a.0).unwrap_or(""),
+                    std::str::from_utf8(b.0).unwrap_or(""),
+                )
+            });
+        }
+    }
+    let mut out = Vec::with_capacity(256);
+    out.push(b'{');
+    for (i, (key, value)) in projection.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        profile.key(key, &mut out)?;
+        out.push(b':');
+        profile.canon(value, &mut out)?;
+    }
+    out.push(b'}');
+    Ok(hex_sha256(&out))
+}
+
+/// `event_hash` from its four inputs, canonicalised in the journal's profile.
+fn event_hash(
+    event_type: &[u8],
+    index: u64,
+    payload_hash: &str,
+    prev: &[u8],
+    profile: Profile,
+) -> crate::Result<String> {
+    let mut out = Vec::with_capacity(200);
+    out.extend_from_slice(b"{\"event_type\":");
+    profile.canon(&PyValue::Str(event_type.to_vec()), &mut out)?;
+    out.extend_from_slice(b",\"index\":");
+    out.extend_from_slice(index.to_string().as_bytes());
+    out.extend_from_slice(b",\"payload_hash\":\"");
+    out.extend_from_slice(payload_hash.as_bytes());
+    out.extend_from_slice(b"\",\"prev_hash\":");
+    profile.canon(&PyValue::Str(prev.to_vec()), &mut out)?;
+    out.push(b'}');
+    Ok(hex_sha256(&out))
+}
+
+/// `"sha256:" + H(acanon(sorted(set(hashes))))`: bernstein's evidence set hash.
+pub fn evidence_set_hash(hashes: &[&[u8]]) -> Result<String, String> {
+    let mut unique: Vec<&[u8]> = hashes.to_vec();
+    unique.sort();
+    unique.dedup();
+    let list = PyValue::Array(
+        unique
+            .into_iter()
+            .map(|h| PyValue::Str(h.to_vec()))
+            .collect(),
+    );
+    let mut out = Vec::new();
+    dumps_sorted(&list, false, &mut out).map_err(|e| e.to_string())?;
+    Ok(format!("sha256:{}", hex_sha256(&out)))
+}
+
+fn activity_row(step: u64, line: u64, row: &PyValue) -> ActivityRow {
+    let observations: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = match row.get("observations") {
+        Some(PyValue::Array(items)) => items
+            .iter()
+            .map(|o| {
+                (
+                    str_field(o, "kind"),
+                    str_field(o, "ref"),
+                    str_field(o, "content_hash"),
+                )
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let non_object = matches!(row.get("observations"), Some(PyValue::Array(items))
+        if items.iter().any(|o| !matches!(o, PyValue::Object(_))));
+    let hashes: Vec<&[u8]> = observations.iter().map(|o| o.2.as_slice()).collect();
+    let recomputed = if non_object {
+        Err("AttributeError: observation is not an object".to_owned())
+    } else {
+        evidence_set_hash(&hashes)
+    };
+    ActivityRow {
+        step,
+        line,
+        event_hash: str_field(row, "event_hash"),
+        stage_id: str_field(row, "stage_id"),
+        kind: str_field(row, "kind"),
+        artifact_hash: str_field(row, "artifact_hash"),
+        evidence_set_hash: str_field(row, "evidence_set_hash"),
+        terminal_state: str_field(row, "terminal_state"),
+        reason_code: str_field(row, "reason_code"),
+        observations,
+        recomputed_evidence_set_hash: recomputed,
+    }
+}
+
+fn repr_bytes(s: &[u8]) -> String {
+    let mut out = Vec::new();
+    py_repr(&PyValue::Str(s.to_vec()), &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Read and verify one journal file's bytes.
+pub fn verify_journal(data: &[u8]) -> JournalReport {
+    let (rows, discarded, physical) = load_events(data);
+    let mut report = JournalReport {
+        physical_lines: physical,
+        discarded_lines: discarded,
+        count: rows.len() as u64,
+        chain_consistent: true,
+        ..Default::default()
+    };
+    let push_finding = |report: &mut JournalReport, finding: RowFinding| {
+        report.row_finding_count += 1;
+        if report.row_findings.len() < MAX_STRICT_FINDINGS * 3 {
+            report.row_findings.push(finding);
+        }
+    };
+    for (i, row) in rows.iter().enumerate() {
+        if row.duplicate_keys {
+            push_finding(
+                &mut report,
+                RowFinding {
+                    step: i as u64,
+                    line: row.line,
+                    field: "duplicate_key",
+                    expected: b"each key once".to_vec(),
+                    actual: b"a key repeated (the last value is the one hashed)".to_vec(),
+                },
+            );
+        }
+        if let Some(PyValue::Str(event)) = row.value.get("event") {
+            if event == b"activity.result" {
+                report
+                    .activities
+                    .push(activity_row(i as u64, row.line, &row.value));
+            }
+        }
+    }
+    report.profile = match rows.first().and_then(|r| r.value.get("hash_profile")) {
+        Some(value) => py_str(value),
+        None => b"py-json-v1".to_vec(),
+    };
+    let profile = match report.profile.as_slice() {
+        b"py-json-v1" => Profile::PyJsonV1,
+        b"jcs-v2" => Profile::JcsV2,
+        other => {
+            report.chain_consistent = false;
+            report.error = Some(format!("unknown hash_profile {}", repr_bytes(other)));
+            return report;
+        }
+    };
+    let mut prev: Vec<u8> = Vec::new();
+    let mut walking = true;
+    for (i, row) in rows.iter().enumerate() {
+        let step = i as u64;
+        let event_type = str_field(&row.value, "event");
+        let hashes = payload_hash(&row.value, &event_type, profile).and_then(|ph| {
+            let eh = event_hash(&event_type, step, &ph, &prev, profile)?;
+            Ok((ph, eh))
+        });
+        let (payload, expected) = match hashes {
+            Ok(pair) => pair,
+            Err(err) => {
+                if walking {
+                    // bernstein's verify_journal raises here: no verdict at all.
+                    report.crash = Some(format!("ValueError: {err} (step {step})"));
+                    report.chain_consistent = false;
+                    walking = false;
+                }
+                continue;
+            }
+        };
+        let stored_payload = str_field(&row.value, "payload_hash");
+        if stored_payload != payload.as_bytes() {
+            push_finding(
+                &mut report,
+                RowFinding {
+                    step,
+                    line: row.line,
+                    field: "payload_hash",
+                    expected: payload.clone().into_bytes(),
+                    actual: stored_payload.clone(),
+                },
+            );
+        }
+        let stored_index = row
+            .value
+            .get("index")
+            .map(py_str)
+            .unwrap_or_else(|| b"None".to_vec());
+        if !matches!(row.value.get("index"), Some(PyValue::Int(_)))
+            || stored_index != step.to_string().as_bytes()
+        {
+            push_finding(
+                &mut report,
+                RowFinding {
+                    step,
+                    line: row.line,
+                    field: "index",
+                    expected: step.to_string().into_bytes(),
+                    actual: stored_index,
+                },
+            );
+        }
+        if !walking {
+            continue;
+        }
+        let stored_prev = str_field(&row.value, "prev_hash");
+        let stored_event = str_field(&row.value, "event_hash");
+        let (field, error, want, got) = if stored_prev != prev {
+            ("prev_hash", "prev_hash break", prev.clone(), stored_prev)
+        } else if stored_event != expected.as_bytes() {
+            let field = if stored_payload == payload.as_bytes() {
+                "event_hash"
+            } else {
+                "payload"
+            };
+            (
+                field,
+                "event_hash mismatch",
+                expected.clone().into_bytes(),
+                stored_event,
+            )
+        } else {
+            prev = stored_event;
+            continue;
+        };
+        report.chain_consistent = false;
+        report.divergent_index = Some(step);
+        report.divergent_line = Some(row.line);
+        report.divergent_field = Some(field);
+        report.expected_hash = Some(want);
+        report.actual_hash = Some(got);
+        report.error = Some(format!("step {step}: {error}"));
+        report.head = prev.clone();
+        walking = false;
+    }
+    if walking {
+        report.head = prev;
+    }
+    report
+}
+
+/// [`verify_journal`] over many journals in parallel (on the caller's rayon pool).
+pub fn verify_journals(journals: &[Vec<u8>]) -> Vec<JournalReport> {
+    journals
+        .par_iter()
+        .map(|data| verify_journal(data))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(index: u64, event: &str, prev: &str, payload: &str, extra: &str) -> String {
+        format!(
+            "{{\"ts\": 1.5, \"elapsed_s\": 0.001, \"index\": {index}, \"event\": \"{event}\", \"prev_hash\": \"{prev}\", \"payload_hash\": \"{payload}\", \"event_hash\": \"{{EH}}\"{extra}}}"
+        )
+    }
+
+    /// Build a valid py-json-v1 journal by computing the hashes the way bernstein does.
+    fn journal(events: &[(&str, &str)]) -> Vec<u8> {
+        let mut prev = String::new();
+        let mut out = String::new();
+        for (i, (event, extra)) in events.iter().enumerate() {
+            let value = parse(&format!("{{\"event\": \"{event}\"{extra}}}"))
+                .unwrap()
+                .value;
+            let ph = payload_hash(&value, event.as_bytes(), Profile::PyJsonV1).unwrap();
+            let eh = event_hash(
+                event.as_bytes(),
+                i as u64,
+                &ph,
+                prev.as_bytes(),
+                Profile::PyJsonV1,
+            )
+            .unwrap();
+            out.push_str(&row(i as u64, event, &prev, &ph, extra).replace("{EH}", &eh));
+            out.push('\n');
+            prev = eh;
+        }
+        out.into_bytes()
+    }
+
+    #[test]
+    fn a_well_formed_journal_verifies_with_its_head() {
+        let data = journal(&[("run_started", ", \"goal\": \"x\""), ("run_finished", "")]);
+        let report = verify_journal(&data);
+        assert!(report.chain_consistent, "{report:?}");
+        assert_eq!(report.count, 2);
+        assert_eq!(report.head.len(), 64);
+        assert!(report.row_findings.is_empty());
+    }
+
+    #[test]
+    fn an_edited_payload_breaks_the_chain_at_its_step_naming_the_payload() {
+        let data = journal(&[("a", ", \"goal\": \"x\""), ("b", ", \"goal\": \"y\"")]);
+        let edited = String::from_utf8(data).unwrap().replace("\"y\"", "\"z\"");
+        let report = verify_journal(edited.as_bytes());
+        assert!(!report.chain_consistent);
+        assert_eq!(report.divergent_index, Some(1));
+        assert_eq!(report.divergent_field, Some("payload"));
+        assert_eq!(report.error.as_deref(), Some("step 1: event_hash mismatch"));
+    }
+
+    #[test]
+    fn a_deleted_row_breaks_the_link_of_the_next() {
+        let data = journal(&[("a", ""), ("b", ""), ("c", "")]);
+        let text = String::from_utf8(data).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let cut = format!("{}\n{}\n", lines[0], lines[2]);
+        let report = verify_journal(cut.as_bytes());
+        assert_eq!(report.divergent_index, Some(1));
+        assert_eq!(report.divergent_field, Some("prev_hash"));
+    }
+
+    #[test]
+    fn unparsable_lines_are_discarded_and_counted_by_physical_number() {
+        let mut data = journal(&[("a", "")]);
+        data.extend_from_slice(b"\n   \nnot json\n[1]\n");
+        let report = verify_journal(&data);
+        assert_eq!(report.discarded_lines, vec![3, 4]);
+        assert!(report.chain_consistent);
+    }
+
+    #[test]
+    fn universal_newlines_split_on_cr_and_crlf() {
+        assert_eq!(physical_lines(b"a\rb\r\nc\nd").len(), 4);
+        assert_eq!(physical_lines(b"a\n").len(), 1);
+    }
+
+    #[test]
+    fn stored_index_and_payload_hash_edits_are_strict_findings_only() {
+        let data = journal(&[("a", ""), ("b", "")]);
+        let edited = String::from_utf8(data)
+            .unwrap()
+            .replacen("\"index\": 1", "\"index\": 7", 1);
+        let report = verify_journal(edited.as_bytes());
+        assert!(report.chain_consistent);
+        assert_eq!(report.row_findings.len(), 1);
+        assert_eq!(report.row_findings[0].field, "index");
+    }
+
+    #[test]
+    fn an_unknown_profile_fails_without_a_divergent_index() {
+        let data = journal(&[("a", ", \"hash_profile\": \"v9\"")]);
+        let report = verify_journal(&data);
+        assert!(!report.chain_consistent);
+        assert_eq!(report.divergent_index, None);
+        assert_eq!(report.error.as_deref(), Some("unknown hash_profile 'v9'"));
+    }
+
+    #[test]
+    fn jcs_nan_is_a_crash_not_a_verdict() {
+        let line = b"{\"index\": 0, \"event\": \"a\", \"hash_profile\": \"jcs-v2\", \"x\": NaN}\n";
+        let report = verify_journal(line);
+        assert!(report.crash.is_some());
+    }
+
+    #[test]
+    fn evidence_set_of_nothing_is_the_empty_array_hash() {
+        assert_eq!(
+            evidence_set_hash(&[]).unwrap(),
+            "sha256:4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945"
+        );
+    }
+}

@@ -1,0 +1,169 @@
+//! Python-`json`-compatible serialization and bernstein's journal verification.
+//!
+//! `bernstein_verify_journals` copies every journal into Rust memory, then verifies them
+//! in parallel with the GIL released; the results become plain dicts afterwards.
+//! Strings that may hold lone surrogates (WTF-8 in the core) become Python `str` through
+//! the `surrogatepass` codec, so they round-trip exactly.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use agentledger_core::pyjson::{self, journal};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+
+use crate::errors::to_py;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(pyjson_dumps, m)?)?;
+    m.add_function(wrap_pyfunction!(pyjson_float_repr, m)?)?;
+    m.add_function(wrap_pyfunction!(bernstein_verify_journals, m)?)?;
+    Ok(())
+}
+
+/// Parse JSON text as Python's `json.loads` does and re-serialize it.
+/// `mode`: `py-json-v1` (sorted, compact, ASCII), `py-json-unicode` (the same without
+/// `ensure_ascii`) or `jcs-v2` (bernstein's RFC 8785).
+#[pyfunction]
+fn pyjson_dumps<'py>(py: Python<'py>, text: &[u8], mode: &str) -> PyResult<Bound<'py, PyBytes>> {
+    let text = std::str::from_utf8(text)
+        .map_err(|e| PyValueError::new_err(format!("JSON text is not UTF-8: {e}")))?;
+    let value = pyjson::parse(text).map_err(to_py)?.value;
+    let mut out = Vec::with_capacity(text.len());
+    match mode {
+        "py-json-v1" => pyjson::dumps_sorted(&value, true, &mut out),
+        "py-json-unicode" => pyjson::dumps_sorted(&value, false, &mut out),
+        "jcs-v2" => pyjson::dumps_jcs(&value, &mut out),
+        other => return Err(PyValueError::new_err(format!("unknown mode {other:?}"))),
+    }
+    .map_err(to_py)?;
+    Ok(PyBytes::new(py, &out))
+}
+
+/// Python's `repr(float)`, computed in Rust (exposed for testing against Python).
+#[pyfunction]
+fn pyjson_float_repr(x: f64) -> String {
+    pyjson::float_repr(x)
+}
+
+fn py_text<'py>(py: Python<'py>, wtf8: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    match std::str::from_utf8(wtf8) {
+        Ok(s) => Ok(PyString::new(py, s).into_any()),
+        Err(_) => Ok(
+            PyString::from_object(&PyBytes::new(py, wtf8), "utf-8", "surrogatepass")?.into_any(),
+        ),
+    }
+}
+
+fn opt_text<'py>(py: Python<'py>, wtf8: Option<&[u8]>) -> PyResult<Bound<'py, PyAny>> {
+    match wtf8 {
+        Some(s) => py_text(py, s),
+        None => Ok(py.None().into_bound(py)),
+    }
+}
+
+fn activity_dict<'py>(py: Python<'py>, a: &journal::ActivityRow) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("step", a.step)?;
+    d.set_item("line", a.line)?;
+    d.set_item("event_hash", py_text(py, &a.event_hash)?)?;
+    d.set_item("stage_id", py_text(py, &a.stage_id)?)?;
+    d.set_item("kind", py_text(py, &a.kind)?)?;
+    d.set_item("artifact_hash", py_text(py, &a.artifact_hash)?)?;
+    d.set_item("evidence_set_hash", py_text(py, &a.evidence_set_hash)?)?;
+    d.set_item("terminal_state", py_text(py, &a.terminal_state)?)?;
+    d.set_item("reason_code", py_text(py, &a.reason_code)?)?;
+    let observations = PyList::empty(py);
+    for (kind, reference, hash) in &a.observations {
+        let item = PyTuple::new(
+            py,
+            [
+                py_text(py, kind)?,
+                py_text(py, reference)?,
+                py_text(py, hash)?,
+            ],
+        )?;
+        observations.append(item)?;
+    }
+    d.set_item("observations", observations)?;
+    match &a.recomputed_evidence_set_hash {
+        Ok(hash) => {
+            d.set_item("recomputed_evidence_set_hash", hash)?;
+            d.set_item("recompute_error", py.None())?;
+        }
+        Err(err) => {
+            d.set_item("recomputed_evidence_set_hash", py.None())?;
+            d.set_item("recompute_error", err)?;
+        }
+    }
+    Ok(d)
+}
+
+fn report_dict<'py>(py: Python<'py>, r: &journal::JournalReport) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("profile", py_text(py, &r.profile)?)?;
+    d.set_item("chain_consistent", r.chain_consistent)?;
+    d.set_item("error", &r.error)?;
+    d.set_item("crash", &r.crash)?;
+    d.set_item("divergent_index", r.divergent_index)?;
+    d.set_item("divergent_line", r.divergent_line)?;
+    d.set_item("divergent_field", r.divergent_field)?;
+    d.set_item("expected_hash", opt_text(py, r.expected_hash.as_deref())?)?;
+    d.set_item("actual_hash", opt_text(py, r.actual_hash.as_deref())?)?;
+    d.set_item("head", py_text(py, &r.head)?)?;
+    d.set_item("count", r.count)?;
+    d.set_item("physical_lines", r.physical_lines)?;
+    d.set_item("discarded_lines", r.discarded_lines.clone())?;
+    let findings = PyList::empty(py);
+    for f in &r.row_findings {
+        let item = (
+            f.step,
+            f.line,
+            f.field,
+            py_text(py, &f.expected)?,
+            py_text(py, &f.actual)?,
+        );
+        findings.append(item)?;
+    }
+    d.set_item("row_findings", findings)?;
+    d.set_item("row_finding_count", r.row_finding_count)?;
+    let activities = PyList::empty(py);
+    for a in &r.activities {
+        activities.append(activity_dict(py, a)?)?;
+    }
+    d.set_item("activities", activities)?;
+    Ok(d)
+}
+
+/// Verify bernstein journals (file bytes) in parallel; one report dict per journal.
+#[pyfunction]
+#[pyo3(signature = (journals, jobs = 0))]
+fn bernstein_verify_journals<'py>(
+    py: Python<'py>,
+    journals: Vec<Vec<u8>>,
+    jobs: usize,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let pool = pool(jobs)?;
+    let reports = py.allow_threads(move || pool.install(|| journal::verify_journals(&journals)));
+    reports.iter().map(|r| report_dict(py, r)).collect()
+}
+
+/// One rayon pool per requested size, built once and reused.
+fn pool(jobs: usize) -> PyResult<Arc<rayon::ThreadPool>> {
+    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+    let mut pools = POOLS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(pool) = pools.get(&jobs) {
+        return Ok(pool.clone());
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    let pool = Arc::new(pool);
+    pools.insert(jobs, pool.clone());
+    Ok(pool)
+}
