@@ -11,6 +11,7 @@ mod canonical;
 mod errors;
 mod hashing;
 mod merkle;
+mod pyjson;
 mod signature;
 
 #[pymodule]
@@ -20,6 +21,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     canonical::register(m)?;
     hashing::register(m)?;
     merkle::register(m)?;
+    pyjson::register(m)?;
     signature::register(m)?;
     Ok(())
 }
