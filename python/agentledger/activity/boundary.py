@@ -1,0 +1,225 @@
+"""The activity boundary: validate, refuse redundancy, pin, mirror — in one transaction.
+
+``record_activity`` is the only way a result enters a run through the contract:
+
+1. validate (result.py): kinds, states, reason, every hash recomputed; for data/ops the
+   receipt re-verified (plan projection, every signature, trusted signer, its binding to
+   this run and stage); the role's declared kind (team.py); the evidence bytes present;
+2. refuse redundancy: an earlier ``activity.result`` of the same run already pinned this
+   evidence set hash. The refusal is itself journaled (``activity.refused``) and mirrored —
+   the only refusal that writes anything, and it persists across processes;
+3. pin: store the evidence and artifact bytes, append one ``activity.result`` entry;
+4. mirror it into the HMAC audit chain.
+
+Every other refusal is raised before anything is written; steps 2-4 share one write
+transaction, so a crash leaves either all of them or none.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from agentledger.activity import team
+from agentledger.activity.receipts import check_receipt, verify_signatures
+from agentledger.activity.result import (
+    SIGNED_MODALITIES,
+    STAGE_ID,
+    ActivityRejected,
+    ActivityResult,
+    artifact_bytes,
+    check_result,
+    check_stage_id,
+)
+from agentledger.audit import append_record
+from agentledger.keys import resolve_trust
+
+if TYPE_CHECKING:
+    from agentledger.journal import Entry, Run
+
+RESULT_KIND = "activity.result"
+REFUSED_KIND = "activity.refused"
+
+_BODY = "json_extract(CAST(bytes AS TEXT), ?)"
+_EARLIER = (
+    f"SELECT seq, {_BODY} FROM entries WHERE kind = 'activity.result' AND run_id = ? "
+    f"AND {_BODY} = ? ORDER BY seq LIMIT 1"
+)
+
+
+class RedundantEvidence(ActivityRejected):
+    """A stage whose evidence set an earlier stage of the run already contributed.
+
+    ``entry`` is the ``activity.refused`` entry that records the refusal.
+    """
+
+    def __init__(self, message: str, entry: Entry, prior_stage_id: str, prior_seq: int) -> None:
+        super().__init__("redundant-evidence", message)
+        self.entry = entry
+        self.prior_stage_id = prior_stage_id
+        self.prior_seq = prior_seq
+
+
+def record_activity(
+    run: Run, result: ActivityResult, *, stage_id: str, role: str | None = None
+) -> Entry:
+    """Validate, pin and mirror one activity result; refuse it with a typed code otherwise."""
+    check_stage_id(stage_id)
+    if role is not None and (not isinstance(role, str) or not STAGE_ID.fullmatch(role)):
+        raise ActivityRejected("invalid-role", f"invalid role name {role!r}")
+    check_result(result)
+    ledger = run.ledger
+    if result.kind in SIGNED_MODALITIES:
+        _check_signed_artifact(run, result, stage_id)
+    to_store = {o.content_hash: o.data for o in result.observations if o.data is not None}
+    missing = sorted(
+        digest
+        for digest in {o.content_hash for o in result.observations} - set(to_store)
+        if digest not in ledger.blobs
+    )
+    if missing:
+        raise ActivityRejected(
+            "missing-evidence",
+            f"no bytes for observation hash(es) {', '.join(missing[:3])}: capture them with "
+            "Observation.capture(...) or store them first (ledger.blobs.put)",
+        )
+    artifact = artifact_bytes(result.artifact)
+    body: dict[str, Any] = {
+        "stage_id": stage_id,
+        "role": role,
+        "kind": result.kind,
+        "terminal_state": result.terminal_state,
+        "reason_code": result.reason_code,
+        "artifact_hash": result.artifact_hash,
+        "evidence_set_hash": result.evidence_set_hash,
+        "observations": [o.to_json() for o in result.observations],
+        "mirrored": True,
+    }
+    master = ledger.keys.audit_key(create=True)
+    refusal: RedundantEvidence | None = None
+    with ledger.db.write() as conn:
+        _check_role(conn, role, result.kind)
+        _ensure_run(conn, run.id)
+        earlier = _earlier(conn, run.id, "$.body.stage_id", stage_id)
+        if earlier is not None:
+            raise ActivityRejected(
+                "duplicate-stage",
+                f"run {run.id!r} already has a result for stage {stage_id!r} (step {earlier[0]})",
+            )
+        prior = (
+            _earlier(conn, run.id, "$.body.evidence_set_hash", result.evidence_set_hash)
+            if result.observations
+            else None
+        )
+        if prior is not None:
+            refusal = _refuse_redundant(conn, run, body, master, prior)
+        else:
+            for digest, data in sorted(to_store.items()):
+                if digest not in ledger.blobs:
+                    ledger.blobs.put(data, digest.split(":", 1)[0])
+            ledger.blobs.put(artifact)
+            entry = run._append_locked(conn, [(RESULT_KIND, body)])[0]
+            append_record(
+                conn, master, ledger_id=ledger.id, event=RESULT_KIND, run_id=run.id,
+                seq=entry.seq, entry_hash=entry.hash, body=body,
+            )  # fmt: skip
+    if refusal is not None:
+        raise refusal
+    return entry
+
+
+def _ensure_run(conn: apsw.Connection, run_id: str) -> None:
+    """The run's row, created in this transaction if the caller only named the run."""
+    conn.execute(
+        "INSERT OR IGNORE INTO runs (run_id, ordinal) "
+        "VALUES (?, (SELECT coalesce(max(ordinal), 0) + 1 FROM runs))",
+        (run_id,),
+    )
+
+
+def _earlier(conn: apsw.Connection, run_id: str, path: str, value: str) -> tuple[int, str] | None:
+    rows = conn.execute(_EARLIER, ("$.body.stage_id", run_id, path, value)).fetchall()
+    if not rows:
+        return None
+    seq, stage = rows[0]
+    assert isinstance(seq, int)
+    return seq, str(stage)
+
+
+def _check_role(conn: apsw.Connection, role: str | None, kind: str) -> None:
+    if role is None or not team.has_team(conn):
+        return
+    declared = team.declared_kind(conn, role)
+    if declared is None:
+        raise ActivityRejected(
+            "unknown-role", f"role {role!r} is not declared by the loaded team manifest"
+        )
+    if declared != kind:
+        raise ActivityRejected(
+            "kind-mismatch",
+            f"role {role!r} is declared as {declared!r} (agent_kind) but the result is {kind!r}",
+        )
+
+
+def _refuse_redundant(
+    conn: apsw.Connection, run: Run, body: dict[str, Any], master: bytes, prior: tuple[int, str]
+) -> RedundantEvidence:
+    prior_seq, prior_stage = prior
+    refused = {
+        key: body[key]
+        for key in (
+            "stage_id", "role", "kind", "terminal_state", "reason_code", "artifact_hash",
+            "evidence_set_hash", "mirrored",
+        )
+    }  # fmt: skip
+    refused.update(refusal="redundant-evidence", prior_seq=prior_seq, prior_stage_id=prior_stage)
+    entry = run._append_locked(conn, [(REFUSED_KIND, refused)])[0]
+    append_record(
+        conn, master, ledger_id=run.ledger.id, event=REFUSED_KIND, run_id=run.id,
+        seq=entry.seq, entry_hash=entry.hash, body=refused, refusal="redundant-evidence",
+    )  # fmt: skip
+    return RedundantEvidence(
+        f"stage {body['stage_id']!r} re-derives evidence set {body['evidence_set_hash']} "
+        f"that stage {prior_stage!r} (step {prior_seq}) already contributed; "
+        f"refusal recorded at step {entry.seq}",
+        entry,
+        prior_stage,
+        prior_seq,
+    )
+
+
+def _check_signed_artifact(run: Run, result: ActivityResult, stage_id: str) -> None:
+    """A data/ops artifact must be a receipt that verifies, for this run and stage."""
+    checked = check_receipt(result.artifact, kind=result.kind, run_id=run.id, stage_id=stage_id)
+    for problem in checked.problems:
+        code = (
+            "plan-hash-mismatch" if problem.check.startswith("receipt.plan") else "invalid-receipt"
+        )
+        raise ActivityRejected(
+            code,
+            f"the {result.kind} receipt does not verify: {problem.check}: expected "
+            f"{problem.expected}, got {problem.actual}",
+        )
+    for pending, ok in zip(checked.signatures, verify_signatures(checked.signatures), strict=True):
+        if not ok:
+            raise ActivityRejected(
+                "bad-signature",
+                f"the {result.kind} receipt's signature for {pending.label} does not verify",
+            )
+    trusted = resolve_trust((), run.ledger.keys)
+    if checked.signer not in trusted:
+        raise ActivityRejected(
+            "untrusted-signer",
+            f"the receipt is signed by {checked.signer}, which this install does not trust "
+            "(agentledger keys trust KEY)",
+        )
+    observed = sorted(o.content_hash for o in result.observations)
+    if sorted(checked.artifact_hashes or []) != observed:
+        raise ActivityRejected(
+            "receipt-evidence-mismatch",
+            "the receipt's inputs and outputs are not exactly the result's observations",
+        )
+
+
+__all__ = ["REFUSED_KIND", "RESULT_KIND", "RedundantEvidence", "record_activity"]

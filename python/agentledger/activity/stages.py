@@ -1,0 +1,85 @@
+"""A run's stages as people want to see them: modality, state, evidence, receipt status."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from agentledger import _core
+from agentledger.activity.boundary import REFUSED_KIND, RESULT_KIND
+from agentledger.activity.receipts import check_receipt, verify_signatures
+from agentledger.activity.result import SIGNED_MODALITIES
+from agentledger.keys import resolve_trust
+
+if TYPE_CHECKING:
+    from agentledger.journal import Entry
+    from agentledger.ledger import Ledger
+
+
+def stage_summaries(ledger: Ledger, entries: Iterable[Entry]) -> list[dict[str, Any]]:
+    """One summary per ``activity.result`` / ``activity.refused`` entry, in journal order.
+
+    ``receipt`` is None for modalities without one, else ``verified``, ``missing``,
+    ``untrusted signer``, or ``invalid: <check>`` (checked with this install's trust).
+    """
+    trusted: set[str] | None = None
+    out = []
+    for entry in entries:
+        if entry.kind not in (RESULT_KIND, REFUSED_KIND) or not isinstance(entry.body, dict):
+            continue
+        body = entry.body
+        observations = body.get("observations")
+        observations = observations if isinstance(observations, list) else []
+        present = sum(
+            1
+            for o in observations
+            if isinstance(o, dict) and isinstance(o.get("content_hash"), str)
+            and o["content_hash"] in ledger.blobs
+        )  # fmt: skip
+        receipt = None
+        if entry.kind == RESULT_KIND and body.get("kind") in SIGNED_MODALITIES:
+            if trusted is None:
+                trusted = resolve_trust((), ledger.keys)
+            receipt = receipt_status(ledger, entry, trusted)
+        out.append(
+            {
+                "seq": entry.seq,
+                "entry": entry.kind,
+                "stage_id": body.get("stage_id"),
+                "role": body.get("role"),
+                "kind": body.get("kind"),
+                "terminal_state": body.get("terminal_state"),
+                "reason_code": body.get("reason_code"),
+                "refusal": body.get("refusal"),
+                "evidence_set_hash": body.get("evidence_set_hash"),
+                "artifact_hash": body.get("artifact_hash"),
+                "evidence": {"observations": len(observations), "present": present},
+                "receipt": receipt,
+            }
+        )
+    return out
+
+
+def receipt_status(ledger: Ledger, entry: Entry, trusted: set[str]) -> str:
+    body = entry.body
+    digest = body.get("artifact_hash")
+    if not isinstance(digest, str) or digest not in ledger.blobs:
+        return "missing"
+    data = ledger.blobs.get(digest)
+    if _core.blake3_hex(data) != digest:
+        return "invalid: receipt.artifact_hash"
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return "invalid: receipt.json"
+    checked = check_receipt(
+        doc, kind=str(body.get("kind")), run_id=entry.run_id, stage_id=str(body.get("stage_id"))
+    )
+    if checked.problems:
+        return f"invalid: {checked.problems[0].check}"
+    if not all(verify_signatures(checked.signatures)):
+        return "invalid: receipt.signature"
+    if checked.signer not in trusted:
+        return "untrusted signer"
+    return "verified"

@@ -1,0 +1,300 @@
+"""`agentledger activity record|research|browser|data|ops`: cross the boundary from a shell.
+
+Each command records one stage through the same boundary as the Python API (validation,
+redundancy refusal, pinning, audit mirror) and prints the pinned entry. A refusal exits 65
+with its code (``error [redundant-evidence]: ...``); nothing is written except a recorded
+redundancy refusal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agentledger.activity import ActivityResult, Observation
+from agentledger.activity.modalities import ActivitySession, DataOpsActivity
+from agentledger.cli.context import AppContext, F, emit_json, json_option
+from agentledger.cli.phase import read_json_document
+from agentledger.cli.verify import activity
+from agentledger.errors import InvalidInput, NotFound
+from agentledger.ids import check_run_id
+from agentledger.journal import Entry, Run
+
+
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise NotFound(f"no such file: {path}") from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def _pairs(values: tuple[str, ...], what: str) -> list[tuple[str, bytes]]:
+    """``REF=FILE`` values (split at the last ``=``, so URLs may contain ``=``)."""
+    out = []
+    for value in values:
+        ref, sep, path = value.rpartition("=")
+        if not sep or not ref or not path:
+            raise click.UsageError(f"{what} takes REF=FILE, not {value!r}")
+        out.append((ref, _read(path)))
+    return out
+
+
+def stage_options(command: F) -> F:
+    decorators = [
+        click.argument("run_id", metavar="RUN"),
+        click.argument("stage_id", metavar="STAGE"),
+        click.option("--role", help="The role that ran the stage (checked against the team)."),
+        click.option(
+            "--state", "terminal_state", default="completed", show_default=True,
+            help="Terminal state: completed, refused, failed, timed_out.",
+        ),
+        click.option("--reason", "reason_code", default="ok", show_default=True,
+                     help="Reason code (non-empty)."),
+    ]  # fmt: skip
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
+
+
+def _emit(app: AppContext, entry: Entry, as_json: bool) -> None:
+    body = entry.body
+    info = {
+        "run": entry.run_id,
+        "seq": entry.seq,
+        "entry_hash": entry.hash,
+        "stage_id": body["stage_id"],
+        "kind": body["kind"],
+        "terminal_state": body["terminal_state"],
+        "reason_code": body["reason_code"],
+        "artifact_hash": body["artifact_hash"],
+        "evidence_set_hash": body["evidence_set_hash"],
+        "observations": len(body["observations"]),
+    }
+    if as_json:
+        emit_json(info)
+    else:
+        app.console.print(
+            f"recorded {info['kind']} stage [bold]{info['stage_id']}[/] of run {entry.run_id} "
+            f"at step {entry.seq}: {len(body['observations'])} observation(s), "
+            f"evidence {info['evidence_set_hash']}"
+        )
+
+
+def _session(
+    app: AppContext,
+    run_id: str,
+    make: Callable[[Run], ActivitySession],
+    fill: Callable[[Any], Entry],
+) -> Entry:
+    with app.open_ledger(create=True) as ledger:
+        # The run's row is created by the boundary's own transaction: a refused stage
+        # leaves no trace, not even an empty run.
+        return fill(make(Run(ledger, check_run_id(run_id))))
+
+
+@activity.command("record")
+@stage_options
+@click.argument(
+    "result_file", metavar="RESULT.json", type=click.Path(dir_okay=False, path_type=Path)
+)
+@click.option(
+    "--evidence", multiple=True, metavar="FILE",
+    help="Captured bytes of an observation (matched by content hash; repeatable).",
+)  # fmt: skip
+@json_option
+@click.pass_obj
+def activity_record(
+    app: AppContext, run_id: str, stage_id: str, role: str | None, terminal_state: str,
+    reason_code: str, result_file: Path, evidence: tuple[str, ...], as_json: bool,
+) -> None:  # fmt: skip
+    """Record a result built elsewhere (the JSON of an ActivityResult).
+
+    --state/--reason are ignored: the result document carries its own.
+    """
+    result = ActivityResult.from_json(read_json_document(result_file))
+    captured = {}
+    for path in evidence:
+        data = _read(path)
+        captured[Observation.capture("evidence", path, data).content_hash] = data
+    unmatched = set(captured) - {o.content_hash for o in result.observations}
+    if unmatched:
+        raise InvalidInput(
+            f"evidence file(s) match no observation: {sorted(unmatched)}", code="unmatched-evidence"
+        )
+    observations = tuple(
+        Observation(o.kind, o.ref, o.content_hash, captured.get(o.content_hash))
+        for o in result.observations
+    )
+    result = dataclasses.replace(result, observations=observations)
+    with app.open_ledger(create=True) as ledger:
+        entry = Run(ledger, check_run_id(run_id)).record_activity(
+            result, stage_id=stage_id, role=role
+        )
+    _emit(app, entry, as_json)
+
+
+def _artifact(path: Path | None) -> Any:
+    return None if path is None else read_json_document(path)
+
+
+artifact_option = click.option(
+    "--artifact", "artifact_file", type=click.Path(dir_okay=False, path_type=Path),
+    help="The stage's artifact, a JSON file (default: null).",
+)  # fmt: skip
+
+
+@activity.command("research")
+@stage_options
+@click.option(
+    "--page",
+    "pages",
+    multiple=True,
+    metavar="URL=FILE",
+    help="A fetched page: its URL and the file of its exact bytes (repeatable).",
+)
+@artifact_option
+@json_option
+@click.pass_obj
+def activity_research(
+    app: AppContext, run_id: str, stage_id: str, role: str | None, terminal_state: str,
+    reason_code: str, pages: tuple[str, ...], artifact_file: Path | None, as_json: bool,
+) -> None:  # fmt: skip
+    """Record a research stage: every page content-addressed, then the artifact."""
+    fetched = _pairs(pages, "--page")
+    artifact = _artifact(artifact_file)
+
+    def fill(stage: Any) -> Entry:
+        for url, data in fetched:
+            stage.fetch(url, data)
+        entry: Entry = stage.finish(
+            artifact, terminal_state=terminal_state, reason_code=reason_code
+        )
+        return entry
+
+    entry = _session(app, run_id, lambda run: run.research(stage_id, role=role), fill)
+    _emit(app, entry, as_json)
+
+
+@activity.command("browser")
+@stage_options
+@click.option(
+    "--snapshot",
+    "snapshots",
+    multiple=True,
+    metavar="STEP=FILE",
+    help="The snapshot (DOM, screenshot) behind one decision step (repeatable).",
+)
+@click.option(
+    "--receipt",
+    "receipts",
+    multiple=True,
+    metavar="STEP=FILE",
+    help="An action receipt of a step (repeatable).",
+)
+@artifact_option
+@json_option
+@click.pass_obj
+def activity_browser(
+    app: AppContext, run_id: str, stage_id: str, role: str | None, terminal_state: str,
+    reason_code: str, snapshots: tuple[str, ...], receipts: tuple[str, ...],
+    artifact_file: Path | None, as_json: bool,
+) -> None:  # fmt: skip
+    """Record a browser stage: one snapshot per decision step, plus action receipts."""
+    observed = _pairs(snapshots, "--snapshot")
+    acted = _pairs(receipts, "--receipt")
+    artifact = _artifact(artifact_file)
+
+    def fill(stage: Any) -> Entry:
+        for step, data in observed:
+            stage.observe(step, data)
+        for step, data in acted:
+            stage.receipt(step, data)
+        entry: Entry = stage.finish(
+            artifact, terminal_state=terminal_state, reason_code=reason_code
+        )
+        return entry
+
+    entry = _session(app, run_id, lambda run: run.browser(stage_id, role=role), fill)
+    _emit(app, entry, as_json)
+
+
+def _data_ops_command(kind: str) -> None:
+    @activity.command(kind)
+    @stage_options
+    @click.option(
+        "--input",
+        "inputs",
+        multiple=True,
+        metavar="REF=FILE",
+        help="A signed input (recorded before the plan; repeatable).",
+    )
+    @click.option(
+        "--step",
+        "steps",
+        multiple=True,
+        metavar="TEXT",
+        help="A declared plan step (repeatable, in order).",
+    )
+    @click.option(
+        "--steps",
+        "steps_file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help="The plan steps as a JSON list (instead of --step).",
+    )
+    @click.option(
+        "--output",
+        "outputs",
+        multiple=True,
+        metavar="REF=FILE",
+        help="A signed output (an effect, recorded after the plan; repeatable).",
+    )
+    @json_option
+    @click.pass_obj
+    def command(
+        app: AppContext, run_id: str, stage_id: str, role: str | None, terminal_state: str,
+        reason_code: str, inputs: tuple[str, ...], steps: tuple[str, ...],
+        steps_file: Path | None, outputs: tuple[str, ...], as_json: bool,
+    ) -> None:  # fmt: skip
+        if steps and steps_file is not None:
+            raise click.UsageError("give --step or --steps, not both")
+        read_inputs = _pairs(inputs, "--input")
+        read_outputs = _pairs(outputs, "--output")
+        plan: list[Any] | None = list(steps) if steps else None
+        if steps_file is not None:
+            loaded = read_json_document(steps_file)
+            if not isinstance(loaded, list):
+                raise InvalidInput(f"{steps_file}: plan steps must be a JSON list")
+            plan = loaded
+
+        def fill(stage: Any) -> Entry:
+            assert isinstance(stage, DataOpsActivity)
+            for ref, data in read_inputs:
+                stage.add_input(ref, data)
+            if plan is not None:
+                stage.plan(plan)
+            for ref, data in read_outputs:
+                stage.add_output(ref, data)
+            return stage.finish(terminal_state=terminal_state, reason_code=reason_code)
+
+        maker = (
+            (lambda run: run.data(stage_id, role=role))
+            if kind == "data"
+            else (lambda run: run.ops(stage_id, role=role))
+        )
+        entry = _session(app, run_id, maker, fill)
+        _emit(app, entry, as_json)
+
+    command.__doc__ = (
+        f"Record a {kind} stage: signed inputs, one plan (its steps), then signed outputs.\n\n"
+        "Without --step/--steps there is no plan and the stage is refused (no-plan)."
+    )
+
+
+_data_ops_command("data")
+_data_ops_command("ops")

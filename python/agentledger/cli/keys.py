@@ -1,0 +1,99 @@
+"""`agentledger keys ...`: install key, audit key, trusted signers (never in the ledger)."""
+
+from __future__ import annotations
+
+import click
+
+from agentledger.cli.app import cli
+from agentledger.cli.context import AppContext, emit_json, json_option
+from agentledger.errors import NotFound
+from agentledger.keys import KeyStore, public_key_text
+
+
+def _store(app: AppContext) -> KeyStore:
+    return KeyStore(app.key_dir)
+
+
+@cli.group()
+def keys() -> None:
+    """Signing and audit keys, kept outside the ledger (--home / $AGENTLEDGER_HOME)."""
+
+
+@keys.command("init")
+@json_option
+@click.pass_obj
+def keys_init(app: AppContext, as_json: bool) -> None:
+    """Create the install signing key and the audit key (mode 0600) if missing."""
+    store = _store(app)
+    created = {
+        "install_key": not store.install_key_path.exists(),
+        "audit_key": not store.audit_key_path.exists(),
+    }
+    public = public_key_text(bytes(store.signing_key(create=True).verify_key))
+    store.audit_key(create=True)
+    info = {"home": str(store.home), "public_key": public, "created": created}
+    if as_json:
+        emit_json(info)
+    else:
+        app.console.print(f"keys in [bold]{store.home}[/]")
+        app.console.print(f"install public key: {public}")
+
+
+@keys.command("show")
+@json_option
+@click.pass_obj
+def keys_show(app: AppContext, as_json: bool) -> None:
+    """Where the keys are, the install public key, and the trusted signers (creates nothing)."""
+    store = _store(app)
+    own = store.install_public_key()
+    info = {
+        "home": str(store.home),
+        "install_key": str(store.install_key_path) if own else None,
+        "public_key": own,
+        "audit_key": str(store.audit_key_path) if store.has_audit_key() else None,
+        "trusted": store.trusted(),
+    }
+    if as_json:
+        emit_json(info)
+        return
+    console = app.console
+    console.print(f"key folder: [bold]{store.home}[/]")
+    console.print(f"install key: {own or '[yellow]none yet[/] (agentledger keys init)'}")
+    audit = info["audit_key"] or "[yellow]none yet[/] (created when an activity is recorded)"
+    console.print(f"audit key: {audit}")
+    console.print("trusted signers:" + ("" if info["trusted"] else " [yellow]none[/]"))
+    for key in store.trusted():
+        mark = "  (this install)" if key == own else ""
+        console.print(f"  {key}{mark}")
+
+
+@keys.command("export")
+@click.pass_obj
+def keys_export(app: AppContext) -> None:
+    """Print the install public key as ed25519:<64 hex> (for another machine's --trust)."""
+    own = _store(app).install_public_key()
+    if own is None:
+        raise NotFound(
+            "no install key yet: run `agentledger keys init` (or record a data/ops stage)"
+        )
+    click.echo(own)
+
+
+@keys.command("trust")
+@click.argument("key", metavar="KEY")
+@json_option
+@click.pass_obj
+def keys_trust(app: AppContext, key: str, as_json: bool) -> None:
+    """Trust a signer: KEY is 'ed25519:<64 hex>' or a file holding such keys."""
+    from pathlib import Path
+
+    from agentledger.keys import read_trust_file
+
+    store = _store(app)
+    candidates = [key] if key.strip().startswith("ed25519:") else read_trust_file(Path(key))
+    added = [k for k in candidates if store.add_trust(k)]
+    if as_json:
+        emit_json({"trust_file": str(store.trust_path), "added": added, "trusted": store.trusted()})
+    else:
+        for k in candidates:
+            app.console.print(f"{'trusted' if k in added else 'already trusted'}: {k}")

@@ -1,0 +1,228 @@
+"""Keys live outside the ledger: the install signing key, the audit HMAC key, trusted signers.
+
+The ledger never supplies its own keys: a receipt is only as trustworthy as the key that
+verifies it, so trust comes from files the ledger cannot rewrite. The key folder is
+``--home`` / ``$AGENTLEDGER_HOME``, else ``~/.local/state/agentledger/``.
+
+- ``install.key``: the Ed25519 seed (64 hex characters) that signs data/ops receipts.
+- ``audit.key``: the audit mirror's master key (at least 32 bytes; created as 64 hex
+  characters, used as the bytes of the file, whitespace stripped).
+- ``trusted.keys``: one ``ed25519:<64 hex>`` per line (``#`` comments), signers to trust.
+
+Secret key files are created with mode 0600 by commands that write, never by verify; a
+secret key file that group or others can read, or that another user owns, is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import secrets
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+from nacl.signing import SigningKey
+
+from agentledger.errors import InvalidInput, NotFound
+
+HOME_ENV = "AGENTLEDGER_HOME"
+INSTALL_KEY = "install.key"
+AUDIT_KEY = "audit.key"
+TRUST_FILE = "trusted.keys"
+PUBLIC_KEY = re.compile(r"ed25519:([0-9a-f]{64})")
+MIN_AUDIT_KEY_BYTES = 32
+
+
+class KeyFileError(InvalidInput):
+    """A key file that must not be used (readable by others, foreign, malformed)."""
+
+    code = "key-file"
+
+
+def default_home() -> Path:
+    env = os.environ.get(HOME_ENV)
+    if env:
+        return Path(env)
+    return Path.home() / ".local" / "state" / "agentledger"
+
+
+def public_key_text(public_key: bytes) -> str:
+    """``ed25519:<64 hex>``: how a signer is named everywhere."""
+    return "ed25519:" + public_key.hex()
+
+
+def parse_public_key(text: str) -> bytes:
+    """The 32 bytes of an ``ed25519:<64 hex>`` string; ``InvalidInput`` otherwise."""
+    match = PUBLIC_KEY.fullmatch(text.strip())
+    if not match:
+        raise InvalidInput(
+            f"not a public key: {text.strip()[:80]!r} (expected ed25519:<64 lowercase hex>)",
+            code="invalid-key",
+        )
+    return bytes.fromhex(match.group(1))
+
+
+def check_private_file(path: Path) -> None:
+    """Refuse a secret key file that is not a regular file of ours, private to us."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        raise NotFound(f"no key file at {path}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise KeyFileError(f"{path}: a key file must be a regular file (not a link or folder)")
+    if info.st_uid != os.geteuid():
+        raise KeyFileError(f"{path}: owned by uid {info.st_uid}, not by this user; refusing it")
+    if info.st_mode & 0o077:
+        raise KeyFileError(
+            f"{path}: mode {stat.S_IMODE(info.st_mode):04o} lets group or others read it; "
+            f"refusing it (fix with: chmod 600 {path})"
+        )
+
+
+def _read_private(path: Path) -> bytes:
+    check_private_file(path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def _create_private(path: Path, content: bytes) -> None:
+    """Write a new 0600 file atomically; if another process won the race, keep theirs."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileExistsError):
+            os.link(temp, path)
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+class KeyStore:
+    """The key folder. Constructing one touches nothing on disk."""
+
+    def __init__(self, home: str | os.PathLike[str] | None = None) -> None:
+        self.home = Path(home) if home is not None else default_home()
+
+    def __repr__(self) -> str:
+        return f"KeyStore({str(self.home)!r})"
+
+    @property
+    def install_key_path(self) -> Path:
+        return self.home / INSTALL_KEY
+
+    @property
+    def audit_key_path(self) -> Path:
+        return self.home / AUDIT_KEY
+
+    @property
+    def trust_path(self) -> Path:
+        return self.home / TRUST_FILE
+
+    # ---- the install key (Ed25519) ---------------------------------------------------------
+
+    def signing_key(self, *, create: bool = False) -> SigningKey:
+        """The install signing key; created (0600) when ``create`` and missing."""
+        path = self.install_key_path
+        if create and not path.exists():
+            _create_private(path, secrets.token_bytes(32).hex().encode() + b"\n")
+        raw = _read_private(path).strip()
+        try:
+            seed = bytes.fromhex(raw.decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            seed = b""
+        if len(seed) != 32:
+            raise KeyFileError(f"{path}: not an Ed25519 seed (expected 64 hex characters)")
+        return SigningKey(seed)
+
+    def install_public_key(self) -> str | None:
+        """``ed25519:<hex>`` of the install key, or None when there is none yet (never creates)."""
+        if not self.install_key_path.exists():
+            return None
+        return public_key_text(bytes(self.signing_key().verify_key))
+
+    # ---- the audit key (HMAC) ----------------------------------------------------------------
+
+    def audit_key(self, *, create: bool = False) -> bytes:
+        """The audit master key; created (0600) when ``create`` and missing."""
+        path = self.audit_key_path
+        if create and not path.exists():
+            _create_private(path, secrets.token_bytes(32).hex().encode() + b"\n")
+        return read_audit_key(path)
+
+    def has_audit_key(self) -> bool:
+        return self.audit_key_path.exists()
+
+    # ---- trusted signers ---------------------------------------------------------------------
+
+    def trusted(self) -> list[str]:
+        """Signers this install trusts: its own key and the trust file (never creates)."""
+        keys = []
+        own = self.install_public_key()
+        if own is not None:
+            keys.append(own)
+        if self.trust_path.exists():
+            keys.extend(read_trust_file(self.trust_path))
+        return list(dict.fromkeys(keys))
+
+    def add_trust(self, key: str) -> bool:
+        """Add a signer to the trust file; False if it was already there."""
+        text = public_key_text(parse_public_key(key))
+        path = self.trust_path
+        current = read_trust_file(path) if path.exists() else []
+        if text in current:
+            return False
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with os.fdopen(fd, "a", encoding="ascii") as handle:
+            handle.write(text + "\n")
+        return True
+
+
+def read_audit_key(path: Path) -> bytes:
+    """An audit master key file's bytes, whitespace stripped (at least 32 bytes)."""
+    key = _read_private(Path(path)).strip()
+    if len(key) < MIN_AUDIT_KEY_BYTES:
+        raise KeyFileError(f"{path}: an audit key needs at least {MIN_AUDIT_KEY_BYTES} bytes")
+    return key
+
+
+def read_trust_file(path: Path) -> list[str]:
+    """Public keys listed in a file, one per line; ``#`` starts a comment.
+
+    Public keys are not secret, but whoever can write this file decides whom verify trusts:
+    a file that group or others can write, or that another user owns, is refused.
+    """
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise NotFound(f"no trust file at {path}") from None
+    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise KeyFileError(f"{path}: a trust file must be ours and writable only by us")
+    keys = []
+    for number, line in enumerate(Path(path).read_text("utf-8").splitlines(), 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        try:
+            keys.append(public_key_text(parse_public_key(text)))
+        except InvalidInput:
+            raise KeyFileError(f"{path}:{number}: not a public key (ed25519:<64 hex>)") from None
+    return keys
+
+
+def resolve_trust(values: Iterable[str], store: KeyStore) -> set[str]:
+    """The trusted signer set: the install's own trust plus ``--trust`` keys or key files."""
+    trusted = set(store.trusted())
+    for value in values:
+        if value.strip().startswith("ed25519:"):
+            trusted.add(public_key_text(parse_public_key(value)))
+        else:
+            trusted.update(read_trust_file(Path(value)))
+    return trusted

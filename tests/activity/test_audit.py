@@ -1,0 +1,139 @@
+"""The audit mirror: hashes and labels only, HMAC-chained, cross-checked with the journal."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from pathlib import Path
+
+import pytest
+
+from agentledger import Ledger, _core
+from agentledger.activity import RedundantEvidence
+from agentledger.audit import RECORD_FIELDS
+
+from .activity_testkit import (
+    ARTIFACT_SECRET,
+    CAPTURED,
+    record_every_modality,
+    research_result,
+    sql,
+)
+
+
+def hkdf_sha256(ikm: bytes, info: bytes, length: int) -> bytes:
+    """RFC 5869 with no salt: an independent oracle for the key derivation."""
+    prk = hmac.new(bytes(32), ikm, hashlib.sha256).digest()
+    out, block, counter = b"", b"", 1
+    while len(out) < length:
+        block = hmac.new(prk, block + info + bytes([counter]), hashlib.sha256).digest()
+        out += block
+        counter += 1
+    return out[:length]
+
+
+def test_no_captured_byte_sequence_appears_in_the_audit_table(
+    ledger: Ledger, ledger_path: Path
+) -> None:
+    record_every_modality(ledger)
+    run = ledger.run("run-1")
+    with pytest.raises(RedundantEvidence):
+        run.record_activity(research_result(), stage_id="again")
+    rows = sql(ledger_path, "SELECT * FROM audit_log")
+    assert len(rows) == 6
+    dump = b"".join(
+        value if isinstance(value, bytes) else str(value).encode() for row in rows for value in row
+    )
+    secrets = [*CAPTURED, ARTIFACT_SECRET.encode(), b"https://example.org/a", b"in.csv"]
+    for captured in secrets:
+        assert captured not in dump
+        for line in captured.splitlines():
+            if len(line) >= 8:
+                assert line not in dump
+    for marker in (b"SECRET-", b"example.org"):
+        assert marker not in dump
+
+
+def test_records_carry_only_hashes_kind_state_reason_and_position(
+    ledger: Ledger, ledger_path: Path
+) -> None:
+    entries = record_every_modality(ledger)
+    records = [
+        json.loads(r[0]) for r in sql(ledger_path, "SELECT record FROM audit_log ORDER BY pos")
+    ]
+    assert [set(r) for r in records] == [set(RECORD_FIELDS)] * 5
+    for record, entry in zip(records, entries.values(), strict=True):
+        assert record["run"] == "run-1"
+        assert record["seq"] == entry.seq
+        assert record["entry_hash"] == entry.hash
+        assert record["event"] == "activity.result"
+        for name in ("kind", "terminal_state", "reason_code", "artifact_hash", "evidence_set_hash"):
+            assert record[name] == entry.body[name]
+
+
+def test_the_mirror_is_an_hmac_chain_any_verifier_can_recompute(
+    ledger: Ledger, ledger_path: Path, key_home: Path
+) -> None:
+    record_every_modality(ledger)
+    master = (key_home / "audit.key").read_bytes().strip()
+    key = hkdf_sha256(master, b"agentledger/v1/audit", 32)
+    prev = bytes(32)
+    for record, mac in sql(ledger_path, "SELECT record, mac FROM audit_log ORDER BY pos"):
+        assert hmac.new(key, prev + record, hashlib.sha256).digest() == mac
+        prev = mac
+
+
+def test_a_refusal_is_mirrored_too(ledger: Ledger, ledger_path: Path) -> None:
+    run = ledger.run("r")
+    run.record_activity(research_result(), stage_id="s1")
+    with pytest.raises(RedundantEvidence):
+        run.record_activity(research_result(), stage_id="s2")
+    last = json.loads(sql(ledger_path, "SELECT record FROM audit_log WHERE pos = 1")[0][0])
+    assert (last["event"], last["refusal"], last["stage_id"]) == (
+        "activity.refused",
+        "redundant-evidence",
+        "s2",
+    )
+    assert ledger.verify().code == 0
+
+
+def test_verify_says_plainly_when_it_has_no_audit_key(ledger_path: Path, tmp_path: Path) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        record_every_modality(ledger)
+    with Ledger.open(ledger_path, key_dir=tmp_path / "elsewhere") as ledger:
+        report = ledger.verify(runs=["run-1"])
+    # Receipts are untrusted there, but the missing audit key is a note, not a divergence.
+    assert {d.check for d in report.runs[0].divergences} == {"receipt.untrusted_signer"}
+    assert any("no audit key" in note for note in report.notes)
+    assert "no audit key" in " ".join(report.to_json()["notes"])
+
+
+def test_the_audit_key_can_be_given_explicitly(
+    ledger_path: Path, key_home: Path, tmp_path: Path, cli: object
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        record_every_modality(ledger)
+    public = Ledger.open(ledger_path).keys.install_public_key()
+    assert public is not None
+    run = cli(  # type: ignore[operator]
+        "--home", str(tmp_path / "elsewhere"), "verify", "--json",
+        "--audit-key", str(key_home / "audit.key"), "--trust", public,
+    )  # fmt: skip
+    assert run.code == 0, run.out
+    assert run.json()["notes"] == []
+    assert run.json()["audit_records"] == 5
+
+
+def test_entries_appended_outside_the_boundary_need_no_mirror(ledger: Ledger) -> None:
+    # Raw appends (imports, the demo) are journal entries, not boundary crossings.
+    body = {
+        "stage_id": "s",
+        "kind": "research",
+        "evidence_set_hash": _core.evidence_set_hash([]),
+        "observations": [],
+    }
+    ledger.run("raw").append("activity.result", body)
+    report = ledger.verify()
+    assert report.code == 0, report.to_json()
+    assert report.audit_records == 0

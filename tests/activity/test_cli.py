@@ -1,0 +1,118 @@
+"""Every modality records and verifies end to end through the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agentledger import ActivityResult, Observation
+
+from .activity_testkit import PAGE, SNAPSHOT, TABLE_IN, TABLE_OUT
+
+
+def files(tmp_path: Path, **contents: bytes) -> dict[str, Path]:
+    out = {}
+    for name, data in contents.items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        out[name] = path
+    return out
+
+
+def record_all(cli: Any, tmp_path: Path) -> dict[str, Any]:
+    f = files(
+        tmp_path, page=PAGE, dom=SNAPSHOT, click=b"clicked", table=TABLE_IN, out=TABLE_OUT,
+        cfg=b"replicas=2", log=b"scaled", summary=b'{"summary": "fine"}', evidence=b"3 passed",
+    )  # fmt: skip
+    result = ActivityResult.build(
+        kind="coding", artifact={"diff": "+x"},
+        observations=[Observation.capture("test-log", "pytest", b"3 passed")],
+    )  # fmt: skip
+    result_file = tmp_path / "result.json"
+    result_file.write_text(json.dumps(result.to_json()))
+    steps = tmp_path / "steps.json"
+    steps.write_text(json.dumps(["scale web to 3", {"wait": "ready"}]))
+    commands = {
+        "coding": ["record", "r", "coding-0", str(result_file), "--evidence", str(f["evidence"])],
+        "research": [
+            "research", "r", "research-0", "--page", f"https://example.org/?q=a={f['page']}",
+            "--artifact", str(f["summary"]),
+        ],
+        "browser": [
+            "browser", "r", "browser-0", "--snapshot", f"s1={f['dom']}",
+            "--receipt", f"s1={f['click']}",
+        ],
+        "data": [
+            "data", "r", "data-0", "--input", f"in.csv={f['table']}", "--step", "sum",
+            "--output", f"out.csv={f['out']}",
+        ],
+        "ops": [
+            "ops", "r", "ops-0", "--input", f"config={f['cfg']}", "--steps", str(steps),
+            "--output", f"kubectl={f['log']}", "--reason", "scaled",
+        ],
+    }  # fmt: skip
+    out = {}
+    for modality, args in commands.items():
+        result_cli = cli("activity", *args, "--json")
+        assert result_cli.code == 0, (modality, result_cli.err)
+        out[modality] = result_cli.json()
+    return out
+
+
+def test_every_modality_records_and_verifies_through_the_cli(cli: Any, tmp_path: Path) -> None:
+    recorded = record_all(cli, tmp_path)
+    assert {m: r["kind"] for m, r in recorded.items()} == {m: m for m in recorded}
+    assert recorded["research"]["observations"] == 1
+    assert recorded["browser"]["observations"] == 2
+    assert recorded["ops"]["reason_code"] == "scaled"
+    verified = cli("activity", "verify", "r", "--json")
+    assert verified.code == 0, verified.out
+    doc = verified.json()
+    assert doc["receipts_checked"] == 2
+    assert doc["audit_records"] == 5
+    assert doc["notes"] == []
+    assert cli("verify", "--all").code == 0
+
+
+def test_show_displays_stages_with_modality_state_evidence_and_receipt(
+    cli: Any, tmp_path: Path
+) -> None:
+    record_all(cli, tmp_path)
+    shown = cli("show", "r", "--json").json()
+    stages = {s["stage_id"]: s for s in shown["stages"]}
+    assert set(stages) == {"coding-0", "research-0", "browser-0", "data-0", "ops-0"}
+    assert stages["data-0"]["kind"] == "data"
+    assert stages["data-0"]["terminal_state"] == "completed"
+    assert stages["data-0"]["receipt"] == "verified"
+    assert stages["research-0"]["receipt"] is None
+    assert stages["browser-0"]["evidence"] == {"observations": 2, "present": 2}
+    text = cli("show", "r").out
+    for word in ("data-0", "ops", "completed", "receipt verified", "2/2 blobs"):
+        assert word in text
+
+
+def test_a_refusal_through_the_cli_exits_65_with_its_code(cli: Any, tmp_path: Path) -> None:
+    f = files(tmp_path, table=TABLE_IN)
+    refused = cli("activity", "data", "r", "d0", "--input", f"in={f['table']}")
+    assert refused.code == 65
+    assert "error [no-plan]" in refused.err
+    assert cli("show", "r").code == 1  # nothing was written: not even the run
+
+
+def test_redundant_evidence_through_the_cli_is_refused_and_recorded(
+    cli: Any, tmp_path: Path
+) -> None:
+    f = files(tmp_path, page=PAGE)
+    assert cli("activity", "research", "r", "a", "--page", f"u={f['page']}").code == 0
+    again = cli("activity", "research", "r", "b", "--page", f"u={f['page']}")
+    assert again.code == 65
+    assert "error [redundant-evidence]" in again.err
+    kinds = [e["kind"] for e in cli("show", "r", "--json").json()["entries"]]
+    assert kinds == ["activity.result", "activity.refused"]
+    assert cli("activity", "verify", "r").code == 0
+
+
+def test_cli_usage_errors_are_64(cli: Any, tmp_path: Path) -> None:
+    assert cli("activity", "research", "r", "a", "--page", "no-equals-sign").code == 64
+    assert cli("activity", "data", "r", "a", "--step", "x", "--steps", "y.json").code == 64
