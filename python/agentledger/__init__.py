@@ -5,12 +5,15 @@ The compiled core is the private module ``agentledger._core``; its public face i
 """
 
 from agentledger._core import __version__
+from agentledger.activity import ActivityRejected, ActivityResult, Observation
 from agentledger.errors import AgentLedgerError, InvalidInput, LedgerError, NotFound
 from agentledger.journal import Entry, Run
 from agentledger.ledger import Ledger
 from agentledger.verify import Divergence, RunVerdict, VerifyReport
 
 __all__ = [
+    "ActivityRejected",
+    "ActivityResult",
     "AgentLedgerError",
     "Divergence",
     "Entry",
@@ -18,6 +21,7 @@ __all__ = [
     "Ledger",
     "LedgerError",
     "NotFound",
+    "Observation",
     "Run",
     "RunVerdict",
     "VerifyReport",

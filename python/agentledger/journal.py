@@ -11,11 +11,17 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentledger import _core
+from agentledger import _core, log
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import check_kind, utc_timestamp
 
 if TYPE_CHECKING:
+    from agentledger.activity import (
+        ActivityResult,
+        BrowserActivity,
+        DataOpsActivity,
+        ResearchActivity,
+    )
     from agentledger.ledger import Ledger
 
 HASH_PREFIX = "blake3:"
@@ -86,8 +92,11 @@ class Run:
             (self.id, head_seq + 1 + i, kind, digest, raw)
             for i, ((kind, _), (raw, digest)) in enumerate(zip(batch, encoded, strict=True))
         ]
+        # Every entry is also the next leaf of the workspace log (log.py), in this transaction.
+        first_leaf = log.append_entries(conn, self.ledger, [(r[0], r[1], r[3]) for r in rows])
         conn.executemany(
-            "INSERT INTO entries (run_id, seq, kind, hash, bytes) VALUES (?, ?, ?, ?, ?)", rows
+            "INSERT INTO entries (run_id, seq, kind, hash, bytes, leaf) VALUES (?, ?, ?, ?, ?, ?)",
+            [(*row, first_leaf + i) for i, row in enumerate(rows)],
         )
         last_seq, _, _, last_hash, _ = rows[-1]
         conn.execute(
@@ -127,6 +136,40 @@ class Run:
 
     def __len__(self) -> int:
         return self.head()[0] + 1
+
+    # ---- the activity boundary (agentledger.activity) -----------------------------------
+
+    def record_activity(
+        self, result: ActivityResult, *, stage_id: str, role: str | None = None
+    ) -> Entry:
+        """Validate, pin and audit-mirror one activity result, or raise ``ActivityRejected``."""
+        from agentledger.activity import record_activity
+
+        return record_activity(self, result, stage_id=stage_id, role=role)
+
+    def research(self, stage_id: str, *, role: str | None = None) -> ResearchActivity:
+        """A research stage: ``fetch(url, page)`` then ``finish(artifact)``."""
+        from agentledger.activity import ResearchActivity
+
+        return ResearchActivity(self, stage_id, role)
+
+    def browser(self, stage_id: str, *, role: str | None = None) -> BrowserActivity:
+        """A browser stage: ``observe(step, snapshot)``, ``receipt(step, bytes)``, ``finish``."""
+        from agentledger.activity import BrowserActivity
+
+        return BrowserActivity(self, stage_id, role)
+
+    def data(self, stage_id: str, *, role: str | None = None) -> DataOpsActivity:
+        """A data stage: ``add_input`` → ``plan(steps)`` → ``add_output`` → ``finish``."""
+        from agentledger.activity import DataOpsActivity
+
+        return DataOpsActivity(self, stage_id, "data", role)
+
+    def ops(self, stage_id: str, *, role: str | None = None) -> DataOpsActivity:
+        """An ops stage: like ``data``, for activities that change systems."""
+        from agentledger.activity import DataOpsActivity
+
+        return DataOpsActivity(self, stage_id, "ops", role)
 
 
 def _check_body(body: object) -> Mapping[str, Any]:

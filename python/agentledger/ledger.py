@@ -10,6 +10,7 @@ from agentledger.cas import BlobStore
 from agentledger.errors import NotFound
 from agentledger.ids import check_run_id
 from agentledger.journal import Run
+from agentledger.keys import KeyStore
 from agentledger.storage import Database
 from agentledger.verify import Progress, RunVerdict, VerifyOptions, VerifyReport, verify_ledger
 
@@ -17,21 +18,31 @@ from agentledger.verify import Progress, RunVerdict, VerifyOptions, VerifyReport
 class Ledger:
     """A handle on one ledger file. Use as a context manager, or call ``close()``."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, keys: KeyStore | None = None) -> None:
         self.db = db
         self.blobs = BlobStore(db)
+        self.keys = keys or KeyStore()
+        """Where the install and audit keys live (outside the ledger); touched only on use."""
         ledger_id = db.scalar("SELECT value FROM ledger_meta WHERE key = 'ledger_id'")
         self.id = str(ledger_id or "")
 
     @classmethod
     def open(
-        cls, path: str | os.PathLike[str], *, create: bool = True, readonly: bool = False
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        readonly: bool = False,
+        key_dir: str | os.PathLike[str] | None = None,
     ) -> Ledger:
         """Open (and by default create, with its folder) the ledger at ``path``.
 
         Refuses, changing nothing, a file that is not a ledger or that a newer version wrote.
+        ``key_dir`` is the key folder (default ``$AGENTLEDGER_HOME`` or
+        ``~/.local/state/agentledger``); keys never live in the ledger.
         """
-        return cls(Database.open(Path(path), create=create, readonly=readonly))
+        db = Database.open(Path(path), create=create, readonly=readonly)
+        return cls(db, KeyStore(key_dir) if key_dir is not None else None)
 
     @property
     def path(self) -> Path:

@@ -90,6 +90,8 @@ def report_renderable(report: VerifyReport) -> RenderableType:
         parts.append(run_tree(verdict))
     if len(failing) > MAX_RUN_TREES:
         parts.append(Text(f"… {len(failing) - MAX_RUN_TREES} more failing runs (see --json)"))
+    for note in report.notes:
+        parts.append(Text(f"note: {note}", style="yellow"))
     verdict_text = status_name(report.code)
     parts.append(Text(f"verdict: {verdict_text}", style=STATUS_STYLE.get(verdict_text, "")))
     return Group(*parts)

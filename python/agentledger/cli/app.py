@@ -21,22 +21,31 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
     show_default=True,
     help="The ledger file (env: AGENTLEDGER_LEDGER).",
 )
+@click.option(
+    "--home",
+    "key_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="AGENTLEDGER_HOME",
+    default=None,
+    help="The key folder, outside the ledger (env: AGENTLEDGER_HOME; "
+    "default ~/.local/state/agentledger).",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
 @click.version_option(package_name="agentledger", prog_name="agentledger")
 @click.pass_context
-def cli(ctx: click.Context, ledger_path: Path, debug: bool) -> None:
+def cli(ctx: click.Context, ledger_path: Path, key_dir: Path | None, debug: bool) -> None:
     """agentledger: the embedded, tamper-evident ledger for AI-agent runs.
 
     \b
     Exit codes: 0 ok/clean, 1 not found, 2 diverged/tampered,
                 3 phase blocked, 64 usage error, 65 invalid input.
     """
-    ctx.obj = AppContext(ledger_path=ledger_path, debug=debug)
+    ctx.obj = AppContext(ledger_path=ledger_path, debug=debug, key_dir=key_dir)
 
 
 def _register() -> None:
     # Sub-command modules import `cli` from here and decorate onto it.
-    from agentledger.cli import demo, journal, phase, verify  # noqa: F401
+    from agentledger.cli import activity, demo, journal, keys, phase, team, verify  # noqa: F401
 
 
 _register()

@@ -19,10 +19,12 @@ from agentledger.ledger import Ledger
 class AppContext:
     ledger_path: Path
     debug: bool = False
+    key_dir: Path | None = None
+    """--home: the key folder (default $AGENTLEDGER_HOME or ~/.local/state/agentledger)."""
 
     def open_ledger(self, *, create: bool = False, readonly: bool = False) -> Ledger:
         """The ledger named by --ledger; reading commands never create one (exit 1)."""
-        return Ledger.open(self.ledger_path, create=create, readonly=readonly)
+        return Ledger.open(self.ledger_path, create=create, readonly=readonly, key_dir=self.key_dir)
 
     @property
     def console(self) -> Console:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from agentledger.activity.stages import stage_summaries
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 
@@ -76,14 +78,16 @@ def runs(app: AppContext, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def show(app: AppContext, run_id: str, as_json: bool) -> None:
-    """Show a run's journal as a tree: each entry's kind, hash and body."""
+    """Show a run's journal as a tree: each entry's kind, hash and body, then its stages."""
     with app.open_ledger() as ledger:
         run = ledger.get_run(run_id)
         entries = list(run.entries())
+        stages = stage_summaries(ledger, entries)
     if as_json:
         emit_json(
             {
                 "run": run_id,
+                "stages": stages,
                 "entries": [
                     {
                         "seq": e.seq,
@@ -113,3 +117,39 @@ def show(app: AppContext, run_id: str, as_json: bool) -> None:
         body = json.dumps(entry.body, ensure_ascii=False, sort_keys=True)
         node.add(Text(body if len(body) <= 200 else body[:200] + "…"))
     app.console.print(tree)
+    if stages:
+        app.console.print(stages_tree(stages))
+
+
+RECEIPT_STYLE = {"verified": "green", "missing": "bold red", "untrusted signer": "bold yellow"}
+
+
+def stages_tree(stages: list[dict[str, Any]]) -> Tree:
+    """Each stage: modality, state and reason; its evidence; its receipt (data/ops)."""
+    tree = Tree(Text(f"{len(stages)} stage(s)", style="bold"))
+    for stage in stages:
+        state = stage["terminal_state"]
+        if stage["refusal"]:
+            state = f"refused at the boundary: {stage['refusal']}"
+        node = tree.add(
+            Text.assemble(
+                (f"{stage['seq']:>4} ", "dim"), (str(stage["stage_id"]), "bold"), "  ",
+                (str(stage["kind"]), "cyan"), "  ", (str(state), "yellow" if stage["refusal"]
+                else "green" if state == "completed" else "red"),
+                (f" ({stage['reason_code']})", "dim"),
+                (f"  role {stage['role']}" if stage["role"] else "", "dim"),
+            )
+        )  # fmt: skip
+        evidence = stage["evidence"]
+        node.add(
+            Text.assemble(
+                "evidence ", (short(stage["evidence_set_hash"]), "magenta"),
+                f"  {evidence['observations']} obs, "
+                f"{evidence['present']}/{evidence['observations']} blobs",
+            )
+        )  # fmt: skip
+        if stage["receipt"] is not None:
+            status = stage["receipt"]
+            style = RECEIPT_STYLE.get(status, "bold red")
+            node.add(Text.assemble("receipt ", (status, style)))
+    return tree

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agentledger.errors import ExitCode
-from agentledger.verify import blobs, journal_pass, runs_table
+from agentledger.verify import audit, blobs, journal_pass, receipts, runs_table
 from agentledger.verify.context import VerifyContext, VerifyOptions
 from agentledger.verify.results import RunVerdict, VerifyReport
 
@@ -26,6 +26,8 @@ CHECKS: list[Check] = [
     runs_table.check_ordinals,
     blobs.check_referenced_blobs,
     blobs.check_all_blobs,
+    receipts.check_receipts,
+    audit.check_audit,
 ]
 
 

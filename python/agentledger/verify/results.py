@@ -78,6 +78,11 @@ class VerifyReport:
     runs: list[RunVerdict] = field(default_factory=list)
     workspace: list[Divergence] = field(default_factory=list)
     blobs_checked: int = 0
+    receipts_checked: int = 0
+    signatures_checked: int = 0
+    audit_records: int = 0
+    notes: list[str] = field(default_factory=list)
+    """What verify could not check and why (e.g. no audit key); never a divergence."""
     elapsed_s: float = 0.0
 
     @property
@@ -105,6 +110,10 @@ class VerifyReport:
             "diverged": self.count(ExitCode.DIVERGED),
             "missing": self.count(ExitCode.NOT_FOUND),
             "blobs_checked": self.blobs_checked,
+            "receipts_checked": self.receipts_checked,
+            "signatures_checked": self.signatures_checked,
+            "audit_records": self.audit_records,
+            "notes": list(self.notes),
             "elapsed_s": round(self.elapsed_s, 6),
             "entries_per_s": round(self.entries / self.elapsed_s) if self.elapsed_s else None,
             "workspace": [d.to_json() for d in self.workspace],
