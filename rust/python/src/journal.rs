@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use agentledger_core::canonical::Value;
-use agentledger_core::journal::{self, Carry, StoredEntry};
+use agentledger_core::journal::{self, Carry, LogRow, StoredEntry};
+use agentledger_core::merkle::{Hash, HashAlg, IncrementalTree};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -18,6 +19,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(genesis_prev, m)?)?;
     m.add_function(wrap_pyfunction!(evidence_set_hash, m)?)?;
     m.add_function(wrap_pyfunction!(entry_hash, m)?)?;
+    m.add_function(wrap_pyfunction!(log_leaf, m)?)?;
+    m.add_function(wrap_pyfunction!(log_extend, m)?)?;
     m.add("MAX_FINDINGS_PER_RUN", journal::MAX_FINDINGS_PER_RUN)?;
     Ok(())
 }
@@ -133,4 +136,69 @@ fn evidence_set_hash(hashes: Vec<String>) -> String {
 #[pyfunction]
 fn entry_hash<'py>(py: Python<'py>, data: &[u8]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &journal::entry_hash(data))
+}
+
+/// The workspace-log leaf data of one entry (32 bytes).
+#[pyfunction]
+fn log_leaf<'py>(
+    py: Python<'py>,
+    run_id: &str,
+    seq: i64,
+    entry_hash: &[u8],
+) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, &journal::log_leaf(run_id, seq, entry_hash))
+}
+
+type LogExtendTuple<'py> = (
+    u64,
+    Vec<Bound<'py, PyBytes>>,
+    Bound<'py, PyBytes>,
+    Option<(u64, i64)>,
+);
+
+/// Extend the log state `(size, frontier)` with `(leaf, run_id, seq, hash)` rows in leaf
+/// order. Returns `(size, frontier, root, gap)`; `gap` is `(expected, found)` for the first
+/// row whose leaf index is not the next one (the state then stops before it).
+#[pyfunction]
+#[pyo3(signature = (size, frontier, rows, jobs = 0))]
+fn log_extend<'py>(
+    py: Python<'py>,
+    size: u64,
+    frontier: Vec<Vec<u8>>,
+    rows: Vec<(i64, String, i64, Vec<u8>)>,
+    jobs: usize,
+) -> PyResult<LogExtendTuple<'py>> {
+    let frontier = frontier
+        .into_iter()
+        .map(|node| {
+            Hash::try_from(node.as_slice()).map_err(|_| {
+                to_py(agentledger_core::Error::invalid(format!(
+                    "a frontier node has 32 bytes, got {}",
+                    node.len()
+                )))
+            })
+        })
+        .collect::<PyResult<Vec<Hash>>>()?;
+    let mut tree = IncrementalTree::from_state(HashAlg::Blake3, size, frontier).map_err(to_py)?;
+    let rows: Vec<LogRow> = rows
+        .into_iter()
+        .map(|(leaf, run_id, seq, hash)| LogRow {
+            leaf,
+            run_id,
+            seq,
+            hash,
+        })
+        .collect();
+    let pool = pool(jobs)?;
+    let (tree, gap) = py.allow_threads(move || {
+        let gap = pool.install(|| journal::extend_log(&mut tree, &rows));
+        (tree, gap)
+    });
+    let frontier = tree
+        .frontier()
+        .iter()
+        .map(|node| PyBytes::new(py, node))
+        .collect();
+    let root = PyBytes::new(py, &tree.root());
+    Ok((tree.size(), frontier, root, gap.map(|g| (g.expected, g.found))))
 }
