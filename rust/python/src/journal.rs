@@ -200,5 +200,10 @@ fn log_extend<'py>(
         .map(|node| PyBytes::new(py, node))
         .collect();
     let root = PyBytes::new(py, &tree.root());
-    Ok((tree.size(), frontier, root, gap.map(|g| (g.expected, g.found))))
+    Ok((
+        tree.size(),
+        frontier,
+        root,
+        gap.map(|g| (g.expected, g.found)),
+    ))
 }
