@@ -95,3 +95,16 @@ def ed25519_verify(public_key: bytes, message: bytes, signature: bytes) -> bool:
 
 def ed25519_verify_batch(items: Sequence[tuple[bytes, bytes, bytes]]) -> list[bool]:
     """Verify (public_key, message, signature) triples in parallel with the GIL released."""
+
+# ---- the workspace log (rust/core/src/journal.rs) ----------------------------------------
+
+def log_leaf(run_id: str, seq: int, entry_hash: bytes) -> bytes:
+    """Leaf data of an entry: ``domain_hash("log-leaf", JCS({"entry", "run", "seq"}))``."""
+
+def log_extend(
+    size: int,
+    frontier: Sequence[bytes],
+    rows: Sequence[tuple[int, str, int, bytes]],
+    jobs: int = 0,
+) -> tuple[int, list[bytes], bytes, tuple[int, int] | None]:
+    """Append ``(leaf, run_id, seq, hash)`` rows to a log state: ``(size, frontier, root, gap)``."""
