@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import apsw
@@ -51,6 +51,9 @@ class Database:
         self.conn = conn
         self.path = path
         self.readonly = readonly
+        self.before_commit: list[Callable[[apsw.Connection], None]] = []
+        """Run once at the end of the outermost write transaction, inside it (the workspace
+        log's checkpoint); dropped if the transaction fails."""
 
     @classmethod
     def open(cls, path: Path, *, create: bool = True, readonly: bool = False) -> Database:
@@ -116,11 +119,17 @@ class Database:
         """One write transaction (BEGIN IMMEDIATE): all of it commits, or none of it."""
         if self.readonly:
             raise LedgerError(f"{self.path}: opened read-only", code="ledger-read-only")
+        outermost = not self.conn.in_transaction
         try:
             with self.conn:
                 yield self.conn
+                while outermost and self.before_commit:
+                    self.before_commit.pop(0)(self.conn)
         except apsw.Error as exc:
             raise _translate(exc, self.path) from None
+        finally:
+            if outermost:
+                self.before_commit.clear()
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[apsw.Connection]:

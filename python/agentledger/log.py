@@ -1,0 +1,208 @@
+"""The workspace log: every journal entry of every run is a leaf of one append-only Merkle log.
+
+A run's hash chain shows that a run was not edited; it cannot show that a run, or a run's
+last entries, were deleted. The log can: leaf ``i`` is the ``i``-th entry appended to the
+workspace, whatever its run, as ``log_leaf(run, seq, entry hash)`` (docs/FORMAT.md, "The
+workspace log"), in a tree of RFC 9162 shape. Signed checkpoints (checkpoint.py) commit
+to its size and root, so deleting any entry changes what the log recomputes to.
+
+The state kept is the tree's frontier: one 32-byte root per set bit of the size, so an
+append costs O(log n) whatever the log's size. It lives in ``log_state`` and is updated in
+the same transaction as the entries it covers; the entry's ``leaf`` column says where it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import apsw
+
+from agentledger import _core
+from agentledger.errors import LedgerError
+
+if TYPE_CHECKING:
+    from agentledger.ledger import Ledger
+
+HASH_LEN = 32
+LEAF_ROWS = "SELECT leaf, run_id, seq, hash FROM entries WHERE leaf >= ? ORDER BY leaf"
+LEAF_RANGE = (
+    "SELECT leaf, run_id, seq, hash FROM entries WHERE leaf >= ? AND leaf < ? ORDER BY leaf"
+)
+BATCH_ROWS = 16_384
+
+LeafRow = tuple[int, str, int, bytes]
+"""``(leaf, run_id, seq, entry hash)``, as the log reads an entry."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogState:
+    """A log of ``size`` leaves, restorable from its frontier."""
+
+    size: int
+    frontier: tuple[bytes, ...]
+
+    @property
+    def root(self) -> bytes:
+        return _core.IncrementalMerkleTree.from_state(self.size, list(self.frontier)).root()
+
+
+EMPTY = LogState(0, ())
+
+
+def pack_frontier(frontier: Iterable[bytes]) -> bytes:
+    return b"".join(frontier)
+
+
+def unpack_frontier(blob: bytes) -> list[bytes]:
+    if len(blob) % HASH_LEN:
+        raise LedgerError("the stored log frontier is not a list of hashes", code="log-broken")
+    return [bytes(blob[i : i + HASH_LEN]) for i in range(0, len(blob), HASH_LEN)]
+
+
+def extend(
+    state: LogState, rows: Sequence[LeafRow], jobs: int = 0
+) -> tuple[LogState, bytes, tuple[int, int] | None]:
+    """``state`` with ``rows`` appended (leaf order): ``(new state, root, gap)``.
+
+    ``gap`` is ``(expected leaf, found leaf)`` at the first row out of sequence; the state
+    then stops before that row.
+    """
+    size, frontier, root, gap = _core.log_extend(state.size, list(state.frontier), rows, jobs)
+    return LogState(size, tuple(frontier)), root, gap
+
+
+def read_state(conn: apsw.Connection) -> LogState:
+    """The stored log state (the frontier as the last write left it)."""
+    rows = conn.execute("SELECT size, frontier FROM log_state WHERE id = 1").fetchall()
+    if not rows:
+        raise LedgerError("the workspace log's state row is missing", code="log-broken")
+    size, frontier = rows[0]
+    return LogState(int(size), tuple(unpack_frontier(frontier)))
+
+
+def _write_state(conn: apsw.Connection, state: LogState) -> None:
+    conn.execute(
+        "UPDATE log_state SET size = ?, frontier = ? WHERE id = 1",
+        (state.size, pack_frontier(state.frontier)),
+    )
+
+
+def _state_for_append(conn: apsw.Connection) -> LogState:
+    """The log state, first folding in the leaves the schema-3 migration numbered.
+
+    Only leaves below the number the migration recorded are folded in, so an entry slipped
+    into the table later with a made-up leaf number is never adopted by the next append.
+    """
+    state = read_state(conn)
+    backfill = int(conn.execute("SELECT backfill FROM log_state WHERE id = 1").fetchall()[0][0])
+    if state.size >= backfill:
+        return state
+    rows = conn.execute(LEAF_RANGE, (state.size, backfill)).fetchall()
+    state, _, gap = extend(state, rows)
+    if gap is not None or state.size != backfill:
+        raise LedgerError(
+            "the entries numbered when the workspace log was added are not leaves "
+            f"0..{backfill - 1} (stopped at leaf {state.size}); run `agentledger fsck`",
+            code="log-broken",
+        )
+    _write_state(conn, state)
+    return state
+
+
+def is_archive(conn: apsw.Connection) -> bool:
+    return bool(conn.execute("SELECT 1 FROM ledger_meta WHERE key = 'archive'").fetchall())
+
+
+def append_entries(
+    conn: apsw.Connection, ledger: Ledger, entries: Sequence[tuple[str, int, bytes]]
+) -> int:
+    """Add ``(run_id, seq, entry hash)`` entries as the next leaves; return the first index.
+
+    Called inside the write transaction that inserts the entries; schedules the checkpoint
+    taken at the end of that transaction.
+    """
+    from agentledger import checkpoint
+
+    if is_archive(conn):
+        raise LedgerError(
+            f"{ledger.path} is a sealed archive; it cannot be extended", code="archive-sealed"
+        )
+    state = _state_for_append(conn)
+    first = state.size
+    rows = [(first + i, run_id, seq, digest) for i, (run_id, seq, digest) in enumerate(entries)]
+    new_state, _, gap = extend(state, rows)
+    if gap is not None:  # only on a tree of 2^64 leaves
+        raise LedgerError(f"the workspace log cannot grow past leaf {gap[0]}", code="log-full")
+    _write_state(conn, new_state)
+    checkpoint.schedule(ledger)
+    return first
+
+
+def leaf_data(rows: Iterable[LeafRow]) -> list[bytes]:
+    """Leaf data of rows, in the order given."""
+    return [_core.log_leaf(run_id, seq, digest) for _, run_id, seq, digest in rows]
+
+
+def state_at(conn: apsw.Connection, size: int) -> tuple[LogState, tuple[int, int] | None]:
+    """Recompute the log state of the first ``size`` leaves from the entries."""
+    state = EMPTY
+    while state.size < size:
+        rows = conn.execute(
+            LEAF_RANGE + " LIMIT ?", (state.size, size, BATCH_ROWS)
+        ).fetchall()
+        if not rows:
+            return state, (state.size, -1)
+        state, _, gap = extend(state, rows)
+        if gap is not None:
+            return state, gap
+    return state, None
+
+
+def _perfect_subtrees(state: LogState) -> dict[tuple[int, int], bytes]:
+    """``(start, width) -> root`` for the perfect subtrees the frontier stands for."""
+    subtrees = {}
+    start = 0
+    widths = [1 << bit for bit in reversed(range(state.size.bit_length())) if state.size >> bit & 1]
+    for width, node in zip(widths, state.frontier, strict=True):
+        subtrees[(start, width)] = node
+        start += width
+    return subtrees
+
+
+def consistency_proof(old: LogState, tail: Sequence[bytes]) -> list[bytes]:
+    """RFC 9162 consistency proof from ``old`` to ``old`` + ``tail`` (leaf data).
+
+    Every node of such a proof is either a perfect subtree of the old tree (its frontier
+    holds them) or the root of a range of new leaves, so the old leaves are never read.
+    """
+    m = old.size
+    n = m + len(tail)
+    if m == 0 or m == n:
+        return []
+    known = _perfect_subtrees(old)
+    proof: list[bytes] = []
+
+    def node(start: int, stop: int) -> bytes:
+        if start >= m:
+            return _core.merkle_root(list(tail[start - m : stop - m]))
+        return known[(start, stop - start)]
+
+    def subproof(start: int, stop: int, complete: bool) -> None:
+        width = stop - start
+        old_width = m - start
+        if old_width == width:
+            if not complete:
+                proof.append(node(start, stop))
+            return
+        k = 1 << ((width - 1).bit_length() - 1)
+        if old_width <= k:
+            subproof(start, start + k, complete)
+            proof.append(node(start + k, stop))
+        else:
+            subproof(start + k, stop, False)
+            proof.append(node(start, start + k))
+
+    subproof(0, n, True)
+    return proof
