@@ -98,7 +98,7 @@ class Run:
             "INSERT INTO entries (run_id, seq, kind, hash, bytes, leaf) VALUES (?, ?, ?, ?, ?, ?)",
             [(*row, first_leaf + i) for i, row in enumerate(rows)],
         )
-        last_seq, _, _, last_hash, _ = rows[-1]
+        _, last_seq, _, last_hash, _ = rows[-1]
         conn.execute(
             "UPDATE runs SET head_seq = ?, head_hash = ? WHERE run_id = ?",
             (last_seq, last_hash, self.id),
