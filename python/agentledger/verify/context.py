@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -49,6 +49,12 @@ class VerifyContext:
     tails: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     referenced: set[str] = field(default_factory=set)
     """Content hashes that verified activity results point at."""
+    tail_from: dict[str, int] | None = None
+    """Incremental verify: the journal pass reads each of these runs from this seq only."""
+    log_plan: Any = None
+    """The workspace-log check's own state (verify/log.py)."""
+    after_snapshot: list[Callable[[], None]] = field(default_factory=list)
+    """Run once the read snapshot is closed (e.g. recording a clean verify)."""
 
     def verdict(self, run_id: str) -> RunVerdict:
         if run_id not in self.verdicts:

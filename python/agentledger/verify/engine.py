@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import ExitCode
 from agentledger.verify import audit, blobs, journal_pass, receipts, runs_table
+from agentledger.verify import log as workspace_log
 from agentledger.verify.context import VerifyContext, VerifyOptions
 from agentledger.verify.results import RunVerdict, VerifyReport
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 Check = Callable[[VerifyContext], None]
 
 CHECKS: list[Check] = [
+    workspace_log.plan_log,
     journal_pass.check_journal,
     runs_table.check_heads,
     runs_table.check_ordinals,
@@ -28,6 +30,7 @@ CHECKS: list[Check] = [
     blobs.check_all_blobs,
     receipts.check_receipts,
     audit.check_audit,
+    workspace_log.check_log,
 ]
 
 
@@ -62,4 +65,6 @@ def verify_ledger(
             check(ctx)
     report.runs = list(ctx.verdicts.values())
     report.elapsed_s = time.perf_counter() - started
+    for action in ctx.after_snapshot:
+        action()
     return report

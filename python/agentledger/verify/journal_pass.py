@@ -24,6 +24,10 @@ IN_FLIGHT = 3
 Row = tuple[str, int, str, bytes, bytes]
 ALL_ROWS = "SELECT run_id, seq, kind, hash, bytes FROM entries ORDER BY run_id, seq"
 RUN_ROWS = "SELECT run_id, seq, kind, hash, bytes FROM entries WHERE run_id = ? ORDER BY seq"
+TAIL_ROWS = (
+    "SELECT run_id, seq, kind, hash, bytes FROM entries WHERE run_id = ? AND seq >= ? "
+    "ORDER BY seq"
+)
 
 
 def _batches(rows: Iterable[Row], size: int) -> Iterator[list[Row]]:
@@ -62,6 +66,21 @@ def check_journal(ctx: VerifyContext) -> None:
 
     pending: list[Future[Any]] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify") as pool:
+        if ctx.tail_from is not None:
+            # Incremental: each run from its first new entry, chained to the one before it.
+            for run_id, start in sorted(ctx.tail_from.items()):
+                before = ctx.conn.execute(
+                    "SELECT seq, hash FROM entries WHERE run_id = ? AND seq = ?",
+                    (run_id, start - 1),
+                ).fetchall()
+                tail_carry = (run_id, before[0][0], before[0][1]) if before else None
+                rows = ctx.conn.execute(TAIL_ROWS, (run_id, start)).fetchall()
+                collect(
+                    pool.submit(
+                        _core.verify_entries, ledger_id, tail_carry, rows, ctx.options.jobs
+                    )
+                )
+            return
         carry: tuple[str, int, bytes] | None = None
         for batch in _batches(_rows(ctx), BATCH_ROWS):
             pending.append(

@@ -1,0 +1,386 @@
+"""The workspace log: the newest signed checkpoint commits to exactly the ledger's entries.
+
+Full verify streams the log in leaf order from the covering index ``entries_by_leaf`` (the
+entry hashes the journal pass has just re-derived from their bytes, without the bytes) and
+recomputes the root in Rust; the leaves must be exactly 0..n-1 and the root and size those
+of the newest trusted checkpoint. So deleting any entry (the last of a run or of the
+workspace too), or a whole run, changes what the log recomputes to.
+
+``--checkpoint FILE``: the ledger must extend an exported checkpoint (RFC 9162 consistency
+proof from it to the newest), which detects a file rolled back to an older copy.
+
+``--incremental``: only the entries appended since the last checkpoint a verify found
+clean are re-checked (their chains, from the entry before them); the log is extended
+from that checkpoint's stored frontier, and a consistency proof shows the newest
+checkpoint extends it. Cheap whole-table counts catch entries deleted from the prefix;
+edits to the prefix's bytes are left to a full verify.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import apsw
+
+from agentledger import _core
+from agentledger import log as wslog
+from agentledger.checkpoint import Checkpoint, StoredCheckpoint, checkpoint_by_id, newest_checkpoint
+from agentledger.errors import AgentLedgerError, InvalidInput
+from agentledger.ids import utc_timestamp
+from agentledger.keys import resolve_trust
+from agentledger.verify.context import VerifyContext
+from agentledger.verify.results import Divergence
+
+UNLOGGED = "SELECT run_id, seq FROM entries WHERE leaf IS NULL OR leaf < 0 ORDER BY run_id, seq"
+
+
+@dataclass
+class LogPlan:
+    """What the log check starts from (set up before the journal pass)."""
+
+    base: StoredCheckpoint | None = None
+    """Incremental verify: the last checkpoint found clean (None: full verify)."""
+    exported: Checkpoint | None = None
+    covers_workspace: bool = False
+    """The whole workspace is verified (fully, or incrementally from ``base``)."""
+    snapshots: dict[int, wslog.LogState] = field(default_factory=dict)
+    tail_start: int | None = None
+    tail: list[bytes] = field(default_factory=list)
+    """Leaf data from ``tail_start`` on, kept while streaming for consistency proofs."""
+
+
+def _diverged(ctx: VerifyContext, check: str, expected: str, actual: str, subject: str) -> None:
+    ctx.diverged(None, Divergence(None, None, check, expected, actual, subject))
+
+
+def _trusted(ctx: VerifyContext) -> set[str]:
+    return resolve_trust(ctx.options.trust, ctx.ledger.keys)
+
+
+def _read_exported(ctx: VerifyContext) -> Checkpoint | None:
+    path = ctx.options.checkpoint_file
+    if path is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InvalidInput(f"{path}: cannot read the checkpoint ({exc.strerror})") from None
+    return Checkpoint.parse(data)
+
+
+def plan_log(ctx: VerifyContext) -> None:
+    """Before the journal pass: with ``--incremental``, narrow it to the new tail."""
+    plan = LogPlan(exported=_read_exported(ctx), covers_workspace=ctx.whole)
+    ctx.log_plan = plan
+    if not ctx.options.incremental or not ctx.whole:
+        return
+    marker = ctx.conn.execute("SELECT checkpoint_id FROM log_verified WHERE id = 1").fetchall()
+    base = checkpoint_by_id(ctx.conn, marker[0][0]) if marker else None
+    if base is None:
+        ctx.report.notes.append("incremental: no verified checkpoint yet, verifying everything")
+        return
+    plan.base = base
+    tail_from = {
+        run_id: int(first)
+        for run_id, first in ctx.conn.execute(
+            "SELECT run_id, min(seq) FROM entries WHERE leaf >= ? GROUP BY run_id",
+            (base.checkpoint.size,),
+        )
+    }
+    ctx.whole = False
+    ctx.tail_from = tail_from
+    ctx.verdicts.clear()
+    for run_id in tail_from:
+        ctx.verdict(run_id)
+    ctx.report.notes.append(
+        f"incremental: re-checked the {_plural(len(tail_from), 'run')} appended to since "
+        f"checkpoint {base.id} (log size {base.checkpoint.size})"
+    )
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def check_log(ctx: VerifyContext) -> None:
+    """After every other check: the log, its checkpoints, and an exported checkpoint."""
+    plan = ctx.log_plan
+    if not isinstance(plan, LogPlan):
+        plan = LogPlan(exported=_read_exported(ctx), covers_workspace=ctx.whole)
+    if not plan.covers_workspace:
+        _check_selected_runs_are_logged(ctx)
+        return
+    trusted = _trusted(ctx)
+    newest = _newest(ctx)
+    unlogged = _check_unlogged(ctx)
+
+    start = wslog.EMPTY
+    if plan.base is not None:
+        start = _base_state(ctx, plan.base, trusted)
+        if start is None:
+            return
+    wanted = [start.size] if plan.base is not None else []
+    if plan.exported is not None and plan.exported.size >= start.size:
+        wanted.append(plan.exported.size)
+    plan.tail_start = min(wanted) if wanted else None
+    state, gap = _stream(ctx, plan, start)
+    if gap is not None:
+        expected, found = gap
+        what = "missing" if found > expected or found < 0 else "duplicated"
+        shown = "end of the log" if found < 0 else f"leaf {found}"
+        _diverged(ctx, "log.leaf", f"leaf {expected}", f"{shown} (leaf {expected} {what})", "log")
+        return
+    total = int(ctx.conn.execute("SELECT count(*) FROM entries").fetchall()[0][0])
+    if total - unlogged != state.size:
+        _diverged(ctx, "log.size", f"{state.size:,} logged entries", f"{total - unlogged:,}", "log")
+    _check_state_cache(ctx, state)
+    if newest is None:
+        if state.size:
+            _diverged(ctx, "checkpoint.missing", "a signed checkpoint", "none", "checkpoints")
+        return
+    ok = _check_checkpoint(ctx, newest, trusted, "newest checkpoint")
+    note = newest.checkpoint
+    if note.size != state.size:
+        where = "entries deleted" if state.size < note.size else "entries added after it"
+        _diverged(
+            ctx,
+            "log.size",
+            f"{note.size:,} entries (checkpoint {newest.id})",
+            f"{state.size:,} ({where})",
+            "log",
+        )
+    elif note.root != state.root:
+        _diverged(
+            ctx, "log.root", _b64(note.root), _b64(state.root) + " (entries changed)", "log"
+        )
+    elif plan.base is not None:
+        tail = _tail(ctx, plan, plan.base.checkpoint.size)
+        _prove_extends(ctx, plan.base.checkpoint, plan.base.state, tail, note, "log.consistency")
+    if plan.exported is not None:
+        _check_exported(ctx, plan, trusted, state, note)
+    if ok:
+        newest_id = newest.id
+        ctx.after_snapshot.append(lambda: _record_verified(ctx, newest_id))
+
+
+def _newest(ctx: VerifyContext) -> StoredCheckpoint | None:
+    try:
+        return newest_checkpoint(ctx.conn)
+    except AgentLedgerError as exc:
+        _diverged(ctx, "checkpoint.malformed", "a checkpoint note", exc.message, "checkpoints")
+        return None
+
+
+def _b64(root: bytes) -> str:
+    import base64
+
+    return base64.b64encode(root).decode()
+
+
+def _check_checkpoint(
+    ctx: VerifyContext, stored: StoredCheckpoint, trusted: set[str], label: str
+) -> bool:
+    note = stored.checkpoint
+    subject = f"checkpoint {stored.id}"
+    ok = True
+    if note.signed_by(sorted(trusted)) is None:
+        signers = ", ".join(sorted({s.name for s in note.signatures}))
+        _diverged(
+            ctx, "checkpoint.signature", "signed by a trusted key", f"not ({signers})", subject
+        )
+        ok = False
+    if note.ledger_id != ctx.ledger.id:
+        _diverged(ctx, "checkpoint.origin", ctx.ledger.id, note.ledger_id, subject)
+        ok = False
+    if (stored.size_column, stored.root_column) != (note.size, note.root):
+        _diverged(
+            ctx, "checkpoint.columns", f"{note.size} {_b64(note.root)}",
+            f"{stored.size_column} {_b64(stored.root_column)}", subject,
+        )
+        ok = False
+    try:
+        frontier_root = stored.state.root
+    except ValueError:
+        frontier_root = b""
+    if frontier_root != note.root:
+        _diverged(ctx, "checkpoint.frontier", _b64(note.root), _b64(frontier_root), subject)
+        ok = False
+    del label
+    return ok
+
+
+def _base_state(
+    ctx: VerifyContext, base: StoredCheckpoint, trusted: set[str]
+) -> wslog.LogState | None:
+    if not _check_checkpoint(ctx, base, trusted, "verified checkpoint"):
+        return None
+    return base.state
+
+
+def _stream(
+    ctx: VerifyContext, plan: LogPlan, start: wslog.LogState
+) -> tuple[wslog.LogState, tuple[int, int] | None]:
+    """Extend ``start`` with every leaf from ``start.size`` on, in leaf order.
+
+    Returns the final state and the first gap. Keeps the leaf data from ``plan.tail_start``
+    on (for consistency proofs) and the state at that size.
+    """
+    state = start
+    keep = plan.tail_start
+    jobs = ctx.options.jobs
+    cursor = ctx.conn.execute(wslog.LEAF_ROWS, (start.size,))
+    while rows := cursor.fetchmany(wslog.BATCH_ROWS):
+        if keep is not None and rows[-1][0] >= keep:
+            plan.tail.extend(wslog.leaf_data(row for row in rows if row[0] >= keep))
+            if state.size <= keep < state.size + len(rows):
+                cut = keep - state.size
+                state, _, gap = wslog.extend(state, rows[:cut], jobs)
+                if gap is not None:
+                    return state, gap
+                plan.snapshots[keep] = state
+                rows = rows[cut:]
+        state, _, gap = wslog.extend(state, rows, jobs)
+        if gap is not None:
+            return state, gap
+    if keep is not None and keep == state.size:
+        plan.snapshots[keep] = state
+    return state, None
+
+
+def _tail(ctx: VerifyContext, plan: LogPlan, size: int) -> list[bytes]:
+    """Leaf data of every leaf from ``size`` on."""
+    if plan.tail_start is not None and size >= plan.tail_start:
+        return plan.tail[size - plan.tail_start :]
+    return wslog.leaf_data(ctx.conn.execute(wslog.LEAF_ROWS, (size,)))
+
+
+def _check_unlogged(ctx: VerifyContext) -> int:
+    count = 0
+    for run_id, seq in ctx.conn.execute(UNLOGGED):
+        count += 1
+        ctx.diverged(
+            run_id, Divergence(run_id, seq, "log.unlogged", "a leaf of the workspace log", "none")
+        )
+    return count
+
+
+def _check_selected_runs_are_logged(ctx: VerifyContext) -> None:
+    """Verifying named runs: each of their entries must at least hold a leaf of the log."""
+    for run_id in ctx.selected_runs:
+        for (seq,) in ctx.conn.execute(
+            "SELECT seq FROM entries WHERE run_id = ? AND (leaf IS NULL OR leaf < 0)", (run_id,)
+        ):
+            ctx.diverged(
+                run_id,
+                Divergence(run_id, seq, "log.unlogged", "a leaf of the workspace log", "none"),
+            )
+
+
+def _check_state_cache(ctx: VerifyContext, state: wslog.LogState) -> None:
+    try:
+        stored = wslog.read_state(ctx.conn)
+    except AgentLedgerError as exc:
+        _diverged(ctx, "log.state", "the log's stored frontier", exc.message, "log_state")
+        return
+    if stored != state:
+        _diverged(
+            ctx, "log.state", f"size {state.size}", f"size {stored.size} (stale frontier)",
+            "log_state",
+        )
+
+
+def _prove_extends(
+    ctx: VerifyContext,
+    old: Checkpoint,
+    old_state: wslog.LogState,
+    tail: list[bytes],
+    new: Checkpoint,
+    check: str,
+) -> None:
+    """Verify an RFC 9162 consistency proof from ``old`` to ``new``."""
+    if old.size + len(tail) != new.size or old_state.size != old.size:
+        _diverged(ctx, check, f"{old.size:,} + tail = {new.size:,}", "sizes disagree", "log")
+        return
+    proof = wslog.consistency_proof(old_state, tail)
+    if not _core.verify_consistency(old.size, new.size, old.root, new.root, proof):
+        _diverged(
+            ctx, check, f"log {new.size:,} extends log {old.size:,}", "consistency proof fails",
+            "log",
+        )
+
+
+def _check_exported(
+    ctx: VerifyContext,
+    plan: LogPlan,
+    trusted: set[str],
+    state: wslog.LogState,
+    newest: Checkpoint,
+) -> None:
+    exported = plan.exported
+    assert exported is not None
+    subject = "exported checkpoint"
+    if exported.signed_by(sorted(trusted)) is None:
+        _diverged(ctx, "checkpoint.signature", "signed by a trusted key", "not", subject)
+        return
+    if exported.ledger_id != ctx.ledger.id:
+        _diverged(ctx, "checkpoint.origin", ctx.ledger.id, exported.ledger_id, subject)
+        return
+    if exported.size > state.size:
+        _diverged(
+            ctx,
+            "log.rollback",
+            f"at least {exported.size:,} entries (exported checkpoint)",
+            f"{state.size:,}: the ledger is older than a checkpoint taken from it",
+            subject,
+        )
+        return
+    old_state = _state_at(ctx, plan, exported.size)
+    if old_state is None:
+        _diverged(ctx, "log.rollback", "the exported prefix", "not recomputable", subject)
+        return
+    if old_state.root != exported.root:
+        _diverged(
+            ctx, "log.rollback", _b64(exported.root),
+            _b64(old_state.root) + " (the ledger's first entries differ: rolled back or forked)",
+            subject,
+        )
+        return
+    tail = _tail(ctx, plan, exported.size)
+    _prove_extends(ctx, exported, old_state, tail, newest, "log.rollback")
+
+
+def _state_at(ctx: VerifyContext, plan: LogPlan, size: int) -> wslog.LogState | None:
+    """The log state at ``size`` (the exported checkpoint's), cheapest way first."""
+    if size in plan.snapshots:
+        return plan.snapshots[size]
+    if plan.base is not None and plan.base.checkpoint.size == size:
+        return plan.base.state
+    rows = ctx.conn.execute(
+        "SELECT id FROM checkpoints WHERE size = ? ORDER BY id DESC LIMIT 1", (size,)
+    ).fetchall()
+    if rows:
+        stored = checkpoint_by_id(ctx.conn, rows[0][0])
+        if stored is not None and stored.state.root == stored.checkpoint.root:
+            return stored.state
+    state, gap = wslog.state_at(ctx.conn, size)
+    return None if gap is not None else state
+
+
+def _record_verified(ctx: VerifyContext, checkpoint_id: int) -> None:
+    """Remember the checkpoint a clean verify covered, for the next --incremental."""
+    if ctx.report.code != 0 or ctx.ledger.db.readonly:
+        return
+    try:
+        with ctx.ledger.db.write() as conn:
+            _write_marker(conn, checkpoint_id)
+    except AgentLedgerError:
+        ctx.report.notes.append("could not record the verified checkpoint (ledger busy?)")
+
+
+def _write_marker(conn: apsw.Connection, checkpoint_id: int) -> None:
+    conn.execute(
+        "INSERT INTO log_verified (id, checkpoint_id, verified_at) VALUES (1, ?, ?) "
+        "ON CONFLICT (id) DO UPDATE SET checkpoint_id = excluded.checkpoint_id, "
+        "verified_at = excluded.verified_at",
+        (checkpoint_id, utc_timestamp()),
+    )
