@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 from types import TracebackType
 
+from agentledger.archive import is_archive_file
 from agentledger.cas import BlobStore
 from agentledger.errors import NotFound
 from agentledger.ids import check_run_id
@@ -38,10 +39,14 @@ class Ledger:
         """Open (and by default create, with its folder) the ledger at ``path``.
 
         Refuses, changing nothing, a file that is not a ledger or that a newer version wrote.
+        A sealed archive is always opened read-only.
         ``key_dir`` is the key folder (default ``$AGENTLEDGER_HOME`` or
         ``~/.local/state/agentledger``); keys never live in the ledger.
         """
-        db = Database.open(Path(path), create=create, readonly=readonly)
+        path = Path(path)
+        # A sealed archive (archive.py) opens read-only: it cannot be extended by accident.
+        readonly = readonly or (path.is_file() and is_archive_file(path))
+        db = Database.open(path, create=create, readonly=readonly)
         return cls(db, KeyStore(key_dir) if key_dir is not None else None)
 
     @property

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import apsw
 
 from agentledger import _core
+from agentledger.archive import archive_seal
 from agentledger import log as wslog
 from agentledger.checkpoint import Checkpoint, StoredCheckpoint, checkpoint_by_id, newest_checkpoint
 from agentledger.errors import AgentLedgerError, InvalidInput
@@ -134,6 +135,12 @@ def check_log(ctx: VerifyContext) -> None:
     if total - unlogged != state.size:
         _diverged(ctx, "log.size", f"{state.size:,} logged entries", f"{total - unlogged:,}", "log")
     _check_state_cache(ctx, state)
+    seal = archive_seal(ctx.conn)
+    if seal is not None and seal.get("size") != state.size:
+        _diverged(
+            ctx, "archive.extended", f"{seal.get('size')} entries (sealed)",
+            f"{state.size:,}: the archive was changed after it was sealed", "archive",
+        )
     if newest is None:
         if state.size:
             _diverged(ctx, "checkpoint.missing", "a signed checkpoint", "none", "checkpoints")

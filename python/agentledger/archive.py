@@ -1,0 +1,287 @@
+"""Single-file audit archives: selected runs with everything needed to verify them offline.
+
+An archive is a fresh ledger file holding copies of the selected runs' rows (entries byte
+for byte, the blobs they reach, and the rows of other tables that belong to those runs),
+its own workspace log over those entries and its own checkpoint signed with the install
+key. It keeps the source ledger's id, because each run's genesis binds the run to it.
+
+``ledger_meta`` key ``archive`` seals it: ``Ledger.open`` opens an archive read-only
+unless asked otherwise, appends to an archive are refused, and verify reports an archive
+whose log grew past the checkpoint it was sealed with. A reviewer needs only the file and
+the public key: ``agentledger --ledger OUT.db verify --all --trust KEY``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from agentledger import checkpoint as checkpoints
+from agentledger import log as wslog
+from agentledger.errors import InvalidInput, NotFound
+from agentledger.ids import utc_timestamp
+from agentledger.storage import Database
+
+if TYPE_CHECKING:
+    from agentledger.ledger import Ledger
+
+ARCHIVE_META = "archive"
+DIGEST_BYTES = re.compile(rb"(?:blake3|sha256):[0-9a-f]{64}")
+MAX_SCANNED_BLOB = 64 << 20
+"""Blobs up to this size are scanned for the digests of further blobs (receipts name theirs)."""
+
+# Tables the archive writes itself rather than copying.
+OWN_TABLES = {
+    "ledger_meta", "runs", "entries", "blobs", "blob_chunks", "log_state", "checkpoints",
+    "log_verified", "prune_receipts", "blob_births",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveSummary:
+    path: Path
+    runs: list[str]
+    entries: int
+    blobs: int
+    checkpoint: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "archive": str(self.path),
+            "runs": self.runs,
+            "entries": self.entries,
+            "blobs": self.blobs,
+            "checkpoint": self.checkpoint,
+        }
+
+
+def is_archive_file(path: Path) -> bool:
+    """Whether ``path`` is a sealed archive; looked at read-only, changing nothing."""
+    try:
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error:
+        return False
+    try:
+        return bool(
+            conn.execute("SELECT 1 FROM ledger_meta WHERE key = ?", (ARCHIVE_META,)).fetchall()
+        )
+    except apsw.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def _run_last_ts(conn: apsw.Connection, run_id: str) -> str | None:
+    rows = conn.execute(
+        "SELECT bytes FROM entries WHERE run_id = ? ORDER BY seq DESC LIMIT 1", (run_id,)
+    ).fetchall()
+    if not rows:
+        return None
+    ts = json.loads(rows[0][0]).get("ts")
+    return ts if isinstance(ts, str) else None
+
+
+def _parse_since(since: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(since.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(f"--since {since!r} is not an ISO date", code="invalid-date") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.now().astimezone().tzinfo)
+    return parsed
+
+
+def select_runs(ledger: Ledger, run_ids: Iterable[str], since: str | None) -> list[str]:
+    """The runs to archive, in the source's order: named ones (all exist), else every run;
+    with ``since``, only runs with an entry at or after it."""
+    wanted = list(dict.fromkeys(run_ids))
+    everything = ledger.runs()
+    missing = [run_id for run_id in wanted if run_id not in set(everything)]
+    if missing:
+        raise NotFound(f"no run {missing[0]!r} in {ledger.path}")
+    chosen = [run_id for run_id in everything if not wanted or run_id in set(wanted)]
+    if since is not None:
+        threshold = _parse_since(since)
+        with ledger.db.snapshot() as conn:
+            chosen = [
+                run_id
+                for run_id in chosen
+                if (ts := _run_last_ts(conn, run_id)) is not None
+                and datetime.fromisoformat(ts.replace("Z", "+00:00")) >= threshold
+            ]
+    return chosen
+
+
+def _reachable_blobs(source: apsw.Connection, seeds: set[str]) -> list[str]:
+    """``seeds`` present in the store, plus every blob their bytes name (transitively)."""
+    present: set[str] = set()
+    queue = sorted(seeds)
+    while queue:
+        digest = queue.pop()
+        if digest in present:
+            continue
+        rows = source.execute("SELECT size FROM blobs WHERE digest = ?", (digest,)).fetchall()
+        if not rows:
+            continue  # verify reports it missing in the source too
+        present.add(digest)
+        if rows[0][0] <= MAX_SCANNED_BLOB:
+            data = b"".join(
+                chunk
+                for (chunk,) in source.execute(
+                    "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx", (digest,)
+                )
+            )
+            queue.extend(d.decode() for d in set(DIGEST_BYTES.findall(data)) - {digest.encode()})
+    return sorted(present)
+
+
+def _columns(conn: apsw.Connection, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
+
+
+def _copy_related_tables(
+    source: apsw.Connection, target: apsw.Connection, runs: list[str]
+) -> set[str]:
+    """Copy the rows of every other table: those of the selected runs when the table has a
+    ``run_id`` column, else all of it. Returns the digests those rows name."""
+    named: set[str] = set()
+    selected = json.dumps(runs)
+    target_tables = {
+        row[0] for row in target.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")
+    }
+    for (table,) in source.execute(
+        "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+        "ORDER BY name"
+    ).fetchall():
+        if table in OWN_TABLES or table not in target_tables:
+            continue
+        columns = _columns(source, table)
+        quoted = ", ".join(f'"{c}"' for c in columns)
+        sql = f'SELECT {quoted} FROM "{table}"'
+        params: tuple[object, ...] = ()
+        if "run_id" in columns:
+            sql += " WHERE run_id IN (SELECT value FROM json_each(?))"
+            params = (selected,)
+        insert = (
+            f'INSERT INTO "{table}" ({quoted}) VALUES ({", ".join("?" for _ in columns)})'
+        )
+        for row in source.execute(sql, params).fetchall():
+            target.execute(insert, row)
+            for value in row:
+                if isinstance(value, str | bytes):
+                    raw = value.encode() if isinstance(value, str) else value
+                    named.update(d.decode() for d in DIGEST_BYTES.findall(raw))
+    return named
+
+
+def write_archive(
+    ledger: Ledger, out: str | os.PathLike[str], runs: list[str]
+) -> ArchiveSummary:
+    """Write the archive of ``runs`` to ``out`` (which must not exist)."""
+    out = Path(out)
+    if out.exists():
+        raise InvalidInput(f"{out} already exists; an archive is always a new file", code="exists")
+    if not runs:
+        raise NotFound("no run to archive")
+    target_db = Database.open(out, create=True)
+    try:
+        entries, blob_count, state = _fill(ledger, target_db, runs)
+        signer = checkpoints.signing_key(ledger)
+        with target_db.write() as target:
+            note = checkpoints.Checkpoint(ledger.id, state.size, state.root, utc_timestamp())
+            signed = checkpoints.sign(note, signer)
+            target.execute(
+                "INSERT INTO checkpoints (size, root, note, frontier) VALUES (?, ?, ?, ?)",
+                (state.size, state.root, signed.text(), wslog.pack_frontier(state.frontier)),
+            )
+            seal = {"runs": len(runs), "sealed_at": utc_timestamp(), "size": state.size,
+                    "source": str(ledger.path)}  # fmt: skip
+            target.execute(
+                "INSERT INTO ledger_meta (key, value) VALUES (?, ?)",
+                (ARCHIVE_META, json.dumps(seal, sort_keys=True)),
+            )
+        target_db.conn.execute("PRAGMA journal_mode = DELETE")
+    except BaseException:
+        target_db.close()
+        out.unlink(missing_ok=True)
+        for suffix in ("-wal", "-shm", "-journal"):
+            Path(str(out) + suffix).unlink(missing_ok=True)
+        raise
+    target_db.close()
+    return ArchiveSummary(out, runs, entries, blob_count, signed.text())
+
+
+def _fill(
+    ledger: Ledger, target_db: Database, runs: list[str]
+) -> tuple[int, int, wslog.LogState]:
+    state = wslog.EMPTY
+    entries = 0
+    with ledger.db.snapshot() as source, target_db.write() as target:
+        target.execute("UPDATE ledger_meta SET value = ? WHERE key = 'ledger_id'", (ledger.id,))
+        seeds: set[str] = set()
+        for ordinal, run_id in enumerate(runs, 1):
+            head_seq, head_hash = source.execute(
+                "SELECT head_seq, head_hash FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchall()[0]
+            target.execute(
+                "INSERT INTO runs (run_id, ordinal, head_seq, head_hash) VALUES (?, ?, ?, ?)",
+                (run_id, ordinal, head_seq, head_hash),
+            )
+            rows = source.execute(
+                "SELECT run_id, seq, kind, hash, bytes FROM entries WHERE run_id = ? "
+                "ORDER BY seq",
+                (run_id,),
+            ).fetchall()
+            leaf_rows = [
+                (state.size + i, row[0], row[1], row[3]) for i, row in enumerate(rows)
+            ]
+            target.executemany(
+                "INSERT INTO entries (run_id, seq, kind, hash, bytes, leaf) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [(*row, state.size + i) for i, row in enumerate(rows)],
+            )
+            state, _, _ = wslog.extend(state, leaf_rows)
+            entries += len(rows)
+            for row in rows:
+                seeds.update(d.decode() for d in DIGEST_BYTES.findall(row[4]))
+        seeds |= _copy_related_tables(source, target, runs)
+        blobs = _reachable_blobs(source, seeds)
+        for digest in blobs:
+            size, chunk_size = source.execute(
+                "SELECT size, chunk_size FROM blobs WHERE digest = ?", (digest,)
+            ).fetchall()[0]
+            target.execute(
+                "INSERT INTO blobs (digest, size, chunk_size) VALUES (?, ?, ?)",
+                (digest, size, chunk_size),
+            )
+            for idx, data in source.execute(
+                "SELECT idx, data FROM blob_chunks WHERE digest = ? ORDER BY idx", (digest,)
+            ):
+                target.execute(
+                    "INSERT INTO blob_chunks (digest, idx, data) VALUES (?, ?, ?)",
+                    (digest, idx, data),
+                )
+        target.execute(
+            "UPDATE log_state SET size = ?, frontier = ?, backfill = 0 WHERE id = 1",
+            (state.size, wslog.pack_frontier(state.frontier)),
+        )
+    return entries, len(blobs), state
+
+
+def archive_seal(conn: apsw.Connection) -> dict[str, Any] | None:
+    rows = conn.execute("SELECT value FROM ledger_meta WHERE key = ?", (ARCHIVE_META,)).fetchall()
+    if not rows:
+        return None
+    try:
+        seal = json.loads(rows[0][0])
+    except json.JSONDecodeError:
+        return {}
+    return seal if isinstance(seal, dict) else {}

@@ -1,0 +1,215 @@
+"""`checkpoint`, `prove`, `verify-proof`, `archive`, `gc`, `fsck`: the workspace log at work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.table import Table
+from rich.text import Text
+
+from agentledger import archive as archives
+from agentledger import gc as collector
+from agentledger.checkpoint import latest, take_checkpoint
+from agentledger.cli.app import cli
+from agentledger.cli.context import AppContext, emit_json, json_option
+from agentledger.cli.verify import run_verify, verify_options
+from agentledger.errors import ExitCode, InvalidInput, NotFound
+from agentledger.keys import KeyStore, resolve_trust
+from agentledger.proofs import parse_bundle, prove, verify_bundle
+from agentledger.report import report_renderable
+from agentledger.verify import VerifyOptions
+
+
+def _checkpoint_json(stored: Any) -> dict[str, Any]:
+    note = stored.checkpoint
+    return {
+        "id": stored.id,
+        "ledger": note.ledger_id,
+        "size": note.size,
+        "root": "blake3:" + note.root.hex(),
+        "time": note.time,
+        "note": note.text(),
+    }
+
+
+@cli.command()
+@click.option(
+    "--export", "export_file", type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the newest checkpoint to FILE (keep it elsewhere: verify --checkpoint).",
+)
+@json_option
+@click.pass_obj
+def checkpoint(app: AppContext, export_file: Path | None, as_json: bool) -> int:
+    """Sign a checkpoint of the workspace log (if it grew) and show the newest.
+
+    Checkpoints are also taken automatically at the end of every write transaction that
+    appends entries. Exit 1 when there is no ledger.
+    """
+    with app.open_ledger() as ledger:
+        stored = latest(ledger) if ledger.db.readonly else take_checkpoint(ledger)
+    text = stored.checkpoint.text()
+    if export_file is not None:
+        export_file.write_text(text, encoding="utf-8")
+    if as_json:
+        emit_json({**_checkpoint_json(stored), "exported": str(export_file or "") or None})
+    else:
+        app.console.print(Text(text.rstrip("\n")))
+        if export_file is not None:
+            app.err_console.print(f"checkpoint written to {export_file}")
+    return int(ExitCode.OK)
+
+
+@cli.command("prove")
+@click.argument("run_id", metavar="RUN")
+@click.argument("seq", type=click.IntRange(min=0), metavar="SEQ")
+@click.pass_obj
+def prove_command(app: AppContext, run_id: str, seq: int) -> int:
+    """Print a self-contained proof that entry SEQ of RUN is in the signed log (JSON).
+
+    Check it anywhere, without the ledger: `agentledger verify-proof PROOF.json --trust KEY`.
+    Exit 1 when the run, the entry or a checkpoint covering it does not exist.
+    """
+    with app.open_ledger() as ledger:
+        ledger.get_run(run_id)
+        bundle = prove(ledger, run_id, seq)
+    emit_json(bundle)
+    return int(ExitCode.OK)
+
+
+@cli.command("verify-proof")
+@click.argument("proof_file", metavar="PROOF.json", type=click.Path(path_type=Path))
+@click.option(
+    "--trust", "trust", multiple=True, metavar="KEY",
+    help="Trust this signer: 'ed25519:<64 hex>' or a file holding it (repeatable).",
+)
+@json_option
+@click.pass_obj
+def verify_proof(app: AppContext, proof_file: Path, trust: tuple[str, ...], as_json: bool) -> int:
+    """Check a proof bundle offline: entry bytes, inclusion proof, checkpoint signature.
+
+    No ledger is needed. Exit 0 when it verifies against a trusted key, 2 when it does
+    not, 65 when the file is not a proof bundle, 1 when it does not exist.
+    """
+    try:
+        data = proof_file.read_bytes() if str(proof_file) != "-" else click.get_binary_stream(
+            "stdin"
+        ).read()
+    except FileNotFoundError:
+        raise NotFound(f"{proof_file}: no such file") from None
+    except OSError as exc:
+        raise InvalidInput(f"{proof_file}: cannot read ({exc.strerror})") from None
+    bundle = parse_bundle(data)
+    trusted = resolve_trust(trust, KeyStore(app.key_dir))
+    verdict = verify_bundle(bundle, trusted)
+    if as_json:
+        emit_json(verdict.to_json())
+    elif verdict.ok:
+        app.console.print(
+            Text(
+                f"✓ entry {verdict.seq} of run {verdict.run} is leaf {verdict.leaf_index} of "
+                f"a log of {verdict.tree_size:,} entries signed by {verdict.signer}",
+                style="green",
+            )
+        )
+    else:
+        for problem in verdict.problems:
+            app.console.print(Text(f"✗ {problem}", style="red"))
+    return int(ExitCode.OK if verdict.ok else ExitCode.DIVERGED)
+
+
+@cli.command("archive")
+@click.argument("out", metavar="OUT.db", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("run_ids", metavar="[RUN]...", nargs=-1)
+@click.option("--since", metavar="DATE", help="Only runs with an entry at or after DATE (ISO).")
+@json_option
+@click.pass_obj
+def archive_command(
+    app: AppContext, out: Path, run_ids: tuple[str, ...], since: str | None, as_json: bool
+) -> int:
+    """Write a standalone, sealed single-file archive of RUNs (default: every run).
+
+    The archive holds the runs' entries byte for byte, the blobs they reach, their other
+    rows, and its own signed checkpoint. Verify it anywhere with only the public key:
+    `agentledger --ledger OUT.db verify --all --trust KEY`. Archives open read-only.
+    """
+    with app.open_ledger() as ledger:
+        runs = archives.select_runs(ledger, run_ids, since)
+        summary = archives.write_archive(ledger, out, runs)
+    if as_json:
+        emit_json(summary.to_json())
+    else:
+        app.console.print(
+            f"archived {len(summary.runs):,} run(s), {summary.entries:,} entries, "
+            f"{summary.blobs:,} blob(s) to [bold]{summary.path}[/]"
+        )
+    return int(ExitCode.OK)
+
+
+@cli.command("gc")
+@click.option("--dry-run", is_flag=True, help="Only report what would be removed.")
+@click.option(
+    "--grace", "grace_s", type=click.FloatRange(min=0), default=collector.DEFAULT_GRACE_S,
+    show_default=True, help="Never collect a blob stored less than this many seconds ago.",
+)
+@json_option
+@click.pass_obj
+def gc_command(app: AppContext, dry_run: bool, grace_s: float, as_json: bool) -> int:
+    """Delete blobs no run, receipt or record reaches; sign a prune receipt of them."""
+    with app.open_ledger() as ledger:
+        result = collector.collect(ledger, dry_run=dry_run, grace_s=grace_s)
+    if as_json:
+        emit_json(result.to_json())
+        return int(ExitCode.OK)
+    verb = "would remove" if dry_run else "removed"
+    app.console.print(
+        f"{result.reachable:,} reachable blob(s); {verb} {len(result.removed):,} "
+        f"({result.bytes_freed:,} bytes); kept {len(result.kept_young):,} too young to collect"
+    )
+    if result.receipt_id is not None:
+        app.console.print(f"prune receipt {result.receipt_id} signed and recorded", style="dim")
+    return int(ExitCode.OK)
+
+
+@cli.command("fsck")
+@verify_options
+@json_option
+@click.pass_obj
+def fsck_command(
+    app: AppContext,
+    trust: tuple[str, ...],
+    audit_key_file: Path | None,
+    compat: str | None,
+    as_json: bool,
+) -> int:
+    """Run every check there is: SQLite's integrity and foreign keys, a full verify, orphans.
+
+    Exit 0 when everything is sound, 2 when anything is damaged or diverged.
+    """
+    options = VerifyOptions(trust=trust, audit_key_file=audit_key_file, compat=compat)
+    with app.open_ledger() as ledger:
+        findings = collector.storage_checks(ledger)
+        report = run_verify(app, ledger, None, options)
+        with ledger.db.snapshot() as conn:
+            orphans = sorted(
+                {row[0] for row in conn.execute("SELECT digest FROM blobs")}
+                - collector.reachable_blobs(conn)
+            )
+    code = ExitCode.DIVERGED if findings else ExitCode(report.code)
+    if as_json:
+        emit_json(
+            {
+                "code": int(code),
+                "sqlite": findings,
+                "verify": report.to_json(),
+                "orphan_blobs": orphans,
+            }
+        )
+        return int(code)
+    table = Table(show_edge=False, show_header=False)
+    table.add_row("sqlite integrity", "ok" if not findings else "\n".join(findings[:20]))
+    table.add_row("orphan blobs", f"{len(orphans)} (collect with `agentledger gc`)")
+    app.console.print(table)
+    app.console.print(report_renderable(report))
+    return int(code)
