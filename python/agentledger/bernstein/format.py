@@ -1,0 +1,71 @@
+"""bernstein 3.23.0's on-disk format: names, paths, and the canonical forms Python gives it.
+
+Everything here follows ``BERNSTEIN-FORMAT.md`` (the section numbers below are its own).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import re
+from typing import Any
+
+RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+HEX64 = re.compile(r"[0-9a-f]{64}")
+
+SDD = ".sdd"
+RUNS_DIR = ".sdd/runs"
+CAS_DIR = ".sdd/cas"
+AUDIT_DIR = ".sdd/audit"
+TOP_DIRS = (RUNS_DIR, CAS_DIR, AUDIT_DIR)
+"""What an import brings in: the journals, the flat store and the audit chain."""
+
+JOURNAL_NAME = "journal.jsonl"
+ACTIVITY_EVENT = "activity.result"
+
+BOOKKEEPING_RUN = "_bernstein"
+"""The native run whose entries pin each import's file manifest (never a bernstein run)."""
+
+
+def valid_run_id(run_id: str) -> bool:
+    """bernstein's rule (§1): 1-64 of ``A-Za-z0-9_.-``, and never ``.`` or ``..``."""
+    return bool(RUN_ID.fullmatch(run_id)) and run_id not in {".", ".."}
+
+
+def journal_path(run_id: str) -> str:
+    return f"{RUNS_DIR}/{run_id}/{JOURNAL_NAME}"
+
+
+def cas_path(content_hash: str) -> str | None:
+    """Where bernstein's ``ContentStore`` looks for ``content_hash`` (§4), normalised.
+
+    The text after the first ``:`` names the file, unchecked: ``sha256:../x`` escapes the
+    store, as it does in bernstein. ``None`` when the name leaves the workdir altogether.
+    """
+    name = content_hash.split(":", 1)[1] if ":" in content_hash else content_hash
+    if not name or "\x00" in name:
+        return None
+    path = posixpath.normpath(f"{CAS_DIR}/{name}")
+    if path.startswith("../") or path == ".." or path.startswith("/"):
+        return None
+    return path
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def content_hash(data: bytes) -> str:
+    """``CH(b)``: ``"sha256:" + hex(SHA-256(b))``."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def acanon(value: Any) -> bytes:
+    """bernstein's activity canonical form: sorted keys, compact, raw UTF-8 (§3)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str)
+    return text.encode("utf-8")
+
+
+def artifact_hex(artifact_hash: str) -> str:
+    return artifact_hash.split(":", 1)[1] if ":" in artifact_hash else artifact_hash

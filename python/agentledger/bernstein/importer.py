@@ -1,0 +1,328 @@
+"""``import bernstein``: bring a workdir's journals, store and audit chain into the ledger.
+
+Every file is kept byte for byte (a ``sha256:`` blob) under its workdir-relative path.
+Each import writes a manifest of the files it added, pins it in the native chain (one
+``import.bernstein.workdir`` entry in the bookkeeping run) and gives each imported run a
+native run whose ``import.bernstein`` entry pins its journal's digest. Re-importing is
+idempotent; a file that changed since is reported, never merged. Symlinks, special
+files, names that are not UTF-8 and run ids bernstein would refuse are refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentledger import _core
+from agentledger.bernstein.format import (
+    AUDIT_DIR,
+    BOOKKEEPING_RUN,
+    CAS_DIR,
+    JOURNAL_NAME,
+    RUNS_DIR,
+    SDD,
+    TOP_DIRS,
+    content_hash,
+    valid_run_id,
+)
+from agentledger.errors import ExitCode, InvalidInput
+from agentledger.ids import utc_timestamp
+from agentledger.ledger import Ledger
+
+FORMAT = "bernstein-3.23.0"
+IMPORT_KIND = "import.bernstein"
+WORKDIR_KIND = "import.bernstein.workdir"
+LARGE_FILE = 16 << 20
+"""Files above this are streamed into the store instead of read whole."""
+
+Progress = Callable[[int], None]
+
+
+@dataclass
+class ImportSummary:
+    source: str
+    import_id: int | None = None
+    manifest: str | None = None
+    runs_imported: list[str] = field(default_factory=list)
+    runs_unchanged: list[str] = field(default_factory=list)
+    runs_changed: list[str] = field(default_factory=list)
+    runs_missing: list[str] = field(default_factory=list)
+    files_added: int = 0
+    files_unchanged: int = 0
+    files_changed: list[str] = field(default_factory=list)
+    bytes_added: int = 0
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    discarded_lines: dict[str, list[int]] = field(default_factory=dict)
+
+    @property
+    def code(self) -> int:
+        """65 something was refused, 2 something changed (not merged), 1 a named run is
+        missing, 0 otherwise."""
+        if self.refused:
+            return ExitCode.INVALID_INPUT
+        if self.runs_changed or self.files_changed:
+            return ExitCode.DIVERGED
+        if self.runs_missing:
+            return ExitCode.NOT_FOUND
+        return ExitCode.OK
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": int(self.code),
+            "source": self.source,
+            "import_id": self.import_id,
+            "manifest": self.manifest,
+            "runs_imported": self.runs_imported,
+            "runs_unchanged": self.runs_unchanged,
+            "runs_changed": self.runs_changed,
+            "runs_missing": self.runs_missing,
+            "files_added": self.files_added,
+            "files_unchanged": self.files_unchanged,
+            "files_changed": self.files_changed,
+            "bytes_added": self.bytes_added,
+            "refused": [{"path": path, "reason": reason} for path, reason in self.refused],
+            "discarded_lines": self.discarded_lines,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class _File:
+    rel: str
+    kind: str
+    path: Path
+
+
+@dataclass
+class _Scan:
+    dirs: list[str] = field(default_factory=list)
+    files: list[_File] = field(default_factory=list)
+    runs_seen: set[str] = field(default_factory=set)
+
+
+def _kind(rel: str) -> str:
+    parts = rel.split("/")
+    if rel.startswith(RUNS_DIR + "/") and len(parts) == 4 and parts[3] == JOURNAL_NAME:
+        return "journal"
+    if rel.startswith(CAS_DIR + "/"):
+        return "cas"
+    if rel.startswith(AUDIT_DIR + "/"):
+        return "audit"
+    return "other"
+
+
+def _utf8_name(rel: str) -> bool:
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def scan_workdir(root: Path, runs: set[str] | None, summary: ImportSummary) -> _Scan:
+    """List what to import; refuse (and report) whatever could lead outside the workdir."""
+    sdd = root / SDD
+    if sdd.is_symlink():
+        raise InvalidInput(f"{sdd}: is a symlink; refused", code="bernstein-symlink")
+    if not sdd.is_dir():
+        raise InvalidInput(f"{root}: not a bernstein workdir (no .sdd folder)", code="not-a-workdir")
+    scan = _Scan()
+    for top in TOP_DIRS:
+        base = root / top
+        if base.is_symlink():
+            summary.refused.append((top, "symlink"))
+            continue
+        if not base.exists():
+            continue
+        if not base.is_dir():
+            summary.refused.append((top, "not a directory"))
+            continue
+        scan.dirs.append(top)
+        for dirpath, dirnames, filenames in os.walk(base):
+            here = Path(dirpath)
+            rel_dir = here.relative_to(root).as_posix()
+            for name in sorted(dirnames):
+                rel = f"{rel_dir}/{name}"
+                keep = _admit_dir(here / name, rel, rel_dir, name, runs, scan, summary)
+                if not keep:
+                    dirnames.remove(name)
+            for name in sorted(filenames):
+                rel = f"{rel_dir}/{name}"
+                full = here / name
+                if not _utf8_name(rel):
+                    summary.refused.append((rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), "name is not UTF-8"))
+                elif full.is_symlink():
+                    summary.refused.append((rel, "symlink"))
+                elif not full.is_file():
+                    summary.refused.append((rel, "not a regular file"))
+                else:
+                    scan.files.append(_File(rel, _kind(rel), full))
+    return scan
+
+
+def _admit_dir(
+    full: Path,
+    rel: str,
+    rel_dir: str,
+    name: str,
+    runs: set[str] | None,
+    scan: _Scan,
+    summary: ImportSummary,
+) -> bool:
+    if not _utf8_name(rel):
+        summary.refused.append((rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), "name is not UTF-8"))
+        return False
+    if full.is_symlink():
+        summary.refused.append((rel, "symlink"))
+        return False
+    if rel_dir == RUNS_DIR:
+        if runs is not None and name not in runs:
+            return False
+        if not valid_run_id(name) or name == BOOKKEEPING_RUN:
+            summary.refused.append((rel, "invalid run id"))
+            return False
+        scan.runs_seen.add(name)
+    scan.dirs.append(rel)
+    return True
+
+
+def import_workdir(
+    ledger: Ledger,
+    workdir: str | os.PathLike[str],
+    *,
+    runs: list[str] | None = None,
+    progress: Progress | None = None,
+    on_total: Callable[[int], None] | None = None,
+) -> ImportSummary:
+    """Import ``workdir`` (only ``runs`` when given). Idempotent; see the module docs."""
+    root = Path(workdir)
+    summary = ImportSummary(source=str(root))
+    selected = set(runs) if runs is not None else None
+    scan = scan_workdir(root, selected, summary)
+    if selected is not None:
+        summary.runs_missing = sorted(selected - scan.runs_seen)
+    if on_total is not None:
+        on_total(len(scan.files))
+    existing = {
+        path: (kind, digest)
+        for path, kind, digest in ledger.db.conn.execute(
+            "SELECT path, kind, digest FROM bernstein_files"
+        )
+    }
+    imported_runs = {
+        run_id for (run_id,) in ledger.db.conn.execute("SELECT run_id FROM bernstein_runs")
+    }
+    added: list[tuple[str, str, str | None]] = [
+        (rel, "dir", None) for rel in scan.dirs if rel not in existing
+    ]
+    new_journals: dict[str, tuple[str, bytes]] = {}
+    with ledger.db.write():
+        for item in scan.files:
+            digest, data = _store(ledger, item.path)
+            if progress is not None:
+                progress(1)
+            run_id = item.rel.split("/")[2] if item.kind == "journal" else None
+            if item.rel in existing:
+                if existing[item.rel][1] == digest:
+                    summary.files_unchanged += 1
+                    if run_id is not None:
+                        summary.runs_unchanged.append(run_id)
+                else:
+                    summary.files_changed.append(item.rel)
+                    if run_id is not None:
+                        summary.runs_changed.append(run_id)
+                continue
+            if run_id is not None:
+                if ledger.has_run(run_id) and run_id not in imported_runs:
+                    summary.refused.append((item.rel, "a native run already has this id"))
+                    continue
+                new_journals[run_id] = (item.rel, data if data is not None else ledger.blobs.get(digest))
+            added.append((item.rel, item.kind, digest))
+            summary.files_added += 1
+            summary.bytes_added += item.path.stat().st_size
+        if added:
+            _record(ledger, summary, added, new_journals)
+    return summary
+
+
+def _store(ledger: Ledger, path: Path) -> tuple[str, bytes | None]:
+    if path.stat().st_size > LARGE_FILE:
+        return ledger.blobs.put_file(path, algorithm="sha256"), None
+    data = path.read_bytes()
+    return ledger.blobs.put(data, algorithm="sha256"), data
+
+
+def _record(
+    ledger: Ledger,
+    summary: ImportSummary,
+    added: list[tuple[str, str, str | None]],
+    journals: dict[str, tuple[str, bytes]],
+) -> None:
+    """Inside the import's transaction: tables, manifest, and the native chain entries."""
+    added.sort()
+    manifest_bytes = manifest_of(added)
+    manifest = ledger.blobs.put(manifest_bytes, algorithm="sha256")
+    conn = ledger.db.conn
+    conn.execute(
+        "INSERT INTO bernstein_imports (source, imported_at, manifest) VALUES (?, ?, ?)",
+        (summary.source, utc_timestamp(), manifest),
+    )
+    import_id = int(conn.last_insert_rowid())
+    conn.executemany(
+        "INSERT INTO bernstein_files (path, kind, digest, import_id) VALUES (?, ?, ?, ?)",
+        [(path, kind, digest, import_id) for path, kind, digest in added],
+    )
+    reports = _core.bernstein_verify_journals([data for _, data in journals.values()])
+    for (run_id, (rel, data)), report in zip(sorted(journals.items()), _reorder(journals, reports), strict=True):
+        run = ledger.run(run_id)
+        conn.execute(
+            "INSERT INTO bernstein_runs (run_id, path, import_id) VALUES (?, ?, ?)",
+            (run_id, rel, import_id),
+        )
+        run.append(
+            IMPORT_KIND,
+            {
+                "format": FORMAT,
+                "path": rel,
+                "journal": content_hash(data),
+                "size": len(data),
+                "lines": report["physical_lines"],
+                "rows": report["count"],
+                "discarded_lines": report["discarded_lines"],
+                "profile": report["profile"],
+                "head": report["head"],
+                "import_id": import_id,
+                "manifest": manifest,
+            },
+        )
+        summary.runs_imported.append(run_id)
+        if report["discarded_lines"]:
+            summary.discarded_lines[run_id] = list(report["discarded_lines"])
+    ledger.run(BOOKKEEPING_RUN).append(
+        WORKDIR_KIND,
+        {
+            "format": FORMAT,
+            "import_id": import_id,
+            "manifest": manifest,
+            "files": len(added),
+            "runs": sorted(journals),
+        },
+    )
+    summary.import_id = import_id
+    summary.manifest = manifest
+
+
+def _reorder(
+    journals: dict[str, tuple[str, bytes]], reports: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    by_run = dict(zip(journals, reports, strict=True))
+    return [by_run[run_id] for run_id in sorted(journals)]
+
+
+def manifest_of(files: list[tuple[str, str, str | None]]) -> bytes:
+    """The manifest blob: ``{"files": [[path, kind, digest|null], ...]}``, sorted, compact."""
+    doc = {"format": FORMAT, "files": [list(item) for item in sorted(files)]}
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode("ascii")

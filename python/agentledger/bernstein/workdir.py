@@ -1,0 +1,155 @@
+"""Read access to a bernstein workdir: on disk, or as imported into a ledger.
+
+The verifier sees both through one small interface, so ``--compat bernstein`` inside the
+ledger and bernstein on the exported directory read exactly the same bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import posixpath
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from agentledger.bernstein.format import (
+    AUDIT_DIR,
+    CAS_DIR,
+    RUNS_DIR,
+    content_hash,
+    journal_path,
+    valid_run_id,
+)
+
+if TYPE_CHECKING:
+    import apsw
+
+    from agentledger.cas import BlobStore
+
+
+class Workdir(Protocol):
+    """What bernstein's verifiers read. Paths are workdir-relative and ``/``-separated."""
+
+    def run_ids(self) -> list[str]: ...
+
+    def journal(self, run_id: str) -> bytes | None: ...
+
+    def has_store(self) -> bool:
+        """Whether ``.sdd/cas`` exists (bernstein skips every byte check without it)."""
+        ...
+
+    def read(self, path: str) -> bytes | None: ...
+
+    def digest(self, path: str) -> str | None:
+        """``sha256:<hex>`` of the file's bytes, ``None`` if there is no such file."""
+        ...
+
+    def audit_segments(self) -> list[tuple[str, bytes]]:
+        """Audit chain files in chain order: archives (decompressed), then day files."""
+        ...
+
+
+def _order_segments(names: list[str], read: callable) -> list[tuple[str, bytes]]:  # type: ignore[valid-type]
+    archives = sorted(n for n in names if n.startswith(f"{AUDIT_DIR}/archive/") and n.endswith(".jsonl.gz"))
+    live = sorted(
+        n for n in names if posixpath.dirname(n) == AUDIT_DIR and n.endswith(".jsonl")
+    )
+    segments: list[tuple[str, bytes]] = []
+    for name in archives:
+        data = read(name)
+        if data is not None:
+            try:
+                segments.append((name, gzip.decompress(data)))
+            except (OSError, EOFError):
+                segments.append((name, b"\x00undecodable archive\n"))
+    for name in live:
+        data = read(name)
+        if data is not None:
+            segments.append((name, data))
+    return segments
+
+
+class DirectoryWorkdir:
+    """A workdir on disk, read the way bernstein reads it (symlinks followed, errors = absent)."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def run_ids(self) -> list[str]:
+        runs = self.root / RUNS_DIR
+        return sorted(p.name for p in runs.iterdir()) if runs.is_dir() else []
+
+    def journal(self, run_id: str) -> bytes | None:
+        if not valid_run_id(run_id):
+            return None
+        runs = (self.root / RUNS_DIR).resolve()
+        path = (self.root / journal_path(run_id)).resolve()
+        if runs not in path.parents:
+            return None
+        return self.read(journal_path(run_id))
+
+    def has_store(self) -> bool:
+        return (self.root / CAS_DIR).is_dir()
+
+    def read(self, path: str) -> bytes | None:
+        try:
+            return (self.root / path).read_bytes()
+        except OSError:
+            return None
+
+    def digest(self, path: str) -> str | None:
+        data = self.read(path)
+        return None if data is None else content_hash(data)
+
+    def audit_segments(self) -> list[tuple[str, bytes]]:
+        audit = self.root / AUDIT_DIR
+        if not audit.is_dir():
+            return []
+        names = [
+            p.relative_to(self.root).as_posix() for p in audit.rglob("*") if p.is_file()
+        ]
+        return _order_segments(names, self.read)
+
+
+class LedgerWorkdir:
+    """The imported workdir, as the ledger's ``bernstein_files`` table lists it."""
+
+    def __init__(self, conn: apsw.Connection, blobs: BlobStore) -> None:
+        self.blobs = blobs
+        self.files: dict[str, tuple[str, str | None]] = {
+            path: (kind, digest)
+            for path, kind, digest in conn.execute(
+                "SELECT path, kind, digest FROM bernstein_files"
+            )
+        }
+        self.runs: dict[str, str] = {
+            run_id: path for run_id, path in conn.execute("SELECT run_id, path FROM bernstein_runs")
+        }
+
+    def run_ids(self) -> list[str]:
+        return sorted(self.runs)
+
+    def journal(self, run_id: str) -> bytes | None:
+        if not valid_run_id(run_id):
+            return None
+        return self.read(self.runs.get(run_id, journal_path(run_id)))
+
+    def has_store(self) -> bool:
+        return self.files.get(CAS_DIR, ("", None))[0] == "dir"
+
+    def read(self, path: str) -> bytes | None:
+        digest = self.digest(path)
+        if digest is None:
+            return None
+        try:
+            return self.blobs.get(digest)
+        except KeyError:
+            return None
+
+    def digest(self, path: str) -> str | None:
+        entry = self.files.get(path)
+        return entry[1] if entry is not None else None
+
+    def audit_segments(self) -> list[tuple[str, bytes]]:
+        names = [p for p, (kind, _) in self.files.items() if kind == "audit"]
+        return _order_segments(names, self.read)

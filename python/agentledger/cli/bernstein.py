@@ -1,0 +1,150 @@
+"""`import bernstein WORKDIR` and `export bernstein OUTDIR [RUN ...]`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from agentledger.bernstein import DirectoryWorkdir, export_workdir, import_workdir
+from agentledger.bernstein.audit_chain import read_master_key, verify_audit
+from agentledger.cli.app import cli
+from agentledger.cli.context import AppContext, emit_json, json_option
+from agentledger.errors import ExitCode, InvalidInput
+
+
+@cli.group("import")
+def import_group() -> None:
+    """Bring another tool's records into the ledger."""
+
+
+@cli.group("export")
+def export_group() -> None:
+    """Write ledger contents out in another tool's format."""
+
+
+@contextmanager
+def _progress(app: AppContext) -> Iterator[tuple[Callable[[int], None], Callable[[int], None]] | None]:
+    """``(advance, set_total)`` for a bar on stderr, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    columns = (TextColumn("importing"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=app.err_console, transient=True) as progress:
+        task = progress.add_task("import", total=None)
+        yield (
+            lambda n: progress.advance(task, n),
+            lambda total: progress.update(task, total=total),
+        )
+
+
+def _split_runs(values: tuple[str, ...]) -> list[str] | None:
+    runs = [name for value in values for name in value.split(",") if name]
+    return runs or None
+
+
+@import_group.command("bernstein")
+@click.argument("workdir", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--audit-key", "audit_key_file", type=click.Path(dir_okay=False, path_type=Path),
+    help="bernstein's audit master key: check the audit chain now (the key is not stored).",
+)
+@click.option(
+    "--runs", "runs", multiple=True, metavar="RUN[,RUN...]",
+    help="Import only these runs (repeatable; the store and audit chain come whole).",
+)
+@json_option
+@click.pass_obj
+def import_bernstein(
+    app: AppContext,
+    workdir: Path,
+    audit_key_file: Path | None,
+    runs: tuple[str, ...],
+    as_json: bool,
+) -> int:
+    """Import a bernstein workdir (.sdd): journals, flat store, audit chain, byte for byte.
+
+    \b
+    Re-import is idempotent; a run that changed since is reported, not merged (exit 2).
+    Symlinks and names escaping the workdir are refused (exit 65). Exit 1 when a
+    run named with --runs is not in the workdir.
+    """
+    if not workdir.is_dir():
+        raise InvalidInput(f"{workdir}: no such folder", code="not-a-workdir")
+    audit_ok: bool | None = None
+    audit_problems: list[str] = []
+    if audit_key_file is not None:
+        try:
+            master = read_master_key(audit_key_file.read_bytes())
+        except OSError as exc:
+            raise InvalidInput(f"cannot read the audit key: {exc}", code="audit-key") from None
+        chain = verify_audit(DirectoryWorkdir(workdir).audit_segments(), master)
+        audit_ok = chain.ok
+        audit_problems = [f"{p.segment} line {p.line}: {p.reason}" for p in chain.problems]
+    with app.open_ledger(create=True) as ledger, _progress(app) as bar:
+        summary = import_workdir(
+            ledger,
+            workdir,
+            runs=_split_runs(runs),
+            progress=bar[0] if bar else None,
+            on_total=bar[1] if bar else None,
+        )
+    code = int(summary.code)
+    if audit_ok is False and code == ExitCode.OK:
+        code = int(ExitCode.DIVERGED)
+    if as_json:
+        emit_json({**summary.to_json(), "code": code, "audit_ok": audit_ok, "audit_problems": audit_problems})
+        return code
+    console = app.console
+    console.print(
+        f"[bold]bernstein import[/] {summary.source}: "
+        f"{len(summary.runs_imported)} run(s) imported, {len(summary.runs_unchanged)} unchanged, "
+        f"{summary.files_added} file(s) added ({summary.bytes_added} bytes), "
+        f"{summary.files_unchanged} unchanged"
+    )
+    for run_id in summary.runs_changed:
+        console.print(f"[red]changed[/] run {run_id}: differs from the imported copy; not merged")
+    for path in summary.files_changed:
+        if not path.endswith("/journal.jsonl"):
+            console.print(f"[red]changed[/] {path}: differs from the imported copy; not merged")
+    for path, reason in summary.refused:
+        console.print(f"[red]refused[/] {path}: {reason}")
+    for run_id in summary.runs_missing:
+        console.print(f"[yellow]missing[/] run {run_id}: not in the workdir")
+    for run_id, lines in summary.discarded_lines.items():
+        shown = ", ".join(str(n) for n in lines[:10])
+        console.print(
+            f"[yellow]unparsable[/] run {run_id}: line(s) {shown} kept as evidence; "
+            "bernstein's reader discards them"
+        )
+    if audit_ok is not None:
+        console.print("audit chain: " + ("[green]verifies[/]" if audit_ok else "[red]does not verify[/]"))
+        for problem in audit_problems[:20]:
+            console.print(f"  {problem}")
+    return code
+
+
+@export_group.command("bernstein")
+@click.argument("outdir", type=click.Path(path_type=Path))
+@click.argument("run_ids", metavar="[RUN]...", nargs=-1)
+@json_option
+@click.pass_obj
+def export_bernstein(app: AppContext, outdir: Path, run_ids: tuple[str, ...], as_json: bool) -> int:
+    """Write imported bernstein runs back out as a workdir, byte-identical to the import.
+
+    OUTDIR must be absent or empty. The store and the audit chain are written whole.
+    """
+    with app.open_ledger(readonly=True) as ledger:
+        summary = export_workdir(ledger, outdir, list(run_ids) or None)
+    if as_json:
+        emit_json(summary.to_json())
+    else:
+        app.console.print(
+            f"exported {len(summary.runs)} run(s), {summary.files} file(s), "
+            f"{summary.bytes} bytes to {summary.outdir}"
+        )
+    return int(ExitCode.OK)

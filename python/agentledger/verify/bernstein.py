@@ -1,0 +1,242 @@
+"""Imported bernstein runs: anchoring in the native chain, then bernstein's verdict
+(``--compat bernstein``) or the strict one (the default).
+
+Anchoring is always checked: each imported run's ``import.bernstein`` entry must pin the
+digest of the journal bytes the ledger holds, and the manifests pinned by the bookkeeping
+run must list exactly the rows of ``bernstein_files``. So an edit of an imported byte,
+or of the tables that place it, is a divergence even though bernstein's own format
+leaves most of those bytes unhashed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agentledger.bernstein.audit_chain import AuditChain, read_master_key, verify_audit
+from agentledger.bernstein.format import BOOKKEEPING_RUN, content_hash
+from agentledger.bernstein.importer import IMPORT_KIND, WORKDIR_KIND
+from agentledger.bernstein.reports import SPKI_ED25519_PREFIX
+from agentledger.bernstein.verifier import RunResult, verify_runs
+from agentledger.bernstein.workdir import LedgerWorkdir
+from agentledger.cas import digest_of
+from agentledger.errors import ExitCode, InvalidInput
+from agentledger.verify.context import VerifyContext
+from agentledger.verify.results import Divergence
+
+COMPAT = "bernstein"
+
+
+def check_bernstein(ctx: VerifyContext) -> None:
+    imported = dict(ctx.conn.execute("SELECT run_id, path FROM bernstein_runs").fetchall())
+    if not imported and not ctx.whole:
+        return
+    files = {
+        path: (kind, digest)
+        for path, kind, digest in ctx.conn.execute("SELECT path, kind, digest FROM bernstein_files")
+    }
+    selected = [
+        run_id
+        for run_id, verdict in ctx.verdicts.items()
+        if run_id in imported and verdict.code != ExitCode.NOT_FOUND
+    ]
+    if ctx.whole or selected or BOOKKEEPING_RUN in ctx.verdicts:
+        _check_manifests(ctx, files)
+    if not selected:
+        return
+    _check_journal_anchors(ctx, selected, imported, files)
+    workdir = LedgerWorkdir(ctx.conn, ctx.ledger.blobs)
+    audit = _audit(ctx, workdir)
+    trusted = trusted_keys(ctx.options.trust)
+    results = verify_runs(workdir, selected, audit=audit, trusted=trusted, jobs=ctx.options.jobs)
+    compat = ctx.options.compat == COMPAT
+    for result in results:
+        _apply(ctx, result, compat)
+    _notes(ctx, results, audit, compat)
+
+
+def _div(run_id: str | None, step: int | None, check: str, expected: str, actual: str, subject: str) -> Divergence:
+    return Divergence(run_id, step, check, expected, actual, subject)
+
+
+def _apply(ctx: VerifyContext, result: RunResult, compat: bool) -> None:
+    run_id = result.run_id
+    verdict = ctx.verdict(run_id)
+    verdict.entries += result.rows
+    verdict.activities += result.activities
+    if result.journal is None:
+        ctx.diverged(run_id, _div(run_id, None, "bernstein.journal", "the imported journal", "absent", "journal"))
+        return
+    if compat:
+        code = result.compat_code
+        if code == ExitCode.NOT_FOUND:
+            if verdict.code == ExitCode.OK:
+                verdict.code = ExitCode.NOT_FOUND
+            return
+        if code == ExitCode.OK:
+            return
+    for finding in result.findings:
+        if compat and finding.strict_only:
+            continue
+        ctx.diverged(
+            run_id,
+            _div(run_id, finding.step, finding.check, finding.expected, finding.actual, finding.field),
+        )
+
+
+def _notes(ctx: VerifyContext, results: list[RunResult], audit: AuditChain | None, compat: bool) -> None:
+    notes: list[str] | None = getattr(ctx.report, "notes", None)
+    if notes is None:
+        return
+    if compat:
+        for result in results:
+            if result.compat_code == ExitCode.NOT_FOUND:
+                notes.append(f"bernstein run {result.run_id}: {result.crash or result.reason} (bernstein exits 1)")
+        return
+    if audit is None:
+        notes.append("bernstein: no audit chain imported; journals cannot be cross-checked against it")
+    elif not audit.authenticated:
+        notes.append("bernstein: audit chain read but not authenticated (give --audit-key)")
+    if len(results) == 1:
+        notes.extend(f"bernstein run {results[0].run_id}: {limit}" for limit in results[0].limits)
+    else:
+        notes.append(
+            "bernstein: ts and elapsed_s are outside every hash in bernstein's format; "
+            "edits to them cannot be detected"
+        )
+        unaudited = sum(1 for r in results if any("after the last audited" in x or "no audit record" in x for x in r.limits))
+        if unaudited:
+            notes.append(f"bernstein: {unaudited} run(s) end with rows no audit record covers (a cut tail there is undetectable)")
+
+
+def _audit(ctx: VerifyContext, workdir: LedgerWorkdir) -> AuditChain | None:
+    segments = workdir.audit_segments()
+    if not segments:
+        return None
+    master = None
+    if ctx.options.audit_key_file is not None:
+        try:
+            master = read_master_key(Path(ctx.options.audit_key_file).read_bytes())
+        except OSError as exc:
+            raise InvalidInput(f"cannot read the audit key: {exc}", code="audit-key") from None
+    audit = verify_audit(segments, master)
+    ctx.report.audit_records = getattr(ctx.report, "audit_records", 0) + audit.records
+    if ctx.options.compat != COMPAT:
+        for problem in audit.problems:
+            if problem.run_id is None:
+                ctx.diverged(
+                    None,
+                    _div(None, None, "bernstein.audit.chain", "a verifying record", problem.reason,
+                         f"{problem.segment} line {problem.line}"),
+                )
+    return audit
+
+
+def trusted_keys(trust: tuple[str, ...]) -> frozenset[bytes]:
+    """Raw Ed25519 keys from ``--trust``: ``ed25519:<hex>``, or a file holding that or a PEM."""
+    keys = set()
+    for item in trust:
+        text = item
+        if not item.startswith("ed25519:"):
+            try:
+                text = Path(item).read_text("utf-8").strip()
+            except OSError:
+                raise InvalidInput(f"--trust {item!r}: not ed25519:<hex> nor a readable file", code="bad-trust") from None
+        keys.add(_parse_key(text, item))
+    return frozenset(keys)
+
+
+def _parse_key(text: str, label: str) -> bytes:
+    import base64
+    import binascii
+
+    if text.startswith("ed25519:"):
+        try:
+            raw = bytes.fromhex(text[len("ed25519:"):])
+        except ValueError:
+            raw = b""
+    else:
+        body = "".join(line for line in text.splitlines() if not line.startswith("-----"))
+        try:
+            der = base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            der = b""
+        raw = der[12:] if len(der) == 44 and der.startswith(SPKI_ED25519_PREFIX) else b""
+    if len(raw) != 32:
+        raise InvalidInput(f"--trust {label!r}: not an Ed25519 public key", code="bad-trust")
+    return raw
+
+
+def _bodies(ctx: VerifyContext, kind: str) -> list[tuple[str, int, dict[str, Any]]]:
+    rows = ctx.conn.execute(
+        "SELECT run_id, seq, bytes FROM entries WHERE kind = ? ORDER BY run_id, seq", (kind,)
+    ).fetchall()
+    out = []
+    for run_id, seq, raw in rows:
+        try:
+            body = json.loads(raw)["body"]
+        except (ValueError, KeyError, TypeError):
+            continue  # the journal pass reports entries that do not decode
+        if isinstance(body, dict):
+            out.append((run_id, seq, body))
+    return out
+
+
+def _check_journal_anchors(
+    ctx: VerifyContext,
+    selected: list[str],
+    imported: dict[str, str],
+    files: dict[str, tuple[str, str | None]],
+) -> None:
+    pins: dict[str, tuple[int, dict[str, Any]]] = {}
+    for run_id, seq, body in _bodies(ctx, IMPORT_KIND):
+        pins.setdefault(run_id, (seq, body))
+    for run_id in selected:
+        path = imported[run_id]
+        if run_id not in pins:
+            ctx.diverged(run_id, _div(run_id, None, "bernstein.anchor.missing", IMPORT_KIND, "no entry", path))
+            continue
+        seq, body = pins[run_id]
+        stored = files.get(path, ("", None))[1]
+        if body.get("path") != path:
+            ctx.diverged(run_id, _div(run_id, seq, "bernstein.anchor.path", str(body.get("path")), path, "path"))
+        if body.get("journal") != stored:
+            ctx.diverged(run_id, _div(run_id, seq, "bernstein.anchor.journal", str(body.get("journal")), str(stored), path))
+            continue
+        try:
+            actual = digest_of(ctx.ledger.blobs.iter_chunks(str(stored)), "sha256")
+        except KeyError:
+            actual = "absent"
+        if actual != stored:
+            ctx.diverged(run_id, _div(run_id, seq, "bernstein.anchor.bytes", str(stored), actual, path))
+
+
+def _check_manifests(ctx: VerifyContext, files: dict[str, tuple[str, str | None]]) -> None:
+    listed: dict[str, tuple[str, str | None]] = {}
+    pinned = set()
+    for run_id, seq, body in _bodies(ctx, WORKDIR_KIND):
+        if run_id != BOOKKEEPING_RUN:
+            continue
+        manifest = str(body.get("manifest"))
+        pinned.add(manifest)
+        try:
+            data = ctx.ledger.blobs.get(manifest)
+        except (KeyError, ValueError):
+            ctx.diverged(run_id, _div(run_id, seq, "bernstein.anchor.manifest", manifest, "absent", "manifest"))
+            continue
+        if content_hash(data) != manifest:
+            ctx.diverged(run_id, _div(run_id, seq, "bernstein.anchor.manifest", manifest, content_hash(data), "manifest"))
+            continue
+        for path, kind, digest in json.loads(data)["files"]:
+            listed[path] = (kind, digest)
+    for (manifest,) in ctx.conn.execute("SELECT manifest FROM bernstein_imports").fetchall():
+        if manifest not in pinned:
+            ctx.diverged(None, _div(None, None, "bernstein.anchor.import", "a pinned manifest", str(manifest), "bernstein_imports"))
+    present = {row[0] for row in ctx.conn.execute("SELECT digest FROM blobs WHERE digest LIKE 'sha256:%'")}
+    for path in sorted(set(listed) | set(files)):
+        want, have = listed.get(path), files.get(path)
+        if want != have:
+            ctx.diverged(None, _div(None, None, "bernstein.anchor.file", repr(want), repr(have), path))
+        elif have is not None and have[1] is not None and have[1] not in present:
+            ctx.diverged(None, _div(None, None, "bernstein.anchor.blob_missing", str(have[1]), "absent", path))
