@@ -94,13 +94,16 @@ def test_verify_refuses_a_group_readable_audit_key(
     assert "group or others" in result.err
 
 
-def test_a_world_writable_trust_file_is_refused(cli: Any, tmp_path: Path) -> None:
-    cli("keys", "init")
+def test_a_world_writable_trust_file_is_refused(ledger: Ledger, cli: Any, tmp_path: Path) -> None:
+    record_every_modality(ledger)
     trust = tmp_path / "trust.keys"
     trust.write_text("ed25519:" + "cd" * 32 + "\n")
     trust.chmod(0o666)
     result = cli("verify", "--trust", str(trust))
     assert result.code == 65
+    assert "writable only by us" in result.err
+    trust.chmod(0o644)
+    assert cli("verify", "--trust", str(trust)).code == 0
 
 
 def test_verify_never_creates_keys(ledger_path: Path, tmp_path: Path, cli: Any) -> None:

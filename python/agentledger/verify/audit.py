@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from agentledger.audit import GENESIS_MAC, RECORD_FIELDS, mac_key, record_mac
@@ -19,12 +20,16 @@ from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
 
 RECORDS = "SELECT pos, run_id, seq, record, mac FROM audit_log ORDER BY pos"
-_ENTRIES = (
+ACTIVITY_KINDS = ("activity.result", "activity.refused")
+MIRRORED_MARK = b'"mirrored":true'
+_CANDIDATES = (
     "SELECT run_id, seq, kind, hash, bytes FROM entries "
-    "WHERE kind IN ('activity.result', 'activity.refused') {where} ORDER BY run_id, seq"
+    "WHERE kind IN ('activity.result', 'activity.refused') AND instr(bytes, ?) > 0 {where} "
+    "ORDER BY run_id, seq"
 )
-ALL_ENTRIES = _ENTRIES.format(where="")
-RUN_ENTRIES = _ENTRIES.format(where="AND run_id = ?")
+ALL_CANDIDATES = _CANDIDATES.format(where="")
+RUN_CANDIDATES = _CANDIDATES.format(where="AND run_id = ?")
+ENTRY_AT = "SELECT kind, hash, bytes FROM entries WHERE run_id = ? AND seq = ?"
 MIRRORED_FIELDS = ("stage_id", "kind", "terminal_state", "reason_code", "artifact_hash",
                    "evidence_set_hash")  # fmt: skip
 
@@ -80,7 +85,7 @@ def check_audit(ctx: VerifyContext) -> None:
         if run_id in selected:
             mirror[(run_id, seq)] = (pos, fields)
     ctx.report.audit_records = count
-    _cross_check(ctx, mirror, diverged)
+    _cross_check(ctx, mirror, diverged, keyed=key is not None)
     if count and key is None:
         ctx.report.notes.append(
             f"audit mirror: {count} record(s) cross-checked with the journal, but their HMACs "
@@ -89,43 +94,76 @@ def check_audit(ctx: VerifyContext) -> None:
         )
 
 
-def _cross_check(ctx: VerifyContext, mirror: dict[tuple[str, int], tuple[int, dict[str, Any]]],
-                 diverged: Any) -> None:  # fmt: skip
-    runs = sorted(ctx.selected_runs)
-    rows = (
-        ctx.conn.execute(ALL_ENTRIES)
-        if ctx.whole
-        else (row for run_id in runs for row in ctx.conn.execute(RUN_ENTRIES, (run_id,)))
-    )
+def _body(raw: bytes) -> dict[str, Any] | None:
+    try:
+        body = json.loads(raw)["body"]
+    except (ValueError, KeyError, TypeError):
+        return None  # the journal pass reports malformed entries
+    return body if isinstance(body, dict) else None
+
+
+def _cross_check(
+    ctx: VerifyContext, mirror: dict[tuple[str, int], tuple[int, dict[str, Any]]],
+    diverged: Any, keyed: bool,
+) -> None:  # fmt: skip
+    """Entries → records, then records → entries.
+
+    Only entries whose bytes contain ``"mirrored":true`` are candidates (a byte search in
+    SQLite), and a body is parsed only when its record is missing or no key binds the
+    record to the entry: with the key, a valid MAC over a record naming this exact entry
+    hash already proves the record's fields were taken from this entry.
+    """
+    if ctx.whole:
+        rows: Iterable[Any] = ctx.conn.execute(ALL_CANDIDATES, (MIRRORED_MARK,))
+    else:
+        rows = (
+            row
+            for run_id in sorted(ctx.selected_runs)
+            for row in ctx.conn.execute(RUN_CANDIDATES, (MIRRORED_MARK, run_id))
+        )
     for run_id, seq, kind, digest, raw in rows:
-        try:
-            body = json.loads(raw)["body"]
-            mirrored = isinstance(body, dict) and body.get("mirrored") is True
-        except (ValueError, KeyError, TypeError):
-            continue  # the journal pass reports malformed entries
         found = mirror.pop((run_id, seq), None)
         if found is None:
-            if mirrored:
+            body = _body(raw)
+            if body is not None and body.get("mirrored") is True:
                 ctx.diverged(
                     run_id,
                     Divergence(run_id, seq, "audit.missing", "a mirror record", "none",
                                body.get("stage_id")),
                 )  # fmt: skip
             continue
-        pos, fields = found
-        entry_hash = "blake3:" + bytes(digest).hex()
-        if fields["entry_hash"] != entry_hash or fields["event"] != kind:
+        _compare(run_id, seq, kind, digest, raw, found, diverged, keyed)
+    for (run_id, seq), found in sorted(mirror.items()):
+        at = ctx.conn.execute(ENTRY_AT, (run_id, seq)).fetchall()
+        if not at or at[0][0] not in ACTIVITY_KINDS:
             diverged(
-                run_id, seq, "audit.entry", f"{fields['event']} {fields['entry_hash']}",
-                f"{kind} {entry_hash}", pos,
-            )  # fmt: skip
-        for name in MIRRORED_FIELDS:
-            if fields[name] != body.get(name):
-                diverged(run_id, seq, "audit.entry", f"{name} {fields[name]!r}",
-                         f"{name} {body.get(name)!r}", pos)  # fmt: skip
-        expected_refusal = body.get("refusal") if kind == "activity.refused" else None
-        if fields["refusal"] != expected_refusal:
-            diverged(run_id, seq, "audit.entry", f"refusal {fields['refusal']!r}",
-                     f"refusal {expected_refusal!r}", pos)  # fmt: skip
-    for (run_id, seq), (pos, _) in sorted(mirror.items()):
-        diverged(run_id, seq, "audit.orphan", "an activity entry at this step", "none", pos)
+                run_id, seq, "audit.orphan", "an activity entry at this step", "none", found[0]
+            )
+            continue
+        kind, digest, raw = at[0]
+        _compare(run_id, seq, kind, digest, raw, found, diverged, keyed)
+
+
+def _compare(
+    run_id: str, seq: int, kind: str, digest: bytes, raw: bytes,
+    found: tuple[int, dict[str, Any]], diverged: Any, keyed: bool,
+) -> None:  # fmt: skip
+    pos, fields = found
+    entry_hash = "blake3:" + bytes(digest).hex()
+    if fields["entry_hash"] != entry_hash or fields["event"] != kind:
+        diverged(
+            run_id, seq, "audit.entry", f"{fields['event']} {fields['entry_hash']}",
+            f"{kind} {entry_hash}", pos,
+        )  # fmt: skip
+        return
+    if keyed:
+        return
+    body = _body(raw) or {}
+    for name in MIRRORED_FIELDS:
+        if fields[name] != body.get(name):
+            diverged(run_id, seq, "audit.entry", f"{name} {fields[name]!r}",
+                     f"{name} {body.get(name)!r}", pos)  # fmt: skip
+    expected_refusal = body.get("refusal") if kind == "activity.refused" else None
+    if fields["refusal"] != expected_refusal:
+        diverged(run_id, seq, "audit.entry", f"refusal {fields['refusal']!r}",
+                 f"refusal {expected_refusal!r}", pos)  # fmt: skip
