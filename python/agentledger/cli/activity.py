@@ -45,11 +45,20 @@ def _pairs(values: tuple[str, ...], what: str) -> list[tuple[str, bytes]]:
     return out
 
 
-def stage_options(command: F) -> F:
+def stage_arguments(command: F) -> F:
     decorators = [
         click.argument("run_id", metavar="RUN"),
         click.argument("stage_id", metavar="STAGE"),
         click.option("--role", help="The role that ran the stage (checked against the team)."),
+    ]
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
+
+
+def stage_options(command: F) -> F:
+    decorators = [
+        stage_arguments,
         click.option(
             "--state", "terminal_state", default="completed", show_default=True,
             help="Terminal state: completed, refused, failed, timed_out.",
@@ -99,7 +108,7 @@ def _session(
 
 
 @activity.command("record")
-@stage_options
+@stage_arguments
 @click.argument(
     "result_file", metavar="RESULT.json", type=click.Path(dir_okay=False, path_type=Path)
 )
@@ -110,12 +119,13 @@ def _session(
 @json_option
 @click.pass_obj
 def activity_record(
-    app: AppContext, run_id: str, stage_id: str, role: str | None, terminal_state: str,
-    reason_code: str, result_file: Path, evidence: tuple[str, ...], as_json: bool,
+    app: AppContext, run_id: str, stage_id: str, role: str | None, result_file: Path,
+    evidence: tuple[str, ...], as_json: bool,
 ) -> None:  # fmt: skip
-    """Record a result built elsewhere (the JSON of an ActivityResult).
+    """Record a result built elsewhere: RESULT.json is an ActivityResult document
 
-    --state/--reason are ignored: the result document carries its own.
+    (kind, artifact, artifact_hash, evidence_set_hash, terminal_state, reason_code,
+    observations). Its hashes are re-checked; --evidence gives the captured bytes.
     """
     result = ActivityResult.from_json(read_json_document(result_file))
     captured = {}
