@@ -6,11 +6,13 @@ import os
 import posixpath
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger.bernstein.format import RUNS_DIR, SDD
 from agentledger.errors import InvalidInput, LedgerError, NotFound
-from agentledger.ledger import Ledger
+
+if TYPE_CHECKING:
+    from agentledger.ledger import Ledger
 
 
 @dataclass

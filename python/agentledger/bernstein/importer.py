@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger import _core
 from agentledger.bernstein.format import (
@@ -31,7 +31,6 @@ from agentledger.bernstein.format import (
 )
 from agentledger.errors import ExitCode, InvalidInput
 from agentledger.ids import utc_timestamp
-from agentledger.ledger import Ledger
 
 FORMAT = "bernstein-3.23.0"
 IMPORT_KIND = "import.bernstein"
@@ -40,6 +39,9 @@ LARGE_FILE = 16 << 20
 """Files above this are streamed into the store instead of read whole."""
 
 Progress = Callable[[int], None]
+
+if TYPE_CHECKING:
+    from agentledger.ledger import Ledger
 
 
 @dataclass

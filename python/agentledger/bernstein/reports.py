@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentledger import _core
 from agentledger.bernstein.format import acanon, cas_path, content_hash
 
 Reader = Callable[[str], bytes | None]
@@ -231,39 +232,44 @@ class ReceiptVerdict:
     """Every content hash the receipt's inputs and outputs pin."""
 
 
-def _public_key_raw(pem: str) -> bytes | None:
-    lines = [line for line in pem.strip().splitlines() if not line.startswith("-----")]
+PEM_BLOCK = re.compile(
+    r"-----BEGIN PUBLIC KEY-----\s*([A-Za-z0-9+/=\s]*?)\s*-----END PUBLIC KEY-----"
+)
+
+
+def _public_key_der(pem: str) -> bytes | None:
+    match = PEM_BLOCK.search(pem)
+    if match is None:
+        return None
     try:
-        der = base64.b64decode("".join(lines), validate=True)
+        return base64.b64decode("".join(match.group(1).split()), validate=True)
     except (binascii.Error, ValueError):
         return None
-    if len(der) == 44 and der.startswith(SPKI_ED25519_PREFIX):
+
+
+def _public_key_raw(pem: str) -> bytes | None:
+    der = _public_key_der(pem)
+    if der is not None and len(der) == 44 and der.startswith(SPKI_ED25519_PREFIX):
         return der[12:]
     return None
 
 
 def _check_signature(pem: str, payload: bytes, signature: str) -> str:
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-    from cryptography.hazmat.primitives.serialization import load_pem_public_key
-
+    """bernstein's check (cryptography/OpenSSL there; libsodium's rules here, which agree
+    on every signature an honest signer makes; see FORMAT.md for the edge cases)."""
     if not pem:
         return "catalog has no signer_pubkey"
-    try:
-        key = load_pem_public_key(pem.encode("utf-8", "surrogatepass"))
-    except (ValueError, TypeError) as exc:
-        return f"cannot load public key: {exc}"
-    except Exception as exc:  # noqa: BLE001 - any loader failure is bernstein's "cannot load"
-        return f"cannot load public key: {exc}"
-    if not isinstance(key, Ed25519PublicKey):
+    der = _public_key_der(pem)
+    if der is None or not der.startswith(b"\x30"):
+        return "cannot load public key: unable to load PEM"
+    key = _public_key_raw(pem)
+    if key is None:
         return "public key must be Ed25519"
     try:
         raw = base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4))
     except (binascii.Error, ValueError) as exc:
         return f"signature is not valid base64url: {exc}"
-    try:
-        key.verify(raw, payload)
-    except InvalidSignature:
+    if not _core.ed25519_verify(key, payload, raw):
         return "signature does not verify"
     return ""
 

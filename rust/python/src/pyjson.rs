@@ -19,6 +19,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pyjson_dumps, m)?)?;
     m.add_function(wrap_pyfunction!(pyjson_float_repr, m)?)?;
     m.add_function(wrap_pyfunction!(bernstein_verify_journals, m)?)?;
+    m.add_function(wrap_pyfunction!(sha256_hex_many, m)?)?;
     Ok(())
 }
 
@@ -147,6 +148,23 @@ fn bernstein_verify_journals<'py>(
     let pool = pool(jobs)?;
     let reports = py.allow_threads(move || pool.install(|| journal::verify_journals(&journals)));
     reports.iter().map(|r| report_dict(py, r)).collect()
+}
+
+/// `"sha256:<hex>"` of each buffer, computed in parallel with the GIL released (bulk
+/// re-hashing of imported blobs).
+#[pyfunction]
+#[pyo3(signature = (items, jobs = 0))]
+fn sha256_hex_many(py: Python<'_>, items: Vec<Vec<u8>>, jobs: usize) -> PyResult<Vec<String>> {
+    use rayon::prelude::*;
+    let pool = pool(jobs)?;
+    Ok(py.allow_threads(move || {
+        pool.install(|| {
+            items
+                .par_iter()
+                .map(|data| agentledger_core::hash::sha256_hex(data))
+                .collect()
+        })
+    }))
 }
 
 /// One rayon pool per requested size, built once and reused.
