@@ -47,6 +47,7 @@ def _register() -> None:
     # Sub-command modules import `cli` from here and decorate onto it.
     from agentledger.cli import activity, demo, journal, keys, phase, team, verify  # noqa: F401
     from agentledger.cli import log  # noqa: F401
+    from agentledger.cli import bernstein  # noqa: F401
 
 
 _register()
