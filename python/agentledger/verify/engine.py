@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import ExitCode
 from agentledger.verify import audit, blobs, journal_pass, receipts, runs_table
+from agentledger.verify import bernstein as bernstein_checks
 from agentledger.verify import log as workspace_log
 from agentledger.verify.context import VerifyContext, VerifyOptions
 from agentledger.verify.results import RunVerdict, VerifyReport
@@ -31,6 +32,7 @@ CHECKS: list[Check] = [
     receipts.check_receipts,
     audit.check_audit,
     workspace_log.check_log,
+    bernstein_checks.check_bernstein,
 ]
 
 
