@@ -1,6 +1,6 @@
 # Exact type stub of the compiled extension (rust/python). Keep in sync with the Rust code.
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, TypedDict
 
 from typing_extensions import Buffer
 
@@ -53,7 +53,9 @@ class Sha256Hasher:
 # ---- Merkle trees (RFC 9162 shape) -----------------------------------------------------
 
 def merkle_root(leaves: Sequence[bytes], hash: HashName = "blake3") -> bytes: ...
-def inclusion_proof(leaves: Sequence[bytes], index: int, hash: HashName = "blake3") -> list[bytes]: ...
+def inclusion_proof(
+    leaves: Sequence[bytes], index: int, hash: HashName = "blake3"
+) -> list[bytes]: ...
 def verify_inclusion(
     leaf: bytes,
     index: int,
@@ -79,7 +81,9 @@ class IncrementalMerkleTree:
 
     def __init__(self, hash: HashName = "blake3") -> None: ...
     @staticmethod
-    def from_state(size: int, frontier: Sequence[bytes], hash: HashName = "blake3") -> IncrementalMerkleTree: ...
+    def from_state(
+        size: int, frontier: Sequence[bytes], hash: HashName = "blake3"
+    ) -> IncrementalMerkleTree: ...
     @property
     def size(self) -> int: ...
     def frontier(self) -> list[bytes]:
@@ -108,3 +112,54 @@ def log_extend(
     jobs: int = 0,
 ) -> tuple[int, list[bytes], bytes, tuple[int, int] | None]:
     """Append ``(leaf, run_id, seq, hash)`` rows to a log state: ``(size, frontier, root, gap)``."""
+
+# ---- Python json compatibility and bernstein journals (rust/core/src/pyjson*) ----------
+
+PyJsonMode = Literal["py-json-v1", "py-json-unicode", "jcs-v2"]
+
+def pyjson_dumps(text: bytes, mode: PyJsonMode) -> bytes:
+    """Parse as Python's ``json.loads`` and re-serialize: ``py-json-v1`` is
+    ``json.dumps(v, sort_keys=True, separators=(",", ":"))``, ``py-json-unicode`` the same
+    with ``ensure_ascii=False``, ``jcs-v2`` bernstein's RFC 8785. ValueError if Python
+    would refuse the text or the value has no such form."""
+
+def pyjson_float_repr(x: float) -> str:
+    """Python's ``repr(float)``, computed in Rust."""
+
+class BernsteinActivity(TypedDict):
+    step: int
+    line: int
+    event_hash: str
+    stage_id: str
+    kind: str
+    artifact_hash: str
+    evidence_set_hash: str
+    terminal_state: str
+    reason_code: str
+    observations: list[tuple[str, str, str]]
+    recomputed_evidence_set_hash: str | None
+    recompute_error: str | None
+
+class BernsteinJournal(TypedDict):
+    profile: str
+    chain_consistent: bool
+    error: str | None
+    crash: str | None
+    divergent_index: int | None
+    divergent_line: int | None
+    divergent_field: str | None
+    expected_hash: str | None
+    actual_hash: str | None
+    head: str
+    count: int
+    physical_lines: int
+    discarded_lines: list[int]
+    row_findings: list[tuple[int, int, str, str, str]]
+    row_finding_count: int
+    activities: list[BernsteinActivity]
+
+def bernstein_verify_journals(journals: Sequence[bytes], jobs: int = 0) -> list[BernsteinJournal]:
+    """bernstein's reader and chain walk over each journal file, in parallel, GIL released."""
+
+def sha256_hex_many(items: Sequence[bytes], jobs: int = 0) -> list[str]:
+    """``"sha256:<hex>"`` of each buffer, in parallel with the GIL released."""
