@@ -14,6 +14,12 @@ from agentledger import Ledger
 from agentledger.cli import main
 
 
+@pytest.fixture(autouse=True)
+def _isolated_key_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Appends sign checkpoints with the install key: never touch the real key folder."""
+    monkeypatch.setenv("AGENTLEDGER_HOME", str(tmp_path / "keys"))
+
+
 @pytest.fixture
 def ledger_path(tmp_path: Path) -> Path:
     return tmp_path / "ws" / "ledger.db"

@@ -100,6 +100,31 @@ def ed25519_verify(public_key: bytes, message: bytes, signature: bytes) -> bool:
 def ed25519_verify_batch(items: Sequence[tuple[bytes, bytes, bytes]]) -> list[bool]:
     """Verify (public_key, message, signature) triples in parallel with the GIL released."""
 
+# ---- run journals (rust/core/src/journal.rs) ---------------------------------------------
+
+MAX_FINDINGS_PER_RUN: int
+
+def encode_entries(
+    run_id: str, first_seq: int, prev: str, ts: str, items: Sequence[tuple[str, object]]
+) -> list[tuple[bytes, bytes]]:
+    """Canonical bytes and hash of consecutive entries of one run, each chained to the last."""
+
+def verify_entries(
+    ledger_id: str,
+    carry: tuple[str, int, bytes] | None,
+    rows: Sequence[tuple[str, int, str, bytes, bytes]],
+    jobs: int = 0,
+) -> tuple[
+    list[tuple[str, int | None, str, str, str]],
+    list[tuple[str, int, int, int, int, bytes]],
+    list[str],
+]:
+    """Verify rows ordered by (run_id, seq): ``(findings, run summaries, referenced)``."""
+
+def genesis_prev(ledger_id: str, run_id: str) -> str: ...
+def evidence_set_hash(hashes: Sequence[str]) -> str: ...
+def entry_hash(data: bytes) -> bytes: ...
+
 # ---- the workspace log (rust/core/src/journal.rs) ----------------------------------------
 
 def log_leaf(run_id: str, seq: int, entry_hash: bytes) -> bytes:

@@ -26,6 +26,7 @@ import apsw
 
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
+from agentledger.log import fetch
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.storage import Database
@@ -40,8 +41,16 @@ MAX_SCANNED_BLOB = 64 << 20
 
 # Tables the archive writes itself rather than copying.
 OWN_TABLES = {
-    "ledger_meta", "runs", "entries", "blobs", "blob_chunks", "log_state", "checkpoints",
-    "log_verified", "prune_receipts", "blob_births",
+    "ledger_meta",
+    "runs",
+    "entries",
+    "blobs",
+    "blob_chunks",
+    "log_state",
+    "checkpoints",
+    "log_verified",
+    "prune_receipts",
+    "blob_births",
 }
 
 
@@ -80,9 +89,9 @@ def is_archive_file(path: Path) -> bool:
 
 
 def _run_last_ts(conn: apsw.Connection, run_id: str) -> str | None:
-    rows = conn.execute(
-        "SELECT bytes FROM entries WHERE run_id = ? ORDER BY seq DESC LIMIT 1", (run_id,)
-    ).fetchall()
+    rows = fetch(
+        conn, "SELECT bytes FROM entries WHERE run_id = ? ORDER BY seq DESC LIMIT 1", (run_id,)
+    )
     if not rows:
         return None
     ts = json.loads(rows[0][0]).get("ts")
@@ -128,7 +137,7 @@ def _reachable_blobs(source: apsw.Connection, seeds: set[str]) -> list[str]:
         digest = queue.pop()
         if digest in present:
             continue
-        rows = source.execute("SELECT size FROM blobs WHERE digest = ?", (digest,)).fetchall()
+        rows = fetch(source, "SELECT size FROM blobs WHERE digest = ?", (digest,))
         if not rows:
             continue  # verify reports it missing in the source too
         present.add(digest)
@@ -157,10 +166,11 @@ def _copy_related_tables(
     target_tables = {
         row[0] for row in target.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")
     }
-    for (table,) in source.execute(
+    for (table,) in fetch(
+        source,
         "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-        "ORDER BY name"
-    ).fetchall():
+        "ORDER BY name",
+    ):
         if table in OWN_TABLES or table not in target_tables:
             continue
         columns = _columns(source, table)
@@ -170,9 +180,7 @@ def _copy_related_tables(
         if "run_id" in columns:
             sql += " WHERE run_id IN (SELECT value FROM json_each(?))"
             params = (selected,)
-        insert = (
-            f'INSERT INTO "{table}" ({quoted}) VALUES ({", ".join("?" for _ in columns)})'
-        )
+        insert = f'INSERT INTO "{table}" ({quoted}) VALUES ({", ".join("?" for _ in columns)})'
         for row in source.execute(sql, params).fetchall():
             target.execute(insert, row)
             for value in row:
@@ -182,9 +190,7 @@ def _copy_related_tables(
     return named
 
 
-def write_archive(
-    ledger: Ledger, out: str | os.PathLike[str], runs: list[str]
-) -> ArchiveSummary:
+def write_archive(ledger: Ledger, out: str | os.PathLike[str], runs: list[str]) -> ArchiveSummary:
     """Write the archive of ``runs`` to ``out`` (which must not exist)."""
     out = Path(out)
     if out.exists():
@@ -219,9 +225,7 @@ def write_archive(
     return ArchiveSummary(out, runs, entries, blob_count, signed.text())
 
 
-def _fill(
-    ledger: Ledger, target_db: Database, runs: list[str]
-) -> tuple[int, int, wslog.LogState]:
+def _fill(ledger: Ledger, target_db: Database, runs: list[str]) -> tuple[int, int, wslog.LogState]:
     state = wslog.EMPTY
     entries = 0
     with ledger.db.snapshot() as source, target_db.write() as target:
@@ -235,14 +239,12 @@ def _fill(
                 "INSERT INTO runs (run_id, ordinal, head_seq, head_hash) VALUES (?, ?, ?, ?)",
                 (run_id, ordinal, head_seq, head_hash),
             )
-            rows = source.execute(
-                "SELECT run_id, seq, kind, hash, bytes FROM entries WHERE run_id = ? "
-                "ORDER BY seq",
+            rows = fetch(
+                source,
+                "SELECT run_id, seq, kind, hash, bytes FROM entries WHERE run_id = ? ORDER BY seq",
                 (run_id,),
-            ).fetchall()
-            leaf_rows = [
-                (state.size + i, row[0], row[1], row[3]) for i, row in enumerate(rows)
-            ]
+            )
+            leaf_rows = [(state.size + i, row[0], row[1], row[3]) for i, row in enumerate(rows)]
             target.executemany(
                 "INSERT INTO entries (run_id, seq, kind, hash, bytes, leaf) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
@@ -277,7 +279,7 @@ def _fill(
 
 
 def archive_seal(conn: apsw.Connection) -> dict[str, Any] | None:
-    rows = conn.execute("SELECT value FROM ledger_meta WHERE key = ?", (ARCHIVE_META,)).fetchall()
+    rows = fetch(conn, "SELECT value FROM ledger_meta WHERE key = ?", (ARCHIVE_META,))
     if not rows:
         return None
     try:

@@ -36,7 +36,7 @@ from agentledger import _core
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.keys import parse_public_key, public_key_text
-from agentledger.log import LogState, pack_frontier, read_state
+from agentledger.log import LogState, fetch, pack_frontier, read_state
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -262,12 +262,12 @@ CHECKPOINT_COLUMNS = "SELECT id, size, root, note, frontier FROM checkpoints"
 
 
 def newest_checkpoint(conn: apsw.Connection) -> StoredCheckpoint | None:
-    rows = conn.execute(CHECKPOINT_COLUMNS + " ORDER BY id DESC LIMIT 1").fetchall()
+    rows = fetch(conn, CHECKPOINT_COLUMNS + " ORDER BY id DESC LIMIT 1")
     return _row_to_stored(rows[0]) if rows else None
 
 
 def checkpoint_by_id(conn: apsw.Connection, checkpoint_id: int) -> StoredCheckpoint | None:
-    rows = conn.execute(CHECKPOINT_COLUMNS + " WHERE id = ?", (checkpoint_id,)).fetchall()
+    rows = fetch(conn, CHECKPOINT_COLUMNS + " WHERE id = ?", (checkpoint_id,))
     return _row_to_stored(rows[0]) if rows else None
 
 

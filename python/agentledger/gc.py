@@ -28,6 +28,7 @@ import apsw
 from agentledger import _core
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
+from agentledger.log import fetch
 from agentledger.ids import utc_timestamp
 from agentledger.keys import public_key_text
 
@@ -126,8 +127,8 @@ def collect(ledger: Ledger, *, dry_run: bool = False, grace_s: float = DEFAULT_G
     with context as conn:
         reachable = reachable_blobs(conn)
         result.reachable = len(reachable)
-        births = dict(conn.execute("SELECT digest, stored_at FROM blob_births").fetchall())
-        sizes = dict(conn.execute("SELECT digest, size FROM blobs").fetchall())
+        births: dict[str, float] = dict(fetch(conn, "SELECT digest, stored_at FROM blob_births"))
+        sizes: dict[str, int] = dict(fetch(conn, "SELECT digest, size FROM blobs"))
         cutoff = time.time() - grace_s
         for digest in sorted(sizes):
             if digest in reachable:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -34,6 +34,11 @@ BATCH_ROWS = 16_384
 
 LeafRow = tuple[int, str, int, bytes]
 """``(leaf, run_id, seq, entry hash)``, as the log reads an entry."""
+
+
+def fetch(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
+    """Every row of a query, typed loosely: the callers know their columns."""
+    return list(conn.execute(sql, params))
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +80,7 @@ def extend(
 
 def read_state(conn: apsw.Connection) -> LogState:
     """The stored log state (the frontier as the last write left it)."""
-    rows = conn.execute("SELECT size, frontier FROM log_state WHERE id = 1").fetchall()
+    rows = fetch(conn, "SELECT size, frontier FROM log_state WHERE id = 1")
     if not rows:
         raise LedgerError("the workspace log's state row is missing", code="log-broken")
     size, frontier = rows[0]
@@ -96,10 +101,10 @@ def _state_for_append(conn: apsw.Connection) -> LogState:
     into the table later with a made-up leaf number is never adopted by the next append.
     """
     state = read_state(conn)
-    backfill = int(conn.execute("SELECT backfill FROM log_state WHERE id = 1").fetchall()[0][0])
+    backfill = int(fetch(conn, "SELECT backfill FROM log_state WHERE id = 1")[0][0])
     if state.size >= backfill:
         return state
-    rows = conn.execute(LEAF_RANGE, (state.size, backfill)).fetchall()
+    rows = fetch(conn, LEAF_RANGE, (state.size, backfill))
     state, _, gap = extend(state, rows)
     if gap is not None or state.size != backfill:
         raise LedgerError(
@@ -149,9 +154,7 @@ def state_at(conn: apsw.Connection, size: int) -> tuple[LogState, tuple[int, int
     """Recompute the log state of the first ``size`` leaves from the entries."""
     state = EMPTY
     while state.size < size:
-        rows = conn.execute(
-            LEAF_RANGE + " LIMIT ?", (state.size, size, BATCH_ROWS)
-        ).fetchall()
+        rows = fetch(conn, LEAF_RANGE + " LIMIT ?", (state.size, size, BATCH_ROWS))
         if not rows:
             return state, (state.size, -1)
         state, _, gap = extend(state, rows)

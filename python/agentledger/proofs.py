@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agentledger import _core
 from agentledger import log as wslog
 from agentledger.checkpoint import Checkpoint, newest_checkpoint
+from agentledger.log import fetch
 from agentledger.errors import InvalidInput, NotFound
 
 if TYPE_CHECKING:
@@ -25,7 +26,14 @@ if TYPE_CHECKING:
 PROOF_FORMAT = "agentledger-proof/v1"
 MAX_PROOF_NODES = 64
 BUNDLE_KEYS = {
-    "format", "ledger", "run", "seq", "entry", "leaf_index", "tree_size", "inclusion",
+    "format",
+    "ledger",
+    "run",
+    "seq",
+    "entry",
+    "leaf_index",
+    "tree_size",
+    "inclusion",
     "checkpoint",
 }
 
@@ -37,9 +45,11 @@ def _b64(data: bytes) -> str:
 def prove(ledger: Ledger, run_id: str, seq: int) -> dict[str, Any]:
     """The proof bundle of entry ``seq`` of ``run_id`` against the newest checkpoint."""
     with ledger.db.snapshot() as conn:
-        rows = conn.execute(
-            "SELECT bytes, hash, leaf FROM entries WHERE run_id = ? AND seq = ?", (run_id, seq)
-        ).fetchall()
+        rows = fetch(
+            conn,
+            "SELECT bytes, hash, leaf FROM entries WHERE run_id = ? AND seq = ?",
+            (run_id, seq),
+        )
         if not rows:
             raise NotFound(f"no entry {seq} in run {run_id!r}")
         raw, _digest, leaf = rows[0]
@@ -52,7 +62,7 @@ def prove(ledger: Ledger, run_id: str, seq: int) -> dict[str, Any]:
                 f"entry {seq} of run {run_id!r} is not covered by the newest checkpoint "
                 "(run `agentledger checkpoint`)"
             )
-        leaves = wslog.leaf_data(conn.execute(wslog.LEAF_RANGE, (0, size)))
+        leaves = wslog.leaf_data(fetch(conn, wslog.LEAF_RANGE, (0, size)))
     if len(leaves) != size:
         raise InvalidInput(
             f"the log holds {len(leaves)} leaves below the checkpoint's {size}; "
@@ -156,7 +166,8 @@ def verify_bundle(bundle: dict[str, Any], trusted: Iterable[str]) -> ProofVerdic
         problems.append("the checkpoint is not signed by a trusted key")
     if checkpoint.ledger_id != bundle["ledger"]:
         problems.append(
-            f"the checkpoint is of ledger {checkpoint.ledger_id}, the bundle says {bundle['ledger']}"
+            f"the checkpoint is of ledger {checkpoint.ledger_id}, "
+            f"the bundle says {bundle['ledger']}"
         )
     if checkpoint.size != tree_size:
         problems.append(f"tree_size {tree_size} is not the checkpoint's size {checkpoint.size}")

@@ -36,7 +36,9 @@ def _checkpoint_json(stored: Any) -> dict[str, Any]:
 
 @cli.command()
 @click.option(
-    "--export", "export_file", type=click.Path(dir_okay=False, path_type=Path),
+    "--export",
+    "export_file",
+    type=click.Path(dir_okay=False, path_type=Path),
     help="Also write the newest checkpoint to FILE (keep it elsewhere: verify --checkpoint).",
 )
 @json_option
@@ -81,7 +83,10 @@ def prove_command(app: AppContext, run_id: str, seq: int) -> int:
 @cli.command("verify-proof")
 @click.argument("proof_file", metavar="PROOF.json", type=click.Path(path_type=Path))
 @click.option(
-    "--trust", "trust", multiple=True, metavar="KEY",
+    "--trust",
+    "trust",
+    multiple=True,
+    metavar="KEY",
     help="Trust this signer: 'ed25519:<64 hex>' or a file holding it (repeatable).",
 )
 @json_option
@@ -93,9 +98,11 @@ def verify_proof(app: AppContext, proof_file: Path, trust: tuple[str, ...], as_j
     not, 65 when the file is not a proof bundle, 1 when it does not exist.
     """
     try:
-        data = proof_file.read_bytes() if str(proof_file) != "-" else click.get_binary_stream(
-            "stdin"
-        ).read()
+        data = (
+            proof_file.read_bytes()
+            if str(proof_file) != "-"
+            else click.get_binary_stream("stdin").read()
+        )
     except FileNotFoundError:
         raise NotFound(f"{proof_file}: no such file") from None
     except OSError as exc:
@@ -150,8 +157,12 @@ def archive_command(
 @cli.command("gc")
 @click.option("--dry-run", is_flag=True, help="Only report what would be removed.")
 @click.option(
-    "--grace", "grace_s", type=click.FloatRange(min=0), default=collector.DEFAULT_GRACE_S,
-    show_default=True, help="Never collect a blob stored less than this many seconds ago.",
+    "--grace",
+    "grace_s",
+    type=click.FloatRange(min=0),
+    default=collector.DEFAULT_GRACE_S,
+    show_default=True,
+    help="Never collect a blob stored less than this many seconds ago.",
 )
 @json_option
 @click.pass_obj

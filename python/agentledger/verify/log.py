@@ -18,13 +18,16 @@ edits to the prefix's bytes are left to a full verify.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import apsw
 
 from agentledger import _core
-from agentledger.archive import archive_seal
 from agentledger import log as wslog
+from agentledger.archive import archive_seal
 from agentledger.checkpoint import Checkpoint, StoredCheckpoint, checkpoint_by_id, newest_checkpoint
 from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.ids import utc_timestamp
@@ -75,7 +78,7 @@ def plan_log(ctx: VerifyContext) -> None:
     ctx.log_plan = plan
     if not ctx.options.incremental or not ctx.whole:
         return
-    marker = ctx.conn.execute("SELECT checkpoint_id FROM log_verified WHERE id = 1").fetchall()
+    marker = wslog.fetch(ctx.conn, "SELECT checkpoint_id FROM log_verified WHERE id = 1")
     base = checkpoint_by_id(ctx.conn, marker[0][0]) if marker else None
     if base is None:
         ctx.report.notes.append("incremental: no verified checkpoint yet, verifying everything")
@@ -117,9 +120,10 @@ def check_log(ctx: VerifyContext) -> None:
 
     start = wslog.EMPTY
     if plan.base is not None:
-        start = _base_state(ctx, plan.base, trusted)
-        if start is None:
+        base_state = _base_state(ctx, plan.base, trusted)
+        if base_state is None:
             return
+        start = base_state
     wanted = [start.size] if plan.base is not None else []
     if plan.exported is not None and plan.exported.size >= start.size:
         wanted.append(plan.exported.size)
@@ -131,15 +135,18 @@ def check_log(ctx: VerifyContext) -> None:
         shown = "end of the log" if found < 0 else f"leaf {found}"
         _diverged(ctx, "log.leaf", f"leaf {expected}", f"{shown} (leaf {expected} {what})", "log")
         return
-    total = int(ctx.conn.execute("SELECT count(*) FROM entries").fetchall()[0][0])
+    total = int(wslog.fetch(ctx.conn, "SELECT count(*) FROM entries")[0][0])
     if total - unlogged != state.size:
         _diverged(ctx, "log.size", f"{state.size:,} logged entries", f"{total - unlogged:,}", "log")
     _check_state_cache(ctx, state)
     seal = archive_seal(ctx.conn)
     if seal is not None and seal.get("size") != state.size:
         _diverged(
-            ctx, "archive.extended", f"{seal.get('size')} entries (sealed)",
-            f"{state.size:,}: the archive was changed after it was sealed", "archive",
+            ctx,
+            "archive.extended",
+            f"{seal.get('size')} entries (sealed)",
+            f"{state.size:,}: the archive was changed after it was sealed",
+            "archive",
         )
     if newest is None:
         if state.size:
@@ -157,9 +164,7 @@ def check_log(ctx: VerifyContext) -> None:
             "log",
         )
     elif note.root != state.root:
-        _diverged(
-            ctx, "log.root", _b64(note.root), _b64(state.root) + " (entries changed)", "log"
-        )
+        _diverged(ctx, "log.root", _b64(note.root), _b64(state.root) + " (entries changed)", "log")
     elif plan.base is not None:
         tail = _tail(ctx, plan, plan.base.checkpoint.size)
         _prove_extends(ctx, plan.base.checkpoint, plan.base.state, tail, note, "log.consistency")
@@ -201,8 +206,11 @@ def _check_checkpoint(
         ok = False
     if (stored.size_column, stored.root_column) != (note.size, note.root):
         _diverged(
-            ctx, "checkpoint.columns", f"{note.size} {_b64(note.root)}",
-            f"{stored.size_column} {_b64(stored.root_column)}", subject,
+            ctx,
+            "checkpoint.columns",
+            f"{note.size} {_b64(note.root)}",
+            f"{stored.size_column} {_b64(stored.root_column)}",
+            subject,
         )
         ok = False
     try:
@@ -235,8 +243,8 @@ def _stream(
     state = start
     keep = plan.tail_start
     jobs = ctx.options.jobs
-    cursor = ctx.conn.execute(wslog.LEAF_ROWS, (start.size,))
-    while rows := cursor.fetchmany(wslog.BATCH_ROWS):
+    cursor: Iterator[Any] = iter(ctx.conn.execute(wslog.LEAF_ROWS, (start.size,)))
+    while rows := list(itertools.islice(cursor, wslog.BATCH_ROWS)):
         if keep is not None and rows[-1][0] >= keep:
             plan.tail.extend(wslog.leaf_data(row for row in rows if row[0] >= keep))
             if state.size <= keep < state.size + len(rows):
@@ -258,7 +266,7 @@ def _tail(ctx: VerifyContext, plan: LogPlan, size: int) -> list[bytes]:
     """Leaf data of every leaf from ``size`` on."""
     if plan.tail_start is not None and size >= plan.tail_start:
         return plan.tail[size - plan.tail_start :]
-    return wslog.leaf_data(ctx.conn.execute(wslog.LEAF_ROWS, (size,)))
+    return wslog.leaf_data(wslog.fetch(ctx.conn, wslog.LEAF_ROWS, (size,)))
 
 
 def _check_unlogged(ctx: VerifyContext) -> int:
@@ -291,7 +299,10 @@ def _check_state_cache(ctx: VerifyContext, state: wslog.LogState) -> None:
         return
     if stored != state:
         _diverged(
-            ctx, "log.state", f"size {state.size}", f"size {stored.size} (stale frontier)",
+            ctx,
+            "log.state",
+            f"size {state.size}",
+            f"size {stored.size} (stale frontier)",
             "log_state",
         )
 
@@ -311,7 +322,10 @@ def _prove_extends(
     proof = wslog.consistency_proof(old_state, tail)
     if not _core.verify_consistency(old.size, new.size, old.root, new.root, proof):
         _diverged(
-            ctx, check, f"log {new.size:,} extends log {old.size:,}", "consistency proof fails",
+            ctx,
+            check,
+            f"log {new.size:,} extends log {old.size:,}",
+            "consistency proof fails",
             "log",
         )
 
@@ -347,7 +361,9 @@ def _check_exported(
         return
     if old_state.root != exported.root:
         _diverged(
-            ctx, "log.rollback", _b64(exported.root),
+            ctx,
+            "log.rollback",
+            _b64(exported.root),
             _b64(old_state.root) + " (the ledger's first entries differ: rolled back or forked)",
             subject,
         )
@@ -362,9 +378,9 @@ def _state_at(ctx: VerifyContext, plan: LogPlan, size: int) -> wslog.LogState | 
         return plan.snapshots[size]
     if plan.base is not None and plan.base.checkpoint.size == size:
         return plan.base.state
-    rows = ctx.conn.execute(
-        "SELECT id FROM checkpoints WHERE size = ? ORDER BY id DESC LIMIT 1", (size,)
-    ).fetchall()
+    rows = wslog.fetch(
+        ctx.conn, "SELECT id FROM checkpoints WHERE size = ? ORDER BY id DESC LIMIT 1", (size,)
+    )
     if rows:
         stored = checkpoint_by_id(ctx.conn, rows[0][0])
         if stored is not None and stored.state.root == stored.checkpoint.root:

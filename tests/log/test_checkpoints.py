@@ -1,0 +1,120 @@
+"""Checkpoints: one per writing transaction, a C2SP-style signed note, exact parsing."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+
+from agentledger import Ledger, _core
+from agentledger import log as wslog
+from agentledger.checkpoint import Checkpoint, install_public_key, latest
+from agentledger.errors import InvalidInput
+
+from .logkit import build, raw
+
+
+def _count(path: Path) -> int:
+    with raw(path) as conn:
+        rows = conn.execute("SELECT count(*) FROM checkpoints").fetchall()
+        return int(str(rows[0][0]))
+
+
+def test_each_writing_transaction_takes_exactly_one_checkpoint(
+    ledger: Ledger, ledger_path: Path
+) -> None:
+    run = ledger.run("r")
+    run.append_many([("step", {"i": i}) for i in range(5)])
+    assert _count(ledger_path) == 1
+    run.append("step", {})
+    assert _count(ledger_path) == 2
+    with ledger.db.write() as conn:  # two appends joined in one transaction: one checkpoint
+        run._append_locked(conn, [("step", {"a": 1})])
+        ledger.run("s")._append_locked(conn, [("step", {"b": 2})])
+    assert _count(ledger_path) == 3
+    assert latest(ledger).checkpoint.size == 8
+
+
+def test_a_failed_transaction_leaves_no_checkpoint(ledger: Ledger, ledger_path: Path) -> None:
+    run = ledger.run("r")
+    run.append("step", {})
+    with pytest.raises(RuntimeError), ledger.db.write() as conn:
+        run._append_locked(conn, [("step", {})])
+        raise RuntimeError("abort")
+    assert _count(ledger_path) == 1
+    assert wslog.read_state(ledger.db.conn).size == 1
+
+
+def test_the_checkpoint_commits_to_the_log_root_and_is_signed(ledger: Ledger) -> None:
+    build(ledger, runs=2, entries=3)
+    stored = latest(ledger)
+    note = stored.checkpoint
+    leaves = [
+        _core.log_leaf(run_id, seq, digest)
+        for run_id, seq, digest in ledger.db.conn.execute(
+            "SELECT run_id, seq, hash FROM entries ORDER BY leaf"
+        )
+    ]
+    assert note.size == 6
+    assert note.root == _core.merkle_root(leaves)
+    assert note.signed_by([install_public_key(ledger)]) == install_public_key(ledger)
+    lines = note.text().split("\n")
+    assert lines[0] == f"agentledger/v1/ledger/{ledger.id}"
+    assert lines[1] == "6"
+    assert base64.b64decode(lines[2]) == note.root
+    assert lines[3].startswith("time ")
+    assert lines[4] == ""
+    assert lines[5].startswith("\u2014 agentledger-install ")
+
+
+def test_a_checkpoint_note_round_trips_and_edits_break_its_signature(ledger: Ledger) -> None:
+    build(ledger, runs=1, entries=2)
+    note = latest(ledger).checkpoint
+    parsed = Checkpoint.parse(note.text())
+    assert parsed == note
+    edited = Checkpoint.parse(note.text().replace("\n2\n", "\n1\n", 1))
+    assert edited.size == 1
+    assert edited.signed_by([install_public_key(ledger)]) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "agentledger/v1/ledger/x\n1\n",
+        "other/origin\n1\nAAAA\ntime 2026-01-01T00:00:00Z\n\n\u2014 k AAAA\n",
+        "agentledger/v1/ledger/x\n01\n"
+        + base64.b64encode(bytes(32)).decode()
+        + "\ntime 2026-01-01T00:00:00Z\n\n\u2014 k "
+        + base64.b64encode(bytes(68)).decode()
+        + "\n",
+        "agentledger/v1/ledger/x\n1\n"
+        + base64.b64encode(bytes(32)).decode()
+        + "\ntime 2026-01-01T00:00:00Z\n\n",
+    ],
+)
+def test_a_malformed_checkpoint_is_refused_with_a_typed_error(text: str) -> None:
+    with pytest.raises(InvalidInput) as error:
+        Checkpoint.parse(text)
+    assert error.value.code == "malformed-checkpoint"
+
+
+def test_appends_stay_o_log_n_the_state_is_the_frontier(ledger: Ledger) -> None:
+    run = ledger.run("r")
+    for _ in range(5):
+        run.append_many([("step", {})] * 13)
+    state = wslog.read_state(ledger.db.conn)
+    assert state.size == 65
+    assert len(state.frontier) == bin(65).count("1")
+
+
+def test_the_checkpoint_command_exports_the_newest_note(
+    ledger: Ledger, tmp_path: Path, cli: object
+) -> None:
+    build(ledger, runs=1, entries=1)
+    out = tmp_path / "cp.txt"
+    result = cli("checkpoint", "--export", str(out), "--json")  # type: ignore[operator]
+    assert result.code == 0
+    assert out.read_text() == result.json()["note"]
+    assert Checkpoint.parse(out.read_text()).size == 1

@@ -1,0 +1,81 @@
+"""Garbage collection: unreachable blobs only, never young ones, with a signed receipt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentledger import Ledger, _core
+from agentledger import gc as collector
+
+from .logkit import raw, verify
+
+
+def _pin(ledger: Ledger, digest: str) -> None:
+    ledger.run("r").append(
+        "activity.result",
+        {
+            "evidence_set_hash": _core.evidence_set_hash([digest]),
+            "observations": [{"kind": "file", "ref": "f", "content_hash": digest}],
+        },
+    )
+
+
+def test_gc_removes_only_unreachable_blobs_and_signs_a_receipt(
+    ledger: Ledger, ledger_path: Path
+) -> None:
+    kept = ledger.blobs.put(b"evidence")
+    _pin(ledger, kept)
+    garbage = ledger.blobs.put(b"garbage")
+    result = collector.collect(ledger, grace_s=0)
+    assert result.removed == [garbage]
+    assert kept in ledger.blobs and garbage not in ledger.blobs
+    assert result.receipt_id is not None
+    trusted = set(ledger.keys.trusted())
+    assert collector.pruned_digests(ledger.db.conn, trusted) == {garbage: result.receipt_id}
+    assert verify(ledger_path).code == 0
+
+
+def test_a_blob_reachable_only_through_another_blob_is_kept(ledger: Ledger) -> None:
+    inner = ledger.blobs.put(b"input bytes")
+    receipt = ledger.blobs.put(f'{{"inputs":[{{"content_hash":"{inner}"}}]}}'.encode())
+    _pin(ledger, receipt)
+    assert collector.collect(ledger, grace_s=0).removed == []
+    assert inner in ledger.blobs
+
+
+def test_a_blob_just_written_by_a_writer_is_never_collected(ledger: Ledger) -> None:
+    fresh = ledger.blobs.put(b"about to be referenced")
+    result = collector.collect(ledger)  # default grace
+    assert result.removed == []
+    assert result.kept_young == [fresh]
+    assert fresh in ledger.blobs
+
+
+def test_gc_dry_run_changes_nothing(ledger: Ledger, ledger_path: Path, cli: Any) -> None:
+    garbage = ledger.blobs.put(b"garbage")
+    result = cli("gc", "--dry-run", "--grace", "0", "--json")
+    assert result.code == 0
+    assert result.json()["removed"] == [garbage]
+    assert garbage in ledger.blobs
+    with raw(ledger_path) as conn:
+        assert conn.execute("SELECT count(*) FROM prune_receipts").fetchall()[0][0] == 0
+
+
+def test_fsck_reports_orphans_and_runs_every_check(ledger: Ledger, cli: Any) -> None:
+    ledger.run("r").append("step", {})
+    orphan = ledger.blobs.put(b"orphan")
+    result = cli("fsck", "--json")
+    assert result.code == 0, result.out
+    assert result.json()["orphan_blobs"] == [orphan]
+    assert result.json()["sqlite"] == []
+    assert result.json()["verify"]["code"] == 0
+
+
+def test_fsck_fails_on_a_tampered_log(ledger: Ledger, ledger_path: Path, cli: Any) -> None:
+    run = ledger.run("r")
+    run.append_many([("step", {}), ("step", {})])
+    with raw(ledger_path) as conn:
+        conn.execute("DELETE FROM entries WHERE seq = 1")
+        conn.execute("UPDATE runs SET head_seq = 0, head_hash = (SELECT hash FROM entries)")
+    assert cli("fsck").code == 2

@@ -1,0 +1,175 @@
+"""Each deletion, truncation and rollback: undetected by the chains alone, caught by the log."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agentledger import Ledger
+from agentledger.verify import VerifyOptions
+
+from .logkit import build, checks, raw, verify, without_log
+
+
+def _fix_head(conn: object, run_id: str) -> None:
+    """Make the runs table agree with what is left, as a careful tamperer would."""
+    conn.execute(  # type: ignore[attr-defined]
+        "UPDATE runs SET head_seq = (SELECT coalesce(max(seq), -1) FROM entries e "
+        "WHERE e.run_id = runs.run_id), head_hash = (SELECT hash FROM entries e "
+        "WHERE e.run_id = runs.run_id ORDER BY seq DESC LIMIT 1) WHERE run_id = ?",
+        (run_id,),
+    )
+
+
+def _delete_last_entry_of_a_run(conn: object) -> None:
+    conn.execute("DELETE FROM entries WHERE run_id = 'run-0' AND seq = 3")  # type: ignore[attr-defined]
+    _fix_head(conn, "run-0")
+
+
+def _delete_last_entry_of_the_workspace(conn: object) -> None:
+    last = conn.execute(  # type: ignore[attr-defined]
+        "SELECT run_id, seq FROM entries ORDER BY leaf DESC LIMIT 1"
+    ).fetchall()[0]
+    conn.execute("DELETE FROM entries WHERE run_id = ? AND seq = ?", last)  # type: ignore[attr-defined]
+    _fix_head(conn, last[0])
+
+
+def _delete_a_whole_run(conn: object) -> None:
+    conn.execute("DELETE FROM entries WHERE run_id = 'run-2'")  # type: ignore[attr-defined]
+    conn.execute("DELETE FROM runs WHERE run_id = 'run-2'")  # type: ignore[attr-defined]
+
+
+def _truncate_every_run(conn: object) -> None:
+    conn.execute("DELETE FROM entries WHERE seq >= 2")  # type: ignore[attr-defined]
+    for run_id in ("run-0", "run-1", "run-2"):
+        _fix_head(conn, run_id)
+
+
+TAMPERINGS = {
+    "last entry of a run": (_delete_last_entry_of_a_run, "log.leaf"),
+    "last entry of the workspace": (_delete_last_entry_of_the_workspace, "log.size"),
+    "a whole run": (_delete_a_whole_run, "log.leaf"),
+    "the tail of every run": (_truncate_every_run, "log.leaf"),
+}
+
+
+@pytest.mark.parametrize("name", list(TAMPERINGS))
+def test_a_deletion_the_chains_cannot_see_is_detected_by_the_log(
+    name: str, ledger: Ledger, ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build(ledger)
+    tamper, expected_check = TAMPERINGS[name]
+    with raw(ledger_path) as conn:
+        tamper(conn)
+    with without_log(monkeypatch):
+        assert verify(ledger_path).code == 0, "the chains alone must not notice"
+    report = verify(ledger_path)
+    assert report.code == 2
+    assert expected_check in checks(report)
+
+
+def test_a_clean_ledger_verifies_with_its_log(ledger: Ledger, ledger_path: Path) -> None:
+    build(ledger)
+    report = verify(ledger_path)
+    assert report.code == 0, report.to_json()
+
+
+def test_an_entry_missing_from_the_log_is_named(ledger: Ledger, ledger_path: Path) -> None:
+    build(ledger)
+    with raw(ledger_path) as conn:
+        conn.execute("UPDATE entries SET leaf = NULL WHERE run_id = 'run-1' AND seq = 0")
+    report = verify(ledger_path)
+    run = next(r for r in report.runs if r.run_id == "run-1")
+    assert any(d.check == "log.unlogged" and d.seq == 0 for d in run.divergences)
+
+
+def test_deleting_a_referenced_blob_is_detected(ledger: Ledger, ledger_path: Path) -> None:
+    digest = ledger.blobs.put(b"page bytes")
+    from agentledger import _core
+
+    esh = _core.evidence_set_hash([digest])
+    ledger.run("r").append(
+        "activity.result",
+        {
+            "evidence_set_hash": esh,
+            "observations": [{"kind": "page", "ref": "u", "content_hash": digest}],
+        },
+    )
+    with raw(ledger_path) as conn:
+        conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (digest,))
+        conn.execute("DELETE FROM blobs WHERE digest = ?", (digest,))
+    report = verify(ledger_path)
+    assert report.code == 2
+    assert "blob.missing" in checks(report)
+
+
+def test_a_checkpoint_signed_by_an_untrusted_key_does_not_verify(
+    ledger: Ledger, ledger_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build(ledger, runs=1, entries=2)
+    monkeypatch.setenv("AGENTLEDGER_HOME", str(tmp_path / "someone-else"))
+    with Ledger.open(ledger_path) as other:
+        other.run("run-x").append("step", {})  # signed by another install key
+    monkeypatch.setenv("AGENTLEDGER_HOME", str(tmp_path / "keys"))
+    report = verify(ledger_path)
+    assert "checkpoint.signature" in checks(report)
+
+
+def test_deleting_every_checkpoint_is_detected(ledger: Ledger, ledger_path: Path) -> None:
+    build(ledger, runs=1, entries=2)
+    with raw(ledger_path) as conn:
+        conn.execute("DELETE FROM checkpoints")
+    assert "checkpoint.missing" in checks(verify(ledger_path))
+
+
+def test_rolling_the_file_back_is_detected_with_an_exported_checkpoint(
+    ledger: Ledger, ledger_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: object
+) -> None:
+    build(ledger, runs=2, entries=2)
+    ledger.close()
+    old_copy = tmp_path / "old.db"
+    shutil.copy(ledger_path, old_copy)
+    with Ledger.open(ledger_path) as reopened:
+        reopened.run("run-0").append("step", {"late": True})
+    exported = tmp_path / "checkpoint.txt"
+    assert cli("checkpoint", "--export", str(exported)).code == 0  # type: ignore[operator]
+    shutil.copy(old_copy, ledger_path)  # the whole file rolled back
+    options = VerifyOptions(checkpoint_file=exported)
+    with without_log(monkeypatch):
+        assert verify(ledger_path, options).code == 0
+    report = verify(ledger_path, options)
+    assert report.code == 2
+    assert "log.rollback" in checks(report)
+
+
+def test_a_ledger_that_extends_its_exported_checkpoint_verifies(
+    ledger: Ledger, ledger_path: Path, tmp_path: Path, cli: object
+) -> None:
+    build(ledger, runs=2, entries=3)
+    exported = tmp_path / "checkpoint.txt"
+    assert cli("checkpoint", "--export", str(exported)).code == 0  # type: ignore[operator]
+    for i in range(5):
+        ledger.run(f"late-{i}").append_many([("step", {"i": i}), ("step", {"i": -i})])
+    result = cli("verify", "--checkpoint", str(exported), "--json")  # type: ignore[operator]
+    assert result.code == 0, result.out
+
+
+def test_a_forked_ledger_does_not_extend_the_exported_checkpoint(
+    ledger: Ledger, ledger_path: Path, tmp_path: Path, cli: object
+) -> None:
+    build(ledger, runs=1, entries=2)
+    ledger.close()
+    before = tmp_path / "before.db"
+    shutil.copy(ledger_path, before)
+    with Ledger.open(ledger_path) as one:
+        one.run("run-0").append("step", {"branch": "a"})
+    exported = tmp_path / "checkpoint.txt"
+    assert cli("checkpoint", "--export", str(exported)).code == 0  # type: ignore[operator]
+    shutil.copy(before, ledger_path)
+    with Ledger.open(ledger_path) as other:
+        other.run("run-0").append_many([("step", {"branch": "b"}), ("step", {})])
+    result = cli("verify", "--checkpoint", str(exported), "--json")  # type: ignore[operator]
+    assert result.code == 2
+    assert any(d["check"] == "log.rollback" for d in result.json()["workspace"])
