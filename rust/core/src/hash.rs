@@ -16,6 +16,10 @@
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
+/// Streaming plain BLAKE3 (`Blake3Hasher::new()`), re-exported so callers need no direct
+/// dependency on the `blake3` crate.
+pub use blake3::Hasher as Blake3Hasher;
+
 use crate::error::{Error, Result};
 
 /// Prefix of every context string given to BLAKE3's derive-key mode.

@@ -1,5 +1,277 @@
-use pyo3::prelude::*;
+//! Merkle trees for Python: `merkle_root`, `inclusion_proof`, `verify_inclusion`,
+//! `consistency_proof`, `verify_consistency` and `IncrementalMerkleTree`.
+//!
+//! Leaves and proofs are copied into one Rust buffer under the GIL, then hashed with the
+//! GIL released. Sizes and indices that are not in `0..2**64` make generation raise
+//! `ValueError` and verification return `False`; a non-integer is a `TypeError`.
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+use agentledger_core::merkle::{self, Hash, HashAlg, IncrementalTree, HASH_LEN};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyInt};
+
+use crate::errors::to_py;
+use crate::hashing::BytesArg;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(merkle_root, m)?)?;
+    m.add_function(wrap_pyfunction!(inclusion_proof, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_inclusion, m)?)?;
+    m.add_function(wrap_pyfunction!(consistency_proof, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_consistency, m)?)?;
+    m.add_class::<IncrementalMerkleTree>()?;
     Ok(())
+}
+
+fn hash_alg(name: &str) -> PyResult<HashAlg> {
+    HashAlg::from_name(name).map_err(to_py)
+}
+
+/// Many byte strings in one allocation: item `i` is `data[ends[i - 1]..ends[i]]`.
+struct FlatBytes {
+    data: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl FlatBytes {
+    fn from_sequence(py: Python<'_>, items: &Bound<'_, PyAny>, what: &str) -> PyResult<Self> {
+        if items.is_instance_of::<PyBytes>() || items.is_instance_of::<pyo3::types::PyString>() {
+            return Err(PyTypeError::new_err(format!(
+                "{what} must be a sequence of bytes objects, not a single {}",
+                items.get_type().name()?
+            )));
+        }
+        let mut flat = FlatBytes {
+            data: Vec::new(),
+            ends: Vec::with_capacity(items.len().unwrap_or(0)),
+        };
+        for item in items.try_iter()? {
+            BytesArg::extract(&item?)?.append_to(py, &mut flat.data);
+            flat.ends.push(flat.data.len());
+        }
+        Ok(flat)
+    }
+
+    fn slices(&self) -> Vec<&[u8]> {
+        let mut start = 0;
+        self.ends
+            .iter()
+            .map(|&end| {
+                let slice = &self.data[start..end];
+                start = end;
+                slice
+            })
+            .collect()
+    }
+}
+
+/// A Python int as a u64: `Ok(None)` if it is negative or too large, `TypeError` if it is
+/// not an int at all.
+fn u64_arg(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<u64>> {
+    if !value.is_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be an int, not {}",
+            value.get_type().name()?
+        )));
+    }
+    Ok(value.extract::<u64>().ok())
+}
+
+fn hashes_to_py<'py>(py: Python<'py>, hashes: &[Hash]) -> Vec<Bound<'py, PyBytes>> {
+    hashes.iter().map(|h| PyBytes::new(py, h)).collect()
+}
+
+#[pyfunction]
+#[pyo3(signature = (leaves, hash = "blake3"))]
+fn merkle_root<'py>(
+    py: Python<'py>,
+    leaves: &Bound<'py, PyAny>,
+    hash: &str,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let alg = hash_alg(hash)?;
+    let leaves = FlatBytes::from_sequence(py, leaves, "leaves")?;
+    let root = py.allow_threads(|| merkle::root(alg, &leaves.slices()));
+    Ok(PyBytes::new(py, &root))
+}
+
+#[pyfunction]
+#[pyo3(signature = (leaves, index, hash = "blake3"))]
+fn inclusion_proof<'py>(
+    py: Python<'py>,
+    leaves: &Bound<'py, PyAny>,
+    index: &Bound<'py, PyAny>,
+    hash: &str,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let alg = hash_alg(hash)?;
+    let leaves = FlatBytes::from_sequence(py, leaves, "leaves")?;
+    let Some(index_u64) = u64_arg(index, "index")? else {
+        return Err(PyValueError::new_err(format!(
+            "leaf index {index} out of range for a tree of {} leaves",
+            leaves.ends.len()
+        )));
+    };
+    let proof = py
+        .allow_threads(|| merkle::inclusion_proof(alg, &leaves.slices(), index_u64))
+        .map_err(to_py)?;
+    Ok(hashes_to_py(py, &proof))
+}
+
+#[pyfunction]
+#[pyo3(signature = (leaf, index, size, proof, root, hash = "blake3"))]
+fn verify_inclusion(
+    py: Python<'_>,
+    leaf: &Bound<'_, PyAny>,
+    index: &Bound<'_, PyAny>,
+    size: &Bound<'_, PyAny>,
+    proof: &Bound<'_, PyAny>,
+    root: &Bound<'_, PyAny>,
+    hash: &str,
+) -> PyResult<bool> {
+    let alg = hash_alg(hash)?;
+    let leaf = BytesArg::extract(leaf)?.to_vec(py);
+    let root = BytesArg::extract(root)?.to_vec(py);
+    let proof = FlatBytes::from_sequence(py, proof, "proof")?;
+    let (Some(index), Some(size)) = (u64_arg(index, "index")?, u64_arg(size, "size")?) else {
+        return Ok(false);
+    };
+    Ok(py.allow_threads(|| {
+        merkle::verify_inclusion(alg, &leaf, index, size, &proof.slices(), &root)
+    }))
+}
+
+#[pyfunction]
+#[pyo3(signature = (leaves, old_size, hash = "blake3"))]
+fn consistency_proof<'py>(
+    py: Python<'py>,
+    leaves: &Bound<'py, PyAny>,
+    old_size: &Bound<'py, PyAny>,
+    hash: &str,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let alg = hash_alg(hash)?;
+    let leaves = FlatBytes::from_sequence(py, leaves, "leaves")?;
+    let Some(old_size_u64) = u64_arg(old_size, "old_size")? else {
+        return Err(PyValueError::new_err(format!(
+            "old size {old_size} out of range for a tree of {} leaves",
+            leaves.ends.len()
+        )));
+    };
+    let proof = py
+        .allow_threads(|| merkle::consistency_proof(alg, &leaves.slices(), old_size_u64))
+        .map_err(to_py)?;
+    Ok(hashes_to_py(py, &proof))
+}
+
+#[pyfunction]
+#[pyo3(signature = (old_size, new_size, old_root, new_root, proof, hash = "blake3"))]
+fn verify_consistency(
+    py: Python<'_>,
+    old_size: &Bound<'_, PyAny>,
+    new_size: &Bound<'_, PyAny>,
+    old_root: &Bound<'_, PyAny>,
+    new_root: &Bound<'_, PyAny>,
+    proof: &Bound<'_, PyAny>,
+    hash: &str,
+) -> PyResult<bool> {
+    let alg = hash_alg(hash)?;
+    let old_root = BytesArg::extract(old_root)?.to_vec(py);
+    let new_root = BytesArg::extract(new_root)?.to_vec(py);
+    let proof = FlatBytes::from_sequence(py, proof, "proof")?;
+    let (Some(old_size), Some(new_size)) = (
+        u64_arg(old_size, "old_size")?,
+        u64_arg(new_size, "new_size")?,
+    ) else {
+        return Ok(false);
+    };
+    Ok(py.allow_threads(|| {
+        merkle::verify_consistency(
+            alg,
+            old_size,
+            new_size,
+            &old_root,
+            &new_root,
+            &proof.slices(),
+        )
+    }))
+}
+
+/// Append-only Merkle tree keeping only O(log n) state (the right frontier).
+#[pyclass(module = "agentledger._core", name = "IncrementalMerkleTree")]
+struct IncrementalMerkleTree {
+    tree: IncrementalTree,
+}
+
+#[pymethods]
+impl IncrementalMerkleTree {
+    #[new]
+    #[pyo3(signature = (hash = "blake3"))]
+    fn new(hash: &str) -> PyResult<Self> {
+        Ok(IncrementalMerkleTree {
+            tree: IncrementalTree::new(hash_alg(hash)?),
+        })
+    }
+
+    /// Restore a tree from `size` and `frontier()`; the frontier must hold exactly
+    /// `size.bit_count()` 32-byte hashes.
+    #[staticmethod]
+    #[pyo3(signature = (size, frontier, hash = "blake3"))]
+    fn from_state(
+        py: Python<'_>,
+        size: &Bound<'_, PyAny>,
+        frontier: &Bound<'_, PyAny>,
+        hash: &str,
+    ) -> PyResult<Self> {
+        let alg = hash_alg(hash)?;
+        let Some(size_u64) = u64_arg(size, "size")? else {
+            return Err(PyValueError::new_err(format!(
+                "tree size {size} out of range 0..2**64"
+            )));
+        };
+        let flat = FlatBytes::from_sequence(py, frontier, "frontier")?;
+        let nodes = flat
+            .slices()
+            .into_iter()
+            .map(|node| {
+                <Hash>::try_from(node).map_err(|_| {
+                    PyValueError::new_err(format!(
+                        "frontier hashes are {HASH_LEN} bytes, got one of {}",
+                        node.len()
+                    ))
+                })
+            })
+            .collect::<PyResult<Vec<Hash>>>()?;
+        let tree = IncrementalTree::from_state(alg, size_u64, nodes).map_err(to_py)?;
+        Ok(IncrementalMerkleTree { tree })
+    }
+
+    #[getter]
+    fn size(&self) -> u64 {
+        self.tree.size()
+    }
+
+    /// The subtree roots that, with ``size``, restore the tree (``from_state``).
+    fn frontier<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, PyBytes>> {
+        hashes_to_py(py, self.tree.frontier())
+    }
+
+    /// Append a leaf (its data, not its hash); return its index.
+    fn append(&mut self, py: Python<'_>, leaf: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let leaf = BytesArg::extract(leaf)?;
+        let leaf_hash = match &leaf {
+            BytesArg::Immutable(bytes) => self.tree.alg().leaf_hash(bytes.as_bytes()),
+            BytesArg::Buffer(_) => self.tree.alg().leaf_hash(&leaf.to_vec(py)),
+        };
+        self.tree.append_leaf_hash(leaf_hash).map_err(to_py)
+    }
+
+    fn root<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.tree.root())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "IncrementalMerkleTree(size={}, hash={:?})",
+            self.tree.size(),
+            self.tree.alg().name()
+        )
+    }
 }
