@@ -8,8 +8,10 @@
 //! Canonical bytes are what the ledger hashes and signs, so every path here either
 //! produces exactly RFC 8785's output or refuses with [`crate::Error::Canonicalization`].
 
+mod check;
 mod number;
 mod parse;
+mod scan;
 mod serialize;
 mod value;
 
@@ -43,6 +45,11 @@ pub fn canonicalize_json(text: &[u8]) -> Result<Vec<u8>> {
 /// Whether `text` is a JSON text already in RFC 8785 canonical form (byte for byte).
 /// Invalid JSON is an error, not `false`.
 pub fn is_canonical(text: &[u8]) -> Result<bool> {
+    // One pass over the bytes settles the common case (verifying stored canonical
+    // texts); anything else takes the full parse, which also produces the errors.
+    if check::certainly_canonical(text) {
+        return Ok(true);
+    }
     let value = parse(text)?;
     // Canonical text has no whitespace, so its first and last bytes are the value's.
     if let (Some(first), Some(last)) = (text.first(), text.last()) {

@@ -3,6 +3,7 @@
 //!
 //! Every error carries the byte offset of the offending input.
 
+use super::scan::skip_plain;
 use super::value::Value;
 use super::MAX_DEPTH;
 use crate::error::{Error, Result};
@@ -46,19 +47,6 @@ struct Parser<'a> {
 
 /// Objects up to this size check duplicates pairwise; larger ones sort.
 const PAIRWISE_DUPLICATE_CHECK: usize = 16;
-
-/// Bytes that end a run of literal string content.
-static STRING_SPECIAL: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        table[i] = true;
-        i += 1;
-    }
-    table[b'"' as usize] = true;
-    table[b'\\' as usize] = true;
-    table
-};
 
 impl<'a> Parser<'a> {
     fn peek(&self) -> Option<u8> {
@@ -193,10 +181,7 @@ impl<'a> Parser<'a> {
         let mut run_start = self.pos;
         let mut unescaped: Option<String> = None;
         loop {
-            let mut i = self.pos;
-            while i < self.bytes.len() && !STRING_SPECIAL[self.bytes[i] as usize] {
-                i += 1;
-            }
+            let i = skip_plain(self.bytes, self.pos);
             self.pos = i;
             match self.peek() {
                 None => return Err(Error::canonical_at("unterminated string", open_quote)),

@@ -4,6 +4,7 @@
 use std::cmp::Ordering;
 
 use super::number::write_number;
+use super::scan::skip_plain;
 use super::value::Value;
 use super::MAX_DEPTH;
 use crate::error::{Error, Result};
@@ -130,24 +131,6 @@ pub fn compare_keys_utf16(a: &str, b: &str) -> Ordering {
     }
 }
 
-/// What a byte becomes inside a canonical string: 0 = itself, `u` = `\u00xx`, else `\` + it.
-static ESCAPES: [u8; 256] = {
-    let mut table = [0u8; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        table[i] = b'u';
-        i += 1;
-    }
-    table[0x08] = b'b';
-    table[0x09] = b't';
-    table[0x0A] = b'n';
-    table[0x0C] = b'f';
-    table[0x0D] = b'r';
-    table[b'"' as usize] = b'"';
-    table[b'\\' as usize] = b'\\';
-    table
-};
-
 /// Append `s` as a canonical JSON string: `"` and `\` escaped, control characters below
 /// U+0020 as `\b \t \n \f \r` or `\u00xx` (lowercase hex), everything else (U+007F,
 /// U+2028, non-ASCII) as literal UTF-8.
@@ -157,23 +140,26 @@ pub fn write_string(s: &str, out: &mut Vec<u8>) {
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut start = 0;
-    for (i, &byte) in bytes.iter().enumerate() {
-        let escape = ESCAPES[byte as usize];
-        if escape == 0 {
-            continue;
-        }
+    loop {
+        let i = skip_plain(bytes, start);
         out.extend_from_slice(&bytes[start..i]);
-        if escape == b'u' {
-            out.extend_from_slice(b"\\u00");
-            out.push(HEX[(byte >> 4) as usize]);
-            out.push(HEX[(byte & 0xF) as usize]);
-        } else {
-            out.push(b'\\');
-            out.push(escape);
+        let Some(&byte) = bytes.get(i) else { break };
+        match byte {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x09 => out.extend_from_slice(b"\\t"),
+            0x0A => out.extend_from_slice(b"\\n"),
+            0x0C => out.extend_from_slice(b"\\f"),
+            0x0D => out.extend_from_slice(b"\\r"),
+            _ => {
+                out.extend_from_slice(b"\\u00");
+                out.push(HEX[usize::from(byte >> 4)]);
+                out.push(HEX[usize::from(byte & 0xF)]);
+            }
         }
         start = i + 1;
     }
-    out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
 
