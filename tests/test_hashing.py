@@ -89,6 +89,19 @@ def test_domain_hash_separates_domains_and_is_not_the_content_hash() -> None:
     assert domain_hash("", data) == blake3_oracle(data, "agentledger/v1/")
 
 
+def test_domain_hash_vectors_of_the_format_docs() -> None:
+    # docs/HASHING.md lists these; a change here is a format change.
+    assert domain_hash("entry", b'{"a":1}').hex() == (
+        "77337381accb08edaa06eb3de44503206a764dc92e470ad42f0519869936d1c5"
+    )
+    assert domain_hash("evidence", b"").hex() == (
+        "4a16ce09785d8d597fd384facc28d4ab99cbbfdbc645c7c34dd2474b8097492c"
+    )
+    assert blake3_hex(b"abc") == (
+        "blake3:6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85"
+    )
+
+
 # ---- SHA-256 ----------------------------------------------------------------------------
 
 

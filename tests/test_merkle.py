@@ -84,6 +84,29 @@ def test_default_hash_is_blake3() -> None:
     assert merkle_root([b"a", b"b"]) == oracle_root("blake3", [b"a", b"b"])
 
 
+def test_blake3_tree_vectors_of_the_format_docs() -> None:
+    # docs/HASHING.md lists these; a change here is a format change.
+    abc = [b"a", b"b", b"c"]
+    assert merkle_root([]).hex() == (
+        "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"
+    )
+    assert merkle_root([b"a"]).hex() == (
+        "1ff621ee3430890e869728995a6cee4f2b0b61271bfc19b0092b06d778750ae8"
+    )
+    assert merkle_root(abc).hex() == (
+        "6c62dd52a0971b7d00a7cead004e0c3f3c0766e3f5359a0f8297768d2b02d03c"
+    )
+    assert [node.hex() for node in inclusion_proof(abc, 2)] == [
+        "6564e87d8619ea09c801c567c641d47fe817ae3b2cf80685cde2eb6557247eca"
+    ]
+    assert [node.hex() for node in consistency_proof(abc, 2)] == [
+        "732874dc36c7e6c2cb61920dc5740c9bd14b0495c6933217631c0191559e3fa1"
+    ]
+    assert merkle_root(abc, hash="sha256").hex() == (
+        "36642e73c2540ab121e3a6bf9545b0a24982cd830eb13d3cd19de3ce6c021ec1"
+    )
+
+
 CONSISTENCY_PROBES = probes("consistency")
 
 
