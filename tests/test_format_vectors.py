@@ -53,11 +53,11 @@ def d(domain: str, data: bytes) -> str:
 
 
 def test_vectors_file_matches_the_code() -> None:
-    assert json.loads(VECTORS.read_text()) == generate()
+    assert json.loads(VECTORS.read_text(encoding="utf-8")) == generate()
 
 
 def test_vectors_recompute_independently_with_the_blake3_package() -> None:
-    vectors = json.loads(VECTORS.read_text())
+    vectors = json.loads(VECTORS.read_text(encoding="utf-8"))
     genesis = json.dumps({"ledger": LEDGER_ID, "run": RUN_ID}, separators=(",", ":")).encode()
     assert vectors["genesis_prev"] == d("run-genesis", genesis)
     hashes = sorted("blake3:" + blake3.blake3(p.encode()).hexdigest() for p in vectors["pages"])
@@ -73,4 +73,6 @@ def test_vectors_recompute_independently_with_the_blake3_package() -> None:
 
 
 if __name__ == "__main__" and "--write" in sys.argv:
-    VECTORS.write_text(json.dumps(generate(), indent=2, ensure_ascii=False) + "\n")
+    VECTORS.write_text(
+        json.dumps(generate(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
