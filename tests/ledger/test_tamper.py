@@ -101,8 +101,10 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "entries.seq (reorder)": (
         lambda p: sql(
             p,
-            "UPDATE entries SET seq = CASE seq WHEN 1 THEN 2 ELSE 1 END "
-            "WHERE run_id='beta' AND seq IN (1, 2)",
+            # Swapped through a free seq: the (run_id, seq) key is checked row by row.
+            "BEGIN; UPDATE entries SET seq = -1 WHERE run_id='beta' AND seq = 1; "
+            "UPDATE entries SET seq = 1 WHERE run_id='beta' AND seq = 2; "
+            "UPDATE entries SET seq = 2 WHERE run_id='beta' AND seq = -1; COMMIT",
         ),
         "entry.seq",
     ),

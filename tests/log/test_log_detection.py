@@ -51,7 +51,7 @@ TAMPERINGS = {
     "last entry of a run": (_delete_last_entry_of_a_run, "log.leaf"),
     "last entry of the workspace": (_delete_last_entry_of_the_workspace, "log.size"),
     "a whole run": (_delete_a_whole_run, "log.leaf"),
-    "the tail of every run": (_truncate_every_run, "log.leaf"),
+    "the tail of every run": (_truncate_every_run, "log.size"),
 }
 
 
