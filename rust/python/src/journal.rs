@@ -54,29 +54,41 @@ fn encode_entries<'py>(
 type FindingTuple = (String, Option<i64>, String, String, String);
 type RunTuple = (String, u64, u64, u64, i64, Vec<u8>);
 type BatchTuple = (Vec<FindingTuple>, Vec<RunTuple>, Vec<String>);
+type StoredRowTuple<'py> = (
+    String,
+    i64,
+    String,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+);
 
 /// Verify rows ordered by (run_id, seq): `(run_id, seq, kind, hash, bytes)` tuples.
 /// Returns `(findings, run_summaries, referenced_digests)`; `jobs` = 0 uses every core.
 #[pyfunction]
 #[pyo3(signature = (ledger_id, carry, rows, jobs = 0))]
-fn verify_entries(
-    py: Python<'_>,
+fn verify_entries<'py>(
+    py: Python<'py>,
     ledger_id: &str,
-    carry: Option<(String, i64, Vec<u8>)>,
-    rows: Vec<(String, i64, String, Vec<u8>, Vec<u8>)>,
+    carry: Option<(String, i64, Bound<'py, PyBytes>)>,
+    rows: Vec<StoredRowTuple<'py>>,
     jobs: usize,
 ) -> PyResult<BatchTuple> {
+    // Copy straight out of the bytes objects: a `Vec<u8>` extraction would go int by int.
     let rows: Vec<StoredEntry> = rows
         .into_iter()
         .map(|(run_id, seq, kind, hash, bytes)| StoredEntry {
             run_id,
             seq,
             kind,
-            hash,
-            bytes,
+            hash: hash.as_bytes().to_vec(),
+            bytes: bytes.as_bytes().to_vec(),
         })
         .collect();
-    let carry = carry.map(|(run_id, seq, hash)| Carry { run_id, seq, hash });
+    let carry = carry.map(|(run_id, seq, hash)| Carry {
+        run_id,
+        seq,
+        hash: hash.as_bytes().to_vec(),
+    });
     let ledger_id = ledger_id.to_owned();
     let pool = pool(jobs)?;
     let report = py.allow_threads(move || {
@@ -164,17 +176,17 @@ type LogExtendTuple<'py> = (
 fn log_extend<'py>(
     py: Python<'py>,
     size: u64,
-    frontier: Vec<Vec<u8>>,
-    rows: Vec<(i64, String, i64, Vec<u8>)>,
+    frontier: Vec<Bound<'py, PyBytes>>,
+    rows: Vec<(i64, String, i64, Bound<'py, PyBytes>)>,
     jobs: usize,
 ) -> PyResult<LogExtendTuple<'py>> {
     let frontier = frontier
         .into_iter()
         .map(|node| {
-            Hash::try_from(node.as_slice()).map_err(|_| {
+            Hash::try_from(node.as_bytes()).map_err(|_| {
                 to_py(agentledger_core::Error::invalid(format!(
                     "a frontier node has 32 bytes, got {}",
-                    node.len()
+                    node.as_bytes().len()
                 )))
             })
         })
@@ -186,7 +198,7 @@ fn log_extend<'py>(
             leaf,
             run_id,
             seq,
-            hash,
+            hash: hash.as_bytes().to_vec(),
         })
         .collect();
     let pool = pool(jobs)?;
