@@ -141,7 +141,8 @@ def _cross_check(
             )
             continue
         kind, digest, raw = at[0]
-        _compare(run_id, seq, kind, digest, raw, found, diverged, keyed)
+        assert isinstance(digest, bytes) and isinstance(raw, bytes)
+        _compare(run_id, seq, str(kind), digest, raw, found, diverged, keyed)
 
 
 def _compare(
