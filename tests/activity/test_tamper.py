@@ -167,6 +167,16 @@ TAMPERS: dict[str, tuple[Edit, str]] = {
         lambda p: sql(p, "DELETE FROM audit_log WHERE pos = (SELECT max(pos) FROM audit_log)"),
         "audit.missing",
     ),
+    "mirror record moved to another step": (
+        lambda p: sql(p, "UPDATE audit_log SET seq = seq + 100 WHERE pos = 0"),
+        "audit.record",
+    ),
+    "data stage relabelled to skip its receipt (every hash recomputed)": (
+        lambda p: rewrite_and_rechain(
+            p, entry_body(p, "data")[0], lambda body: body.update(kind="coding")
+        ),
+        "audit.entry",
+    ),
     "evidence swapped (every hash recomputed)": (
         swap_evidence_recomputing_everything,
         "audit.entry",

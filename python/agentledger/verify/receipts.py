@@ -22,9 +22,12 @@ from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
 
 SIGNATURE_BATCH = 8_192
+# A byte search picks the candidates (canonical JSON writes the body's kind exactly so);
+# each candidate's body is then parsed and checked exactly, so a false positive costs a parse.
 _SIGNED = (
     "SELECT run_id, seq, bytes FROM entries WHERE kind = 'activity.result' {where} "
-    "AND json_extract(CAST(bytes AS TEXT), '$.body.kind') IN ('data', 'ops') ORDER BY run_id, seq"
+    'AND (instr(bytes, CAST(\'"kind":"data"\' AS BLOB)) > 0 '
+    'OR instr(bytes, CAST(\'"kind":"ops"\' AS BLOB)) > 0) ORDER BY run_id, seq'
 )
 ALL_SIGNED = _SIGNED.format(where="")
 RUN_SIGNED = _SIGNED.format(where="AND run_id = ?")
