@@ -206,3 +206,32 @@ def test_result_documents_with_unknown_fields_are_refused() -> None:
         ActivityResult.from_json(doc)
     assert caught.value.code == "invalid-result"
     assert ActivityResult.from_json(research_result().to_json()) == research_result()
+
+
+def test_concurrent_stages_with_the_same_evidence_record_exactly_one(ledger_path: Path) -> None:
+    import multiprocessing
+
+    from .workers import race_same_evidence
+
+    Ledger.open(ledger_path).close()
+    context = multiprocessing.get_context("spawn")
+    contenders = 4
+    barrier = context.Barrier(contenders)
+    results = context.Queue()
+    processes = [
+        context.Process(
+            target=race_same_evidence, args=(str(ledger_path), f"s{i}", barrier, results)
+        )
+        for i in range(contenders)
+    ]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+        assert process.exitcode == 0
+    outcomes = sorted(results.get(timeout=10) for _ in range(contenders))
+    assert outcomes == ["recorded"] + ["redundant-evidence"] * (contenders - 1)
+    with Ledger.open(ledger_path) as ledger:
+        kinds = [e.kind for e in ledger.run("r").entries()]
+        assert kinds == ["activity.result"] + ["activity.refused"] * (contenders - 1)
+        assert ledger.verify().code == 0
