@@ -141,13 +141,15 @@ def stages_tree(stages: list[dict[str, Any]]) -> Tree:
             )
         )  # fmt: skip
         evidence = stage["evidence"]
+        held = (
+            "not pinned (refused)"
+            if stage["refusal"]
+            else f"{evidence['observations']} obs, "
+            f"{evidence['present']}/{evidence['observations']} blobs"
+        )
         node.add(
-            Text.assemble(
-                "evidence ", (short(stage["evidence_set_hash"]), "magenta"),
-                f"  {evidence['observations']} obs, "
-                f"{evidence['present']}/{evidence['observations']} blobs",
-            )
-        )  # fmt: skip
+            Text.assemble("evidence ", (short(stage["evidence_set_hash"]), "magenta"), "  ", held)
+        )
         if stage["receipt"] is not None:
             status = stage["receipt"]
             style = RECEIPT_STYLE.get(status, "bold red")
