@@ -137,3 +137,38 @@ def test_entries_appended_outside_the_boundary_need_no_mirror(ledger: Ledger) ->
     report = ledger.verify()
     assert report.code == 0, report.to_json()
     assert report.audit_records == 0
+
+
+def test_an_empty_mirror_reads_no_audit_key(ledger: Ledger, cli: object, tmp_path: Path) -> None:
+    # --audit-key may be meant for an imported workdir's chain: with no native record,
+    # this check does not touch it (not even to refuse its mode).
+    ledger.run("raw").append("step", {"n": 1})
+    foreign = tmp_path / "bernstein-audit.key"
+    foreign.write_bytes(b"0" * 64)
+    foreign.chmod(0o444)
+    result = cli("verify", "--audit-key", str(foreign), "--json")  # type: ignore[operator]
+    assert result.code == 0, result.out
+
+
+def test_a_key_that_does_not_authenticate_the_mirror(
+    ledger_path: Path, tmp_path: Path, cli: object
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        record_every_modality(ledger)
+    wrong = tmp_path / "wrong.key"
+    wrong.write_bytes(b"1" * 64)
+    wrong.chmod(0o600)
+    # The install's own key still authenticates it: clean, and the report says which key.
+    here = cli("verify", "--audit-key", str(wrong), "--json")  # type: ignore[operator]
+    assert here.code == 0
+    assert any("does not authenticate" in note for note in here.json()["notes"])
+    # Elsewhere, with only the wrong key, every MAC fails.
+    public = Ledger.open(ledger_path).keys.install_public_key()
+    assert public is not None
+    elsewhere = cli(  # type: ignore[operator]
+        "--home", str(tmp_path / "elsewhere"), "verify", "--audit-key", str(wrong),
+        "--trust", public, "--json",
+    )  # fmt: skip
+    assert elsewhere.code == 2
+    checks = {d["check"] for run in elsewhere.json()["failures"] for d in run["divergences"]}
+    assert checks == {"audit.mac"}

@@ -35,10 +35,35 @@ MIRRORED_FIELDS = ("stage_id", "kind", "terminal_state", "reason_code", "artifac
 
 
 def _audit_key(ctx: VerifyContext) -> bytes | None:
+    """The master key of the native mirror: ``--audit-key``, else the install's own.
+
+    No key is read when the mirror is empty: ``--audit-key`` may then be meant for an
+    imported workdir's audit chain (bernstein), which this check does not read. When both
+    keys exist, the one that authenticates record 0 is used (``--audit-key`` may name
+    bernstein's master key in a ledger that holds both kinds of runs).
+    """
+    first = ctx.conn.execute("SELECT record, mac FROM audit_log WHERE pos = 0").fetchall()
+    if not first and not ctx.conn.execute("SELECT 1 FROM audit_log LIMIT 1").fetchall():
+        return None
+    candidates = []
     if ctx.options.audit_key_file is not None:
-        return read_audit_key(ctx.options.audit_key_file)
-    keys = ctx.ledger.keys
-    return keys.audit_key() if keys.has_audit_key() else None
+        candidates.append(read_audit_key(ctx.options.audit_key_file))
+    if ctx.ledger.keys.has_audit_key():
+        candidates.append(ctx.ledger.keys.audit_key())
+    if not candidates:
+        return None
+    if first:
+        record, mac = first[0]
+        assert isinstance(record, bytes) and isinstance(mac, bytes)
+        for master in candidates:
+            if record_mac(mac_key(master), GENESIS_MAC, record) == mac:
+                if master is not candidates[0]:
+                    ctx.report.notes.append(
+                        "audit mirror: --audit-key does not authenticate it; checked with "
+                        f"the install's audit key ({ctx.ledger.keys.audit_key_path})"
+                    )
+                return master
+    return candidates[0]
 
 
 def check_audit(ctx: VerifyContext) -> None:
