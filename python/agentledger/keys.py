@@ -8,6 +8,7 @@ verifies it, so trust comes from files the ledger cannot rewrite. The key folder
 - ``audit.key``: the audit mirror's master key (at least 32 bytes; created as 64 hex
   characters, used as the bytes of the file, whitespace stripped).
 - ``trusted.keys``: one ``ed25519:<64 hex>`` per line (``#`` comments), signers to trust.
+  A ``--trust`` file may also hold one Ed25519 SPKI PEM (bernstein's signer format).
 
 Secret key files are created with mode 0600 by commands that write, never by verify; a
 secret key file that group or others can read, or that another user owns, is refused.
@@ -15,6 +16,7 @@ secret key file that group or others can read, or that another user owns, is ref
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import os
 import re
@@ -205,8 +207,11 @@ def read_trust_file(path: Path) -> list[str]:
         raise NotFound(f"no trust file at {path}") from None
     if info.st_uid != os.geteuid() or info.st_mode & 0o022:
         raise KeyFileError(f"{path}: a trust file must be ours and writable only by us")
+    text = Path(path).read_text("utf-8")
+    if PEM_BEGIN in text:
+        return [public_key_text(_spki_ed25519(text, path))]
     keys = []
-    for number, line in enumerate(Path(path).read_text("utf-8").splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         text = line.split("#", 1)[0].strip()
         if not text:
             continue
@@ -215,6 +220,23 @@ def read_trust_file(path: Path) -> list[str]:
         except InvalidInput:
             raise KeyFileError(f"{path}:{number}: not a public key (ed25519:<64 hex>)") from None
     return keys
+
+
+PEM_BEGIN = "-----BEGIN PUBLIC KEY-----"
+PEM_END = "-----END PUBLIC KEY-----"
+ED25519_SPKI_PREFIX = bytes.fromhex("302a300506032b6570032100")
+
+
+def _spki_ed25519(text: str, path: Path) -> bytes:
+    """The raw key of an Ed25519 SPKI PEM (how bernstein writes signer keys)."""
+    try:
+        body = text.split(PEM_BEGIN, 1)[1].split(PEM_END, 1)[0]
+        der = base64.b64decode("".join(body.split()), validate=True)
+    except (IndexError, ValueError):
+        der = b""
+    if len(der) != 44 or not der.startswith(ED25519_SPKI_PREFIX):
+        raise KeyFileError(f"{path}: not an Ed25519 public key (SPKI PEM)")
+    return der[len(ED25519_SPKI_PREFIX) :]
 
 
 def resolve_trust(values: Iterable[str], store: KeyStore) -> set[str]:

@@ -125,3 +125,22 @@ def test_keys_are_never_stored_in_the_ledger(ledger_path: Path, key_home: Path) 
         secret = (key_home / name).read_bytes().strip()
         assert secret not in stored
         assert bytes.fromhex(secret.decode()) not in stored
+
+
+def test_trust_accepts_an_ed25519_spki_pem_file(ledger: Ledger, cli: Any, tmp_path: Path) -> None:
+    import base64
+
+    record_every_modality(ledger)
+    public = ledger.keys.install_public_key()
+    assert public is not None
+    der = bytes.fromhex("302a300506032b6570032100") + parse_public_key(public)
+    pem = tmp_path / "signer.pem"
+    pem.write_text(
+        "-----BEGIN PUBLIC KEY-----\n" + base64.b64encode(der).decode() + "\n"
+        "-----END PUBLIC KEY-----\n"
+    )
+    elsewhere = ["--home", str(tmp_path / "elsewhere")]
+    assert cli(*elsewhere, "activity", "verify", "run-1").code == 2
+    assert cli(*elsewhere, "activity", "verify", "run-1", "--trust", str(pem)).code == 0
+    pem.write_text("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
+    assert cli(*elsewhere, "activity", "verify", "run-1", "--trust", str(pem)).code == 65

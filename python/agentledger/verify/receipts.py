@@ -58,10 +58,12 @@ def _blob(ctx: VerifyContext, digest: str) -> bytes | None:
 
 def check_receipts(ctx: VerifyContext) -> None:
     """Reattach and re-verify every data/ops receipt of the selected runs."""
-    trusted = resolve_trust(ctx.options.trust, ctx.ledger.keys)
+    trusted: set[str] | None = None  # resolved at the first receipt: none, no key read
     pending: list[_Pending] = []
     untrusted: set[str] = set()
     for run_id, seq, raw in _rows(ctx):
+        if trusted is None:
+            trusted = resolve_trust(ctx.options.trust, ctx.ledger.keys)
         pending.extend(_check_one(ctx, run_id, seq, raw, trusted, untrusted))
         if len(pending) >= SIGNATURE_BATCH:
             _flush(ctx, pending)
