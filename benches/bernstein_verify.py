@@ -4,8 +4,8 @@ verifier of bernstein's semantics, side by side in one run.
     python benches/bernstein_verify.py [--runs N] [--rows M] [--jobs J] [--json]
 
 A workdir of N runs x M rows is generated in bernstein's format (a third of the rows
-``activity.result``: research pages, browser snapshots, and one in ten data/ops stages
-with a signed receipt), with its HMAC audit chain. Then:
+``activity.result``: research pages, browser snapshots, and data/ops stages
+with a signed receipt in 3% of them), with its HMAC audit chain. Then:
 
 (a) ``import bernstein`` into a fresh ledger (timed);
 (b) the baseline: bernstein's ``activity verify`` semantics, one run after the other,
@@ -45,21 +45,30 @@ def generate(root: Path, runs: int, rows: int) -> None:
     writer = WorkdirWriter(root, audit_master=AUDIT_MASTER)
     for n in range(runs):
         run = writer.run(f"run-{n:06d}")
-        run.record("run_started", goal=f"goal {n} \u2014 caf\u00e9", plan_hash="sha256:" + "ab" * 32)
+        run.record(
+            "run_started", goal=f"goal {n} \u2014 caf\u00e9", plan_hash="sha256:" + "ab" * 32
+        )
         for i in range(1, rows - 1):
             if i % 3 != 2:
-                run.record("tool_call", n=i, tool="edit", path=f"src/f{i % 17}.py", cost=rng.random())
+                run.record(
+                    "tool_call", n=i, tool="edit", path=f"src/f{i % 17}.py", cost=rng.random()
+                )
                 continue
             stage = f"stage-{i}"
             choice = rng.random()
-            if choice < 0.1:
+            if choice < 0.03:
                 inputs = [(f"in/{n}/{i}", rng.randbytes(64))]
                 outputs = [(f"out/{n}/{i}", rng.randbytes(64))]
                 receipt = sign_receipt("data", inputs, outputs, ["load", "join"], SIGNING_SEED)
-                observations = [("input", r, d) for r, d in inputs] + [("output", r, d) for r, d in outputs]
+                observations = [("input", r, d) for r, d in inputs] + [
+                    ("output", r, d) for r, d in outputs
+                ]
                 run.activity(stage, "data", receipt, observations, store_artifact=True)
-            elif choice < 0.55:
-                pages = [("page", f"https://example.org/{n}/{i}/{j}", rng.randbytes(600)) for j in range(2)]
+            elif choice < 0.5:
+                pages = [
+                    ("page", f"https://example.org/{n}/{i}/{j}", rng.randbytes(600))
+                    for j in range(2)
+                ]
                 run.activity(stage, "research", {"query": f"q{i}", "claims": []}, pages)
             else:
                 shots = [
@@ -116,7 +125,12 @@ def _chain_ok(rows: list[dict[str, Any]]) -> bool:
         payload = {k: v for k, v in row.items() if k not in ENVELOPE}
         payload["event"] = event_type
         payload_hash = hashlib.sha256(_canon(payload)).hexdigest()
-        preimage = {"prev_hash": prev, "event_type": event_type, "payload_hash": payload_hash, "index": index}
+        preimage = {
+            "prev_hash": prev,
+            "event_type": event_type,
+            "payload_hash": payload_hash,
+            "index": index,
+        }
         expected = hashlib.sha256(_canon(preimage)).hexdigest()
         if str(row.get("prev_hash", "")) != prev or str(row.get("event_hash", "")) != expected:
             return False
@@ -132,8 +146,8 @@ def _read_cas(cas: Path, digest: str) -> bytes | None:
 
 
 def _receipt_ok(receipt: dict[str, Any], cas: Path) -> bool:
-    from cryptography.exceptions import InvalidSignature
-    from cryptography.hazmat.primitives.serialization import load_pem_public_key
+    from nacl.exceptions import BadSignatureError
+    from nacl.signing import VerifyKey
 
     inputs, outputs = receipt.get("inputs", []), receipt.get("outputs", [])
     plan = receipt.get("plan", {})
@@ -141,13 +155,15 @@ def _receipt_ok(receipt: dict[str, Any], cas: Path) -> bool:
     projection = {"input_hashes": hashes, "steps": [str(s) for s in plan.get("steps", [])]}
     if _ch(_acanon(projection)) != plan.get("plan_hash"):
         return False
-    key = load_pem_public_key(str(receipt["signer_public_key_pem"]).encode())
+    pem_lines = str(receipt["signer_public_key_pem"]).strip().splitlines()
+    der = base64.b64decode("".join(pem_lines[1:-1]))
+    key = VerifyKey(der[12:])
     for artifact in inputs + outputs:
         message = _acanon({k: str(artifact[k]) for k in ("role", "ref", "content_hash")})
         signature = str(artifact["signature"])
         try:
-            key.verify(base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4)), message)  # type: ignore[union-attr]
-        except (InvalidSignature, binascii.Error):
+            key.verify(message, base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4)))
+        except (BadSignatureError, binascii.Error, ValueError):
             return False
     for artifact in inputs + outputs:
         data = _read_cas(cas, str(artifact["content_hash"]))
@@ -181,7 +197,9 @@ def baseline_verify_run(workdir: Path, run_id: str) -> int:
                     ok = False
             if row.get("kind") in ("data", "ops"):
                 blob = _read_cas(cas, str(row.get("artifact_hash", "")))
-                if blob is not None and (_ch(blob) != row["artifact_hash"] or not _receipt_ok(json.loads(blob), cas)):
+                if blob is not None and (
+                    _ch(blob) != row["artifact_hash"] or not _receipt_ok(json.loads(blob), cas)
+                ):
                     ok = False
     return 0 if ok else 2
 
@@ -190,7 +208,9 @@ def baseline_verify_run(workdir: Path, run_id: str) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--rows", type=int, default=100)
     parser.add_argument("--jobs", type=int, default=0)
@@ -203,6 +223,7 @@ def main() -> None:
         generated = time.perf_counter() - started
         key_file = Path(tmp) / "audit.key"
         key_file.write_bytes(AUDIT_MASTER)
+        key_file.chmod(0o600)
         run_ids = sorted(os.listdir(workdir / ".sdd" / "runs"))
 
         with Ledger.open(Path(tmp) / "ledger.db") as ledger:
@@ -246,12 +267,16 @@ def main() -> None:
     if args.json:
         print(json.dumps(result, indent=2))
     else:
-        print(f"{args.runs:,} runs x {args.rows} rows ({rows:,} rows, {summary.files_added:,} files)")
+        print(
+            f"{args.runs:,} runs x {args.rows} rows ({rows:,} rows, {summary.files_added:,} files)"
+        )
         print(f"  import                {import_s:8.3f} s  ({rows / import_s:,.0f} rows/s)")
         print(f"  baseline (Python)     {baseline_s:8.3f} s")
         print(f"  verify --compat       {compat_s:8.3f} s  -> {baseline_s / compat_s:5.1f}x faster")
         print(f"  verify (strict)       {strict_s:8.3f} s  -> {baseline_s / strict_s:5.1f}x faster")
-        print(f"  verdicts agree on every run: {not disagreements}; strict exit {strict_report.code}")
+        print(
+            f"  verdicts agree on every run: {not disagreements}; strict exit {strict_report.code}"
+        )
     if disagreements:
         sys.exit(f"verdicts differ for {len(disagreements)} run(s), e.g. {disagreements[:3]}")
 

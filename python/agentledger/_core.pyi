@@ -178,6 +178,7 @@ class BernsteinJournal(TypedDict):
     head: str
     count: int
     physical_lines: int
+    file_sha256: str
     discarded_lines: list[int]
     row_findings: list[tuple[int, int, str, str, str]]
     row_finding_count: int

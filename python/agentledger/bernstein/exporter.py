@@ -63,7 +63,8 @@ def export_workdir(
         ).fetchall()
         summary = ExportSummary(str(out), selected)
         out.mkdir(parents=True, exist_ok=True)
-        for path, kind, digest in rows:
+        for raw_path, kind, digest in rows:
+            path = str(raw_path)
             if not _safe(path):
                 raise LedgerError(f"refusing to export unsafe path {path!r}", code="unsafe-path")
             parts = path.split("/")

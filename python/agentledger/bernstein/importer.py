@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -130,7 +130,9 @@ def scan_workdir(root: Path, runs: set[str] | None, summary: ImportSummary) -> _
     if sdd.is_symlink():
         raise InvalidInput(f"{sdd}: is a symlink; refused", code="bernstein-symlink")
     if not sdd.is_dir():
-        raise InvalidInput(f"{root}: not a bernstein workdir (no .sdd folder)", code="not-a-workdir")
+        raise InvalidInput(
+            f"{root}: not a bernstein workdir (no .sdd folder)", code="not-a-workdir"
+        )
     scan = _Scan()
     for top in TOP_DIRS:
         base = root / top
@@ -155,7 +157,12 @@ def scan_workdir(root: Path, runs: set[str] | None, summary: ImportSummary) -> _
                 rel = f"{rel_dir}/{name}"
                 full = here / name
                 if not _utf8_name(rel):
-                    summary.refused.append((rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), "name is not UTF-8"))
+                    summary.refused.append(
+                        (
+                            rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
+                            "name is not UTF-8",
+                        )
+                    )
                 elif full.is_symlink():
                     summary.refused.append((rel, "symlink"))
                 elif not full.is_file():
@@ -175,7 +182,9 @@ def _admit_dir(
     summary: ImportSummary,
 ) -> bool:
     if not _utf8_name(rel):
-        summary.refused.append((rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), "name is not UTF-8"))
+        summary.refused.append(
+            (rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), "name is not UTF-8")
+        )
         return False
     if full.is_symlink():
         summary.refused.append((rel, "symlink"))
@@ -241,7 +250,10 @@ def import_workdir(
                 if ledger.has_run(run_id) and run_id not in imported_runs:
                     summary.refused.append((item.rel, "a native run already has this id"))
                     continue
-                new_journals[run_id] = (item.rel, data if data is not None else ledger.blobs.get(digest))
+                new_journals[run_id] = (
+                    item.rel,
+                    data if data is not None else ledger.blobs.get(digest),
+                )
             added.append((item.rel, item.kind, digest))
             summary.files_added += 1
             summary.bytes_added += item.path.stat().st_size
@@ -278,7 +290,9 @@ def _record(
         [(path, kind, digest, import_id) for path, kind, digest in added],
     )
     reports = _core.bernstein_verify_journals([data for _, data in journals.values()])
-    for (run_id, (rel, data)), report in zip(sorted(journals.items()), _reorder(journals, reports), strict=True):
+    for (run_id, (rel, data)), report in zip(
+        sorted(journals.items()), _reorder(journals, reports), strict=True
+    ):
         run = ledger.run(run_id)
         conn.execute(
             "INSERT INTO bernstein_runs (run_id, path, import_id) VALUES (?, ?, ?)",
@@ -318,8 +332,8 @@ def _record(
 
 
 def _reorder(
-    journals: dict[str, tuple[str, bytes]], reports: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+    journals: dict[str, tuple[str, bytes]], reports: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
     by_run = dict(zip(journals, reports, strict=True))
     return [by_run[run_id] for run_id in sorted(journals)]
 

@@ -17,9 +17,7 @@ from agentledger.bernstein.format import acanon, cas_path, content_hash
 Reader = Callable[[str], bytes | None]
 """Bytes of a content hash from the store (``None``: missing)."""
 
-ACTION_KINDS = frozenset(
-    "navigate click type scroll key select submit wait screenshot".split()
-)
+ACTION_KINDS = frozenset("navigate click type scroll key select submit wait screenshot".split())
 CHECK_KINDS = frozenset({"dom_contains", "dom_not_contains", "screenshot_hash_equals"})
 ASCII_WS = re.compile(rb"[ \t\n\r\x0b\x0c]+")
 SPKI_ED25519_PREFIX = bytes.fromhex("302a300506032b6570032100")
@@ -50,7 +48,12 @@ def verify_research_report(report: object, read: Reader) -> tuple[bool, str, lis
     """``(ok, reason, claim_verdicts)`` for a parsed research report."""
     claims = [c for c in _list(_dict(report).get("claims")) if isinstance(c, dict)]
     if not claims:
-        verdict = {"claim_id": "", "ok": False, "citations_checked": 0, "reason": "report holds no claims"}
+        verdict = {
+            "claim_id": "",
+            "ok": False,
+            "citations_checked": 0,
+            "reason": "report holds no claims",
+        }
         return False, "research report holds no claims", [verdict]
     verdicts: list[dict[str, Any]] = []
     for claim in claims:
@@ -110,11 +113,18 @@ def _parse_flow(report: object) -> tuple[str, list[dict[str, Any]], list[dict[st
     for raw in _list(doc.get("steps")):
         if not isinstance(raw, dict):
             continue
-        step = {
+        step: dict[str, Any] = {
             key: str(raw.get(key, ""))
             for key in (
-                "action_kind", "action_target", "action_value_digest", "screenshot_content_hash",
-                "dom_content_hash", "dom_digest", "observation_hash", "prev_anchor", "anchor",
+                "action_kind",
+                "action_target",
+                "action_value_digest",
+                "screenshot_content_hash",
+                "dom_content_hash",
+                "dom_digest",
+                "observation_hash",
+                "prev_anchor",
+                "anchor",
             )
         }
         step["index"] = int(raw.get("index", -1))
@@ -173,9 +183,16 @@ def verify_browser_report(report: object, read: Reader) -> BrowserVerdict:
                 found = norm(check["operand"].encode("utf-8", "surrogatepass")) in norm(dom)
                 result = found if check["kind"] == "dom_contains" else not found
             if result != check["passed"]:
-                reason = f"check {check['check_id']!r} recomputes {result}, recorded {check['passed']}"
+                reason = (
+                    f"check {check['check_id']!r} recomputes {result}, recorded {check['passed']}"
+                )
         verdict.checks.append(
-            {"check_id": check["check_id"], "ok": not reason, "passed": check["passed"], "reason": reason}
+            {
+                "check_id": check["check_id"],
+                "ok": not reason,
+                "passed": check["passed"],
+                "reason": reason,
+            }
         )
         if reason:
             checks_ok = False
@@ -185,7 +202,9 @@ def verify_browser_report(report: object, read: Reader) -> BrowserVerdict:
     return verdict
 
 
-def _replay_step(n: int, step: dict[str, Any], prev: str, read: Reader, doms: dict[int, bytes]) -> str:
+def _replay_step(
+    n: int, step: dict[str, Any], prev: str, read: Reader, doms: dict[int, bytes]
+) -> str:
     if step["prev_anchor"] != prev:
         return f"step {n}: broken chain link"
     blobs: dict[str, bytes] = {}

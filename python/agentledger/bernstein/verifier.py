@@ -13,13 +13,13 @@ what bernstein lets through (see ``STRICT_CHECKS``) and answers 2 for them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentledger import _core
 from agentledger.bernstein.audit_chain import ActivityRecord, AuditChain
-from agentledger.bernstein.format import HEX64, artifact_hex, cas_path
+from agentledger.bernstein.format import HEX64, artifact_hex
 from agentledger.bernstein.reports import (
     ReceiptVerdict,
     store_reader,
@@ -104,6 +104,8 @@ class RunResult:
     stages: list[StageVerdict] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     limits: list[str] = field(default_factory=list)
+    referenced: set[str] = field(default_factory=set)
+    """Content hashes whose stored digest was trusted for reattachment (to re-hash)."""
 
     @property
     def activities(self) -> int:
@@ -151,8 +153,7 @@ def verify_runs(
     results = [RunResult(run_id) for run_id in run_ids]
     journals: list[bytes] = []
     present: list[RunResult] = []
-    for result in results:
-        data = workdir.journal(result.run_id)
+    for result, data in zip(results, workdir.journals([r.run_id for r in results]), strict=True):
         if data is None:
             result.reason = f"no run journal for {result.run_id!r}"
             continue
@@ -170,14 +171,21 @@ def verify_runs(
             for problem in audit.problems:
                 if problem.run_id == result.run_id:
                     where = f"{problem.segment} line {problem.line}"
-                    _strict(result, None, "bernstein.audit.chain", where, "a verifying record", problem.reason)
+                    _strict(
+                        result,
+                        None,
+                        "bernstein.audit.chain",
+                        where,
+                        "a verifying record",
+                        problem.reason,
+                    )
         _state_limits(result, report, audit)
     return results
 
 
 def _verify_run(
     result: RunResult,
-    report: dict[str, Any],
+    report: Mapping[str, Any],
     workdir: Workdir,
     has_store: bool,
     read: Any,
@@ -191,7 +199,15 @@ def _verify_run(
         result.crash = str(report["crash"])
         add(Finding(None, "bernstein.crash", "journal", "a verdict", result.crash, True))
     if report["error"] and report["divergent_index"] is None and not report["crash"]:
-        add(Finding(None, "bernstein.chain", "hash_profile", "py-json-v1 or jcs-v2", str(report["profile"])))
+        add(
+            Finding(
+                None,
+                "bernstein.chain",
+                "hash_profile",
+                "py-json-v1 or jcs-v2",
+                str(report["profile"]),
+            )
+        )
     if report["divergent_index"] is not None:
         add(
             Finding(
@@ -203,7 +219,9 @@ def _verify_run(
             )
         )
     for line in discarded:
-        add(Finding(None, "bernstein.line.discarded", f"line {line}", "a JSON object", "unparsable"))
+        add(
+            Finding(None, "bernstein.line.discarded", f"line {line}", "a JSON object", "unparsable")
+        )
     for step, line, name, expected, actual in report["row_findings"]:
         add(Finding(step, f"bernstein.{name}", name, expected, actual, True))
     activities = report["activities"]
@@ -215,14 +233,20 @@ def _verify_run(
         stage = _verify_stage(row, result, workdir, has_store, read, trusted)
         result.stages.append(stage)
         if not stage.ok:
-            add(Finding(stage.step, "bernstein.stage", f"stage {stage.stage_id!r}", "ok", stage.reason))
+            add(
+                Finding(
+                    stage.step, "bernstein.stage", f"stage {stage.stage_id!r}", "ok", stage.reason
+                )
+            )
     result.ok = result.chain_ok and all(stage.ok for stage in result.stages) and not result.crash
     if not result.ok and not result.reason:
         failing = next((s for s in result.stages if not s.ok), None)
         result.reason = failing.reason if failing else "journal Merkle chain diverges"
 
 
-def _strict(result: RunResult, step: int | None, check: str, field_name: str, expected: str, actual: str) -> None:
+def _strict(
+    result: RunResult, step: int | None, check: str, field_name: str, expected: str, actual: str
+) -> None:
     result.findings.append(Finding(step, check, field_name, expected, actual, True))
 
 
@@ -242,12 +266,21 @@ def _verify_stage(
         return stage
     anchored, recomputed = row["evidence_set_hash"], row["recomputed_evidence_set_hash"]
     if anchored != recomputed:
-        stage.reason = f"evidence_set_hash mismatch: anchored {anchored!r}, recomputed {recomputed!r}"
+        stage.reason = (
+            f"evidence_set_hash mismatch: anchored {anchored!r}, recomputed {recomputed!r}"
+        )
         return stage
     observations = row["observations"]
     if not has_store:
         for _kind, ref, digest in observations:
-            _strict(result, step, "bernstein.blob.missing", f"observation {ref!r}", digest, "no .sdd/cas")
+            _strict(
+                result,
+                step,
+                "bernstein.blob.missing",
+                f"observation {ref!r}",
+                digest,
+                "no .sdd/cas",
+            )
     if not result.chain_ok:
         stage.reason = "journal Merkle chain diverges"
         return stage
@@ -260,12 +293,14 @@ def _verify_stage(
             return stage
     if has_store:
         for _kind, ref, digest in observations:
-            path = cas_path(digest)
-            stored = workdir.digest(path) if path is not None else None
+            stored = workdir.stored_digest(digest)
             if stored is None:
                 stage.reason = f"evidence bytes missing from store for {ref!r}"
-                _strict(result, step, "bernstein.blob.missing", f"observation {ref!r}", digest, "absent")
+                _strict(
+                    result, step, "bernstein.blob.missing", f"observation {ref!r}", digest, "absent"
+                )
                 return stage
+            result.referenced.add(digest)
             if stored != digest:
                 stage.reason = f"content hash mismatch reattaching {ref!r}"
                 return stage
@@ -345,11 +380,17 @@ def _check_receipt(
     except ValueError as exc:
         return f"stored receipt is not valid JSON: {type(exc).__name__}"
     verdict: ReceiptVerdict = verify_receipt(receipt, read)
-    if verdict.ok and (verdict.signer_public_key is None or verdict.signer_public_key not in trusted):
+    if verdict.ok and (
+        verdict.signer_public_key is None or verdict.signer_public_key not in trusted
+    ):
         signer = verdict.signer_public_key.hex() if verdict.signer_public_key else "unparsable"
         _strict(
-            result, stage.step, "bernstein.receipt.self_asserted", "signer_public_key_pem",
-            "a trusted key (--trust)", f"ed25519:{signer}",
+            result,
+            stage.step,
+            "bernstein.receipt.self_asserted",
+            "signer_public_key_pem",
+            "a trusted key (--trust)",
+            f"ed25519:{signer}",
         )
     stage.signed_receipt_verified = verdict.ok
     return verdict.reason
@@ -367,7 +408,7 @@ def _audit_by_run(audit: AuditChain | None) -> dict[str, list[ActivityRecord]]:
 
 
 def _cross_check_audit(
-    result: RunResult, report: dict[str, Any], records: list[ActivityRecord]
+    result: RunResult, report: Mapping[str, Any], records: list[ActivityRecord]
 ) -> None:
     by_index: dict[int, ActivityRecord] = {}
     for record in records:
@@ -375,30 +416,49 @@ def _cross_check_audit(
         if isinstance(index, int) and not isinstance(index, bool):
             by_index.setdefault(index, record)
         else:
-            _strict(result, None, "bernstein.audit.mismatch", "journal_index", "an integer", repr(index))
+            _strict(
+                result, None, "bernstein.audit.mismatch", "journal_index", "an integer", repr(index)
+            )
     rows = {int(row["step"]): row for row in report["activities"]}
     for step, row in rows.items():
-        record = by_index.get(step)
-        if record is None:
-            _strict(result, step, "bernstein.audit.missing_record", f"stage {row['stage_id']!r}",
-                    "an audit record", "none")
+        found = by_index.get(step)
+        if found is None:
+            _strict(
+                result,
+                step,
+                "bernstein.audit.missing_record",
+                f"stage {row['stage_id']!r}",
+                "an audit record",
+                "none",
+            )
             continue
         for name in AUDITED_FIELDS:
-            audited = str(record.details.get(name, ""))
+            audited = str(found.details.get(name, ""))
             if audited != row[name]:
                 _strict(result, step, "bernstein.audit.mismatch", name, audited, row[name])
-        audited_hash = str(record.details.get("journal_event_hash", ""))
+        audited_hash = str(found.details.get("journal_event_hash", ""))
         if audited_hash != row["event_hash"]:
-            _strict(result, step, "bernstein.audit.mismatch", "event_hash", audited_hash, row["event_hash"])
+            _strict(
+                result,
+                step,
+                "bernstein.audit.mismatch",
+                "event_hash",
+                audited_hash,
+                row["event_hash"],
+            )
     for index, record in sorted(by_index.items()):
         if index not in rows:
             _strict(
-                result, index, "bernstein.audit.missing_from_journal", f"stage {record.stage_id!r}",
-                f"an activity.result row at step {index}", "none",
+                result,
+                index,
+                "bernstein.audit.missing_from_journal",
+                f"stage {record.stage_id!r}",
+                f"an activity.result row at step {index}",
+                "none",
             )
 
 
-def _state_limits(result: RunResult, report: dict[str, Any], audit: AuditChain | None) -> None:
+def _state_limits(result: RunResult, report: Mapping[str, Any], audit: AuditChain | None) -> None:
     result.limits.append(
         "ts and elapsed_s are outside every hash: an edit to them cannot be detected"
     )

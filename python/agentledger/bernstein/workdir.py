@@ -9,6 +9,7 @@ from __future__ import annotations
 import gzip
 import os
 import posixpath
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -16,6 +17,7 @@ from agentledger.bernstein.format import (
     AUDIT_DIR,
     CAS_DIR,
     RUNS_DIR,
+    cas_path,
     content_hash,
     journal_path,
     valid_run_id,
@@ -44,16 +46,24 @@ class Workdir(Protocol):
         """``sha256:<hex>`` of the file's bytes, ``None`` if there is no such file."""
         ...
 
+    def stored_digest(self, content_hash: str) -> str | None:
+        """``digest`` of the store file bernstein looks up for ``content_hash``."""
+        ...
+
+    def journals(self, run_ids: list[str]) -> list[bytes | None]: ...
+
     def audit_segments(self) -> list[tuple[str, bytes]]:
         """Audit chain files in chain order: archives (decompressed), then day files."""
         ...
 
 
-def _order_segments(names: list[str], read: callable) -> list[tuple[str, bytes]]:  # type: ignore[valid-type]
-    archives = sorted(n for n in names if n.startswith(f"{AUDIT_DIR}/archive/") and n.endswith(".jsonl.gz"))
-    live = sorted(
-        n for n in names if posixpath.dirname(n) == AUDIT_DIR and n.endswith(".jsonl")
+def _order_segments(
+    names: list[str], read: Callable[[str], bytes | None]
+) -> list[tuple[str, bytes]]:
+    archives = sorted(
+        n for n in names if n.startswith(f"{AUDIT_DIR}/archive/") and n.endswith(".jsonl.gz")
     )
+    live = sorted(n for n in names if posixpath.dirname(n) == AUDIT_DIR and n.endswith(".jsonl"))
     segments: list[tuple[str, bytes]] = []
     for name in archives:
         data = read(name)
@@ -101,13 +111,18 @@ class DirectoryWorkdir:
         data = self.read(path)
         return None if data is None else content_hash(data)
 
+    def stored_digest(self, content_hash: str) -> str | None:
+        path = cas_path(content_hash)
+        return None if path is None else self.digest(path)
+
+    def journals(self, run_ids: list[str]) -> list[bytes | None]:
+        return [self.journal(run_id) for run_id in run_ids]
+
     def audit_segments(self) -> list[tuple[str, bytes]]:
         audit = self.root / AUDIT_DIR
         if not audit.is_dir():
             return []
-        names = [
-            p.relative_to(self.root).as_posix() for p in audit.rglob("*") if p.is_file()
-        ]
+        names = [p.relative_to(self.root).as_posix() for p in audit.rglob("*") if p.is_file()]
         return _order_segments(names, self.read)
 
 
@@ -115,19 +130,50 @@ class LedgerWorkdir:
     """The imported workdir, as the ledger's ``bernstein_files`` table lists it."""
 
     def __init__(self, conn: apsw.Connection, blobs: BlobStore) -> None:
+        self.conn = conn
         self.blobs = blobs
         self.files: dict[str, tuple[str, str | None]] = {
-            path: (kind, digest)
-            for path, kind, digest in conn.execute(
-                "SELECT path, kind, digest FROM bernstein_files"
-            )
+            str(path): (str(kind), None if digest is None else str(digest))
+            for path, kind, digest in conn.execute("SELECT path, kind, digest FROM bernstein_files")
         }
         self.runs: dict[str, str] = {
-            run_id: path for run_id, path in conn.execute("SELECT run_id, path FROM bernstein_runs")
+            str(run_id): str(path)
+            for run_id, path in conn.execute("SELECT run_id, path FROM bernstein_runs")
         }
+
+        prefix = CAS_DIR + "/"
+        self.by_content_hash: dict[str, str | None] = {
+            "sha256:" + path[len(prefix) :]: digest
+            for path, (kind, digest) in self.files.items()
+            if kind == "cas" and "/" not in path[len(prefix) :]
+        }
+        """The common lookup, ``sha256:<name>`` -> stored digest, without path handling."""
 
     def run_ids(self) -> list[str]:
         return sorted(self.runs)
+
+    def stored_digest(self, content_hash: str) -> str | None:
+        if content_hash in self.by_content_hash:
+            return self.by_content_hash[content_hash]
+        path = cas_path(content_hash)
+        return None if path is None else self.digest(path)
+
+    def journals(self, run_ids: list[str]) -> list[bytes | None]:
+        """Every journal in one query (chunks concatenated in order)."""
+        wanted = {self.runs[r]: r for r in run_ids if r in self.runs and valid_run_id(r)}
+        found: dict[str, list[bytes]] = {}
+        rows = self.conn.execute(
+            "SELECT f.path, c.data FROM bernstein_files AS f "
+            "JOIN blob_chunks AS c ON c.digest = f.digest "
+            "WHERE f.kind = 'journal' ORDER BY f.path, c.idx"
+        )
+        for path, data in rows:
+            if path in wanted:
+                found.setdefault(str(path), []).append(bytes(data))  # type: ignore[arg-type]
+        return [
+            b"".join(found[self.runs[r]]) if r in self.runs and self.runs[r] in found else None
+            for r in run_ids
+        ]
 
     def journal(self, run_id: str) -> bytes | None:
         if not valid_run_id(run_id):

@@ -32,11 +32,18 @@ def py_json(value: Any) -> bytes:
 def hash_row(event: str, payload: dict[str, Any], index: int, prev: str) -> tuple[str, str]:
     """``(payload_hash, event_hash)`` of a row, profile ``py-json-v1``."""
     payload_hash = hashlib.sha256(py_json({**payload, "event": event})).hexdigest()
-    preimage = {"prev_hash": prev, "event_type": event, "payload_hash": payload_hash, "index": index}
+    preimage = {
+        "prev_hash": prev,
+        "event_type": event,
+        "payload_hash": payload_hash,
+        "index": index,
+    }
     return payload_hash, hashlib.sha256(py_json(preimage)).hexdigest()
 
 
-def row_line(event: str, payload: dict[str, Any], index: int, prev: str, ts: float) -> tuple[str, str]:
+def row_line(
+    event: str, payload: dict[str, Any], index: int, prev: str, ts: float
+) -> tuple[str, str]:
     """One journal line (with its newline) and its event hash."""
     payload_hash, event_hash = hash_row(event, payload, index, prev)
     entry = {
@@ -111,7 +118,9 @@ class AuditWriter:
         self.key = hkdf_sha256(self.master, b"audit")
         self.folder.mkdir(parents=True, exist_ok=True)
 
-    def append(self, event_type: str, resource_id: str, details: dict[str, Any], when: float) -> None:
+    def append(
+        self, event_type: str, resource_id: str, details: dict[str, Any], when: float
+    ) -> None:
         stamp = datetime.fromtimestamp(when, UTC)
         record: dict[str, Any] = {
             "actor": "activity",

@@ -28,7 +28,9 @@ def export_group() -> None:
 
 
 @contextmanager
-def _progress(app: AppContext) -> Iterator[tuple[Callable[[int], None], Callable[[int], None]] | None]:
+def _progress(
+    app: AppContext,
+) -> Iterator[tuple[Callable[[int], None], Callable[[int], None]] | None]:
     """``(advance, set_total)`` for a bar on stderr, only when stderr is a terminal."""
     if not sys.stderr.isatty():
         yield None
@@ -50,11 +52,16 @@ def _split_runs(values: tuple[str, ...]) -> list[str] | None:
 @import_group.command("bernstein")
 @click.argument("workdir", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
-    "--audit-key", "audit_key_file", type=click.Path(dir_okay=False, path_type=Path),
+    "--audit-key",
+    "audit_key_file",
+    type=click.Path(dir_okay=False, path_type=Path),
     help="bernstein's audit master key: check the audit chain now (the key is not stored).",
 )
 @click.option(
-    "--runs", "runs", multiple=True, metavar="RUN[,RUN...]",
+    "--runs",
+    "runs",
+    multiple=True,
+    metavar="RUN[,RUN...]",
     help="Import only these runs (repeatable; the store and audit chain come whole).",
 )
 @json_option
@@ -97,7 +104,14 @@ def import_bernstein(
     if audit_ok is False and code == ExitCode.OK:
         code = int(ExitCode.DIVERGED)
     if as_json:
-        emit_json({**summary.to_json(), "code": code, "audit_ok": audit_ok, "audit_problems": audit_problems})
+        emit_json(
+            {
+                **summary.to_json(),
+                "code": code,
+                "audit_ok": audit_ok,
+                "audit_problems": audit_problems,
+            }
+        )
         return code
     console = app.console
     console.print(
@@ -122,7 +136,9 @@ def import_bernstein(
             "bernstein's reader discards them"
         )
     if audit_ok is not None:
-        console.print("audit chain: " + ("[green]verifies[/]" if audit_ok else "[red]does not verify[/]"))
+        console.print(
+            "audit chain: " + ("[green]verifies[/]" if audit_ok else "[red]does not verify[/]")
+        )
         for problem in audit_problems[:20]:
             console.print(f"  {problem}")
     return code

@@ -14,13 +14,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agentledger import _core
 from agentledger.bernstein.audit_chain import AuditChain, read_master_key, verify_audit
 from agentledger.bernstein.format import BOOKKEEPING_RUN, content_hash
 from agentledger.bernstein.importer import IMPORT_KIND, WORKDIR_KIND
 from agentledger.bernstein.reports import SPKI_ED25519_PREFIX
 from agentledger.bernstein.verifier import RunResult, verify_runs
 from agentledger.bernstein.workdir import LedgerWorkdir
-from agentledger.cas import digest_of
 from agentledger.errors import ExitCode, InvalidInput
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
@@ -29,11 +29,14 @@ COMPAT = "bernstein"
 
 
 def check_bernstein(ctx: VerifyContext) -> None:
-    imported = dict(ctx.conn.execute("SELECT run_id, path FROM bernstein_runs").fetchall())
+    imported = {
+        str(run_id): str(path)
+        for run_id, path in ctx.conn.execute("SELECT run_id, path FROM bernstein_runs")
+    }
     if not imported and not ctx.whole:
         return
     files = {
-        path: (kind, digest)
+        str(path): (str(kind), None if digest is None else str(digest))
         for path, kind, digest in ctx.conn.execute("SELECT path, kind, digest FROM bernstein_files")
     }
     selected = [
@@ -45,18 +48,52 @@ def check_bernstein(ctx: VerifyContext) -> None:
         _check_manifests(ctx, files)
     if not selected:
         return
-    _check_journal_anchors(ctx, selected, imported, files)
+    compat = ctx.options.compat == COMPAT
     workdir = LedgerWorkdir(ctx.conn, ctx.ledger.blobs)
-    audit = _audit(ctx, workdir)
+    # bernstein's activity verify never reads the audit chain; strict mode cross-checks it.
+    audit = None if compat else _audit(ctx, workdir)
     trusted = trusted_keys(ctx.options.trust)
     results = verify_runs(workdir, selected, audit=audit, trusted=trusted, jobs=ctx.options.jobs)
-    compat = ctx.options.compat == COMPAT
+    _check_journal_anchors(ctx, results, imported)
+    _rehash_referenced(ctx, workdir, results)
     for result in results:
         _apply(ctx, result, compat)
     _notes(ctx, results, audit, compat)
 
 
-def _div(run_id: str | None, step: int | None, check: str, expected: str, actual: str, subject: str) -> Divergence:
+def _rehash_referenced(
+    ctx: VerifyContext, workdir: LedgerWorkdir, results: list[RunResult]
+) -> None:
+    """Reattachment compared stored digests; here the bytes behind them are re-hashed,
+    in bulk (whole-workspace verify re-hashes every blob anyway)."""
+    if ctx.whole:
+        return
+    digests = sorted(
+        {d for r in results for h in r.referenced if (d := workdir.stored_digest(h)) is not None}
+    )
+    if not digests:
+        return
+    rows = ctx.conn.execute(
+        "SELECT digest, data FROM blob_chunks WHERE digest IN (SELECT value FROM json_each(?)) "
+        "ORDER BY digest, idx",
+        (json.dumps(digests),),
+    ).fetchall()
+    joined: dict[str, list[bytes]] = {}
+    for digest, data in rows:
+        joined.setdefault(str(digest), []).append(bytes(data))  # type: ignore[arg-type]
+    names = list(joined)
+    actual = _core.sha256_hex_many([b"".join(joined[n]) for n in names], ctx.options.jobs)
+    ctx.report.blobs_checked += len(names)
+    for name, got in zip(names, actual, strict=True):
+        if got != name:
+            ctx.diverged(None, _div(None, None, "blob.digest", name, got, name))
+    for name in sorted(set(digests) - set(joined)):
+        ctx.diverged(None, _div(None, None, "blob.missing", name, "absent", name))
+
+
+def _div(
+    run_id: str | None, step: int | None, check: str, expected: str, actual: str, subject: str
+) -> Divergence:
     return Divergence(run_id, step, check, expected, actual, subject)
 
 
@@ -66,7 +103,10 @@ def _apply(ctx: VerifyContext, result: RunResult, compat: bool) -> None:
     verdict.entries += result.rows
     verdict.activities += result.activities
     if result.journal is None:
-        ctx.diverged(run_id, _div(run_id, None, "bernstein.journal", "the imported journal", "absent", "journal"))
+        ctx.diverged(
+            run_id,
+            _div(run_id, None, "bernstein.journal", "the imported journal", "absent", "journal"),
+        )
         return
     if compat:
         code = result.compat_code
@@ -81,21 +121,29 @@ def _apply(ctx: VerifyContext, result: RunResult, compat: bool) -> None:
             continue
         ctx.diverged(
             run_id,
-            _div(run_id, finding.step, finding.check, finding.expected, finding.actual, finding.field),
+            _div(
+                run_id, finding.step, finding.check, finding.expected, finding.actual, finding.field
+            ),
         )
 
 
-def _notes(ctx: VerifyContext, results: list[RunResult], audit: AuditChain | None, compat: bool) -> None:
+def _notes(
+    ctx: VerifyContext, results: list[RunResult], audit: AuditChain | None, compat: bool
+) -> None:
     notes: list[str] | None = getattr(ctx.report, "notes", None)
     if notes is None:
         return
     if compat:
         for result in results:
             if result.compat_code == ExitCode.NOT_FOUND:
-                notes.append(f"bernstein run {result.run_id}: {result.crash or result.reason} (bernstein exits 1)")
+                notes.append(
+                    f"bernstein run {result.run_id}: {result.crash or result.reason} (bernstein exits 1)"
+                )
         return
     if audit is None:
-        notes.append("bernstein: no audit chain imported; journals cannot be cross-checked against it")
+        notes.append(
+            "bernstein: no audit chain imported; journals cannot be cross-checked against it"
+        )
     elif not audit.authenticated:
         notes.append("bernstein: audit chain read but not authenticated (give --audit-key)")
     if len(results) == 1:
@@ -105,9 +153,15 @@ def _notes(ctx: VerifyContext, results: list[RunResult], audit: AuditChain | Non
             "bernstein: ts and elapsed_s are outside every hash in bernstein's format; "
             "edits to them cannot be detected"
         )
-        unaudited = sum(1 for r in results if any("after the last audited" in x or "no audit record" in x for x in r.limits))
+        unaudited = sum(
+            1
+            for r in results
+            if any("after the last audited" in x or "no audit record" in x for x in r.limits)
+        )
         if unaudited:
-            notes.append(f"bernstein: {unaudited} run(s) end with rows no audit record covers (a cut tail there is undetectable)")
+            notes.append(
+                f"bernstein: {unaudited} run(s) end with rows no audit record covers (a cut tail there is undetectable)"
+            )
 
 
 def _audit(ctx: VerifyContext, workdir: LedgerWorkdir) -> AuditChain | None:
@@ -127,8 +181,14 @@ def _audit(ctx: VerifyContext, workdir: LedgerWorkdir) -> AuditChain | None:
             if problem.run_id is None:
                 ctx.diverged(
                     None,
-                    _div(None, None, "bernstein.audit.chain", "a verifying record", problem.reason,
-                         f"{problem.segment} line {problem.line}"),
+                    _div(
+                        None,
+                        None,
+                        "bernstein.audit.chain",
+                        "a verifying record",
+                        problem.reason,
+                        f"{problem.segment} line {problem.line}",
+                    ),
                 )
     return audit
 
@@ -142,7 +202,9 @@ def trusted_keys(trust: tuple[str, ...]) -> frozenset[bytes]:
             try:
                 text = Path(item).read_text("utf-8").strip()
             except OSError:
-                raise InvalidInput(f"--trust {item!r}: not ed25519:<hex> nor a readable file", code="bad-trust") from None
+                raise InvalidInput(
+                    f"--trust {item!r}: not ed25519:<hex> nor a readable file", code="bad-trust"
+                ) from None
         keys.add(_parse_key(text, item))
     return frozenset(keys)
 
@@ -153,7 +215,7 @@ def _parse_key(text: str, label: str) -> bytes:
 
     if text.startswith("ed25519:"):
         try:
-            raw = bytes.fromhex(text[len("ed25519:"):])
+            raw = bytes.fromhex(text[len("ed25519:") :])
         except ValueError:
             raw = b""
     else:
@@ -175,41 +237,49 @@ def _bodies(ctx: VerifyContext, kind: str) -> list[tuple[str, int, dict[str, Any
     out = []
     for run_id, seq, raw in rows:
         try:
-            body = json.loads(raw)["body"]
+            body = json.loads(bytes(raw))["body"]  # type: ignore[arg-type]
         except (ValueError, KeyError, TypeError):
             continue  # the journal pass reports entries that do not decode
         if isinstance(body, dict):
-            out.append((run_id, seq, body))
+            out.append((str(run_id), int(seq), body))  # type: ignore[arg-type]
     return out
 
 
 def _check_journal_anchors(
-    ctx: VerifyContext,
-    selected: list[str],
-    imported: dict[str, str],
-    files: dict[str, tuple[str, str | None]],
+    ctx: VerifyContext, results: list[RunResult], imported: dict[str, str]
 ) -> None:
+    """Each run's ``import.bernstein`` entry pins the digest of the journal bytes held."""
     pins: dict[str, tuple[int, dict[str, Any]]] = {}
     for run_id, seq, body in _bodies(ctx, IMPORT_KIND):
         pins.setdefault(run_id, (seq, body))
-    for run_id in selected:
+    for result in results:
+        run_id = result.run_id
         path = imported[run_id]
         if run_id not in pins:
-            ctx.diverged(run_id, _div(run_id, None, "bernstein.anchor.missing", IMPORT_KIND, "no entry", path))
+            ctx.diverged(
+                run_id,
+                _div(run_id, None, "bernstein.anchor.missing", IMPORT_KIND, "no entry", path),
+            )
             continue
         seq, body = pins[run_id]
-        stored = files.get(path, ("", None))[1]
         if body.get("path") != path:
-            ctx.diverged(run_id, _div(run_id, seq, "bernstein.anchor.path", str(body.get("path")), path, "path"))
-        if body.get("journal") != stored:
-            ctx.diverged(run_id, _div(run_id, seq, "bernstein.anchor.journal", str(body.get("journal")), str(stored), path))
-            continue
-        try:
-            actual = digest_of(ctx.ledger.blobs.iter_chunks(str(stored)), "sha256")
-        except KeyError:
-            actual = "absent"
-        if actual != stored:
-            ctx.diverged(run_id, _div(run_id, seq, "bernstein.anchor.bytes", str(stored), actual, path))
+            ctx.diverged(
+                run_id,
+                _div(run_id, seq, "bernstein.anchor.path", str(body.get("path")), path, "path"),
+            )
+        actual = result.journal["file_sha256"] if result.journal is not None else "absent"
+        if body.get("journal") != actual:
+            ctx.diverged(
+                run_id,
+                _div(
+                    run_id,
+                    seq,
+                    "bernstein.anchor.journal",
+                    str(body.get("journal")),
+                    str(actual),
+                    path,
+                ),
+            )
 
 
 def _check_manifests(ctx: VerifyContext, files: dict[str, tuple[str, str | None]]) -> None:
@@ -223,20 +293,50 @@ def _check_manifests(ctx: VerifyContext, files: dict[str, tuple[str, str | None]
         try:
             data = ctx.ledger.blobs.get(manifest)
         except (KeyError, ValueError):
-            ctx.diverged(run_id, _div(run_id, seq, "bernstein.anchor.manifest", manifest, "absent", "manifest"))
+            ctx.diverged(
+                run_id,
+                _div(run_id, seq, "bernstein.anchor.manifest", manifest, "absent", "manifest"),
+            )
             continue
         if content_hash(data) != manifest:
-            ctx.diverged(run_id, _div(run_id, seq, "bernstein.anchor.manifest", manifest, content_hash(data), "manifest"))
+            ctx.diverged(
+                run_id,
+                _div(
+                    run_id,
+                    seq,
+                    "bernstein.anchor.manifest",
+                    manifest,
+                    content_hash(data),
+                    "manifest",
+                ),
+            )
             continue
         for path, kind, digest in json.loads(data)["files"]:
             listed[path] = (kind, digest)
-    for (manifest,) in ctx.conn.execute("SELECT manifest FROM bernstein_imports").fetchall():
-        if manifest not in pinned:
-            ctx.diverged(None, _div(None, None, "bernstein.anchor.import", "a pinned manifest", str(manifest), "bernstein_imports"))
-    present = {row[0] for row in ctx.conn.execute("SELECT digest FROM blobs WHERE digest LIKE 'sha256:%'")}
+    for (recorded,) in ctx.conn.execute("SELECT manifest FROM bernstein_imports").fetchall():
+        if str(recorded) not in pinned:
+            ctx.diverged(
+                None,
+                _div(
+                    None,
+                    None,
+                    "bernstein.anchor.import",
+                    "a pinned manifest",
+                    str(recorded),
+                    "bernstein_imports",
+                ),
+            )
+    present = {
+        row[0] for row in ctx.conn.execute("SELECT digest FROM blobs WHERE digest LIKE 'sha256:%'")
+    }
     for path in sorted(set(listed) | set(files)):
         want, have = listed.get(path), files.get(path)
         if want != have:
-            ctx.diverged(None, _div(None, None, "bernstein.anchor.file", repr(want), repr(have), path))
+            ctx.diverged(
+                None, _div(None, None, "bernstein.anchor.file", repr(want), repr(have), path)
+            )
         elif have is not None and have[1] is not None and have[1] not in present:
-            ctx.diverged(None, _div(None, None, "bernstein.anchor.blob_missing", str(have[1]), "absent", path))
+            ctx.diverged(
+                None,
+                _div(None, None, "bernstein.anchor.blob_missing", str(have[1]), "absent", path),
+            )

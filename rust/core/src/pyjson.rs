@@ -20,6 +20,7 @@
 
 pub mod journal;
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
@@ -34,26 +35,26 @@ pub const MAX_DEPTH: usize = 990;
 
 /// A value as Python's `json.loads` returns it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum PyValue {
+pub enum PyValue<'a> {
     Null,
     Bool(bool),
     /// An exact integer as normalized decimal text (`-0` is `0`, no leading zeros).
-    Int(String),
+    Int(Cow<'a, str>),
     Float(f64),
     /// WTF-8 bytes (see the module docs).
-    Str(Vec<u8>),
-    Array(Vec<PyValue>),
+    Str(Cow<'a, [u8]>),
+    Array(Vec<PyValue<'a>>),
     /// Members in first-insertion order, each key once, holding the last value given.
-    Object(Vec<(Vec<u8>, PyValue)>),
+    Object(Vec<(Cow<'a, [u8]>, PyValue<'a>)>),
 }
 
-impl PyValue {
+impl<'a> PyValue<'a> {
     /// The member `key` of an object (`dict.get`).
-    pub fn get(&self, key: &str) -> Option<&PyValue> {
+    pub fn get(&self, key: &str) -> Option<&PyValue<'a>> {
         match self {
             PyValue::Object(members) => members
                 .iter()
-                .find(|(k, _)| k == key.as_bytes())
+                .find(|(k, _)| k.as_ref() == key.as_bytes())
                 .map(|(_, v)| v),
             _ => None,
         }
@@ -70,13 +71,13 @@ impl PyValue {
 
 /// The result of [`parse`]: the value, and whether any object repeated a key.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Parsed {
-    pub value: PyValue,
+pub struct Parsed<'a> {
+    pub value: PyValue<'a>,
     pub duplicate_keys: bool,
 }
 
 /// Parse one JSON text as Python's `json.loads` does (on the already decoded `str`).
-pub fn parse(text: &str) -> Result<Parsed> {
+pub fn parse(text: &str) -> Result<Parsed<'_>> {
     let mut parser = Parser {
         text: text.as_bytes(),
         pos: 0,
@@ -102,7 +103,7 @@ struct Parser<'a> {
     duplicate_keys: bool,
 }
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
     fn error(&self, message: &str) -> Error {
         Error::canonical_at(message, self.pos)
     }
@@ -118,7 +119,7 @@ impl Parser<'_> {
         }
     }
 
-    fn literal(&mut self, word: &[u8], value: PyValue) -> Result<PyValue> {
+    fn literal(&mut self, word: &[u8], value: PyValue<'a>) -> Result<PyValue<'a>> {
         if self.text[self.pos..].starts_with(word) {
             self.pos += word.len();
             Ok(value)
@@ -127,7 +128,7 @@ impl Parser<'_> {
         }
     }
 
-    fn value(&mut self) -> Result<PyValue> {
+    fn value(&mut self) -> Result<PyValue<'a>> {
         match self.peek() {
             Some(b'"') => Ok(PyValue::Str(self.string()?)),
             Some(b'{') => self.nested(Self::object),
@@ -146,7 +147,7 @@ impl Parser<'_> {
         }
     }
 
-    fn nested(&mut self, inner: fn(&mut Self) -> Result<PyValue>) -> Result<PyValue> {
+    fn nested(&mut self, inner: fn(&mut Self) -> Result<PyValue<'a>>) -> Result<PyValue<'a>> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return Err(self.error("maximum recursion depth exceeded"));
@@ -156,7 +157,7 @@ impl Parser<'_> {
         value
     }
 
-    fn number(&mut self) -> Result<PyValue> {
+    fn number(&mut self) -> Result<PyValue<'a>> {
         let start = self.pos;
         if self.peek() == Some(b'-') {
             self.pos += 1;
@@ -196,7 +197,8 @@ impl Parser<'_> {
             }
         }
         // The lexeme is ASCII by construction.
-        let lexeme = std::str::from_utf8(&self.text[start..self.pos]).unwrap_or("0");
+        let text: &'a [u8] = self.text;
+        let lexeme = std::str::from_utf8(&text[start..self.pos]).unwrap_or("0");
         if is_float {
             // Rust's parse is correctly rounded and overflows to ±inf, like float().
             let x: f64 = lexeme
@@ -213,12 +215,10 @@ impl Parser<'_> {
                 start,
             ));
         }
-        let text = if negative && digits != "0" {
-            format!("-{digits}")
-        } else {
-            digits.to_owned()
-        };
-        Ok(PyValue::Int(text))
+        if negative && digits == "0" {
+            return Ok(PyValue::Int(Cow::Borrowed("0")));
+        }
+        Ok(PyValue::Int(Cow::Borrowed(lexeme)))
     }
 
     fn hex4(&self, at: usize) -> Option<u32> {
@@ -230,9 +230,22 @@ impl Parser<'_> {
         Some(n)
     }
 
-    fn string(&mut self) -> Result<Vec<u8>> {
+    fn string(&mut self) -> Result<Cow<'a, [u8]>> {
         let begin = self.pos;
         self.pos += 1; // opening quote
+        let text: &'a [u8] = self.text;
+        let first = self.pos;
+        while let Some(&b) = text.get(self.pos) {
+            if b == b'"' {
+                self.pos += 1;
+                return Ok(Cow::Borrowed(&text[first..self.pos - 1]));
+            }
+            if b == b'\\' || b < 0x20 {
+                break;
+            }
+            self.pos += 1;
+        }
+        self.pos = first;
         let mut out = Vec::new();
         loop {
             let chunk_start = self.pos;
@@ -247,7 +260,7 @@ impl Parser<'_> {
                 None => return Err(Error::canonical_at("Unterminated string", begin)),
                 Some(b'"') => {
                     self.pos += 1;
-                    return Ok(out);
+                    return Ok(Cow::Owned(out));
                 }
                 Some(b'\\') => self.escape(&mut out)?,
                 Some(_) => return Err(self.error("Invalid control character")),
@@ -300,7 +313,7 @@ impl Parser<'_> {
         Ok(())
     }
 
-    fn array(&mut self) -> Result<PyValue> {
+    fn array(&mut self) -> Result<PyValue<'a>> {
         self.pos += 1;
         let mut items = Vec::new();
         self.skip_ws();
@@ -323,9 +336,9 @@ impl Parser<'_> {
         }
     }
 
-    fn object(&mut self) -> Result<PyValue> {
+    fn object(&mut self) -> Result<PyValue<'a>> {
         self.pos += 1;
-        let mut members: Vec<(Vec<u8>, PyValue)> = Vec::new();
+        let mut members: Vec<(Cow<'a, [u8]>, PyValue<'a>)> = Vec::new();
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
@@ -406,6 +419,22 @@ pub fn code_points(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
     })
 }
 
+/// The code point starting at `bytes[i]` (generalized UTF-8) and its length in bytes.
+fn decode_at(bytes: &[u8], i: usize) -> (u32, usize) {
+    let b = bytes[i];
+    let (len, init) = match b {
+        0..=0x7F => return (b as u32, 1),
+        0xC0..=0xDF => (2, (b & 0x1F) as u32),
+        0xE0..=0xEF => (3, (b & 0x0F) as u32),
+        _ => (4, (b & 0x07) as u32),
+    };
+    let mut code = init;
+    for k in 1..len {
+        code = (code << 6) | (bytes.get(i + k).copied().unwrap_or(0x80) & 0x3F) as u32;
+    }
+    (code, len)
+}
+
 /// Whether WTF-8 bytes hold a lone surrogate (and so are not valid UTF-8).
 pub fn has_surrogate(bytes: &[u8]) -> bool {
     std::str::from_utf8(bytes).is_err()
@@ -442,9 +471,20 @@ pub fn write_py_string(s: &[u8], ensure_ascii: bool, out: &mut Vec<u8>) -> Resul
         }
         out.extend_from_slice(&s[start..]);
     } else {
-        for code in code_points(s) {
+        // Runs of printable ASCII other than `"` and `\` are copied as they are.
+        let mut i = 0;
+        while i < s.len() {
+            let start = i;
+            while i < s.len() && (0x20..0x7F).contains(&s[i]) && s[i] != b'"' && s[i] != b'\\' {
+                i += 1;
+            }
+            out.extend_from_slice(&s[start..i]);
+            if i == s.len() {
+                break;
+            }
+            let (code, len) = decode_at(s, i);
+            i += len;
             match code {
-                0x20..=0x7E if code != b'"' as u32 && code != b'\\' as u32 => out.push(code as u8),
                 0..=0xFFFF => push_short_escape(code, out),
                 _ => {
                     let v = code - 0x10000;
@@ -538,7 +578,7 @@ pub fn json_float(x: f64) -> String {
 }
 
 /// `json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=ensure_ascii)`.
-pub fn dumps_sorted(value: &PyValue, ensure_ascii: bool, out: &mut Vec<u8>) -> Result<()> {
+pub fn dumps_sorted(value: &PyValue<'_>, ensure_ascii: bool, out: &mut Vec<u8>) -> Result<()> {
     match value {
         PyValue::Null => out.extend_from_slice(b"null"),
         PyValue::Bool(true) => out.extend_from_slice(b"true"),
@@ -557,7 +597,7 @@ pub fn dumps_sorted(value: &PyValue, ensure_ascii: bool, out: &mut Vec<u8>) -> R
             out.push(b']');
         }
         PyValue::Object(members) => {
-            let mut sorted: Vec<&(Vec<u8>, PyValue)> = members.iter().collect();
+            let mut sorted: Vec<&(Cow<'_, [u8]>, PyValue<'_>)> = members.iter().collect();
             sorted.sort_by(|a, b| a.0.cmp(&b.0));
             out.push(b'{');
             for (i, (key, item)) in sorted.into_iter().enumerate() {
@@ -582,7 +622,7 @@ fn utf8(s: &[u8]) -> Result<&str> {
 
 /// bernstein's `canonicalize_jcs` (RFC 8785) of a parsed value: keys in UTF-16 order,
 /// raw UTF-8 strings, ECMAScript floats (NaN and infinities refused), exact integers.
-pub fn dumps_jcs(value: &PyValue, out: &mut Vec<u8>) -> Result<()> {
+pub fn dumps_jcs(value: &PyValue<'_>, out: &mut Vec<u8>) -> Result<()> {
     match value {
         PyValue::Null => out.extend_from_slice(b"null"),
         PyValue::Bool(true) => out.extend_from_slice(b"true"),
@@ -622,9 +662,9 @@ pub fn dumps_jcs(value: &PyValue, out: &mut Vec<u8>) -> Result<()> {
 }
 
 /// Python's `str(v)` as WTF-8 bytes: strings unchanged, everything else its `repr`.
-pub fn py_str(value: &PyValue) -> Vec<u8> {
+pub fn py_str(value: &PyValue<'_>) -> Vec<u8> {
     match value {
-        PyValue::Str(s) => s.clone(),
+        PyValue::Str(s) => s.to_vec(),
         other => {
             let mut out = Vec::new();
             py_repr(other, &mut out);
@@ -635,7 +675,7 @@ pub fn py_str(value: &PyValue) -> Vec<u8> {
 
 /// Python's `repr` of a parsed value. Non-ASCII characters follow `str.isprintable()`
 /// for the categories listed in [`is_printable`]; see its note on the approximation.
-pub fn py_repr(value: &PyValue, out: &mut Vec<u8>) {
+pub fn py_repr(value: &PyValue<'_>, out: &mut Vec<u8>) {
     match value {
         PyValue::Null => out.extend_from_slice(b"None"),
         PyValue::Bool(true) => out.extend_from_slice(b"True"),

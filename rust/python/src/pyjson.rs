@@ -115,6 +115,7 @@ fn report_dict<'py>(py: Python<'py>, r: &journal::JournalReport) -> PyResult<Bou
     d.set_item("head", py_text(py, &r.head)?)?;
     d.set_item("count", r.count)?;
     d.set_item("physical_lines", r.physical_lines)?;
+    d.set_item("file_sha256", &r.file_sha256)?;
     d.set_item("discarded_lines", r.discarded_lines.clone())?;
     let findings = PyList::empty(py);
     for f in &r.row_findings {
@@ -142,9 +143,11 @@ fn report_dict<'py>(py: Python<'py>, r: &journal::JournalReport) -> PyResult<Bou
 #[pyo3(signature = (journals, jobs = 0))]
 fn bernstein_verify_journals<'py>(
     py: Python<'py>,
-    journals: Vec<Vec<u8>>,
+    journals: Vec<Bound<'py, PyBytes>>,
     jobs: usize,
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    // Copy out of the bytes objects (a `Vec<u8>` extraction would go int by int).
+    let journals: Vec<Vec<u8>> = journals.iter().map(|b| b.as_bytes().to_vec()).collect();
     let pool = pool(jobs)?;
     let reports = py.allow_threads(move || pool.install(|| journal::verify_journals(&journals)));
     reports.iter().map(|r| report_dict(py, r)).collect()
@@ -154,8 +157,13 @@ fn bernstein_verify_journals<'py>(
 /// re-hashing of imported blobs).
 #[pyfunction]
 #[pyo3(signature = (items, jobs = 0))]
-fn sha256_hex_many(py: Python<'_>, items: Vec<Vec<u8>>, jobs: usize) -> PyResult<Vec<String>> {
+fn sha256_hex_many(
+    py: Python<'_>,
+    items: Vec<Bound<'_, PyBytes>>,
+    jobs: usize,
+) -> PyResult<Vec<String>> {
     use rayon::prelude::*;
+    let items: Vec<Vec<u8>> = items.iter().map(|b| b.as_bytes().to_vec()).collect();
     let pool = pool(jobs)?;
     Ok(py.allow_threads(move || {
         pool.install(|| {

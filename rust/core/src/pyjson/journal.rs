@@ -38,7 +38,7 @@ impl Profile {
         }
     }
 
-    fn canon(self, value: &PyValue, out: &mut Vec<u8>) -> crate::Result<()> {
+    fn canon(self, value: &PyValue<'_>, out: &mut Vec<u8>) -> crate::Result<()> {
         match self {
             Profile::PyJsonV1 => dumps_sorted(value, true, out),
             Profile::JcsV2 => dumps_jcs(value, out),
@@ -110,6 +110,8 @@ pub struct JournalReport {
     pub head: Vec<u8>,
     pub count: u64,
     pub physical_lines: u64,
+    /// `sha256:<hex>` of the whole file: what the ledger's own chain pins.
+    pub file_sha256: String,
     pub discarded_lines: Vec<u64>,
     pub row_findings: Vec<RowFinding>,
     pub row_finding_count: u64,
@@ -129,6 +131,13 @@ pub fn physical_lines(data: &[u8]) -> Vec<&[u8]> {
     let mut start = 0;
     let mut i = 0;
     while i < data.len() {
+        match data[i..]
+            .iter()
+            .position(|&b| b <= b'\r' && (b == b'\n' || b == b'\r'))
+        {
+            Some(offset) => i += offset,
+            None => break,
+        }
         match data[i] {
             b'\n' => {
                 lines.push(&data[start..i]);
@@ -154,14 +163,14 @@ pub fn physical_lines(data: &[u8]) -> Vec<&[u8]> {
 }
 
 /// A line the reader keeps: its physical number and parsed object members.
-pub struct KeptRow {
+pub struct KeptRow<'a> {
     pub line: u64,
-    pub value: PyValue,
+    pub value: PyValue<'a>,
     pub duplicate_keys: bool,
 }
 
 /// `load_events`: kept rows, discarded physical line numbers, physical line count.
-pub fn load_events(data: &[u8]) -> (Vec<KeptRow>, Vec<u64>, u64) {
+pub fn load_events(data: &[u8]) -> (Vec<KeptRow<'_>>, Vec<u64>, u64) {
     let lines = physical_lines(data);
     let mut kept = Vec::with_capacity(lines.len());
     let mut discarded = Vec::new();
@@ -192,22 +201,22 @@ fn hex_sha256(data: &[u8]) -> String {
     hex::encode(sha256(data))
 }
 
-fn str_field(row: &PyValue, key: &str) -> Vec<u8> {
+fn str_field(row: &PyValue<'_>, key: &str) -> Vec<u8> {
     row.get(key).map(py_str).unwrap_or_default()
 }
 
 /// `payload_hash` of a row: the row minus the envelope, with `event` = `event_type`.
-fn payload_hash(row: &PyValue, event_type: &[u8], profile: Profile) -> crate::Result<String> {
+fn payload_hash(row: &PyValue<'_>, event_type: &[u8], profile: Profile) -> crate::Result<String> {
     let PyValue::Object(members) = row else {
         return Ok(String::new());
     };
-    let event = PyValue::Str(event_type.to_vec());
-    let mut projection: Vec<(&[u8], &PyValue)> = members
+    let event = PyValue::Str(event_type.into());
+    let mut projection: Vec<(&[u8], &PyValue<'_>)> = members
         .iter()
         .filter(|(k, _)| {
-            k.as_slice() != b"event" && !ENVELOPE.iter().any(|e| e.as_bytes() == k.as_slice())
+            k.as_ref() != b"event" && !ENVELOPE.iter().any(|e| e.as_bytes() == k.as_ref())
         })
-        .map(|(k, v)| (k.as_slice(), v))
+        .map(|(k, v)| (k.as_ref(), v))
         .collect();
     projection.push((b"event", &event));
     match profile {
@@ -248,13 +257,13 @@ fn event_hash(
 ) -> crate::Result<String> {
     let mut out = Vec::with_capacity(200);
     out.extend_from_slice(b"{\"event_type\":");
-    profile.canon(&PyValue::Str(event_type.to_vec()), &mut out)?;
+    profile.canon(&PyValue::Str(event_type.into()), &mut out)?;
     out.extend_from_slice(b",\"index\":");
     out.extend_from_slice(index.to_string().as_bytes());
     out.extend_from_slice(b",\"payload_hash\":\"");
     out.extend_from_slice(payload_hash.as_bytes());
     out.extend_from_slice(b"\",\"prev_hash\":");
-    profile.canon(&PyValue::Str(prev.to_vec()), &mut out)?;
+    profile.canon(&PyValue::Str(prev.into()), &mut out)?;
     out.push(b'}');
     Ok(hex_sha256(&out))
 }
@@ -267,7 +276,7 @@ pub fn evidence_set_hash(hashes: &[&[u8]]) -> Result<String, String> {
     let list = PyValue::Array(
         unique
             .into_iter()
-            .map(|h| PyValue::Str(h.to_vec()))
+            .map(|h| PyValue::Str((*h).into()))
             .collect(),
     );
     let mut out = Vec::new();
@@ -275,7 +284,7 @@ pub fn evidence_set_hash(hashes: &[&[u8]]) -> Result<String, String> {
     Ok(format!("sha256:{}", hex_sha256(&out)))
 }
 
-fn activity_row(step: u64, line: u64, row: &PyValue) -> ActivityRow {
+fn activity_row(step: u64, line: u64, row: &PyValue<'_>) -> ActivityRow {
     let observations: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = match row.get("observations") {
         Some(PyValue::Array(items)) => items
             .iter()
@@ -314,7 +323,7 @@ fn activity_row(step: u64, line: u64, row: &PyValue) -> ActivityRow {
 
 fn repr_bytes(s: &[u8]) -> String {
     let mut out = Vec::new();
-    py_repr(&PyValue::Str(s.to_vec()), &mut out);
+    py_repr(&PyValue::Str(s.into()), &mut out);
     String::from_utf8_lossy(&out).into_owned()
 }
 
@@ -323,6 +332,7 @@ pub fn verify_journal(data: &[u8]) -> JournalReport {
     let (rows, discarded, physical) = load_events(data);
     let mut report = JournalReport {
         physical_lines: physical,
+        file_sha256: crate::hash::sha256_hex(data),
         discarded_lines: discarded,
         count: rows.len() as u64,
         chain_consistent: true,
@@ -348,7 +358,7 @@ pub fn verify_journal(data: &[u8]) -> JournalReport {
             );
         }
         if let Some(PyValue::Str(event)) = row.value.get("event") {
-            if event == b"activity.result" {
+            if event.as_ref() == b"activity.result" {
                 report
                     .activities
                     .push(activity_row(i as u64, row.line, &row.value));
@@ -483,9 +493,8 @@ mod tests {
         let mut prev = String::new();
         let mut out = String::new();
         for (i, (event, extra)) in events.iter().enumerate() {
-            let value = parse(&format!("{{\"event\": \"{event}\"{extra}}}"))
-                .unwrap()
-                .value;
+            let text = format!("{{\"event\": \"{event}\"{extra}}}");
+            let value = parse(&text).unwrap().value;
             let ph = payload_hash(&value, event.as_bytes(), Profile::PyJsonV1).unwrap();
             let eh = event_hash(
                 event.as_bytes(),
