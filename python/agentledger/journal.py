@@ -7,9 +7,10 @@ the writer and the verifier share one definition of the format (docs/FORMAT.md).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentledger import _core, log
 from agentledger.errors import InvalidInput, NotFound
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
         ResearchActivity,
     )
     from agentledger.ledger import Ledger
+    from agentledger.phase.journal import PhaseState, TransitionResult
+    from agentledger.phase.ledger import AuthorizationDecision
 
 HASH_PREFIX = "blake3:"
 
@@ -170,6 +173,76 @@ class Run:
         from agentledger.activity import DataOpsActivity
 
         return DataOpsActivity(self, stage_id, "ops", role)
+
+    # ---- phase capability (agentledger.phase.ledger, agentledger.phase.journal) ----------
+
+    def record_phase_evidence(
+        self, evidence: Mapping[str, Any] | None, *, compiler_input: Mapping[str, Any]
+    ) -> Entry:
+        """Anchor the run's phase evidence and its compiler input (refused unless reproducible)."""
+        from agentledger.phase.ledger import record_evidence
+
+        return record_evidence(self, evidence, compiler_input=compiler_input)
+
+    def start_descendant(
+        self,
+        child_id: str,
+        *,
+        relation: str,
+        compiler_input: Mapping[str, Any] | None = None,
+        expected_parent_evidence_digest: str | None = None,
+        now: datetime | None = None,
+    ) -> Run:
+        """Start ``child_id`` from this run (retry, fork, resume, handoff); never wider."""
+        from agentledger.phase.ledger import start_descendant
+
+        return start_descendant(
+            self,
+            child_id,
+            relation=relation,
+            compiler_input=compiler_input,
+            expected_parent_evidence_digest=expected_parent_evidence_digest,
+            now=now,
+        )
+
+    def authorize(
+        self,
+        dimension: str,
+        scopes: Sequence[str],
+        *,
+        evidence_digest: str,
+        now: datetime | None = None,
+    ) -> AuthorizationDecision:
+        """Check an action against the active phase authority; the decision is journaled."""
+        from agentledger.phase.ledger import authorize
+
+        return authorize(self, dimension, scopes, evidence_digest=evidence_digest, now=now)
+
+    def transition_phase(self, target_input: Mapping[str, Any], **request: Any) -> TransitionResult:
+        """Apply a phase transition (see ``agentledger.phase.journal.transition``)."""
+        from agentledger.phase.journal import transition
+
+        return transition(self, target_input, **request)
+
+    def decide_phase_approval(
+        self,
+        approval_id: str,
+        decision: Literal["approved", "rejected"],
+        *,
+        actor: Mapping[str, Any],
+        note: str | None = None,
+        now: datetime | None = None,
+    ) -> dict[str, Any]:
+        """Approve or reject a pending phase-expansion approval of this run."""
+        from agentledger.phase.journal import decide
+
+        return decide(self, approval_id, decision, actor=actor, note=note, now=now)
+
+    def phase_state(self, now: datetime | None = None) -> PhaseState:
+        """The run's phase state; the first read after an override lapses records it."""
+        from agentledger.phase.journal import current_state
+
+        return current_state(self, now)
 
 
 def _check_body(body: object) -> Mapping[str, Any]:

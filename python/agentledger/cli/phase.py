@@ -321,3 +321,339 @@ def builtins_command(app: AppContext, as_json: bool) -> int:
         )
     )
     return int(ExitCode.OK)
+
+
+# --------------------------------------------------------------------------- the ledger
+
+ACTOR_TYPES = ("user", "service", "agent")
+
+
+def _actor_options(command: Any) -> Any:
+    command = click.option(
+        "--actor-type",
+        type=click.Choice(ACTOR_TYPES),
+        default="user",
+        show_default=True,
+        help="What the actor is.",
+    )(command)
+    return click.option(
+        "--actor",
+        "actor_id",
+        default="cli",
+        show_default=True,
+        help="Who is acting (an identifier: letters, digits, . _ : / -).",
+    )(command)
+
+
+def _json_object(path: Path, what: str) -> dict[str, Any]:
+    document = read_json_document(path)
+    if not isinstance(document, dict):
+        raise InvalidInput(f"{what} must be a JSON object")
+    return document
+
+
+def _delta_text(delta: dict[str, Any] | None) -> Text:
+    if not delta or not delta["entries"]:
+        return Text("no change", style="dim")
+    text = Text(delta["classification"], style="bold")
+    for entry in delta["entries"]:
+        text.append(f"\n{entry['dimension']}", style="cyan")
+        if entry["addedScopes"]:
+            text.append(" +" + " +".join(_shown(s) for s in entry["addedScopes"]), "yellow")
+        if entry["removedScopes"]:
+            text.append(" -" + " -".join(_shown(s) for s in entry["removedScopes"]), "green")
+    return text
+
+
+@phase.command("record")
+@click.argument("run_id", metavar="RUN")
+@click.argument("input_file", metavar="INPUT.json", type=click.Path(path_type=Path))
+@click.option(
+    "--evidence",
+    "evidence_file",
+    metavar="EVIDENCE.json",
+    type=click.Path(path_type=Path),
+    help="Evidence to record; it must be exactly what INPUT.json compiles to.",
+)
+@json_option
+@click.pass_obj
+def record_command(
+    app: AppContext, run_id: str, input_file: Path, evidence_file: Path | None, as_json: bool
+) -> int:
+    """Record RUN's initial phase evidence, compiled from INPUT.json, in its chain.
+
+    The compiler input and the evidence are stored as blobs and anchored by a
+    phase.evidence entry; `agentledger verify` re-runs the compiler on them. A run has
+    one initial evidence; change it with `phase transition`.
+
+    Exit 0 recorded, 3 recorded but blocked, 1 no such run, 65 invalid input or evidence
+    that is not what INPUT.json compiles to (nothing is written).
+    """
+    compiler_input = _json_object(input_file, "the compiler input")
+    evidence = _json_object(evidence_file, "the evidence") if evidence_file else None
+    with app.open_ledger() as ledger:
+        entry = ledger.get_run(run_id).record_phase_evidence(
+            evidence, compiler_input=compiler_input
+        )
+    body = entry.body
+    if as_json:
+        _emit_json({"run": run_id, "seq": entry.seq, "entry_hash": entry.hash, **body})
+    else:
+        app.console.print(
+            Text.assemble(
+                ("recorded ", "green"),
+                f"{body['phase']} evidence {body['evidence_digest']} ",
+                (body["status"].upper(), _STATUS_STYLE.get(body["status"], "bold")),
+                f" at {run_id}#{entry.seq}",
+            )
+        )
+    return int(ExitCode.BLOCKED if body["status"] == "blocked" else ExitCode.OK)
+
+
+@phase.command("transition")
+@click.argument("run_id", metavar="RUN")
+@click.argument("input_file", metavar="TARGET_INPUT.json", type=click.Path(path_type=Path))
+@click.option("--operation", "operation_id", required=True, help="Idempotency key of this move.")
+@click.option("--reason", required=True, help="Why the run changes phase (recorded).")
+@click.option(
+    "--expect-sequence",
+    type=click.IntRange(min=0),
+    default=None,
+    help="The transition sequence you observed (default: the current one).",
+)
+@click.option(
+    "--expect-evidence",
+    metavar="DIGEST",
+    default=None,
+    help="The evidence digest you observed in force (default: the current one).",
+)
+@click.option(
+    "--manifest",
+    "manifest_digest",
+    metavar="DIGEST",
+    default=None,
+    help="The run's manifest digest (sha256:...); required for the first transition.",
+)
+@click.option("--approval", "approval_id", default=None, help="The approval id of an expansion.")
+@click.option(
+    "--approval-ttl-ms",
+    type=int,
+    default=None,
+    help="Lifetime of the approval this expansion requests (1000..86400000; default 5 min).",
+)
+@click.option(
+    "--override-until",
+    metavar="TIME",
+    default=None,
+    help="Emergency override expiring at TIME (ISO 8601, within 24 h); needs --admin.",
+)
+@click.option("--justification", default=None, help="Why the emergency override is needed.")
+@click.option("--admin", is_flag=True, help="Assert the actor is an administrator.")
+@click.option(
+    "--evidence",
+    "evidence_file",
+    metavar="EVIDENCE.json",
+    type=click.Path(path_type=Path),
+    help="Target evidence; it must be exactly what TARGET_INPUT.json compiles to.",
+)
+@_actor_options
+@json_option
+@click.pass_obj
+def transition_command(
+    app: AppContext,
+    run_id: str,
+    input_file: Path,
+    operation_id: str,
+    reason: str,
+    expect_sequence: int | None,
+    expect_evidence: str | None,
+    manifest_digest: str | None,
+    approval_id: str | None,
+    approval_ttl_ms: int | None,
+    override_until: str | None,
+    justification: str | None,
+    admin: bool,
+    evidence_file: Path | None,
+    actor_id: str,
+    actor_type: str,
+    as_json: bool,
+) -> int:
+    """Move RUN to the phase evidence compiled from TARGET_INPUT.json.
+
+    The move is a compare-and-set on (sequence, evidence in force, manifest): a request
+    built against a state that has moved since is refused. An exact retry of an
+    --operation returns the original record. Narrowing applies at once; an expansion needs
+    an approved exact-action approval (the first attempt records a pending one: approve it
+    with `phase approve`, then retry with the same --operation) or an administrator's
+    emergency override expiring within 24 hours (--override-until, --justification, --admin).
+
+    \b
+    Exit codes:
+      0   applied (or an exact retry of an applied move)
+      3   not applied: the expansion awaits approval, or the target evidence is blocked
+      1   no such run, or no evidence to transition from
+      65  refused (stale state, reused operation id, rejected approval, ...) or invalid input
+    """
+    if (override_until is None) != (justification is None):
+        raise click.UsageError("--override-until and --justification go together")
+    target_input = _json_object(input_file, "the target compiler input")
+    target_evidence = _json_object(evidence_file, "the evidence") if evidence_file else None
+    with app.open_ledger() as ledger:
+        run = ledger.get_run(run_id)
+        state = run.phase_state()
+        if state.effective is None:
+            raise NotFound(f"run {run_id!r} has no phase evidence (record it with `phase record`)")
+        manifest = manifest_digest or (state.current or {}).get("manifestDigest")
+        if manifest is None:
+            raise click.UsageError("--manifest is required for a run's first transition")
+        result = run.transition_phase(
+            target_input,
+            operation_id=operation_id,
+            reason=reason,
+            expected_sequence=state.sequence if expect_sequence is None else expect_sequence,
+            expected_evidence_digest=expect_evidence or state.effective["digest"],
+            manifest_digest=manifest,
+            actor={"id": actor_id, "type": actor_type},
+            administrator=admin,
+            approval=approval_id,
+            approval_ttl_ms=approval_ttl_ms,
+            emergency_override=(
+                None
+                if override_until is None
+                else {"justification": justification, "expiresAt": override_until}
+            ),
+            target_evidence=target_evidence,
+        )
+    if as_json:
+        _emit_json(
+            {
+                "run": run_id,
+                "status": result.status,
+                "replayed": result.replayed,
+                "record": result.record,
+                "approval": result.approval,
+                "authority_delta": result.delta,
+            }
+        )
+    elif result.record is not None:
+        record = result.record
+        app.console.print(
+            Text.assemble(
+                ("applied " if not result.replayed else "already applied ", "green"),
+                f"transition {record['sequence']} ({record['policyDecision']}) → ",
+                (record["effectiveEvidence"]["identity"]["phase"], "bold"),
+                f" {record['effectiveEvidence']['digest']}",
+            )
+        )
+        app.console.print(_delta_text(record["authorityDelta"]))
+    else:
+        assert result.approval is not None
+        app.console.print(
+            Text.assemble(
+                ("approval required ", "bold yellow"),
+                f"{result.approval['id']} ({result.approval['status']}, expires "
+                f"{result.approval['expiresAt']})",
+            )
+        )
+        app.console.print(_delta_text(result.delta))
+    return int(ExitCode.OK if result.status == "applied" else ExitCode.BLOCKED)
+
+
+@phase.command("approve")
+@click.argument("run_id", metavar="RUN")
+@click.argument("approval_id", metavar="APPROVAL")
+@click.option("--reject", is_flag=True, help="Reject the expansion instead of approving it.")
+@click.option("--note", default=None, help="A note recorded with the decision.")
+@_actor_options
+@json_option
+@click.pass_obj
+def approve_command(
+    app: AppContext,
+    run_id: str,
+    approval_id: str,
+    reject: bool,
+    note: str | None,
+    actor_id: str,
+    actor_type: str,
+    as_json: bool,
+) -> int:
+    """Approve (or --reject) RUN's pending phase-expansion APPROVAL.
+
+    An approval approves exactly one move: its id is bound to the operation, the evidence
+    in force, the target evidence and the manifest. Only a pending, unexpired approval can
+    be decided; the decision is journaled in RUN's chain.
+
+    Exit 0 recorded, 1 no such run or approval, 65 not pending (approved, rejected or
+    expired already) or invalid input.
+    """
+    with app.open_ledger() as ledger:
+        decided = ledger.get_run(run_id).decide_phase_approval(
+            approval_id,
+            "rejected" if reject else "approved",
+            actor={"id": actor_id, "type": actor_type},
+            note=note,
+        )
+    if as_json:
+        _emit_json({"run": run_id, "approval": decided})
+    else:
+        style = "green" if decided["status"] == "approved" else "red"
+        app.console.print(Text.assemble((decided["status"], f"bold {style}"), f" {approval_id}"))
+    return int(ExitCode.OK)
+
+
+@phase.command("show")
+@click.argument("run_id", metavar="RUN")
+@json_option
+@click.pass_obj
+def show_command(app: AppContext, run_id: str, as_json: bool) -> int:
+    """Show RUN's current phase, its transition history and authority deltas.
+
+    Reading is also when a lapsed emergency override is recorded: the first read after it
+    expires appends one override-expired record restoring the evidence before it.
+
+    Exit 0, or 1 when there is no such run.
+    """
+    from agentledger.phase.ledger import phase_summary
+
+    with app.open_ledger() as ledger:
+        state = ledger.get_run(run_id).phase_state()
+        summary = phase_summary(state)
+        effective = state.effective
+    if as_json:
+        _emit_json(summary)
+        return int(ExitCode.OK)
+    if effective is None:
+        app.console.print(Text(f"run {run_id}: no phase evidence (legacy, unrecorded)", "dim"))
+        return int(ExitCode.OK)
+    app.console.print(evidence_renderable(effective))
+    if summary["descent"]:
+        descent = summary["descent"]
+        app.console.print(
+            Text(
+                f"{descent['relation']} of run {descent['parent_run']} "
+                f"(parent evidence {descent['parent_evidence_digest']})",
+                style="dim",
+            )
+        )
+    history = Table(title=f"phase history of {run_id}")
+    history.add_column("#", justify="right")
+    history.add_column("decision", no_wrap=True)
+    history.add_column("phase", style="bold")
+    history.add_column("authority delta", overflow="fold")
+    history.add_column("by / reason", overflow="fold")
+    for item in summary["history"]:
+        history.add_row(
+            str(item["sequence"]),
+            item["policy_decision"],
+            item["phase"],
+            _delta_text(item["authority_delta"]),
+            f"{item['actor']['id']}: {item['reason']}" if "actor" in item else "",
+        )
+    app.console.print(history)
+    app.console.print(Text("since the initial evidence: ", style="bold"), end="")
+    app.console.print(_delta_text(summary["authority_delta_since_initial"]))
+    for approval in summary["approvals"]:
+        app.console.print(
+            Text(f"approval {approval['id']}: {approval['status']} (op {approval['operation_id']})")
+        )
+    return int(ExitCode.OK)

@@ -1,0 +1,572 @@
+"""The phase transition journal of a run, stored in the run's own hash chain.
+
+The rules are the pure functions of :mod:`agentledger.phase.transitions`; this module gives
+them storage. Everything is a journal entry of the run (plus content-addressed blobs for
+the large objects), so every phase change is anchored in the same chain as the work it
+governs and is re-checked by ``agentledger verify``:
+
+``phase.evidence``
+    the run's initial evidence (blobs: the compiler input and the evidence);
+``phase.descent``
+    the run was started from another run (retry, fork, resume, handoff);
+``phase.transition``
+    one applied ``phase-transition-record/v1`` (blob: the record; the entry repeats its
+    key fields and names the blob of the compiler input of the new evidence);
+``phase.approval``
+    an exact-action approval changing status (pending, approved, rejected, expired);
+``phase.authorize``
+    one authorization decision against the active evidence.
+
+Concurrency: every state change reads the run's phase entries and appends inside one
+``BEGIN IMMEDIATE`` transaction (``ledger.db.write()``), so the compare-and-set on the
+transition sequence is atomic across threads and processes. Maintenance that a read may
+owe (appending the ``override-expired`` record once an emergency override has lapsed,
+recording a lapsed approval as ``expired``) is done the same way: the state is re-read
+under the write lock, so however many readers race, exactly one appends.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import apsw
+
+from agentledger import _core
+from agentledger.cas import digest_of
+from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
+from agentledger.phase.compiler import compile
+from agentledger.phase.digest import stable_stringify, verify_evidence_digest
+from agentledger.phase.jscompat import js_trim, to_js_string
+from agentledger.phase.models import validate
+from agentledger.phase.transitions import (
+    TransitionRefused,
+    approval_id,
+    decide_approval,
+    effective_approval_status,
+    epoch_ms,
+    expiry_record,
+    override_has_expired,
+    plan_transition,
+)
+
+if TYPE_CHECKING:
+    from agentledger.journal import Entry, Run
+
+EVIDENCE_KIND: Final = "phase.evidence"
+DESCENT_KIND: Final = "phase.descent"
+TRANSITION_KIND: Final = "phase.transition"
+APPROVAL_KIND: Final = "phase.approval"
+AUTHORIZE_KIND: Final = "phase.authorize"
+PHASE_KINDS: Final = (EVIDENCE_KIND, DESCENT_KIND, TRANSITION_KIND, APPROVAL_KIND, AUTHORIZE_KIND)
+
+_PHASE_ENTRIES: Final = (
+    "SELECT seq, kind, hash, bytes FROM entries WHERE run_id = ? "
+    f"AND kind IN ({', '.join('?' * len(PHASE_KINDS))}) ORDER BY seq"
+)
+
+__all__ = [
+    "APPROVAL_KIND",
+    "AUTHORIZE_KIND",
+    "DESCENT_KIND",
+    "EVIDENCE_KIND",
+    "PHASE_KINDS",
+    "TRANSITION_KIND",
+    "PhaseRefused",
+    "PhaseState",
+    "StoredEvidence",
+    "TransitionResult",
+    "decide",
+    "load_state",
+    "transition",
+]
+
+
+class PhaseRefused(AgentLedgerError):
+    """A phase operation on the ledger that must not happen; ``code`` says why.
+
+    Exit codes follow the CLI contract: ``*-blocked`` is 3 (blocked evidence), a parent
+    whose stored evidence no longer verifies is 2 (tampering), missing evidence is 1, and
+    everything else is invalid input (65). Nothing is written when it is raised.
+    """
+
+    exit_code = ExitCode.INVALID_INPUT
+    code = "phase-refused"
+
+    def __init__(self, code: str, message: str, **details: Any) -> None:
+        super().__init__(message, code=code)
+        self.details = details
+        if code.endswith("-blocked"):
+            self.exit_code = ExitCode.BLOCKED
+        elif code.endswith("-tampered") and code.startswith("parent"):
+            self.exit_code = ExitCode.DIVERGED
+        elif code.endswith("-missing"):
+            self.exit_code = ExitCode.NOT_FOUND
+
+
+# --------------------------------------------------------------------------- blobs
+
+
+def canonical_bytes(value: Any, what: str) -> bytes:
+    """RFC 8785 bytes of ``value`` (what blobs hold); refuses values with no canonical form."""
+    try:
+        return _core.canonicalize(value)
+    except ValueError as exc:
+        raise InvalidInput(
+            f"{what} has no canonical JSON form: {exc}", code="invalid-body"
+        ) from None
+
+
+def put_json(run: Run, value: Any, what: str) -> str:
+    """Store ``value`` as a JCS blob; inside a caller's write transaction it joins it."""
+    return run.ledger.blobs.put(canonical_bytes(value, what))
+
+
+def read_blob(conn: apsw.Connection, digest: object) -> bytes | None:
+    """The blob's bytes if present *and* they still hash to its name; else ``None``."""
+    if not isinstance(digest, str):
+        return None
+    if not conn.execute("SELECT 1 FROM blobs WHERE digest = ?", (digest,)).fetchall():
+        return None
+    rows = conn.execute("SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx", (digest,))
+    data = b"".join(bytes(row[0]) for row in rows)
+    algorithm = digest.split(":", 1)[0]
+    if algorithm not in ("blake3", "sha256") or digest_of([data], algorithm) != digest:
+        return None
+    return data
+
+
+def read_json_blob(conn: apsw.Connection, digest: object) -> Any:
+    data = read_blob(conn, digest)
+    if data is None:
+        return None
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+def same_json(left: Any, right: Any) -> bool:
+    """Equality as JavaScript's ``JSON.stringify`` sees it (``1`` and ``1.0`` are one number)."""
+    try:
+        return stable_stringify(left) == stable_stringify(right)
+    except (TypeError, ValueError):
+        return False
+
+
+# --------------------------------------------------------------------------- state
+
+
+@dataclass(frozen=True)
+class StoredEvidence:
+    """Evidence as the ledger holds it: the object, the input it compiles from, its blobs."""
+
+    evidence: dict[str, Any]
+    compiler_input: dict[str, Any]
+    evidence_blob: str | None
+    input_blob: str
+    seq: int
+    entry_hash: str
+
+    @property
+    def digest(self) -> str:
+        return str(self.evidence["digest"])
+
+
+@dataclass
+class PhaseState:
+    """A run's phase state, replayed from its chain (entries of the ``phase.*`` kinds)."""
+
+    run_id: str
+    initial: StoredEvidence | None = None
+    descent: dict[str, Any] | None = None
+    records: list[dict[str, Any]] = field(default_factory=list)
+    effective_stored: StoredEvidence | None = None
+    approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    by_operation: dict[str, dict[str, Any]] = field(default_factory=dict)
+    problems: list[tuple[int, str]] = field(default_factory=list)
+    """Entries whose blobs could not be read back (verify reports them; writers refuse)."""
+
+    @property
+    def current(self) -> dict[str, Any] | None:
+        """The latest transition record (``None`` before the first transition)."""
+        return self.records[-1] if self.records else None
+
+    @property
+    def effective(self) -> dict[str, Any] | None:
+        """The evidence in force: the latest transition's, else the initial evidence."""
+        return self.effective_stored.evidence if self.effective_stored is not None else None
+
+    @property
+    def sequence(self) -> int:
+        return len(self.records)
+
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        return [a for a in self.approvals.values() if a["status"] == "pending"]
+
+
+def _entry_rows(conn: apsw.Connection, run_id: str) -> Iterator[tuple[int, str, str, Any]]:
+    for seq, kind, digest, raw in conn.execute(_PHASE_ENTRIES, (run_id, *PHASE_KINDS)):
+        body = json.loads(raw)["body"]
+        yield seq, kind, "blake3:" + bytes(digest).hex(), body
+
+
+def load_state(conn: apsw.Connection, run_id: str) -> PhaseState:
+    """Replay the run's phase entries; blobs are re-hashed as they are read."""
+    state = PhaseState(run_id)
+    for seq, kind, entry_hash, body in _entry_rows(conn, run_id):
+        if kind == EVIDENCE_KIND and state.initial is None:
+            evidence = read_json_blob(conn, body.get("evidence_blob"))
+            compiler_input = read_json_blob(conn, body.get("input_blob"))
+            if not isinstance(evidence, dict) or not isinstance(compiler_input, dict):
+                state.problems.append((seq, "phase evidence blobs are missing or corrupt"))
+                continue
+            state.initial = StoredEvidence(
+                evidence,
+                compiler_input,
+                body.get("evidence_blob"),
+                body["input_blob"],
+                seq,
+                entry_hash,
+            )
+            state.effective_stored = state.initial
+        elif kind == DESCENT_KIND:
+            state.descent = {**body, "seq": seq, "entry_hash": entry_hash}
+        elif kind == TRANSITION_KIND:
+            record = read_json_blob(conn, body.get("record_blob"))
+            compiler_input = read_json_blob(conn, body.get("effective_input_blob"))
+            if not isinstance(record, dict) or not isinstance(compiler_input, dict):
+                state.problems.append((seq, "phase transition blobs are missing or corrupt"))
+                continue
+            state.records.append(record)
+            state.by_operation.setdefault(record["operationId"], record)
+            state.effective_stored = StoredEvidence(
+                record["effectiveEvidence"],
+                compiler_input,
+                None,
+                body["effective_input_blob"],
+                seq,
+                entry_hash,
+            )
+        elif kind == APPROVAL_KIND:
+            approval = body.get("approval")
+            if isinstance(approval, dict) and isinstance(approval.get("id"), str):
+                state.approvals[approval["id"]] = approval
+    return state
+
+
+def refuse_unreadable(state: PhaseState) -> None:
+    if state.problems:
+        seq, problem = state.problems[0]
+        raise PhaseRefused(
+            "phase-state-tampered",
+            f"run {state.run_id!r} step {seq}: {problem}; run `agentledger verify`",
+        )
+
+
+def now_or_utc(now: datetime | None) -> datetime:
+    moment = now or datetime.now(UTC)
+    epoch_ms(moment)  # refuses naive times
+    return moment
+
+
+# --------------------------------------------------------------------------- appends
+
+
+def append_transition(
+    run: Run, conn: apsw.Connection, record: Mapping[str, Any], input_blob: str
+) -> Entry:
+    """Store a validated record and anchor it (caller holds the write transaction)."""
+    record_blob = put_json(run, record, "the phase transition record")
+    override = record.get("emergencyOverride")
+    body = {
+        "record_id": record["id"],
+        "record_blob": record_blob,
+        "sequence": record["sequence"],
+        "operation_id": record["operationId"],
+        "policy_decision": record["policyDecision"],
+        "prior_evidence_digest": record["priorEvidence"]["digest"],
+        "effective_evidence_digest": record["effectiveEvidence"]["digest"],
+        "effective_input_blob": input_blob,
+        "manifest_digest": record["manifestDigest"],
+        "approval_id": record.get("approvalId"),
+        "override_expires_at": override["expiresAt"] if override else None,
+        "created_at": record["createdAt"],
+    }
+    return run._append_locked(conn, [(TRANSITION_KIND, body)])[0]
+
+
+def append_approval(run: Run, conn: apsw.Connection, approval: Mapping[str, Any]) -> Entry:
+    body = {"approval_id": approval["id"], "status": approval["status"], "approval": approval}
+    return run._append_locked(conn, [(APPROVAL_KIND, body)])[0]
+
+
+def maintain(run: Run, conn: apsw.Connection, now: datetime) -> PhaseState:
+    """The run's state after appending what lapsed by ``now`` (caller holds the write lock).
+
+    An emergency override whose ``expiresAt`` is not after ``now`` gets its one
+    ``override-expired`` record, restoring the prior evidence; a pending approval past its
+    expiry is recorded ``expired``. Both records are pure functions of what lapsed, and the
+    state is read under the write lock, so a racing reader finds them already written.
+    """
+    state = load_state(conn, run.id)
+    current = state.current
+    if current is not None and override_has_expired(current, now):
+        record = expiry_record(current)
+        # The override's prior evidence is the evidence before it: the one before in force.
+        prior_input = _input_blob_before(conn, run.id, current["sequence"])
+        append_transition(run, conn, record, prior_input)
+        state = load_state(conn, run.id)
+    for approval in state.pending_approvals():
+        if effective_approval_status(approval, now) == "expired":
+            append_approval(run, conn, {**approval, "status": "expired"})
+            state.approvals[approval["id"]] = {**approval, "status": "expired"}
+    return state
+
+
+def _input_blob_before(conn: apsw.Connection, run_id: str, sequence: int) -> str:
+    """The compiler-input blob of the evidence in force before transition ``sequence``."""
+    blob: str | None = None
+    for _, kind, _, body in _entry_rows(conn, run_id):
+        if kind == EVIDENCE_KIND and blob is None:
+            blob = body["input_blob"]
+        elif kind == TRANSITION_KIND:
+            if body["sequence"] >= sequence:
+                break
+            blob = body["effective_input_blob"]
+    if blob is None:
+        raise PhaseRefused("phase-state-tampered", f"run {run_id!r}: no evidence before override")
+    return blob
+
+
+def current_state(run: Run, now: datetime | None = None) -> PhaseState:
+    """The run's phase state as of ``now`` — the first read after a lapse records it."""
+    moment = now_or_utc(now)
+    with run.ledger.db.snapshot() as conn:
+        state = load_state(conn, run.id)
+    current = state.current
+    lapsed = (current is not None and override_has_expired(current, moment)) or any(
+        effective_approval_status(a, moment) == "expired" for a in state.pending_approvals()
+    )
+    if not lapsed or run.ledger.db.readonly:
+        return state
+    with run.ledger.db.write() as conn:
+        return maintain(run, conn, moment)
+
+
+# --------------------------------------------------------------------------- transitions
+
+
+@dataclass(frozen=True)
+class TransitionResult:
+    """What a transition request led to.
+
+    ``status`` is ``applied`` (``record`` is in force; ``replayed`` when this exact
+    request had already been applied) or ``approval-required`` (nothing moved; ``approval``
+    is pending until a reviewer approves it, then retry the same request).
+    """
+
+    status: Literal["applied", "approval-required"]
+    record: dict[str, Any] | None
+    approval: dict[str, Any] | None
+    replayed: bool
+    delta: dict[str, Any]
+    entry: Entry | None
+
+
+def target_input_for(state: PhaseState, target_input: Mapping[str, Any]) -> dict[str, Any]:
+    """A descendant's target keeps the parent source it was started with (never exceeds it)."""
+    document = dict(target_input)
+    if state.descent is None or state.initial is None:
+        return document
+    recorded = state.initial.compiler_input["sources"]["parent"]
+    sources = document.get("sources")
+    if not isinstance(sources, Mapping):
+        return document  # the compiler reports the malformed input
+    given = sources.get("parent")
+    if given is not None and not same_json(given, recorded):
+        raise PhaseRefused(
+            "parent-source-derived",
+            "a descendant's parent source is its parent's evidence; it cannot be replaced",
+        )
+    document["sources"] = {**sources, "parent": recorded}
+    return document
+
+
+def transition(
+    run: Run,
+    target_input: Mapping[str, Any],
+    *,
+    operation_id: str,
+    reason: str,
+    expected_sequence: int,
+    expected_evidence_digest: str,
+    manifest_digest: str,
+    actor: Mapping[str, Any],
+    administrator: bool = False,
+    approval: str | None = None,
+    approval_ttl_ms: int | None = None,
+    emergency_override: Mapping[str, Any] | None = None,
+    target_evidence: Mapping[str, Any] | None = None,
+    now: datetime | None = None,
+) -> TransitionResult:
+    """Move ``run`` to the evidence compiled from ``target_input``, by the journal's rules.
+
+    Compare-and-set on (``expected_sequence``, ``expected_evidence_digest``,
+    ``manifest_digest``); idempotent per ``operation_id``. ``target_evidence``, if given,
+    must be exactly what the compiler produces for ``target_input``.
+    """
+    moment = now_or_utc(now)
+    if not isinstance(target_input, Mapping):
+        raise InvalidInput("the target compiler input must be a JSON object")
+    refusal: AgentLedgerError | None = None
+    result: TransitionResult | None = None
+    with run.ledger.db.write() as conn:
+        state = maintain(run, conn, moment)
+        try:
+            result = _transition_locked(
+                run, conn, state, target_input, moment,
+                operation_id=operation_id, reason=reason,
+                expected_sequence=expected_sequence,
+                expected_evidence_digest=expected_evidence_digest,
+                manifest_digest=manifest_digest, actor=actor, administrator=administrator,
+                approval=approval, approval_ttl_ms=approval_ttl_ms,
+                emergency_override=emergency_override, target_evidence=target_evidence,
+            )  # fmt: skip
+        except AgentLedgerError as exc:
+            refusal = exc  # commit what maintenance appended, write nothing else
+    if refusal is not None:
+        raise refusal
+    assert result is not None
+    return result
+
+
+def _transition_locked(
+    run: Run,
+    conn: apsw.Connection,
+    state: PhaseState,
+    target_input: Mapping[str, Any],
+    now: datetime,
+    *,
+    operation_id: str,
+    reason: str,
+    expected_sequence: int,
+    expected_evidence_digest: str,
+    manifest_digest: str,
+    actor: Mapping[str, Any],
+    administrator: bool,
+    approval: str | None,
+    approval_ttl_ms: int | None,
+    emergency_override: Mapping[str, Any] | None,
+    target_evidence: Mapping[str, Any] | None,
+) -> TransitionResult:
+    refuse_unreadable(state)
+    if state.initial is None:
+        raise PhaseRefused(
+            "initial-evidence-missing",
+            f"run {run.id!r} has no phase evidence; record it before any transition",
+        )
+    compiler_input = target_input_for(state, target_input)
+    compiled = compile(compiler_input)
+    if target_evidence is not None:
+        if not verify_evidence_digest(target_evidence):
+            raise TransitionRefused(
+                "evidence-tampered", "target evidence digest does not match its content"
+            )
+        if not same_json(target_evidence, compiled):
+            raise PhaseRefused(
+                "evidence-not-reproducible",
+                "the target evidence is not what the compiler produces for the target input "
+                f"(compiled digest {compiled['digest']})",
+            )
+    request: dict[str, Any] = {
+        "operationId": operation_id,
+        "expectedSequence": expected_sequence,
+        "expectedPhaseEvidenceDigest": expected_evidence_digest,
+        "expectedManifestDigest": manifest_digest,
+        "reason": reason,
+        "targetEvidence": compiled,
+    }
+    if state.current is None:
+        request["fromEvidence"] = state.initial.evidence
+    if approval is not None:
+        request["approvalId"] = approval
+    if approval_ttl_ms is not None:
+        request["approvalTtlMs"] = approval_ttl_ms
+    if emergency_override is not None:
+        request["emergencyOverride"] = dict(emergency_override)
+    existing = state.by_operation.get(operation_id) if isinstance(operation_id, str) else None
+    stored_approval = None
+    prior = state.effective
+    if prior is not None and isinstance(operation_id, str) and isinstance(manifest_digest, str):
+        operation = js_trim(to_js_string(operation_id))
+        target = compiled["digest"]
+        wanted = approval_id(run.id, operation, prior["digest"], target, manifest_digest)
+        stored_approval = state.approvals.get(wanted)
+    outcome = plan_transition(
+        run_id=run.id,
+        request=request,
+        current=state.current,
+        existing=existing,
+        actor=actor,
+        administrator=administrator,
+        approval=stored_approval,
+        now=now,
+    )
+    if outcome.status == "approval-required":
+        assert outcome.approval is not None
+        entry = None
+        if outcome.approval["id"] not in state.approvals:
+            entry = append_approval(run, conn, outcome.approval)
+        return TransitionResult(
+            "approval-required", None, outcome.approval, False, outcome.delta, entry
+        )
+    assert outcome.record is not None
+    if outcome.replayed:
+        return TransitionResult("applied", outcome.record, None, True, outcome.delta, None)
+    input_blob = put_json(run, compiler_input, "the target compiler input")
+    entry = append_transition(run, conn, outcome.record, input_blob)
+    return TransitionResult("applied", outcome.record, None, False, outcome.delta, entry)
+
+
+def decide(
+    run: Run,
+    approval: str,
+    decision: Literal["approved", "rejected"],
+    *,
+    actor: Mapping[str, Any],
+    note: str | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
+    """Record a reviewer's decision on a pending approval of this run."""
+    moment = now_or_utc(now)
+    if decision not in ("approved", "rejected"):
+        raise InvalidInput(f"decision must be approved or rejected, not {decision!r}")
+    refusal: AgentLedgerError | None = None
+    decided: dict[str, Any] | None = None
+    with run.ledger.db.write() as conn:
+        state = maintain(run, conn, moment)
+        stored = state.approvals.get(approval)
+        try:
+            if stored is None:
+                raise PhaseRefused(
+                    "approval-missing", f"run {run.id!r} has no approval {approval!r}"
+                )
+            decided = decide_approval(stored, decision, actor, moment, note)
+            append_approval(run, conn, decided)
+        except AgentLedgerError as exc:
+            refusal = exc
+    if refusal is not None:
+        raise refusal
+    assert decided is not None
+    return decided
+
+
+def check_approval(approval: Mapping[str, Any]) -> None:
+    """Schema-check a stored approval (verify uses it)."""
+    from agentledger.phase.transitions import ApprovalRecord
+
+    validate(ApprovalRecord, approval, "approval")

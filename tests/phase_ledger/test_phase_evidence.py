@@ -1,0 +1,192 @@
+"""Phase evidence in the ledger: stored, anchored, and re-derived by verify."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from agentledger import Ledger, core
+from agentledger.errors import ExitCode
+from agentledger.phase import PhaseInputError, evidence_digest
+from agentledger.phase.journal import PhaseRefused
+
+from .ledger_testkit import (
+    blob_count,
+    compiler_input,
+    edit_blob,
+    evidence,
+    narrowed_egress,
+    started,
+)
+
+
+def divergences(ledger: Ledger, run_id: str) -> list[tuple[str, int | None]]:
+    verdict = ledger.verify_run(run_id)
+    return [(d.check, d.seq) for d in verdict.divergences]
+
+
+def hand_written(document: dict[str, Any]) -> dict[str, Any]:
+    """Evidence the compiler would not produce for ``document``, with a valid digest."""
+    forged = copy.deepcopy(evidence(document))
+    forged["effectiveAuthority"]["network.egress"] = ["*"]
+    for item in forged["evaluations"]:
+        if item["dimension"] == "network.egress":
+            item["effectiveScopes"] = ["*"]
+    forged["digest"] = evidence_digest(forged)
+    return forged
+
+
+def test_recorded_evidence_is_anchored_with_its_input_and_verifies(ledger: Ledger) -> None:
+    document = narrowed_egress("implement", "pypi.org")
+    run = ledger.run("run-a")
+    entry = run.record_phase_evidence(evidence(document), compiler_input=document)
+    assert entry.kind == "phase.evidence"
+    body = entry.body
+    assert body["evidence_digest"] == evidence(document)["digest"]
+    assert body["status"] == "narrowed"
+    assert (body["phase"], body["profile_id"], body["mode"]) == (
+        "implement",
+        "builtin-implement",
+        "profile",
+    )
+    assert ledger.blobs.get(body["input_blob"]) == core.canonicalize(document)
+    assert ledger.blobs.get(body["evidence_blob"]) == core.canonicalize(evidence(document))
+    assert ledger.verify_run("run-a").ok
+
+
+def test_evidence_is_compiled_when_only_the_input_is_given(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "plan")
+    assert next(run.entries()).body["evidence_digest"] == evidence(compiler_input("plan"))["digest"]
+
+
+def test_hand_written_evidence_with_a_valid_digest_is_refused_and_nothing_written(
+    ledger: Ledger,
+) -> None:
+    document = narrowed_egress("implement", "pypi.org")
+    run = ledger.run("run-a")
+    blobs = blob_count(ledger)
+    with pytest.raises(PhaseRefused) as refused:
+        run.record_phase_evidence(hand_written(document), compiler_input=document)
+    assert refused.value.code == "evidence-not-reproducible"
+    assert len(run) == 0
+    assert blob_count(ledger) == blobs
+
+
+def test_evidence_whose_digest_does_not_match_is_refused(ledger: Ledger) -> None:
+    document = compiler_input("explore")
+    edited = evidence(document)
+    edited["warnings"] = ["edited"]
+    with pytest.raises(PhaseRefused) as refused:
+        ledger.run("run-a").record_phase_evidence(edited, compiler_input=document)
+    assert refused.value.code == "evidence-tampered"
+    assert len(ledger.run("run-a")) == 0
+
+
+def test_an_invalid_compiler_input_is_refused_with_its_path(ledger: Ledger) -> None:
+    document = compiler_input("explore")
+    document["sources"]["sandbox"]["authority"]["network.egress"] = ["a", "a"]
+    with pytest.raises(PhaseInputError) as refused:
+        ledger.run("run-a").record_phase_evidence(None, compiler_input=document)
+    assert refused.value.exit_code == ExitCode.INVALID_INPUT
+    assert "network.egress" in refused.value.path
+    assert len(ledger.run("run-a")) == 0
+
+
+def test_a_run_has_one_initial_evidence(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "explore")
+    again = run.record_phase_evidence(None, compiler_input=compiler_input("explore"))
+    assert again.seq == 0 and len(run) == 1
+    with pytest.raises(PhaseRefused) as refused:
+        run.record_phase_evidence(None, compiler_input=compiler_input("publish"))
+    assert refused.value.code == "phase-evidence-exists"
+    assert len(run) == 1
+
+
+def test_blocked_evidence_is_recorded_as_it_is(ledger: Ledger) -> None:
+    document = compiler_input("implement", sandbox={**_sandbox_unsupported("filesystem.write")})
+    entry = ledger.run("run-a").record_phase_evidence(None, compiler_input=document)
+    assert entry.body["status"] == "blocked"
+    assert ledger.verify_run("run-a").ok
+
+
+def _sandbox_unsupported(dimension: str) -> dict[str, Any]:
+    from .ledger_testkit import source
+
+    return source("sandbox", enforcement={dimension: "unsupported"})
+
+
+def _forge_entry(
+    ledger: Ledger, run_id: str, document: dict[str, Any], forged: Any, **override: Any
+) -> int:
+    """Write a phase.evidence entry directly, bypassing the checks (as a forger would)."""
+    run = ledger.run(run_id)
+    input_blob = ledger.blobs.put(core.canonicalize(document))
+    evidence_blob = ledger.blobs.put(core.canonicalize(forged))
+    identity = forged["identity"]
+    entry = run.append(
+        "phase.evidence",
+        {
+            "evidence_digest": forged["digest"],
+            "evidence_blob": evidence_blob,
+            "input_blob": input_blob,
+            "status": forged["status"],
+            "mode": identity["mode"],
+            "phase": identity["phase"],
+            "profile_id": identity.get("profileId"),
+            "profile_version": identity.get("profileVersion"),
+            **override,
+        },
+    )
+    return entry.seq
+
+
+def test_verify_rejects_hand_written_evidence_with_a_valid_digest(ledger: Ledger, cli: Any) -> None:
+    ledger.run("run-0").append("note", {"text": "work before the phase"})
+    document = narrowed_egress("implement", "pypi.org")
+    seq = _forge_entry(ledger, "run-0", document, hand_written(document))
+    assert divergences(ledger, "run-0") == [("phase.evidence", seq)]
+    result = cli("verify", "run-0", "--json")
+    assert result.code == ExitCode.DIVERGED
+    failure = result.json()["failures"][0]
+    assert failure["run"] == "run-0"
+    assert failure["divergences"][0]["check"] == "phase.evidence"
+    assert failure["divergences"][0]["seq"] == seq
+
+
+def test_verify_reports_an_entry_that_misstates_its_evidence(ledger: Ledger) -> None:
+    document = compiler_input("explore")
+    _forge_entry(ledger, "run-ok", document, evidence(document))
+    assert ledger.verify_run("run-ok").ok
+    seq = _forge_entry(ledger, "run-a", document, evidence(document), phase="publish")
+    assert divergences(ledger, "run-a") == [("phase.evidence", seq)]
+
+
+def test_missing_evidence_blobs_are_a_divergence(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "verify")
+    body = next(run.entries()).body
+    with ledger.db.write() as conn:
+        for digest in (body["input_blob"],):
+            conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (digest,))
+            conn.execute("DELETE FROM blobs WHERE digest = ?", (digest,))
+    found = ledger.verify_run("run-a").divergences
+    assert [(d.check, d.seq) for d in found] == [("phase.evidence", 0)]
+    assert body["input_blob"] in found[0].expected
+
+
+def test_an_edited_input_blob_is_a_divergence(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "verify")
+    digest = next(run.entries()).body["input_blob"]
+    edit_blob(ledger, digest, b'"inspect"', b'"publish"')
+    assert ("phase.evidence", 0) in divergences(ledger, "run-a")
+
+
+def test_whole_workspace_verify_checks_phase_evidence(ledger: Ledger) -> None:
+    started(ledger, "run-good", "explore")
+    document = compiler_input("explore")
+    _forge_entry(ledger, "run-bad", document, hand_written(document))
+    report = ledger.verify()
+    assert {run.run_id: run.code for run in report.runs} == {"run-good": 0, "run-bad": 2}
+    assert json.dumps(report.to_json())  # the report stays serialisable

@@ -1,0 +1,433 @@
+"""The transition journal, stored in the run's chain: every rule, through the ledger."""
+
+from __future__ import annotations
+
+import multiprocessing
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentledger import Ledger
+from agentledger.errors import ExitCode
+from agentledger.phase import evidence_digest
+from agentledger.phase.journal import PhaseRefused
+from agentledger.phase.transitions import TransitionRefused, js_iso_timestamp
+
+from .ledger_testkit import (
+    MANIFEST,
+    OTHER_MANIFEST,
+    REVIEWER,
+    T0,
+    compiler_input,
+    evidence,
+    move,
+    narrowed_egress,
+    phase_kinds,
+    source,
+    started,
+)
+from .workers import race_transition, read_phase
+
+LATER = T0 + timedelta(minutes=1)
+OVERRIDE_UNTIL = js_iso_timestamp(T0 + timedelta(hours=1))
+AFTER_OVERRIDE = T0 + timedelta(hours=2)
+
+
+def override(until: str = OVERRIDE_UNTIL) -> dict[str, Any]:
+    return {"justification": "Production incident.", "expiresAt": until}
+
+
+def prior_digest(result: Any) -> str:
+    return str(result.record["priorEvidence"]["digest"])
+
+
+def current(run: Any, now: Any = T0) -> dict[str, Any]:
+    state = run.phase_state(now)
+    assert state.effective is not None
+    result: dict[str, Any] = state.effective
+    return result
+
+
+# --------------------------------------------------------------------------- narrowing
+
+
+def test_narrowing_applies_at_once_and_is_anchored(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "implement")
+    initial = current(run)
+    result = move(run, compiler_input("verify"), operation="to-verify")
+    assert result.status == "applied" and not result.replayed
+    record = result.record
+    assert record["policyDecision"] == "allow"
+    assert record["sequence"] == 1
+    assert record["priorEvidence"]["digest"] == initial["digest"]
+    assert record["authorityDelta"]["classification"] == "narrowing"
+    assert current(run)["identity"]["phase"] == "verify"
+    assert phase_kinds(run) == ["phase.evidence", "phase.transition"]
+    assert result.entry is not None and result.entry.body["record_id"] == record["id"]
+    assert ledger.verify_run("run-a").ok
+
+
+def test_the_first_transition_needs_recorded_evidence(ledger: Ledger) -> None:
+    run = ledger.run("run-a")
+    with pytest.raises(PhaseRefused) as refused:
+        run.transition_phase(
+            compiler_input("verify"),
+            operation_id="op",
+            reason="No evidence yet.",
+            expected_sequence=0,
+            expected_evidence_digest="sha256:" + "0" * 64,
+            manifest_digest=MANIFEST,
+            actor={"id": "cli", "type": "user"},
+        )
+    assert refused.value.code == "initial-evidence-missing"
+    assert len(run) == 0
+
+
+# --------------------------------------------------------------------------- compare-and-set
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"sequence": 0}, "stale-sequence"),
+        ({"digest": "sha256:" + "9" * 64}, "stale-phase-evidence"),
+        ({"manifest": OTHER_MANIFEST}, "stale-manifest"),
+    ],
+)
+def test_a_request_built_against_a_moved_state_is_refused(
+    ledger: Ledger, change: dict[str, Any], code: str
+) -> None:
+    run = started(ledger, "run-a", "publish")
+    assert move(run, compiler_input("verify"), operation="first").status == "applied"
+    length = len(run)
+    with pytest.raises(TransitionRefused) as refused:
+        move(run, compiler_input("explore"), operation="second", **change)
+    assert refused.value.code == code
+    assert len(run) == length
+
+
+# --------------------------------------------------------------------------- idempotency
+
+
+def test_an_exact_retry_returns_the_original_record(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "implement")
+    first = move(run, compiler_input("verify"), operation="op-1")
+    length = len(run)
+    again = move(
+        run,
+        compiler_input("verify"),
+        operation="op-1",
+        sequence=0,
+        digest=first.record["priorEvidence"]["digest"],
+    )
+    assert again.replayed and again.record == first.record
+    assert len(run) == length
+
+
+def test_a_reused_operation_id_with_other_content_is_refused(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "implement")
+    first = move(run, compiler_input("verify"), operation="op-1")
+    with pytest.raises(TransitionRefused) as refused:
+        move(
+            run,
+            compiler_input("explore"),
+            operation="op-1",
+            sequence=0,
+            digest=prior_digest(first),
+        )
+    assert refused.value.code == "operation-reused"
+
+
+# --------------------------------------------------------------------------- approvals
+
+
+def test_an_expansion_waits_for_an_exact_approval(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "explore")
+    pending = move(run, compiler_input("implement"), operation="widen")
+    assert pending.status == "approval-required"
+    approval = pending.approval
+    assert approval["status"] == "pending"
+    assert current(run)["identity"]["phase"] == "explore"
+    assert phase_kinds(run) == ["phase.evidence", "phase.approval"]
+    # Asking again does not record a second approval.
+    assert move(run, compiler_input("implement"), operation="widen").status == "approval-required"
+    assert phase_kinds(run).count("phase.approval") == 1
+
+    decided = run.decide_phase_approval(approval["id"], "approved", actor=REVIEWER, now=LATER)
+    assert decided["status"] == "approved"
+    applied = move(run, compiler_input("implement"), operation="widen", now=LATER)
+    assert applied.status == "applied"
+    assert applied.record["policyDecision"] == "approved-expansion"
+    assert applied.record["approvalId"] == approval["id"]
+    assert current(run, LATER)["identity"]["phase"] == "implement"
+    assert ledger.verify_run("run-a").ok
+
+
+def test_an_approval_approves_only_the_exact_move(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "explore")
+    implement = move(run, compiler_input("implement"), operation="widen").approval
+    run.decide_phase_approval(implement["id"], "approved", actor=REVIEWER, now=T0)
+    other = move(run, compiler_input("publish"), operation="widen")
+    assert other.status == "approval-required"
+    assert other.approval["id"] != implement["id"]
+    with pytest.raises(TransitionRefused) as refused:
+        move(run, compiler_input("publish"), operation="widen", approval=implement["id"])
+    assert refused.value.code == "approval-mismatch"
+
+
+def test_a_rejected_approval_refuses_the_expansion(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "explore")
+    approval = move(run, compiler_input("implement"), operation="widen").approval
+    run.decide_phase_approval(approval["id"], "rejected", actor=REVIEWER, note="No.", now=T0)
+    with pytest.raises(TransitionRefused) as refused:
+        move(run, compiler_input("implement"), operation="widen")
+    assert refused.value.code == "approval-not-approved"
+    with pytest.raises(TransitionRefused) as again:
+        run.decide_phase_approval(approval["id"], "approved", actor=REVIEWER, now=T0)
+    assert again.value.code == "approval-not-pending"
+    assert ledger.verify_run("run-a").ok
+
+
+def test_a_lapsed_approval_is_recorded_expired_once(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "explore")
+    approval = move(
+        run, compiler_input("implement"), operation="widen", approval_ttl_ms=60_000
+    ).approval
+    later = T0 + timedelta(minutes=2)
+    with pytest.raises(TransitionRefused) as refused:
+        run.decide_phase_approval(approval["id"], "approved", actor=REVIEWER, now=later)
+    assert refused.value.code == "approval-not-pending"
+    with pytest.raises(TransitionRefused):
+        move(run, compiler_input("implement"), operation="widen", now=later)
+    statuses = [e.body["status"] for e in run.entries(kind="phase.approval")]
+    assert statuses == ["pending", "expired"]
+    assert ledger.verify_run("run-a").ok
+
+
+def test_deciding_an_unknown_approval_is_not_found(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "explore")
+    with pytest.raises(PhaseRefused) as refused:
+        run.decide_phase_approval("runapproval_" + "x" * 24, "approved", actor=REVIEWER)
+    assert refused.value.exit_code == ExitCode.NOT_FOUND
+
+
+# --------------------------------------------------------------------------- overrides
+
+
+def test_an_emergency_override_requires_an_administrator(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "explore")
+    with pytest.raises(TransitionRefused) as refused:
+        move(run, compiler_input("implement"), operation="hotfix", emergency_override=override())
+    assert refused.value.code == "override-requires-administrator"
+    assert phase_kinds(run) == ["phase.evidence"]
+
+
+def test_an_emergency_override_must_expire_within_24_hours(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "explore")
+    too_late = js_iso_timestamp(T0 + timedelta(hours=24, milliseconds=1))
+    with pytest.raises(TransitionRefused) as refused:
+        move(
+            run,
+            compiler_input("implement"),
+            operation="hotfix",
+            emergency_override=override(too_late),
+            administrator=True,
+        )
+    assert refused.value.code == "override-expiry-invalid"
+
+
+def test_an_override_applies_until_it_expires_then_one_record_restores_the_prior(
+    ledger: Ledger,
+) -> None:
+    run = started(ledger, "run-a", "explore")
+    prior = current(run)
+    applied = move(
+        run,
+        compiler_input("implement"),
+        operation="hotfix",
+        emergency_override=override(),
+        administrator=True,
+    )
+    assert applied.record["policyDecision"] == "emergency-override"
+    assert current(run, T0 + timedelta(minutes=59))["identity"]["phase"] == "implement"
+    assert phase_kinds(run).count("phase.transition") == 1
+
+    restored = current(run, AFTER_OVERRIDE)
+    assert restored["digest"] == prior["digest"]
+    for _ in range(3):
+        current(run, AFTER_OVERRIDE + timedelta(hours=1))
+    records = [e.body for e in run.entries(kind="phase.transition")]
+    assert [r["policy_decision"] for r in records] == ["emergency-override", "override-expired"]
+    assert records[1]["created_at"] == OVERRIDE_UNTIL
+    assert ledger.verify_run("run-a").ok
+
+
+def test_an_override_cannot_be_used_for_narrowing(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "implement")
+    with pytest.raises(TransitionRefused) as refused:
+        move(
+            run,
+            compiler_input("verify"),
+            operation="n",
+            emergency_override=override(),
+            administrator=True,
+        )
+    assert refused.value.code == "override-not-expansion"
+
+
+# --------------------------------------------------------------------------- target evidence
+
+
+def test_a_blocked_target_is_refused(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "implement")
+    blocked = compiler_input(
+        "verify", sandbox=source("sandbox", enforcement={"filesystem.write": "unsupported"})
+    )
+    with pytest.raises(TransitionRefused) as refused:
+        move(run, blocked, operation="blocked")
+    assert refused.value.code == "target-blocked"
+    assert refused.value.exit_code == ExitCode.BLOCKED
+    assert phase_kinds(run) == ["phase.evidence"]
+
+
+def test_tampered_target_evidence_is_refused(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "implement")
+    target = evidence(compiler_input("verify"))
+    target["status"] = "allowed" if target["status"] != "allowed" else "narrowed"
+    with pytest.raises(TransitionRefused) as refused:
+        move(run, compiler_input("verify"), operation="t", target_evidence=target)
+    assert refused.value.code == "evidence-tampered"
+
+
+def test_hand_written_target_evidence_with_a_valid_digest_is_refused(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "implement")
+    document = narrowed_egress("verify", "pypi.org")
+    target = evidence(document)
+    target["effectiveAuthority"]["network.egress"] = ["*"]
+    target["digest"] = evidence_digest(target)
+    with pytest.raises(PhaseRefused) as refused:
+        move(run, document, operation="t", target_evidence=target)
+    assert refused.value.code == "evidence-not-reproducible"
+
+
+def test_a_legacy_target_is_refused(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "implement")
+    with pytest.raises(TransitionRefused) as refused:
+        move(run, compiler_input(None), operation="legacy")
+    assert refused.value.code == "target-legacy"
+
+
+def test_verify_reports_an_expansion_without_approval(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "explore")
+    applied = move(
+        run, compiler_input("implement"), operation="hotfix",
+        emergency_override=override(), administrator=True,
+    )  # fmt: skip
+    # Rewrite history as a forger would: the same move, claimed as a plain "allow".
+    record = dict(applied.record)
+    record.pop("emergencyOverride")
+    record["policyDecision"] = "allow"
+    from agentledger import core
+
+    body = dict(applied.entry.body)
+    body.update(
+        record_blob=ledger.blobs.put(core.canonicalize(record)),
+        policy_decision="allow",
+        override_expires_at=None,
+    )
+    forged = ledger.run("forged")
+    forged.append("phase.evidence", next(run.entries(kind="phase.evidence")).body)
+    record_run = {**record, "runId": "forged"}
+    body["record_blob"] = ledger.blobs.put(core.canonicalize(record_run))
+    entry = forged.append("phase.transition", body)
+    found = ledger.verify_run("forged").divergences
+    assert [(d.check, d.seq) for d in found] == [("phase.transition", entry.seq)]
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _spawn(target: Any, args_for: list[tuple[Any, ...]]) -> list[Any]:
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(len(args_for))
+    results = context.Queue()
+    processes = [
+        context.Process(target=target, args=(*args, barrier, results)) for args in args_for
+    ]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+    assert [process.exitcode for process in processes] == [0] * len(processes)
+    return [results.get(timeout=10) for _ in processes]
+
+
+def test_concurrent_compare_and_set_has_exactly_one_winner(ledger_path: Path) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        run = started(ledger, "run-a", "publish")
+        digest = current(run)["digest"]
+    targets = ["verify", "explore", "plan", "verify", "explore", "plan"]  # all narrowing
+    results = _spawn(
+        race_transition,
+        [
+            (str(ledger_path), "run-a", f"op-{i}", compiler_input(phase), 0, digest, T0.isoformat())
+            for i, phase in enumerate(targets)
+        ],
+    )
+    outcomes = sorted(outcome for _, outcome, _ in results)
+    assert outcomes == ["applied"] + ["stale-sequence"] * (len(targets) - 1)
+    with Ledger.open(ledger_path) as ledger:
+        assert phase_kinds(ledger.get_run("run-a")).count("phase.transition") == 1
+        assert ledger.verify().code == 0
+
+
+def test_concurrent_retries_of_one_operation_apply_it_once(ledger_path: Path) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        run = started(ledger, "run-a", "publish")
+        digest = current(run)["digest"]
+    results = _spawn(
+        race_transition,
+        [
+            (
+                str(ledger_path),
+                "run-a",
+                "same-op",
+                compiler_input("verify"),
+                0,
+                digest,
+                T0.isoformat(),
+            )
+            for _ in range(4)
+        ],
+    )
+    assert sorted(outcome for _, outcome, _ in results) == ["applied"] + ["replayed"] * 3
+    assert len({record_id for _, _, record_id in results}) == 1
+
+
+def test_override_expiry_is_recorded_exactly_once_across_processes_and_restarts(
+    ledger_path: Path,
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        run = started(ledger, "run-a", "explore")
+        prior = current(run)["digest"]
+        move(
+            run,
+            compiler_input("implement"),
+            operation="hotfix",
+            emergency_override=override(),
+            administrator=True,
+        )
+    readers = [(str(ledger_path), "run-a", AFTER_OVERRIDE.isoformat()) for _ in range(6)]
+    results = _spawn(read_phase, readers)
+    assert {digest for digest, _ in results} == {prior}
+    assert {sequence for _, sequence in results} == {2}
+    # A restart (fresh processes, later reads) finds the record and adds nothing.
+    later = [(str(ledger_path), "run-a", (AFTER_OVERRIDE + timedelta(days=1)).isoformat())] * 3
+    _spawn(read_phase, later)
+    with Ledger.open(ledger_path) as ledger:
+        run = ledger.get_run("run-a")
+        decisions = [e.body["policy_decision"] for e in run.entries(kind="phase.transition")]
+        assert decisions == ["emergency-override", "override-expired"]
+        assert ledger.verify().code == 0
