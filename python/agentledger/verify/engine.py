@@ -14,6 +14,7 @@ from agentledger.errors import ExitCode
 from agentledger.verify import audit, blobs, journal_pass, receipts, runs_table
 from agentledger.verify import bernstein as bernstein_checks
 from agentledger.verify import log as workspace_log
+from agentledger.verify import phase as phase_checks
 from agentledger.verify.context import VerifyContext, VerifyOptions
 from agentledger.verify.results import RunVerdict, VerifyReport
 
@@ -32,6 +33,7 @@ CHECKS: list[Check] = [
     receipts.check_receipts,
     audit.check_audit,
     workspace_log.check_log,
+    phase_checks.check_phase,
     bernstein_checks.check_bernstein,
 ]
 
