@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import jcs_oracle
+from tests import jcs_oracle
 from agentledger._core import MAX_DEPTH, CanonicalizationError, canonicalize, canonicalize_json
 
 VECTORS = Path(__file__).parent / "vectors" / "jcs-rfc8785"

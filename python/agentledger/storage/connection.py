@@ -11,6 +11,7 @@ import os
 import secrets
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import apsw
 
@@ -146,7 +147,7 @@ class Database:
         except apsw.Error as exc:
             raise _translate(exc, self.path) from None
 
-    def scalar(self, sql: str, params: tuple[object, ...] = ()) -> object:
+    def scalar(self, sql: str, params: tuple[object, ...] = ()) -> Any:
         rows = self.conn.execute(sql, params).fetchall()
         return rows[0][0] if rows else None
 

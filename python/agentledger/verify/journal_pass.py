@@ -25,8 +25,7 @@ Row = tuple[str, int, str, bytes, bytes]
 ALL_ROWS = "SELECT run_id, seq, kind, hash, bytes FROM entries ORDER BY run_id, seq"
 RUN_ROWS = "SELECT run_id, seq, kind, hash, bytes FROM entries WHERE run_id = ? ORDER BY seq"
 TAIL_ROWS = (
-    "SELECT run_id, seq, kind, hash, bytes FROM entries WHERE run_id = ? AND seq >= ? "
-    "ORDER BY seq"
+    "SELECT run_id, seq, kind, hash, bytes FROM entries WHERE run_id = ? AND seq >= ? ORDER BY seq"
 )
 
 
@@ -38,7 +37,8 @@ def _batches(rows: Iterable[Row], size: int) -> Iterator[list[Row]]:
 
 def _rows(ctx: VerifyContext) -> Iterable[Row]:
     if ctx.whole:
-        return ctx.conn.execute(ALL_ROWS)
+        rows: Iterable[Row] = ctx.conn.execute(ALL_ROWS)
+        return rows
     runs = sorted(ctx.selected_runs)
     return itertools.chain.from_iterable(ctx.conn.execute(RUN_ROWS, (r,)) for r in runs)
 
@@ -76,9 +76,7 @@ def check_journal(ctx: VerifyContext) -> None:
                 tail_carry = (run_id, before[0][0], before[0][1]) if before else None
                 rows = ctx.conn.execute(TAIL_ROWS, (run_id, start)).fetchall()
                 collect(
-                    pool.submit(
-                        _core.verify_entries, ledger_id, tail_carry, rows, ctx.options.jobs
-                    )
+                    pool.submit(_core.verify_entries, ledger_id, tail_carry, rows, ctx.options.jobs)
                 )
             return
         carry: tuple[str, int, bytes] | None = None
