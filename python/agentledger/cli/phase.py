@@ -380,20 +380,23 @@ def _delta_text(delta: dict[str, Any] | None) -> Text:
 def record_command(
     app: AppContext, run_id: str, input_file: Path, evidence_file: Path | None, as_json: bool
 ) -> int:
-    """Record RUN's initial phase evidence, compiled from INPUT.json, in its chain.
+    """Record RUN's initial phase evidence, compiled from INPUT.json (RUN is created if new).
 
     The compiler input and the evidence are stored as blobs and anchored by a
     phase.evidence entry; `agentledger verify` re-runs the compiler on them. A run has
     one initial evidence; change it with `phase transition`.
 
-    Exit 0 recorded, 3 recorded but blocked, 1 no such run, 65 invalid input or evidence
-    that is not what INPUT.json compiles to (nothing is written).
+    Exit 0 recorded, 3 recorded but blocked, 1 no ledger or no such file, 65 invalid input
+    or evidence that is not what INPUT.json compiles to (nothing is written).
     """
     compiler_input = _json_object(input_file, "the compiler input")
     evidence = _json_object(evidence_file, "the evidence") if evidence_file else None
+    from agentledger.journal import Run
+    from agentledger.phase.ledger import record_evidence
+
     with app.open_ledger() as ledger:
-        entry = ledger.get_run(run_id).record_phase_evidence(
-            evidence, compiler_input=compiler_input
+        entry = record_evidence(
+            Run(ledger, run_id), evidence, compiler_input=compiler_input, create_run=True
         )
     body = entry.body
     if as_json:

@@ -98,15 +98,21 @@ def record_evidence(
     evidence: Mapping[str, Any] | None,
     *,
     compiler_input: Mapping[str, Any],
+    create_run: bool = False,
 ) -> Entry:
     """Anchor the run's phase evidence (and the input it compiles from) in its chain.
 
     A run has one initial evidence; later changes are transitions. Recording the same
     evidence again returns the existing entry. Blocked evidence is recorded as it is: it is
-    the truth of what the run may do (nothing), and its descendants are refused.
+    the truth of what the run may do (nothing), and its descendants are refused. With
+    ``create_run`` a missing run is created in the same transaction (so a refusal leaves
+    no empty run behind).
     """
+    check_run_id(run.id)
     compiled = _checked_evidence(evidence, compiler_input)
     with run.ledger.db.write() as conn:
+        if create_run:
+            _insert_run(conn, run.id)
         state = load_state(conn, run.id)
         if state.initial is not None:
             if state.initial.digest == compiled["digest"] and same_json(
@@ -122,6 +128,15 @@ def record_evidence(
         evidence_blob = put_json(run, compiled, "the phase evidence")
         body = _evidence_body(compiled, evidence_blob, input_blob)
         return run._append_locked(conn, [(EVIDENCE_KIND, body)])[0]
+
+
+def _insert_run(conn: Any, run_id: str) -> None:
+    """Create the run inside the caller's transaction (as ``Ledger.run`` does), if missing."""
+    conn.execute(
+        "INSERT OR IGNORE INTO runs (run_id, ordinal) "
+        "VALUES (?, (SELECT coalesce(max(ordinal), 0) + 1 FROM runs))",
+        (run_id,),
+    )
 
 
 # --------------------------------------------------------------------------- descendants
@@ -267,11 +282,7 @@ def start_descendant(
                 f"run {child_id!r} would start with blocked phase evidence",
                 blockers=[blocker["code"] for blocker in evidence["blockers"]],
             )
-        conn.execute(
-            "INSERT INTO runs (run_id, ordinal) "
-            "VALUES (?, (SELECT coalesce(max(ordinal), 0) + 1 FROM runs))",
-            (child_id,),
-        )
+        _insert_run(conn, child_id)
         child = Run(ledger, child_id)
         input_blob = put_json(child, child_input, "the compiler input")
         evidence_blob = put_json(child, evidence, "the phase evidence")
