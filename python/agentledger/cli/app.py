@@ -45,9 +45,17 @@ def cli(ctx: click.Context, ledger_path: Path, key_dir: Path | None, debug: bool
 
 def _register() -> None:
     # Sub-command modules import `cli` from here and decorate onto it.
-    from agentledger.cli import activity, demo, journal, keys, phase, team, verify  # noqa: F401
-    from agentledger.cli import log  # noqa: F401
-    from agentledger.cli import bernstein  # noqa: F401
+    from agentledger.cli import (  # noqa: F401
+        activity,
+        bernstein,
+        demo,
+        journal,
+        keys,
+        log,
+        phase,
+        team,
+        verify,
+    )
 
 
 _register()
