@@ -167,6 +167,10 @@ TAMPERS: dict[str, tuple[Edit, str]] = {
         lambda p: sql(p, "DELETE FROM audit_log WHERE pos = (SELECT max(pos) FROM audit_log)"),
         "audit.missing",
     ),
+    "last activity stripped from the journal": (
+        lambda p: sql(p, "DELETE FROM entries WHERE seq = (SELECT max(seq) FROM entries)"),
+        "audit.orphan",
+    ),
     "mirror record moved to another step": (
         lambda p: sql(p, "UPDATE audit_log SET seq = seq + 100 WHERE pos = 0"),
         "audit.record",
