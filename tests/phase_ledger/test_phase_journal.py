@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 from datetime import timedelta
 from pathlib import Path
@@ -319,31 +320,109 @@ def test_a_legacy_target_is_refused(ledger: Ledger) -> None:
     assert refused.value.code == "target-legacy"
 
 
+def forged_copy(ledger: Ledger, run: Any, change: Any) -> tuple[Ledger, int]:
+    """Copy ``run``'s evidence and last transition into run "forged", the record edited by
+    ``change`` (as a forger with write access would); return the forged entry's seq."""
+    from agentledger import core
+
+    applied = list(run.entries(kind="phase.transition"))[-1]
+    record = json.loads(ledger.blobs.get(applied.body["record_blob"]))
+    record["runId"] = "forged"
+    change(record)
+    override = record.get("emergencyOverride")
+    body = {
+        **applied.body,
+        "record_blob": ledger.blobs.put(core.canonicalize(record)),
+        "policy_decision": record["policyDecision"],
+        "override_expires_at": override["expiresAt"] if override else None,
+    }
+    forged = ledger.run("forged")
+    forged.append("phase.evidence", next(run.entries(kind="phase.evidence")).body)
+    return ledger, forged.append("phase.transition", body).seq
+
+
+def test_verify_accepts_an_untouched_copy(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "implement")
+    move(run, compiler_input("verify"), operation="narrow")
+    forged_copy(ledger, run, lambda record: None)
+    assert ledger.verify_run("forged").ok
+
+
 def test_verify_reports_an_expansion_without_approval(ledger: Ledger) -> None:
     run = started(ledger, "run-a", "explore")
-    applied = move(
+    move(
         run, compiler_input("implement"), operation="hotfix",
         emergency_override=override(), administrator=True,
     )  # fmt: skip
-    # Rewrite history as a forger would: the same move, claimed as a plain "allow".
-    record = dict(applied.record)
-    record.pop("emergencyOverride")
-    record["policyDecision"] = "allow"
-    from agentledger import core
 
-    body = dict(applied.entry.body)
-    body.update(
-        record_blob=ledger.blobs.put(core.canonicalize(record)),
-        policy_decision="allow",
-        override_expires_at=None,
-    )
-    forged = ledger.run("forged")
-    forged.append("phase.evidence", next(run.entries(kind="phase.evidence")).body)
-    record_run = {**record, "runId": "forged"}
-    body["record_blob"] = ledger.blobs.put(core.canonicalize(record_run))
-    entry = forged.append("phase.transition", body)
+    def as_plain_allow(record: dict[str, Any]) -> None:
+        del record["emergencyOverride"]
+        record["policyDecision"] = "allow"
+
+    _, seq = forged_copy(ledger, run, as_plain_allow)
     found = ledger.verify_run("forged").divergences
-    assert [(d.check, d.seq) for d in found] == [("phase.transition", entry.seq)]
+    assert [(d.check, d.seq) for d in found] == [("phase.transition", seq)]
+
+
+def test_verify_reports_an_override_longer_than_24_hours(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "explore")
+    move(
+        run, compiler_input("implement"), operation="hotfix",
+        emergency_override=override(), administrator=True,
+    )  # fmt: skip
+
+    def lengthen(record: dict[str, Any]) -> None:
+        record["emergencyOverride"]["expiresAt"] = "2026-07-30T00:00:00.000Z"
+
+    _, seq = forged_copy(ledger, run, lengthen)
+    found = ledger.verify_run("forged").divergences
+    assert [(d.check, d.seq) for d in found] == [("phase.transition", seq)]
+    assert "24 hours" in found[0].expected
+
+
+def test_verify_reports_a_target_the_compiler_would_not_produce(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "implement")
+    move(run, compiler_input("verify"), operation="narrow")
+
+    def widen_target(record: dict[str, Any]) -> None:
+        target = record["effectiveEvidence"]
+        target["effectiveAuthority"]["credential.access"] = ["*"]
+        target["digest"] = evidence_digest(target)
+
+    _, seq = forged_copy(ledger, run, widen_target)
+    assert [(d.check, d.seq) for d in ledger.verify_run("forged").divergences] == [
+        ("phase.transition", seq)
+    ]
+
+
+def test_a_retry_is_recognised_after_javascript_trimming(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "implement")
+    first = move(run, compiler_input("verify"), operation="op-1")
+    again = move(
+        run,
+        compiler_input("verify"),
+        operation="\ufeffop-1 ",
+        sequence=0,
+        digest=prior_digest(first),
+    )
+    assert again.replayed and again.record["id"] == first.record["id"]
+
+
+def test_a_read_only_ledger_shows_a_lapsed_override_without_writing(ledger_path: Path) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        run = started(ledger, "run-a", "explore")
+        prior = current(run)["digest"]
+        move(
+            run, compiler_input("implement"), operation="hotfix",
+            emergency_override=override(), administrator=True,
+        )  # fmt: skip
+        length = len(run)
+    with Ledger.open(ledger_path, readonly=True) as readonly:
+        state = readonly.get_run("run-a").phase_state(AFTER_OVERRIDE)
+        assert state.effective is not None and state.effective["digest"] == prior
+        assert state.current is not None
+        assert state.current["policyDecision"] == "override-expired"
+        assert len(readonly.get_run("run-a")) == length
 
 
 # --------------------------------------------------------------------------- processes

@@ -351,10 +351,31 @@ def current_state(run: Run, now: datetime | None = None) -> PhaseState:
     lapsed = (current is not None and override_has_expired(current, moment)) or any(
         effective_approval_status(a, moment) == "expired" for a in state.pending_approvals()
     )
-    if not lapsed or run.ledger.db.readonly:
+    if not lapsed:
         return state
+    if run.ledger.db.readonly:
+        return _as_if_maintained(run, state, moment)
     with run.ledger.db.write() as conn:
         return maintain(run, conn, moment)
+
+
+def _as_if_maintained(run: Run, state: PhaseState, now: datetime) -> PhaseState:
+    """A read-only view of what :func:`maintain` would append (nothing is written)."""
+    current = state.current
+    if current is not None and override_has_expired(current, now):
+        record = expiry_record(current)
+        with run.ledger.db.snapshot() as conn:
+            input_blob = _input_blob_before(conn, run.id, current["sequence"])
+            compiler_input = read_json_blob(conn, input_blob)
+        state.records.append(record)
+        state.by_operation.setdefault(record["operationId"], record)
+        state.effective_stored = StoredEvidence(
+            record["effectiveEvidence"], compiler_input or {}, None, input_blob, -1, ""
+        )
+    for approval in state.pending_approvals():
+        if effective_approval_status(approval, now) == "expired":
+            state.approvals[approval["id"]] = {**approval, "status": "expired"}
+    return state
 
 
 # --------------------------------------------------------------------------- transitions
@@ -498,11 +519,11 @@ def _transition_locked(
         request["approvalTtlMs"] = approval_ttl_ms
     if emergency_override is not None:
         request["emergencyOverride"] = dict(emergency_override)
-    existing = state.by_operation.get(operation_id) if isinstance(operation_id, str) else None
+    operation = js_trim(to_js_string(operation_id)) if isinstance(operation_id, str) else None
+    existing = state.by_operation.get(operation) if operation is not None else None
     stored_approval = None
     prior = state.effective
-    if prior is not None and isinstance(operation_id, str) and isinstance(manifest_digest, str):
-        operation = js_trim(to_js_string(operation_id))
+    if prior is not None and operation is not None and isinstance(manifest_digest, str):
         target = compiled["digest"]
         wanted = approval_id(run.id, operation, prior["digest"], target, manifest_digest)
         stored_approval = state.approvals.get(wanted)

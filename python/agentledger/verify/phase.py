@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from agentledger.errors import InvalidInput
@@ -39,9 +40,11 @@ from agentledger.phase.journal import (
 from agentledger.phase.ledger import check_authorization, exceeds, parent_source
 from agentledger.phase.models import PhaseCapabilityEvidence, validate
 from agentledger.phase.transitions import (
+    MAX_OVERRIDE_TTL,
     PhaseTransitionRecord,
     approval_id,
     authority_delta,
+    epoch_ms,
     expiry_record,
     is_expansion,
 )
@@ -266,6 +269,15 @@ def _check_policy(replay: _Replay, record: dict[str, Any], delta: dict[str, Any]
     if decision == "emergency-override":
         if not is_expansion(delta):
             raise replay.diverge("an expansion under emergency override", delta["classification"])
+        created, expires = (
+            epoch_ms(record["createdAt"]),
+            epoch_ms(record["emergencyOverride"]["expiresAt"]),
+        )
+        if not created < expires <= created + MAX_OVERRIDE_TTL // timedelta(milliseconds=1):
+            raise replay.diverge(
+                "an override expiring within 24 hours of its record",
+                record["emergencyOverride"]["expiresAt"],
+            )
         return
     if decision == "approved-expansion":
         expected = approval_id(
