@@ -185,7 +185,8 @@ def baseline_verify_run(workdir: Path, run_id: str) -> int:
     store = cas.is_dir()
     ok = chain_ok
     for row in activities:
-        observations = row.get("observations") if isinstance(row.get("observations"), list) else []
+        listed = row.get("observations")
+        observations: list[Any] = listed if isinstance(listed, list) else []
         hashes = sorted({str(o.get("content_hash", "")) for o in observations})
         if _ch(_acanon(hashes)) != str(row.get("evidence_set_hash", "")) or not chain_ok:
             ok = False

@@ -22,9 +22,10 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SMALL = FIXTURES / "bernstein-3.23.0"
 SHAPES = FIXTURES / "bernstein-3.23.0-shapes"
 
-SMALL_SIGNER = "ed25519:" + base64.b64decode(
-    "MCowBQYDK2VwAyEA6kpsY+KcUgq+9VB7Ey7F+ZVHdq6+vnuSQh7qaRRG0iw="
-)[12:].hex()
+SMALL_SIGNER = (
+    "ed25519:"
+    + base64.b64decode("MCowBQYDK2VwAyEA6kpsY+KcUgq+9VB7Ey7F+ZVHdq6+vnuSQh7qaRRG0iw=")[12:].hex()
+)
 SHAPES_SIGNERS = tuple(
     "ed25519:" + bytes(SigningKey(hashlib.sha256(seed).digest()).verify_key).hex()
     for seed in (b"k1", b"k2", b"k3")
@@ -58,12 +59,12 @@ def write_lines(workdir: Path, run_id: str, new: list[str]) -> None:
     journal(workdir, run_id).write_text("".join(new), "ascii")
 
 
-def edit_row(workdir: Path, run_id: str, index: int, **changes: Any) -> None:
+def edit_row(workdir: Path, run_id: str, position: int, /, **changes: Any) -> None:
     """Change fields of one row in place, keeping bernstein's line format."""
     rows = lines(workdir, run_id)
-    row = json.loads(rows[index])
+    row = json.loads(rows[position])
     row.update(changes)
-    rows[index] = json.dumps(row) + "\n"
+    rows[position] = json.dumps(row) + "\n"
     write_lines(workdir, run_id, rows)
 
 
@@ -80,6 +81,8 @@ class Outcome:
     findings: dict[str, set[str]]
     fields: dict[str, set[tuple[int | None, str, str | None]]]
     workspace: set[str]
+    compat_fields: dict[str, set[tuple[int | None, str, str | None]]]
+    notes: list[str]
 
 
 def import_and_verify(
@@ -95,6 +98,12 @@ def import_and_verify(
         compat={v.run_id: int(v.code) for v in compat.runs},
         strict={v.run_id: int(v.code) for v in strict.runs},
         findings={v.run_id: {d.check for d in v.divergences} for v in strict.runs},
-        fields={v.run_id: {(d.seq, d.check, d.subject) for d in v.divergences} for v in strict.runs},
+        fields={
+            v.run_id: {(d.seq, d.check, d.subject) for d in v.divergences} for v in strict.runs
+        },
         workspace={d.check for d in strict.workspace},
+        compat_fields={
+            v.run_id: {(d.seq, d.check, d.subject) for d in v.divergences} for v in compat.runs
+        },
+        notes=list(strict.notes),
     )

@@ -18,6 +18,8 @@ def imported(tmp_path: Path) -> Verifier:
     counter = iter(range(1000))
 
     def run(workdir: Path, *, key: Path | None = None, trust: tuple[str, ...] = ()) -> Outcome:
-        return import_and_verify(workdir, tmp_path / f"ledger-{next(counter)}.db", key=key, trust=trust)
+        return import_and_verify(
+            workdir, tmp_path / f"ledger-{next(counter)}.db", key=key, trust=trust
+        )
 
     return run

@@ -21,7 +21,6 @@ from agentledger.bernstein import (
 from agentledger.bernstein.audit_chain import verify_audit
 from agentledger.verify import VerifyOptions
 
-from .conftest import Verifier
 from .bernstein_testkit import (
     SHAPES,
     SHAPES_SIGNERS,
@@ -31,6 +30,7 @@ from .bernstein_testkit import (
     edit_row,
     private_key_file,
 )
+from .conftest import Verifier
 
 VERDICTS = json.loads((SHAPES / "verdicts.json").read_text("utf-8"))["runs"]
 SHAPE_RUNS = sorted(VERDICTS)
@@ -169,12 +169,20 @@ def test_a_run_changed_since_import_is_reported_not_merged(tmp_path: Path) -> No
     with Ledger.open(tmp_path / "ledger.db") as ledger:
         import_workdir(ledger, workdir)
         original = ledger.blobs.get(
-            str(ledger.db.scalar("SELECT digest FROM bernstein_files WHERE path LIKE '%run-002/journal.jsonl'"))
+            str(
+                ledger.db.scalar(
+                    "SELECT digest FROM bernstein_files WHERE path LIKE '%run-002/journal.jsonl'"
+                )
+            )
         )
         edit_row(workdir, "run-002", 6, status="changed")
         again = import_workdir(ledger, workdir)
         kept = ledger.blobs.get(
-            str(ledger.db.scalar("SELECT digest FROM bernstein_files WHERE path LIKE '%run-002/journal.jsonl'"))
+            str(
+                ledger.db.scalar(
+                    "SELECT digest FROM bernstein_files WHERE path LIKE '%run-002/journal.jsonl'"
+                )
+            )
         )
     assert again.runs_changed == ["run-002"]
     assert again.code == 2

@@ -118,7 +118,9 @@ def test_integers_beyond_pythons_digit_limit_are_refused_like_json_loads() -> No
 
 
 def test_jcs_profile_sorts_by_utf16_and_writes_ecmascript_numbers() -> None:
-    text = '{"\\uffff": 1.0, "\\ud83d\\ude00": 1e-07, "n": 9007199254740993}'.encode()
-    assert _core.pyjson_dumps(text, "jcs-v2") == '{"n":9007199254740993,"😀":1e-7,"\uffff":1}'.encode()
+    text = b'{"\\uffff": 1.0, "\\ud83d\\ude00": 1e-07, "n": 9007199254740993}'
+    assert (
+        _core.pyjson_dumps(text, "jcs-v2") == '{"n":9007199254740993,"😀":1e-7,"\uffff":1}'.encode()
+    )
     with pytest.raises(ValueError):
         _core.pyjson_dumps(b"[NaN]", "jcs-v2")

@@ -17,7 +17,9 @@ from agentledger.bernstein.format import acanon, cas_path, content_hash
 Reader = Callable[[str], bytes | None]
 """Bytes of a content hash from the store (``None``: missing)."""
 
-ACTION_KINDS = frozenset("navigate click type scroll key select submit wait screenshot".split())
+ACTION_KINDS = frozenset(
+    ["navigate", "click", "type", "scroll", "key", "select", "submit", "wait", "screenshot"]
+)
 CHECK_KINDS = frozenset({"dom_contains", "dom_not_contains", "screenshot_hash_equals"})
 ASCII_WS = re.compile(rb"[ \t\n\r\x0b\x0c]+")
 SPKI_ED25519_PREFIX = bytes.fromhex("302a300506032b6570032100")
@@ -174,7 +176,10 @@ def verify_browser_report(report: object, read: Reader) -> BrowserVerdict:
         dom = doms.get(check["step_index"])
         reason = ""
         if dom is None:
-            reason = f"check {check['check_id']!r}: step {check['step_index']} did not resolve from the store"
+            reason = (
+                f"check {check['check_id']!r}: step {check['step_index']} "
+                "did not resolve from the store"
+            )
         else:
             step = steps[check["step_index"]]
             if check["kind"] == "screenshot_hash_equals":

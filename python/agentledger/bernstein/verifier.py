@@ -222,7 +222,7 @@ def _verify_run(
         add(
             Finding(None, "bernstein.line.discarded", f"line {line}", "a JSON object", "unparsable")
         )
-    for step, line, name, expected, actual in report["row_findings"]:
+    for step, _line, name, expected, actual in report["row_findings"]:
         add(Finding(step, f"bernstein.{name}", name, expected, actual, True))
     activities = report["activities"]
     if not activities:

@@ -169,7 +169,7 @@ class LedgerWorkdir:
         )
         for path, data in rows:
             if path in wanted:
-                found.setdefault(str(path), []).append(bytes(data))  # type: ignore[arg-type]
+                found.setdefault(str(path), []).append(bytes(data))
         return [
             b"".join(found[self.runs[r]]) if r in self.runs and self.runs[r] in found else None
             for r in run_ids

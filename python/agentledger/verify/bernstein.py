@@ -80,7 +80,7 @@ def _rehash_referenced(
     ).fetchall()
     joined: dict[str, list[bytes]] = {}
     for digest, data in rows:
-        joined.setdefault(str(digest), []).append(bytes(data))  # type: ignore[arg-type]
+        joined.setdefault(str(digest), []).append(bytes(data))
     names = list(joined)
     actual = _core.sha256_hex_many([b"".join(joined[n]) for n in names], ctx.options.jobs)
     ctx.report.blobs_checked += len(names)
@@ -137,7 +137,8 @@ def _notes(
         for result in results:
             if result.compat_code == ExitCode.NOT_FOUND:
                 notes.append(
-                    f"bernstein run {result.run_id}: {result.crash or result.reason} (bernstein exits 1)"
+                    f"bernstein run {result.run_id}: {result.crash or result.reason} "
+                    "(bernstein exits 1)"
                 )
         return
     if audit is None:
@@ -160,7 +161,8 @@ def _notes(
         )
         if unaudited:
             notes.append(
-                f"bernstein: {unaudited} run(s) end with rows no audit record covers (a cut tail there is undetectable)"
+                f"bernstein: {unaudited} run(s) end with rows no audit record covers "
+                "(a cut tail there is undetectable)"
             )
 
 
@@ -237,11 +239,11 @@ def _bodies(ctx: VerifyContext, kind: str) -> list[tuple[str, int, dict[str, Any
     out = []
     for run_id, seq, raw in rows:
         try:
-            body = json.loads(bytes(raw))["body"]  # type: ignore[arg-type]
+            body = json.loads(bytes(raw))["body"]
         except (ValueError, KeyError, TypeError):
             continue  # the journal pass reports entries that do not decode
         if isinstance(body, dict):
-            out.append((str(run_id), int(seq), body))  # type: ignore[arg-type]
+            out.append((str(run_id), int(seq), body))
     return out
 
 

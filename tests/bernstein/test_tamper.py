@@ -1,0 +1,374 @@
+"""Every kind of damage to a bernstein workdir: bernstein's verdict (compat) and ours (strict).
+
+The workdir is ``bernstein-3.23.0`` (bernstein's own output). ``run-001`` holds rows
+0 run_started, 1 task_claimed, 2 research-0, 3 browser-0, 4 data-0 (signed receipt),
+5 ops-0 (signed receipt), 6 run_finished; the audit chain mirrors rows 2-5 of each run.
+Compat expectations follow bernstein's algorithm (BERNSTEIN-FORMAT.md §2, §8).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import apsw
+import pytest
+from nacl.signing import SigningKey
+
+from agentledger import Ledger
+from agentledger.bernstein import import_workdir
+from agentledger.bernstein.format import acanon, content_hash
+from agentledger.bernstein.writer import public_key_pem, rechain
+from agentledger.verify import VerifyOptions
+
+from .bernstein_testkit import (
+    SHAPES,
+    SMALL,
+    SMALL_SIGNER,
+    Outcome,
+    cas,
+    copy_workdir,
+    edit_row,
+    import_and_verify,
+    lines,
+    private_key_file,
+    write_lines,
+)
+
+RUN = "run-001"
+PAGE = "sha256:ccd60aceaca4c2af81d38c52fb6867d86b28406627248d9b7d52cc66ab12b351"
+DATA_RECEIPT = "sha256:67748cc06cb345a525a63b2ad4fb96a351b85675b46e5ca056de77ce79061090"
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    return copy_workdir(SMALL, tmp_path / "wd")
+
+
+def verify(workdir: Path, tmp_path: Path) -> Outcome:
+    key = private_key_file(SMALL, tmp_path / "audit.key")
+    return import_and_verify(workdir, tmp_path / "ledger.db", key=key, trust=(SMALL_SIGNER,))
+
+
+def test_the_untampered_copy_is_clean_in_both_modes(workdir: Path, tmp_path: Path) -> None:
+    outcome = verify(workdir, tmp_path)
+    assert outcome.compat[RUN] == 0 and outcome.strict[RUN] == 0
+
+
+def test_an_anchored_field_edit_breaks_the_chain_at_its_step_in_both_modes(
+    workdir: Path, tmp_path: Path
+) -> None:
+    edit_row(workdir, RUN, 4, reason_code="forged")
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (2, 2)
+    assert (4, "bernstein.chain", "payload") in outcome.compat_fields[RUN]
+    assert (4, "bernstein.chain", "payload") in outcome.fields[RUN]
+    assert (4, "bernstein.audit.mismatch", "reason_code") in outcome.fields[RUN]
+    assert (4, "bernstein.payload_hash", "payload_hash") in outcome.fields[RUN]
+
+
+def test_an_edited_ts_is_invisible_and_stated_as_a_limit(workdir: Path, tmp_path: Path) -> None:
+    edit_row(workdir, RUN, 3, ts=1.0)
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (0, 0)
+    assert any("ts and elapsed_s" in note for note in outcome.notes)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "check"),
+    [("index", 9, "bernstein.index"), ("payload_hash", "0" * 64, "bernstein.payload_hash")],
+)
+def test_unanchored_index_and_payload_hash_edits_pass_bernstein_but_not_strict(
+    workdir: Path, tmp_path: Path, field: str, value: object, check: str
+) -> None:
+    edit_row(workdir, RUN, 2, **{field: value})
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (0, 2)
+    assert (2, check, field) in outcome.fields[RUN]
+
+
+def test_reordered_lines_break_the_link(workdir: Path, tmp_path: Path) -> None:
+    rows = lines(workdir, RUN)
+    rows[1], rows[2] = rows[2], rows[1]
+    write_lines(workdir, RUN, rows)
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (2, 2)
+    assert (1, "bernstein.chain", "prev_hash") in outcome.compat_fields[RUN]
+
+
+def test_a_deleted_line_breaks_the_link_of_the_next(workdir: Path, tmp_path: Path) -> None:
+    rows = lines(workdir, RUN)
+    del rows[1]
+    write_lines(workdir, RUN, rows)
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (2, 2)
+    assert (1, "bernstein.chain", "prev_hash") in outcome.fields[RUN]
+
+
+@pytest.mark.parametrize("garbage", ["not json\n", "[1, 2]\n", '{"a": 1} trailing\n'])
+def test_an_inserted_unparsable_line_is_kept_reported_and_fails_the_run(
+    workdir: Path, tmp_path: Path, garbage: str
+) -> None:
+    rows = lines(workdir, RUN)
+    rows.insert(3, garbage)
+    write_lines(workdir, RUN, rows)
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (2, 2)
+    assert (None, "bernstein.line.discarded", "line 3") in outcome.fields[RUN]
+
+
+def test_a_corrupted_line_is_discarded_and_its_audit_record_has_no_row(
+    workdir: Path, tmp_path: Path
+) -> None:
+    rows = lines(workdir, RUN)
+    rows[5] = rows[5][:40] + "\n"
+    write_lines(workdir, RUN, rows)
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (2, 2)
+    assert {"bernstein.line.discarded", "bernstein.audit.missing_from_journal"} <= outcome.findings[
+        RUN
+    ]
+
+
+def test_an_appended_chain_consistent_row_passes_both_and_is_stated(
+    workdir: Path, tmp_path: Path
+) -> None:
+    rows = lines(workdir, RUN)
+    extra = json.loads(rows[6])
+    extra["status"] = "appended"
+    write_lines(workdir, RUN, rechain([*rows, json.dumps(extra) + "\n"]))
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (0, 0)
+    assert any("no audit record covers" in note for note in outcome.notes)
+
+
+def test_a_cut_tail_after_the_last_audited_row_is_undetectable_and_stated(
+    workdir: Path, tmp_path: Path
+) -> None:
+    write_lines(workdir, RUN, lines(workdir, RUN)[:6])
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (0, 0)
+
+
+def test_a_cut_tail_with_an_audited_activity_passes_bernstein_but_not_strict(
+    workdir: Path, tmp_path: Path
+) -> None:
+    write_lines(workdir, RUN, lines(workdir, RUN)[:5])
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (0, 2)
+    assert (5, "bernstein.audit.missing_from_journal", "stage 'ops-0'") in outcome.fields[RUN]
+
+
+def test_a_removed_observation_blob_fails_both(workdir: Path, tmp_path: Path) -> None:
+    cas(workdir, PAGE).unlink()
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (2, 2)
+    assert {"bernstein.stage", "bernstein.blob.missing"} <= outcome.findings[RUN]
+
+
+def test_an_edited_observation_blob_fails_both(workdir: Path, tmp_path: Path) -> None:
+    cas(workdir, PAGE).write_bytes(b"edited page")
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (2, 2)
+
+
+def test_a_removed_receipt_is_skipped_by_bernstein_and_found_by_strict(
+    workdir: Path, tmp_path: Path
+) -> None:
+    cas(workdir, DATA_RECEIPT).unlink()
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (0, 2)
+    assert (4, "bernstein.blob.missing", "receipt") in outcome.fields[RUN]
+
+
+def test_a_removed_store_is_skipped_by_bernstein_and_found_by_strict(
+    workdir: Path, tmp_path: Path
+) -> None:
+    shutil.rmtree(workdir / ".sdd" / "cas")
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (0, 2)
+    assert "bernstein.blob.missing" in outcome.findings[RUN]
+
+
+def test_an_edited_receipt_no_longer_matches_its_anchored_hash(
+    workdir: Path, tmp_path: Path
+) -> None:
+    path = cas(workdir, DATA_RECEIPT)
+    receipt = json.loads(path.read_bytes())
+    receipt["plan"]["steps"].append("drop table")
+    path.write_bytes(acanon(receipt))
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (2, 2)
+
+
+def test_a_resigned_receipt_with_a_rechained_journal_fools_bernstein_but_not_strict(
+    workdir: Path, tmp_path: Path
+) -> None:
+    attacker = SigningKey(b"attacker".ljust(32, b"!"))
+    receipt = json.loads(cas(workdir, DATA_RECEIPT).read_bytes())
+    for artifact in receipt["outputs"]:
+        artifact["ref"] = "exfiltrated/" + artifact["ref"]
+    for artifact in receipt["inputs"] + receipt["outputs"]:
+        message = acanon({k: artifact[k] for k in ("role", "ref", "content_hash")})
+        signature = attacker.sign(message).signature
+        import base64
+
+        artifact["signature"] = base64.urlsafe_b64encode(signature).rstrip(b"=").decode()
+    receipt["signer_public_key_pem"] = public_key_pem(bytes(attacker.verify_key))
+    forged = acanon(receipt)
+    cas(workdir, content_hash(forged)).write_bytes(forged)
+    edit_row(workdir, RUN, 4, artifact_hash=content_hash(forged))
+    write_lines(workdir, RUN, rechain(lines(workdir, RUN)))
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (0, 2)
+    assert (4, "bernstein.audit.mismatch", "artifact_hash") in outcome.fields[RUN]
+    assert (4, "bernstein.receipt.self_asserted", "signer_public_key_pem") in outcome.fields[RUN]
+
+
+def test_an_edited_audit_record_passes_bernstein_but_fails_the_hmac_and_cross_check(
+    workdir: Path, tmp_path: Path
+) -> None:
+    segment = next((workdir / ".sdd" / "audit").glob("*.jsonl"))
+    records = segment.read_text("ascii").splitlines(keepends=True)
+    for number, line in enumerate(records):
+        record = json.loads(line)
+        if record["details"]["run_id"] == RUN and record["details"]["journal_index"] == 4:
+            record["details"]["reason_code"] = "forged"
+            records[number] = json.dumps(record, sort_keys=True) + "\n"
+    segment.write_text("".join(records), "ascii")
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (0, 2)
+    assert {"bernstein.audit.chain", "bernstein.audit.mismatch"} <= outcome.findings[RUN]
+
+
+def test_a_wrong_audit_key_fails_strict_only(workdir: Path, tmp_path: Path) -> None:
+    wrong = tmp_path / "wrong.key"
+    wrong.write_bytes(b"1" * 64)
+    wrong.chmod(0o600)
+    outcome = import_and_verify(workdir, tmp_path / "l.db", key=wrong, trust=(SMALL_SIGNER,))
+    assert outcome.compat[RUN] == 0 and outcome.strict[RUN] == 2
+    assert "bernstein.audit.chain" in outcome.findings[RUN]
+
+
+def test_a_duplicate_key_hides_a_forged_value_from_bernstein_not_from_strict(
+    workdir: Path, tmp_path: Path
+) -> None:
+    rows = lines(workdir, RUN)
+    rows[4] = rows[4].replace(
+        '"stage_id": "data-0"', '"reason_code": "forged", "stage_id": "data-0"'
+    )
+    write_lines(workdir, RUN, rows)
+    outcome = verify(workdir, tmp_path)
+    assert (outcome.compat[RUN], outcome.strict[RUN]) == (0, 2)
+    assert (4, "bernstein.duplicate_key", "duplicate_key") in outcome.fields[RUN]
+
+
+def test_a_tampered_run_without_activity_rows_is_1_for_bernstein_and_2_strict(
+    tmp_path: Path,
+) -> None:
+    workdir = copy_workdir(SHAPES, tmp_path / "wd")
+    edit_row(workdir, "r0000-plain", 3, forged=True)
+    outcome = import_and_verify(workdir, tmp_path / "l.db")
+    assert (outcome.compat["r0000-plain"], outcome.strict["r0000-plain"]) == (1, 2)
+    assert (3, "bernstein.chain", "payload") in outcome.fields["r0000-plain"]
+
+
+# ---- edits inside the ledger after import: the native chain anchors the bytes -------
+
+
+def tamper_ledger(path: Path, sql: str, params: tuple[object, ...] = ()) -> None:
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA foreign_keys = OFF")
+    conn.execute(sql, params)
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("sql", "check"),
+    [
+        (
+            "UPDATE blob_chunks SET data = CAST(replace(CAST(data AS TEXT), 'task_claimed', "
+            "'task_claimeD') AS BLOB) WHERE digest = (SELECT digest FROM bernstein_files "
+            "WHERE path = '.sdd/runs/run-001/journal.jsonl')",
+            "bernstein.anchor.journal",
+        ),
+        (
+            "UPDATE bernstein_files SET digest = (SELECT digest FROM bernstein_files WHERE "
+            "path = '.sdd/runs/run-002/journal.jsonl') "
+            "WHERE path = '.sdd/runs/run-001/journal.jsonl'",
+            "bernstein.anchor.journal",
+        ),
+        ("DELETE FROM bernstein_files WHERE path LIKE '.sdd/cas/ccd6%'", "bernstein.anchor.file"),
+        (
+            "INSERT INTO bernstein_files (path, kind, digest, import_id) "
+            "VALUES ('.sdd/cas/extra', 'cas', NULL, 1)",
+            "bernstein.anchor.file",
+        ),
+    ],
+    ids=["journal-bytes", "journal-row", "deleted-file", "inserted-file"],
+)
+def test_edits_inside_the_ledger_are_found_by_the_native_verify(
+    tmp_path: Path, sql: str, check: str
+) -> None:
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        import_workdir(ledger, SMALL)
+    tamper_ledger(path, sql)
+    with Ledger.open(path) as ledger:
+        report = ledger.verify()
+    found = {d.check for d in report.workspace} | {
+        d.check for run in report.runs for d in run.divergences
+    }
+    assert report.code == 2
+    assert check in found
+
+
+# ---- paths ------------------------------------------------------------------------
+
+
+def test_symlinks_and_bad_run_ids_are_refused_and_reported(workdir: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "secret"
+    outside.write_bytes(b"not yours")
+    (workdir / ".sdd" / "cas" / ("ab" * 32)).symlink_to(outside)
+    (workdir / ".sdd" / "runs" / "escape").symlink_to(tmp_path, target_is_directory=True)
+    (workdir / ".sdd" / "runs" / "bad id").mkdir()
+    with Ledger.open(tmp_path / "ledger.db") as ledger:
+        summary = import_workdir(ledger, workdir)
+        stored = {row[0] for row in ledger.db.conn.execute("SELECT path FROM bernstein_files")}
+    refused = dict(summary.refused)
+    assert refused[".sdd/cas/" + "ab" * 32] == "symlink"
+    assert refused[".sdd/runs/escape"] == "symlink"
+    assert refused[".sdd/runs/bad id"] == "invalid run id"
+    assert summary.code == 65
+    assert not any("escape" in p or "bad id" in p or "ab" * 32 in p for p in stored)
+    assert summary.runs_imported == ["run-001", "run-002", "run-003"]
+
+
+def test_a_symlinked_sdd_folder_is_refused_whole(tmp_path: Path) -> None:
+    (tmp_path / "wd").mkdir()
+    (tmp_path / "wd" / ".sdd").symlink_to(SMALL / ".sdd", target_is_directory=True)
+    with Ledger.open(tmp_path / "ledger.db") as ledger, pytest.raises(Exception, match="symlink"):
+        import_workdir(ledger, tmp_path / "wd")
+
+
+def test_export_refuses_a_path_that_would_leave_the_folder(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        import_workdir(ledger, SMALL)
+    tamper_ledger(
+        path,
+        "UPDATE bernstein_files SET path = '.sdd/../../escaped' WHERE path LIKE '.sdd/cas/ccd6%'",
+    )
+    with Ledger.open(path) as ledger, pytest.raises(Exception, match="unsafe path"):
+        from agentledger.bernstein import export_workdir
+
+        export_workdir(ledger, tmp_path / "out")
+    assert not (tmp_path / "escaped").exists()
+
+
+def test_compat_verdicts_need_no_keys(workdir: Path, tmp_path: Path) -> None:
+    with Ledger.open(tmp_path / "l.db") as ledger:
+        import_workdir(ledger, workdir)
+        report = ledger.verify(["run-001"], options=VerifyOptions(compat="bernstein"))
+    assert report.code == 0
