@@ -257,3 +257,35 @@ def test_verify_reports_a_descent_that_names_another_evidence(ledger: Ledger) ->
     )
     found = ledger.verify_run("forged").divergences
     assert [(d.check, d.seq) for d in found] == [("phase.descent", entry.seq)]
+
+
+def plan_with_artifact(path: str) -> dict[str, Any]:
+    document = compiler_input("plan")
+    document["planArtifact"] = {
+        "exactPath": path,
+        "owner": "veritas-kanban",
+        "transport": "harness-api",
+    }
+    return document
+
+
+def test_a_plan_run_retries_with_exactly_its_parents_plan_artifact(ledger: Ledger) -> None:
+    parent = ledger.run("parent")
+    parent.record_phase_evidence(None, compiler_input=plan_with_artifact("plans/task-1.md"))
+    child = parent.start_descendant("child", relation="retry")
+    child_evidence = effective(child)
+    assert child_evidence["status"] == "allowed"
+    assert child_evidence["effectiveAuthority"]["artifact.plan.write"] == ["plans/task-1.md"]
+    assert child_evidence["planArtifact"]["exactPath"] == "plans/task-1.md"
+    assert wider_than_parent(child, parent) == []
+    assert ledger.verify().code == 0
+
+
+def test_a_plan_descendant_cannot_take_another_artifact_path(ledger: Ledger) -> None:
+    parent = ledger.run("parent")
+    parent.record_phase_evidence(None, compiler_input=plan_with_artifact("plans/task-1.md"))
+    other = without_parent(plan_with_artifact("plans/other.md"))
+    with pytest.raises(PhaseRefused) as refused:
+        parent.start_descendant("child", relation="fork", compiler_input=other)
+    assert refused.value.code == "descendant-blocked"
+    assert not ledger.has_run("child")

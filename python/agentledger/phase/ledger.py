@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from agentledger.errors import InvalidInput
 from agentledger.ids import check_run_id
-from agentledger.phase.compiler import compile
+from agentledger.phase.compiler import ARTIFACT_DIMENSION, HARNESS_EXACT_PATH_SCOPE, compile
 from agentledger.phase.digest import verify_evidence_digest
 from agentledger.phase.journal import (
     AUTHORIZE_KIND,
@@ -142,13 +142,30 @@ def _insert_run(conn: Any, run_id: str) -> None:
 # --------------------------------------------------------------------------- descendants
 
 
-def parent_source(parent_evidence: Mapping[str, Any]) -> dict[str, Any]:
+def parent_source(
+    parent_evidence: Mapping[str, Any], plan_artifact: object = None
+) -> dict[str, Any]:
     """The ``parent`` compiler source a descendant gets: the parent's effective authority,
-    enforced on every dimension, named after the exact evidence it comes from."""
+    enforced on every dimension, named after the exact evidence it comes from.
+
+    A parent's accepted plan artifact is the effective scope ``[exactPath]``, which the
+    compiler's placeholder request ``harness-exact-path`` never matches; so when the child
+    asks for the *same* exact path, the parent grants the placeholder (the child ends with
+    exactly the parent's path), and any other path is denied.
+    """
+    authority = {d: list(parent_evidence["effectiveAuthority"][d]) for d in DIMENSIONS}
+    granted = parent_evidence.get("planArtifact")
+    if (
+        isinstance(granted, Mapping)
+        and isinstance(plan_artifact, Mapping)
+        and plan_artifact.get("exactPath") == granted["exactPath"]
+        and authority[ARTIFACT_DIMENSION] == [granted["exactPath"]]
+    ):
+        authority[ARTIFACT_DIMENSION] = [HARNESS_EXACT_PATH_SCOPE]
     return {
         "id": PARENT_SOURCE_PREFIX + str(parent_evidence["digest"]),
         "kind": "parent",
-        "authority": {d: list(parent_evidence["effectiveAuthority"][d]) for d in DIMENSIONS},
+        "authority": authority,
         "enforcement": dict.fromkeys(DIMENSIONS, "enforced"),
     }
 
@@ -219,7 +236,10 @@ def _descendant_input(
             "parent-source-derived",
             "a descendant's parent source is derived from its parent's evidence; leave it out",
         )
-    document["sources"] = {**sources, "parent": parent_source(parent.evidence)}
+    document["sources"] = {
+        **sources,
+        "parent": parent_source(parent.evidence, document.get("planArtifact")),
+    }
     extra = set(given) - {"profile", "sources", "planArtifact"}
     for key in sorted(extra):
         document[key] = given[key]  # the compiler rejects unknown keys with their path

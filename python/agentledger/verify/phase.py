@@ -155,7 +155,7 @@ def _check_evidence(replay: _Replay, body: dict[str, Any]) -> None:
         parent = replay.parent_evidence
         if parent is None:
             raise replay.diverge("the parent evidence named by phase.descent", "unreadable")
-        expected_source = parent_source(parent)
+        expected_source = parent_source(parent, compiler_input.get("planArtifact"))
         if not same_json(compiler_input["sources"]["parent"], expected_source):
             raise replay.diverge(
                 f"parent source {expected_source['id']} (the parent's effective authority)",
