@@ -114,6 +114,10 @@ REFUSALS: dict[str, Callable[[Ledger], object]] = {
     "artifact-not-canonical": artifact_not_canonical,
     "invalid-receipt": data_without_receipt,
     "invalid-stage-id": lambda ledger: ledger.run("r").research("../etc"),
+    "invalid-plan": lambda ledger: ledger.run("r").data("d").plan([float("nan")]),
+    "invalid-role": lambda ledger: ledger.run("r").record_activity(
+        research_result(), stage_id="s1", role="no spaces allowed"
+    ),
 }
 
 
