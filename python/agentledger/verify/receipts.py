@@ -51,9 +51,9 @@ def _rows(ctx: VerifyContext) -> Iterator[tuple[str, int, bytes]]:
 
 
 def _blob(ctx: VerifyContext, digest: str) -> bytes | None:
-    if not ctx.conn.execute("SELECT 1 FROM blobs WHERE digest = ?", (digest,)).fetchall():
-        return None
-    return b"".join(row[0] for row in ctx.conn.execute(CHUNKS, (digest,)))
+    """The blob's bytes; None when it has no chunks (every stored blob has at least one)."""
+    chunks = [row[0] for row in ctx.conn.execute(CHUNKS, (digest,))]
+    return b"".join(chunks) if chunks else None
 
 
 def check_receipts(ctx: VerifyContext) -> None:
