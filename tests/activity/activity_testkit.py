@@ -68,7 +68,8 @@ def record_every_modality(ledger: Ledger, run_id: str = "run-1") -> dict[str, En
 def sql(path: Path, statement: str, params: tuple[object, ...] = ()) -> list[Any]:
     conn = apsw.Connection(str(path))
     try:
-        return conn.execute(statement, params).fetchall()
+        rows: list[Any] = conn.execute(statement, params).fetchall()
+        return rows
     finally:
         conn.close()
 
