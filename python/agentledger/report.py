@@ -90,6 +90,15 @@ def report_renderable(report: VerifyReport) -> RenderableType:
         parts.append(run_tree(verdict))
     if len(failing) > MAX_RUN_TREES:
         parts.append(Text(f"… {len(failing) - MAX_RUN_TREES} more failing runs (see --json)"))
+    if report.receipts_checked or report.audit_records:
+        parts.append(
+            Text(
+                f"activities: {report.receipts_checked:,} receipt(s) reattached, "
+                f"{report.signatures_checked:,} signature(s) checked, "
+                f"{report.audit_records:,} audit mirror record(s)",
+                style="dim",
+            )
+        )
     for note in report.notes:
         parts.append(Text(f"note: {note}", style="yellow"))
     verdict_text = status_name(report.code)

@@ -235,7 +235,12 @@ def activity_browser(
 
 
 def _data_ops_command(kind: str) -> None:
-    @activity.command(kind)
+    help_text = (
+        f"Record a {kind} stage: signed inputs, one plan (its steps), then signed outputs.\n\n"
+        "Without --step/--steps there is no plan and the stage is refused (no-plan)."
+    )
+
+    @activity.command(kind, help=help_text)
     @stage_options
     @click.option(
         "--input",
@@ -299,11 +304,6 @@ def _data_ops_command(kind: str) -> None:
         )
         entry = _session(app, run_id, maker, fill)
         _emit(app, entry, as_json)
-
-    command.__doc__ = (
-        f"Record a {kind} stage: signed inputs, one plan (its steps), then signed outputs.\n\n"
-        "Without --step/--steps there is no plan and the stage is refused (no-plan)."
-    )
 
 
 _data_ops_command("data")
