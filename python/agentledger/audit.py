@@ -2,13 +2,15 @@
 
 Each record is the canonical JSON of hashes and labels only (run, seq, entry hash, stage,
 kind, terminal state, reason code, artifact and evidence set hashes): never artifact or
-evidence bytes, never a ref. Records are chained by their MACs:
+evidence bytes, never a ref. Each record names the MAC of the one before it (``prev``), and
+its own MAC covers its bytes:
 
     K      = HKDF-SHA256(ikm = audit master key, salt = none, info = "agentledger/v1/audit", 32)
-    mac(n) = HMAC-SHA256(K, mac(n-1) || record(n))        mac(-1) = 32 zero bytes
+    mac(n) = HMAC-SHA256(K, record(n))        record(n).prev = hex(mac(n-1)), "0"*64 for n = 0
 
 so without the key nobody can add, edit, remove (except at the tail) or reorder a record
-unnoticed. Verify cross-checks the mirror and the journal both ways (verify/audit.py).
+unnoticed, and each record still verifies on its own in an archive that holds only some
+runs' records. Verify cross-checks the mirror and the journal both ways (verify/audit.py).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ GENESIS_MAC = bytes(32)
 RECORD_VERSION = 1
 RECORD_FIELDS = (
     "artifact_hash", "entry_hash", "event", "evidence_set_hash", "kind", "ledger", "pos",
-    "reason_code", "refusal", "run", "seq", "stage_id", "terminal_state", "v",
+    "prev", "reason_code", "refusal", "run", "seq", "stage_id", "terminal_state", "v",
 )  # fmt: skip
 """Exactly the members of a record. Every one is a hash, a label or a position."""
 
@@ -36,8 +38,9 @@ def mac_key(master: bytes) -> bytes:
     return _core.hkdf_sha256(master, None, AUDIT_INFO, 32)
 
 
-def record_mac(key: bytes, prev_mac: bytes, record: bytes) -> bytes:
-    return _core.hmac_sha256(key, prev_mac + record)
+def record_mac(key: bytes, record: bytes) -> bytes:
+    """The MAC of one record's bytes (which name the previous record's MAC)."""
+    return _core.hmac_sha256(key, record)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,12 +68,14 @@ def build_record(
     entry_hash: str,
     body: dict[str, Any],
     refusal: str | None,
+    prev_mac: bytes,
 ) -> bytes:
     """The canonical bytes of one record, taken from the journal entry it mirrors."""
     doc = {
         "v": RECORD_VERSION,
         "ledger": ledger_id,
         "pos": pos,
+        "prev": prev_mac.hex(),
         "event": event,
         "run": run_id,
         "seq": seq,
@@ -107,9 +112,9 @@ def append_record(
         pos, prev = last_pos + 1, last_mac
     record = build_record(
         ledger_id=ledger_id, pos=pos, event=event, run_id=run_id, seq=seq,
-        entry_hash=entry_hash, body=body, refusal=refusal,
+        entry_hash=entry_hash, body=body, refusal=refusal, prev_mac=prev,
     )  # fmt: skip
-    mac = record_mac(mac_key(master), prev, record)
+    mac = record_mac(mac_key(master), record)
     conn.execute(
         "INSERT INTO audit_log (pos, run_id, seq, record, mac) VALUES (?, ?, ?, ?, ?)",
         (pos, run_id, seq, record, mac),

@@ -72,7 +72,7 @@ def generate() -> dict[str, Any]:
     entry_hash = "blake3:" + "ee" * 32
     record = build_record(
         ledger_id=LEDGER_ID, pos=0, event="activity.result", run_id=RUN_ID, seq=3,
-        entry_hash=entry_hash, body=body, refusal=None,
+        entry_hash=entry_hash, body=body, refusal=None, prev_mac=bytes(32),
     )  # fmt: skip
     return {
         "signing_seed": SEED.hex(),
@@ -95,9 +95,8 @@ def generate() -> dict[str, Any]:
         "audit": {
             "master_key": AUDIT_MASTER.decode(),
             "mac_key": mac_key(AUDIT_MASTER).hex(),
-            "prev_mac": "00" * 32,
             "record": record.decode(),
-            "mac": record_mac(mac_key(AUDIT_MASTER), bytes(32), record).hex(),
+            "mac": record_mac(mac_key(AUDIT_MASTER), record).hex(),
         },
     }
 
@@ -128,7 +127,8 @@ def test_vectors_recompute_independently() -> None:
     prk = hmac.new(bytes(32), audit["master_key"].encode(), hashlib.sha256).digest()
     okm = hmac.new(prk, b"agentledger/v1/audit\x01", hashlib.sha256).digest()
     assert audit["mac_key"] == okm.hex()
-    mac = hmac.new(okm, bytes(32) + audit["record"].encode(), hashlib.sha256).hexdigest()
+    assert json.loads(audit["record"])["prev"] == "00" * 32  # the first record of a chain
+    mac = hmac.new(okm, audit["record"].encode(), hashlib.sha256).hexdigest()
     assert audit["mac"] == mac
 
 

@@ -80,7 +80,8 @@ def test_the_mirror_is_an_hmac_chain_any_verifier_can_recompute(
     key = hkdf_sha256(master, b"agentledger/v1/audit", 32)
     prev = bytes(32)
     for record, mac in sql(ledger_path, "SELECT record, mac FROM audit_log ORDER BY pos"):
-        assert hmac.new(key, prev + record, hashlib.sha256).digest() == mac
+        assert json.loads(record)["prev"] == prev.hex()
+        assert hmac.new(key, record, hashlib.sha256).digest() == mac
         prev = mac
 
 

@@ -171,6 +171,14 @@ TAMPERS: dict[str, tuple[Edit, str]] = {
         lambda p: sql(p, "DELETE FROM entries WHERE seq = (SELECT max(seq) FROM entries)"),
         "audit.orphan",
     ),
+    "mirror records swapped (with their MACs)": (
+        lambda p: sql(
+            p,
+            "UPDATE audit_log SET pos = CASE pos WHEN 1 THEN -2 ELSE -1 END WHERE pos IN (1, 2);"
+            "UPDATE audit_log SET pos = -pos WHERE pos < 0",
+        ),
+        "audit.record",
+    ),
     "mirror record moved to another step": (
         lambda p: sql(p, "UPDATE audit_log SET seq = seq + 100 WHERE pos = 0"),
         "audit.record",
@@ -264,3 +272,37 @@ def test_a_receipt_from_an_untrusted_key_does_not_verify_and_names_the_signer(
     assert from_file.code == 0
     # Verify never creates a key, on any machine.
     assert not elsewhere.exists()
+
+
+def test_an_archive_of_some_runs_verifies_offline_with_its_mirror_records(
+    ledger_path: Path, key_home: Path, tmp_path: Path, cli: Any
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        record_every_modality(ledger, "run-1")
+        record_every_modality(ledger, "run-2")
+        public = ledger.keys.install_public_key()
+    assert public is not None
+    out = tmp_path / "review" / "archive.db"
+    assert cli("archive", str(out), "run-2").code == 0
+    records = sql(out, "SELECT pos FROM audit_log ORDER BY pos")
+    assert [r[0] for r in records] == [5, 6, 7, 8, 9]  # only run-2's records
+    reviewer = [
+        "--home", str(tmp_path / "reviewer"), "--ledger", str(out), "verify", "--json",
+        "--trust", public, "--audit-key", str(key_home / "audit.key"),
+    ]  # fmt: skip
+    clean = cli(*reviewer)
+    assert clean.code == 0, clean.out
+    assert clean.json()["audit_records"] == 5
+    assert clean.json()["receipts_checked"] == 2
+    # A record edited inside the archive is still caught by its own MAC.
+    conn = apsw.Connection(str(out))
+    record = conn.execute("SELECT record FROM audit_log WHERE pos = 6").fetchall()[0][0]
+    conn.execute(
+        "UPDATE audit_log SET record = ? WHERE pos = 6",
+        (record.replace(b'"terminal_state":"completed"', b'"terminal_state":"failed"'),),
+    )
+    conn.close()
+    tampered = cli(*reviewer)
+    assert tampered.code == 2
+    checks = {d["check"] for run in tampered.json()["failures"] for d in run["divergences"]}
+    assert "audit.mac" in checks

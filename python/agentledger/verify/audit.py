@@ -39,11 +39,11 @@ def _audit_key(ctx: VerifyContext) -> bytes | None:
 
     No key is read when the mirror is empty: ``--audit-key`` may then be meant for an
     imported workdir's audit chain (bernstein), which this check does not read. When both
-    keys exist, the one that authenticates record 0 is used (``--audit-key`` may name
-    bernstein's master key in a ledger that holds both kinds of runs).
+    keys exist, the one that authenticates the first record is used (``--audit-key`` may
+    name bernstein's master key in a ledger that holds both kinds of runs).
     """
-    first = ctx.conn.execute("SELECT record, mac FROM audit_log WHERE pos = 0").fetchall()
-    if not first and not ctx.conn.execute("SELECT 1 FROM audit_log LIMIT 1").fetchall():
+    first = ctx.conn.execute("SELECT record, mac FROM audit_log ORDER BY pos LIMIT 1").fetchall()
+    if not first:
         return None
     candidates = []
     if ctx.options.audit_key_file is not None:
@@ -52,18 +52,22 @@ def _audit_key(ctx: VerifyContext) -> bytes | None:
         candidates.append(ctx.ledger.keys.audit_key())
     if not candidates:
         return None
-    if first:
-        record, mac = first[0]
-        assert isinstance(record, bytes) and isinstance(mac, bytes)
-        for master in candidates:
-            if record_mac(mac_key(master), GENESIS_MAC, record) == mac:
-                if master is not candidates[0]:
-                    ctx.report.notes.append(
-                        "audit mirror: --audit-key does not authenticate it; checked with "
-                        f"the install's audit key ({ctx.ledger.keys.audit_key_path})"
-                    )
-                return master
+    record, mac = first[0]
+    assert isinstance(record, bytes) and isinstance(mac, bytes)
+    for master in candidates:
+        if record_mac(mac_key(master), record) == mac:
+            if master is not candidates[0]:
+                ctx.report.notes.append(
+                    "audit mirror: --audit-key does not authenticate it; checked with "
+                    f"the install's audit key ({ctx.ledger.keys.audit_key_path})"
+                )
+            return master
     return candidates[0]
+
+
+def _is_archive(ctx: VerifyContext) -> bool:
+    """An archive (archive.py) holds only its runs' records: positions may skip."""
+    return bool(ctx.conn.execute("SELECT 1 FROM ledger_meta WHERE key = 'archive'").fetchall())
 
 
 def check_audit(ctx: VerifyContext) -> None:
@@ -86,15 +90,19 @@ def check_audit(ctx: VerifyContext) -> None:
             ctx.diverged(None, Divergence(run_id, seq, check, exp, act, subject))
 
     mirror: dict[tuple[str, int], tuple[int, dict[str, Any]]] = {}
-    prev = GENESIS_MAC
+    partial = _is_archive(ctx)
+    previous: tuple[int, bytes] = (-1, GENESIS_MAC)
     count = 0
     for pos, run_id, seq, record, mac in ctx.conn.execute(RECORDS):
-        if pos != count:
-            diverged(run_id, seq, "audit.gap", f"record {count}", f"record {pos}", pos)
-        count = pos + 1
-        if key is not None and record_mac(key, prev, record) != mac:
-            diverged(run_id, seq, "audit.mac", "the HMAC of the chain", "does not recompute", pos)
-        prev = mac
+        if pos != previous[0] + 1 and not partial:
+            diverged(run_id, seq, "audit.gap", f"record {previous[0] + 1}", f"record {pos}", pos)
+        # The link is checkable when the previous position is present (always, but in an
+        # archive of some runs).
+        link = previous[1].hex() if pos == previous[0] + 1 else None
+        previous = (pos, mac)
+        count += 1
+        if key is not None and record_mac(key, record) != mac:
+            diverged(run_id, seq, "audit.mac", "the record's HMAC", "does not recompute", pos)
         try:
             fields = json.loads(record)
             ok = isinstance(fields, dict) and set(fields) == set(RECORD_FIELDS)
@@ -103,6 +111,8 @@ def check_audit(ctx: VerifyContext) -> None:
         if not ok:
             diverged(run_id, seq, "audit.record", "a mirror record", repr(record[:60]), pos)
             continue
+        if link is not None and fields["prev"] != link:
+            diverged(run_id, seq, "audit.chain", f"prev {link}", f"prev {fields['prev']}", pos)
         columns = {"pos": pos, "run": run_id, "seq": seq, "ledger": ctx.ledger.id}
         for name, value in columns.items():
             if fields[name] != value:
