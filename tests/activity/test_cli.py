@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agentledger import ActivityResult, Observation
 
 from .activity_testkit import PAGE, SNAPSHOT, TABLE_IN, TABLE_OUT
@@ -116,3 +118,49 @@ def test_redundant_evidence_through_the_cli_is_refused_and_recorded(
 def test_cli_usage_errors_are_64(cli: Any, tmp_path: Path) -> None:
     assert cli("activity", "research", "r", "a", "--page", "no-equals-sign").code == 64
     assert cli("activity", "data", "r", "a", "--step", "x", "--steps", "y.json").code == 64
+
+
+def _valid_result_document() -> dict[str, Any]:
+    result = ActivityResult.build(
+        kind="coding",
+        artifact={"diff": "+x"},
+        observations=[Observation.capture("test-log", "pytest", b"3 passed")],
+    )
+    return result.to_json()
+
+
+HASH = "blake3:" + "0" * 64
+MALFORMED: dict[str, Any] = {
+    "not an object": [1, 2],
+    "kind is a number": {"kind": 5},
+    "state is a list": {"terminal_state": ["completed"]},
+    "reason is a number": {"reason_code": 0},
+    "artifact hash is a number": {"artifact_hash": 7},
+    "evidence hash is null": {"evidence_set_hash": None},
+    "observations is an object": {"observations": {"kind": "x"}},
+    "observation without ref": {"observations": [{"kind": "x", "content_hash": HASH}]},
+    "observation hash upper-case": {
+        "observations": [{"kind": "x", "ref": "r", "content_hash": HASH.upper()}]
+    },
+    "observation ref is a number": {
+        "observations": [{"kind": "x", "ref": 3, "content_hash": HASH}]
+    },
+    "a field missing": {"reason_code": ...},
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_a_malformed_result_document_is_refused_with_65(
+    cli: Any, tmp_path: Path, case: str
+) -> None:
+    change = MALFORMED[case]
+    doc: Any = change
+    if isinstance(change, dict):
+        doc = _valid_result_document() | change
+        doc = {key: value for key, value in doc.items() if value is not ...}
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(doc))
+    result = cli("activity", "record", "r", "s1", str(path))
+    assert result.code == 65, (case, result.err)
+    assert result.err.startswith("error [")
+    assert cli("show", "r").code == 1
