@@ -144,3 +144,15 @@ def test_trust_accepts_an_ed25519_spki_pem_file(ledger: Ledger, cli: Any, tmp_pa
     assert cli(*elsewhere, "activity", "verify", "run-1", "--trust", str(pem)).code == 0
     pem.write_text("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
     assert cli(*elsewhere, "activity", "verify", "run-1", "--trust", str(pem)).code == 65
+
+
+def test_show_still_shows_stages_when_a_key_file_must_be_refused(
+    ledger: Ledger, cli: Any, key_home: Path
+) -> None:
+    record_every_modality(ledger)
+    (key_home / "install.key").chmod(0o644)
+    shown = cli("show", "run-1", "--json")
+    assert shown.code == 0
+    receipts = {s["stage_id"]: s["receipt"] for s in shown.json()["stages"]}
+    assert receipts["data-0"] == "not checked: key-file"
+    assert receipts["research-0"] is None

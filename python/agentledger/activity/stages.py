@@ -10,6 +10,7 @@ from agentledger import _core
 from agentledger.activity.boundary import REFUSED_KIND, RESULT_KIND
 from agentledger.activity.receipts import check_receipt, verify_signatures
 from agentledger.activity.result import SIGNED_MODALITIES
+from agentledger.errors import AgentLedgerError
 from agentledger.keys import resolve_trust
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ def stage_summaries(ledger: Ledger, entries: Iterable[Entry]) -> list[dict[str, 
     ``receipt`` is None for modalities without one, else ``verified``, ``missing``,
     ``untrusted signer``, or ``invalid: <check>`` (checked with this install's trust).
     """
-    trusted: set[str] | None = None
+    trusted: set[str] | str | None = None
     out = []
     for entry in entries:
         if entry.kind not in (RESULT_KIND, REFUSED_KIND) or not isinstance(entry.body, dict):
@@ -40,8 +41,13 @@ def stage_summaries(ledger: Ledger, entries: Iterable[Entry]) -> list[dict[str, 
         receipt = None
         if entry.kind == RESULT_KIND and body.get("kind") in SIGNED_MODALITIES:
             if trusted is None:
-                trusted = resolve_trust((), ledger.keys)
-            receipt = receipt_status(ledger, entry, trusted)
+                try:
+                    trusted = resolve_trust((), ledger.keys)
+                except AgentLedgerError as exc:  # a key file to refuse: say so, show the rest
+                    trusted = f"not checked: {exc.code}"
+            receipt = (
+                trusted if isinstance(trusted, str) else receipt_status(ledger, entry, trusted)
+            )
         out.append(
             {
                 "seq": entry.seq,
