@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from agentledger.phase.ledger import AuthorizationDecision
 
 HASH_PREFIX = "blake3:"
+RESERVED_KIND_PREFIXES = ("phase.",)
+"""Kinds only their own API writes (it checks what they claim); ``append`` refuses them."""
 
 
 def hash_text(digest: bytes) -> str:
@@ -72,6 +74,13 @@ class Run:
         batch = [(check_kind(kind), _check_body(body)) for kind, body in items]
         if not batch:
             return []
+        for kind, _ in batch:
+            if kind.startswith(RESERVED_KIND_PREFIXES):
+                raise InvalidInput(
+                    f"entry kind {kind!r} is reserved: phase entries are written only by the "
+                    "phase API (record_phase_evidence, transition_phase, authorize, ...)",
+                    code="reserved-kind",
+                )
         with self.ledger.db.write() as conn:
             return self._append_locked(conn, batch)
 

@@ -8,7 +8,7 @@ import pytest
 from agentledger import Ledger
 from agentledger.errors import InvalidInput, NotFound
 
-from .ledger_testkit import compiler_input, move, narrowed_egress, source, started
+from .ledger_testkit import compiler_input, forge, move, narrowed_egress, source, started
 
 ZERO = "sha256:" + "0" * 64
 
@@ -137,7 +137,8 @@ def test_authorizing_in_a_missing_run_is_not_found(ledger: Ledger) -> None:
 def test_verify_reports_a_decision_the_evidence_does_not_support(ledger: Ledger) -> None:
     run = started(ledger, "run-a", "explore")
     digest = digest_of(run)
-    forged = run.append(
+    forged = forge(
+        run,
         "phase.authorize",
         {
             "dimension": "filesystem.write",

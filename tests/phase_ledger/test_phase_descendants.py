@@ -18,6 +18,7 @@ from .ledger_testkit import (
     blob_count,
     compiler_input,
     edit_blob,
+    forge,
     move,
     narrowed_egress,
     phase_kinds,
@@ -173,7 +174,8 @@ def test_a_forged_parent_evidence_with_a_valid_digest_is_refused(ledger: Ledger)
     forged["effectiveAuthority"]["filesystem.write"] = ["*"]
     forged["digest"] = evidence_digest(forged)
     parent = ledger.run("parent")
-    parent.append(
+    forge(
+        parent,
         "phase.evidence",
         {
             "evidence_digest": forged["digest"],
@@ -252,8 +254,8 @@ def test_verify_reports_a_descent_that_names_another_evidence(ledger: Ledger) ->
     parent.start_descendant("child", relation="fork")
     descent = next(ledger.run("child").entries()).body
     forged = ledger.run("forged")
-    entry = forged.append(
-        "phase.descent", {**descent, "parent_evidence_digest": "sha256:" + "0" * 64}
+    entry = forge(
+        forged, "phase.descent", {**descent, "parent_evidence_digest": "sha256:" + "0" * 64}
     )
     found = ledger.verify_run("forged").divergences
     assert [(d.check, d.seq) for d in found] == [("phase.descent", entry.seq)]

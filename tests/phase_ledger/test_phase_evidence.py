@@ -18,6 +18,7 @@ from .ledger_testkit import (
     compiler_input,
     edit_blob,
     evidence,
+    forge,
     narrowed_egress,
     started,
 )
@@ -126,7 +127,8 @@ def _forge_entry(
     input_blob = ledger.blobs.put(core.canonicalize(document))
     evidence_blob = ledger.blobs.put(core.canonicalize(forged))
     identity = forged["identity"]
-    entry = run.append(
+    entry = forge(
+        run,
         "phase.evidence",
         {
             "evidence_digest": forged["digest"],
@@ -190,3 +192,16 @@ def test_whole_workspace_verify_checks_phase_evidence(ledger: Ledger) -> None:
     report = ledger.verify()
     assert {run.run_id: run.code for run in report.runs} == {"run-good": 0, "run-bad": 2}
     assert json.dumps(report.to_json())  # the report stays serialisable
+
+
+@pytest.mark.parametrize(
+    "kind", ["phase.evidence", "phase.transition", "phase.authorize", "phase.anything"]
+)
+def test_generic_appends_cannot_write_phase_entries(ledger: Ledger, kind: str) -> None:
+    from agentledger.errors import InvalidInput
+
+    run = ledger.run("run-a")
+    with pytest.raises(InvalidInput) as refused:
+        run.append(kind, {"evidence_digest": "sha256:" + "0" * 64})
+    assert refused.value.code == "reserved-kind"
+    assert len(run) == 0

@@ -23,6 +23,7 @@ from .ledger_testkit import (
     T0,
     compiler_input,
     evidence,
+    forge,
     move,
     narrowed_egress,
     phase_kinds,
@@ -337,8 +338,8 @@ def forged_copy(ledger: Ledger, run: Any, change: Any) -> tuple[Ledger, int]:
         "override_expires_at": override["expiresAt"] if override else None,
     }
     forged = ledger.run("forged")
-    forged.append("phase.evidence", next(run.entries(kind="phase.evidence")).body)
-    return ledger, forged.append("phase.transition", body).seq
+    forge(forged, "phase.evidence", next(run.entries(kind="phase.evidence")).body)
+    return ledger, forge(forged, "phase.transition", body).seq
 
 
 def test_verify_accepts_an_untouched_copy(ledger: Ledger) -> None:
@@ -510,3 +511,25 @@ def test_override_expiry_is_recorded_exactly_once_across_processes_and_restarts(
         decisions = [e.body["policy_decision"] for e in run.entries(kind="phase.transition")]
         assert decisions == ["emergency-override", "override-expired"]
         assert ledger.verify().code == 0
+
+
+def test_no_decision_or_move_is_taken_against_forged_evidence_in_force(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "implement")
+    move(run, compiler_input("verify"), operation="narrow")
+
+    def widen_target(record: dict[str, Any]) -> None:
+        target = record["effectiveEvidence"]
+        target["effectiveAuthority"]["credential.access"] = ["*"]
+        target["digest"] = evidence_digest(target)
+
+    forged_copy(ledger, run, widen_target)
+    forged = ledger.get_run("forged")
+    length = len(forged)
+    digest = current(forged)["digest"]
+    with pytest.raises(PhaseRefused) as refused:
+        forged.authorize("credential.access", ["prod-db"], evidence_digest=digest)
+    assert refused.value.code == "phase-state-tampered"
+    assert refused.value.exit_code == ExitCode.DIVERGED
+    with pytest.raises(PhaseRefused):
+        move(forged, compiler_input("explore"), operation="after")
+    assert len(forged) == length

@@ -88,9 +88,10 @@ __all__ = [
 class PhaseRefused(AgentLedgerError):
     """A phase operation on the ledger that must not happen; ``code`` says why.
 
-    Exit codes follow the CLI contract: ``*-blocked`` is 3 (blocked evidence), a parent
-    whose stored evidence no longer verifies is 2 (tampering), missing evidence is 1, and
-    everything else is invalid input (65). Nothing is written when it is raised.
+    Exit codes follow the CLI contract: ``*-blocked`` is 3 (blocked evidence), stored
+    evidence that no longer verifies (a parent's, or a run's own) is 2 (tampering), missing
+    evidence is 1, and everything else is invalid input (65). Nothing is written when it
+    is raised.
     """
 
     exit_code = ExitCode.INVALID_INPUT
@@ -101,7 +102,7 @@ class PhaseRefused(AgentLedgerError):
         self.details = details
         if code.endswith("-blocked"):
             self.exit_code = ExitCode.BLOCKED
-        elif code.endswith("-tampered") and code.startswith("parent"):
+        elif code in ("parent-evidence-tampered", "phase-state-tampered"):
             self.exit_code = ExitCode.DIVERGED
         elif code.endswith("-missing"):
             self.exit_code = ExitCode.NOT_FOUND
@@ -259,11 +260,33 @@ def load_state(conn: apsw.Connection, run_id: str) -> PhaseState:
 
 
 def refuse_unreadable(state: PhaseState) -> None:
+    """Refuse to act on a phase state whose blobs or evidence in force do not re-derive.
+
+    The evidence in force must match its digest and be exactly what the compiler produces
+    for its recorded input: a decision is never taken against forged evidence.
+    """
     if state.problems:
         seq, problem = state.problems[0]
         raise PhaseRefused(
             "phase-state-tampered",
             f"run {state.run_id!r} step {seq}: {problem}; run `agentledger verify`",
+        )
+    stored = state.effective_stored
+    if stored is None:
+        return
+    try:
+        compiled: dict[str, Any] | None = compile(stored.compiler_input)
+    except InvalidInput:
+        compiled = None
+    if (
+        not verify_evidence_digest(stored.evidence)
+        or compiled is None
+        or not same_json(compiled, stored.evidence)
+    ):
+        raise PhaseRefused(
+            "phase-state-tampered",
+            f"run {state.run_id!r} step {stored.seq}: the evidence in force is not what the "
+            "compiler produces for its recorded input; run `agentledger verify`",
         )
 
 
