@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests import jcs_oracle
 from agentledger._core import MAX_DEPTH, CanonicalizationError, canonicalize, canonicalize_json
+from tests import jcs_oracle
 
 VECTORS = Path(__file__).parent / "vectors" / "jcs-rfc8785"
 VECTOR_NAMES = ["arrays", "french", "structures", "unicode", "values", "weird"]

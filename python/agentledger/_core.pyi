@@ -17,7 +17,7 @@ class CanonicalizationError(ValueError):
 # ---- canonical JSON (RFC 8785) -------------------------------------------------------
 
 def canonicalize(value: object) -> bytes:
-    """RFC 8785 bytes of a Python value (dict[str, ...], list/tuple, str, int, float, bool, None)."""
+    """RFC 8785 bytes of a value: dict[str, ...], list/tuple, str, int, float, bool, None."""
 
 def canonicalize_json(data: bytes | str) -> bytes:
     """Parse JSON text (numbers as IEEE-754 doubles) and return its RFC 8785 bytes."""
@@ -164,6 +164,7 @@ class BernsteinActivity(TypedDict):
     observations: list[tuple[str, str, str]]
     recomputed_evidence_set_hash: str | None
     recompute_error: str | None
+    reattach: tuple[Literal["ok", "missing", "mismatch", "unresolved"], int] | None
 
 class BernsteinJournal(TypedDict):
     profile: str
@@ -184,8 +185,13 @@ class BernsteinJournal(TypedDict):
     row_finding_count: int
     activities: list[BernsteinActivity]
 
-def bernstein_verify_journals(journals: Sequence[bytes], jobs: int = 0) -> list[BernsteinJournal]:
-    """bernstein's reader and chain walk over each journal file, in parallel, GIL released."""
+def bernstein_verify_journals(
+    journals: Sequence[bytes], jobs: int = 0, store: dict[str, str] | None = None
+) -> list[BernsteinJournal]:
+    """bernstein's reader and chain walk over each journal file, in parallel, GIL released.
+
+    ``store`` (content hash -> digest of the bytes stored under it) makes each activity's
+    ``reattach`` the first observation that is missing or mismatching (``("ok", -1)``)."""
 
 def sha256_hex_many(items: Sequence[bytes], jobs: int = 0) -> list[str]:
     """``"sha256:<hex>"`` of each buffer, in parallel with the GIL released."""

@@ -5,8 +5,10 @@ re-exports it under stable names.
 """
 
 from agentledger._core import (
-    CanonicalizationError,
+    MAX_DEPTH,
     Blake3Hasher,
+    CanonicalizationError,
+    IncrementalMerkleTree,
     Sha256Hasher,
     blake3_hex,
     canonicalize,
@@ -22,16 +24,14 @@ from agentledger._core import (
     sha256_hex,
     verify_consistency,
     verify_inclusion,
-    IncrementalMerkleTree,
-    MAX_DEPTH,
 )
 
 __all__ = [
     "MAX_DEPTH",
     "Blake3Hasher",
-    "Sha256Hasher",
     "CanonicalizationError",
     "IncrementalMerkleTree",
+    "Sha256Hasher",
     "blake3_hex",
     "canonicalize",
     "canonicalize_json",
