@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 mod canonical;
 mod errors;
 mod hashing;
+mod journal;
 mod merkle;
 mod pyjson;
 mod signature;
@@ -20,6 +21,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     canonical::register(m)?;
     hashing::register(m)?;
+    journal::register(m)?;
     merkle::register(m)?;
     pyjson::register(m)?;
     signature::register(m)?;
