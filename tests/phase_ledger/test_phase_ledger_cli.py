@@ -188,3 +188,23 @@ def test_show_of_a_run_without_evidence(cli: Any, ledger: Ledger) -> None:
     shown = cli("phase", "show", "bare", "--json")
     assert shown.code == ExitCode.OK
     assert shown.json()["current"] is None and shown.json()["history"] == []
+
+
+def test_authorize_through_the_cli_is_journaled(cli: Any, ledger: Ledger, tmp_path: Path) -> None:
+    recorded(cli, tmp_path, phase="explore")
+    digest = cli("phase", "show", "run-a", "--json").json()["current"]["evidence_digest"]
+    allowed = cli("phase", "authorize", "run-a", "command.execute", "inspect", "--evidence", digest,
+                  "--json")  # fmt: skip
+    assert allowed.code == ExitCode.OK
+    assert allowed.json()["allowed"] is True
+    denied = cli("phase", "authorize", "run-a", "filesystem.write", "src/app.py",
+                 "--evidence", digest)  # fmt: skip
+    assert denied.code == ExitCode.BLOCKED
+    assert "scope-not-granted" in denied.out
+    empty = cli("phase", "authorize", "run-a", "network.egress", "--evidence", digest, "--json")
+    assert empty.code == ExitCode.BLOCKED and empty.json()["reason"] == "empty-request"
+    bad = cli("phase", "authorize", "run-a", "network.egress", "x", "--evidence", "nope")
+    assert bad.code == ExitCode.INVALID_INPUT
+    summary = cli("phase", "show", "run-a", "--json").json()
+    assert summary["authorizations"] == {"allowed": 1, "denied": 2}
+    assert ledger.verify_run("run-a").ok

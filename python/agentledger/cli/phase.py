@@ -655,8 +655,51 @@ def show_command(app: AppContext, run_id: str, as_json: bool) -> int:
     app.console.print(history)
     app.console.print(Text("since the initial evidence: ", style="bold"), end="")
     app.console.print(_delta_text(summary["authority_delta_since_initial"]))
+    decisions = summary["authorizations"]
+    app.console.print(
+        Text(f"authorizations: {decisions['allowed']} allowed, {decisions['denied']} denied")
+    )
     for approval in summary["approvals"]:
         app.console.print(
             Text(f"approval {approval['id']}: {approval['status']} (op {approval['operation_id']})")
         )
     return int(ExitCode.OK)
+
+
+@phase.command("authorize")
+@click.argument("run_id", metavar="RUN")
+@click.argument("dimension", type=click.Choice(list(DIMENSIONS)), metavar="DIMENSION")
+@click.argument("scopes", nargs=-1, metavar="[SCOPE]...")
+@click.option(
+    "--evidence",
+    "evidence_digest",
+    metavar="DIGEST",
+    required=True,
+    help="The evidence digest the action was planned against (see `phase show`).",
+)
+@json_option
+@click.pass_obj
+def authorize_command(
+    app: AppContext, run_id: str, dimension: str, scopes: tuple[str, ...], evidence_digest: str,
+    as_json: bool,
+) -> int:  # fmt: skip
+    """Check an action (DIMENSION, SCOPEs) against RUN's phase authority; journal the decision.
+
+    Allowed when the evidence in force is DIGEST, is not blocked, and grants `*` or every
+    SCOPE for DIMENSION; no SCOPE at all is denied. Every decision, allowed or denied, is
+    appended to RUN's chain.
+
+    Exit 0 allowed, 3 denied, 1 no such run, 65 invalid input.
+    """
+    with app.open_ledger() as ledger:
+        decision = ledger.get_run(run_id).authorize(
+            dimension, list(scopes), evidence_digest=evidence_digest
+        )
+    if as_json:
+        _emit_json({"run": run_id, **decision.to_json()})
+    elif decision.allowed:
+        app.console.print(Text(f"allowed {dimension} {' '.join(scopes)}", "bold green"))
+    else:
+        missing = " ".join(_shown(scope) for scope in decision.missing)
+        app.console.print(Text(f"denied ({decision.reason}) {missing}".rstrip(), "bold red"))
+    return int(ExitCode.OK if decision.allowed else ExitCode.BLOCKED)

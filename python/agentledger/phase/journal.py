@@ -188,6 +188,8 @@ class PhaseState:
     effective_stored: StoredEvidence | None = None
     approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
     by_operation: dict[str, dict[str, Any]] = field(default_factory=dict)
+    decisions: dict[str, int] = field(default_factory=lambda: {"allowed": 0, "denied": 0})
+    """How many authorization decisions the run journaled, by outcome."""
     problems: list[tuple[int, str]] = field(default_factory=list)
     """Entries whose blobs could not be read back (verify reports them; writers refuse)."""
 
@@ -252,6 +254,10 @@ def load_state(conn: apsw.Connection, run_id: str) -> PhaseState:
                 seq,
                 entry_hash,
             )
+        elif kind == AUTHORIZE_KIND:
+            outcome = body.get("decision")
+            if outcome in state.decisions:
+                state.decisions[outcome] += 1
         elif kind == APPROVAL_KIND:
             approval = body.get("approval")
             if isinstance(approval, dict) and isinstance(approval.get("id"), str):

@@ -538,6 +538,7 @@ def phase_summary(state: PhaseState) -> dict[str, Any]:
         "manifest_digest": current_record["manifestDigest"] if current_record else None,
         "descent": descent,
         "authority_delta_since_initial": delta,
+        "authorizations": dict(state.decisions),
         "history": history,
         "approvals": [
             {
