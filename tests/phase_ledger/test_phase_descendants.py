@@ -165,14 +165,16 @@ def test_a_tampered_parent_evidence_is_refused_and_nothing_written(ledger: Ledge
     assert blob_count(ledger) == blobs
 
 
-def test_a_forged_parent_evidence_with_a_valid_digest_is_refused(ledger: Ledger) -> None:
+@pytest.mark.parametrize("redigest", [True, False], ids=["valid-digest", "stale-digest"])
+def test_a_forged_parent_evidence_is_refused(ledger: Ledger, redigest: bool) -> None:
     from agentledger import core
     from agentledger.phase import compile, evidence_digest
 
     document = compiler_input("explore")
     forged = compile(document)
     forged["effectiveAuthority"]["filesystem.write"] = ["*"]
-    forged["digest"] = evidence_digest(forged)
+    if redigest:
+        forged["digest"] = evidence_digest(forged)
     parent = ledger.run("parent")
     forge(
         parent,

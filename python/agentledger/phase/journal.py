@@ -43,6 +43,7 @@ from agentledger.phase.digest import stable_stringify, verify_evidence_digest
 from agentledger.phase.jscompat import js_trim, to_js_string
 from agentledger.phase.models import validate
 from agentledger.phase.transitions import (
+    PhaseTransitionRecord,
     TransitionRefused,
     approval_id,
     decide_approval,
@@ -218,51 +219,64 @@ def _entry_rows(conn: apsw.Connection, run_id: str) -> Iterator[tuple[int, str, 
 
 
 def load_state(conn: apsw.Connection, run_id: str) -> PhaseState:
-    """Replay the run's phase entries; blobs are re-hashed as they are read."""
+    """Replay the run's phase entries; blobs are re-hashed and records checked as read.
+
+    An entry that does not read back (a blob missing or edited, a malformed body or record)
+    is listed in ``problems``: writers refuse to act on such a state, verify reports it.
+    """
     state = PhaseState(run_id)
     for seq, kind, entry_hash, body in _entry_rows(conn, run_id):
-        if kind == EVIDENCE_KIND and state.initial is None:
-            evidence = read_json_blob(conn, body.get("evidence_blob"))
-            compiler_input = read_json_blob(conn, body.get("input_blob"))
-            if not isinstance(evidence, dict) or not isinstance(compiler_input, dict):
-                state.problems.append((seq, "phase evidence blobs are missing or corrupt"))
-                continue
-            state.initial = StoredEvidence(
-                evidence,
-                compiler_input,
-                body.get("evidence_blob"),
-                body["input_blob"],
-                seq,
-                entry_hash,
-            )
-            state.effective_stored = state.initial
-        elif kind == DESCENT_KIND:
-            state.descent = {**body, "seq": seq, "entry_hash": entry_hash}
-        elif kind == TRANSITION_KIND:
-            record = read_json_blob(conn, body.get("record_blob"))
-            compiler_input = read_json_blob(conn, body.get("effective_input_blob"))
-            if not isinstance(record, dict) or not isinstance(compiler_input, dict):
-                state.problems.append((seq, "phase transition blobs are missing or corrupt"))
-                continue
-            state.records.append(record)
-            state.by_operation.setdefault(record["operationId"], record)
-            state.effective_stored = StoredEvidence(
-                record["effectiveEvidence"],
-                compiler_input,
-                None,
-                body["effective_input_blob"],
-                seq,
-                entry_hash,
-            )
-        elif kind == AUTHORIZE_KIND:
-            outcome = body.get("decision")
-            if outcome in state.decisions:
-                state.decisions[outcome] += 1
-        elif kind == APPROVAL_KIND:
-            approval = body.get("approval")
-            if isinstance(approval, dict) and isinstance(approval.get("id"), str):
-                state.approvals[approval["id"]] = approval
+        try:
+            _apply(conn, state, seq, kind, entry_hash, body)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            state.problems.append((seq, f"malformed {kind} entry"))
     return state
+
+
+def _apply(
+    conn: apsw.Connection, state: PhaseState, seq: int, kind: str, entry_hash: str, body: Any
+) -> None:
+    if kind == EVIDENCE_KIND and state.initial is None:
+        evidence = read_json_blob(conn, body.get("evidence_blob"))
+        compiler_input = read_json_blob(conn, body.get("input_blob"))
+        if not isinstance(evidence, dict) or not isinstance(compiler_input, dict):
+            state.problems.append((seq, "phase evidence blobs are missing or corrupt"))
+            return
+        state.initial = StoredEvidence(
+            evidence, compiler_input, body["evidence_blob"], body["input_blob"], seq, entry_hash
+        )
+        state.effective_stored = state.initial
+    elif kind == DESCENT_KIND:
+        state.descent = {**body, "seq": seq, "entry_hash": entry_hash}
+    elif kind == TRANSITION_KIND:
+        record = read_json_blob(conn, body.get("record_blob"))
+        compiler_input = read_json_blob(conn, body.get("effective_input_blob"))
+        if not isinstance(record, dict) or not isinstance(compiler_input, dict):
+            state.problems.append((seq, "phase transition blobs are missing or corrupt"))
+            return
+        try:
+            validate(PhaseTransitionRecord, record, "phase transition record")
+        except InvalidInput:
+            state.problems.append((seq, "the phase transition record is not valid"))
+            return
+        state.records.append(record)
+        state.by_operation.setdefault(record["operationId"], record)
+        state.effective_stored = StoredEvidence(
+            record["effectiveEvidence"],
+            compiler_input,
+            None,
+            body["effective_input_blob"],
+            seq,
+            entry_hash,
+        )
+    elif kind == AUTHORIZE_KIND:
+        outcome = body.get("decision")
+        if outcome in state.decisions:
+            state.decisions[outcome] += 1
+    elif kind == APPROVAL_KIND:
+        approval = body.get("approval")
+        if isinstance(approval, dict) and isinstance(approval.get("id"), str):
+            state.approvals[approval["id"]] = approval
 
 
 def refuse_unreadable(state: PhaseState) -> None:
@@ -342,6 +356,8 @@ def maintain(run: Run, conn: apsw.Connection, now: datetime) -> PhaseState:
     state is read under the write lock, so a racing reader finds them already written.
     """
     state = load_state(conn, run.id)
+    if state.problems:
+        return state  # nothing is appended on top of a state that does not read back
     current = state.current
     if current is not None and override_has_expired(current, now):
         record = expiry_record(current)
