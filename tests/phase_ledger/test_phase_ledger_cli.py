@@ -106,7 +106,20 @@ def test_expansion_needs_approval_through_the_cli(cli: Any, ledger: Ledger, tmp_
     assert approved.json()["approval"]["status"] == "approved"
     again = cli("phase", "approve", "run-a", approval["id"])
     assert again.code == ExitCode.INVALID_INPUT and "approval-not-pending" in again.err
-    applied = transition(cli, tmp_path, "implement", "widen", "--expect-sequence", "0")
+    target = write(tmp_path, "retry.json", compiler_input("implement"))
+    applied = cli(
+        "phase",
+        "transition",
+        "run-a",
+        target,
+        "--operation",
+        "widen",
+        "--reason",
+        "Retry.",
+        "--expect-sequence",
+        "0",
+        "--json",
+    )  # fmt: skip  (no --manifest: the approval names it)
     assert applied.code == ExitCode.OK, applied.err
     assert applied.json()["record"]["policyDecision"] == "approved-expansion"
     assert ledger.verify_run("run-a").ok

@@ -435,7 +435,8 @@ def record_command(
     "manifest_digest",
     metavar="DIGEST",
     default=None,
-    help="The run's manifest digest (sha256:...); required for the first transition.",
+    help="The run's manifest digest (sha256:...); needed for the first transition "
+    "(a retry after approval reuses the approval's).",
 )
 @click.option("--approval", "approval_id", default=None, help="The approval id of an expansion.")
 @click.option(
@@ -507,6 +508,16 @@ def transition_command(
         if state.effective is None:
             raise NotFound(f"run {run_id!r} has no phase evidence (record it with `phase record`)")
         manifest = manifest_digest or (state.current or {}).get("manifestDigest")
+        if manifest is None:
+            # Retrying a move that awaited approval: the approval names its manifest.
+            manifest = next(
+                (
+                    approval["manifestDigest"]
+                    for approval in state.approvals.values()
+                    if approval["operationId"] == operation_id.strip()
+                ),
+                None,
+            )
         if manifest is None:
             raise click.UsageError("--manifest is required for a run's first transition")
         result = run.transition_phase(
@@ -649,7 +660,7 @@ def show_command(app: AppContext, run_id: str, as_json: bool) -> int:
             str(item["sequence"]),
             item["policy_decision"],
             item["phase"],
-            _delta_text(item["authority_delta"]),
+            _delta_text(item["authority_delta"]) if item["authority_delta"] else Text(""),
             f"{item['actor']['id']}: {item['reason']}" if "actor" in item else "",
         )
     app.console.print(history)
