@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -293,3 +294,21 @@ def test_a_plan_descendant_cannot_take_another_artifact_path(ledger: Ledger) -> 
         parent.start_descendant("child", relation="fork", compiler_input=other)
     assert refused.value.code == "descendant-blocked"
     assert not ledger.has_run("child")
+
+
+def test_an_archive_of_the_child_alone_verifies_with_a_note(
+    ledger: Ledger, cli: Any, tmp_path: Path
+) -> None:
+    parent = started(ledger, "parent", "implement")
+    parent.start_descendant("child", relation="handoff")
+    out = tmp_path / "child.db"
+    assert cli("archive", str(out), "child").code == ExitCode.OK
+    with Ledger.open(out, readonly=True) as archive:
+        report = archive.verify()
+        assert report.code == ExitCode.OK
+        assert any("descends from run parent" in note for note in report.notes)
+    whole = tmp_path / "both.db"
+    assert cli("archive", str(whole)).code == ExitCode.OK
+    with Ledger.open(whole, readonly=True) as archive:
+        report = archive.verify()
+        assert report.code == ExitCode.OK and not any("descends" in n for n in report.notes)

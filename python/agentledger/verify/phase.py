@@ -75,6 +75,7 @@ class _Replay:
     records: list[dict[str, Any]] = field(default_factory=list)
     approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
     descended: bool = False
+    parent_absent: bool = False
     broken: bool = False
     """A record or evidence did not re-derive: later steps are not judged against it."""
 
@@ -151,7 +152,7 @@ def _check_evidence(replay: _Replay, body: dict[str, Any]) -> None:
     for name, value in summary.items():
         if body.get(name) != value:
             raise replay.diverge(f"{name} {value!r} (from the evidence)", repr(body.get(name)))
-    if replay.descended:
+    if replay.descended and not replay.parent_absent:
         parent = replay.parent_evidence
         if parent is None:
             raise replay.diverge("the parent evidence named by phase.descent", "unreadable")
@@ -198,6 +199,17 @@ def _check_descent(replay: _Replay, body: dict[str, Any]) -> None:
     if replay.initial_input is not None or replay.descended:
         raise replay.diverge("phase.descent before the run's evidence", "after it")
     replay.descended = True
+    parent_run = body["parent_run"]
+    if not replay.ctx.conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (parent_run,)).fetchall():
+        # An archive of the child alone: the bound cannot be checked here, only reported.
+        replay.parent_absent = True
+        note = (
+            f"phase: run {replay.run_id} descends from run {parent_run}, which is not in this "
+            "ledger; its parent bound was not checked"
+        )
+        if note not in replay.ctx.report.notes:
+            replay.ctx.report.notes.append(note)
+        return
     replay.parent_evidence = _parent_evidence(replay, body)
     expected_id = parent_source(replay.parent_evidence)["id"]
     if body.get("parent_source_id") != expected_id:
