@@ -48,6 +48,7 @@ demo: setup
 
 bench: setup
 	$(PY) benches/ed25519_batch.py
+	$(PY) benches/receipts_verify.py --runs 2000
 
 reliability: setup
 	$(BIN)/pytest -q -m slow
