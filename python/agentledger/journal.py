@@ -227,11 +227,43 @@ class Run:
 
         return authorize(self, dimension, scopes, evidence_digest=evidence_digest, now=now)
 
-    def transition_phase(self, target_input: Mapping[str, Any], **request: Any) -> TransitionResult:
-        """Apply a phase transition (see ``agentledger.phase.journal.transition``)."""
+    def transition_phase(
+        self,
+        target_input: Mapping[str, Any],
+        *,
+        operation_id: str,
+        reason: str,
+        expected_sequence: int,
+        expected_evidence_digest: str,
+        manifest_digest: str,
+        actor: Mapping[str, Any],
+        administrator: bool = False,
+        approval: str | None = None,
+        approval_ttl_ms: int | None = None,
+        emergency_override: Mapping[str, Any] | None = None,
+        target_evidence: Mapping[str, Any] | None = None,
+        now: datetime | None = None,
+    ) -> TransitionResult:
+        """Move to the evidence compiled from ``target_input``: compare-and-set, idempotent
+        per operation, expansion only with an approval or an administrator's override."""
         from agentledger.phase.journal import transition
 
-        return transition(self, target_input, **request)
+        return transition(
+            self,
+            target_input,
+            operation_id=operation_id,
+            reason=reason,
+            expected_sequence=expected_sequence,
+            expected_evidence_digest=expected_evidence_digest,
+            manifest_digest=manifest_digest,
+            actor=actor,
+            administrator=administrator,
+            approval=approval,
+            approval_ttl_ms=approval_ttl_ms,
+            emergency_override=emergency_override,
+            target_evidence=target_evidence,
+            now=now,
+        )
 
     def decide_phase_approval(
         self,
