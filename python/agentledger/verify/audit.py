@@ -119,7 +119,7 @@ def check_audit(ctx: VerifyContext) -> None:
                 diverged(run_id, seq, "audit.record", f"{name} {value!r}", repr(fields[name]), pos)
         if run_id in selected:
             mirror[(run_id, seq)] = (pos, fields)
-    ctx.report.audit_records = count
+    ctx.report.audit_records += count
     _cross_check(ctx, mirror, diverged, keyed=key is not None)
     if count and key is None:
         ctx.report.notes.append(
