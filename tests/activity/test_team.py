@@ -81,3 +81,55 @@ def test_team_load_through_the_cli(cli: Any, tmp_path: Path) -> None:
     mismatch = cli("activity", "browser", "r", "b0", "--role", "scout", "--snapshot", f"s1={page}")
     assert mismatch.code == 65
     assert "kind-mismatch" in mismatch.err
+
+
+def test_a_stage_pins_the_manifest_that_allowed_its_kind(ledger: Ledger, ledger_path: Path) -> None:
+    from agentledger import _core
+    from agentledger.activity.team import load_manifest_bytes
+
+    load_manifest_bytes(ledger, MANIFEST)
+    entry = ledger.run("r").record_activity(research_result(), stage_id="s1", role="scout")
+    assert entry.body["team_manifest"] == _core.blake3_hex(MANIFEST)
+    # A later manifest may redefine the role: past stages are judged by the one they pinned.
+    load_manifest_bytes(ledger, b'[[roles]]\nrole = "scout"\nagent_kind = "browser"\n')
+    assert ledger.verify().code == 0
+    # Without a role (or without a team) nothing is pinned.
+    other = ledger.run("r").record_activity(research_result(page=b"p2"), stage_id="s2")
+    assert "team_manifest" not in other.body
+
+
+def test_verify_rechecks_a_role_against_its_pinned_manifest(ledger: Ledger) -> None:
+    from agentledger import _core
+    from agentledger.activity.team import load_manifest_bytes
+
+    load_manifest_bytes(ledger, MANIFEST)
+    body = {
+        "stage_id": "s1",
+        "role": "scout",
+        "kind": "coding",  # scout is declared research
+        "terminal_state": "completed",
+        "reason_code": "ok",
+        "evidence_set_hash": _core.evidence_set_hash([]),
+        "observations": [],
+        "team_manifest": _core.blake3_hex(MANIFEST),
+    }
+    ledger.run("forged").append("activity.result", body)
+    verdict = ledger.verify_run("forged")
+    assert [d.check for d in verdict.divergences] == ["activity.role_kind"]
+    assert verdict.divergences[0].subject == "s1"
+
+
+def test_a_missing_pinned_manifest_is_reported(ledger: Ledger, ledger_path: Path) -> None:
+    from agentledger import _core
+    from agentledger.activity.team import load_manifest_bytes
+
+    from .activity_testkit import sql
+
+    load_manifest_bytes(ledger, MANIFEST)
+    ledger.run("r").record_activity(research_result(), stage_id="s1", role="scout")
+    digest = _core.blake3_hex(MANIFEST)
+    sql(ledger_path, "DELETE FROM blob_chunks WHERE digest = ?", (digest,))
+    sql(ledger_path, "DELETE FROM blobs WHERE digest = ?", (digest,))
+    verdict = ledger.verify_run("r")
+    assert [d.check for d in verdict.divergences] == ["team.manifest"]
+    assert verdict.divergences[0].actual == "absent from the blob store"

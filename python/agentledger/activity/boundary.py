@@ -99,7 +99,10 @@ def record_activity(
     master = ledger.keys.audit_key(create=True)
     refusal: RedundantEvidence | None = None
     with ledger.db.write() as conn:
-        _check_role(conn, role, result.kind)
+        manifest = _check_role(conn, role, result.kind)
+        if manifest is not None:
+            # The manifest that allowed this role's kind, pinned: verify re-checks it offline.
+            body["team_manifest"] = manifest
         _ensure_run(conn, run.id)
         earlier = _earlier(conn, run.id, "$.body.stage_id", stage_id)
         if earlier is not None:
@@ -147,19 +150,23 @@ def _earlier(conn: apsw.Connection, run_id: str, path: str, value: str) -> tuple
     return seq, str(stage)
 
 
-def _check_role(conn: apsw.Connection, role: str | None, kind: str) -> None:
+def _check_role(conn: apsw.Connection, role: str | None, kind: str) -> str | None:
+    """Refuse a kind the role was not declared with; the hash of the manifest that declares it."""
     if role is None or not team.has_team(conn):
-        return
-    declared = team.declared_kind(conn, role)
+        return None
+    declared = team.declared_role(conn, role)
     if declared is None:
         raise ActivityRejected(
             "unknown-role", f"role {role!r} is not declared by the loaded team manifest"
         )
-    if declared != kind:
+    declared_kind, manifest_hash = declared
+    if declared_kind != kind:
         raise ActivityRejected(
             "kind-mismatch",
-            f"role {role!r} is declared as {declared!r} (agent_kind) but the result is {kind!r}",
+            f"role {role!r} is declared as {declared_kind!r} (agent_kind) but the result "
+            f"is {kind!r}",
         )
+    return manifest_hash
 
 
 def _refuse_redundant(

@@ -95,10 +95,12 @@ def load_manifest_bytes(ledger: Ledger, data: bytes, name: str = "manifest") -> 
     return roles
 
 
-def declared_kind(conn: apsw.Connection, role: str) -> str | None:
-    """The kind a loaded manifest declares for ``role``; None when no manifest names it."""
-    rows = conn.execute("SELECT agent_kind FROM team_roles WHERE role = ?", (role,)).fetchall()
-    return str(rows[0][0]) if rows else None
+def declared_role(conn: apsw.Connection, role: str) -> tuple[str, str] | None:
+    """``(agent_kind, manifest hash)`` of ``role`` as loaded; None when no manifest names it."""
+    rows = conn.execute(
+        "SELECT agent_kind, manifest_hash FROM team_roles WHERE role = ?", (role,)
+    ).fetchall()
+    return (str(rows[0][0]), str(rows[0][1])) if rows else None
 
 
 def has_team(conn: apsw.Connection) -> bool:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agentledger.errors import ExitCode
-from agentledger.verify import audit, blobs, journal_pass, receipts, runs_table
+from agentledger.verify import audit, blobs, journal_pass, receipts, runs_table, team
 from agentledger.verify import bernstein as bernstein_checks
 from agentledger.verify import log as workspace_log
 from agentledger.verify import phase as phase_checks
@@ -32,6 +32,7 @@ CHECKS: list[Check] = [
     blobs.check_all_blobs,
     receipts.check_receipts,
     audit.check_audit,
+    team.check_team_roles,
     workspace_log.check_log,
     phase_checks.check_phase,
     bernstein_checks.check_bernstein,

@@ -1,0 +1,78 @@
+"""Team roles, re-checked offline: a stage recorded under a team manifest matches it.
+
+When a role's kind was enforced at the boundary, the entry pins the manifest that declared
+it (``team_manifest``, a blob). Verify reattaches that manifest, re-parses it and checks
+the stage's kind is the one its role is declared with — independently of whatever the
+``team_roles`` table says today.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+from agentledger import _core
+from agentledger.activity.team import InvalidManifest, parse_manifest
+from agentledger.verify.context import VerifyContext
+from agentledger.verify.results import Divergence
+
+_PINNED = (
+    "SELECT run_id, seq, bytes FROM entries WHERE kind = 'activity.result' {where} "
+    'AND instr(bytes, CAST(\'"team_manifest":"\' AS BLOB)) > 0 ORDER BY run_id, seq'
+)
+ALL_PINNED = _PINNED.format(where="")
+RUN_PINNED = _PINNED.format(where="AND run_id = ?")
+CHUNKS = "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx"
+
+
+def _rows(ctx: VerifyContext) -> Iterator[tuple[str, int, bytes]]:
+    if ctx.whole:
+        yield from ctx.conn.execute(ALL_PINNED)
+        return
+    for run_id in sorted(ctx.selected_runs):
+        yield from ctx.conn.execute(RUN_PINNED, (run_id,))
+
+
+def _roles(ctx: VerifyContext, digest: str) -> dict[str, str] | str:
+    """The roles a pinned manifest declares, or why it cannot be read."""
+    data = b"".join(row[0] for row in ctx.conn.execute(CHUNKS, (digest,)))
+    if (
+        not data
+        and not ctx.conn.execute("SELECT 1 FROM blobs WHERE digest = ?", (digest,)).fetchall()
+    ):
+        return "absent from the blob store"
+    if _core.blake3_hex(data) != digest:
+        return "its bytes do not hash to it"
+    try:
+        return {role.role: role.agent_kind for role in parse_manifest(data, digest)}
+    except InvalidManifest as exc:
+        return f"not a manifest: {exc.message}"
+
+
+def check_team_roles(ctx: VerifyContext) -> None:
+    manifests: dict[str, dict[str, str] | str] = {}
+    for run_id, seq, raw in _rows(ctx):
+        try:
+            body = json.loads(raw)["body"]
+            manifest, role, kind = body["team_manifest"], body["role"], body["kind"]
+        except (ValueError, KeyError, TypeError):
+            continue  # not a pinned-manifest body (the journal pass reports malformed ones)
+        if not isinstance(manifest, str):
+            continue
+        if manifest not in manifests:
+            manifests[manifest] = _roles(ctx, manifest)
+        roles = manifests[manifest]
+        stage = body.get("stage_id")
+        if isinstance(roles, str):
+            ctx.diverged(run_id, Divergence(run_id, seq, "team.manifest", manifest, roles, stage))
+            continue
+        declared = roles.get(role) if isinstance(role, str) else None
+        if declared != kind:
+            ctx.diverged(
+                run_id,
+                Divergence(
+                    run_id, seq, "activity.role_kind",
+                    f"role {role!r} as {declared!r} (manifest {manifest[:19]}…)",
+                    f"a {kind!r} stage", stage,
+                ),
+            )  # fmt: skip
