@@ -221,3 +221,19 @@ def test_authorize_through_the_cli_is_journaled(cli: Any, ledger: Ledger, tmp_pa
     summary = cli("phase", "show", "run-a", "--json").json()
     assert summary["authorizations"] == {"allowed": 1, "denied": 2}
     assert ledger.verify_run("run-a").ok
+
+
+def test_show_reports_phase_entries_that_do_not_read_back(
+    cli: Any, ledger: Ledger, tmp_path: Path
+) -> None:
+    recorded(cli, tmp_path, phase="implement")
+    assert transition(cli, tmp_path, "verify", "op-1").code == ExitCode.OK
+    record_blob = next(ledger.get_run("run-a").entries(kind="phase.transition")).body
+    with ledger.db.write() as conn:
+        conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (record_blob["record_blob"],))
+        conn.execute("DELETE FROM blobs WHERE digest = ?", (record_blob["record_blob"],))
+    shown = cli("phase", "show", "run-a", "--json")
+    assert shown.code == ExitCode.DIVERGED
+    assert shown.json()["problems"][0]["seq"] == 1
+    refused = transition(cli, tmp_path, "explore", "op-2")
+    assert refused.code == ExitCode.DIVERGED and "phase-state-tampered" in refused.err

@@ -625,7 +625,8 @@ def show_command(app: AppContext, run_id: str, as_json: bool) -> int:
     Reading is also when a lapsed emergency override is recorded: the first read after it
     expires appends one override-expired record restoring the evidence before it.
 
-    Exit 0, or 1 when there is no such run.
+    Exit 0; 2 when a phase entry's blobs or record do not read back (listed under
+    "problems"; run `agentledger verify`); 1 when there is no such run.
     """
     from agentledger.phase.ledger import phase_summary
 
@@ -633,12 +634,15 @@ def show_command(app: AppContext, run_id: str, as_json: bool) -> int:
         state = ledger.get_run(run_id).phase_state()
         summary = phase_summary(state)
         effective = state.effective
+    code = ExitCode.DIVERGED if summary["problems"] else ExitCode.OK
     if as_json:
         _emit_json(summary)
-        return int(ExitCode.OK)
+        return int(code)
+    for problem in summary["problems"]:
+        app.console.print(Text(f"✗ step {problem['seq']}: {problem['problem']}", style="red"))
     if effective is None:
         app.console.print(Text(f"run {run_id}: no phase evidence (legacy, unrecorded)", "dim"))
-        return int(ExitCode.OK)
+        return int(code)
     app.console.print(evidence_renderable(effective))
     if summary["descent"]:
         descent = summary["descent"]
@@ -674,7 +678,7 @@ def show_command(app: AppContext, run_id: str, as_json: bool) -> int:
         app.console.print(
             Text(f"approval {approval['id']}: {approval['status']} (op {approval['operation_id']})")
         )
-    return int(ExitCode.OK)
+    return int(code)
 
 
 @phase.command("authorize")

@@ -539,6 +539,7 @@ def phase_summary(state: PhaseState) -> dict[str, Any]:
         "descent": descent,
         "authority_delta_since_initial": delta,
         "authorizations": dict(state.decisions),
+        "problems": [{"seq": seq, "problem": problem} for seq, problem in state.problems],
         "history": history,
         "approvals": [
             {
