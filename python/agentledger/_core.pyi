@@ -195,3 +195,23 @@ def bernstein_verify_journals(
 
 def sha256_hex_many(items: Sequence[bytes], jobs: int = 0) -> list[str]:
     """``"sha256:<hex>"`` of each buffer, in parallel with the GIL released."""
+
+def verify_entries_logged(
+    ledger_id: str,
+    carry: tuple[str, int, bytes] | None,
+    rows: Sequence[tuple[str, int, str, bytes, bytes, int | None]],
+    log: LogAssembler,
+    jobs: int = 0,
+) -> tuple[
+    list[tuple[str, int | None, str, str, str]],
+    list[tuple[str, int, int, int, int, bytes]],
+    list[str],
+]:
+    """``verify_entries`` for rows carrying their leaf index; adds their leaves to ``log``."""
+
+class LogAssembler:
+    """The workspace log rebuilt from leaves arriving in any order (expects ``base..limit``)."""
+
+    def __init__(self, base: int, frontier: Sequence[bytes], limit: int) -> None: ...
+    def finish(self) -> tuple[int, list[bytes], bytes, tuple[int, int] | None]:
+        """``(size, frontier, root, gap)``; ``gap`` = ``(expected, found)`` leaf out of place."""

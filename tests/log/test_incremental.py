@@ -40,8 +40,8 @@ def test_an_edited_tail_entry_is_caught_incrementally(ledger: Ledger, ledger_pat
     ledger.run("run-0").append("step", {"amount": 10})
     with raw(ledger_path) as conn:
         conn.execute(
-            "UPDATE entries SET bytes = CAST(replace(bytes, '\"amount\":10', '\"amount\":99') AS BLOB) "
-            "WHERE run_id = 'run-0' AND seq = 2"
+            "UPDATE entries SET bytes = CAST(replace(bytes, '\"amount\":10', '\"amount\":99') "
+            "AS BLOB) WHERE run_id = 'run-0' AND seq = 2"
         )
     report = verify(ledger_path, INCREMENTAL)
     assert report.code == 2

@@ -22,11 +22,11 @@ BATCH_ROWS = 16_384
 IN_FLIGHT = 3
 
 Row = tuple[str, int, str, bytes, bytes]
-ALL_ROWS = "SELECT run_id, seq, kind, hash, bytes FROM entries ORDER BY run_id, seq"
-RUN_ROWS = "SELECT run_id, seq, kind, hash, bytes FROM entries WHERE run_id = ? ORDER BY seq"
-TAIL_ROWS = (
-    "SELECT run_id, seq, kind, hash, bytes FROM entries WHERE run_id = ? AND seq >= ? ORDER BY seq"
-)
+COLUMNS = "run_id, seq, kind, hash, bytes"
+LOGGED_COLUMNS = COLUMNS + ", leaf"
+ALL_ROWS = "SELECT {columns} FROM entries ORDER BY run_id, seq"
+RUN_ROWS = "SELECT {columns} FROM entries WHERE run_id = ? ORDER BY seq"
+TAIL_ROWS = "SELECT {columns} FROM entries WHERE run_id = ? AND seq >= ? ORDER BY seq"
 
 
 def _batches(rows: Iterable[Row], size: int) -> Iterator[list[Row]]:
@@ -35,12 +35,13 @@ def _batches(rows: Iterable[Row], size: int) -> Iterator[list[Row]]:
         yield batch
 
 
-def _rows(ctx: VerifyContext) -> Iterable[Row]:
+def _rows(ctx: VerifyContext, columns: str) -> Iterable[Row]:
     if ctx.whole:
-        rows: Iterable[Row] = ctx.conn.execute(ALL_ROWS)
+        rows: Iterable[Row] = ctx.conn.execute(ALL_ROWS.format(columns=columns))
         return rows
     runs = sorted(ctx.selected_runs)
-    return itertools.chain.from_iterable(ctx.conn.execute(RUN_ROWS, (r,)) for r in runs)
+    query = RUN_ROWS.format(columns=columns)
+    return itertools.chain.from_iterable(ctx.conn.execute(query, (r,)) for r in runs)
 
 
 def check_journal(ctx: VerifyContext) -> None:
@@ -64,26 +65,32 @@ def check_journal(ctx: VerifyContext) -> None:
                 progress(entries)
         ctx.referenced.update(referenced)
 
+    # The workspace log (verify/log.py) is rebuilt from these same rows when it asks to be.
+    assembler = getattr(ctx.log_plan, "assembler", None)
+    columns = COLUMNS if assembler is None else LOGGED_COLUMNS
+
+    def verify(carry: tuple[str, int, bytes] | None, rows: list[Any]) -> Any:
+        if assembler is None:
+            return _core.verify_entries(ledger_id, carry, rows, ctx.options.jobs)
+        return _core.verify_entries_logged(ledger_id, carry, rows, assembler, ctx.options.jobs)
+
     pending: list[Future[Any]] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify") as pool:
         if ctx.tail_from is not None:
             # Incremental: each run from its first new entry, chained to the one before it.
+            tail_rows = TAIL_ROWS.format(columns=columns)
             for run_id, start in sorted(ctx.tail_from.items()):
                 before = ctx.conn.execute(
                     "SELECT seq, hash FROM entries WHERE run_id = ? AND seq = ?",
                     (run_id, start - 1),
                 ).fetchall()
                 tail_carry = (run_id, before[0][0], before[0][1]) if before else None
-                rows = ctx.conn.execute(TAIL_ROWS, (run_id, start)).fetchall()
-                collect(
-                    pool.submit(_core.verify_entries, ledger_id, tail_carry, rows, ctx.options.jobs)
-                )
+                rows = ctx.conn.execute(tail_rows, (run_id, start)).fetchall()
+                collect(pool.submit(verify, tail_carry, rows))
             return
         carry: tuple[str, int, bytes] | None = None
-        for batch in _batches(_rows(ctx), BATCH_ROWS):
-            pending.append(
-                pool.submit(_core.verify_entries, ledger_id, carry, batch, ctx.options.jobs)
-            )
+        for batch in _batches(_rows(ctx, columns), BATCH_ROWS):
+            pending.append(pool.submit(verify, carry, batch))
             last = batch[-1]
             carry = (last[0], last[1], last[3])
             while len(pending) >= IN_FLIGHT:

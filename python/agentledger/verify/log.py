@@ -18,10 +18,7 @@ edits to the prefix's bytes are left to a full verify.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import apsw
 
@@ -47,10 +44,8 @@ class LogPlan:
     exported: Checkpoint | None = None
     covers_workspace: bool = False
     """The whole workspace is verified (fully, or incrementally from ``base``)."""
-    snapshots: dict[int, wslog.LogState] = field(default_factory=dict)
-    tail_start: int | None = None
-    tail: list[bytes] = field(default_factory=list)
-    """Leaf data from ``tail_start`` on, kept while streaming for consistency proofs."""
+    assembler: _core.LogAssembler | None = None
+    """Rebuilds the log from the journal pass's own rows (no second read)."""
 
 
 def _diverged(ctx: VerifyContext, check: str, expected: str, actual: str, subject: str) -> None:
@@ -76,14 +71,29 @@ def plan_log(ctx: VerifyContext) -> None:
     """Before the journal pass: with ``--incremental``, narrow it to the new tail."""
     plan = LogPlan(exported=_read_exported(ctx), covers_workspace=ctx.whole)
     ctx.log_plan = plan
-    if not ctx.options.incremental or not ctx.whole:
+    if not ctx.whole:
         return
-    marker = wslog.fetch(ctx.conn, "SELECT checkpoint_id FROM log_verified WHERE id = 1")
-    base = checkpoint_by_id(ctx.conn, marker[0][0]) if marker else None
+    base = None
+    if ctx.options.incremental:
+        marker = wslog.fetch(ctx.conn, "SELECT checkpoint_id FROM log_verified WHERE id = 1")
+        base = checkpoint_by_id(ctx.conn, marker[0][0]) if marker else None
+        if base is None:
+            ctx.report.notes.append("incremental: no verified checkpoint yet, verifying everything")
     if base is None:
-        ctx.report.notes.append("incremental: no verified checkpoint yet, verifying everything")
+        total = int(wslog.fetch(ctx.conn, "SELECT count(*) FROM entries")[0][0])
+        plan.assembler = _core.LogAssembler(0, [], total)
         return
     plan.base = base
+    tail_count = int(
+        wslog.fetch(
+            ctx.conn, "SELECT count(*) FROM entries WHERE leaf >= ?", (base.checkpoint.size,)
+        )[0][0]
+    )
+    size = base.checkpoint.size
+    try:
+        plan.assembler = _core.LogAssembler(size, list(base.frontier), size + tail_count)
+    except ValueError:
+        plan.assembler = None  # a malformed frontier: check_log reports the checkpoint
     tail_from = {
         run_id: int(first)
         for run_id, first in ctx.conn.execute(
@@ -118,23 +128,15 @@ def check_log(ctx: VerifyContext) -> None:
     newest = _newest(ctx)
     unlogged = _check_unlogged(ctx)
 
-    start = wslog.EMPTY
-    if plan.base is not None:
-        base_state = _base_state(ctx, plan.base, trusted)
-        if base_state is None:
-            return
-        start = base_state
-    wanted = [start.size] if plan.base is not None else []
-    if plan.exported is not None and plan.exported.size >= start.size:
-        wanted.append(plan.exported.size)
-    plan.tail_start = min(wanted) if wanted else None
-    state, gap = _stream(ctx, plan, start)
-    if gap is not None:
-        expected, found = gap
-        what = "missing" if found > expected or found < 0 else "duplicated"
-        shown = "end of the log" if found < 0 else f"leaf {found}"
-        _diverged(ctx, "log.leaf", f"leaf {expected}", f"{shown} (leaf {expected} {what})", "log")
+    if plan.base is not None and _base_state(ctx, plan.base, trusted) is None:
         return
+    if plan.assembler is None:
+        return
+    size, frontier, root, gap = plan.assembler.finish()
+    if gap is not None:
+        _report_gap(ctx, gap)
+        return
+    state = wslog.LogState(size, tuple(frontier))
     total = int(wslog.fetch(ctx.conn, "SELECT count(*) FROM entries")[0][0])
     if total - unlogged != state.size:
         _diverged(ctx, "log.size", f"{state.size:,} logged entries", f"{total - unlogged:,}", "log")
@@ -163,10 +165,10 @@ def check_log(ctx: VerifyContext) -> None:
             f"{state.size:,} ({where})",
             "log",
         )
-    elif note.root != state.root:
-        _diverged(ctx, "log.root", _b64(note.root), _b64(state.root) + " (entries changed)", "log")
+    elif note.root != root:
+        _diverged(ctx, "log.root", _b64(note.root), _b64(root) + " (entries changed)", "log")
     elif plan.base is not None:
-        tail = _tail(ctx, plan, plan.base.checkpoint.size)
+        tail = _tail(ctx, plan.base.checkpoint.size)
         _prove_extends(ctx, plan.base.checkpoint, plan.base.state, tail, note, "log.consistency")
     if plan.exported is not None:
         _check_exported(ctx, plan, trusted, state, note)
@@ -232,41 +234,29 @@ def _base_state(
     return base.state
 
 
-def _stream(
-    ctx: VerifyContext, plan: LogPlan, start: wslog.LogState
-) -> tuple[wslog.LogState, tuple[int, int] | None]:
-    """Extend ``start`` with every leaf from ``start.size`` on, in leaf order.
-
-    Returns the final state and the first gap. Keeps the leaf data from ``plan.tail_start``
-    on (for consistency proofs) and the state at that size.
-    """
-    state = start
-    keep = plan.tail_start
-    jobs = ctx.options.jobs
-    cursor: Iterator[Any] = iter(ctx.conn.execute(wslog.LEAF_ROWS, (start.size,)))
-    while rows := list(itertools.islice(cursor, wslog.BATCH_ROWS)):
-        if keep is not None and rows[-1][0] >= keep:
-            plan.tail.extend(wslog.leaf_data(row for row in rows if row[0] >= keep))
-            if state.size <= keep < state.size + len(rows):
-                cut = keep - state.size
-                state, _, gap = wslog.extend(state, rows[:cut], jobs)
-                if gap is not None:
-                    return state, gap
-                plan.snapshots[keep] = state
-                rows = rows[cut:]
-        state, _, gap = wslog.extend(state, rows, jobs)
-        if gap is not None:
-            return state, gap
-    if keep is not None and keep == state.size:
-        plan.snapshots[keep] = state
-    return state, None
-
-
-def _tail(ctx: VerifyContext, plan: LogPlan, size: int) -> list[bytes]:
-    """Leaf data of every leaf from ``size`` on."""
-    if plan.tail_start is not None and size >= plan.tail_start:
-        return plan.tail[size - plan.tail_start :]
+def _tail(ctx: VerifyContext, size: int) -> list[bytes]:
+    """Leaf data of every leaf from ``size`` on (the tail a consistency proof needs)."""
     return wslog.leaf_data(wslog.fetch(ctx.conn, wslog.LEAF_ROWS, (size,)))
+
+
+def _entry_at(ctx: VerifyContext, leaf: int) -> str:
+    rows = wslog.fetch(ctx.conn, "SELECT run_id, seq FROM entries WHERE leaf = ? LIMIT 1", (leaf,))
+    return f"{rows[0][0]} seq {rows[0][1]}" if rows else "nothing"
+
+
+def _report_gap(ctx: VerifyContext, gap: tuple[int, int]) -> None:
+    """Name the first leaf out of place and the entries around it."""
+    expected, found = gap
+    if found < 0:
+        actual = f"leaf {expected} missing: the log ends after {_entry_at(ctx, expected - 1)}"
+    elif found > expected:
+        actual = (
+            f"leaves {expected}..{found - 1} missing: between {_entry_at(ctx, expected - 1)} "
+            f"and {_entry_at(ctx, found)}"
+        )
+    else:
+        actual = f"leaf {found} appears twice or is out of range ({_entry_at(ctx, found)})"
+    _diverged(ctx, "log.leaf", f"leaf {expected}", actual, "log")
 
 
 def _check_unlogged(ctx: VerifyContext) -> int:
@@ -368,14 +358,12 @@ def _check_exported(
             subject,
         )
         return
-    tail = _tail(ctx, plan, exported.size)
+    tail = _tail(ctx, exported.size)
     _prove_extends(ctx, exported, old_state, tail, newest, "log.rollback")
 
 
 def _state_at(ctx: VerifyContext, plan: LogPlan, size: int) -> wslog.LogState | None:
     """The log state at ``size`` (the exported checkpoint's), cheapest way first."""
-    if size in plan.snapshots:
-        return plan.snapshots[size]
     if plan.base is not None and plan.base.checkpoint.size == size:
         return plan.base.state
     rows = wslog.fetch(

@@ -12,7 +12,10 @@ use rayon::prelude::*;
 
 use crate::canonical::{self, Value};
 use crate::hash;
-use crate::merkle::{Hash, IncrementalTree};
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use crate::merkle::{Hash, HashAlg, IncrementalTree};
 use crate::Result;
 
 /// The journal format version carried in every entry as `"v"`.
@@ -422,17 +425,23 @@ const PARALLEL_LEAVES: usize = 512;
 /// The object is written directly (its keys are already in JCS order); `seq` is a
 /// non-negative integer below 2^53 for every real entry, where decimal is its JCS form.
 pub fn log_leaf(run_id: &str, seq: i64, entry_hash: &[u8]) -> [u8; 32] {
-    let run = canonical::to_canonical(&Value::String(run_id.to_owned()))
-        .expect("a string always canonicalizes");
-    let mut bytes = Vec::with_capacity(96 + run.len());
-    bytes.extend_from_slice(b"{\"entry\":\"");
-    bytes.extend_from_slice(prefixed_hex(entry_hash).as_bytes());
+    // Called once per entry by every full verify: one buffer, and the derive-key context
+    // hashed once per process rather than once per leaf.
+    static LEAF_HASHER: OnceLock<blake3::Hasher> = OnceLock::new();
+    let mut bytes = Vec::with_capacity(112 + run_id.len());
+    bytes.extend_from_slice(b"{\"entry\":\"blake3:");
+    let hex_start = bytes.len();
+    bytes.resize(hex_start + 2 * entry_hash.len(), 0);
+    hex::encode_to_slice(entry_hash, &mut bytes[hex_start..]).expect("sized to fit");
     bytes.extend_from_slice(b"\",\"run\":");
-    bytes.extend_from_slice(&run);
+    canonical::write_string(run_id, &mut bytes);
     bytes.extend_from_slice(b",\"seq\":");
     bytes.extend_from_slice(seq.to_string().as_bytes());
     bytes.push(b'}');
-    hash::domain_hash(LOG_LEAF_DOMAIN, &bytes)
+    let mut hasher = LEAF_HASHER
+        .get_or_init(|| hash::domain_hasher(LOG_LEAF_DOMAIN))
+        .clone();
+    *hasher.update(&bytes).finalize().as_bytes()
 }
 
 /// One row of the workspace log, read in leaf order: the entry's leaf index, run, seq and
@@ -473,6 +482,171 @@ pub fn extend_log(tree: &mut IncrementalTree, rows: &[LogRow]) -> Option<LeafGap
         }
     }
     None
+}
+
+/// The log leaf hash of each stored row, `H(0x00 || log_leaf(run, seq, stored hash))`,
+/// computed in parallel.
+pub fn row_leaf_hashes(alg: HashAlg, rows: &[StoredEntry]) -> Vec<Hash> {
+    rows.par_iter()
+        .map(|row| alg.leaf_hash(&log_leaf(&row.run_id, row.seq, &row.hash)))
+        .collect()
+}
+
+/// Rebuilds the log's tree from leaves that arrive in any order: the journal pass reads
+/// entries in `(run, seq)` order, not in leaf order, and the log is checked from those same
+/// rows rather than from a second read.
+///
+/// Two complete sibling subtrees merge as soon as both are present, so what is held is
+/// only the subtrees whose siblings have not arrived yet: O(log n) when runs were appended
+/// in batches in run-id order, at most O(n) hashes when appends interleaved. A bitmap of
+/// one bit per leaf catches duplicates.
+#[derive(Debug)]
+pub struct LogAssembler {
+    alg: HashAlg,
+    base: u64,
+    limit: u64,
+    nodes: HashMap<(u32, u64), Hash>,
+    seen: Vec<u64>,
+    added: u64,
+    problem: Option<LeafGap>,
+}
+
+/// What the assembled leaves make: the tree's state, or the first leaf out of place.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogAssembly {
+    pub size: u64,
+    pub frontier: Vec<Hash>,
+    pub root: Hash,
+    pub gap: Option<LeafGap>,
+}
+
+/// The perfect subtrees a tree of `size` leaves decomposes into: `(height, index)` with
+/// `index` counted in subtrees of that height, largest first.
+fn decomposition(size: u64) -> Vec<(u32, u64)> {
+    let mut start = 0u64;
+    let mut out = Vec::new();
+    for height in (0..u64::BITS).rev() {
+        if size >> height & 1 == 1 {
+            out.push((height, start >> height));
+            start += 1 << height;
+        }
+    }
+    out
+}
+
+impl LogAssembler {
+    /// Leaves `base..limit` are expected; the first `base` are given by their frontier.
+    pub fn new(alg: HashAlg, base: u64, frontier: Vec<Hash>, limit: u64) -> Result<Self> {
+        let shape = decomposition(base);
+        if shape.len() != frontier.len() || limit < base {
+            return Err(crate::Error::invalid(format!(
+                "a log of {base} leaves has a frontier of {} hashes, got {} (limit {limit})",
+                shape.len(),
+                frontier.len()
+            )));
+        }
+        let span = usize::try_from(limit - base)
+            .map_err(|_| crate::Error::invalid("the log is too large to assemble"))?;
+        Ok(LogAssembler {
+            alg,
+            base,
+            limit,
+            nodes: shape.into_iter().zip(frontier).collect(),
+            seen: vec![0; span.div_ceil(64)],
+            added: 0,
+            problem: None,
+        })
+    }
+
+    /// Add one leaf hash at `leaf`. A leaf out of range or seen twice is remembered (the
+    /// first such) and not added.
+    pub fn add(&mut self, leaf: i64, leaf_hash: Hash) {
+        let Some(index) = u64::try_from(leaf)
+            .ok()
+            .filter(|&i| i >= self.base && i < self.limit)
+        else {
+            self.note(LeafGap {
+                expected: self.base,
+                found: leaf,
+            });
+            return;
+        };
+        let offset = (index - self.base) as usize;
+        let (word, bit) = (offset / 64, 1u64 << (offset % 64));
+        if self.seen[word] & bit != 0 {
+            self.note(LeafGap {
+                expected: index + 1,
+                found: leaf,
+            });
+            return;
+        }
+        self.seen[word] |= bit;
+        self.added += 1;
+        let (mut height, mut position, mut node) = (0u32, index, leaf_hash);
+        while let Some(sibling) = self.nodes.remove(&(height, position ^ 1)) {
+            node = if position & 1 == 0 {
+                self.alg.node_hash(&node, &sibling)
+            } else {
+                self.alg.node_hash(&sibling, &node)
+            };
+            height += 1;
+            position >>= 1;
+        }
+        self.nodes.insert((height, position), node);
+    }
+
+    fn note(&mut self, gap: LeafGap) {
+        if self.problem.is_none() {
+            self.problem = Some(gap);
+        }
+    }
+
+    /// Subtrees held right now (for tests of the memory bound).
+    pub fn held(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// The tree of leaves `0..base + added`, or the first leaf out of place.
+    pub fn finish(&self) -> LogAssembly {
+        let size = self.base + self.added;
+        let mut gap = self.problem.clone();
+        if gap.is_none() {
+            // No duplicate and all in range: a gap shows as an unset bit below `added`.
+            let missing = (0..self.added).find(|&i| {
+                let offset = i as usize;
+                self.seen[offset / 64] & (1 << (offset % 64)) == 0
+            });
+            if let Some(offset) = missing {
+                let next = (offset..self.limit - self.base).find(|&i| {
+                    let o = i as usize;
+                    self.seen[o / 64] & (1 << (o % 64)) != 0
+                });
+                gap = Some(LeafGap {
+                    expected: self.base + offset,
+                    found: next.map_or(-1, |i| (self.base + i) as i64),
+                });
+            }
+        }
+        let frontier: Option<Vec<Hash>> = decomposition(size)
+            .into_iter()
+            .map(|key| self.nodes.get(&key).copied())
+            .collect();
+        let (frontier, root) = match (&gap, frontier) {
+            (None, Some(frontier)) => {
+                let root = IncrementalTree::from_state(self.alg, size, frontier.clone())
+                    .map(|tree| tree.root())
+                    .unwrap_or_default();
+                (frontier, root)
+            }
+            _ => (Vec::new(), [0u8; 32]),
+        };
+        LogAssembly {
+            size,
+            frontier,
+            root,
+            gap,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -641,5 +815,64 @@ mod tests {
             })
         );
         assert_eq!(gapped.size(), 4);
+    }
+
+    #[test]
+    fn leaves_assembled_in_any_order_make_the_same_tree() {
+        use crate::merkle::root;
+        let alg = HashAlg::Blake3;
+        let leaves: Vec<Vec<u8>> = (0..300).map(|i: u32| i.to_le_bytes().to_vec()).collect();
+        let expected = root(alg, &leaves);
+        // Interleaved order: all even leaves, then all odd ones.
+        let mut order: Vec<usize> = (0..300).step_by(2).collect();
+        order.extend((1..300).step_by(2));
+        let mut assembler = LogAssembler::new(alg, 0, Vec::new(), 300).unwrap();
+        for &i in &order {
+            assembler.add(i as i64, alg.leaf_hash(&leaves[i]));
+        }
+        let done = assembler.finish();
+        assert_eq!((done.size, done.root, done.gap), (300, expected, None));
+
+        // From a base frontier, in order: memory stays small.
+        let mut base = IncrementalTree::new(alg);
+        for leaf in &leaves[..100] {
+            base.append(leaf).unwrap();
+        }
+        let mut tail = LogAssembler::new(alg, 100, base.frontier().to_vec(), 300).unwrap();
+        for (i, leaf) in leaves.iter().enumerate().skip(100) {
+            tail.add(i as i64, alg.leaf_hash(leaf));
+            assert!(tail.held() <= 16);
+        }
+        assert_eq!(tail.finish().root, expected);
+    }
+
+    #[test]
+    fn a_missing_or_duplicated_leaf_is_reported() {
+        let alg = HashAlg::Blake3;
+        let mut missing = LogAssembler::new(alg, 0, Vec::new(), 10).unwrap();
+        for i in [0, 1, 2, 4, 5] {
+            missing.add(i, [i as u8; 32]);
+        }
+        assert_eq!(
+            missing.finish().gap,
+            Some(LeafGap {
+                expected: 3,
+                found: 4
+            })
+        );
+        let mut twice = LogAssembler::new(alg, 0, Vec::new(), 10).unwrap();
+        for i in [0, 1, 1] {
+            twice.add(i, [0; 32]);
+        }
+        assert_eq!(
+            twice.finish().gap,
+            Some(LeafGap {
+                expected: 2,
+                found: 1
+            })
+        );
+        let mut outside = LogAssembler::new(alg, 0, Vec::new(), 3).unwrap();
+        outside.add(7, [0; 32]);
+        assert!(outside.finish().gap.is_some());
     }
 }

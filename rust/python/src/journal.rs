@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
 use agentledger_core::canonical::Value;
+use agentledger_core::journal::LogAssembler as CoreAssembler;
 use agentledger_core::journal::{self, Carry, LogRow, StoredEntry};
 use agentledger_core::merkle::{Hash, HashAlg, IncrementalTree};
 use pyo3::prelude::*;
@@ -21,6 +22,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(entry_hash, m)?)?;
     m.add_function(wrap_pyfunction!(log_leaf, m)?)?;
     m.add_function(wrap_pyfunction!(log_extend, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_entries_logged, m)?)?;
+    m.add_class::<LogAssembler>()?;
     m.add("MAX_FINDINGS_PER_RUN", journal::MAX_FINDINGS_PER_RUN)?;
     Ok(())
 }
@@ -218,4 +221,131 @@ fn log_extend<'py>(
         root,
         gap.map(|g| (g.expected, g.found)),
     ))
+}
+
+/// The workspace log rebuilt from the journal pass's own rows (see `verify_entries_logged`).
+#[pyclass(module = "agentledger._core")]
+struct LogAssembler(CoreAssembler);
+
+#[pymethods]
+impl LogAssembler {
+    /// Expect leaves `base..limit`; the first `base` are given by their frontier.
+    #[new]
+    fn new(base: u64, frontier: Vec<Bound<'_, PyBytes>>, limit: u64) -> PyResult<Self> {
+        let frontier = frontier_nodes(&frontier)?;
+        CoreAssembler::new(HashAlg::Blake3, base, frontier, limit)
+            .map(LogAssembler)
+            .map_err(to_py)
+    }
+
+    /// `(size, frontier, root, gap)`: the tree of every leaf added, or `gap` =
+    /// `(expected, found)` for the first leaf out of place (missing, repeated, out of range).
+    fn finish<'py>(&self, py: Python<'py>) -> LogExtendTuple<'py> {
+        let done = self.0.finish();
+        let frontier = done
+            .frontier
+            .iter()
+            .map(|node| PyBytes::new(py, node))
+            .collect();
+        (
+            done.size,
+            frontier,
+            PyBytes::new(py, &done.root),
+            done.gap.map(|g| (g.expected, g.found)),
+        )
+    }
+}
+
+fn frontier_nodes(frontier: &[Bound<'_, PyBytes>]) -> PyResult<Vec<Hash>> {
+    frontier
+        .iter()
+        .map(|node| {
+            Hash::try_from(node.as_bytes()).map_err(|_| {
+                to_py(agentledger_core::Error::invalid(format!(
+                    "a frontier node has 32 bytes, got {}",
+                    node.as_bytes().len()
+                )))
+            })
+        })
+        .collect()
+}
+
+type LoggedRowTuple<'py> = (
+    String,
+    i64,
+    String,
+    Bound<'py, PyBytes>,
+    Bound<'py, PyBytes>,
+    Option<i64>,
+);
+
+/// `verify_entries` for rows that also carry their log leaf index (`None`: not in the
+/// log): the same findings, and each logged row's leaf hash is added to `log`, computed in
+/// parallel from the row already in memory.
+#[pyfunction]
+#[pyo3(signature = (ledger_id, carry, rows, log, jobs = 0))]
+fn verify_entries_logged<'py>(
+    py: Python<'py>,
+    ledger_id: &str,
+    carry: Option<(String, i64, Bound<'py, PyBytes>)>,
+    rows: Vec<LoggedRowTuple<'py>>,
+    log: &Bound<'py, LogAssembler>,
+    jobs: usize,
+) -> PyResult<BatchTuple> {
+    let mut leaves = Vec::with_capacity(rows.len());
+    let rows: Vec<StoredEntry> = rows
+        .into_iter()
+        .map(|(run_id, seq, kind, hash, bytes, leaf)| {
+            leaves.push(leaf);
+            StoredEntry {
+                run_id,
+                seq,
+                kind,
+                hash: hash.as_bytes().to_vec(),
+                bytes: bytes.as_bytes().to_vec(),
+            }
+        })
+        .collect();
+    let carry = carry.map(|(run_id, seq, hash)| Carry {
+        run_id,
+        seq,
+        hash: hash.as_bytes().to_vec(),
+    });
+    let ledger_id = ledger_id.to_owned();
+    let pool = pool(jobs)?;
+    let mut guard = log.borrow_mut();
+    let assembler: &mut CoreAssembler = &mut guard.0;
+    let report = py.allow_threads(move || {
+        pool.install(|| {
+            let report = journal::verify_batch(&ledger_id, carry.as_ref(), &rows);
+            let hashes = journal::row_leaf_hashes(HashAlg::Blake3, &rows);
+            for (leaf, hash) in leaves.into_iter().zip(hashes) {
+                if let Some(leaf) = leaf {
+                    assembler.add(leaf, hash);
+                }
+            }
+            report
+        })
+    });
+    drop(guard);
+    let findings = report
+        .findings
+        .into_iter()
+        .map(|f| (f.run_id, f.seq, f.check, f.expected, f.actual))
+        .collect();
+    let runs = report
+        .runs
+        .into_iter()
+        .map(|r| {
+            (
+                r.run_id,
+                r.entries,
+                r.activities,
+                r.findings,
+                r.last_seq,
+                r.last_hash,
+            )
+        })
+        .collect();
+    Ok((findings, runs, report.referenced))
 }
