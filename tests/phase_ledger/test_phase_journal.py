@@ -533,3 +533,26 @@ def test_no_decision_or_move_is_taken_against_forged_evidence_in_force(ledger: L
     with pytest.raises(PhaseRefused):
         move(forged, compiler_input("explore"), operation="after")
     assert len(forged) == length
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"status": "approved", "decidedAt": "2026-07-25T13:00:00.000Z"},  # after its expiry
+        {"status": "approved", "decidedAt": "2026-07-25T12:01:00.000Z",
+         "toEvidenceDigest": "sha256:" + "e" * 64},  # another move
+        {"status": "approved", "decidedAt": "2026-07-25T12:01:00.000Z",
+         "riskClass": "high", "resourceScope": []},  # the reviewed scope changed
+    ],
+    ids=["late", "other-move", "other-scope"],
+)  # fmt: skip
+def test_verify_reports_a_forged_approval_decision(ledger: Ledger, edit: dict[str, Any]) -> None:
+    run = started(ledger, "run-a", "explore")
+    pending = move(run, compiler_input("publish"), operation="widen").approval
+    decided = {**pending, "decidedBy": REVIEWER, **edit}
+    entry = forge(
+        run, "phase.approval", {"approval_id": pending["id"], "status": "approved",
+                                "approval": decided},
+    )  # fmt: skip
+    found = ledger.verify_run("run-a").divergences
+    assert [(d.check, d.seq) for d in found] == [("phase.approval", entry.seq)]

@@ -319,11 +319,34 @@ def _check_approval(replay: _Replay, body: dict[str, Any]) -> None:
         raise replay.diverge("id and status of the approval", "different")
     if approval["runId"] != replay.run_id:
         raise replay.diverge(f"runId {replay.run_id}", approval["runId"])
+    expected_id = approval_id(
+        approval["runId"],
+        approval["operationId"],
+        approval["fromEvidenceDigest"],
+        approval["toEvidenceDigest"],
+        approval["manifestDigest"],
+    )
+    if approval["id"] != expected_id:
+        raise replay.diverge(f"approval id {expected_id} (bound to the exact move)", approval["id"])
     previous = replay.approvals.get(approval["id"])
     if previous is None and approval["status"] != "pending":
         raise replay.diverge("a pending approval first", approval["status"])
-    if previous is not None and previous["status"] != "pending":
-        raise replay.diverge(f"no change after {previous['status']}", approval["status"])
+    if previous is not None:
+        if previous["status"] != "pending":
+            raise replay.diverge(f"no change after {previous['status']}", approval["status"])
+        decided = ("status", "decidedBy", "decidedAt", "note", "administratorConfirmed")
+        changed = sorted(
+            key
+            for key in approval.keys() | previous.keys()
+            if key not in decided and approval.get(key) != previous.get(key)
+        )
+        if changed:
+            raise replay.diverge("only the decision changes", "changed " + ", ".join(changed))
+        decided_at = approval.get("decidedAt")
+        if approval["status"] in ("approved", "rejected") and (
+            decided_at is None or epoch_ms(decided_at) >= epoch_ms(approval["expiresAt"])
+        ):
+            raise replay.diverge(f"a decision before {approval['expiresAt']}", str(decided_at))
     replay.approvals[approval["id"]] = approval
 
 
