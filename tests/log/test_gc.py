@@ -79,3 +79,17 @@ def test_fsck_fails_on_a_tampered_log(ledger: Ledger, ledger_path: Path, cli: An
         conn.execute("DELETE FROM entries WHERE seq = 1")
         conn.execute("UPDATE runs SET head_seq = 0, head_hash = (SELECT hash FROM entries)")
     assert cli("fsck").code == 2
+
+
+def test_a_pruned_blob_is_reported_as_pruned_not_missing(
+    ledger: Ledger, ledger_path: Path
+) -> None:
+    digest = ledger.blobs.put(b"collected before anyone pinned it")
+    assert collector.collect(ledger, grace_s=0).removed == [digest]
+    _pin(ledger, digest)  # a later entry names the collected bytes
+    report = verify(ledger_path)
+    assert report.code == 0, report.to_json()
+    assert any("pruned" in note and digest in note for note in report.notes)
+    with raw(ledger_path) as conn:
+        conn.execute("DELETE FROM prune_receipts")
+    assert verify(ledger_path).code == 2  # without the receipt it is simply missing

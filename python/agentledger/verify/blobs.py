@@ -23,12 +23,26 @@ def check_referenced_blobs(ctx: VerifyContext) -> None:
         )
     }
     missing = sorted(ctx.referenced - present)
+    pruned = _pruned(ctx) if missing else {}
     for digest in missing:
+        if digest in pruned:
+            ctx.report.notes.append(
+                f"blob {digest} was pruned by signed prune receipt {pruned[digest]}, not lost"
+            )
+            continue
         for run_id, seq in _referencing_entries(ctx, digest):
             ctx.diverged(run_id, Divergence(run_id, seq, "blob.missing", digest, "absent", digest))
     if not ctx.whole:
         for digest in sorted(present):
             _check_blob(ctx, digest)
+
+
+def _pruned(ctx: VerifyContext) -> dict[str, int]:
+    """Blobs a prune receipt signed by a trusted key says garbage collection removed."""
+    from agentledger.gc import pruned_digests
+    from agentledger.keys import resolve_trust
+
+    return pruned_digests(ctx.conn, resolve_trust(ctx.options.trust, ctx.ledger.keys))
 
 
 def _json_list(items: list[str]) -> str:
