@@ -81,9 +81,7 @@ def test_fsck_fails_on_a_tampered_log(ledger: Ledger, ledger_path: Path, cli: An
     assert cli("fsck").code == 2
 
 
-def test_a_pruned_blob_is_reported_as_pruned_not_missing(
-    ledger: Ledger, ledger_path: Path
-) -> None:
+def test_a_pruned_blob_is_reported_as_pruned_not_missing(ledger: Ledger, ledger_path: Path) -> None:
     digest = ledger.blobs.put(b"collected before anyone pinned it")
     assert collector.collect(ledger, grace_s=0).removed == [digest]
     _pin(ledger, digest)  # a later entry names the collected bytes
