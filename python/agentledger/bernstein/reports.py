@@ -298,8 +298,11 @@ def _check_signature(pem: str, payload: bytes, signature: str) -> str:
     return ""
 
 
-def verify_receipt(receipt: object, read: Reader | None) -> ReceiptVerdict:
-    """Plan projection, then every signature, then reattachment (when ``read`` is given)."""
+def verify_receipt(
+    receipt: object, stored_digest: Callable[[str], str | None] | None
+) -> ReceiptVerdict:
+    """Plan projection, then every signature, then reattachment (when ``stored_digest``,
+    the digest of the bytes the store holds for a content hash, is given)."""
     doc = _dict(receipt)
     inputs = [a for a in _list(doc.get("inputs")) if isinstance(a, dict)]
     outputs = [a for a in _list(doc.get("outputs")) if isinstance(a, dict)]
@@ -328,15 +331,15 @@ def verify_receipt(receipt: object, read: Reader | None) -> ReceiptVerdict:
             return ReceiptVerdict(
                 False, f"signature does not verify for {role} {ref!r}: {why}", key, references
             )
-    if read is not None:
+    if stored_digest is not None:
         for artifact in inputs + outputs:
             ref, digest = str(artifact.get("ref", "")), str(artifact.get("content_hash", ""))
-            data = read(digest)
-            if data is None:
+            stored = stored_digest(digest)
+            if stored is None:
                 return ReceiptVerdict(
                     False, f"artifact bytes missing from store for {ref!r}", key, references
                 )
-            if content_hash(data) != digest:
+            if stored != digest:
                 return ReceiptVerdict(
                     False, f"content hash mismatch reattaching {ref!r}", key, references
                 )

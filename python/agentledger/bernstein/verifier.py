@@ -104,6 +104,9 @@ class RunResult:
     stages: list[StageVerdict] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     limits: list[str] = field(default_factory=list)
+    unstored_reports: int = 0
+    """Research/browser stages whose report is not in the store (legacy writers never
+    store one; bernstein skips the check, and so no data can say more)."""
     referenced: set[str] = field(default_factory=set)
     """Content hashes whose stored digest was trusted for reattachment (to re-hash)."""
 
@@ -159,7 +162,8 @@ def verify_runs(
             continue
         journals.append(data)
         present.append(result)
-    reports = _core.bernstein_verify_journals(journals, jobs) if journals else []
+    index = workdir.store_index()
+    reports = _core.bernstein_verify_journals(journals, jobs, index) if journals else []
     has_store = workdir.has_store()
     read = store_reader(workdir.read)
     audited = _audit_by_run(audit)
@@ -179,7 +183,7 @@ def verify_runs(
                         "a verifying record",
                         problem.reason,
                     )
-        _state_limits(result, report, audit)
+        _state_limits(result, report, audit, audited.get(result.run_id, []))
     return results
 
 
@@ -292,18 +296,10 @@ def _verify_stage(
             stage.reason = reason
             return stage
     if has_store:
-        for _kind, ref, digest in observations:
-            stored = workdir.stored_digest(digest)
-            if stored is None:
-                stage.reason = f"evidence bytes missing from store for {ref!r}"
-                _strict(
-                    result, step, "bernstein.blob.missing", f"observation {ref!r}", digest, "absent"
-                )
-                return stage
-            result.referenced.add(digest)
-            if stored != digest:
-                stage.reason = f"content hash mismatch reattaching {ref!r}"
-                return stage
+        reason = _reattach(stage, row, observations, workdir, result)
+        if reason:
+            stage.reason = reason
+            return stage
         stage.evidence_reattached = bool(observations)
     if kind in ("data", "ops"):
         if not has_store:
@@ -315,6 +311,42 @@ def _verify_stage(
                 return stage
     stage.ok = True
     return stage
+
+
+def _reattach(
+    stage: StageVerdict,
+    row: Mapping[str, Any],
+    observations: list[tuple[str, str, str]],
+    workdir: Workdir,
+    result: RunResult,
+) -> str:
+    """bernstein's step 5: every observation's bytes exist and hash to its content hash."""
+    known = row["reattach"]
+    if known is not None and known[0] == "ok":
+        result.referenced.update(o[2] for o in observations)
+        return ""
+    if known is not None and known[0] in ("missing", "mismatch"):
+        # Rust found the first failing observation against the store index.
+        result.referenced.update(o[2] for o in observations[: known[1]])
+        checked = observations[known[1] :]
+    else:
+        checked = observations
+    for _kind, ref, digest in checked:
+        stored = workdir.stored_digest(digest)
+        if stored is None:
+            _strict(
+                result,
+                stage.step,
+                "bernstein.blob.missing",
+                f"observation {ref!r}",
+                digest,
+                "absent",
+            )
+            return f"evidence bytes missing from store for {ref!r}"
+        result.referenced.add(digest)
+        if stored != digest:
+            return f"content hash mismatch reattaching {ref!r}"
+    return ""
 
 
 def _stored_artifact(
@@ -342,10 +374,7 @@ def _check_report(
     reason, data = _stored_artifact(stage, artifact, workdir, what, noun)
     if reason or data is None:
         if not reason:
-            result.limits.append(
-                f"stage {stage.stage_id!r} (step {stage.step}): the {noun} is not in the store; "
-                "bernstein skips it and so can we only state it"
-            )
+            result.unstored_reports += 1
         return reason
     try:
         report = json.loads(data)
@@ -379,7 +408,8 @@ def _check_receipt(
         receipt = json.loads(data)
     except ValueError as exc:
         return f"stored receipt is not valid JSON: {type(exc).__name__}"
-    verdict: ReceiptVerdict = verify_receipt(receipt, read)
+    verdict: ReceiptVerdict = verify_receipt(receipt, workdir.stored_digest)
+    result.referenced.update(verdict.references)
     if verdict.ok and (
         verdict.signer_public_key is None or verdict.signer_public_key not in trusted
     ):
@@ -458,13 +488,21 @@ def _cross_check_audit(
             )
 
 
-def _state_limits(result: RunResult, report: Mapping[str, Any], audit: AuditChain | None) -> None:
+def _state_limits(
+    result: RunResult,
+    report: Mapping[str, Any],
+    audit: AuditChain | None,
+    records: list[ActivityRecord],
+) -> None:
+    if result.unstored_reports:
+        result.limits.append(
+            f"{result.unstored_reports} research/browser report(s) are not in the store: "
+            "their claims and steps cannot be re-checked (bernstein skips them too)"
+        )
     result.limits.append(
         "ts and elapsed_s are outside every hash: an edit to them cannot be detected"
     )
-    audited_steps = [
-        r.journal_index for r in (audit.activity if audit else []) if r.run_id == result.run_id
-    ]
+    audited_steps = [r.journal_index for r in records]
     last = max((s for s in audited_steps if isinstance(s, int)), default=None)
     rows = int(report["count"])
     if last is None:

@@ -52,6 +52,10 @@ class Workdir(Protocol):
 
     def journals(self, run_ids: list[str]) -> list[bytes | None]: ...
 
+    def store_index(self) -> dict[str, str] | None:
+        """``content hash -> stored digest`` for the plain names, if known without reading."""
+        ...
+
     def audit_segments(self) -> list[tuple[str, bytes]]:
         """Audit chain files in chain order: archives (decompressed), then day files."""
         ...
@@ -118,6 +122,9 @@ class DirectoryWorkdir:
     def journals(self, run_ids: list[str]) -> list[bytes | None]:
         return [self.journal(run_id) for run_id in run_ids]
 
+    def store_index(self) -> dict[str, str] | None:
+        return None
+
     def audit_segments(self) -> list[tuple[str, bytes]]:
         audit = self.root / AUDIT_DIR
         if not audit.is_dir():
@@ -151,6 +158,9 @@ class LedgerWorkdir:
 
     def run_ids(self) -> list[str]:
         return sorted(self.runs)
+
+    def store_index(self) -> dict[str, str] | None:
+        return {h: d for h, d in self.by_content_hash.items() if d is not None}
 
     def stored_digest(self, content_hash: str) -> str | None:
         if content_hash in self.by_content_hash:

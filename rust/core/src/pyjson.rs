@@ -522,15 +522,9 @@ pub fn float_repr(x: f64) -> String {
     if x.is_infinite() {
         return if x > 0.0 { "inf".into() } else { "-inf".into() };
     }
-    // `{:e}` prints the shortest round-trip digits: "-1.2345e17", "5e-324", "-0e0".
-    let sci = format!("{x:e}");
-    let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    let (sign, mantissa) = match mantissa.strip_prefix('-') {
-        Some(rest) => ("-", rest),
-        None => ("", mantissa),
-    };
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let (negative, digits, exponent) = shortest_digits(x);
+    let sign = if negative { "-" } else { "" };
+    let (digits, exponent) = break_tie_to_even(x, digits, exponent);
     let mut out = String::with_capacity(digits.len() + 8);
     out.push_str(sign);
     if (-4..16).contains(&exponent) {
@@ -564,6 +558,106 @@ pub fn float_repr(x: f64) -> String {
         );
     }
     out
+}
+
+/// The shortest round-trip digits of a finite `x` (no leading or trailing zeros, `"0"`
+/// for zero) and the decimal exponent of the first one: `x = d1.d2d3... * 10^exponent`.
+/// Taken from ryu-js, whose ECMAScript text holds the same digits as Python's repr.
+fn shortest_digits(x: f64) -> (bool, String, i32) {
+    let negative = x.is_sign_negative();
+    let mut buffer = ryu_js::Buffer::new();
+    let text = buffer.format_finite(x.abs());
+    let (mantissa, adjust) = match text.split_once('e') {
+        Some((m, e)) => (m, e.parse::<i32>().unwrap_or(0)),
+        None => (text, 0),
+    };
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let mut digits = String::with_capacity(int_part.len() + frac_part.len());
+    let exponent = if int_part.bytes().all(|b| b == b'0') {
+        let zeros = frac_part.bytes().take_while(|&b| b == b'0').count();
+        if zeros == frac_part.len() {
+            return (negative, "0".into(), 0);
+        }
+        digits.push_str(&frac_part[zeros..]);
+        -(zeros as i32) - 1 + adjust
+    } else {
+        let int_part = int_part.trim_start_matches('0');
+        digits.push_str(int_part);
+        digits.push_str(frac_part);
+        int_part.len() as i32 - 1 + adjust
+    };
+    let kept = digits.trim_end_matches('0').len();
+    digits.truncate(kept.max(1));
+    (negative, digits, exponent)
+}
+
+/// Python's `repr` (David Gay's shortest mode) and Rust's shortest formatting agree except
+/// when `x` lies exactly halfway between the two closest shortest candidates: Python then
+/// takes the one whose last digit is even (`562949953421312.25` -> `...312.2`), Rust the
+/// upper one. A tie means `x` is exactly a decimal with one more digit, ending in 5.
+fn break_tie_to_even(x: f64, digits: String, exponent: i32) -> (String, i32) {
+    let k = digits.len();
+    let Ok(d) = digits.parse::<u64>() else {
+        return (digits, exponent);
+    };
+    if k > 17 || d == 0 {
+        return (digits, exponent);
+    }
+    // value = d * 10^(exponent - k + 1); the midpoints to the neighbours are (10d -+ 5)
+    // * 10^(exponent - k). Cheap test first: does either midpoint even parse to x?
+    let scale = exponent - k as i32;
+    let magnitude = x.abs();
+    // x = odd * 2^low exactly. A midpoint with `-scale` decimals (scale < 0) ends in 5 at
+    // that place, and a binary fraction 2^low has exactly `-low` decimals: they must match.
+    // Integers below 10^17 print exactly, so they are never ties.
+    let bits = magnitude.to_bits();
+    let (biased, fraction) = ((bits >> 52) as i32, bits & ((1u64 << 52) - 1));
+    let (mantissa, power) = if biased == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | (1u64 << 52), biased - 1075)
+    };
+    let low = power + mantissa.trailing_zeros() as i32;
+    if (scale < 0 && low != scale) || (scale >= 0 && (low < 0 || magnitude < 1e17)) {
+        return (digits, exponent);
+    }
+    let parses_to_x = |m: u64| format!("{m}e{scale}").parse::<f64>().ok() == Some(magnitude);
+    let (below, above) = (d * 10 - 5, d * 10 + 5);
+    let midpoint = if parses_to_x(below) {
+        below
+    } else if parses_to_x(above) {
+        above
+    } else {
+        return (digits, exponent);
+    };
+    // Is x exactly that midpoint? k + 25 significant digits decide it: a non-zero
+    // remainder is a multiple of the double's ulp, within 17 digits of the leading one.
+    let precise = format!("{:.*e}", k + 24, magnitude);
+    let Some((mantissa, _)) = precise.split_once('e') else {
+        return (digits, exponent);
+    };
+    let exact: Vec<u8> = mantissa.bytes().filter(u8::is_ascii_digit).collect();
+    let wanted = midpoint.to_string();
+    let exact_tie =
+        exact.starts_with(wanted.as_bytes()) && exact[wanted.len()..].iter().all(|&b| b == b'0');
+    if !exact_tie {
+        return (digits, exponent);
+    }
+    // Python keeps the neighbour whose last digit is even.
+    let even = if (midpoint / 10) % 2 == 0 {
+        midpoint / 10
+    } else {
+        midpoint / 10 + 1
+    };
+    let text = even.to_string();
+    let new_exponent = exponent + (text.len() as i32 - k as i32);
+    let sign = if x < 0.0 { "-" } else { "" };
+    if format!("{sign}{text}e{}", scale + 1).parse::<f64>().ok() != Some(x) {
+        return (digits, exponent);
+    }
+    let trimmed = text.trim_end_matches('0');
+    let trimmed = if trimmed.is_empty() { "0" } else { trimmed };
+    (trimmed.to_owned(), new_exponent)
 }
 
 /// How `json.dumps` writes a float (`allow_nan=True`).

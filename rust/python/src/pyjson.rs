@@ -88,6 +88,13 @@ fn activity_dict<'py>(py: Python<'py>, a: &journal::ActivityRow) -> PyResult<Bou
         observations.append(item)?;
     }
     d.set_item("observations", observations)?;
+    match a.reattach {
+        journal::Reattach::NotChecked => d.set_item("reattach", py.None())?,
+        journal::Reattach::Ok => d.set_item("reattach", ("ok", -1))?,
+        journal::Reattach::Missing(i) => d.set_item("reattach", ("missing", i as i64))?,
+        journal::Reattach::Mismatch(i) => d.set_item("reattach", ("mismatch", i as i64))?,
+        journal::Reattach::Unresolved(i) => d.set_item("reattach", ("unresolved", i as i64))?,
+    }
     match &a.recomputed_evidence_set_hash {
         Ok(hash) => {
             d.set_item("recomputed_evidence_set_hash", hash)?;
@@ -139,17 +146,27 @@ fn report_dict<'py>(py: Python<'py>, r: &journal::JournalReport) -> PyResult<Bou
 }
 
 /// Verify bernstein journals (file bytes) in parallel; one report dict per journal.
+/// `store` maps content hashes to the digest of the bytes the store holds under them,
+/// so observations are reattached here too.
 #[pyfunction]
-#[pyo3(signature = (journals, jobs = 0))]
+#[pyo3(signature = (journals, jobs = 0, store = None))]
 fn bernstein_verify_journals<'py>(
     py: Python<'py>,
     journals: Vec<Bound<'py, PyBytes>>,
     jobs: usize,
+    store: Option<HashMap<String, String>>,
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let store: Option<journal::StoreIndex> = store.map(|map| {
+        map.into_iter()
+            .map(|(k, v)| (k.into_bytes(), v.into_bytes()))
+            .collect()
+    });
     // Copy out of the bytes objects (a `Vec<u8>` extraction would go int by int).
     let journals: Vec<Vec<u8>> = journals.iter().map(|b| b.as_bytes().to_vec()).collect();
     let pool = pool(jobs)?;
-    let reports = py.allow_threads(move || pool.install(|| journal::verify_journals(&journals)));
+    let reports = py.allow_threads(move || {
+        pool.install(|| journal::verify_journals(&journals, store.as_ref()))
+    });
     reports.iter().map(|r| report_dict(py, r)).collect()
 }
 

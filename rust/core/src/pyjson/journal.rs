@@ -5,6 +5,8 @@
 //!
 //! [`verify_journals`] runs many journals in parallel on the current rayon pool.
 
+use std::collections::HashMap;
+
 use rayon::prelude::*;
 
 use super::{dumps_jcs, dumps_sorted, parse, py_repr, py_str, write_py_string, PyValue};
@@ -89,6 +91,54 @@ pub struct ActivityRow {
     pub observations: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>,
     /// `Ok("sha256:…")`, or the error Python would raise computing it.
     pub recomputed_evidence_set_hash: Result<String, String>,
+    /// Reattachment against a [`StoreIndex`], when one was given.
+    pub reattach: Reattach,
+}
+
+/// What the store holds, by content hash: `content_hash -> digest of the stored bytes`.
+/// Only plain names are listed; anything else is left to the caller (`Unresolved`).
+pub type StoreIndex = HashMap<Vec<u8>, Vec<u8>>;
+
+/// The first observation that does not reattach (bernstein checks them in row order).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reattach {
+    /// No store index was given.
+    NotChecked,
+    /// Every observation is in the store with matching bytes.
+    Ok,
+    Missing(usize),
+    Mismatch(usize),
+    /// A content hash whose store path needs resolving (`..`, `/`): the caller decides.
+    Unresolved(usize),
+}
+
+fn reattach(observations: &[(Vec<u8>, Vec<u8>, Vec<u8>)], store: Option<&StoreIndex>) -> Reattach {
+    let Some(store) = store else {
+        return Reattach::NotChecked;
+    };
+    for (i, (_, _, hash)) in observations.iter().enumerate() {
+        match store.get(hash) {
+            Some(stored) if stored == hash => continue,
+            Some(_) => return Reattach::Mismatch(i),
+            None => {
+                let name = match hash.iter().position(|&b| b == b':') {
+                    Some(colon) => &hash[colon + 1..],
+                    None => &hash[..],
+                };
+                let plain = !name.is_empty()
+                    && name != b"."
+                    && name != b".."
+                    && !name.contains(&b'/')
+                    && !name.contains(&0);
+                return if plain {
+                    Reattach::Missing(i)
+                } else {
+                    Reattach::Unresolved(i)
+                };
+            }
+        }
+    }
+    Reattach::Ok
 }
 
 /// Everything one pass over a journal file yields.
@@ -284,7 +334,12 @@ pub fn evidence_set_hash(hashes: &[&[u8]]) -> Result<String, String> {
     Ok(format!("sha256:{}", hex_sha256(&out)))
 }
 
-fn activity_row(step: u64, line: u64, row: &PyValue<'_>) -> ActivityRow {
+fn activity_row(
+    step: u64,
+    line: u64,
+    row: &PyValue<'_>,
+    store: Option<&StoreIndex>,
+) -> ActivityRow {
     let observations: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = match row.get("observations") {
         Some(PyValue::Array(items)) => items
             .iter()
@@ -316,6 +371,7 @@ fn activity_row(step: u64, line: u64, row: &PyValue<'_>) -> ActivityRow {
         evidence_set_hash: str_field(row, "evidence_set_hash"),
         terminal_state: str_field(row, "terminal_state"),
         reason_code: str_field(row, "reason_code"),
+        reattach: reattach(&observations, store),
         observations,
         recomputed_evidence_set_hash: recomputed,
     }
@@ -329,6 +385,11 @@ fn repr_bytes(s: &[u8]) -> String {
 
 /// Read and verify one journal file's bytes.
 pub fn verify_journal(data: &[u8]) -> JournalReport {
+    verify_journal_with(data, None)
+}
+
+/// [`verify_journal`], also reattaching observations against `store`.
+pub fn verify_journal_with(data: &[u8], store: Option<&StoreIndex>) -> JournalReport {
     let (rows, discarded, physical) = load_events(data);
     let mut report = JournalReport {
         physical_lines: physical,
@@ -361,7 +422,7 @@ pub fn verify_journal(data: &[u8]) -> JournalReport {
             if event.as_ref() == b"activity.result" {
                 report
                     .activities
-                    .push(activity_row(i as u64, row.line, &row.value));
+                    .push(activity_row(i as u64, row.line, &row.value, store));
             }
         }
     }
@@ -471,10 +532,10 @@ pub fn verify_journal(data: &[u8]) -> JournalReport {
 }
 
 /// [`verify_journal`] over many journals in parallel (on the caller's rayon pool).
-pub fn verify_journals(journals: &[Vec<u8>]) -> Vec<JournalReport> {
+pub fn verify_journals(journals: &[Vec<u8>], store: Option<&StoreIndex>) -> Vec<JournalReport> {
     journals
         .par_iter()
-        .map(|data| verify_journal(data))
+        .map(|data| verify_journal_with(data, store))
         .collect()
 }
 
