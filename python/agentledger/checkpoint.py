@@ -36,7 +36,7 @@ from agentledger import _core
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.keys import parse_public_key, public_key_text
-from agentledger.log import LogState, fetch, pack_frontier, read_state
+from agentledger.log import LogState, current_state, fetch, pack_frontier
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -212,7 +212,7 @@ def take(conn: apsw.Connection, ledger: Ledger, *, force: bool = False) -> Store
 
     Unless ``force``, returns the newest checkpoint instead when it already covers the log.
     """
-    state = read_state(conn)
+    state = current_state(conn)
     newest = newest_checkpoint(conn)
     if (
         not force

@@ -94,7 +94,7 @@ def _write_state(conn: apsw.Connection, state: LogState) -> None:
     )
 
 
-def _state_for_append(conn: apsw.Connection) -> LogState:
+def current_state(conn: apsw.Connection) -> LogState:
     """The log state, first folding in the leaves the schema-3 migration numbered.
 
     Only leaves below the number the migration recorded are folded in, so an entry slipped
@@ -134,7 +134,7 @@ def append_entries(
         raise LedgerError(
             f"{ledger.path} is a sealed archive; it cannot be extended", code="archive-sealed"
         )
-    state = _state_for_append(conn)
+    state = current_state(conn)
     first = state.size
     rows = [(first + i, run_id, seq, digest) for i, (run_id, seq, digest) in enumerate(entries)]
     new_state, _, gap = extend(state, rows)

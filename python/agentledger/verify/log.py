@@ -152,7 +152,13 @@ def check_log(ctx: VerifyContext) -> None:
         )
     if newest is None:
         if state.size:
-            _diverged(ctx, "checkpoint.missing", "a signed checkpoint", "none", "checkpoints")
+            _diverged(
+                ctx,
+                "checkpoint.missing",
+                "a signed checkpoint",
+                "none (a ledger from before the log: run `agentledger checkpoint`)",
+                "checkpoints",
+            )
         return
     ok = _check_checkpoint(ctx, newest, trusted, "newest checkpoint")
     note = newest.checkpoint
