@@ -1,9 +1,8 @@
 """The workspace log: the newest signed checkpoint commits to exactly the ledger's entries.
 
-Full verify streams the log in leaf order from the covering index ``entries_by_leaf`` (the
-entry hashes the journal pass has just re-derived from their bytes, without the bytes) and
-recomputes the root in Rust; the leaves must be exactly 0..n-1 and the root and size those
-of the newest trusted checkpoint. So deleting any entry (the last of a run or of the
+Full verify rebuilds the log from the rows the journal pass reads anyway: each row's leaf
+hash goes, in Rust, into a ``LogAssembler`` that accepts leaves in any order; the leaves
+must be exactly 0..n-1 and the root and size those of the newest trusted checkpoint. So deleting any entry (the last of a run or of the
 workspace too), or a whole run, changes what the log recomputes to.
 
 ``--checkpoint FILE``: the ledger must extend an exported checkpoint (RFC 9162 consistency
