@@ -213,23 +213,18 @@ def take(conn: apsw.Connection, ledger: Ledger, *, force: bool = False) -> Store
     Unless ``force``, returns the newest checkpoint instead when it already covers the log.
     """
     state = current_state(conn)
-    newest = newest_checkpoint(conn)
-    if (
-        not force
-        and newest is not None
-        and newest.size_column == state.size
-        and newest.root_column == state.root
-    ):
-        return newest
-    unsigned = Checkpoint(ledger.id, state.size, state.root, utc_timestamp())
+    root = state.root
+    if not force:
+        newest = newest_checkpoint(conn)
+        if newest is not None and (newest.size_column, newest.root_column) == (state.size, root):
+            return newest
+    unsigned = Checkpoint(ledger.id, state.size, root, utc_timestamp())
     signed = sign(unsigned, signing_key(ledger))
     conn.execute(
         "INSERT INTO checkpoints (size, root, note, frontier) VALUES (?, ?, ?, ?)",
-        (state.size, state.root, signed.text(), pack_frontier(state.frontier)),
+        (state.size, root, signed.text(), pack_frontier(state.frontier)),
     )
-    return StoredCheckpoint(
-        conn.last_insert_rowid(), signed, state.frontier, state.size, state.root
-    )
+    return StoredCheckpoint(conn.last_insert_rowid(), signed, state.frontier, state.size, root)
 
 
 def schedule(ledger: Ledger) -> None:
@@ -246,7 +241,7 @@ class _Pending:
         self.ledger = ledger
 
     def run(self, conn: apsw.Connection) -> None:
-        take(conn, self.ledger)
+        take(conn, self.ledger, force=True)  # the log grew in this transaction
 
 
 def _row_to_stored(row: tuple[int, int, bytes, str, bytes]) -> StoredCheckpoint:

@@ -100,8 +100,11 @@ def current_state(conn: apsw.Connection) -> LogState:
     Only leaves below the number the migration recorded are folded in, so an entry slipped
     into the table later with a made-up leaf number is never adopted by the next append.
     """
-    state = read_state(conn)
-    backfill = int(fetch(conn, "SELECT backfill FROM log_state WHERE id = 1")[0][0])
+    rows = fetch(conn, "SELECT size, frontier, backfill FROM log_state WHERE id = 1")
+    if not rows:
+        raise LedgerError("the workspace log's state row is missing", code="log-broken")
+    state = LogState(int(rows[0][0]), tuple(unpack_frontier(rows[0][1])))
+    backfill = int(rows[0][2])
     if state.size >= backfill:
         return state
     rows = fetch(conn, LEAF_RANGE, (state.size, backfill))
