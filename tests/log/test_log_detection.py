@@ -173,3 +173,25 @@ def test_a_forked_ledger_does_not_extend_the_exported_checkpoint(
     result = cli("verify", "--checkpoint", str(exported), "--json")  # type: ignore[operator]
     assert result.code == 2
     assert any(d["check"] == "log.rollback" for d in result.json()["workspace"])
+
+
+def test_entries_removed_with_the_checkpoints_covering_them_are_caught_after_a_verify(
+    ledger: Ledger, ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build(ledger, runs=2, entries=2)
+    assert verify(ledger_path).code == 0  # records the verified checkpoint
+    with raw(ledger_path) as conn:  # the last entry, and every checkpoint that covers it
+        last = conn.execute("SELECT run_id, seq FROM entries ORDER BY leaf DESC LIMIT 1")
+        run_id, seq = last.fetchall()[0]
+        conn.execute("DELETE FROM entries WHERE run_id = ? AND seq = ?", (run_id, seq))
+        _fix_head(conn, str(run_id))
+        conn.execute("DELETE FROM checkpoints WHERE size > 3")
+        conn.execute(
+            "UPDATE log_state SET size = 3, frontier = (SELECT frontier FROM checkpoints "
+            "WHERE size = 3 ORDER BY id DESC LIMIT 1)"
+        )
+    with without_log(monkeypatch):
+        assert verify(ledger_path).code == 0
+    report = verify(ledger_path)
+    assert report.code == 2
+    assert "log.rollback" in checks(report)

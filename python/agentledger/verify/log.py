@@ -2,8 +2,10 @@
 
 Full verify rebuilds the log from the rows the journal pass reads anyway: each row's leaf
 hash goes, in Rust, into a ``LogAssembler`` that accepts leaves in any order; the leaves
-must be exactly 0..n-1 and the root and size those of the newest trusted checkpoint. So deleting any entry (the last of a run or of the
-workspace too), or a whole run, changes what the log recomputes to.
+must be exactly 0..n-1 and the root and size those of the newest trusted checkpoint. So
+deleting any entry (the last of a run or of the workspace too), or a whole run, changes
+what the log recomputes to. The log must also still extend the checkpoint the last clean
+verify covered, so entries removed together with the checkpoints covering them show too.
 
 ``--checkpoint FILE``: the ledger must extend an exported checkpoint (RFC 9162 consistency
 proof from it to the newest), which detects a file rolled back to an older copy.
@@ -40,6 +42,10 @@ class LogPlan:
 
     base: StoredCheckpoint | None = None
     """Incremental verify: the last checkpoint found clean (None: full verify)."""
+    verified: StoredCheckpoint | None = None
+    """Full verify: the last checkpoint a verify found clean; the log must still extend it."""
+    verified_missing: int | None = None
+    """The id of a recorded verified checkpoint that is no longer in the ledger."""
     exported: Checkpoint | None = None
     covers_workspace: bool = False
     """The whole workspace is verified (fully, or incrementally from ``base``)."""
@@ -72,13 +78,15 @@ def plan_log(ctx: VerifyContext) -> None:
     ctx.log_plan = plan
     if not ctx.whole:
         return
-    base = None
-    if ctx.options.incremental:
-        marker = wslog.fetch(ctx.conn, "SELECT checkpoint_id FROM log_verified WHERE id = 1")
-        base = checkpoint_by_id(ctx.conn, marker[0][0]) if marker else None
-        if base is None:
-            ctx.report.notes.append("incremental: no verified checkpoint yet, verifying everything")
+    marker = wslog.fetch(ctx.conn, "SELECT checkpoint_id FROM log_verified WHERE id = 1")
+    verified = checkpoint_by_id(ctx.conn, marker[0][0]) if marker else None
+    if marker and verified is None:
+        plan.verified_missing = int(marker[0][0])
+    base = verified if ctx.options.incremental else None
+    if ctx.options.incremental and base is None:
+        ctx.report.notes.append("incremental: no verified checkpoint yet, verifying everything")
     if base is None:
+        plan.verified = verified
         total = int(wslog.fetch(ctx.conn, "SELECT count(*) FROM entries")[0][0])
         plan.assembler = _core.LogAssembler(0, [], total)
         return
@@ -177,9 +185,44 @@ def check_log(ctx: VerifyContext) -> None:
         _prove_extends(ctx, plan.base.checkpoint, plan.base.state, tail, note, "log.consistency")
     if plan.exported is not None:
         _check_exported(ctx, plan, trusted, state, note)
+    _check_still_extends_verified(ctx, plan, trusted, state, note)
     if ok:
         newest_id = newest.id
         ctx.after_snapshot.append(lambda: _record_verified(ctx, newest_id))
+
+
+def _check_still_extends_verified(
+    ctx: VerifyContext,
+    plan: LogPlan,
+    trusted: set[str],
+    state: wslog.LogState,
+    newest: Checkpoint,
+) -> None:
+    """The checkpoint the last clean verify covered is still in the ledger, and the log
+    still extends it: entries and checkpoints removed together are a rollback too."""
+    if plan.verified_missing is not None:
+        _diverged(
+            ctx,
+            "log.rollback",
+            f"checkpoint {plan.verified_missing} (verified clean earlier)",
+            "no longer in the ledger",
+            "checkpoints",
+        )
+        return
+    verified = plan.verified
+    if verified is None or not _check_checkpoint(ctx, verified, trusted, "verified checkpoint"):
+        return
+    old = verified.checkpoint
+    if old.size > state.size:
+        _diverged(
+            ctx,
+            "log.rollback",
+            f"at least {old.size:,} entries (verified clean at checkpoint {verified.id})",
+            f"{state.size:,}",
+            "log",
+        )
+        return
+    _prove_extends(ctx, old, verified.state, _tail(ctx, old.size), newest, "log.rollback")
 
 
 def _newest(ctx: VerifyContext) -> StoredCheckpoint | None:
