@@ -165,6 +165,8 @@ class BernsteinActivity(TypedDict):
     recomputed_evidence_set_hash: str | None
     recompute_error: str | None
     reattach: tuple[Literal["ok", "missing", "mismatch", "unresolved"], int] | None
+    artifact_stored: str | None
+    """With a store index: the digest stored under ``artifact_hash`` ("" if none)."""
 
 class BernsteinJournal(TypedDict):
     profile: str

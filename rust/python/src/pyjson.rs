@@ -95,6 +95,10 @@ fn activity_dict<'py>(py: Python<'py>, a: &journal::ActivityRow) -> PyResult<Bou
         journal::Reattach::Mismatch(i) => d.set_item("reattach", ("mismatch", i as i64))?,
         journal::Reattach::Unresolved(i) => d.set_item("reattach", ("unresolved", i as i64))?,
     }
+    d.set_item(
+        "artifact_stored",
+        opt_text(py, a.artifact_stored.as_deref())?,
+    )?;
     match &a.recomputed_evidence_set_hash {
         Ok(hash) => {
             d.set_item("recomputed_evidence_set_hash", hash)?;

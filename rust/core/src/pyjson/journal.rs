@@ -93,6 +93,9 @@ pub struct ActivityRow {
     pub recomputed_evidence_set_hash: Result<String, String>,
     /// Reattachment against a [`StoreIndex`], when one was given.
     pub reattach: Reattach,
+    /// The artifact in the store index: `None` without an index, else `Some(digest of
+    /// the stored bytes)` or `Some(empty)` when the store has no such plain name.
+    pub artifact_stored: Option<Vec<u8>>,
 }
 
 /// What the store holds, by content hash: `content_hash -> digest of the stored bytes`.
@@ -372,6 +375,10 @@ fn activity_row(
         terminal_state: str_field(row, "terminal_state"),
         reason_code: str_field(row, "reason_code"),
         reattach: reattach(&observations, store),
+        artifact_stored: store.map(|s| {
+            let artifact = str_field(row, "artifact_hash");
+            s.get(&artifact).cloned().unwrap_or_default()
+        }),
         observations,
         recomputed_evidence_set_hash: recomputed,
     }
