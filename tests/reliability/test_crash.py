@@ -1,0 +1,26 @@
+"""SIGKILL a writer at random moments: the ledger always reopens clean with every ack kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .crash_harness import run_kill_points
+
+
+def test_writer_killed_at_random_moments_loses_no_acknowledged_write(tmp_path: Path) -> None:
+    tally = run_kill_points(tmp_path, 24, seed=8, rotate_every=12)
+    print(tally.summary())
+    assert tally.failures == []
+    assert tally.kill_points == 24
+    assert tally.acknowledged_entries > 0
+    assert tally.mid_operation > 0
+
+
+@pytest.mark.slow
+def test_five_hundred_kill_points_lose_nothing(tmp_path: Path) -> None:
+    tally = run_kill_points(tmp_path, 520, seed=20261130, rotate_every=20)
+    print(f"\n{tally.summary()}")
+    assert tally.failures == []
+    assert tally.kill_points == 520
