@@ -80,11 +80,11 @@ def _rehash_referenced(
     ).fetchall()
     names = [str(row[0]) for row in rows]
     if len(set(names)) == len(names):  # one chunk each: the usual case for journal evidence
-        contents = [bytes(row[1]) for row in rows]  # type: ignore[arg-type]
+        contents = [bytes(row[1]) for row in rows]
     else:
         joined: dict[str, list[bytes]] = {}
         for digest, data in rows:
-            joined.setdefault(str(digest), []).append(bytes(data))  # type: ignore[arg-type]
+            joined.setdefault(str(digest), []).append(bytes(data))
         names = list(joined)
         contents = [b"".join(joined[n]) for n in names]
     actual = _core.sha256_hex_many(contents, ctx.options.jobs)
