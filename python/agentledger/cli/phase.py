@@ -171,6 +171,14 @@ def phase() -> None:
       agentledger phase builtins            what each built-in phase asks for
       agentledger phase schema input        the shape of a compiler input
       agentledger phase compile INPUT.json  the evidence (exit 3 when blocked)
+
+    \b
+    In the ledger (anchored in the run's chain, re-checked by `agentledger verify`):
+      agentledger phase record RUN INPUT.json       a run's initial evidence
+      agentledger phase transition RUN TARGET.json  move phase (CAS, approvals, overrides)
+      agentledger phase approve RUN APPROVAL        approve or --reject an expansion
+      agentledger phase authorize RUN DIM SCOPE...  check an action; journaled
+      agentledger phase show RUN                    current phase, history, deltas
     """
 
 
