@@ -172,7 +172,14 @@ def _kill_points(
         first_op = (point + 1) * 1_000_000
         writer_seed = rng.randrange(1 << 30)
         start = ack_path.stat().st_size if ack_path.exists() else 0
-        pid = server.spawn(str(ledger_path), str(key_home), str(ack_path), writer_seed, first_op)
+        pid = server.spawn(
+            "tests.reliability.crash_writer:run_writer",
+            str(ledger_path),
+            str(key_home),
+            str(ack_path),
+            writer_seed,
+            first_op,
+        )
         try:
             if rng.random() < 0.1:
                 # Sometimes while it opens (a fresh ledger: while it is being created).

@@ -4,18 +4,21 @@ Starting an interpreter and importing agentledger costs most of a second; forkin
 that already did costs a millisecond, so hundreds of kill points stay cheap. The server
 itself never opens a ledger or starts a thread, so its forks are clean.
 
-Protocol (one JSON line each way): ``{"spawn": [args of run_writer]}`` -> ``{"pid": n}``;
+Protocol (one JSON line each way): ``{"spawn": "module:function", "args": [...]}`` ->
+``{"pid": n}``;
 ``{"poll": pid}`` -> ``{"exited": bool, "status": n}``; ``{"reap": pid}`` ->
 ``{"status": n}``. The parent sends SIGKILL to the pid itself.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -24,8 +27,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def serve() -> None:
-    import agentledger.activity  # noqa: F401  (imported once, shared by every fork)
-    from tests.reliability.crash_writer import run_writer
+    # Imported once here, shared by every fork.
+    import agentledger.activity  # noqa: F401
+    import tests.reliability.concurrent_workers
+    import tests.reliability.crash_writer  # noqa: F401
 
     for line in sys.stdin:
         command = json.loads(line)
@@ -36,10 +41,16 @@ def serve() -> None:
                 devnull = os.open(os.devnull, os.O_RDWR)
                 os.dup2(devnull, 0)
                 os.dup2(devnull, 1)
+                module, function = command["spawn"].split(":")
+                code = 1
                 try:
-                    run_writer(*command["spawn"])
+                    getattr(importlib.import_module(module), function)(*command["args"])
+                    code = 0
+                except BaseException:
+                    traceback.print_exc()
                 finally:
-                    os._exit(1)
+                    sys.stderr.flush()
+                    os._exit(code)
             reply = {"pid": pid}
         elif "poll" in command:
             pid, status = os.waitpid(command["poll"], os.WNOHANG)
@@ -73,8 +84,15 @@ class ForkServer:
         reply: dict[str, Any] = json.loads(self.process.stdout.readline())
         return reply
 
-    def spawn(self, *args: object) -> int:
-        return int(self._ask({"spawn": list(args)})["pid"])
+    def spawn(self, target: str, *args: object) -> int:
+        """Fork a child running ``target`` (``"module:function"``) with ``args``."""
+        return int(self._ask({"spawn": target, "args": list(args)})["pid"])
+
+    def wait(self, pid: int) -> int:
+        """Wait for a child to exit on its own; its exit code."""
+        status = int(self._ask({"reap": pid})["status"])
+        self.reaped.add(pid)
+        return os.waitstatus_to_exitcode(status)
 
     def exited(self, pid: int) -> bool:
         if self._ask({"poll": pid})["exited"]:
