@@ -152,3 +152,15 @@ def test_verify_reports_a_decision_the_evidence_does_not_support(ledger: Ledger)
     )
     found = ledger.verify_run("run-a").divergences
     assert [(d.check, d.seq) for d in found] == [("phase.authorize", forged.seq)]
+
+
+def test_a_naive_time_is_refused_and_nothing_written(ledger: Ledger) -> None:
+    from datetime import datetime
+
+    run = started(ledger, "run-a", "implement")
+    with pytest.raises(InvalidInput) as refused:
+        run.authorize(
+            "command.execute", ["build"], evidence_digest=digest_of(run), now=datetime(2026, 1, 1)
+        )
+    assert refused.value.code == "invalid-time"
+    assert len(run) == 1

@@ -48,7 +48,6 @@ from agentledger.phase.transitions import (
     approval_id,
     decide_approval,
     effective_approval_status,
-    epoch_ms,
     expiry_record,
     override_has_expired,
     plan_transition,
@@ -311,9 +310,12 @@ def refuse_unreadable(state: PhaseState) -> None:
 
 
 def now_or_utc(now: datetime | None) -> datetime:
-    moment = now or datetime.now(UTC)
-    epoch_ms(moment)  # refuses naive times
-    return moment
+    """``now`` (timezone-aware, for replays and tests), else the current UTC time."""
+    if now is None:
+        return datetime.now(UTC)
+    if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
+        raise InvalidInput("now must be a timezone-aware datetime", code="invalid-time")
+    return now
 
 
 # --------------------------------------------------------------------------- appends
