@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
@@ -20,7 +21,9 @@ from .fork_server import ForkServer
 WORKERS = "tests.reliability.concurrent_workers"
 
 
-def run_mixed_load(tmp_path: Path, *, writers: int, appends: int) -> dict[str, list[dict]]:
+def run_mixed_load(
+    tmp_path: Path, *, writers: int, appends: int
+) -> dict[str, list[dict[str, Any]]]:
     """Writers on their own runs and on one shared run, with verifiers and readers alongside."""
     key_home = tmp_path / "keys"
     ledger_path = tmp_path / "ledger.db"
