@@ -374,9 +374,9 @@ def _reattach(
                 "absent",
             )
             return f"evidence bytes missing from store for {ref!r}"
-        result.referenced.add(digest)
         if stored != digest:
             return f"content hash mismatch reattaching {ref!r}"
+        result.referenced.add(digest)
     return ""
 
 

@@ -139,32 +139,31 @@ class LedgerWorkdir:
     def __init__(self, conn: apsw.Connection, blobs: BlobStore) -> None:
         self.conn = conn
         self.blobs = blobs
-        self.files: dict[str, tuple[str, str | None]] = {
-            str(path): (str(kind), None if digest is None else str(digest))
-            for path, kind, digest in conn.execute("SELECT path, kind, digest FROM bernstein_files")
-        }
-        self.runs: dict[str, str] = {
-            str(run_id): str(path)
-            for run_id, path in conn.execute("SELECT run_id, path FROM bernstein_runs")
-        }
-
-        prefix = CAS_DIR + "/"
-        self.by_content_hash: dict[str, str | None] = {
-            "sha256:" + path[len(prefix) :]: digest
-            for path, (kind, digest) in self.files.items()
-            if kind == "cas" and "/" not in path[len(prefix) :]
-        }
+        rows = conn.execute("SELECT path, kind, digest FROM bernstein_files").fetchall()
+        # Every column is TEXT (STRICT tables), so the rows are str already.
+        self.files: dict[str, tuple[str, str | None]] = {row[0]: (row[1], row[2]) for row in rows}
+        self.runs: dict[str, str] = dict(
+            conn.execute("SELECT run_id, path FROM bernstein_runs").fetchall()
+        )
+        self.by_content_hash: dict[str, str] = dict(
+            conn.execute(
+                "SELECT 'sha256:' || substr(path, ?), digest FROM bernstein_files "
+                "WHERE kind = 'cas' AND digest IS NOT NULL AND instr(substr(path, ?), '/') = 0",
+                (len(CAS_DIR) + 2, len(CAS_DIR) + 2),
+            ).fetchall()
+        )
         """The common lookup, ``sha256:<name>`` -> stored digest, without path handling."""
 
     def run_ids(self) -> list[str]:
         return sorted(self.runs)
 
     def store_index(self) -> dict[str, str] | None:
-        return {h: d for h, d in self.by_content_hash.items() if d is not None}
+        return self.by_content_hash
 
     def stored_digest(self, content_hash: str) -> str | None:
-        if content_hash in self.by_content_hash:
-            return self.by_content_hash[content_hash]
+        stored = self.by_content_hash.get(content_hash)
+        if stored is not None:
+            return stored
         path = cas_path(content_hash)
         return None if path is None else self.digest(path)
 

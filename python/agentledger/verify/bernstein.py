@@ -68,9 +68,8 @@ def _rehash_referenced(
     in bulk (whole-workspace verify re-hashes every blob anyway)."""
     if ctx.whole:
         return
-    digests = sorted(
-        {d for r in results for h in r.referenced if (d := workdir.stored_digest(h)) is not None}
-    )
+    # A referenced hash that reattached is the digest of the bytes stored for it.
+    digests = sorted(set().union(*(r.referenced for r in results)))
     if not digests:
         return
     rows = ctx.conn.execute(
