@@ -125,7 +125,9 @@ class BlobStore:
                 yield data
 
     def __contains__(self, digest: object) -> bool:
-        return isinstance(digest, str) and self._exists(self.db.conn, digest)
+        return isinstance(digest, str) and bool(
+            self.db.rows("SELECT 1 FROM blobs WHERE digest = ?", (digest,))
+        )
 
     def get(self, digest: str) -> bytes:
         """The blob's bytes; ``KeyError`` if the store does not hold it."""
@@ -140,10 +142,10 @@ class BlobStore:
             yield from self._chunks(conn, digest)
 
     def size(self, digest: str) -> int:
-        rows = self.db.conn.execute("SELECT size FROM blobs WHERE digest = ?", (digest,)).fetchall()
+        rows = self.db.rows("SELECT size FROM blobs WHERE digest = ?", (digest,))
         if not rows:
             raise KeyError(digest)
         return int(rows[0][0])
 
     def digests(self) -> list[str]:
-        return [row[0] for row in self.db.conn.execute("SELECT digest FROM blobs ORDER BY digest")]
+        return [row[0] for row in self.db.rows("SELECT digest FROM blobs ORDER BY digest")]

@@ -138,9 +138,9 @@ class Run:
 
     def head(self) -> tuple[int, str | None]:
         """``(last seq, last hash)``; ``(-1, None)`` for an empty run."""
-        rows = self.ledger.db.conn.execute(
+        rows = self.ledger.db.rows(
             "SELECT head_seq, head_hash FROM runs WHERE run_id = ?", (self.id,)
-        ).fetchall()
+        )
         if not rows:
             raise NotFound(f"no run {self.id!r}")
         seq, digest = rows[0]
@@ -272,12 +272,21 @@ class Run:
         *,
         actor: Mapping[str, Any],
         note: str | None = None,
+        administrator: bool = False,
         now: datetime | None = None,
     ) -> dict[str, Any]:
         """Approve or reject a pending phase-expansion approval of this run."""
         from agentledger.phase.journal import decide
 
-        return decide(self, approval_id, decision, actor=actor, note=note, now=now)
+        return decide(
+            self,
+            approval_id,
+            decision,
+            actor=actor,
+            note=note,
+            administrator=administrator,
+            now=now,
+        )
 
     def phase_state(self, now: datetime | None = None) -> PhaseState:
         """The run's phase state; the first read after an override lapses records it."""

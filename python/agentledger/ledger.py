@@ -89,13 +89,11 @@ class Ledger:
         return Run(self, run_id)
 
     def has_run(self, run_id: str) -> bool:
-        return bool(
-            self.db.conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchall()
-        )
+        return bool(self.db.rows("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)))
 
     def runs(self) -> list[str]:
         """Every run id, in creation order."""
-        return [row[0] for row in self.db.conn.execute("SELECT run_id FROM runs ORDER BY ordinal")]
+        return [row[0] for row in self.db.rows("SELECT run_id FROM runs ORDER BY ordinal")]
 
     # ---- verification -------------------------------------------------------------------
 

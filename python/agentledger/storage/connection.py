@@ -22,8 +22,18 @@ BUSY_TIMEOUT_MS = 10_000
 """How long a writer waits for another writer before giving up with a clear error."""
 
 
+def _cause(exc: apsw.Error) -> apsw.Error:
+    """The failure that started it: an I/O error inside a transaction makes SQLite roll it
+    back itself, and the rollback that closing the transaction then tries fails with
+    "no transaction is active", hiding the real error (seen with injected disk faults)."""
+    while isinstance(exc, apsw.SQLError) and isinstance(exc.__context__, apsw.Error):
+        exc = exc.__context__
+    return exc
+
+
 def _translate(exc: apsw.Error, path: Path) -> LedgerError:
     """Turn a SQLite failure into a typed, one-line ledger error."""
+    exc = _cause(exc)
     if isinstance(exc, apsw.BusyError | apsw.LockedError):
         return LedgerError(
             f"{path}: the ledger is locked by another writer "
@@ -57,7 +67,11 @@ class Database:
         log's checkpoint); dropped if the transaction fails."""
 
     @classmethod
-    def open(cls, path: Path, *, create: bool = True, readonly: bool = False) -> Database:
+    def open(
+        cls, path: Path, *, create: bool = True, readonly: bool = False, vfs: str | None = None
+    ) -> Database:
+        """Open (or create, 0600) the ledger file. ``vfs`` names a registered SQLite VFS
+        (the fault-injection tests use one); the default is the operating system's."""
         path = Path(path)
         fresh = not path.exists()
         if fresh:
@@ -71,7 +85,7 @@ class Database:
             raise LedgerError(f"{path}: is a directory, not a ledger", code="not-a-ledger")
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
         try:
-            conn = apsw.Connection(str(path), flags=flags)
+            conn = apsw.Connection(str(path), flags=flags, vfs=vfs)
             conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             db = cls(conn, path, readonly)
             db._check_identity(fresh)
@@ -147,8 +161,15 @@ class Database:
         except apsw.Error as exc:
             raise _translate(exc, self.path) from None
 
+    def rows(self, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
+        """Every row of one read, with a SQLite failure turned into a typed ``LedgerError``."""
+        try:
+            return list(self.conn.execute(sql, params).fetchall())
+        except apsw.Error as exc:
+            raise _translate(exc, self.path) from None
+
     def scalar(self, sql: str, params: tuple[object, ...] = ()) -> Any:
-        rows = self.conn.execute(sql, params).fetchall()
+        rows = self.rows(sql, params)
         return rows[0][0] if rows else None
 
     def close(self) -> None:
