@@ -147,30 +147,32 @@ def test_a_reused_operation_id_with_other_content_is_refused(ledger: Ledger) -> 
 
 def test_an_expansion_waits_for_an_exact_approval(ledger: Ledger) -> None:
     run = started(ledger, "run-a", "explore")
-    pending = move(run, compiler_input("implement"), operation="widen")
+    pending = move(run, compiler_input("verify"), operation="widen")
     assert pending.status == "approval-required"
     approval = pending.approval
-    assert approval["status"] == "pending"
+    assert (approval["status"], approval["riskClass"]) == ("pending", "high")
     assert current(run)["identity"]["phase"] == "explore"
     assert phase_kinds(run) == ["phase.evidence", "phase.approval"]
     # Asking again does not record a second approval.
-    assert move(run, compiler_input("implement"), operation="widen").status == "approval-required"
+    assert move(run, compiler_input("verify"), operation="widen").status == "approval-required"
     assert phase_kinds(run).count("phase.approval") == 1
 
     decided = run.decide_phase_approval(approval["id"], "approved", actor=REVIEWER, now=LATER)
     assert decided["status"] == "approved"
-    applied = move(run, compiler_input("implement"), operation="widen", now=LATER)
+    applied = move(run, compiler_input("verify"), operation="widen", now=LATER)
     assert applied.status == "applied"
     assert applied.record["policyDecision"] == "approved-expansion"
     assert applied.record["approvalId"] == approval["id"]
-    assert current(run, LATER)["identity"]["phase"] == "implement"
+    assert current(run, LATER)["identity"]["phase"] == "verify"
     assert ledger.verify_run("run-a").ok
 
 
 def test_an_approval_approves_only_the_exact_move(ledger: Ledger) -> None:
     run = started(ledger, "run-a", "explore")
     implement = move(run, compiler_input("implement"), operation="widen").approval
-    run.decide_phase_approval(implement["id"], "approved", actor=REVIEWER, now=T0)
+    run.decide_phase_approval(
+        implement["id"], "approved", actor=REVIEWER, administrator=True, now=T0
+    )
     other = move(run, compiler_input("publish"), operation="widen")
     assert other.status == "approval-required"
     assert other.approval["id"] != implement["id"]
@@ -556,3 +558,20 @@ def test_verify_reports_a_forged_approval_decision(ledger: Ledger, edit: dict[st
     )  # fmt: skip
     found = ledger.verify_run("run-a").divergences
     assert [(d.check, d.seq) for d in found] == [("phase.approval", entry.seq)]
+
+
+def test_a_critical_expansion_needs_an_administrators_approval(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", "implement")
+    pending = move(run, compiler_input("publish"), operation="ship").approval
+    assert pending["riskClass"] == "critical"  # adds external.action mutate
+    with pytest.raises(PhaseRefused) as refused:
+        run.decide_phase_approval(pending["id"], "approved", actor=REVIEWER, now=LATER)
+    assert refused.value.code == "approval-requires-administrator"
+    assert phase_kinds(run).count("phase.approval") == 1
+    decided = run.decide_phase_approval(
+        pending["id"], "approved", actor=REVIEWER, administrator=True, now=LATER
+    )
+    assert decided["administratorConfirmed"] is True
+    applied = move(run, compiler_input("publish"), operation="ship", now=LATER)
+    assert applied.record["policyDecision"] == "approved-expansion"
+    assert ledger.verify_run("run-a").ok

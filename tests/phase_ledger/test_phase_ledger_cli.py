@@ -97,7 +97,7 @@ def test_narrowing_transition_then_show(cli: Any, ledger: Ledger, tmp_path: Path
 
 def test_expansion_needs_approval_through_the_cli(cli: Any, ledger: Ledger, tmp_path: Path) -> None:
     recorded(cli, tmp_path, phase="explore")
-    pending = transition(cli, tmp_path, "implement", "widen")
+    pending = transition(cli, tmp_path, "verify", "widen")
     assert pending.code == ExitCode.BLOCKED
     approval = pending.json()["approval"]
     assert approval["status"] == "pending"
@@ -106,7 +106,7 @@ def test_expansion_needs_approval_through_the_cli(cli: Any, ledger: Ledger, tmp_
     assert approved.json()["approval"]["status"] == "approved"
     again = cli("phase", "approve", "run-a", approval["id"])
     assert again.code == ExitCode.INVALID_INPUT and "approval-not-pending" in again.err
-    target = write(tmp_path, "retry.json", compiler_input("implement"))
+    target = write(tmp_path, "retry.json", compiler_input("verify"))
     applied = cli(
         "phase",
         "transition",
@@ -237,3 +237,17 @@ def test_show_reports_phase_entries_that_do_not_read_back(
     assert shown.json()["problems"][0]["seq"] == 1
     refused = transition(cli, tmp_path, "explore", "op-2")
     assert refused.code == ExitCode.DIVERGED and "phase-state-tampered" in refused.err
+
+
+def test_approving_a_critical_expansion_takes_admin(
+    cli: Any, ledger: Ledger, tmp_path: Path
+) -> None:
+    recorded(cli, tmp_path, phase="explore")
+    approval = transition(cli, tmp_path, "implement", "widen").json()["approval"]
+    assert approval["riskClass"] == "critical"
+    plain = cli("phase", "approve", "run-a", approval["id"])
+    assert plain.code == ExitCode.INVALID_INPUT
+    assert "approval-requires-administrator" in plain.err
+    admin = cli("phase", "approve", "run-a", approval["id"], "--admin", "--json")
+    assert admin.code == ExitCode.OK
+    assert admin.json()["approval"]["administratorConfirmed"] is True

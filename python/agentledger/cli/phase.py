@@ -586,6 +586,9 @@ def transition_command(
 @click.argument("approval_id", metavar="APPROVAL")
 @click.option("--reject", is_flag=True, help="Reject the expansion instead of approving it.")
 @click.option("--note", default=None, help="A note recorded with the decision.")
+@click.option(
+    "--admin", is_flag=True, help="Assert the actor is an administrator (critical approvals)."
+)
 @_actor_options
 @json_option
 @click.pass_obj
@@ -595,6 +598,7 @@ def approve_command(
     approval_id: str,
     reject: bool,
     note: str | None,
+    admin: bool,
     actor_id: str,
     actor_type: str,
     as_json: bool,
@@ -603,7 +607,8 @@ def approve_command(
 
     An approval approves exactly one move: its id is bound to the operation, the evidence
     in force, the target evidence and the manifest. Only a pending, unexpired approval can
-    be decided; the decision is journaled in RUN's chain.
+    be decided; the decision is journaled in RUN's chain. A critical expansion (adding
+    credential access or external actions) is approved only with --admin.
 
     Exit 0 recorded, 1 no such run or approval, 65 not pending (approved, rejected or
     expired already) or invalid input.
@@ -614,6 +619,7 @@ def approve_command(
             "rejected" if reject else "approved",
             actor={"id": actor_id, "type": actor_type},
             note=note,
+            administrator=admin,
         )
     if as_json:
         _emit_json({"run": run_id, "approval": decided})

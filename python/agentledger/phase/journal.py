@@ -607,9 +607,14 @@ def decide(
     *,
     actor: Mapping[str, Any],
     note: str | None = None,
+    administrator: bool = False,
     now: datetime | None = None,
 ) -> dict[str, Any]:
-    """Record a reviewer's decision on a pending approval of this run."""
+    """Record a reviewer's decision on a pending approval of this run.
+
+    Approving a ``critical`` expansion (one that adds credential access or external
+    actions) takes an administrator, and the record says so (``administratorConfirmed``).
+    """
     moment = now_or_utc(now)
     if decision not in ("approved", "rejected"):
         raise InvalidInput(f"decision must be approved or rejected, not {decision!r}")
@@ -624,6 +629,14 @@ def decide(
                     "approval-missing", f"run {run.id!r} has no approval {approval!r}"
                 )
             decided = decide_approval(stored, decision, actor, moment, note)
+            if decision == "approved" and stored["riskClass"] == "critical":
+                if not administrator:
+                    raise PhaseRefused(
+                        "approval-requires-administrator",
+                        f"approval {approval} adds credential access or external actions "
+                        "(critical): an administrator must approve it",
+                    )
+                decided["administratorConfirmed"] = True
             append_approval(run, conn, decided)
         except AgentLedgerError as exc:
             refusal = exc

@@ -343,6 +343,12 @@ def _check_approval(replay: _Replay, body: dict[str, Any]) -> None:
         if changed:
             raise replay.diverge("only the decision changes", "changed " + ", ".join(changed))
         decided_at = approval.get("decidedAt")
+        if (
+            approval["status"] == "approved"
+            and approval["riskClass"] == "critical"
+            and approval.get("administratorConfirmed") is not True
+        ):
+            raise replay.diverge("an administrator's approval (critical)", "not confirmed")
         if approval["status"] in ("approved", "rejected") and (
             decided_at is None or epoch_ms(decided_at) >= epoch_ms(approval["expiresAt"])
         ):
