@@ -575,3 +575,41 @@ def test_a_critical_expansion_needs_an_administrators_approval(ledger: Ledger) -
     applied = move(run, compiler_input("publish"), operation="ship", now=LATER)
     assert applied.record["policyDecision"] == "approved-expansion"
     assert ledger.verify_run("run-a").ok
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"target": {"sources": {}}},
+        {"actor": {"id": "bad id", "type": "user"}},
+        {"actor": {"id": "ops", "type": "robot"}},
+        {"sequence": -1},
+        {"digest": "sha256:XYZ"},
+        {"manifest": "blake3:" + "0" * 64},
+        {"approval_ttl_ms": 10},
+        {"emergency_override": {"justification": "x", "expiresAt": "tomorrow"},
+         "administrator": True},
+    ],
+    ids=["target", "actor-id", "actor-type", "sequence", "digest", "manifest", "ttl", "expiry"],
+)  # fmt: skip
+def test_a_malformed_request_is_invalid_input_and_nothing_is_written(
+    ledger: Ledger, change: dict[str, Any]
+) -> None:
+    from agentledger.errors import InvalidInput
+
+    run = started(ledger, "run-a", "explore")
+    target = change.pop("target", compiler_input("implement"))
+    with pytest.raises(InvalidInput):
+        move(run, target, operation="op", **change)
+    assert phase_kinds(run) == ["phase.evidence"]
+
+
+def test_a_descendant_with_a_malformed_input_is_not_started(ledger: Ledger) -> None:
+    from agentledger.phase import PhaseInputError
+
+    parent = started(ledger, "parent", "explore")
+    with pytest.raises(PhaseInputError):
+        parent.start_descendant(
+            "child", relation="fork", compiler_input={"sources": {"sandbox": {"id": "x"}}}
+        )
+    assert not ledger.has_run("child")
