@@ -29,10 +29,16 @@ Hasher = _core.Blake3Hasher | _core.Sha256Hasher
 def check_digest(digest: object) -> str:
     if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
         raise InvalidInput(
-            f"malformed content hash {digest!r}: expected blake3:<64 hex> or sha256:<64 hex>",
+            f"malformed content hash {_shown(digest)}: expected blake3:<64 hex> or sha256:<64 hex>",
             code="malformed-hash",
         )
     return digest
+
+
+def _shown(value: object, limit: int = 80) -> str:
+    """``repr`` cut to ``limit`` characters: an error message never echoes megabytes."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def new_hasher(algorithm: str) -> Hasher:

@@ -11,11 +11,17 @@ RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 KIND = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 
 
+def _shown(value: object, limit: int = 80) -> str:
+    """``repr`` cut to ``limit`` characters: an error message never echoes megabytes."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def check_run_id(run_id: object) -> str:
     """A run id is 1-64 of ``A-Z a-z 0-9 _ . -`` and never a path (``.``/``..``)."""
     if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id) or run_id in {".", ".."}:
         raise InvalidInput(
-            f"invalid run id {run_id!r}: use 1-64 characters from A-Z a-z 0-9 _ . -",
+            f"invalid run id {_shown(run_id)}: use 1-64 characters from A-Z a-z 0-9 _ . -",
             code="invalid-run-id",
         )
     return run_id
@@ -24,7 +30,7 @@ def check_run_id(run_id: object) -> str:
 def check_kind(kind: object) -> str:
     if not isinstance(kind, str) or not KIND.fullmatch(kind):
         raise InvalidInput(
-            f"invalid entry kind {kind!r}: 1-128 characters from A-Z a-z 0-9 _ . : -, "
+            f"invalid entry kind {_shown(kind)}: 1-128 characters from A-Z a-z 0-9 _ . : -, "
             "starting with a letter or digit",
             code="invalid-kind",
         )

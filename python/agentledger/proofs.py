@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from agentledger import _core
 from agentledger import log as wslog
 from agentledger.checkpoint import Checkpoint, newest_checkpoint
-from agentledger.log import fetch
 from agentledger.errors import InvalidInput, NotFound
+from agentledger.log import fetch
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -129,12 +129,18 @@ def _int(value: object, what: str) -> int:
     return value
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def parse_bundle(data: bytes) -> dict[str, Any]:
     """The bundle's JSON object, shape-checked; ``InvalidInput`` when it is not one."""
     try:
-        bundle = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _malformed(f"not JSON ({exc})") from None
+        bundle = json.loads(data, parse_constant=_reject_constant)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an int over 4300 digits
+        raise _malformed(f"not JSON ({str(exc)[:200]})") from None
+    except RecursionError:
+        raise _malformed("not JSON (nested too deeply)") from None
     if not isinstance(bundle, dict):
         raise _malformed("not a JSON object")
     if bundle.get("format") != PROOF_FORMAT:

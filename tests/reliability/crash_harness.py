@@ -86,7 +86,9 @@ def check_after_kill(
     if not ledger_path.exists():
         assert not done, "acknowledged writes but no ledger file"
         return
-    with Ledger.open(ledger_path, create=False, key_dir=key_home) as ledger:
+    # Opened as the next writer would (a file killed while being created is 0 bytes: a
+    # writer makes it a ledger; reading commands refuse it as "empty file, not a ledger").
+    with Ledger.open(ledger_path, key_dir=key_home) as ledger:
         conn = ledger.db.conn
         integrity = conn.execute("PRAGMA integrity_check").fetchall()
         if integrity != [("ok",)]:

@@ -10,6 +10,8 @@ operation on the chosen file fails once, after ``skip`` calls have gone through:
 - ``sync``: ``xSync`` raises ``SQLITE_IOERR`` (the device reported it could not flush);
 - ``read``: ``xRead`` raises ``SQLITE_IOERR``.
 
+``read_only`` opens the database file read-only, as for a file this user may not write.
+
 ``files`` selects which file suffixes are affected: ``""`` is the database file itself,
 ``"-wal"`` the write-ahead log, ``"-shm"`` is left alone (shared memory, not the disk).
 """
@@ -32,6 +34,8 @@ class Fault:
     skip: int = 0
     fired: int = 0
     calls: dict[str, int] = field(default_factory=dict)
+    read_only: bool = False
+    """Open the database file read-only, as for a file this user may not write."""
 
     def arm(self, kind: str, *, skip: int = 0, files: tuple[str, ...] = ("", "-wal")) -> None:
         assert kind in FAULTS
@@ -39,6 +43,7 @@ class Fault:
 
     def disarm(self) -> None:
         self.kind = ""
+        self.read_only = False
 
     def fires(self, operation: str, suffix: str) -> str:
         """The fault to inject into this call (``""``: none). Each armed fault fires once."""
@@ -100,6 +105,11 @@ class FaultyVFS(apsw.VFS):  # type: ignore[misc]
         super().__init__(NAME, "")
 
     def xOpen(self, name: object, flags: list[int]) -> FaultyFile:
+        filename = name.filename() if hasattr(name, "filename") else str(name or "")
+        if FAULT.read_only and _suffix(filename) == "":
+            # As SQLite opens a file it may not write (mode 0444, a read-only mount).
+            writable = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+            flags[0] = (flags[0] & ~writable) | apsw.SQLITE_OPEN_READONLY
         return FaultyFile("", name, flags)
 
 

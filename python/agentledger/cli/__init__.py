@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import sys
 
+import apsw
 import click
 
 from agentledger.cli.app import cli
-from agentledger.errors import AgentLedgerError, ExitCode
+from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput, LedgerError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,7 +25,10 @@ def main(argv: list[str] | None = None) -> int:
         click.echo(exc.ctx.get_help() if exc.ctx else "", err=True)
         return ExitCode.USAGE
     except click.UsageError as exc:
-        exc.show()
+        # One line, like every other error (click's own form takes four).
+        command = exc.ctx.command_path if exc.ctx else "agentledger"
+        message = " ".join(exc.format_message().splitlines())
+        click.echo(f"error [usage]: {message} (see `{command} -h`)", err=True)
         return ExitCode.USAGE
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
@@ -34,9 +38,24 @@ def main(argv: list[str] | None = None) -> int:
     except AgentLedgerError as exc:
         if debug:
             raise
-        click.echo(f"error [{exc.code}]: {exc.message}", err=True)
-        return int(exc.exit_code)
+        return _fail(exc)
+    # Last-resort nets: whatever a command failed to type, the user still gets one line
+    # and the documented exit code (each case found here is also fixed where it starts).
+    except apsw.Error as exc:
+        if debug:
+            raise
+        return _fail(LedgerError(f"SQLite: {exc}", code="ledger-error"))
+    except RecursionError:
+        if debug:
+            raise
+        return _fail(InvalidInput("input nested too deeply", code="too-deep"))
     return int(result or 0)
+
+
+def _fail(exc: AgentLedgerError) -> int:
+    message = " ".join(exc.message.splitlines())
+    click.echo(f"error [{exc.code}]: {message}", err=True)
+    return int(exc.exit_code)
 
 
 __all__ = ["main"]

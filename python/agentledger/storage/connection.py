@@ -88,12 +88,12 @@ class Database:
             conn = apsw.Connection(str(path), flags=flags, vfs=vfs)
             conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             db = cls(conn, path, readonly)
-            db._check_identity(fresh)
+            db._check_identity(fresh, create)
         except apsw.Error as exc:
             raise _translate(exc, path) from None
         return db
 
-    def _check_identity(self, fresh: bool) -> None:
+    def _check_identity(self, fresh: bool, create: bool = True) -> None:
         conn = self.conn
         app_id = conn.execute("PRAGMA application_id").fetchall()[0][0]
         version = conn.execute("PRAGMA user_version").fetchall()[0][0]
@@ -110,8 +110,13 @@ class Database:
                 f"this version reads up to {SCHEMA_VERSION}); upgrade agentledger",
                 code="ledger-too-new",
             )
-        if empty and not fresh and self.readonly:
-            raise LedgerError(f"{self.path}: empty file, not a ledger", code="not-a-ledger")
+        # An empty file becomes a ledger only when asked to create one (a writer, `init`):
+        # a reading command must not turn someone's empty file into a ledger.
+        if empty and not fresh and (self.readonly or not create):
+            raise LedgerError(
+                f"{self.path}: empty file, not a ledger (`agentledger init` makes it one)",
+                code="not-a-ledger",
+            )
         if not self.readonly:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")

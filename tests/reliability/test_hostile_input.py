@@ -1,0 +1,292 @@
+"""Hostile and broken input, through the API and the CLI: the documented exit code, one
+line on stderr (no traceback without --debug), and the ledger left byte-for-byte as it was."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentledger import Ledger
+from agentledger.cli import main
+from agentledger.errors import InvalidInput, LedgerError
+
+from .hostile import (
+    DOCUMENT_COMMANDS,
+    JSON_DOCUMENTS,
+    MALFORMED_HASHES,
+    RUN_ID_COMMANDS,
+    RUN_IDS,
+    broken_ledgers,
+    file_state,
+    make_ledger,
+)
+
+AGENTLEDGER = Path(sys.executable).parent / "agentledger"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("corpus")
+    for name, data in JSON_DOCUMENTS.items():
+        (folder / f"{name}.json").write_bytes(data)
+    return folder
+
+
+@pytest.fixture
+def ledger_file(tmp_path: Path) -> Path:
+    return make_ledger(tmp_path / "ws" / "ledger.db", tmp_path / "keys")
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def assert_one_line(err: str) -> None:
+    assert "Traceback" not in err
+    assert err.count("\n") <= 1, err[:500]
+    assert len(err) < 2_000, f"an error line of {len(err)} characters"
+
+
+@pytest.mark.parametrize("command", list(DOCUMENT_COMMANDS))
+def test_hostile_json_documents_exit_65_with_one_line_and_change_nothing(
+    corpus: Path, ledger_file: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    before = file_state(ledger_file)
+    for name in JSON_DOCUMENTS:
+        args = [*DOCUMENT_COMMANDS[command], str(corpus / f"{name}.json")]
+        code, out, err = run_cli(capsys, "--ledger", str(ledger_file), *args)
+        assert code == 65, f"{command} {name}: exit {code}: {err[:300]}"
+        assert_one_line(err)
+        assert err.startswith("error ["), err[:200]
+        assert out == ""
+    assert file_state(ledger_file) == before
+
+
+def test_hostile_run_ids_are_refused_by_every_command_and_change_nothing(
+    ledger_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = file_state(ledger_file)
+    for run_id in RUN_IDS:
+        if "\x00" in run_id or "\ud800" in run_id:
+            continue  # not expressible as a command-line argument; the API cases cover them
+        for template in RUN_ID_COMMANDS:
+            args = [a.replace("{run}", run_id) for a in template]
+            if "{run}" not in " ".join(template):
+                args.append(run_id)
+            code, _, err = run_cli(capsys, "--ledger", str(ledger_file), *args)
+            assert code in (1, 64, 65), f"{args[:2]} {run_id[:40]!r}: exit {code}"
+            assert_one_line(err)
+    assert file_state(ledger_file) == before
+
+
+def test_hostile_run_ids_and_kinds_are_typed_refusals_in_the_api(ledger_file: Path) -> None:
+    before = file_state(ledger_file)
+    with Ledger.open(ledger_file, create=False) as ledger:
+        for run_id in RUN_IDS:
+            with pytest.raises(InvalidInput) as caught:
+                ledger.run(run_id)
+            assert caught.value.code == "invalid-run-id"
+            assert len(caught.value.message) < 200
+        for kind in ["", "../x", "a b", "k\x00", "x" * 129, "\ud800", "_lead", "phase.transition"]:
+            with pytest.raises(InvalidInput):
+                ledger.get_run("r").append(kind, {})
+    assert file_state(ledger_file)[0] == before[0]
+
+
+def _deep_list(depth: int) -> list[Any]:
+    root: list[Any] = []
+    current = root
+    for _ in range(depth):
+        child: list[Any] = []
+        current.append(child)
+        current = child
+    return root
+
+
+def test_hostile_entry_bodies_are_refused_before_anything_is_written(ledger_file: Path) -> None:
+    circular: dict[str, Any] = {}
+    circular["self"] = circular
+    bodies: list[Any] = [
+        {"a": math.nan},
+        {"a": -math.inf},
+        {"a": "\ud800"},
+        {"\udfff": 1},
+        {"a": _deep_list(100_000)},
+        circular,
+        {"a": b"bytes"},
+        {1: "int key"},
+        {"a": {1, 2}},
+        {"a": 10**400},
+        {"a": object()},
+        [1, 2],
+        None,
+        "a string",
+    ]
+    with Ledger.open(ledger_file, create=False) as ledger:
+        run = ledger.get_run("r")
+        head = run.head()
+        for body in bodies:
+            with pytest.raises(InvalidInput) as caught:
+                run.append("step", body)
+            assert caught.value.code == "invalid-body"
+            with pytest.raises(InvalidInput):
+                run.append_many([("step", {"fine": True}), ("step", body)])
+        assert run.head() == head
+        assert ledger.verify(jobs=1).code == 0
+
+
+def test_huge_strings_and_blobs_round_trip_and_verify(tmp_path: Path) -> None:
+    big = os.urandom(24 << 20)
+    source = tmp_path / "big.bin"
+    source.write_bytes(big)
+    with Ledger.open(tmp_path / "ledger.db") as ledger:
+        entry = ledger.run("r").append("step", {"text": "é" * (8 << 20)})
+        digest = ledger.blobs.put_file(source)
+        assert ledger.blobs.size(digest) == len(big)
+        assert ledger.blobs.get(digest) == big
+        assert next(ledger.get_run("r").entries()).hash == entry.hash
+        assert ledger.verify(jobs=1).code == 0
+
+
+def test_malformed_hashes_are_typed_refusals(ledger_file: Path) -> None:
+    with Ledger.open(ledger_file, create=False) as ledger:
+        for digest in [*MALFORMED_HASHES, None, 5, b"blake3:" + b"a" * 64]:
+            with pytest.raises(InvalidInput) as caught:
+                ledger.blobs.get(digest)  # type: ignore[arg-type]
+            assert caught.value.code == "malformed-hash"
+            assert len(caught.value.message) < 200
+            assert digest not in ledger.blobs
+
+
+def test_broken_ledger_files_are_refused_by_every_command_and_left_unchanged(
+    tmp_path: Path, ledger_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    commands = [
+        ["runs"],
+        ["show", "r"],
+        ["verify"],
+        ["activity", "verify", "r"],
+        ["checkpoint"],
+        ["fsck"],
+        ["prove", "r", "0"],
+        ["archive", str(tmp_path / "out.db")],
+        ["init"],
+    ]
+    for name, (path, expected) in broken_ledgers(tmp_path / "broken", ledger_file).items():
+        before = file_state(path)
+        for command in commands:
+            if name == "empty.db" and command == ["init"]:
+                continue  # init is how an empty file becomes a ledger
+            code, out, err = run_cli(capsys, "--ledger", str(path), *command)
+            assert (code, err.split("]")[0]) == (65, f"error [{expected}"), (name, command, err)
+            assert_one_line(err)
+            assert out == ""
+            assert file_state(path) == before, f"{command[0]} changed {name}"
+            assert not (tmp_path / "out.db").exists()
+        with pytest.raises(LedgerError) as caught:
+            Ledger.open(path, create=False)
+        assert caught.value.code == expected
+
+
+def test_a_directory_given_as_the_ledger_is_a_one_line_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(capsys, "--ledger", str(tmp_path), "runs")
+    assert code == 64
+    assert_one_line(err)
+    with pytest.raises(LedgerError) as caught:
+        Ledger.open(tmp_path)
+    assert caught.value.code == "not-a-ledger"
+
+
+def test_usage_errors_are_one_line_and_64(capsys: pytest.CaptureFixture[str]) -> None:
+    for args in (["verify", "--no-such-flag"], ["prove", "r", "-1"], ["phase", "schema", "x"]):
+        code, _, err = run_cli(capsys, *args)
+        assert code == 64
+        assert_one_line(err)
+        assert err.startswith("error [usage]")
+
+
+def _subprocess(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "AGENTLEDGER_HOME": str(cwd / "keys")}
+    return subprocess.run(
+        [str(AGENTLEDGER), *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
+    )
+
+
+def test_the_installed_command_prints_one_line_and_a_traceback_only_with_debug(
+    corpus: Path, ledger_file: Path, tmp_path: Path
+) -> None:
+    before = file_state(ledger_file)
+    deep = str(corpus / "deep-arrays.json")
+    for args, expected in [
+        (["phase", "compile", deep], 65),
+        (["activity", "record", "r", "s", str(corpus / "nan.json")], 65),
+        (["show", "../../etc/passwd"], 65),
+        (["verify", "--jobs", "many"], 64),
+    ]:
+        done = _subprocess("--ledger", str(ledger_file), *args, cwd=tmp_path)
+        assert done.returncode == expected, done.stderr
+        assert_one_line(done.stderr)
+    text = tmp_path / "notes.txt"
+    text.write_text("not a ledger")
+    done = _subprocess("--ledger", str(text), "verify", cwd=tmp_path)
+    assert (done.returncode, done.stderr.count("\n")) == (65, 1)
+    debug = _subprocess("--debug", "--ledger", str(text), "verify", cwd=tmp_path)
+    assert "Traceback" in debug.stderr
+    assert file_state(ledger_file) == before
+    assert text.read_text() == "not a ledger"
+
+
+@contextlib.contextmanager
+def read_only_file(path: Path) -> Iterator[None]:
+    """A file this process may not write: mode 0444, or immutable when running as root
+    (root ignores file modes)."""
+    if os.geteuid() != 0:
+        path.chmod(0o444)
+        try:
+            yield
+        finally:
+            path.chmod(0o600)
+        return
+    subprocess.run(["chattr", "+i", str(path)], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def test_a_read_only_ledger_reads_and_refuses_writes_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger_file = make_ledger(tmp_path / "ledger.db", tmp_path / "keys")
+    page = tmp_path / "page.html"
+    page.write_bytes(b"page")
+    before = file_state(ledger_file)
+    with read_only_file(ledger_file):
+        with pytest.raises(OSError):
+            ledger_file.open("r+b").close()
+        code, out, err = run_cli(capsys, "--ledger", str(ledger_file), "runs", "--json")
+        assert code == 0, err
+        assert json.loads(out)["runs"][0]["entries"] == 300
+        code, _, err = run_cli(capsys, "--ledger", str(ledger_file), "verify", "r")
+        assert code == 0, err
+        args = ["activity", "research", "r", "s2", "--page", f"u={page}"]
+        code, _, err = run_cli(capsys, "--ledger", str(ledger_file), *args)
+        assert (code, err.split("]")[0]) == (65, "error [ledger-read-only"), err
+        assert_one_line(err)
+        with Ledger.open(ledger_file) as ledger, pytest.raises(LedgerError) as caught:
+            ledger.get_run("r").append("step", {})
+        assert caught.value.code == "ledger-read-only"
+    assert file_state(ledger_file)[0] == before[0]
