@@ -642,11 +642,14 @@ def show_command(app: AppContext, run_id: str, as_json: bool) -> int:
     Exit 0; 2 when a phase entry's blobs or record do not read back (listed under
     "problems"; run `agentledger verify`); 1 when there is no such run.
     """
+    from agentledger.phase.journal import decision_counts
     from agentledger.phase.ledger import phase_summary
 
     with app.open_ledger() as ledger:
         state = ledger.get_run(run_id).phase_state()
-        summary = phase_summary(state)
+        with ledger.db.snapshot() as conn:
+            decisions = decision_counts(conn, run_id)
+        summary = phase_summary(state, decisions)
         effective = state.effective
     code = ExitCode.DIVERGED if summary["problems"] else ExitCode.OK
     if as_json:

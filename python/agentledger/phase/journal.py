@@ -63,9 +63,16 @@ APPROVAL_KIND: Final = "phase.approval"
 AUTHORIZE_KIND: Final = "phase.authorize"
 PHASE_KINDS: Final = (EVIDENCE_KIND, DESCENT_KIND, TRANSITION_KIND, APPROVAL_KIND, AUTHORIZE_KIND)
 
-_PHASE_ENTRIES: Final = (
+STATE_KINDS: Final = (EVIDENCE_KIND, DESCENT_KIND, TRANSITION_KIND, APPROVAL_KIND)
+"""What the phase state is replayed from; decisions (``phase.authorize``) change nothing,
+and leaving them out keeps each decision's cost independent of how many came before."""
+_STATE_ENTRIES: Final = (
     "SELECT seq, kind, hash, bytes FROM entries WHERE run_id = ? "
-    f"AND kind IN ({', '.join('?' * len(PHASE_KINDS))}) ORDER BY seq"
+    f"AND kind IN ({', '.join('?' * len(STATE_KINDS))}) ORDER BY seq"
+)
+_DECISION_COUNTS: Final = (
+    "SELECT json_extract(CAST(bytes AS TEXT), '$.body.decision'), count(*) FROM entries "
+    "WHERE run_id = ? AND kind = ? GROUP BY 1"
 )
 
 __all__ = [
@@ -188,8 +195,6 @@ class PhaseState:
     effective_stored: StoredEvidence | None = None
     approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
     by_operation: dict[str, dict[str, Any]] = field(default_factory=dict)
-    decisions: dict[str, int] = field(default_factory=lambda: {"allowed": 0, "denied": 0})
-    """How many authorization decisions the run journaled, by outcome."""
     problems: list[tuple[int, str]] = field(default_factory=list)
     """Entries whose blobs could not be read back (verify reports them; writers refuse)."""
 
@@ -212,7 +217,7 @@ class PhaseState:
 
 
 def _entry_rows(conn: apsw.Connection, run_id: str) -> Iterator[tuple[int, str, str, Any]]:
-    for seq, kind, digest, raw in conn.execute(_PHASE_ENTRIES, (run_id, *PHASE_KINDS)):
+    for seq, kind, digest, raw in conn.execute(_STATE_ENTRIES, (run_id, *STATE_KINDS)):
         body = json.loads(raw)["body"]
         yield seq, kind, "blake3:" + bytes(digest).hex(), body
 
@@ -268,14 +273,19 @@ def _apply(
             seq,
             entry_hash,
         )
-    elif kind == AUTHORIZE_KIND:
-        outcome = body.get("decision")
-        if outcome in state.decisions:
-            state.decisions[outcome] += 1
     elif kind == APPROVAL_KIND:
         approval = body.get("approval")
         if isinstance(approval, dict) and isinstance(approval.get("id"), str):
             state.approvals[approval["id"]] = approval
+
+
+def decision_counts(conn: apsw.Connection, run_id: str) -> dict[str, int]:
+    """How many authorization decisions the run journaled, by outcome."""
+    counts = {"allowed": 0, "denied": 0}
+    for outcome, count in conn.execute(_DECISION_COUNTS, (run_id, AUTHORIZE_KIND)):
+        if outcome in counts:
+            counts[outcome] = int(count)
+    return counts
 
 
 def refuse_unreadable(state: PhaseState) -> None:

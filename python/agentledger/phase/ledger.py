@@ -475,8 +475,9 @@ def authorize(
 # --------------------------------------------------------------------------- show
 
 
-def phase_summary(state: PhaseState) -> dict[str, Any]:
-    """The ``phase show`` object: current phase, history with authority deltas, approvals."""
+def phase_summary(state: PhaseState, decisions: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """The ``phase show`` object: current phase, history with authority deltas, approvals,
+    and (given ``decision_counts``) how many authorization decisions were journaled."""
     effective = state.effective
     initial = state.initial
     current: dict[str, Any] | None = None
@@ -538,7 +539,7 @@ def phase_summary(state: PhaseState) -> dict[str, Any]:
         "manifest_digest": current_record["manifestDigest"] if current_record else None,
         "descent": descent,
         "authority_delta_since_initial": delta,
-        "authorizations": dict(state.decisions),
+        "authorizations": dict(decisions or {"allowed": 0, "denied": 0}),
         "problems": [{"seq": seq, "problem": problem} for seq, problem in state.problems],
         "history": history,
         "approvals": [
