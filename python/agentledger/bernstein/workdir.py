@@ -139,9 +139,6 @@ class LedgerWorkdir:
     def __init__(self, conn: apsw.Connection, blobs: BlobStore) -> None:
         self.conn = conn
         self.blobs = blobs
-        rows = conn.execute("SELECT path, kind, digest FROM bernstein_files").fetchall()
-        # Every column is TEXT (STRICT tables), so the rows are str already.
-        self.files: dict[str, tuple[str, str | None]] = {row[0]: (row[1], row[2]) for row in rows}
         self.runs: dict[str, str] = dict(
             conn.execute("SELECT run_id, path FROM bernstein_runs").fetchall()
         )
@@ -190,7 +187,17 @@ class LedgerWorkdir:
         return self.read(self.runs.get(run_id, journal_path(run_id)))
 
     def has_store(self) -> bool:
-        return self.files.get(CAS_DIR, ("", None))[0] == "dir"
+        return self._row(CAS_DIR)[0] == "dir"
+
+    def _row(self, path: str) -> tuple[str, str | None]:
+        rows = self.conn.execute(
+            "SELECT kind, digest FROM bernstein_files WHERE path = ?", (path,)
+        ).fetchall()
+        return (
+            (str(rows[0][0]), None if rows[0][1] is None else str(rows[0][1]))
+            if rows
+            else ("", None)
+        )
 
     def read(self, path: str) -> bytes | None:
         digest = self.digest(path)
@@ -202,9 +209,11 @@ class LedgerWorkdir:
             return None
 
     def digest(self, path: str) -> str | None:
-        entry = self.files.get(path)
-        return entry[1] if entry is not None else None
+        return self._row(path)[1]
 
     def audit_segments(self) -> list[tuple[str, bytes]]:
-        names = [p for p, (kind, _) in self.files.items() if kind == "audit"]
+        names = [
+            str(row[0])
+            for row in self.conn.execute("SELECT path FROM bernstein_files WHERE kind = 'audit'")
+        ]
         return _order_segments(names, self.read)

@@ -17,7 +17,7 @@ from typing import Any
 from agentledger import _core
 from agentledger.bernstein.audit_chain import AuditChain, read_master_key, verify_audit
 from agentledger.bernstein.format import BOOKKEEPING_RUN, content_hash
-from agentledger.bernstein.importer import IMPORT_KIND, WORKDIR_KIND
+from agentledger.bernstein.importer import IMPORT_KIND, WORKDIR_KIND, manifest_of
 from agentledger.bernstein.reports import SPKI_ED25519_PREFIX
 from agentledger.bernstein.verifier import RunResult, verify_runs
 from agentledger.bernstein.workdir import LedgerWorkdir
@@ -35,17 +35,13 @@ def check_bernstein(ctx: VerifyContext) -> None:
     }
     if not imported and not ctx.whole:
         return
-    files = {
-        str(path): (str(kind), None if digest is None else str(digest))
-        for path, kind, digest in ctx.conn.execute("SELECT path, kind, digest FROM bernstein_files")
-    }
     selected = [
         run_id
         for run_id, verdict in ctx.verdicts.items()
         if run_id in imported and verdict.code != ExitCode.NOT_FOUND
     ]
     if ctx.whole or selected or BOOKKEEPING_RUN in ctx.verdicts:
-        _check_manifests(ctx, files)
+        _check_manifests(ctx)
     if not selected:
         return
     compat = ctx.options.compat == COMPAT
@@ -288,38 +284,18 @@ def _check_journal_anchors(
             )
 
 
-def _check_manifests(ctx: VerifyContext, files: dict[str, tuple[str, str | None]]) -> None:
-    listed: dict[str, tuple[str, str | None]] = {}
-    pinned = set()
+def _check_manifests(ctx: VerifyContext) -> None:
+    """Each import's rows of ``bernstein_files`` re-serialize to the manifest its
+    ``import.bernstein.workdir`` entry pins; only on a mismatch are the rows compared one
+    by one, to name the file."""
+    pinned: dict[int, tuple[str, str, int]] = {}
     for run_id, seq, body in _bodies(ctx, WORKDIR_KIND):
-        if run_id != BOOKKEEPING_RUN:
-            continue
-        manifest = str(body.get("manifest"))
-        pinned.add(manifest)
-        try:
-            data = ctx.ledger.blobs.get(manifest)
-        except (KeyError, ValueError):
-            ctx.diverged(
-                run_id,
-                _div(run_id, seq, "bernstein.anchor.manifest", manifest, "absent", "manifest"),
-            )
-            continue
-        if content_hash(data) != manifest:
-            ctx.diverged(
-                run_id,
-                _div(
-                    run_id,
-                    seq,
-                    "bernstein.anchor.manifest",
-                    manifest,
-                    content_hash(data),
-                    "manifest",
-                ),
-            )
-            continue
-        listed.update((path, (kind, digest)) for path, kind, digest in json.loads(data)["files"])
-    for (recorded,) in ctx.conn.execute("SELECT manifest FROM bernstein_imports").fetchall():
-        if str(recorded) not in pinned:
+        if run_id == BOOKKEEPING_RUN and isinstance(body.get("import_id"), int):
+            pinned[body["import_id"]] = (str(body.get("manifest")), run_id, seq)
+    for import_id, recorded in ctx.conn.execute(
+        "SELECT import_id, manifest FROM bernstein_imports"
+    ).fetchall():
+        if pinned.get(int(import_id), ("",))[0] != recorded:
             ctx.diverged(
                 None,
                 _div(
@@ -328,16 +304,31 @@ def _check_manifests(ctx: VerifyContext, files: dict[str, tuple[str, str | None]
                     "bernstein.anchor.import",
                     "a pinned manifest",
                     str(recorded),
-                    "bernstein_imports",
+                    f"bernstein_imports {import_id}",
                 ),
             )
-    if listed != files:
-        for path in sorted(set(listed) | set(files)):
-            want, have = listed.get(path), files.get(path)
-            if want != have:
-                ctx.diverged(
-                    None, _div(None, None, "bernstein.anchor.file", repr(want), repr(have), path)
-                )
+    rows: dict[int, list[tuple[str, str, str | None]]] = {}
+    for import_id, path, kind, digest in ctx.conn.execute(
+        "SELECT import_id, path, kind, digest FROM bernstein_files ORDER BY import_id, path"
+    ):
+        rows.setdefault(int(import_id), []).append((path, kind, digest))
+    for import_id in sorted(set(rows) - set(pinned)):
+        for path, kind, digest in rows[import_id]:
+            ctx.diverged(
+                None,
+                _div(
+                    None,
+                    None,
+                    "bernstein.anchor.file",
+                    "a file of a pinned import",
+                    repr((kind, digest)),
+                    path,
+                ),
+            )
+    for import_id, (manifest, run_id, seq) in sorted(pinned.items()):
+        held = rows.get(import_id, [])
+        if content_hash(manifest_of(held)) != manifest:
+            _name_differences(ctx, manifest, held, run_id, seq)
     absent = ctx.conn.execute(
         "SELECT f.path, f.digest FROM bernstein_files AS f LEFT JOIN blobs AS b "
         "ON b.digest = f.digest WHERE f.digest IS NOT NULL AND b.digest IS NULL ORDER BY f.path"
@@ -347,3 +338,39 @@ def _check_manifests(ctx: VerifyContext, files: dict[str, tuple[str, str | None]
             None,
             _div(None, None, "bernstein.anchor.blob_missing", str(digest), "absent", str(path)),
         )
+
+
+def _name_differences(
+    ctx: VerifyContext,
+    manifest: str,
+    held: list[tuple[str, str, str | None]],
+    run_id: str,
+    seq: int,
+) -> None:
+    try:
+        data = ctx.ledger.blobs.get(manifest)
+    except (KeyError, ValueError):
+        data = b""
+    if content_hash(data) != manifest:
+        ctx.diverged(
+            run_id,
+            _div(
+                run_id, seq, "bernstein.anchor.manifest", manifest, content_hash(data), "manifest"
+            ),
+        )
+        return
+    listed = {path: (kind, digest) for path, kind, digest in json.loads(data)["files"]}
+    have = {path: (kind, digest) for path, kind, digest in held}
+    for path in sorted(set(listed) | set(have)):
+        if listed.get(path) != have.get(path):
+            ctx.diverged(
+                None,
+                _div(
+                    None,
+                    None,
+                    "bernstein.anchor.file",
+                    repr(listed.get(path)),
+                    repr(have.get(path)),
+                    path,
+                ),
+            )
