@@ -26,10 +26,10 @@ import apsw
 
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
-from agentledger.log import fetch
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
-from agentledger.storage import Database
+from agentledger.log import fetch
+from agentledger.storage import Database, quote_identifier
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -153,7 +153,7 @@ def _reachable_blobs(source: apsw.Connection, seeds: set[str]) -> list[str]:
 
 
 def _columns(conn: apsw.Connection, table: str) -> list[str]:
-    return [row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')]
+    return [row[1] for row in conn.execute("SELECT * FROM pragma_table_info(?)", (table,))]
 
 
 def _copy_related_tables(
@@ -174,13 +174,17 @@ def _copy_related_tables(
         if table in OWN_TABLES or table not in target_tables:
             continue
         columns = _columns(source, table)
-        quoted = ", ".join(f'"{c}"' for c in columns)
-        sql = f'SELECT {quoted} FROM "{table}"'
+        # Names read from the file are quoted, never pasted: a hostile table name is data.
+        quoted = ", ".join(quote_identifier(c) for c in columns)
+        sql = f"SELECT {quoted} FROM {quote_identifier(table)}"
         params: tuple[object, ...] = ()
         if "run_id" in columns:
             sql += " WHERE run_id IN (SELECT value FROM json_each(?))"
             params = (selected,)
-        insert = f'INSERT INTO "{table}" ({quoted}) VALUES ({", ".join("?" for _ in columns)})'
+        insert = (
+            f"INSERT INTO {quote_identifier(table)} ({quoted}) "
+            f"VALUES ({', '.join('?' for _ in columns)})"
+        )
         for row in source.execute(sql, params).fetchall():
             target.execute(insert, row)
             for value in row:

@@ -28,9 +28,10 @@ import apsw
 from agentledger import _core
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
-from agentledger.log import fetch
 from agentledger.ids import utc_timestamp
 from agentledger.keys import public_key_text
+from agentledger.log import fetch
+from agentledger.storage import quote_identifier
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -88,13 +89,14 @@ def referenced_digests(conn: apsw.Connection) -> set[str]:
             continue
         columns = [
             row[1]
-            for row in conn.execute(f'PRAGMA table_info("{table}")')
+            for row in conn.execute("SELECT * FROM pragma_table_info(?)", (table,))
             if row[2].upper() in {"TEXT", "BLOB", ""}
         ]
         if not columns:
             continue
-        quoted = ", ".join(f'"{c}"' for c in columns)
-        for row in conn.execute(f'SELECT {quoted} FROM "{table}"'):
+        # Names read from the file are quoted, never pasted: a hostile table name is data.
+        quoted = ", ".join(quote_identifier(c) for c in columns)
+        for row in conn.execute(f"SELECT {quoted} FROM {quote_identifier(table)}"):
             named |= _digests_in(row)
     return named
 

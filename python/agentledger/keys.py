@@ -5,6 +5,8 @@ verifies it, so trust comes from files the ledger cannot rewrite. The key folder
 ``--home`` / ``$AGENTLEDGER_HOME``, else ``~/.local/state/agentledger/``.
 
 - ``install.key``: the Ed25519 seed (64 hex characters) that signs data/ops receipts.
+- ``install.pub``: its public key (``ed25519:<64 hex>``), written next to it whenever a
+  writer loads the key, so that verify trusts this install without ever reading the seed.
 - ``audit.key``: the audit mirror's master key (at least 32 bytes; created as 64 hex
   characters, used as the bytes of the file, whitespace stripped).
 - ``trusted.keys``: one ``ed25519:<64 hex>`` per line (``#`` comments), signers to trust.
@@ -31,6 +33,7 @@ from agentledger.errors import InvalidInput, NotFound
 
 HOME_ENV = "AGENTLEDGER_HOME"
 INSTALL_KEY = "install.key"
+INSTALL_PUBLIC_KEY = "install.pub"
 AUDIT_KEY = "audit.key"
 TRUST_FILE = "trusted.keys"
 PUBLIC_KEY = re.compile(r"ed25519:([0-9a-f]{64})")
@@ -59,8 +62,10 @@ def parse_public_key(text: str) -> bytes:
     """The 32 bytes of an ``ed25519:<64 hex>`` string; ``InvalidInput`` otherwise."""
     match = PUBLIC_KEY.fullmatch(text.strip())
     if not match:
+        # Never echoed: what was given may be a secret key pasted in the wrong place.
         raise InvalidInput(
-            f"not a public key: {text.strip()[:80]!r} (expected ed25519:<64 lowercase hex>)",
+            f"not a public key ({len(text.strip())} characters; expected "
+            "ed25519:<64 lowercase hex>)",
             code="invalid-key",
         )
     return bytes.fromhex(match.group(1))
@@ -120,6 +125,10 @@ class KeyStore:
         return self.home / INSTALL_KEY
 
     @property
+    def install_public_key_path(self) -> Path:
+        return self.home / INSTALL_PUBLIC_KEY
+
+    @property
     def audit_key_path(self) -> Path:
         return self.home / AUDIT_KEY
 
@@ -141,10 +150,23 @@ class KeyStore:
             seed = b""
         if len(seed) != 32:
             raise KeyFileError(f"{path}: not an Ed25519 seed (expected 64 hex characters)")
-        return SigningKey(seed)
+        key = SigningKey(seed)
+        if not self.install_public_key_path.exists():
+            public = public_key_text(bytes(key.verify_key))
+            _create_private(self.install_public_key_path, public.encode() + b"\n")
+        return key
 
     def install_public_key(self) -> str | None:
-        """``ed25519:<hex>`` of the install key, or None when there is none yet (never creates)."""
+        """``ed25519:<hex>`` of the install key, or None when there is none yet.
+
+        Read from ``install.pub``: verify never reads (or creates) the signing key. Only a
+        key folder written before ``install.pub`` existed has its seed read, once, to write it.
+        """
+        if self.install_public_key_path.exists():
+            keys = read_trust_file(self.install_public_key_path)
+            if len(keys) != 1:
+                raise KeyFileError(f"{self.install_public_key_path}: expected one public key")
+            return keys[0]
         if not self.install_key_path.exists():
             return None
         return public_key_text(bytes(self.signing_key().verify_key))

@@ -150,7 +150,9 @@ def test_show_still_shows_stages_when_a_key_file_must_be_refused(
     ledger: Ledger, cli: Any, key_home: Path
 ) -> None:
     record_every_modality(ledger)
-    (key_home / "install.key").chmod(0o644)
+    # Verification reads only install.pub (never the seed): a trust anchor others may write
+    # is refused.
+    (key_home / "install.pub").chmod(0o666)
     shown = cli("show", "run-1", "--json")
     assert shown.code == 0
     receipts = {s["stage_id"]: s["receipt"] for s in shown.json()["stages"]}

@@ -1,5 +1,5 @@
 """SQLite storage: the connection, its pragmas and transactions, and the schema migrations."""
 
-from agentledger.storage.connection import Database
+from agentledger.storage.connection import Database, quote_identifier
 
-__all__ = ["Database"]
+__all__ = ["Database", "quote_identifier"]

@@ -55,6 +55,14 @@ def _translate(exc: apsw.Error, path: Path) -> LedgerError:
     return LedgerError(f"{path}: {exc}", code="ledger-error")
 
 
+def quote_identifier(name: str) -> str:
+    """An SQL identifier (a table or column name read from a ledger file) as a quoted
+    literal: the name can never end the identifier and add SQL of its own."""
+    if "\x00" in name:
+        raise LedgerError(f"an SQL identifier holds a NUL byte: {name[:40]!r}", code="bad-schema")
+    return '"' + name.replace('"', '""') + '"'
+
+
 class Database:
     """A ledger's SQLite connection. Writers take ``BEGIN IMMEDIATE``; readers see snapshots."""
 
