@@ -232,14 +232,16 @@ def main() -> None:
             summary = import_workdir(ledger, workdir)
             import_s = time.perf_counter() - started
 
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             baseline = {run_id: baseline_verify_run(workdir, run_id) for run_id in run_ids}
             baseline_s = time.perf_counter() - started
+            baseline_cpu = time.process_time() - cpu
 
             options = VerifyOptions(jobs=args.jobs, compat="bernstein")
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             report = ledger.verify(run_ids, options=options)
             compat_s = time.perf_counter() - started
+            compat_cpu = time.process_time() - cpu
             ours = {verdict.run_id: int(verdict.code) for verdict in report.runs}
 
             signer = "ed25519:" + _signer_hex()
@@ -261,6 +263,10 @@ def main() -> None:
         "compat_verify_s": round(compat_s, 3),
         "strict_verify_s": round(strict_s, 3),
         "compat_speedup": round(baseline_s / compat_s, 1),
+        "baseline_cpu_s": round(baseline_cpu, 3),
+        "compat_cpu_s": round(compat_cpu, 3),
+        "compat_cpu_ratio": round(baseline_cpu / compat_cpu, 1),
+        "load_average": os.getloadavg()[0],
         "strict_speedup": round(baseline_s / strict_s, 1),
         "verdicts_agree": not disagreements,
         "strict_code": int(strict_report.code),
@@ -274,6 +280,11 @@ def main() -> None:
         print(f"  import                {import_s:8.3f} s  ({rows / import_s:,.0f} rows/s)")
         print(f"  baseline (Python)     {baseline_s:8.3f} s")
         print(f"  verify --compat       {compat_s:8.3f} s  -> {baseline_s / compat_s:5.1f}x faster")
+        print(
+            f"  CPU time: baseline {baseline_cpu:.3f} s, compat {compat_cpu:.3f} s "
+            f"(all threads) -> {baseline_cpu / compat_cpu:.1f}x less work; "
+            f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
+        )
         print(f"  verify (strict)       {strict_s:8.3f} s  -> {baseline_s / strict_s:5.1f}x faster")
         print(
             f"  verdicts agree on every run: {not disagreements}; strict exit {strict_report.code}"
