@@ -13,6 +13,8 @@
 //! HMAC-SHA-256 (RFC 2104) and HKDF-SHA-256 (RFC 5869) are provided for keyed
 //! commitments and key derivation.
 
+use std::sync::OnceLock;
+
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
@@ -51,8 +53,31 @@ pub fn domain_context(domain: &str) -> String {
 
 /// A streaming BLAKE3 hasher in derive-key mode for `domain`, for structured data that is
 /// fed in pieces.
+///
+/// The domains the ledger hashes per entry keep a hasher initialised once per process
+/// (deriving the context key costs as much as hashing a small entry); the others are
+/// derived on each call. Both give the same hasher.
 pub fn domain_hasher(domain: &str) -> blake3::Hasher {
-    blake3::Hasher::new_derive_key(&domain_context(domain))
+    match cached_domain_hasher(domain) {
+        Some(hasher) => hasher.clone(),
+        None => blake3::Hasher::new_derive_key(&domain_context(domain)),
+    }
+}
+
+/// The pre-initialised hasher of a frequently hashed domain.
+fn cached_domain_hasher(domain: &str) -> Option<&'static blake3::Hasher> {
+    static ENTRY: OnceLock<blake3::Hasher> = OnceLock::new();
+    static RUN_GENESIS: OnceLock<blake3::Hasher> = OnceLock::new();
+    static EVIDENCE_SET: OnceLock<blake3::Hasher> = OnceLock::new();
+    static LOG_LEAF: OnceLock<blake3::Hasher> = OnceLock::new();
+    let cell = match domain {
+        "entry" => &ENTRY,
+        "run-genesis" => &RUN_GENESIS,
+        "evidence-set" => &EVIDENCE_SET,
+        "log-leaf" => &LOG_LEAF,
+        _ => return None,
+    };
+    Some(cell.get_or_init(|| blake3::Hasher::new_derive_key(&domain_context(domain))))
 }
 
 /// BLAKE3 derive-key mode with context `"agentledger/v1/" + domain` over `data`.
@@ -426,6 +451,20 @@ mod tests {
             domain_hash("entry", data),
             *domain_hasher("entry").update(data).finalize().as_bytes()
         );
+    }
+
+    #[test]
+    fn cached_domain_hashers_equal_freshly_derived_ones() {
+        for domain in ["entry", "run-genesis", "evidence-set", "log-leaf", "other"] {
+            for data in [&b""[..], b"abc", &[7u8; 3000]] {
+                let fresh = blake3::Hasher::new_derive_key(&format!("agentledger/v1/{domain}"))
+                    .update(data)
+                    .finalize();
+                // Twice: the first call initialises the cache, the second clones it.
+                assert_eq!(domain_hash(domain, data), *fresh.as_bytes());
+                assert_eq!(domain_hash(domain, data), *fresh.as_bytes());
+            }
+        }
     }
 
     #[test]

@@ -8,9 +8,11 @@
 //! ledger (`domain_hash("run-genesis", canonical({"ledger": id, "run": run}))`).
 //! See docs/FORMAT.md for the byte-level description and vectors.
 
+use std::borrow::Cow;
+
 use rayon::prelude::*;
 
-use crate::canonical::{self, Value};
+use crate::canonical::{self, raw, Value};
 use crate::hash;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -42,12 +44,19 @@ pub fn entry_hash(bytes: &[u8]) -> [u8; 32] {
 
 /// The `prev` value of a run's first entry: binds the run to its ledger identity.
 pub fn genesis_prev(ledger_id: &str, run_id: &str) -> String {
-    let value = Value::Object(vec![
-        ("ledger".to_owned(), Value::String(ledger_id.to_owned())),
-        ("run".to_owned(), Value::String(run_id.to_owned())),
-    ]);
-    let bytes = canonical::to_canonical(&value).expect("two strings always canonicalize");
-    prefixed_hex(&hash::domain_hash("run-genesis", &bytes))
+    prefixed_hex(&genesis_digest(ledger_id, run_id))
+}
+
+/// `domain_hash("run-genesis", JCS({"ledger": ledger_id, "run": run_id}))`: the raw bytes
+/// of [`genesis_prev`]. The object is written directly (its keys are in JCS order).
+pub fn genesis_digest(ledger_id: &str, run_id: &str) -> [u8; 32] {
+    let mut bytes = Vec::with_capacity(24 + ledger_id.len() + run_id.len());
+    bytes.extend_from_slice(b"{\"ledger\":");
+    canonical::write_string(ledger_id, &mut bytes);
+    bytes.extend_from_slice(b",\"run\":");
+    canonical::write_string(run_id, &mut bytes);
+    bytes.push(b'}');
+    hash::domain_hash("run-genesis", &bytes)
 }
 
 /// The evidence set hash: `domain_hash("evidence-set", canonical(sorted unique hashes))`.
@@ -55,14 +64,22 @@ pub fn evidence_set_hash<'a>(hashes: impl IntoIterator<Item = &'a str>) -> Strin
     let mut unique: Vec<&str> = hashes.into_iter().collect();
     unique.sort_unstable();
     unique.dedup();
-    let list = Value::Array(
-        unique
-            .into_iter()
-            .map(|h| Value::String(h.to_owned()))
-            .collect(),
-    );
-    let bytes = canonical::to_canonical(&list).expect("strings always canonicalize");
-    prefixed_hex(&hash::domain_hash("evidence-set", &bytes))
+    prefixed_hex(&evidence_set_digest_sorted(&unique))
+}
+
+/// The evidence set digest of hashes already sorted and de-duplicated: their JCS array
+/// (strings joined by `,` in `[...]`) written directly.
+fn evidence_set_digest_sorted(unique: &[&str]) -> [u8; 32] {
+    let mut bytes = Vec::with_capacity(2 + unique.iter().map(|h| h.len() + 3).sum::<usize>());
+    bytes.push(b'[');
+    for (i, h) in unique.iter().enumerate() {
+        if i > 0 {
+            bytes.push(b',');
+        }
+        canonical::write_string(h, &mut bytes);
+    }
+    bytes.push(b']');
+    hash::domain_hash("evidence-set", &bytes)
 }
 
 /// What an entry says about itself besides its body.
@@ -125,6 +142,36 @@ pub struct StoredEntry {
     pub bytes: Vec<u8>,
 }
 
+/// A row to verify, however it is held (owned here, borrowed from Python objects by the
+/// extension so that batches cross the boundary without copying their bytes).
+pub trait EntryRow: Sync {
+    fn run_id(&self) -> &str;
+    fn seq(&self) -> i64;
+    fn kind(&self) -> &str;
+    /// The stored `hash` column.
+    fn hash(&self) -> &[u8];
+    /// The stored canonical bytes.
+    fn bytes(&self) -> &[u8];
+}
+
+impl EntryRow for StoredEntry {
+    fn run_id(&self) -> &str {
+        &self.run_id
+    }
+    fn seq(&self) -> i64 {
+        self.seq
+    }
+    fn kind(&self) -> &str {
+        &self.kind
+    }
+    fn hash(&self) -> &[u8] {
+        &self.hash
+    }
+    fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 /// The last row of the previous batch, so a run may span batches.
 #[derive(Debug, Clone)]
 pub struct Carry {
@@ -163,22 +210,208 @@ pub struct BatchReport {
     pub referenced: Vec<String>,
 }
 
+/// An entry's `prev`: a `blake3:<64 lowercase hex>` string read as its 32 bytes (compared
+/// without formatting hex per row), or any other string as it is.
+enum Prev<'a> {
+    Digest([u8; 32]),
+    Text(Cow<'a, str>),
+}
+
+impl<'a> Prev<'a> {
+    fn new(text: Cow<'a, str>) -> Self {
+        match decode_prefixed_hex(&text) {
+            Some(digest) => Prev::Digest(digest),
+            None => Prev::Text(text),
+        }
+    }
+
+    /// Whether this equals `"blake3:" + hex(expected)`, the string the format requires.
+    fn is(&self, expected: &[u8]) -> bool {
+        match self {
+            Prev::Digest(digest) => digest.as_slice() == expected,
+            Prev::Text(text) => **text == prefixed_hex(expected),
+        }
+    }
+
+    fn into_string(self) -> String {
+        match self {
+            Prev::Digest(digest) => prefixed_hex(&digest),
+            Prev::Text(text) => text.into_owned(),
+        }
+    }
+}
+
+/// The 32 bytes of `"blake3:" + 64 lowercase hex digits`, or `None` for any other string
+/// (uppercase hex included: it is not the form `prefixed_hex` writes).
+fn decode_prefixed_hex(text: &str) -> Option<[u8; 32]> {
+    // Branch-free: hex digits of a digest are random, so a branch per digit mispredicts.
+    const INVALID: u8 = 0xFF;
+    static NIBBLE: [u8; 256] = {
+        let mut table = [INVALID; 256];
+        let mut d = 0;
+        while d < 10 {
+            table[b'0' as usize + d] = d as u8;
+            d += 1;
+        }
+        let mut l = 0;
+        while l < 6 {
+            table[b'a' as usize + l] = 10 + l as u8;
+            l += 1;
+        }
+        table
+    };
+    let digits = text.strip_prefix(HEX_PREFIX)?.as_bytes();
+    if digits.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    let mut bad = 0u8;
+    for (byte, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
+        let (high, low) = (NIBBLE[usize::from(pair[0])], NIBBLE[usize::from(pair[1])]);
+        bad |= high | low;
+        *byte = high << 4 | (low & 0x0F);
+    }
+    (bad & 0xF0 == 0).then_some(out)
+}
+
 /// What one row says about itself, computed independently of its neighbours.
-struct RowCheck {
+struct RowCheck<'a> {
     hash: [u8; 32],
-    prev: Option<String>,
-    seq: Option<i64>,
+    prev: Option<Prev<'a>>,
     is_activity: bool,
-    referenced: Vec<String>,
+    referenced: Vec<Cow<'a, str>>,
     findings: Vec<(&'static str, String, String)>,
 }
 
-fn check_row(row: &StoredEntry) -> RowCheck {
-    let computed = entry_hash(&row.bytes);
+fn check_row<R: EntryRow>(row: &R) -> RowCheck<'_> {
+    let computed = entry_hash(row.bytes());
+    if row.hash() == computed.as_slice() {
+        if let Some(check) = check_clean_row(row, computed) {
+            return check;
+        }
+    }
+    check_row_fully(row, computed)
+}
+
+/// The common case, without building a `Value`: a row whose hash matches, whose bytes are
+/// certainly canonical (one pass), and whose fields all check out, read straight from the
+/// canonical text (one more pass). `None` as soon as anything differs or is unusual (an
+/// escaped string, a large number, a malformed body...): [`check_row_fully`] then does
+/// every check again and names what diverged, so both paths agree on every row.
+fn check_clean_row<R: EntryRow>(row: &R, hash: [u8; 32]) -> Option<RowCheck<'_>> {
+    let text = row.bytes();
+    if !canonical::certainly_canonical(text) {
+        return None;
+    }
+    let is_activity = row.kind() == ACTIVITY_RESULT_KIND;
+    let (mut v, mut run, mut seq, mut kind, mut prev, mut ts, mut body) =
+        (None, None, None, None, None, None, false);
+    let mut referenced = None;
+    // Canonical keys are unique, sorted and written without escapes for these names.
+    raw::walk_object(text, 0, |key, start| {
+        if key == b"\"body\"" {
+            body = true;
+            if is_activity {
+                let (end, hashes) = clean_evidence(text, start)?;
+                referenced = Some(hashes);
+                return Some(end);
+            }
+            return raw::value_end(text, start);
+        }
+        let end = raw::value_end(text, start)?;
+        let value = &text[start..end];
+        match key {
+            b"\"kind\"" => kind = Some(value),
+            b"\"prev\"" => prev = Some(value),
+            b"\"run\"" => run = Some(value),
+            b"\"seq\"" => seq = Some(value),
+            b"\"ts\"" => ts = Some(value),
+            b"\"v\"" => v = Some(value),
+            _ => {}
+        }
+        Some(end)
+    })?;
+    // The canonical form of the number 1 is exactly `1`.
+    if !body
+        || v? != b"1"
+        || raw::plain_str(run?)? != row.run_id()
+        || small_integer(seq?)? != row.seq()
+        || raw::plain_str(kind?)? != row.kind()
+        || ts?.first() != Some(&b'"')
+    {
+        return None;
+    }
+    let prev = Prev::new(Cow::Borrowed(raw::plain_str(prev?)?));
+    Some(RowCheck {
+        hash,
+        prev: Some(prev),
+        is_activity,
+        referenced: if is_activity { referenced? } else { Vec::new() },
+        findings: Vec::new(),
+    })
+}
+
+/// A canonical non-negative integer of at most 15 digits (exact in a double).
+fn small_integer(raw: &[u8]) -> Option<i64> {
+    if raw.is_empty() || raw.len() > 15 || !raw.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    Some(raw.iter().fold(0i64, |n, &d| n * 10 + i64::from(d - b'0')))
+}
+
+/// The activity result body at `start` when its evidence set hash recomputes: where it
+/// ends and the content hashes it references (observations sorted and unique, then the
+/// artifact), or `None` for anything [`check_evidence_set`] would report or that needs
+/// unescaping.
+fn clean_evidence(text: &[u8], start: usize) -> Option<(usize, Vec<Cow<'_, str>>)> {
+    let (mut anchored, mut artifact) = (None, None);
+    let mut hashes: Option<Vec<&str>> = None;
+    let end = raw::walk_object(text, start, |key, value_start| {
+        if key == b"\"observations\"" {
+            let mut found: Vec<&str> = Vec::with_capacity(8);
+            let end = raw::walk_array(text, value_start, |item| {
+                let mut content_hash = None;
+                let end = raw::walk_object(text, item, |key, start| {
+                    let end = raw::value_end(text, start)?;
+                    if key == b"\"content_hash\"" {
+                        content_hash = Some(raw::plain_str(&text[start..end])?);
+                    }
+                    Some(end)
+                })?;
+                found.push(content_hash?);
+                Some(end)
+            })?;
+            hashes = Some(found);
+            return Some(end);
+        }
+        let end = raw::value_end(text, value_start)?;
+        match key {
+            b"\"artifact_hash\"" => artifact = Some(&text[value_start..end]),
+            b"\"evidence_set_hash\"" => anchored = Some(&text[value_start..end]),
+            _ => {}
+        }
+        Some(end)
+    })?;
+    let anchored = raw::plain_str(anchored?)?;
+    let mut hashes = hashes?;
+    hashes.sort_unstable();
+    hashes.dedup();
+    if decode_prefixed_hex(anchored) != Some(evidence_set_digest_sorted(&hashes)) {
+        return None;
+    }
+    let mut referenced: Vec<Cow<'_, str>> = hashes.into_iter().map(Cow::Borrowed).collect();
+    if let Some(artifact) = artifact.filter(|raw| raw.first() == Some(&b'"')) {
+        referenced.push(Cow::Borrowed(raw::plain_str(artifact)?));
+    }
+    Some((end, referenced))
+}
+
+/// Every check on one row, from the parsed value: the reference behaviour, and the one
+/// that names what diverged.
+fn check_row_fully<R: EntryRow>(row: &R, computed: [u8; 32]) -> RowCheck<'_> {
     let mut check = RowCheck {
         hash: computed,
         prev: None,
-        seq: None,
         is_activity: false,
         referenced: Vec::new(),
         findings: Vec::new(),
@@ -186,14 +419,14 @@ fn check_row(row: &StoredEntry) -> RowCheck {
     let mut note = |name: &'static str, expected: String, actual: String| {
         check.findings.push((name, expected, actual));
     };
-    if row.hash.as_slice() != computed.as_slice() {
+    if row.hash() != computed.as_slice() {
         note(
             "entry.hash",
-            prefixed_hex(&row.hash),
+            prefixed_hex(row.hash()),
             prefixed_hex(&computed),
         );
     }
-    let value = match canonical::parse(&row.bytes) {
+    let value = match canonical::parse(row.bytes()) {
         Ok(value) => value,
         Err(err) => {
             note("entry.json", "canonical JSON".to_owned(), err.to_string());
@@ -201,7 +434,7 @@ fn check_row(row: &StoredEntry) -> RowCheck {
         }
     };
     match canonical::to_canonical(&value) {
-        Ok(canonical_bytes) if canonical_bytes == row.bytes => {}
+        Ok(canonical_bytes) if canonical_bytes == row.bytes() => {}
         _ => note(
             "entry.canonical",
             "RFC 8785 canonical bytes".to_owned(),
@@ -221,25 +454,24 @@ fn check_row(row: &StoredEntry) -> RowCheck {
         other => note("entry.v", "1".to_owned(), describe(other)),
     }
     match value.get("run") {
-        Some(Value::String(run)) if run == &row.run_id => {}
-        other => note("entry.run", row.run_id.clone(), describe(other)),
+        Some(Value::String(run)) if run == row.run_id() => {}
+        other => note("entry.run", row.run_id().to_owned(), describe(other)),
     }
     match value.get("seq") {
         Some(Value::Number(seq)) if seq.fract() == 0.0 && *seq >= 0.0 => {
             let seq = *seq as i64;
-            check.seq = Some(seq);
-            if seq != row.seq {
-                note("entry.seq", row.seq.to_string(), seq.to_string());
+            if seq != row.seq() {
+                note("entry.seq", row.seq().to_string(), seq.to_string());
             }
         }
-        other => note("entry.seq", row.seq.to_string(), describe(other)),
+        other => note("entry.seq", row.seq().to_string(), describe(other)),
     }
     match value.get("kind") {
-        Some(Value::String(kind)) if kind == &row.kind => {}
-        other => note("entry.kind", row.kind.clone(), describe(other)),
+        Some(Value::String(kind)) if kind == row.kind() => {}
+        other => note("entry.kind", row.kind().to_owned(), describe(other)),
     }
     match value.get("prev") {
-        Some(Value::String(prev)) => check.prev = Some(prev.clone()),
+        Some(Value::String(prev)) => check.prev = Some(Prev::new(Cow::Owned(prev.clone()))),
         other => note("entry.prev", "a hash".to_owned(), describe(other)),
     }
     if !matches!(value.get("ts"), Some(Value::String(_))) {
@@ -251,12 +483,15 @@ fn check_row(row: &StoredEntry) -> RowCheck {
     }
     match value.get("body") {
         Some(body) => {
-            if row.kind == ACTIVITY_RESULT_KIND {
+            if row.kind() == ACTIVITY_RESULT_KIND {
                 check.is_activity = true;
                 if let Some((expected, actual)) = check_evidence_set(body) {
                     note("activity.evidence_set_hash", expected, actual);
                 }
-                check.referenced = referenced_hashes(body);
+                check.referenced = referenced_hashes(body)
+                    .into_iter()
+                    .map(Cow::Owned)
+                    .collect();
             }
         }
         None => note("entry.body", "a body".to_owned(), "missing".to_owned()),
@@ -331,35 +566,49 @@ fn describe(value: Option<&Value>) -> String {
 /// Per-row work (hashing, parsing, canonical form, fields, evidence sets) runs in parallel;
 /// the chain links are then checked in order. `carry` is the previous batch's last row, so
 /// a run may be split across batches at any point.
-pub fn verify_batch(ledger_id: &str, carry: Option<&Carry>, rows: &[StoredEntry]) -> BatchReport {
-    let checks: Vec<RowCheck> = rows.par_iter().map(check_row).collect();
+pub fn verify_batch<R: EntryRow>(
+    ledger_id: &str,
+    carry: Option<&Carry>,
+    rows: &[R],
+) -> BatchReport {
+    let checks: Vec<RowCheck<'_>> = rows.par_iter().map(check_row).collect();
     let mut report = BatchReport::default();
     let mut current: Option<RunSummary> = None;
-    let mut expected_prev = String::new();
+    // The previous entry's hash (raw bytes): what this entry's `prev` must name.
+    let mut expected_prev: Vec<u8> = Vec::with_capacity(32);
     let mut expected_seq: i64 = 0;
     let mut kept_for_run = 0usize;
 
-    let mut referenced: Vec<String> = Vec::new();
-    for (index, (row, mut check)) in rows.iter().zip(checks).enumerate() {
-        referenced.append(&mut check.referenced);
-        let starts_run = !matches!(&current, Some(run) if run.run_id == row.run_id);
+    let mut referenced: Vec<Cow<'_, str>> = Vec::new();
+    for (index, (row, check)) in rows.iter().zip(checks).enumerate() {
+        let RowCheck {
+            hash,
+            prev,
+            is_activity,
+            referenced: mut row_referenced,
+            findings,
+        } = check;
+        referenced.append(&mut row_referenced);
+        let starts_run = !matches!(&current, Some(run) if run.run_id == row.run_id());
         if starts_run {
-            if let Some(done) = current.take() {
+            if let Some(mut done) = current.take() {
+                done.last_hash = rows[index - 1].hash().to_vec();
                 report.runs.push(done);
             }
             kept_for_run = 0;
-            match carry.filter(|c| index == 0 && c.run_id == row.run_id) {
+            expected_prev.clear();
+            match carry.filter(|c| index == 0 && c.run_id == row.run_id()) {
                 Some(c) => {
                     expected_seq = c.seq + 1;
-                    expected_prev = prefixed_hex(&c.hash);
+                    expected_prev.extend_from_slice(&c.hash);
                 }
                 None => {
                     expected_seq = 0;
-                    expected_prev = genesis_prev(ledger_id, &row.run_id);
+                    expected_prev.extend_from_slice(&genesis_digest(ledger_id, row.run_id()));
                 }
             }
             current = Some(RunSummary {
-                run_id: row.run_id.clone(),
+                run_id: row.run_id().to_owned(),
                 entries: 0,
                 activities: 0,
                 findings: 0,
@@ -373,43 +622,48 @@ pub fn verify_batch(ledger_id: &str, carry: Option<&Carry>, rows: &[StoredEntry]
             if kept_for_run < MAX_FINDINGS_PER_RUN {
                 kept_for_run += 1;
                 report.findings.push(Finding {
-                    run_id: row.run_id.clone(),
-                    seq: Some(row.seq),
+                    run_id: row.run_id().to_owned(),
+                    seq: Some(row.seq()),
                     check: check.to_owned(),
                     expected,
                     actual,
                 });
             }
         };
-        if row.seq != expected_seq {
-            let what = if row.seq > expected_seq {
+        if row.seq() != expected_seq {
+            let what = if row.seq() > expected_seq {
                 "chain.gap"
             } else {
                 "chain.order"
             };
-            push(what, expected_seq.to_string(), row.seq.to_string());
+            push(what, expected_seq.to_string(), row.seq().to_string());
         }
-        if let Some(prev) = &check.prev {
-            if prev != &expected_prev {
-                push("chain.prev", expected_prev.clone(), prev.clone());
+        if let Some(prev) = prev {
+            if !prev.is(&expected_prev) {
+                push(
+                    "chain.prev",
+                    prefixed_hex(&expected_prev),
+                    prev.into_string(),
+                );
             }
         }
-        for (name, expected, actual) in check.findings {
+        for (name, expected, actual) in findings {
             push(name, expected, actual);
         }
         run.entries += 1;
-        run.activities += u64::from(check.is_activity);
-        run.last_seq = row.seq;
-        run.last_hash = row.hash.clone();
-        expected_seq = row.seq + 1;
-        expected_prev = prefixed_hex(&check.hash);
+        run.activities += u64::from(is_activity);
+        run.last_seq = row.seq();
+        expected_seq = row.seq() + 1;
+        expected_prev.clear();
+        expected_prev.extend_from_slice(&hash);
     }
-    if let Some(done) = current.take() {
+    if let Some(mut done) = current.take() {
+        done.last_hash = rows.last().expect("a run holds a row").hash().to_vec();
         report.runs.push(done);
     }
-    referenced.sort_unstable();
+    referenced.par_sort_unstable();
     referenced.dedup();
-    report.referenced = referenced;
+    report.referenced = referenced.into_iter().map(Cow::into_owned).collect();
     report
 }
 
@@ -486,9 +740,9 @@ pub fn extend_log(tree: &mut IncrementalTree, rows: &[LogRow]) -> Option<LeafGap
 
 /// The log leaf hash of each stored row, `H(0x00 || log_leaf(run, seq, stored hash))`,
 /// computed in parallel.
-pub fn row_leaf_hashes(alg: HashAlg, rows: &[StoredEntry]) -> Vec<Hash> {
+pub fn row_leaf_hashes<R: EntryRow>(alg: HashAlg, rows: &[R]) -> Vec<Hash> {
     rows.par_iter()
-        .map(|row| alg.leaf_hash(&log_leaf(&row.run_id, row.seq, &row.hash)))
+        .map(|row| alg.leaf_hash(&log_leaf(row.run_id(), row.seq(), row.hash())))
         .collect()
 }
 
@@ -768,6 +1022,138 @@ mod tests {
         };
         assert_eq!(check_evidence_set(&body(&good)), None);
         assert!(check_evidence_set(&body("blake3:00")).is_some());
+    }
+
+    /// The one-pass path must agree with the full path on every row it accepts.
+    #[test]
+    fn the_fast_path_agrees_with_the_full_checks_on_mutated_rows() {
+        let observation = |h: &str| {
+            Value::Object(vec![
+                ("content_hash".to_owned(), Value::String(h.to_owned())),
+                ("kind".to_owned(), Value::String("page".to_owned())),
+                (
+                    "ref".to_owned(),
+                    Value::String("https://e/\"x\"".to_owned()),
+                ),
+            ])
+        };
+        let hashes = [
+            blake3_hex_of(b"a"),
+            blake3_hex_of(b"b"),
+            blake3_hex_of(b"a"),
+        ];
+        let body = Value::Object(vec![
+            (
+                "artifact_hash".to_owned(),
+                Value::String(blake3_hex_of(b"art")),
+            ),
+            (
+                "evidence_set_hash".to_owned(),
+                Value::String(evidence_set_hash(hashes.iter().map(String::as_str))),
+            ),
+            (
+                "observations".to_owned(),
+                Value::Array(hashes.iter().map(|h| observation(h)).collect()),
+            ),
+            ("stage_id".to_owned(), Value::String("s-1".to_owned())),
+        ]);
+        let step = Value::Object(vec![("n".to_owned(), Value::Number(12.0))]);
+        let encoded = encode_chain(
+            "run-1",
+            0,
+            &genesis_prev(LEDGER, "run-1"),
+            "2026-11-30T00:00:00.000000Z",
+            vec![
+                ("step".to_owned(), step),
+                (ACTIVITY_RESULT_KIND.to_owned(), body),
+            ],
+        )
+        .unwrap();
+        let seeds: Vec<(String, Vec<u8>)> = encoded
+            .into_iter()
+            .zip(["step", ACTIVITY_RESULT_KIND])
+            .map(|((bytes, _), kind)| (kind.to_owned(), bytes))
+            .collect();
+        let alphabet = b"\"\\,:[]{}-.019eEabfu:";
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut fast = 0;
+        for (kind, seed) in &seeds {
+            for round in 0..6_000 {
+                let mut bytes = seed.clone();
+                if round > 0 {
+                    for _ in 0..=(next() % 2) {
+                        let at = (next() as usize) % bytes.len();
+                        let byte = alphabet[(next() as usize) % alphabet.len()];
+                        match next() % 3 {
+                            0 => bytes[at] = byte,
+                            1 => {
+                                bytes.remove(at);
+                            }
+                            _ => bytes.insert(at, byte),
+                        }
+                    }
+                }
+                let row = StoredEntry {
+                    run_id: "run-1".to_owned(),
+                    seq: i64::from(kind == ACTIVITY_RESULT_KIND),
+                    kind: kind.clone(),
+                    hash: entry_hash(&bytes).to_vec(),
+                    bytes,
+                };
+                let full = check_row_fully(&row, entry_hash(&row.bytes));
+                let Some(quick) = check_clean_row(&row, entry_hash(&row.bytes)) else {
+                    continue;
+                };
+                fast += 1;
+                let text = String::from_utf8_lossy(&row.bytes).into_owned();
+                assert!(full.findings.is_empty(), "{text} {:?}", full.findings);
+                assert_eq!(quick.is_activity, full.is_activity, "{text}");
+                let as_string = |p: Option<Prev<'_>>| p.map(Prev::into_string);
+                assert_eq!(as_string(quick.prev), as_string(full.prev), "{text}");
+                let mut a: Vec<String> =
+                    quick.referenced.into_iter().map(Cow::into_owned).collect();
+                let mut b: Vec<String> = full.referenced.into_iter().map(Cow::into_owned).collect();
+                a.sort();
+                a.dedup();
+                b.sort();
+                b.dedup();
+                assert_eq!(a, b, "{text}");
+            }
+        }
+        assert!(fast > 100, "{fast}");
+    }
+
+    fn blake3_hex_of(data: &[u8]) -> String {
+        hash::blake3_hex(data)
+    }
+
+    #[test]
+    fn prev_is_compared_as_bytes_exactly_like_its_string() {
+        let digest = [0xabu8; 32];
+        let text = prefixed_hex(&digest);
+        assert!(Prev::new(Cow::Borrowed(&text)).is(&digest));
+        assert!(!Prev::new(Cow::Borrowed(&text)).is(&[0xab; 31]));
+        let upper = text.to_uppercase().replace("BLAKE3:", "blake3:");
+        assert!(matches!(Prev::new(Cow::Borrowed(&upper)), Prev::Text(_)));
+        assert!(!Prev::new(Cow::Borrowed(&upper)).is(&digest));
+        let odd = prefixed_hex(&[1u8; 33]);
+        assert!(Prev::new(Cow::Borrowed(&odd)).is(&[1u8; 33]));
+        assert_eq!(genesis_prev(LEDGER, "a"), {
+            let value = Value::Object(vec![
+                ("ledger".to_owned(), Value::String(LEDGER.to_owned())),
+                ("run".to_owned(), Value::String("a".to_owned())),
+            ]);
+            prefixed_hex(&hash::domain_hash(
+                "run-genesis",
+                &canonical::to_canonical(&value).unwrap(),
+            ))
+        });
     }
 
     #[test]

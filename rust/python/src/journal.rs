@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use agentledger_core::canonical::Value;
 use agentledger_core::journal::LogAssembler as CoreAssembler;
-use agentledger_core::journal::{self, Carry, LogRow, StoredEntry};
+use agentledger_core::journal::{self, Carry, EntryRow, LogRow};
 use agentledger_core::merkle::{Hash, HashAlg, IncrementalTree};
 use pyo3::prelude::*;
+use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::PyBytes;
 
 use crate::canonical::value_from_py;
@@ -57,46 +58,58 @@ fn encode_entries<'py>(
 type FindingTuple = (String, Option<i64>, String, String, String);
 type RunTuple = (String, u64, u64, u64, i64, Vec<u8>);
 type BatchTuple = (Vec<FindingTuple>, Vec<RunTuple>, Vec<String>);
-type StoredRowTuple<'py> = (
-    String,
-    i64,
-    String,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
-);
+type StoredRowTuple = (PyBackedStr, i64, PyBackedStr, PyBackedBytes, PyBackedBytes);
 
-/// Verify rows ordered by (run_id, seq): `(run_id, seq, kind, hash, bytes)` tuples.
-/// Returns `(findings, run_summaries, referenced_digests)`; `jobs` = 0 uses every core.
-#[pyfunction]
-#[pyo3(signature = (ledger_id, carry, rows, jobs = 0))]
-fn verify_entries<'py>(
-    py: Python<'py>,
-    ledger_id: &str,
-    carry: Option<(String, i64, Bound<'py, PyBytes>)>,
-    rows: Vec<StoredRowTuple<'py>>,
-    jobs: usize,
-) -> PyResult<BatchTuple> {
-    // Copy straight out of the bytes objects: a `Vec<u8>` extraction would go int by int.
-    let rows: Vec<StoredEntry> = rows
-        .into_iter()
-        .map(|(run_id, seq, kind, hash, bytes)| StoredEntry {
+/// A row borrowed from its Python objects: `str` and `bytes` are immutable and kept alive
+/// by these references, so the batch is verified with the GIL released without copying
+/// its bytes into Rust memory first.
+struct PyRow {
+    run_id: PyBackedStr,
+    seq: i64,
+    kind: PyBackedStr,
+    hash: PyBackedBytes,
+    bytes: PyBackedBytes,
+}
+
+impl PyRow {
+    fn new((run_id, seq, kind, hash, bytes): StoredRowTuple) -> Self {
+        PyRow {
             run_id,
             seq,
             kind,
-            hash: hash.as_bytes().to_vec(),
-            bytes: bytes.as_bytes().to_vec(),
-        })
-        .collect();
-    let carry = carry.map(|(run_id, seq, hash)| Carry {
+            hash,
+            bytes,
+        }
+    }
+}
+
+impl EntryRow for PyRow {
+    fn run_id(&self) -> &str {
+        &self.run_id
+    }
+    fn seq(&self) -> i64 {
+        self.seq
+    }
+    fn kind(&self) -> &str {
+        &self.kind
+    }
+    fn hash(&self) -> &[u8] {
+        &self.hash
+    }
+    fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+fn to_carry(carry: Option<(String, i64, Bound<'_, PyBytes>)>) -> Option<Carry> {
+    carry.map(|(run_id, seq, hash)| Carry {
         run_id,
         seq,
         hash: hash.as_bytes().to_vec(),
-    });
-    let ledger_id = ledger_id.to_owned();
-    let pool = pool(jobs)?;
-    let report = py.allow_threads(move || {
-        pool.install(|| journal::verify_batch(&ledger_id, carry.as_ref(), &rows))
-    });
+    })
+}
+
+fn to_tuples(report: journal::BatchReport) -> BatchTuple {
     let findings = report
         .findings
         .into_iter()
@@ -116,7 +129,29 @@ fn verify_entries<'py>(
             )
         })
         .collect();
-    Ok((findings, runs, report.referenced))
+    (findings, runs, report.referenced)
+}
+
+/// Verify rows ordered by (run_id, seq): `(run_id, seq, kind, hash, bytes)` tuples.
+/// Returns `(findings, run_summaries, referenced_digests)`; `jobs` = 0 uses every core.
+#[pyfunction]
+#[pyo3(signature = (ledger_id, carry, rows, jobs = 0))]
+fn verify_entries(
+    py: Python<'_>,
+    ledger_id: &str,
+    carry: Option<(String, i64, Bound<'_, PyBytes>)>,
+    rows: Vec<StoredRowTuple>,
+    jobs: usize,
+) -> PyResult<BatchTuple> {
+    let rows: Vec<PyRow> = rows.into_iter().map(PyRow::new).collect();
+    let carry = to_carry(carry);
+    let pool = pool(jobs)?;
+    let rows_ref = &rows;
+    let report = py.allow_threads(|| {
+        pool.install(|| journal::verify_batch(ledger_id, carry.as_ref(), rows_ref))
+    });
+    drop(rows);
+    Ok(to_tuples(report))
 }
 
 /// One rayon pool per requested size, built once and reused by every batch.
@@ -270,12 +305,12 @@ fn frontier_nodes(frontier: &[Bound<'_, PyBytes>]) -> PyResult<Vec<Hash>> {
         .collect()
 }
 
-type LoggedRowTuple<'py> = (
-    String,
+type LoggedRowTuple = (
+    PyBackedStr,
     i64,
-    String,
-    Bound<'py, PyBytes>,
-    Bound<'py, PyBytes>,
+    PyBackedStr,
+    PyBackedBytes,
+    PyBackedBytes,
     Option<i64>,
 );
 
@@ -284,41 +319,33 @@ type LoggedRowTuple<'py> = (
 /// parallel from the row already in memory.
 #[pyfunction]
 #[pyo3(signature = (ledger_id, carry, rows, log, jobs = 0))]
-fn verify_entries_logged<'py>(
-    py: Python<'py>,
+fn verify_entries_logged(
+    py: Python<'_>,
     ledger_id: &str,
-    carry: Option<(String, i64, Bound<'py, PyBytes>)>,
-    rows: Vec<LoggedRowTuple<'py>>,
-    log: &Bound<'py, LogAssembler>,
+    carry: Option<(String, i64, Bound<'_, PyBytes>)>,
+    rows: Vec<LoggedRowTuple>,
+    log: &Bound<'_, LogAssembler>,
     jobs: usize,
 ) -> PyResult<BatchTuple> {
     let mut leaves = Vec::with_capacity(rows.len());
-    let rows: Vec<StoredEntry> = rows
+    let rows: Vec<PyRow> = rows
         .into_iter()
         .map(|(run_id, seq, kind, hash, bytes, leaf)| {
             leaves.push(leaf);
-            StoredEntry {
-                run_id,
-                seq,
-                kind,
-                hash: hash.as_bytes().to_vec(),
-                bytes: bytes.as_bytes().to_vec(),
-            }
+            PyRow::new((run_id, seq, kind, hash, bytes))
         })
         .collect();
-    let carry = carry.map(|(run_id, seq, hash)| Carry {
-        run_id,
-        seq,
-        hash: hash.as_bytes().to_vec(),
-    });
-    let ledger_id = ledger_id.to_owned();
+    let carry = to_carry(carry);
     let pool = pool(jobs)?;
     let mut guard = log.borrow_mut();
     let assembler: &mut CoreAssembler = &mut guard.0;
+    let rows_ref = &rows;
     let report = py.allow_threads(move || {
         pool.install(|| {
-            let report = journal::verify_batch(&ledger_id, carry.as_ref(), &rows);
-            let hashes = journal::row_leaf_hashes(HashAlg::Blake3, &rows);
+            let (report, hashes) = rayon::join(
+                || journal::verify_batch(ledger_id, carry.as_ref(), rows_ref),
+                || journal::row_leaf_hashes(HashAlg::Blake3, rows_ref),
+            );
             for (leaf, hash) in leaves.into_iter().zip(hashes) {
                 if let Some(leaf) = leaf {
                     assembler.add(leaf, hash);
@@ -328,24 +355,6 @@ fn verify_entries_logged<'py>(
         })
     });
     drop(guard);
-    let findings = report
-        .findings
-        .into_iter()
-        .map(|f| (f.run_id, f.seq, f.check, f.expected, f.actual))
-        .collect();
-    let runs = report
-        .runs
-        .into_iter()
-        .map(|r| {
-            (
-                r.run_id,
-                r.entries,
-                r.activities,
-                r.findings,
-                r.last_seq,
-                r.last_hash,
-            )
-        })
-        .collect();
-    Ok((findings, runs, report.referenced))
+    drop(rows);
+    Ok(to_tuples(report))
 }

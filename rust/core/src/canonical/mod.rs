@@ -11,6 +11,7 @@
 mod check;
 mod number;
 mod parse;
+pub(crate) mod raw;
 mod scan;
 mod serialize;
 mod value;
@@ -20,6 +21,7 @@ mod es6_numbers_tests;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use check::certainly_canonical;
 pub use number::write_number;
 pub use parse::parse;
 pub use serialize::{compare_keys_utf16, to_canonical, write_canonical, write_string};
