@@ -36,6 +36,7 @@ from agentledger.phase.journal import (
     now_or_utc,
     put_json,
     refuse_unreadable,
+    reproduces,
     same_json,
 )
 from agentledger.phase.jscompat import has_control_characters, utf16_length
@@ -182,20 +183,11 @@ def _trusted_parent(state: PhaseState, parent_id: str) -> StoredEvidence:
         raise PhaseRefused(
             "parent-evidence-missing", f"parent run {parent_id!r} has no phase evidence"
         )
-    if not verify_evidence_digest(stored.evidence):
+    if not reproduces(stored):
         raise PhaseRefused(
             "parent-evidence-tampered",
-            f"parent run {parent_id!r}: its evidence digest does not match its content",
-        )
-    try:
-        compiled = compile(stored.compiler_input)
-    except InvalidInput:
-        compiled = None
-    if compiled is None or not same_json(compiled, stored.evidence):
-        raise PhaseRefused(
-            "parent-evidence-tampered",
-            f"parent run {parent_id!r}: its evidence is not what the compiler produces "
-            "for its recorded input",
+            f"parent run {parent_id!r}: its evidence does not match its digest or is not "
+            "what the compiler produces for its recorded input",
         )
     if stored.evidence["status"] == "blocked":
         raise PhaseRefused(
