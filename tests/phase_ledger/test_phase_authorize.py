@@ -164,3 +164,19 @@ def test_a_naive_time_is_refused_and_nothing_written(ledger: Ledger) -> None:
         )
     assert refused.value.code == "invalid-time"
     assert len(run) == 1
+
+
+def test_an_input_blob_edited_after_a_decision_stops_the_next_one(ledger: Ledger) -> None:
+    from agentledger.phase.journal import PhaseRefused
+
+    from .ledger_testkit import edit_blob
+
+    run = started(ledger, "run-a", "explore")
+    digest = digest_of(run)
+    assert run.authorize("command.execute", ["inspect"], evidence_digest=digest).allowed
+    input_blob = next(run.entries(kind="phase.evidence")).body["input_blob"]
+    edit_blob(ledger, input_blob, b'"inspect"', b'"publish"')
+    with pytest.raises(PhaseRefused) as refused:
+        run.authorize("command.execute", ["inspect"], evidence_digest=digest)
+    assert refused.value.code == "phase-state-tampered"
+    assert len(list(run.entries(kind="phase.authorize"))) == 1
