@@ -45,6 +45,8 @@ def parse_manifest(data: bytes, name: str = "manifest") -> list[Role]:
         raise InvalidManifest(f"{name}: not UTF-8 (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise InvalidManifest(f"{name}: malformed TOML: {exc}") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise InvalidManifest(f"{name}: malformed TOML: nested too deeply") from None
     entries = doc.get("roles")
     if not isinstance(entries, list) or not entries:
         raise InvalidManifest(f"{name}: no [[roles]] entries")
