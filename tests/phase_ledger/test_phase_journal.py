@@ -613,3 +613,17 @@ def test_a_descendant_with_a_malformed_input_is_not_started(ledger: Ledger) -> N
             "child", relation="fork", compiler_input={"sources": {"sandbox": {"id": "x"}}}
         )
     assert not ledger.has_run("child")
+
+
+def test_a_legacy_run_moves_into_a_phase_at_once(ledger: Ledger) -> None:
+    run = started(ledger, "run-a", None)
+    result = move(run, compiler_input("explore"), operation="adopt-phases")
+    assert result.status == "applied"
+    assert result.record["authorityDelta"]["classification"] == "narrowing"
+    assert current(run)["identity"] == {
+        "mode": "profile",
+        "phase": "explore",
+        "profileId": "builtin-explore",
+        "profileVersion": 1,
+    }
+    assert ledger.verify_run("run-a").ok
