@@ -7,6 +7,7 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -290,3 +291,57 @@ def test_a_read_only_ledger_reads_and_refuses_writes_in_one_line(
             ledger.get_run("r").append("step", {})
         assert caught.value.code == "ledger-read-only"
     assert file_state(ledger_file)[0] == before[0]
+
+
+BERNSTEIN_FIXTURE = Path(__file__).resolve().parents[1] / "bernstein" / "fixtures"
+
+
+def test_hostile_bernstein_workdirs_import_nothing_from_outside_and_fail_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("TOPSECRET-OUTSIDE-THE-WORKDIR")
+    workdir = tmp_path / "workdir"
+    shutil.copytree(BERNSTEIN_FIXTURE / "bernstein-3.23.0-shapes", workdir, symlinks=True)
+    runs = workdir / ".sdd" / "runs"
+    first, second = sorted(p.name for p in runs.iterdir())[:2]
+    (runs / first / "journal.jsonl").unlink()
+    (runs / first / "journal.jsonl").symlink_to(outside)  # a journal that points out
+    (runs / "escape").symlink_to(tmp_path)  # a run folder that points out
+    (workdir / ".sdd" / "cas" / ("f" * 64)).symlink_to(outside)  # a blob that points out
+    (runs / "bad id").mkdir()
+    giant = {"ts": 1.0, "elapsed_s": 0, "index": 99, "event": "x", "prev_hash": "",
+             "payload_hash": "a" * 64, "event_hash": "b" * 64, "big": "y" * (24 << 20)}  # fmt: skip
+    with (runs / second / "journal.jsonl").open("a") as journal:
+        journal.write(
+            json.dumps(giant)
+            + "\n"
+            + "[" * 100_000
+            + "\n"
+            + "\udcff".encode("utf-8", "surrogateescape").decode("latin-1")
+            + "\n"
+        )
+    ledger_file = tmp_path / "ledger.db"
+    code, _, err = run_cli(
+        capsys, "--ledger", str(ledger_file), "import", "bernstein", str(workdir)
+    )
+    assert code == 65
+    assert_one_line(err)
+    assert err.startswith("error [bernstein-refused]: 4 path(s)")
+    stored = b"".join(
+        Path(f"{ledger_file}{s}").read_bytes()
+        for s in ("", "-wal")
+        if Path(f"{ledger_file}{s}").exists()
+    )
+    assert b"TOPSECRET" not in stored
+    code, _, err = run_cli(capsys, "--ledger", str(ledger_file), "verify", "--all", "--json")
+    assert code == 2, err  # the run with unparseable lines does not verify; nothing crashes
+    assert_one_line(err)
+    (workdir / ".sdd").rename(workdir / "real-sdd")
+    (workdir / ".sdd").symlink_to(workdir / "real-sdd")
+    before = file_state(ledger_file)
+    code, _, err = run_cli(
+        capsys, "--ledger", str(ledger_file), "import", "bernstein", str(workdir)
+    )
+    assert (code, err.split("]")[0]) == (65, "error [bernstein-symlink")
+    assert file_state(ledger_file) == before

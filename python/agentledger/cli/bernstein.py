@@ -141,6 +141,13 @@ def import_bernstein(
         )
         for problem in audit_problems[:20]:
             console.print(f"  {problem}")
+    if code == ExitCode.INVALID_INPUT and summary.refused:
+        # The report above lists them; stderr gets the one line every failing command prints.
+        click.echo(
+            f"error [bernstein-refused]: {len(summary.refused)} path(s) of {summary.source} "
+            "refused (symlinks, invalid names); the rest was imported",
+            err=True,
+        )
     return code
 
 
