@@ -17,6 +17,7 @@ receipt removed as pruned, not missing.
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from collections.abc import Iterable
@@ -28,6 +29,7 @@ import apsw
 from agentledger import _core
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
+from agentledger.errors import InvalidInput
 from agentledger.ids import utc_timestamp
 from agentledger.keys import public_key_text
 from agentledger.log import fetch
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from agentledger.ledger import Ledger
 
 DEFAULT_GRACE_S = 3600.0
+BATCH = 16_384
 DIGEST_BYTES = re.compile(rb"(?:blake3|sha256):[0-9a-f]{64}")
 MAX_SCANNED_BLOB = 64 << 20
 PRUNE_DOMAIN = b"agentledger/v1/prune-receipt\n"
@@ -214,4 +217,49 @@ def storage_checks(ledger: Ledger) -> list[str]:
         findings = [] if integrity == ["ok"] else [f"integrity: {line}" for line in integrity]
         for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check"):
             findings.append(f"foreign key: {table} row {rowid} names a missing {parent}")
+    return findings
+
+
+def checkpoint_history(ledger: Ledger, trusted: set[str]) -> list[str]:
+    """Every stored checkpoint, not only the newest: signed by a trusted key, and its root
+    that of the log's first ``size`` leaves as they are now. One pass over the log in leaf
+    order, stopping at each checkpoint's size. Empty when the whole history holds."""
+    from agentledger.checkpoint import Checkpoint
+
+    findings: list[str] = []
+    with ledger.db.snapshot() as conn:
+        rows = fetch(conn, "SELECT id, size, note FROM checkpoints ORDER BY size, id")
+        state = wslog.EMPTY
+        cursor = iter(conn.execute(wslog.LEAF_ROWS, (0,)))
+        for checkpoint_id, size, note in rows:
+            try:
+                parsed = Checkpoint.parse(note)
+            except InvalidInput as exc:
+                findings.append(f"checkpoint {checkpoint_id}: {exc.message}")
+                continue
+            if parsed.signed_by(sorted(trusted)) is None:
+                findings.append(f"checkpoint {checkpoint_id}: not signed by a trusted key")
+            if parsed.size != size:
+                findings.append(
+                    f"checkpoint {checkpoint_id}: size column {size}, note {parsed.size}"
+                )
+            while state.size < parsed.size:
+                batch = list(itertools.islice(cursor, min(BATCH, parsed.size - state.size)))
+                if not batch:
+                    break
+                state, _, gap = wslog.extend(state, batch)
+                if gap is not None:
+                    findings.append(f"log: leaf {gap[0]} out of place (found {gap[1]})")
+                    return findings
+            if state.size < parsed.size:
+                findings.append(
+                    f"checkpoint {checkpoint_id}: commits to {parsed.size} leaves, "
+                    f"the log holds {state.size}"
+                )
+                break
+            if state.root != parsed.root:
+                findings.append(
+                    f"checkpoint {checkpoint_id}: the log's first {parsed.size} leaves "
+                    "no longer hash to its root (history rewritten)"
+                )
     return findings

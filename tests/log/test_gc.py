@@ -91,3 +91,17 @@ def test_a_pruned_blob_is_reported_as_pruned_not_missing(ledger: Ledger, ledger_
     with raw(ledger_path) as conn:
         conn.execute("DELETE FROM prune_receipts")
     assert verify(ledger_path).code == 2  # without the receipt it is simply missing
+
+
+def test_fsck_checks_every_checkpoint_ever_taken(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    run = ledger.run("r")
+    for i in range(4):
+        run.append("step", {"i": i})
+    assert cli("fsck", "--json").json()["checkpoints"] == []
+    with raw(ledger_path) as conn:  # an old checkpoint's root forged, the newest left alone
+        conn.execute("UPDATE checkpoints SET note = replace(note, '\n2\n', '\n1\n') WHERE size = 2")
+    result = cli("fsck", "--json")
+    assert result.code == 2
+    assert any("checkpoint" in finding for finding in result.json()["checkpoints"])

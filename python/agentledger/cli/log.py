@@ -194,25 +194,28 @@ def fsck_command(
     compat: str | None,
     as_json: bool,
 ) -> int:
-    """Run every check there is: SQLite's integrity and foreign keys, a full verify, orphans.
+    """Run every check there is: SQLite's integrity and foreign keys, every checkpoint ever
+    taken (signature, and the log still hashing to its root), a full verify, orphan blobs.
 
     Exit 0 when everything is sound, 2 when anything is damaged or diverged.
     """
     options = VerifyOptions(trust=trust, audit_key_file=audit_key_file, compat=compat)
     with app.open_ledger() as ledger:
         findings = collector.storage_checks(ledger)
+        history = collector.checkpoint_history(ledger, resolve_trust(trust, ledger.keys))
         report = run_verify(app, ledger, None, options)
         with ledger.db.snapshot() as conn:
             orphans = sorted(
                 {row[0] for row in conn.execute("SELECT digest FROM blobs")}
                 - collector.reachable_blobs(conn)
             )
-    code = ExitCode.DIVERGED if findings else ExitCode(report.code)
+    code = ExitCode.DIVERGED if findings or history else ExitCode(report.code)
     if as_json:
         emit_json(
             {
                 "code": int(code),
                 "sqlite": findings,
+                "checkpoints": history,
                 "verify": report.to_json(),
                 "orphan_blobs": orphans,
             }
@@ -220,6 +223,7 @@ def fsck_command(
         return int(code)
     table = Table(show_edge=False, show_header=False)
     table.add_row("sqlite integrity", "ok" if not findings else "\n".join(findings[:20]))
+    table.add_row("checkpoint history", "ok" if not history else "\n".join(history[:20]))
     table.add_row("orphan blobs", f"{len(orphans)} (collect with `agentledger gc`)")
     app.console.print(table)
     app.console.print(report_renderable(report))
