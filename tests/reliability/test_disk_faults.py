@@ -109,6 +109,7 @@ def test_a_disk_fault_fails_one_operation_with_a_typed_error_and_loses_nothing(
             outcomes["failed, batch durable" if new_runs["r"] else "failed, rolled back"] += 1
         else:
             outcomes[outcome if fired else "not reached"] += 1
+    print(f"\nfault {kind} under {operation}: {dict(sorted(outcomes.items()))}")
     assert (
         outcomes["failed, rolled back"] + outcomes["failed"] + outcomes["failed, batch durable"]
         >= 1
