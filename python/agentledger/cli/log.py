@@ -57,7 +57,7 @@ def checkpoint(app: AppContext, export_file: Path | None, as_json: bool) -> int:
     if as_json:
         emit_json({**_checkpoint_json(stored), "exported": str(export_file or "") or None})
     else:
-        app.console.print(Text(text.rstrip("\n")))
+        click.echo(text, nl=False)  # verbatim: a wrapped signature line would not verify
         if export_file is not None:
             app.err_console.print(f"checkpoint written to {export_file}")
     return int(ExitCode.OK)
