@@ -114,6 +114,8 @@ def verify_entries(
     carry: tuple[str, int, bytes] | None,
     rows: Sequence[tuple[str, int, str, bytes, bytes]],
     jobs: int = 0,
+    *,
+    scan: JournalScan | None = None,
 ) -> tuple[
     list[tuple[str, int | None, str, str, str]],
     list[tuple[str, int, int, int, int, bytes]],
@@ -204,12 +206,27 @@ def verify_entries_logged(
     rows: Sequence[tuple[str, int, str, bytes, bytes, int | None]],
     log: LogAssembler,
     jobs: int = 0,
+    *,
+    scan: JournalScan | None = None,
 ) -> tuple[
     list[tuple[str, int | None, str, str, str]],
     list[tuple[str, int, int, int, int, bytes]],
     list[str],
 ]:
     """``verify_entries`` for rows carrying their leaf index; adds their leaves to ``log``."""
+
+class JournalScan:
+    """Gathers, across the batches of a whole pass, the referenced digests (then not
+    returned per batch) and the ``(run_id, seq)`` of rows matching each mark
+    ``(kinds, needle)``: ``kind IN kinds AND instr(bytes, needle) > 0``."""
+
+    def __init__(
+        self, marks: Sequence[tuple[Sequence[str], bytes]], limit: int = 100_000
+    ) -> None: ...
+    def marked(self, index: int) -> list[tuple[str, int]] | None:
+        """Rows mark ``index`` matched, in row order; ``None`` past ``limit``."""
+    def referenced(self) -> list[str]:
+        """The distinct referenced digests, sorted."""
 
 class LogAssembler:
     """The workspace log rebuilt from leaves arriving in any order (expects ``base..limit``)."""

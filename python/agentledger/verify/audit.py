@@ -149,7 +149,11 @@ def _cross_check(
     hash already proves the record's fields were taken from this entry.
     """
     if ctx.whole:
-        rows: Iterable[Any] = ctx.conn.execute(ALL_CANDIDATES, (MIRRORED_MARK,))
+        # The journal pass marked exactly the rows ALL_CANDIDATES selects.
+        columns = "run_id, seq, kind, hash, bytes"
+        rows: Iterable[Any] = ctx.marked_rows(
+            ("mirrored",), columns, ALL_CANDIDATES, (MIRRORED_MARK,)
+        )
     else:
         rows = (
             row

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,6 +55,29 @@ class VerifyContext:
     """The workspace-log check's own state (verify/log.py)."""
     after_snapshot: list[Callable[[], None]] = field(default_factory=list)
     """Run once the read snapshot is closed (e.g. recording a clean verify)."""
+    marked: dict[str, list[tuple[str, int]] | None] = field(default_factory=dict)
+    """``(run_id, seq)`` of the entries the whole journal pass matched per mark
+    (``journal_pass.MARKS``); ``None`` or absent: not recorded, scan instead."""
+
+    def marked_rows(
+        self, marks: tuple[str, ...], columns: str, scan: str, params: tuple[Any, ...] = ()
+    ) -> Iterable[Any]:
+        """The rows ``scan`` selects, fetched by key when the journal pass marked them.
+
+        ``scan`` must select exactly the entries of ``marks`` (the same kinds and byte
+        strings), in ``(run_id, seq)`` order, with ``columns``.
+        """
+        recorded = [self.marked.get(mark) for mark in marks]
+        keys: list[tuple[str, int]] = []
+        for found in recorded:
+            if found is None:
+                rows: Iterable[Any] = self.conn.execute(scan, params)
+                return rows
+            keys.extend(found)
+        if len(recorded) > 1:
+            keys = sorted(set(keys))
+        query = f"SELECT {columns} FROM entries WHERE run_id = ? AND seq = ?"
+        return (row for key in keys for row in self.conn.execute(query, key))
 
     def verdict(self, run_id: str) -> RunVerdict:
         if run_id not in self.verdicts:

@@ -28,6 +28,17 @@ ALL_ROWS = "SELECT {columns} FROM entries ORDER BY run_id, seq"
 RUN_ROWS = "SELECT {columns} FROM entries WHERE run_id = ? ORDER BY seq"
 TAIL_ROWS = "SELECT {columns} FROM entries WHERE run_id = ? AND seq >= ? ORDER BY seq"
 
+# The entries later checks look at, as (kinds, byte string in the entry): the whole-workspace
+# pass records which rows match (exactly SQL's ``kind IN kinds AND instr(bytes, mark) > 0``)
+# so that those checks fetch just them instead of scanning the table again.
+MARKS: dict[str, tuple[tuple[str, ...], bytes]] = {
+    "team_manifest": (("activity.result",), b'"team_manifest":"'),
+    "receipt_data": (("activity.result",), b'"kind":"data"'),
+    "receipt_ops": (("activity.result",), b'"kind":"ops"'),
+    "mirrored": (("activity.result", "activity.refused"), b'"mirrored":true'),
+}
+MARKED_LIMIT = 200_000
+
 
 def _batches(rows: Iterable[Row], size: int) -> Iterator[list[Row]]:
     iterator = iter(rows)
@@ -68,11 +79,14 @@ def check_journal(ctx: VerifyContext) -> None:
     # The workspace log (verify/log.py) is rebuilt from these same rows when it asks to be.
     assembler = getattr(ctx.log_plan, "assembler", None)
     columns = COLUMNS if assembler is None else LOGGED_COLUMNS
+    # A whole pass keeps referenced digests and marked rows in Rust across batches.
+    scan = _core.JournalScan(list(MARKS.values()), MARKED_LIMIT) if ctx.whole else None
 
     def verify(carry: tuple[str, int, bytes] | None, rows: list[Any]) -> Any:
+        jobs = ctx.options.jobs
         if assembler is None:
-            return _core.verify_entries(ledger_id, carry, rows, ctx.options.jobs)
-        return _core.verify_entries_logged(ledger_id, carry, rows, assembler, ctx.options.jobs)
+            return _core.verify_entries(ledger_id, carry, rows, jobs, scan=scan)
+        return _core.verify_entries_logged(ledger_id, carry, rows, assembler, jobs, scan=scan)
 
     pending: list[Future[Any]] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify") as pool:
@@ -97,3 +111,6 @@ def check_journal(ctx: VerifyContext) -> None:
                 collect(pending.pop(0))
         for future in pending:
             collect(future)
+    if scan is not None:
+        ctx.referenced.update(scan.referenced())
+        ctx.marked = {name: scan.marked(i) for i, name in enumerate(MARKS)}

@@ -33,7 +33,11 @@ from agentledger.keys import resolve_trust
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
 
-UNLOGGED = "SELECT run_id, seq FROM entries WHERE leaf IS NULL OR leaf < 0 ORDER BY run_id, seq"
+# INDEXED BY: without it SQLite scans the whole table for the (normally empty) answer.
+UNLOGGED = (
+    "SELECT run_id, seq FROM entries INDEXED BY entries_by_leaf "
+    "WHERE leaf IS NULL OR leaf < 0 ORDER BY run_id, seq"
+)
 
 
 @dataclass

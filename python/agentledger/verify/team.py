@@ -27,7 +27,8 @@ CHUNKS = "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx"
 
 def _rows(ctx: VerifyContext) -> Iterator[tuple[str, int, bytes]]:
     if ctx.whole:
-        yield from ctx.conn.execute(ALL_PINNED)
+        # The journal pass marked exactly the rows ALL_PINNED selects.
+        yield from ctx.marked_rows(("team_manifest",), "run_id, seq, bytes", ALL_PINNED)
         return
     for run_id in sorted(ctx.selected_runs):
         yield from ctx.conn.execute(RUN_PINNED, (run_id,))

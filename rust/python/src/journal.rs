@@ -1,7 +1,7 @@
 //! Journal encoding and batch verification. Rows cross the boundary as plain tuples of
 //! str/int/bytes, are copied into Rust memory, and are verified with the GIL released.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use agentledger_core::canonical::Value;
@@ -11,6 +11,7 @@ use agentledger_core::merkle::{Hash, HashAlg, IncrementalTree};
 use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::PyBytes;
+use rayon::prelude::*;
 
 use crate::canonical::value_from_py;
 use crate::errors::to_py;
@@ -25,6 +26,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log_extend, m)?)?;
     m.add_function(wrap_pyfunction!(verify_entries_logged, m)?)?;
     m.add_class::<LogAssembler>()?;
+    m.add_class::<JournalScan>()?;
     m.add("MAX_FINDINGS_PER_RUN", journal::MAX_FINDINGS_PER_RUN)?;
     Ok(())
 }
@@ -132,26 +134,149 @@ fn to_tuples(report: journal::BatchReport) -> BatchTuple {
     (findings, runs, report.referenced)
 }
 
+/// What a whole journal pass gathers for the checks after it, across batches and without
+/// a Python object per row: the distinct digests activity results reference, and for
+/// each mark `(kinds, needle)` the `(run_id, seq)` of the rows whose kind is one of
+/// `kinds` and whose bytes contain `needle` (SQL's `kind IN (...) AND instr(bytes,
+/// needle) > 0`), in row order. A mark matching more than `limit` rows stops recording
+/// (`marked` is then `None`), so memory stays bounded.
+#[pyclass(module = "agentledger._core")]
+struct JournalScan {
+    marks: Vec<(Vec<String>, Vec<u8>)>,
+    limit: usize,
+    marked: Vec<Option<Vec<(String, i64)>>>,
+    referenced: HashSet<String>,
+}
+
+#[pymethods]
+impl JournalScan {
+    #[new]
+    #[pyo3(signature = (marks, limit = 100_000))]
+    fn new(marks: Vec<(Vec<String>, Vec<u8>)>, limit: usize) -> Self {
+        let marked = marks.iter().map(|_| Some(Vec::new())).collect();
+        JournalScan {
+            marks,
+            limit,
+            marked,
+            referenced: HashSet::new(),
+        }
+    }
+
+    /// The rows mark `index` matched, in row order, or `None` past the limit.
+    fn marked(&self, index: usize) -> Option<Vec<(String, i64)>> {
+        self.marked.get(index).cloned().flatten()
+    }
+
+    /// The distinct referenced digests, sorted.
+    fn referenced(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.referenced.iter().cloned().collect();
+        out.sort_unstable();
+        out
+    }
+}
+
+impl JournalScan {
+    /// Which marks each row matches (bit `i` for mark `i`), computed in parallel.
+    fn match_rows(&self, rows: &[PyRow]) -> Vec<u64> {
+        if self.marks.is_empty() {
+            return vec![0; rows.len()];
+        }
+        rows.par_iter()
+            .map(|row| {
+                let mut bits = 0u64;
+                for (i, (kinds, needle)) in self.marks.iter().enumerate().take(64) {
+                    if kinds.iter().any(|k| k == row.kind()) && contains(row.bytes(), needle) {
+                        bits |= 1 << i;
+                    }
+                }
+                bits
+            })
+            .collect()
+    }
+
+    fn record(&mut self, rows: &[PyRow], bits: &[u64], referenced: Vec<String>) {
+        for (row, &bits) in rows.iter().zip(bits) {
+            if bits == 0 {
+                continue;
+            }
+            for (i, slot) in self.marked.iter_mut().enumerate().take(64) {
+                if bits & (1 << i) == 0 {
+                    continue;
+                }
+                if let Some(keys) = slot {
+                    if keys.len() < self.limit {
+                        keys.push((row.run_id().to_owned(), row.seq()));
+                    } else {
+                        *slot = None;
+                    }
+                }
+            }
+        }
+        self.referenced.extend(referenced);
+    }
+}
+
+/// SQL `instr(haystack, needle) > 0` on bytes (an empty needle is found).
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    let mut from = 0;
+    while let Some(offset) = haystack[from..].iter().position(|&b| b == first) {
+        let at = from + offset;
+        if haystack[at + 1..].starts_with(rest) {
+            return true;
+        }
+        from = at + 1;
+    }
+    false
+}
+
 /// Verify rows ordered by (run_id, seq): `(run_id, seq, kind, hash, bytes)` tuples.
 /// Returns `(findings, run_summaries, referenced_digests)`; `jobs` = 0 uses every core.
 #[pyfunction]
-#[pyo3(signature = (ledger_id, carry, rows, jobs = 0))]
+#[pyo3(signature = (ledger_id, carry, rows, jobs = 0, *, scan = None))]
 fn verify_entries(
     py: Python<'_>,
     ledger_id: &str,
     carry: Option<(String, i64, Bound<'_, PyBytes>)>,
     rows: Vec<StoredRowTuple>,
     jobs: usize,
+    scan: Option<&Bound<'_, JournalScan>>,
 ) -> PyResult<BatchTuple> {
     let rows: Vec<PyRow> = rows.into_iter().map(PyRow::new).collect();
     let carry = to_carry(carry);
     let pool = pool(jobs)?;
+    let mut scan = scan.map(|s| s.borrow_mut());
+    let scan_ref = scan.as_deref_mut();
     let rows_ref = &rows;
-    let report = py.allow_threads(|| {
-        pool.install(|| journal::verify_batch(ledger_id, carry.as_ref(), rows_ref))
+    let report = py.allow_threads(move || {
+        pool.install(|| verify_and_scan(ledger_id, carry.as_ref(), rows_ref, scan_ref))
     });
+    drop(scan);
     drop(rows);
     Ok(to_tuples(report))
+}
+
+/// `verify_batch`, and with a scan, its marks matched in parallel with it and the batch's
+/// referenced digests kept there rather than returned.
+fn verify_and_scan(
+    ledger_id: &str,
+    carry: Option<&Carry>,
+    rows: &[PyRow],
+    scan: Option<&mut JournalScan>,
+) -> journal::BatchReport {
+    match scan {
+        None => journal::verify_batch(ledger_id, carry, rows),
+        Some(scan) => {
+            let (mut report, bits) = rayon::join(
+                || journal::verify_batch(ledger_id, carry, rows),
+                || scan.match_rows(rows),
+            );
+            scan.record(rows, &bits, std::mem::take(&mut report.referenced));
+            report
+        }
+    }
 }
 
 /// One rayon pool per requested size, built once and reused by every batch.
@@ -318,7 +443,7 @@ type LoggedRowTuple = (
 /// log): the same findings, and each logged row's leaf hash is added to `log`, computed in
 /// parallel from the row already in memory.
 #[pyfunction]
-#[pyo3(signature = (ledger_id, carry, rows, log, jobs = 0))]
+#[pyo3(signature = (ledger_id, carry, rows, log, jobs = 0, *, scan = None))]
 fn verify_entries_logged(
     py: Python<'_>,
     ledger_id: &str,
@@ -326,6 +451,7 @@ fn verify_entries_logged(
     rows: Vec<LoggedRowTuple>,
     log: &Bound<'_, LogAssembler>,
     jobs: usize,
+    scan: Option<&Bound<'_, JournalScan>>,
 ) -> PyResult<BatchTuple> {
     let mut leaves = Vec::with_capacity(rows.len());
     let rows: Vec<PyRow> = rows
@@ -339,11 +465,13 @@ fn verify_entries_logged(
     let pool = pool(jobs)?;
     let mut guard = log.borrow_mut();
     let assembler: &mut CoreAssembler = &mut guard.0;
+    let mut scan = scan.map(|s| s.borrow_mut());
+    let scan_ref = scan.as_deref_mut();
     let rows_ref = &rows;
     let report = py.allow_threads(move || {
         pool.install(|| {
             let (report, hashes) = rayon::join(
-                || journal::verify_batch(ledger_id, carry.as_ref(), rows_ref),
+                || verify_and_scan(ledger_id, carry.as_ref(), rows_ref, scan_ref),
                 || journal::row_leaf_hashes(HashAlg::Blake3, rows_ref),
             );
             for (leaf, hash) in leaves.into_iter().zip(hashes) {
@@ -355,6 +483,7 @@ fn verify_entries_logged(
         })
     });
     drop(guard);
+    drop(scan);
     drop(rows);
     Ok(to_tuples(report))
 }

@@ -1,0 +1,69 @@
+"""The journal pass's marks select exactly the rows the later checks' own queries select."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentledger import Ledger, _core
+from agentledger.verify import audit, receipts, team
+from agentledger.verify.journal_pass import MARKS
+
+BODIES: list[tuple[str, dict[str, Any]]] = [
+    ("activity.result", {"kind": "data", "team_manifest": "blake3:00", "mirrored": True}),
+    ("activity.result", {"kind": "ops", "note": '"kind":"data"'}),
+    ("activity.result", {"kind": "research", "mirrored": False}),
+    ("activity.refused", {"kind": "data", "mirrored": True}),
+    ("step", {"kind": "data", "mirrored": True, "team_manifest": "x"}),
+    ("activity.result", {"nested": {"kind": "ops", "team_manifest": "y"}}),
+]
+
+
+def test_marks_match_the_sql_each_check_would_run(tmp_path: Path) -> None:
+    with Ledger.open(tmp_path / "l.db") as ledger:
+        for n in range(3):
+            ledger.run(f"r{n}").append_many(BODIES[n:] + BODIES[:n])
+        with ledger.db.snapshot() as conn:
+            rows = conn.execute(
+                "SELECT run_id, seq, kind, hash, bytes FROM entries ORDER BY run_id, seq"
+            ).fetchall()
+            scan = _core.JournalScan(list(MARKS.values()))
+            for start in range(0, len(rows), 4):  # across batches
+                _core.verify_entries(ledger.id, None, rows[start : start + 4], scan=scan)
+            for index, (kinds, needle) in enumerate(MARKS.values()):
+                marks = ",".join("?" * len(kinds))
+                expected = conn.execute(
+                    f"SELECT run_id, seq FROM entries WHERE kind IN ({marks}) "
+                    "AND instr(bytes, ?) > 0 ORDER BY run_id, seq",
+                    (*kinds, needle),
+                ).fetchall()
+                assert expected and scan.marked(index) == expected
+            # The checks' own scans use these same strings.
+            assert MARKS["mirrored"] == (
+                ("activity.result", "activity.refused"),
+                audit.MIRRORED_MARK,
+            )
+            assert MARKS["team_manifest"][1].decode() in team.ALL_PINNED
+            assert MARKS["receipt_data"][1].decode() in receipts.ALL_SIGNED
+            assert MARKS["receipt_ops"][1].decode() in receipts.ALL_SIGNED
+            limited = _core.JournalScan(list(MARKS.values()), 1)
+            _core.verify_entries(ledger.id, None, rows, scan=limited)
+            assert limited.marked(0) is None
+
+
+def test_referenced_digests_accumulate_in_the_scan(tmp_path: Path) -> None:
+    with Ledger.open(tmp_path / "l.db") as ledger:
+        digest = ledger.blobs.put(b"page")
+        body = {
+            "observations": [{"kind": "page", "ref": "u", "content_hash": digest}],
+            "evidence_set_hash": _core.evidence_set_hash([digest]),
+        }
+        ledger.run("a").append_many([("activity.result", body)] * 2)
+        assert ledger.verify().code == 0
+        with ledger.db.snapshot() as conn:
+            rows = conn.execute(
+                "SELECT run_id, seq, kind, hash, bytes FROM entries ORDER BY run_id, seq"
+            ).fetchall()
+        scan = _core.JournalScan([])
+        findings, _, referenced = _core.verify_entries(ledger.id, None, rows, scan=scan)
+        assert findings == [] and referenced == [] and scan.referenced() == [digest]
