@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,7 @@ class AuditChain:
     activity: list[ActivityRecord] = field(default_factory=list)
     authenticated: bool = False
     """True when the HMACs were checked (a master key was given)."""
+    marker: str = field(default_factory=lambda: "marker-" + secrets.token_hex(16))
 
     @property
     def ok(self) -> bool:
@@ -115,7 +117,21 @@ def _check_line(
     if scheme not in (1, 2) or isinstance(scheme, bool):
         problem("unsupported audit scheme", run_id)
         return head
-    if line != json.dumps(record, sort_keys=True).encode():
+    # One serialisation serves both the canonical-bytes check and the HMAC body: the
+    # record is dumped with its hmac replaced by a per-walk random marker, which is then
+    # either put back (the line) or cut out with its member (the body).
+    has_hmac = "hmac" in record
+    if has_hmac:
+        text = json.dumps({**record, "hmac": chain.marker}, sort_keys=True)
+        member = f'"hmac": "{chain.marker}"'
+        canonical = text.replace(f'"{chain.marker}"', json.dumps(record["hmac"]), 1)
+        if f"{member}, " in text:
+            body_text = text.replace(f"{member}, ", "", 1)
+        else:
+            body_text = text.replace(f", {member}", "", 1).replace(member, "", 1)
+    else:
+        canonical = body_text = json.dumps(record, sort_keys=True)
+    if line != canonical.encode():
         problem("non-canonical line bytes", run_id)
         return head
     if record.get("event_type") == "activity.result":
@@ -135,8 +151,7 @@ def _check_line(
         return stored
     if keyed:
         key, prefix = keys[int(scheme)]
-        body = {k: v for k, v in record.items() if k != "hmac"}
-        message = prefix + head.encode() + json.dumps(body, sort_keys=True).encode()
+        message = prefix + head.encode() + body_text.encode()
         if not hmac.compare_digest(hmac.new(key, message, hashlib.sha256).hexdigest(), stored):
             problem("HMAC mismatch", run_id)
             return stored
