@@ -12,7 +12,6 @@ import base64
 import hashlib
 import hmac
 import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -232,7 +231,3 @@ class WorkdirWriter:
 
     def run(self, run_id: str) -> RunWriter:
         return RunWriter(self, run_id)
-
-
-def now() -> float:
-    return time.time()
