@@ -157,6 +157,9 @@ class Database:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA foreign_keys = ON")
+        # A ledger file may have been written by someone else: views and triggers in its
+        # schema must not call functions with side effects (docs/RELIABILITY.md).
+        conn.execute("PRAGMA trusted_schema = OFF")
         conn.transaction_mode = "IMMEDIATE"
         if not self.readonly and version < SCHEMA_VERSION:
             with conn:
