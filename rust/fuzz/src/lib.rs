@@ -8,7 +8,11 @@ use agentledger_core::pyjson;
 pub fn check_canonical_json(data: &[u8]) {
     let _ = is_canonical(data);
     if let Ok(canonical) = canonicalize_json(data) {
-        assert_eq!(is_canonical(&canonical).ok(), Some(true), "output not canonical");
+        assert_eq!(
+            is_canonical(&canonical).ok(),
+            Some(true),
+            "output not canonical"
+        );
         let again = canonicalize_json(&canonical).expect("canonical output must re-parse");
         assert_eq!(again, canonical, "canonicalization is not idempotent");
     }
