@@ -71,10 +71,19 @@ def run_mixed_load(
 def test_concurrent_writers_lose_and_double_nothing_while_verify_and_readers_run(
     tmp_path: Path,
 ) -> None:
-    records = run_mixed_load(tmp_path, writers=3, appends=40)
+    check_mixed_load(tmp_path, writers=3, appends=40)
+
+
+@pytest.mark.slow
+def test_six_writers_of_three_hundred_appends_lose_and_double_nothing(tmp_path: Path) -> None:
+    check_mixed_load(tmp_path, writers=6, appends=300)
+
+
+def check_mixed_load(tmp_path: Path, *, writers: int, appends: int) -> None:
+    records = run_mixed_load(tmp_path, writers=writers, appends=appends)
     everything = [r for rs in records.values() for r in rs]
     assert [r for r in everything if "crash" in r or "error" in r] == []
-    assert len([r for r in records["writer"] if "finished" in r]) == 3
+    assert len([r for r in records["writer"] if "finished" in r]) == writers
 
     acknowledged: dict[str, dict[int, str]] = defaultdict(dict)
     for record in records["writer"]:
