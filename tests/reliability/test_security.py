@@ -186,3 +186,30 @@ def test_hostile_table_names_in_a_ledger_file_are_never_run_as_sql(
     with Ledger.open(recorded, key_dir=key_home) as ledger:
         assert ledger.db.scalar("SELECT count(*) FROM entries") == before
         assert ledger.verify(jobs=1).code == 0
+
+
+def test_hostile_strings_in_a_tampered_ledger_are_shown_escaped_never_as_markup(
+    tmp_path: Path, capsys: Any
+) -> None:
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        ledger.run("r").append_many([("step", {"i": i, "note": "fine"}) for i in range(3)])
+    conn = apsw.Connection(str(path))
+    hostile = "<script>alert(1)</script>[link=https://evil.example]click[/link]"
+    conn.execute("UPDATE entries SET kind = ? WHERE seq = 1", ("<img src=x onerror=alert(1)>",))
+    conn.execute(
+        "UPDATE entries SET bytes = CAST(replace(CAST(bytes AS TEXT), 'fine', ?) AS BLOB) "
+        "WHERE seq = 2",
+        (hostile,),
+    )
+    conn.close()
+    report = tmp_path / "report.html"
+    code, out, _ = _cli(capsys, "--ledger", str(path), "verify", "--html", str(report))
+    assert code == 2
+    html = report.read_text()
+    for raw in ("<script>", "<img", "<a "):
+        assert raw not in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    code, out, _ = _cli(capsys, "--ledger", str(path), "show", "r")
+    assert code == 0
+    assert "[link=https://evil.example]click[/link]" in out  # printed as text, not a link
