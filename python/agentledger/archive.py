@@ -117,6 +117,9 @@ def select_runs(ledger: Ledger, run_ids: Iterable[str], since: str | None) -> li
     if missing:
         raise NotFound(f"no run {missing[0]!r} in {ledger.path}")
     chosen = [run_id for run_id in everything if not wanted or run_id in set(wanted)]
+    with ledger.db.snapshot() as conn:
+        anchors = _anchoring_runs(conn, chosen)
+    chosen += [run_id for run_id in everything if run_id in anchors and run_id not in chosen]
     if since is not None:
         threshold = _parse_since(since)
         with ledger.db.snapshot() as conn:
@@ -127,6 +130,25 @@ def select_runs(ledger: Ledger, run_ids: Iterable[str], since: str | None) -> li
                 and datetime.fromisoformat(ts.replace("Z", "+00:00")) >= threshold
             ]
     return chosen
+
+
+def _anchoring_runs(conn: apsw.Connection, runs: list[str]) -> set[str]:
+    """Runs the selected ones cannot be verified without: the bookkeeping run that pins
+    the manifests of imported bernstein runs."""
+    from agentledger.bernstein.format import BOOKKEEPING_RUN
+
+    imported = fetch(
+        conn,
+        "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'bernstein_runs'",
+    )
+    if not imported or BOOKKEEPING_RUN in runs:
+        return set()
+    rows = fetch(
+        conn,
+        "SELECT 1 FROM bernstein_runs WHERE run_id IN (SELECT value FROM json_each(?)) LIMIT 1",
+        (json.dumps(runs),),
+    )
+    return {BOOKKEEPING_RUN} if rows else set()
 
 
 def _reachable_blobs(source: apsw.Connection, seeds: set[str]) -> list[str]:
@@ -233,6 +255,8 @@ def _fill(ledger: Ledger, target_db: Database, runs: list[str]) -> tuple[int, in
     state = wslog.EMPTY
     entries = 0
     with ledger.db.snapshot() as source, target_db.write() as target:
+        # Rows are copied table by table in name order: foreign keys are checked at commit.
+        target.execute("PRAGMA defer_foreign_keys = ON")
         target.execute("UPDATE ledger_meta SET value = ? WHERE key = 'ledger_id'", (ledger.id,))
         seeds: set[str] = set()
         for ordinal, run_id in enumerate(runs, 1):

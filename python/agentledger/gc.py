@@ -93,7 +93,7 @@ def referenced_digests(conn: apsw.Connection) -> set[str]:
         columns = [
             row[1]
             for row in conn.execute("SELECT * FROM pragma_table_info(?)", (table,))
-            if row[2].upper() in {"TEXT", "BLOB", ""}
+            if row[2].upper() in {"TEXT", "BLOB", "ANY", ""}
         ]
         if not columns:
             continue
