@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use crate::canonical::{self, raw, Value};
 use crate::hash;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use crate::merkle::{Hash, HashAlg, IncrementalTree};
@@ -661,10 +661,65 @@ pub fn verify_batch<R: EntryRow>(
         done.last_hash = rows.last().expect("a run holds a row").hash().to_vec();
         report.runs.push(done);
     }
-    referenced.par_sort_unstable();
-    referenced.dedup();
-    report.referenced = referenced.into_iter().map(Cow::into_owned).collect();
+    // Many rows reference the same few digests: de-duplicate before sorting.
+    let unique: HashSet<&str> = referenced.iter().map(|h| h.as_ref()).collect();
+    let mut unique: Vec<&str> = unique.into_iter().collect();
+    unique.sort_unstable();
+    report.referenced = unique.into_iter().map(str::to_owned).collect();
     report
+}
+
+/// SQL `instr(haystack, needle) > 0` on bytes (an empty needle is found).
+///
+/// Candidates are found by the needle's first byte that is not JSON punctuation (a `"` or
+/// `:` would stop at every string), eight bytes at a time, and checked at both ends before
+/// being compared whole.
+pub fn contains_bytes(haystack: &[u8], needle: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let (Some(&first), Some(&last)) = (needle.first(), needle.last()) else {
+        return true;
+    };
+    if needle.len() > haystack.len() {
+        return false;
+    }
+    let anchor = needle
+        .iter()
+        .position(|b| !b"\"{}[],:".contains(b))
+        .unwrap_or(0);
+    let key = needle[anchor];
+    let spread = ONES * u64::from(key);
+    let last_start = haystack.len() - needle.len();
+    // Compared byte by byte: needles are short, and a `memcmp` call per candidate costs more.
+    let matches_at = |start: usize| {
+        haystack[start] == first
+            && haystack[start + needle.len() - 1] == last
+            && haystack[start..start + needle.len()]
+                .iter()
+                .zip(needle)
+                .all(|(a, b)| a == b)
+    };
+    // `at` runs over the positions the anchor byte can take in a match.
+    let mut at = anchor;
+    let end = last_start + anchor;
+    while at <= end {
+        if let Some(chunk) = haystack.get(at..at + 8) {
+            let word = u64::from_ne_bytes(chunk.try_into().expect("8 bytes")) ^ spread;
+            if word.wrapping_sub(ONES) & !word & HIGHS == 0 {
+                at += 8;
+                continue;
+            }
+        }
+        // The key is somewhere in these 8 bytes (or the tail): check them one by one.
+        let stop = (at + 8).min(end + 1);
+        for (candidate, &byte) in haystack[at..stop].iter().enumerate() {
+            if byte == key && matches_at(at + candidate - anchor) {
+                return true;
+            }
+        }
+        at += 8;
+    }
+    false
 }
 
 /// The domain of a workspace-log leaf: `domain_hash("log-leaf", …)`.
@@ -1154,6 +1209,48 @@ mod tests {
                 &canonical::to_canonical(&value).unwrap(),
             ))
         });
+    }
+
+    #[test]
+    fn contains_bytes_is_sql_instr() {
+        let hay = br#"{"body":{"kind":"data","mirrored":true},"kind":"x"}"#;
+        for (needle, found) in [
+            (&br#""kind":"data""#[..], true),
+            (br#""mirrored":true"#, true),
+            (br#""mirrored":false"#, false),
+            (br#""kind":"x"}"#, true),
+            (br#"{"body""#, true),
+            (b"", true),
+            (b"\"", true),
+            (br#""kind":"ops""#, false),
+        ] {
+            assert_eq!(contains_bytes(hay, needle), found, "{needle:?}");
+            let reference = needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle);
+            assert_eq!(contains_bytes(hay, needle), reference);
+        }
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..20_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let len = (state % 40) as usize;
+            let hay: Vec<u8> = (0..len)
+                .map(|i| b"ab\":"[(state >> (i % 60)) as usize % 4])
+                .collect();
+            let nlen = ((state >> 8) % 5) as usize;
+            let needle: Vec<u8> = (0..nlen)
+                .map(|i| b"ab\":"[(state >> (7 + i * 3)) as usize % 4])
+                .collect();
+            let reference = needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle);
+            assert_eq!(
+                contains_bytes(&hay, &needle),
+                reference,
+                "{hay:?} {needle:?}"
+            );
+        }
+        assert!(!contains_bytes(b"ab", b"abc"));
+        assert!(contains_bytes(b"xxabc", b"abc"));
+        assert!(!contains_bytes(b"bc", b"abc"));
     }
 
     #[test]

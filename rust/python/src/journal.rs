@@ -185,7 +185,9 @@ impl JournalScan {
             .map(|row| {
                 let mut bits = 0u64;
                 for (i, (kinds, needle)) in self.marks.iter().enumerate().take(64) {
-                    if kinds.iter().any(|k| k == row.kind()) && contains(row.bytes(), needle) {
+                    if kinds.iter().any(|k| k == row.kind())
+                        && journal::contains_bytes(row.bytes(), needle)
+                    {
                         bits |= 1 << i;
                     }
                 }
@@ -214,22 +216,6 @@ impl JournalScan {
         }
         self.referenced.extend(referenced);
     }
-}
-
-/// SQL `instr(haystack, needle) > 0` on bytes (an empty needle is found).
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    let Some((&first, rest)) = needle.split_first() else {
-        return true;
-    };
-    let mut from = 0;
-    while let Some(offset) = haystack[from..].iter().position(|&b| b == first) {
-        let at = from + offset;
-        if haystack[at + 1..].starts_with(rest) {
-            return true;
-        }
-        from = at + 1;
-    }
-    false
 }
 
 /// Verify rows ordered by (run_id, seq): `(run_id, seq, kind, hash, bytes)` tuples.
