@@ -32,11 +32,10 @@ import apsw
 from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey, VerifyKey
 
-from agentledger import _core
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.keys import parse_public_key, public_key_text
-from agentledger.log import LogState, current_state, fetch, pack_frontier
+from agentledger.log import LogState, current_state, fetch, pack_frontier, unpack_frontier
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -246,8 +245,6 @@ class _Pending:
 
 def _row_to_stored(row: tuple[int, int, bytes, str, bytes]) -> StoredCheckpoint:
     checkpoint_id, size, root, note, frontier = row
-    from agentledger.log import unpack_frontier
-
     return StoredCheckpoint(
         checkpoint_id, Checkpoint.parse(note), tuple(unpack_frontier(frontier)), size, root
     )
@@ -278,7 +275,3 @@ def latest(ledger: Ledger) -> StoredCheckpoint:
     if found is None:
         raise NotFound(f"{ledger.path}: no checkpoint yet (run `agentledger checkpoint`)")
     return found
-
-
-def root_of(state: LogState) -> bytes:
-    return _core.IncrementalMerkleTree.from_state(state.size, list(state.frontier)).root()

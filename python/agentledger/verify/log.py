@@ -171,7 +171,7 @@ def check_log(ctx: VerifyContext) -> None:
                 "checkpoints",
             )
         return
-    ok = _check_checkpoint(ctx, newest, trusted, "newest checkpoint")
+    ok = _check_checkpoint(ctx, newest, trusted)
     note = newest.checkpoint
     if note.size != state.size:
         where = "entries deleted" if state.size < note.size else "entries added after it"
@@ -214,7 +214,7 @@ def _check_still_extends_verified(
         )
         return
     verified = plan.verified
-    if verified is None or not _check_checkpoint(ctx, verified, trusted, "verified checkpoint"):
+    if verified is None or not _check_checkpoint(ctx, verified, trusted):
         return
     old = verified.checkpoint
     if old.size > state.size:
@@ -243,9 +243,7 @@ def _b64(root: bytes) -> str:
     return base64.b64encode(root).decode()
 
 
-def _check_checkpoint(
-    ctx: VerifyContext, stored: StoredCheckpoint, trusted: set[str], label: str
-) -> bool:
+def _check_checkpoint(ctx: VerifyContext, stored: StoredCheckpoint, trusted: set[str]) -> bool:
     note = stored.checkpoint
     subject = f"checkpoint {stored.id}"
     ok = True
@@ -274,14 +272,13 @@ def _check_checkpoint(
     if frontier_root != note.root:
         _diverged(ctx, "checkpoint.frontier", _b64(note.root), _b64(frontier_root), subject)
         ok = False
-    del label
     return ok
 
 
 def _base_state(
     ctx: VerifyContext, base: StoredCheckpoint, trusted: set[str]
 ) -> wslog.LogState | None:
-    if not _check_checkpoint(ctx, base, trusted, "verified checkpoint"):
+    if not _check_checkpoint(ctx, base, trusted):
         return None
     return base.state
 
