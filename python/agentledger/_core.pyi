@@ -170,6 +170,10 @@ class BernsteinActivity(TypedDict):
     artifact_stored: str | None
     """With a store index: the digest stored under ``artifact_hash`` ("" if none)."""
 
+BernsteinSettled = tuple[int, str, str, str, bool, str, str, str, str]
+"""A settled stage (``compact``): ``(step, stage_id, kind, artifact_hash, has_observations,
+evidence_set_hash, terminal_state, reason_code, event_hash)``."""
+
 class BernsteinJournal(TypedDict):
     profile: str
     chain_consistent: bool
@@ -187,15 +191,23 @@ class BernsteinJournal(TypedDict):
     discarded_lines: list[int]
     row_findings: list[tuple[int, int, str, str, str]]
     row_finding_count: int
-    activities: list[BernsteinActivity]
+    activities: list[BernsteinActivity | BernsteinSettled]
+    """Only dicts unless ``compact``."""
+    settled_referenced: list[str]
+    """``compact``: the content hashes of the settled stages' observations."""
 
 def bernstein_verify_journals(
-    journals: Sequence[bytes], jobs: int = 0, store: dict[str, str] | None = None
+    journals: Sequence[bytes],
+    jobs: int = 0,
+    store: dict[str, str] | None = None,
+    compact: bool = False,
 ) -> list[BernsteinJournal]:
     """bernstein's reader and chain walk over each journal file, in parallel, GIL released.
 
     ``store`` (content hash -> digest of the bytes stored under it) makes each activity's
-    ``reattach`` the first observation that is missing or mismatching (``("ok", -1)``)."""
+    ``reattach`` the first observation that is missing or mismatching (``("ok", -1)``).
+    ``compact`` (with ``store``): a stage settled by this pass alone (evidence set
+    recomputes, observations reattach, no stored report or receipt) is a tuple."""
 
 def sha256_hex_many(items: Sequence[bytes], jobs: int = 0) -> list[str]:
     """``"sha256:<hex>"`` of each buffer, in parallel with the GIL released."""

@@ -163,8 +163,9 @@ def verify_runs(
         journals.append(data)
         present.append(result)
     index = workdir.store_index()
-    reports = _core.bernstein_verify_journals(journals, jobs, index) if journals else []
     has_store = workdir.has_store()
+    # With a store, stages Rust settles on its own come back as tuples (``_settled``).
+    reports = _core.bernstein_verify_journals(journals, jobs, index, has_store) if journals else []
     read = store_reader(workdir.read)
     audited = _audit_by_run(audit)
     for result, report in zip(present, reports, strict=True):
@@ -233,8 +234,13 @@ def _verify_run(
         result.reason = "run journal holds no activity.result entries"
         return
     result.found = True
+    if result.chain_ok:
+        result.referenced.update(report.get("settled_referenced", ()))
     for row in activities:
-        stage = _verify_stage(row, result, workdir, has_store, read, trusted)
+        if isinstance(row, tuple):
+            stage = _settled(row, result)
+        else:
+            stage = _verify_stage(row, result, workdir, has_store, read, trusted)
         result.stages.append(stage)
         if not stage.ok:
             add(
@@ -316,6 +322,37 @@ def _verify_stage(
 
 
 ARTIFACT_KINDS = frozenset({"research", "browser", "data", "ops"})
+
+
+SETTLED_FIELDS = (
+    "step",
+    "stage_id",
+    "kind",
+    "artifact_hash",
+    "has_observations",
+    "evidence_set_hash",
+    "terminal_state",
+    "reason_code",
+    "event_hash",
+)
+"""The fields of a settled stage's tuple, in order."""
+
+
+def _settled(row: tuple[Any, ...], result: RunResult) -> StageVerdict:
+    """A stage Rust settled (``_fast_path``'s conditions, decided there; its observations
+    are in the report's ``settled_referenced``): only the chain verdict is left to apply."""
+    step, stage_id, kind, artifact, has_observations = row[:5]
+    stage = StageVerdict(stage_id=stage_id, kind=kind, step=step)
+    if not result.chain_ok:
+        stage.reason = "journal Merkle chain diverges"
+        return stage
+    if kind in ("data", "ops"):
+        _strict(result, step, "bernstein.blob.missing", "receipt", artifact, "absent")
+    elif kind in ARTIFACT_KINDS:
+        result.unstored_reports += 1
+    stage.evidence_reattached = has_observations
+    stage.ok = True
+    return stage
 
 
 def _fast_path(
@@ -480,7 +517,13 @@ def _cross_check_audit(
             _strict(
                 result, None, "bernstein.audit.mismatch", "journal_index", "an integer", repr(index)
             )
-    rows = {int(row["step"]): row for row in report["activities"]}
+    rows = {
+        int(row["step"]): row
+        for row in (
+            dict(zip(SETTLED_FIELDS, item, strict=True)) if isinstance(item, tuple) else item
+            for item in report["activities"]
+        )
+    }
     for step, row in rows.items():
         found = by_index.get(step)
         if found is None:

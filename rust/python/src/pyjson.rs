@@ -112,7 +112,33 @@ fn activity_dict<'py>(py: Python<'py>, a: &journal::ActivityRow) -> PyResult<Bou
     Ok(d)
 }
 
-fn report_dict<'py>(py: Python<'py>, r: &journal::JournalReport) -> PyResult<Bound<'py, PyDict>> {
+/// A stage the verifier settles from this pass alone (given a store): the evidence set
+/// recomputes, every observation reattached, and no stored report or receipt to re-check
+/// (bernstein skips a missing one). The stage verifier's `_fast_path`, decided here.
+fn settled(a: &journal::ActivityRow) -> bool {
+    let evidence_ok = matches!(&a.recomputed_evidence_set_hash, Ok(h) if h.as_bytes() == a.evidence_set_hash.as_slice());
+    if !evidence_ok || a.reattach != journal::Reattach::Ok {
+        return false;
+    }
+    if !matches!(
+        a.kind.as_slice(),
+        b"research" | b"browser" | b"data" | b"ops"
+    ) {
+        return true;
+    }
+    let well_formed = a.artifact_hash.len() == 71
+        && a.artifact_hash.starts_with(b"sha256:")
+        && a.artifact_hash[7..]
+            .iter()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b));
+    well_formed && a.artifact_stored.as_deref() == Some(&b""[..])
+}
+
+fn report_dict<'py>(
+    py: Python<'py>,
+    r: &journal::JournalReport,
+    compact: bool,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("profile", py_text(py, &r.profile)?)?;
     d.set_item("chain_consistent", r.chain_consistent)?;
@@ -142,24 +168,49 @@ fn report_dict<'py>(py: Python<'py>, r: &journal::JournalReport) -> PyResult<Bou
     d.set_item("row_findings", findings)?;
     d.set_item("row_finding_count", r.row_finding_count)?;
     let activities = PyList::empty(py);
+    let referenced = PyList::empty(py);
     for a in &r.activities {
-        activities.append(activity_dict(py, a)?)?;
+        if compact && settled(a) {
+            for (_, _, hash) in &a.observations {
+                referenced.append(py_text(py, hash)?)?;
+            }
+            let item = (
+                a.step,
+                py_text(py, &a.stage_id)?,
+                py_text(py, &a.kind)?,
+                py_text(py, &a.artifact_hash)?,
+                !a.observations.is_empty(),
+                py_text(py, &a.evidence_set_hash)?,
+                py_text(py, &a.terminal_state)?,
+                py_text(py, &a.reason_code)?,
+                py_text(py, &a.event_hash)?,
+            );
+            activities.append(item)?;
+        } else {
+            activities.append(activity_dict(py, a)?)?;
+        }
     }
     d.set_item("activities", activities)?;
+    d.set_item("settled_referenced", referenced)?;
     Ok(d)
 }
 
 /// Verify bernstein journals (file bytes) in parallel; one report dict per journal.
 /// `store` maps content hashes to the digest of the bytes the store holds under them,
-/// so observations are reattached here too.
+/// so observations are reattached here too. `compact` (with a store) gives each settled
+/// stage as a tuple `(step, stage_id, kind, artifact_hash, has_observations, …)` instead of
+/// a dict, and their observations' content hashes in `settled_referenced`.
+/// (The tuple goes on with `evidence_set_hash, terminal_state, reason_code, event_hash`.)
 #[pyfunction]
-#[pyo3(signature = (journals, jobs = 0, store = None))]
+#[pyo3(signature = (journals, jobs = 0, store = None, compact = false))]
 fn bernstein_verify_journals<'py>(
     py: Python<'py>,
     journals: Vec<Bound<'py, PyBytes>>,
     jobs: usize,
     store: Option<HashMap<String, String>>,
+    compact: bool,
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let compact = compact && store.is_some();
     let store: Option<journal::StoreIndex> = store.map(|map| {
         map.into_iter()
             .map(|(k, v)| (k.into_bytes(), v.into_bytes()))
@@ -171,7 +222,10 @@ fn bernstein_verify_journals<'py>(
     let reports = py.allow_threads(move || {
         pool.install(|| journal::verify_journals(&journals, store.as_ref()))
     });
-    reports.iter().map(|r| report_dict(py, r)).collect()
+    reports
+        .iter()
+        .map(|r| report_dict(py, r, compact))
+        .collect()
 }
 
 /// `"sha256:<hex>"` of each buffer, computed in parallel with the GIL released (bulk
