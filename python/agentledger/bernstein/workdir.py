@@ -60,6 +60,10 @@ class Workdir(Protocol):
         """Audit chain files in chain order: archives (decompressed), then day files."""
         ...
 
+    def prefetch(self, paths: list[str]) -> None:
+        """A hint: ``read`` will be asked for these paths (fetch them in bulk)."""
+        ...
+
 
 def _order_segments(
     names: list[str], read: Callable[[str], bytes | None]
@@ -125,6 +129,9 @@ class DirectoryWorkdir:
     def store_index(self) -> dict[str, str] | None:
         return None
 
+    def prefetch(self, paths: list[str]) -> None:
+        pass
+
     def audit_segments(self) -> list[tuple[str, bytes]]:
         audit = self.root / AUDIT_DIR
         if not audit.is_dir():
@@ -150,6 +157,8 @@ class LedgerWorkdir:
             ).fetchall()
         )
         """The common lookup, ``sha256:<name>`` -> stored digest, without path handling."""
+        self.cache: dict[str, bytes] = {}
+        """Bytes by path, from ``prefetch``."""
 
     def run_ids(self) -> list[str]:
         return sorted(self.runs)
@@ -199,7 +208,32 @@ class LedgerWorkdir:
             else ("", None)
         )
 
+    def prefetch(self, paths: list[str]) -> None:
+        """Every listed file whose blob is held, in one query (chunks joined in order); a
+        path left out (absent, or a digest the store would refuse) is read as before."""
+        import json
+
+        from agentledger.cas import DIGEST
+
+        found: dict[str, list[bytes]] = {}
+        rows = self.conn.execute(
+            "SELECT f.path, f.digest, c.data FROM bernstein_files AS f "
+            "JOIN blobs AS b ON b.digest = f.digest "
+            "LEFT JOIN blob_chunks AS c ON c.digest = b.digest "
+            "WHERE f.path IN (SELECT value FROM json_each(?)) ORDER BY f.path, c.idx",
+            (json.dumps(sorted(set(paths))),),
+        )
+        for path, digest, data in rows:
+            if DIGEST.fullmatch(str(digest)):
+                chunks = found.setdefault(str(path), [])
+                if data is not None:
+                    chunks.append(bytes(data))
+        self.cache.update((path, b"".join(chunks)) for path, chunks in found.items())
+
     def read(self, path: str) -> bytes | None:
+        cached = self.cache.get(path)
+        if cached is not None:
+            return cached
         digest = self.digest(path)
         if digest is None:
             return None
