@@ -1,5 +1,5 @@
 # Exact type stub of the compiled extension (rust/python). Keep in sync with the Rust code.
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal, TypedDict
 
 from typing_extensions import Buffer
@@ -211,6 +211,12 @@ def bernstein_verify_journals(
 
 def sha256_hex_many(items: Sequence[bytes], jobs: int = 0) -> list[str]:
     """``"sha256:<hex>"`` of each buffer, in parallel with the GIL released."""
+
+def sha256_check_chunks(
+    rows: Iterable[tuple[str, bytes]], jobs: int = 0
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """Blobs streamed as ``(name, chunk)`` rows (each blob's chunks consecutive, in order):
+    the names seen, and ``(name, "sha256:<hex>")`` of each whose bytes hash otherwise."""
 
 def verify_entries_logged(
     ledger_id: str,

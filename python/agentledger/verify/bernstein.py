@@ -17,7 +17,7 @@ from typing import Any
 from agentledger import _core
 from agentledger.bernstein.audit_chain import AuditChain, read_master_key, verify_audit
 from agentledger.bernstein.format import BOOKKEEPING_RUN, content_hash
-from agentledger.bernstein.importer import IMPORT_KIND, WORKDIR_KIND, manifest_of
+from agentledger.bernstein.importer import FORMAT, IMPORT_KIND, WORKDIR_KIND, manifest_of
 from agentledger.bernstein.reports import SPKI_ED25519_PREFIX
 from agentledger.bernstein.verifier import RunResult, verify_runs
 from agentledger.bernstein.workdir import LedgerWorkdir
@@ -72,21 +72,12 @@ def _rehash_referenced(
         "SELECT digest, data FROM blob_chunks WHERE digest IN (SELECT value FROM json_each(?)) "
         "ORDER BY digest, idx",
         (json.dumps(digests),),
-    ).fetchall()
-    names = [str(row[0]) for row in rows]
-    if len(set(names)) == len(names):  # one chunk each: the usual case for journal evidence
-        contents = [bytes(row[1]) for row in rows]
-    else:
-        joined: dict[str, list[bytes]] = {}
-        for digest, data in rows:
-            joined.setdefault(str(digest), []).append(bytes(data))
-        names = list(joined)
-        contents = [b"".join(joined[n]) for n in names]
-    actual = _core.sha256_hex_many(contents, ctx.options.jobs)
+    )
+    # Streamed into Rust row by row, hashed there in parallel with the GIL released.
+    names, mismatches = _core.sha256_check_chunks(rows, ctx.options.jobs)
     ctx.report.blobs_checked += len(names)
-    for name, got in zip(names, actual, strict=True):
-        if got != name:
-            ctx.diverged(None, _div(None, None, "blob.digest", name, got, name))
+    for name, got in mismatches:
+        ctx.diverged(None, _div(None, None, "blob.digest", name, got, name))
     for name in sorted(set(digests) - set(names)):
         ctx.diverged(None, _div(None, None, "blob.missing", name, "absent", name))
 
@@ -307,13 +298,11 @@ def _check_manifests(ctx: VerifyContext) -> None:
                     f"bernstein_imports {import_id}",
                 ),
             )
-    rows: dict[int, list[tuple[str, str, str | None]]] = {}
-    for import_id, path, kind, digest in ctx.conn.execute(
-        "SELECT import_id, path, kind, digest FROM bernstein_files ORDER BY import_id, path"
-    ):
-        rows.setdefault(int(import_id), []).append((path, kind, digest))
-    for import_id in sorted(set(rows) - set(pinned)):
-        for path, kind, digest in rows[import_id]:
+    held_ids = {
+        int(row[0]) for row in ctx.conn.execute("SELECT DISTINCT import_id FROM bernstein_files")
+    }
+    for import_id in sorted(held_ids - set(pinned)):
+        for path, kind, digest in _files_of(ctx, import_id):
             ctx.diverged(
                 None,
                 _div(
@@ -326,7 +315,10 @@ def _check_manifests(ctx: VerifyContext) -> None:
                 ),
             )
     for import_id, (manifest, run_id, seq) in sorted(pinned.items()):
-        held = rows.get(import_id, [])
+        if content_hash(_manifest_in_sql(ctx, import_id)) == manifest:
+            continue
+        # Only Python's own serialization of the rows decides a mismatch.
+        held = _files_of(ctx, import_id)
         if content_hash(manifest_of(held)) != manifest:
             _name_differences(ctx, manifest, held, run_id, seq)
     absent = ctx.conn.execute(
@@ -338,6 +330,28 @@ def _check_manifests(ctx: VerifyContext) -> None:
             None,
             _div(None, None, "bernstein.anchor.blob_missing", str(digest), "absent", str(path)),
         )
+
+
+def _files_of(ctx: VerifyContext, import_id: int) -> list[tuple[str, str, str | None]]:
+    return [
+        (str(path), str(kind), None if digest is None else str(digest))
+        for path, kind, digest in ctx.conn.execute(
+            "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path",
+            (import_id,),
+        )
+    ]
+
+
+def _manifest_in_sql(ctx: VerifyContext, import_id: int) -> bytes:
+    """``manifest_of`` the import's rows, serialized by SQLite's JSON functions: the same
+    bytes for the ASCII paths bernstein names (Python escapes non-ASCII, SQLite does not),
+    so a match settles the manifest and anything else goes to the Python serialization."""
+    files = ctx.conn.execute(
+        "SELECT json_group_array(json_array(path, kind, digest) ORDER BY path) "
+        "FROM bernstein_files WHERE import_id = ?",
+        (import_id,),
+    ).fetchall()[0][0]
+    return b'{"files":' + str(files).encode() + b',"format":' + json.dumps(FORMAT).encode() + b"}"
 
 
 def _name_differences(

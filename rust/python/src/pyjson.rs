@@ -20,6 +20,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pyjson_float_repr, m)?)?;
     m.add_function(wrap_pyfunction!(bernstein_verify_journals, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_hex_many, m)?)?;
+    m.add_function(wrap_pyfunction!(sha256_check_chunks, m)?)?;
     Ok(())
 }
 
@@ -248,6 +249,60 @@ fn sha256_hex_many(
                 .collect()
         })
     }))
+}
+
+/// Re-hash blobs streamed as `(name, chunk)` rows, each blob's chunks consecutive and in
+/// order (one ordered SQL query). The chunks are copied out under the GIL as they come;
+/// the hashing runs in parallel with the GIL released. Returns the names seen, in order,
+/// and `(name, "sha256:<hex>")` for every blob whose bytes do not hash to its name.
+#[pyfunction]
+#[pyo3(signature = (rows, jobs = 0))]
+#[allow(clippy::type_complexity)]
+fn sha256_check_chunks(
+    py: Python<'_>,
+    rows: &Bound<'_, PyAny>,
+    jobs: usize,
+) -> PyResult<(Vec<String>, Vec<(String, String)>)> {
+    use rayon::prelude::*;
+    let mut names: Vec<String> = Vec::new();
+    let mut data: Vec<u8> = Vec::new();
+    let mut ends: Vec<usize> = Vec::new();
+    for row in rows.try_iter()? {
+        let row = row?;
+        let row = row.downcast::<PyTuple>()?;
+        let name = row.get_item(0)?;
+        let name = name.downcast::<PyString>()?.to_str()?;
+        let chunk = row.get_item(1)?;
+        let chunk = chunk.downcast::<PyBytes>()?;
+        if names.last().map(String::as_str) != Some(name) {
+            if !names.is_empty() {
+                ends.push(data.len());
+            }
+            names.push(name.to_owned());
+        }
+        data.extend_from_slice(chunk.as_bytes());
+    }
+    if !names.is_empty() {
+        ends.push(data.len());
+    }
+    let pool = pool(jobs)?;
+    let actual: Vec<String> = py.allow_threads(|| {
+        let starts = std::iter::once(0).chain(ends.iter().copied());
+        let spans: Vec<(usize, usize)> = starts.zip(ends.iter().copied()).collect();
+        pool.install(|| {
+            spans
+                .par_iter()
+                .map(|&(start, end)| agentledger_core::hash::sha256_hex(&data[start..end]))
+                .collect()
+        })
+    });
+    let mismatches = names
+        .iter()
+        .zip(actual)
+        .filter(|(name, got)| name.as_str() != got.as_str())
+        .map(|(name, got)| (name.clone(), got))
+        .collect();
+    Ok((names, mismatches))
 }
 
 /// One rayon pool per requested size, built once and reused.
