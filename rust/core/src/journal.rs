@@ -571,6 +571,22 @@ pub fn verify_batch<R: EntryRow>(
     carry: Option<&Carry>,
     rows: &[R],
 ) -> BatchReport {
+    let mut referenced = HashSet::new();
+    let mut report = verify_batch_into(ledger_id, carry, rows, &mut referenced);
+    let mut referenced: Vec<String> = referenced.into_iter().collect();
+    referenced.sort_unstable();
+    report.referenced = referenced;
+    report
+}
+
+/// [`verify_batch`], adding the referenced digests to `referenced` (kept across batches
+/// by a caller that only needs the distinct ones) instead of returning them.
+pub fn verify_batch_into<R: EntryRow>(
+    ledger_id: &str,
+    carry: Option<&Carry>,
+    rows: &[R],
+    referenced: &mut HashSet<String>,
+) -> BatchReport {
     let checks: Vec<RowCheck<'_>> = rows.par_iter().map(check_row).collect();
     let mut report = BatchReport::default();
     let mut current: Option<RunSummary> = None;
@@ -579,16 +595,20 @@ pub fn verify_batch<R: EntryRow>(
     let mut expected_seq: i64 = 0;
     let mut kept_for_run = 0usize;
 
-    let mut referenced: Vec<Cow<'_, str>> = Vec::new();
     for (index, (row, check)) in rows.iter().zip(checks).enumerate() {
         let RowCheck {
             hash,
             prev,
             is_activity,
-            referenced: mut row_referenced,
+            referenced: row_referenced,
             findings,
         } = check;
-        referenced.append(&mut row_referenced);
+        for digest in row_referenced {
+            // Many rows reference the same few digests: allocate only for new ones.
+            if !referenced.contains(digest.as_ref()) {
+                referenced.insert(digest.into_owned());
+            }
+        }
         let starts_run = !matches!(&current, Some(run) if run.run_id == row.run_id());
         if starts_run {
             if let Some(mut done) = current.take() {
@@ -661,11 +681,6 @@ pub fn verify_batch<R: EntryRow>(
         done.last_hash = rows.last().expect("a run holds a row").hash().to_vec();
         report.runs.push(done);
     }
-    // Many rows reference the same few digests: de-duplicate before sorting.
-    let unique: HashSet<&str> = referenced.iter().map(|h| h.as_ref()).collect();
-    let mut unique: Vec<&str> = unique.into_iter().collect();
-    unique.sort_unstable();
-    report.referenced = unique.into_iter().map(str::to_owned).collect();
     report
 }
 
@@ -734,9 +749,41 @@ const PARALLEL_LEAVES: usize = 512;
 /// The object is written directly (its keys are already in JCS order); `seq` is a
 /// non-negative integer below 2^53 for every real entry, where decimal is its JCS form.
 pub fn log_leaf(run_id: &str, seq: i64, entry_hash: &[u8]) -> [u8; 32] {
-    // Called once per entry by every full verify: one buffer, and the derive-key context
-    // hashed once per process rather than once per leaf.
+    // Called once per entry by every full verify: the derive-key context is hashed once
+    // per process rather than once per leaf, and the common case (a 32-byte hash, a run id
+    // needing no escape, seq >= 0) is fed to the hasher in pieces without a buffer.
     static LEAF_HASHER: OnceLock<blake3::Hasher> = OnceLock::new();
+    let mut hasher = LEAF_HASHER
+        .get_or_init(|| hash::domain_hasher(LOG_LEAF_DOMAIN))
+        .clone();
+    let plain_run = run_id.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
+    if let (Ok(digest), true, Ok(seq)) = (
+        <&[u8; 32]>::try_from(entry_hash),
+        plain_run,
+        u64::try_from(seq),
+    ) {
+        let mut hex = [0u8; 64];
+        hex::encode_to_slice(digest, &mut hex).expect("sized to fit");
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut n = seq;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        hasher.update(b"{\"entry\":\"blake3:");
+        hasher.update(&hex);
+        hasher.update(b"\",\"run\":\"");
+        hasher.update(run_id.as_bytes());
+        hasher.update(b"\",\"seq\":");
+        hasher.update(&digits[at..]);
+        hasher.update(b"}");
+        return *hasher.finalize().as_bytes();
+    }
     let mut bytes = Vec::with_capacity(112 + run_id.len());
     bytes.extend_from_slice(b"{\"entry\":\"blake3:");
     let hex_start = bytes.len();
@@ -747,9 +794,6 @@ pub fn log_leaf(run_id: &str, seq: i64, entry_hash: &[u8]) -> [u8; 32] {
     bytes.extend_from_slice(b",\"seq\":");
     bytes.extend_from_slice(seq.to_string().as_bytes());
     bytes.push(b'}');
-    let mut hasher = LEAF_HASHER
-        .get_or_init(|| hash::domain_hasher(LOG_LEAF_DOMAIN))
-        .clone();
     *hasher.update(&bytes).finalize().as_bytes()
 }
 
@@ -1251,6 +1295,29 @@ mod tests {
         assert!(!contains_bytes(b"ab", b"abc"));
         assert!(contains_bytes(b"xxabc", b"abc"));
         assert!(!contains_bytes(b"bc", b"abc"));
+    }
+
+    #[test]
+    fn a_log_leaf_is_the_same_on_its_fast_and_general_paths() {
+        for (run, seq, digest) in [
+            ("run-1", 0i64, vec![7u8; 32]),
+            ("run-1", 1234567890123, vec![0xab; 32]),
+            ("a\"b\\c", 5, vec![1; 32]),
+            ("r", -3, vec![2; 32]),
+            ("r", 9, vec![3; 31]),
+        ] {
+            let text = format!(
+                "{{\"entry\":\"blake3:{}\",\"run\":{},\"seq\":{seq}}}",
+                hex::encode(&digest),
+                String::from_utf8(canonical::to_canonical(&Value::String(run.to_owned())).unwrap())
+                    .unwrap()
+            );
+            assert_eq!(
+                log_leaf(run, seq, &digest),
+                hash::domain_hash("log-leaf", text.as_bytes()),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -175,28 +175,28 @@ impl JournalScan {
     }
 }
 
-impl JournalScan {
-    /// Which marks each row matches (bit `i` for mark `i`), computed in parallel.
-    fn match_rows(&self, rows: &[PyRow]) -> Vec<u64> {
-        if self.marks.is_empty() {
-            return vec![0; rows.len()];
-        }
-        rows.par_iter()
-            .map(|row| {
-                let mut bits = 0u64;
-                for (i, (kinds, needle)) in self.marks.iter().enumerate().take(64) {
-                    if kinds.iter().any(|k| k == row.kind())
-                        && journal::contains_bytes(row.bytes(), needle)
-                    {
-                        bits |= 1 << i;
-                    }
-                }
-                bits
-            })
-            .collect()
+/// Which of `marks` each row matches (bit `i` for mark `i`), computed in parallel.
+fn match_rows(marks: &[(Vec<String>, Vec<u8>)], rows: &[PyRow]) -> Vec<u64> {
+    if marks.is_empty() {
+        return vec![0; rows.len()];
     }
+    rows.par_iter()
+        .map(|row| {
+            let mut bits = 0u64;
+            for (i, (kinds, needle)) in marks.iter().enumerate().take(64) {
+                if kinds.iter().any(|k| k == row.kind())
+                    && journal::contains_bytes(row.bytes(), needle)
+                {
+                    bits |= 1 << i;
+                }
+            }
+            bits
+        })
+        .collect()
+}
 
-    fn record(&mut self, rows: &[PyRow], bits: &[u64], referenced: Vec<String>) {
+impl JournalScan {
+    fn record(&mut self, rows: &[PyRow], bits: &[u64]) {
         for (row, &bits) in rows.iter().zip(bits) {
             if bits == 0 {
                 continue;
@@ -214,7 +214,6 @@ impl JournalScan {
                 }
             }
         }
-        self.referenced.extend(referenced);
     }
 }
 
@@ -255,11 +254,14 @@ fn verify_and_scan(
     match scan {
         None => journal::verify_batch(ledger_id, carry, rows),
         Some(scan) => {
-            let (mut report, bits) = rayon::join(
-                || journal::verify_batch(ledger_id, carry, rows),
-                || scan.match_rows(rows),
+            let JournalScan {
+                marks, referenced, ..
+            } = scan;
+            let (report, bits) = rayon::join(
+                || journal::verify_batch_into(ledger_id, carry, rows, referenced),
+                || match_rows(marks, rows),
             );
-            scan.record(rows, &bits, std::mem::take(&mut report.referenced));
+            scan.record(rows, &bits);
             report
         }
     }
