@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 
 from agentledger import Ledger
@@ -345,3 +346,28 @@ def test_hostile_bernstein_workdirs_import_nothing_from_outside_and_fail_in_one_
     )
     assert (code, err.split("]")[0]) == (65, "error [bernstein-symlink")
     assert file_state(ledger_file) == before
+
+
+@pytest.mark.parametrize(
+    "path", [".sdd/../../escaped.txt", "/tmp/escaped.txt", ".sdd/runs/r/\x00x", "../escaped.txt"]
+)
+def test_a_tampered_import_table_cannot_make_export_write_outside_its_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], path: str
+) -> None:
+    workdir = tmp_path / "workdir"
+    shutil.copytree(BERNSTEIN_FIXTURE / "bernstein-3.23.0-shapes", workdir)
+    ledger_file = tmp_path / "ledger.db"
+    code, _, err = run_cli(
+        capsys, "--ledger", str(ledger_file), "import", "bernstein", f"{workdir}"
+    )
+    assert code == 0, err
+    conn = apsw.Connection(str(ledger_file))
+    conn.execute("UPDATE bernstein_files SET path = ? WHERE rowid = 1", (path,))
+    conn.close()
+    out = tmp_path / "deep" / "out"
+    code, _, err = run_cli(capsys, "--ledger", str(ledger_file), "export", "bernstein", str(out))
+    assert (code, err.split("]")[0]) == (65, "error [unsafe-path")
+    assert_one_line(err)
+    assert not (tmp_path / "escaped.txt").exists()
+    assert not (tmp_path / "deep" / "escaped.txt").exists()
+    assert not Path("/tmp/escaped.txt").exists()
