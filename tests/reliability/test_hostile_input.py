@@ -253,14 +253,14 @@ def test_the_installed_command_prints_one_line_and_a_traceback_only_with_debug(
 
 @contextlib.contextmanager
 def read_only_file(path: Path) -> Iterator[None]:
-    """A file this process may not write: mode 0444, or immutable when running as root
-    (root ignores file modes)."""
+    """A file (or folder) this process may not write: mode 0444 (0555), or immutable when
+    running as root (root ignores file modes)."""
     if os.geteuid() != 0:
-        path.chmod(0o444)
+        path.chmod(0o555 if path.is_dir() else 0o444)
         try:
             yield
         finally:
-            path.chmod(0o600)
+            path.chmod(0o700 if path.is_dir() else 0o600)
         return
     subprocess.run(["chattr", "+i", str(path)], check=True)
     try:
@@ -371,3 +371,21 @@ def test_a_tampered_import_table_cannot_make_export_write_outside_its_folder(
     assert not (tmp_path / "escaped.txt").exists()
     assert not (tmp_path / "deep" / "escaped.txt").exists()
     assert not Path("/tmp/escaped.txt").exists()
+
+
+def test_a_ledger_in_a_read_only_folder_says_why_and_its_archive_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "media"
+    ledger_file = make_ledger(folder / "ledger.db", tmp_path / "keys")
+    archive = folder / "archive.db"
+    assert run_cli(capsys, "--ledger", str(ledger_file), "archive", str(archive), "r")[0] == 0
+    before = file_state(ledger_file)
+    with read_only_file(folder):
+        code, _, err = run_cli(capsys, "--ledger", str(ledger_file), "runs")
+        assert (code, err.split("]")[0]) == (65, "error [ledger-unopenable")
+        assert "folder" in err and "archive" in err
+        assert_one_line(err)
+        code, _, err = run_cli(capsys, "--ledger", str(archive), "verify", "--all")
+        assert code == 0, err
+    assert file_state(ledger_file) == before

@@ -77,7 +77,12 @@ def _translate(exc: apsw.Error, path: Path) -> LedgerError:
     if isinstance(exc, apsw.ReadOnlyError):
         return LedgerError(f"{path}: the ledger is read-only", code="ledger-read-only")
     if isinstance(exc, apsw.CantOpenError | apsw.PermissionsError):
-        return LedgerError(f"{path}: cannot open the ledger file", code="ledger-unopenable")
+        return LedgerError(
+            f"{path}: cannot open the ledger file (it must be readable and its folder "
+            "writable: SQLite keeps its -wal/-shm files beside it; for read-only media "
+            "use `agentledger archive`)",
+            code="ledger-unopenable",
+        )
     if isinstance(exc, apsw.IOError):
         return LedgerError(f"{path}: I/O error on the ledger file ({exc})", code="io-error")
     return LedgerError(f"{path}: {exc}", code="ledger-error")
