@@ -54,25 +54,25 @@ def _json_list(items: list[str]) -> str:
 def _referencing_entries(ctx: VerifyContext, digests: list[str]) -> list[tuple[str, int, str]]:
     """``(run_id, seq, digest)`` of the activity results whose bytes contain each digest.
 
-    One pass over the activity results for all the digests (the names found in each
-    entry are matched against them); a digest that is not name-shaped (never found that
-    way) is searched for on its own.
+    A few digests are searched for by SQLite, one scan each; many are matched in one pass
+    over the activity results (the names found in each entry against the set), so the cost
+    does not grow with their number. A digest that is not name-shaped (never found that
+    way) is always searched for on its own.
     """
-    if not digests:
-        return []
     selected = set(ctx.selected_runs)
-    wanted = set(digests)
     found: list[tuple[str, int, str]] = []
-    for run_id, seq, raw in ctx.conn.execute(
-        "SELECT run_id, seq, bytes FROM entries WHERE kind = 'activity.result' ORDER BY run_id, seq"
-    ):
-        if run_id not in selected:
-            continue
-        names = {m.decode() for m in _NAME.findall(raw)}
-        found.extend((run_id, seq, d) for d in sorted(names & wanted))
-    for digest in digests:
-        if DIGEST.fullmatch(digest):
-            continue
+    one_by_one = digests if len(digests) <= FEW_MISSING else []
+    many = set() if one_by_one else {d for d in digests if DIGEST.fullmatch(d)}
+    one_by_one = one_by_one or [d for d in digests if d not in many]
+    if many:
+        for run_id, seq, raw in ctx.conn.execute(
+            "SELECT run_id, seq, bytes FROM entries WHERE kind = 'activity.result' "
+            "ORDER BY run_id, seq"
+        ):
+            if run_id in selected:
+                names = {m.decode() for m in _NAME.findall(raw)}
+                found.extend((run_id, seq, d) for d in sorted(names & many))
+    for digest in one_by_one:
         for run_id, seq in ctx.conn.execute(
             "SELECT run_id, seq FROM entries WHERE kind = 'activity.result' "
             "AND instr(bytes, CAST(? AS BLOB)) > 0 ORDER BY run_id, seq",
@@ -84,6 +84,7 @@ def _referencing_entries(ctx: VerifyContext, digests: list[str]) -> list[tuple[s
     return found
 
 
+FEW_MISSING = 16
 _NAME = re.compile(rb"(?:blake3|sha256):[0-9a-f]{64}")
 
 
