@@ -235,6 +235,14 @@ impl<'a> Parser<'a> {
         self.pos += 1; // opening quote
         let text: &'a [u8] = self.text;
         let first = self.pos;
+        // Eight bytes at a time while none is `"`, `\` or a control character.
+        while let Some(word) = text.get(self.pos..self.pos + 8) {
+            let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+            if has_byte(w, b'"') || has_byte(w, b'\\') || has_less(w, 0x20) {
+                break;
+            }
+            self.pos += 8;
+        }
         while let Some(&b) = text.get(self.pos) {
             if b == b'"' {
                 self.pos += 1;
@@ -338,7 +346,9 @@ impl<'a> Parser<'a> {
 
     fn object(&mut self) -> Result<PyValue<'a>> {
         self.pos += 1;
-        let mut members: Vec<(Cow<'a, [u8]>, PyValue<'a>)> = Vec::new();
+        // A journal row has a dozen members or so, a nested object a few: one allocation.
+        let capacity = if self.depth <= 1 { 16 } else { 4 };
+        let mut members: Vec<(Cow<'a, [u8]>, PyValue<'a>)> = Vec::with_capacity(capacity);
         self.skip_ws();
         if self.peek() == Some(b'}') {
             self.pos += 1;
@@ -376,6 +386,27 @@ impl<'a> Parser<'a> {
             }
         }
     }
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Whether any byte of `w` is below `n` (`n <= 128`; exact as to existence).
+#[inline]
+fn has_less(w: u64, n: u8) -> bool {
+    w.wrapping_sub(ONES * n as u64) & !w & HIGHS != 0
+}
+
+/// Whether any byte of `w` is above `n` (`n <= 127`; exact as to existence).
+#[inline]
+fn has_more(w: u64, n: u8) -> bool {
+    (w.wrapping_add(ONES * (127 - n) as u64) | w) & HIGHS != 0
+}
+
+/// Whether any byte of `w` equals `b`.
+#[inline]
+fn has_byte(w: u64, b: u8) -> bool {
+    has_less(w ^ (ONES * b as u64), 1)
 }
 
 /// Append a code point (a lone surrogate included) as generalized UTF-8.
@@ -475,6 +506,14 @@ pub fn write_py_string(s: &[u8], ensure_ascii: bool, out: &mut Vec<u8>) -> Resul
         let mut i = 0;
         while i < s.len() {
             let start = i;
+            while let Some(word) = s.get(i..i + 8) {
+                let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
+                if has_less(w, 0x20) || has_more(w, 0x7E) || has_byte(w, b'"') || has_byte(w, b'\\')
+                {
+                    break;
+                }
+                i += 8;
+            }
             while i < s.len() && (0x20..0x7F).contains(&s[i]) && s[i] != b'"' && s[i] != b'\\' {
                 i += 1;
             }

@@ -262,12 +262,12 @@ pub fn load_events(data: &[u8]) -> (Vec<KeptRow<'_>>, Vec<u64>, u64) {
 fn hex_sha256(data: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = sha256(data);
-    let mut text = [0u8; 64];
-    for (i, byte) in digest.iter().enumerate() {
-        text[2 * i] = HEX[(byte >> 4) as usize];
-        text[2 * i + 1] = HEX[(byte & 0xF) as usize];
+    let mut text = String::with_capacity(64);
+    for byte in digest.iter() {
+        text.push(HEX[(byte >> 4) as usize] as char);
+        text.push(HEX[(byte & 0xF) as usize] as char);
     }
-    text.iter().map(|&b| b as char).collect()
+    text
 }
 
 fn str_field(row: &PyValue<'_>, key: &str) -> Vec<u8> {
@@ -289,13 +289,24 @@ fn payload_hash(row: &PyValue<'_>, event_type: &[u8], profile: Profile) -> crate
         return Ok(String::new());
     };
     let event = PyValue::Str(event_type.into());
-    let mut projection: Vec<(&[u8], &PyValue<'_>)> = members
-        .iter()
-        .filter(|(k, _)| {
-            k.as_ref() != b"event" && !ENVELOPE.iter().any(|e| e.as_bytes() == k.as_ref())
-        })
-        .map(|(k, v)| (k.as_ref(), v))
-        .collect();
+    let mut projection: Vec<(&[u8], &PyValue<'_>)> = Vec::with_capacity(members.len() + 1);
+    projection.extend(
+        members
+            .iter()
+            .filter(|(k, _)| {
+                !matches!(
+                    k.as_ref(),
+                    b"event"
+                        | b"ts"
+                        | b"elapsed_s"
+                        | b"index"
+                        | b"prev_hash"
+                        | b"payload_hash"
+                        | b"event_hash"
+                )
+            })
+            .map(|(k, v)| (k.as_ref(), v)),
+    );
     projection.push((b"event", &event));
     match profile {
         Profile::PyJsonV1 => projection.sort_by(|a, b| a.0.cmp(b.0)),
