@@ -389,3 +389,41 @@ def test_a_ledger_in_a_read_only_folder_says_why_and_its_archive_reads(
         code, _, err = run_cli(capsys, "--ledger", str(archive), "verify", "--all")
         assert code == 0, err
     assert file_state(ledger_file) == before
+
+
+@pytest.mark.parametrize("swap", ["file", "folder"])
+def test_a_workdir_file_swapped_for_a_symlink_after_the_scan_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swap: str
+) -> None:
+    from agentledger.bernstein import importer
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    workdir = tmp_path / "workdir"
+    shutil.copytree(BERNSTEIN_FIXTURE / "bernstein-3.23.0-shapes", workdir)
+    run = sorted((workdir / ".sdd" / "runs").iterdir())[0]
+    for name in ("journal.jsonl",):
+        (outside / name).write_text("TOPSECRET-OUTSIDE-THE-WORKDIR\n")
+    real_scan = importer.scan_workdir
+
+    def scan_then_race(*args: Any, **kwargs: Any) -> Any:
+        scanned = real_scan(*args, **kwargs)
+        if swap == "file":
+            (run / "journal.jsonl").unlink()
+            (run / "journal.jsonl").symlink_to(outside / "journal.jsonl")
+        else:
+            run.rename(tmp_path / "moved-run")
+            run.symlink_to(outside)
+        return scanned
+
+    monkeypatch.setattr(importer, "scan_workdir", scan_then_race)
+    ledger_file = tmp_path / "ledger.db"
+    with Ledger.open(ledger_file) as ledger, pytest.raises(InvalidInput) as caught:
+        importer.import_workdir(ledger, workdir)
+    assert caught.value.code == "bernstein-changed"
+    stored = b"".join(
+        Path(f"{ledger_file}{s}").read_bytes()
+        for s in ("", "-wal")
+        if Path(f"{ledger_file}{s}").exists()
+    )
+    assert b"TOPSECRET" not in stored

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +97,8 @@ class _File:
     rel: str
     kind: str
     path: Path
+    identity: tuple[int, int] = (0, 0)
+    """``(st_dev, st_ino)`` when the scan vetted it: what is read later must be this file."""
 
 
 @dataclass
@@ -168,7 +171,9 @@ def scan_workdir(root: Path, runs: set[str] | None, summary: ImportSummary) -> _
                 elif not full.is_file():
                     summary.refused.append((rel, "not a regular file"))
                 else:
-                    scan.files.append(_File(rel, _kind(rel), full))
+                    info = full.lstat()
+                    identity = (info.st_dev, info.st_ino)
+                    scan.files.append(_File(rel, _kind(rel), full, identity))
     return scan
 
 
@@ -232,7 +237,7 @@ def import_workdir(
     new_journals: dict[str, tuple[str, bytes]] = {}
     with ledger.db.write():
         for item in scan.files:
-            digest, data = _store(ledger, item.path)
+            digest, data = _store(ledger, item)
             if progress is not None:
                 progress(1)
             run_id = item.rel.split("/")[2] if item.kind == "journal" else None
@@ -262,10 +267,30 @@ def import_workdir(
     return summary
 
 
-def _store(ledger: Ledger, path: Path) -> tuple[str, bytes | None]:
-    if path.stat().st_size > LARGE_FILE:
-        return ledger.blobs.put_file(path, algorithm="sha256"), None
-    data = path.read_bytes()
+def _store(ledger: Ledger, item: _File) -> tuple[str, bytes | None]:
+    """Store a scanned file, reading exactly the file the scan vetted.
+
+    The workdir may change between the scan and the read: a file (or a folder above it)
+    swapped for a symlink would make the path lead outside the workdir. The file is opened
+    without following a final symlink and must still be the inode the scan saw.
+    """
+    try:
+        fd = os.open(item.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise InvalidInput(
+            f"{item.rel}: changed during the import ({exc.strerror}); refused",
+            code="bernstein-changed",
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != item.identity:
+            raise InvalidInput(
+                f"{item.rel}: replaced during the import; refused", code="bernstein-changed"
+            )
+        if info.st_size > LARGE_FILE:
+            # Through the descriptor already checked, not the path.
+            return ledger.blobs.put_file(f"/dev/fd/{handle.fileno()}", algorithm="sha256"), None
+        data = handle.read()
     return ledger.blobs.put(data, algorithm="sha256"), data
 
 
