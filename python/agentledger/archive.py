@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -223,7 +224,10 @@ def write_archive(ledger: Ledger, out: str | os.PathLike[str], runs: list[str]) 
         raise InvalidInput(f"{out} already exists; an archive is always a new file", code="exists")
     if not runs:
         raise NotFound("no run to archive")
-    target_db = Database.open(out, create=True)
+    # Written under a temporary name and linked to ``out`` only once sealed and closed: a
+    # crash never leaves at ``out`` a partial file, which would open as an empty ledger.
+    partial = out.with_name(f".{out.name}.{secrets.token_hex(6)}.partial")
+    target_db = Database.open(partial, create=True)
     try:
         entries, blob_count, state = _fill(ledger, target_db, runs)
         signer = checkpoints.signing_key(ledger)
@@ -241,14 +245,30 @@ def write_archive(ledger: Ledger, out: str | os.PathLike[str], runs: list[str]) 
                 (ARCHIVE_META, json.dumps(seal, sort_keys=True)),
             )
         target_db.conn.execute("PRAGMA journal_mode = DELETE")
+        target_db.close()
+        try:
+            os.link(partial, out)  # never replaces a file that appeared meanwhile
+        except FileExistsError:
+            raise InvalidInput(
+                f"{out} already exists; an archive is always a new file", code="exists"
+            ) from None
+        _sync_folder(out.parent)
     except BaseException:
         target_db.close()
-        out.unlink(missing_ok=True)
-        for suffix in ("-wal", "-shm", "-journal"):
-            Path(str(out) + suffix).unlink(missing_ok=True)
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(str(partial) + suffix).unlink(missing_ok=True)
         raise
-    target_db.close()
+    partial.unlink()
     return ArchiveSummary(out, runs, entries, blob_count, signed.text())
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make the new name durable (the file's own bytes were synced by SQLite)."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _fill(ledger: Ledger, target_db: Database, runs: list[str]) -> tuple[int, int, wslog.LogState]:

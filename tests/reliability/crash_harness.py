@@ -206,3 +206,45 @@ def _count_done_since(ack_path: Path, first_op: int) -> int:
 
 def _count_field_since(ack_path: Path, first_op: int, name: str) -> int:
     return sum(len(r.get(name, [])) for r in read_acks(ack_path) if r.get("done", -1) >= first_op)
+
+
+def archive_kill_points(workdir: Path, kill_points: int, *, seed: int) -> tuple[int, int]:
+    """SIGKILL ``agentledger archive`` at random moments: the archive file is either absent
+    or complete (sealed, verifies clean). Returns ``(absent, complete)``."""
+    from agentledger.archive import is_archive_file
+
+    rng = random.Random(seed)
+    key_home = workdir / "keys"
+    source = workdir / "source.db"
+    with Ledger.open(source, key_dir=key_home) as ledger:
+        for r in range(8):
+            run = ledger.run(f"run-{r}")
+            run.append_many([("step", {"i": i, "pad": "p" * 200}) for i in range(500)])
+            stage = run.research("research-0")
+            stage.fetch("https://example.org/", rng.randbytes(2 << 20))
+            stage.finish(artifact={"summary": r})
+    with ForkServer() as server:
+        started = time.monotonic()
+        pid = server.spawn(
+            "tests.reliability.crash_writer:run_archive",
+            str(source), str(key_home), str(workdir / "timing.db"),
+        )  # fmt: skip
+        assert server.wait(pid) == 0
+        duration = time.monotonic() - started
+        absent = complete = 0
+        for point in range(kill_points):
+            out = workdir / f"archive-{point}.db"
+            pid = server.spawn(
+                "tests.reliability.crash_writer:run_archive", str(source), str(key_home), str(out)
+            )
+            time.sleep(rng.uniform(0.0, duration * 1.2))
+            server.kill(pid)
+            if not out.exists():
+                absent += 1
+                continue
+            assert is_archive_file(out), f"kill point {point}: {out} is not a sealed archive"
+            with Ledger.open(out, key_dir=key_home) as archive:
+                assert archive.verify(jobs=1).code == 0, f"kill point {point}"
+                assert len(archive.runs()) == 8
+            complete += 1
+    return absent, complete

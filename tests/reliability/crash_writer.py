@@ -85,3 +85,13 @@ def read_acks(ack_path: Path) -> list[dict[str, Any]]:
     if not ack_path.exists():
         return []
     return [json.loads(line) for line in ack_path.read_text().splitlines() if line]
+
+
+def run_archive(ledger_path: str, key_home: str, out: str) -> None:
+    """Write an archive of every run (the crash harness kills this one too)."""
+    os.environ["AGENTLEDGER_HOME"] = key_home
+    from agentledger import Ledger
+    from agentledger.archive import write_archive
+
+    with Ledger.open(ledger_path, create=False) as ledger:
+        write_archive(ledger, out, ledger.runs())

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .crash_harness import run_kill_points
+from .crash_harness import archive_kill_points, run_kill_points
 
 
 def test_writer_killed_at_random_moments_loses_no_acknowledged_write(tmp_path: Path) -> None:
@@ -26,3 +26,19 @@ def test_five_hundred_kill_points_lose_nothing(
         print(f"\n{tally.summary()}")
     assert tally.failures == []
     assert tally.kill_points == 520
+
+
+def test_an_archive_killed_midway_leaves_no_file_or_a_complete_one(tmp_path: Path) -> None:
+    absent, complete = archive_kill_points(tmp_path, 6, seed=3)
+    assert absent + complete == 6
+    assert absent > 0
+
+
+@pytest.mark.slow
+def test_forty_archive_kill_points_leave_no_partial_archive(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    absent, complete = archive_kill_points(tmp_path, 40, seed=41)
+    with capsys.disabled():
+        print(f"\narchive kill points: 40; no file: {absent}; complete and verified: {complete}")
+    assert absent + complete == 40
