@@ -17,6 +17,7 @@ import resource
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import apsw
 import blake3
@@ -37,7 +38,7 @@ def build(path: Path, runs: int, per_run: int) -> None:
         # one pool of small blobs, one per run, that the activity entries draw from.
         pool = [ledger.blobs.put(rng.randbytes(64)) for _ in range(runs)]
         for n in range(runs):
-            items = []
+            items: list[tuple[str, dict[str, Any]]] = []
             for i in range(per_run):
                 if i % 3 == 2:
                     hashes = rng.sample(pool, min(len(pool), rng.randint(2, 6)))
