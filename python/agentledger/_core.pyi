@@ -212,6 +212,13 @@ def bernstein_verify_journals(
 def sha256_hex_many(items: Sequence[bytes], jobs: int = 0) -> list[str]:
     """``"sha256:<hex>"`` of each buffer, in parallel with the GIL released."""
 
+def bernstein_audit_clean(
+    segments: Sequence[bytes], keys: tuple[bytes, bytes] | None = None, jobs: int = 0
+) -> tuple[int, list[tuple[int, int, str | None, int, dict[str, str]]]] | None:
+    """A bernstein audit chain that verifies clean: ``(records, [(segment, line, run_id,
+    journal_index, {audited name: str(value)})])`` for its ``activity.result`` records;
+    ``None`` when any line needs the exact walk. ``keys``: the scheme 1 and 2 HMAC keys."""
+
 def sha256_check_chunks(
     rows: Iterable[tuple[str, bytes]], jobs: int = 0
 ) -> tuple[list[str], list[tuple[str, str]]]:

@@ -10,6 +10,8 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentledger import _core
+
 GENESIS = "0" * 64
 SCHEME2_PREFIX = b"bernstein:audit:v2"
 EXEMPT_EVENTS = frozenset({"skill.catalog.install", "skill.catalog.upgrade"})
@@ -72,6 +74,25 @@ def verify_audit(segments: list[tuple[str, bytes]], master: bytes | None) -> Aud
     keys = {}
     if master is not None:
         keys = {2: (hkdf_sha256(master, b"audit"), SCHEME2_PREFIX), 1: (master, b"")}
+    # The clean chain is settled in Rust (parallel, GIL released); anything else, even a
+    # single line it is not sure of, is walked here, where every problem gets its name.
+    clean = _core.bernstein_audit_clean(
+        [data for _, data in segments], (keys[1][0], keys[2][0]) if keys else None
+    )
+    if clean is not None:
+        chain.records = clean[0]
+        for segment, number, run_id, journal_index, details in clean[1]:
+            chain.activity.append(
+                ActivityRecord(
+                    run_id=run_id or "",
+                    stage_id=details.get("stage_id", ""),
+                    journal_index=journal_index,
+                    details=details,
+                    segment=segments[segment][0],
+                    line=number,
+                )
+            )
+        return chain
     head = GENESIS
     for name, data in segments:
         if data and not data.endswith(b"\n"):

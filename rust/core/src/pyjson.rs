@@ -18,6 +18,7 @@
 //! encoded as the three bytes UTF-8 would give them. Byte order of WTF-8 is code-point
 //! order, which is Python's `str` order, so `sort_keys` is a byte sort.
 
+pub mod audit;
 pub mod journal;
 
 use std::borrow::Cow;

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use agentledger_core::pyjson::{self, journal};
+use agentledger_core::pyjson::{self, audit, journal};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -21,6 +21,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bernstein_verify_journals, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_hex_many, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_check_chunks, m)?)?;
+    m.add_function(wrap_pyfunction!(bernstein_audit_clean, m)?)?;
     Ok(())
 }
 
@@ -303,6 +304,49 @@ fn sha256_check_chunks(
         .map(|(name, got)| (name.clone(), got))
         .collect();
     Ok((names, mismatches))
+}
+
+/// A bernstein audit chain (segments in chain order) that verifies clean, settled in
+/// parallel with the GIL released: `(records, [(segment, line, run_id, journal_index,
+/// {audited name: str(value)})])`, or `None` when any line needs the exact walk.
+/// `keys`: `(scheme 1 key, scheme 2 key)`; without them the HMACs are not checked.
+#[pyfunction]
+#[pyo3(signature = (segments, keys = None, jobs = 0))]
+#[allow(clippy::type_complexity)]
+fn bernstein_audit_clean<'py>(
+    py: Python<'py>,
+    segments: Vec<Bound<'py, PyBytes>>,
+    keys: Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>,
+    jobs: usize,
+) -> PyResult<Option<(u64, Vec<Bound<'py, PyTuple>>)>> {
+    let segments: Vec<Vec<u8>> = segments.iter().map(|b| b.as_bytes().to_vec()).collect();
+    let keys: Option<(Vec<u8>, Vec<u8>)> =
+        keys.map(|(k1, k2)| (k1.as_bytes().to_vec(), k2.as_bytes().to_vec()));
+    let pool = pool(jobs)?;
+    let chain = py.allow_threads(|| {
+        let views: Vec<&[u8]> = segments.iter().map(Vec::as_slice).collect();
+        let keys = keys.as_ref().map(|(a, b)| (a.as_slice(), b.as_slice()));
+        pool.install(|| audit::walk_clean(&views, keys))
+    });
+    let Some(chain) = chain else {
+        return Ok(None);
+    };
+    let mut records = Vec::with_capacity(chain.activity.len());
+    for record in &chain.activity {
+        let fields = PyDict::new(py);
+        for (name, value) in &record.fields {
+            fields.set_item(*name, py_text(py, value)?)?;
+        }
+        let item = (
+            record.segment,
+            record.line,
+            opt_text(py, record.run_id.as_deref())?,
+            record.journal_index,
+            fields,
+        );
+        records.push(item.into_pyobject(py)?);
+    }
+    Ok(Some((chain.records, records)))
 }
 
 /// One rayon pool per requested size, built once and reused.
