@@ -89,7 +89,7 @@ def verify_worker(ledger_path: str, key_home: str, out_path: str, stop_path: str
         while not os.path.exists(stop_path) or rounds < 2:
             try:
                 runs = ledger.runs()[:3] if rounds % 2 else None
-                report = ledger.verify(runs, jobs=1)
+                report = ledger.verify(runs, jobs=2 if runs is None else 1)
                 found = [d.to_json() for d in report.workspace] + [
                     d.to_json() for run in report.runs for d in run.divergences
                 ]

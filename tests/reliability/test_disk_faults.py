@@ -75,12 +75,27 @@ def _state(path: Path, key_home: Path) -> tuple[int, dict[tuple[str, int], str],
 def test_a_disk_fault_fails_one_operation_with_a_typed_error_and_loses_nothing(
     tmp_path: Path, fault: faultvfs.Fault, kind: str, operation: str
 ) -> None:
+    inject_faults(tmp_path, fault, kind, operation, skips=(0, 1, 2, 4, 8))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["full", "write", "short", "sync"])
+@pytest.mark.parametrize("operation", list(OPERATIONS))
+def test_disk_faults_at_every_third_write_lose_nothing(
+    tmp_path: Path, fault: faultvfs.Fault, kind: str, operation: str
+) -> None:
+    inject_faults(tmp_path, fault, kind, operation, skips=tuple(range(0, 90, 3)))
+
+
+def inject_faults(
+    tmp_path: Path, fault: faultvfs.Fault, kind: str, operation: str, skips: tuple[int, ...]
+) -> None:
     key_home = tmp_path / "keys"
     path = tmp_path / "ledger.db"
     outcomes: Counter[str] = Counter()
     with open_faulty(path, key_home) as ledger:
         ledger.run("r").append_many([("step", {"i": i}) for i in range(5)])
-    for skip in (0, 1, 2, 4, 8):
+    for skip in skips:
         before = _state(path, key_home)
         assert before[0] == 0
         with open_faulty(path, key_home) as ledger:
