@@ -219,6 +219,9 @@ def bernstein_audit_clean(
     journal_index, {audited name: str(value)})])`` for its ``activity.result`` records;
     ``None`` when any line needs the exact walk. ``keys``: the scheme 1 and 2 HMAC keys."""
 
+def bernstein_manifest(rows: Iterable[tuple[str, str, str | None]], format: str) -> bytes:
+    """``importer.manifest_of`` over ``(path, kind, digest)`` rows streamed in path order."""
+
 def sha256_check_chunks(
     rows: Iterable[tuple[str, bytes]], jobs: int = 0
 ) -> tuple[list[str], list[tuple[str, str]]]:

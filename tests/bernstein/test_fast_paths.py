@@ -122,3 +122,17 @@ def test_batched_signatures_give_the_same_receipt_verdicts() -> None:
         assert verify_receipt(receipt, workdir.stored_digest, verified) == verify_receipt(
             receipt, workdir.stored_digest
         )
+
+
+def test_the_rust_manifest_is_manifest_of() -> None:
+    from agentledger.bernstein.importer import FORMAT, manifest_of
+
+    rows: list[tuple[str, str, str | None]] = [
+        (".sdd", "dir", None),
+        (".sdd/cas/" + "a" * 64, "cas", "sha256:" + "b" * 64),
+        ('.sdd/runs/q"uo\\te\n/journal.jsonl', "journal", "sha256:" + "c" * 64),
+        (".sdd/runs/caf\u00e9-\U0001f600-\u2028\x7f/journal.jsonl", "journal", None),
+    ]
+    rows.sort()
+    assert _core.bernstein_manifest(iter(rows), FORMAT) == manifest_of(rows)
+    assert _core.bernstein_manifest([], FORMAT) == manifest_of([])

@@ -315,7 +315,7 @@ def _check_manifests(ctx: VerifyContext) -> None:
                 ),
             )
     for import_id, (manifest, run_id, seq) in sorted(pinned.items()):
-        if content_hash(_manifest_in_sql(ctx, import_id)) == manifest:
+        if content_hash(_manifest_in_rust(ctx, import_id)) == manifest:
             continue
         # Only Python's own serialization of the rows decides a mismatch.
         held = _files_of(ctx, import_id)
@@ -342,16 +342,15 @@ def _files_of(ctx: VerifyContext, import_id: int) -> list[tuple[str, str, str | 
     ]
 
 
-def _manifest_in_sql(ctx: VerifyContext, import_id: int) -> bytes:
-    """``manifest_of`` the import's rows, serialized by SQLite's JSON functions: the same
-    bytes for the ASCII paths bernstein names (Python escapes non-ASCII, SQLite does not),
-    so a match settles the manifest and anything else goes to the Python serialization."""
-    files = ctx.conn.execute(
-        "SELECT json_group_array(json_array(path, kind, digest) ORDER BY path) "
-        "FROM bernstein_files WHERE import_id = ?",
+def _manifest_in_rust(ctx: VerifyContext, import_id: int) -> bytes:
+    """``manifest_of`` the import's rows, serialized in Rust as the rows stream in (path
+    order is ``sorted``'s: paths are unique, and SQLite's BINARY order is code point order);
+    a mismatch is still decided by ``manifest_of`` itself."""
+    rows = ctx.conn.execute(
+        "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path",
         (import_id,),
-    ).fetchall()[0][0]
-    return b'{"files":' + str(files).encode() + b',"format":' + json.dumps(FORMAT).encode() + b"}"
+    )
+    return _core.bernstein_manifest(rows, FORMAT)
 
 
 def _name_differences(

@@ -22,6 +22,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sha256_hex_many, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_check_chunks, m)?)?;
     m.add_function(wrap_pyfunction!(bernstein_audit_clean, m)?)?;
+    m.add_function(wrap_pyfunction!(bernstein_manifest, m)?)?;
     Ok(())
 }
 
@@ -347,6 +348,45 @@ fn bernstein_audit_clean<'py>(
         records.push(item.into_pyobject(py)?);
     }
     Ok(Some((chain.records, records)))
+}
+
+/// An import's manifest, `json.dumps({"files": [[path, kind, digest], ...], "format":
+/// format}, sort_keys=True, separators=(",", ":"))`, from `(path, kind, digest|None)` rows
+/// streamed in path order (`ORDER BY path`: code point order, as `sorted` gives it).
+#[pyfunction]
+fn bernstein_manifest<'py>(
+    py: Python<'py>,
+    rows: &Bound<'py, PyAny>,
+    format: &str,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let mut out: Vec<u8> = b"{\"files\":[".to_vec();
+    let mut first = true;
+    for row in rows.try_iter()? {
+        let row = row?;
+        let row = row.downcast::<PyTuple>()?;
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.push(b'[');
+        for i in 0..3 {
+            if i > 0 {
+                out.push(b',');
+            }
+            let item = row.get_item(i)?;
+            if item.is_none() {
+                out.extend_from_slice(b"null");
+            } else {
+                let text = item.downcast::<PyString>()?.to_str()?;
+                pyjson::write_py_string(text.as_bytes(), true, &mut out).map_err(to_py)?;
+            }
+        }
+        out.push(b']');
+    }
+    out.extend_from_slice(b"],\"format\":");
+    pyjson::write_py_string(format.as_bytes(), true, &mut out).map_err(to_py)?;
+    out.push(b'}');
+    Ok(PyBytes::new(py, &out))
 }
 
 /// One rayon pool per requested size, built once and reused.
