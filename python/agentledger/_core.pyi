@@ -196,10 +196,18 @@ class BernsteinJournal(TypedDict):
     settled_referenced: list[str]
     """``compact``: the content hashes of the settled stages' observations."""
 
+class BernsteinStoreIndex:
+    """``content hash -> digest of the stored bytes``, built in Rust from
+    ``(content_hash, digest)`` rows; ``bernstein_verify_journals`` takes it as it is."""
+
+    def __init__(self, rows: Iterable[tuple[str, str]]) -> None: ...
+    def get(self, content_hash: str) -> str | None: ...
+    def __len__(self) -> int: ...
+
 def bernstein_verify_journals(
     journals: Sequence[bytes],
     jobs: int = 0,
-    store: dict[str, str] | None = None,
+    store: BernsteinStoreIndex | dict[str, str] | None = None,
     compact: bool = False,
 ) -> list[BernsteinJournal]:
     """bernstein's reader and chain walk over each journal file, in parallel, GIL released.

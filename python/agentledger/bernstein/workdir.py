@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from agentledger import _core
 from agentledger.bernstein.format import (
     AUDIT_DIR,
     CAS_DIR,
@@ -52,7 +53,7 @@ class Workdir(Protocol):
 
     def journals(self, run_ids: list[str]) -> list[bytes | None]: ...
 
-    def store_index(self) -> dict[str, str] | None:
+    def store_index(self) -> _core.BernsteinStoreIndex | None:
         """``content hash -> stored digest`` for the plain names, if known without reading."""
         ...
 
@@ -126,7 +127,7 @@ class DirectoryWorkdir:
     def journals(self, run_ids: list[str]) -> list[bytes | None]:
         return [self.journal(run_id) for run_id in run_ids]
 
-    def store_index(self) -> dict[str, str] | None:
+    def store_index(self) -> _core.BernsteinStoreIndex | None:
         return None
 
     def prefetch(self, paths: list[str]) -> None:
@@ -149,12 +150,12 @@ class LedgerWorkdir:
         self.runs: dict[str, str] = dict(
             conn.execute("SELECT run_id, path FROM bernstein_runs").fetchall()
         )
-        self.by_content_hash: dict[str, str] = dict(
+        self.by_content_hash = _core.BernsteinStoreIndex(
             conn.execute(
                 "SELECT 'sha256:' || substr(path, ?), digest FROM bernstein_files "
                 "WHERE kind = 'cas' AND digest IS NOT NULL AND instr(substr(path, ?), '/') = 0",
                 (len(CAS_DIR) + 2, len(CAS_DIR) + 2),
-            ).fetchall()
+            )
         )
         """The common lookup, ``sha256:<name>`` -> stored digest, without path handling."""
         self.cache: dict[str, bytes] = {}
@@ -163,7 +164,7 @@ class LedgerWorkdir:
     def run_ids(self) -> list[str]:
         return sorted(self.runs)
 
-    def store_index(self) -> dict[str, str] | None:
+    def store_index(self) -> _core.BernsteinStoreIndex | None:
         return self.by_content_hash
 
     def stored_digest(self, content_hash: str) -> str | None:

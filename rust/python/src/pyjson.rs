@@ -23,6 +23,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sha256_check_chunks, m)?)?;
     m.add_function(wrap_pyfunction!(bernstein_audit_clean, m)?)?;
     m.add_function(wrap_pyfunction!(bernstein_manifest, m)?)?;
+    m.add_class::<BernsteinStoreIndex>()?;
     Ok(())
 }
 
@@ -198,6 +199,43 @@ fn report_dict<'py>(
     Ok(d)
 }
 
+/// `content hash -> digest of the stored bytes`, built in Rust from `(content_hash,
+/// digest)` rows (a SQL cursor): handed to `bernstein_verify_journals` without conversion.
+#[pyclass(frozen, module = "agentledger._core")]
+struct BernsteinStoreIndex {
+    map: journal::StoreIndex,
+}
+
+#[pymethods]
+impl BernsteinStoreIndex {
+    #[new]
+    fn new(rows: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let mut map = journal::StoreIndex::new();
+        for row in rows.try_iter()? {
+            let row = row?;
+            let row = row.downcast::<PyTuple>()?;
+            let key = row.get_item(0)?;
+            let value = row.get_item(1)?;
+            map.insert(
+                key.downcast::<PyString>()?.to_str()?.as_bytes().to_vec(),
+                value.downcast::<PyString>()?.to_str()?.as_bytes().to_vec(),
+            );
+        }
+        Ok(Self { map })
+    }
+
+    /// The digest stored under `content_hash`, or `None`.
+    fn get(&self, content_hash: &str) -> Option<String> {
+        self.map
+            .get(content_hash.as_bytes())
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    }
+
+    fn __len__(&self) -> usize {
+        self.map.len()
+    }
+}
+
 /// Verify bernstein journals (file bytes) in parallel; one report dict per journal.
 /// `store` maps content hashes to the digest of the bytes the store holds under them,
 /// so observations are reattached here too. `compact` (with a store) gives each settled
@@ -210,20 +248,35 @@ fn bernstein_verify_journals<'py>(
     py: Python<'py>,
     journals: Vec<Bound<'py, PyBytes>>,
     jobs: usize,
-    store: Option<HashMap<String, String>>,
+    store: Option<Bound<'py, PyAny>>,
     compact: bool,
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
     let compact = compact && store.is_some();
-    let store: Option<journal::StoreIndex> = store.map(|map| {
-        map.into_iter()
-            .map(|(k, v)| (k.into_bytes(), v.into_bytes()))
-            .collect()
-    });
+    // A `BernsteinStoreIndex` is used as it is; a dict is converted.
+    let (built, converted): (Option<Py<BernsteinStoreIndex>>, Option<journal::StoreIndex>) =
+        match store {
+            None => (None, None),
+            Some(store) => match store.downcast::<BernsteinStoreIndex>() {
+                Ok(index) => (Some(index.clone().unbind()), None),
+                Err(_) => {
+                    let map: HashMap<String, String> = store.extract()?;
+                    let map = map
+                        .into_iter()
+                        .map(|(k, v)| (k.into_bytes(), v.into_bytes()))
+                        .collect();
+                    (None, Some(map))
+                }
+            },
+        };
     // Copy out of the bytes objects (a `Vec<u8>` extraction would go int by int).
     let journals: Vec<Vec<u8>> = journals.iter().map(|b| b.as_bytes().to_vec()).collect();
     let pool = pool(jobs)?;
-    let reports = py.allow_threads(move || {
-        pool.install(|| journal::verify_journals(&journals, store.as_ref()))
+    let reports = py.allow_threads(|| {
+        let store = match (&built, &converted) {
+            (Some(index), _) => Some(&index.get().map),
+            (None, map) => map.as_ref(),
+        };
+        pool.install(|| journal::verify_journals(&journals, store))
     });
     reports
         .iter()
