@@ -7,6 +7,7 @@ import base64
 import binascii
 import functools
 import hashlib
+import json.encoder
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -14,6 +15,8 @@ from typing import Any
 
 from agentledger import _core
 from agentledger.bernstein.format import acanon, cas_path, content_hash
+
+_quote: Callable[[str], str] = json.encoder.encode_basestring
 
 Reader = Callable[[str], bytes | None]
 """Bytes of a content hash from the store (``None``: missing)."""
@@ -289,10 +292,14 @@ def _decode_signature(signature: str) -> bytes:
 
 
 def _artifact_payload(artifact: dict[str, Any]) -> tuple[str, str, bytes]:
+    """``acanon({"role", "ref", "content_hash"})`` of three strings, written out: the keys
+    in sorted order, each value quoted by the encoder ``json.dumps(ensure_ascii=False)``
+    uses (so a lone surrogate raises on ``encode`` exactly as there)."""
     role, ref = str(artifact.get("role", "")), str(artifact.get("ref", ""))
-    payload = acanon(
-        {"role": role, "ref": ref, "content_hash": str(artifact.get("content_hash", ""))}
-    )
+    content = str(artifact.get("content_hash", ""))
+    payload = (
+        f'{{"content_hash":{_quote(content)},"ref":{_quote(ref)},"role":{_quote(role)}}}'
+    ).encode()
     return role, ref, payload
 
 
@@ -315,9 +322,10 @@ def verify_signatures(receipts: Iterable[object]) -> dict[tuple[bytes, bytes, by
         for artifact in inputs + outputs:
             try:
                 raw = _decode_signature(str(artifact.get("signature", "")))
-            except (binascii.Error, ValueError):
+                payload = _artifact_payload(artifact)[2]
+            except (binascii.Error, ValueError):  # UnicodeEncodeError too: left to the check
                 continue
-            triples[(key, _artifact_payload(artifact)[2], raw)] = None
+            triples[(key, payload, raw)] = None
     items = list(triples)
     return dict(zip(items, _core.ed25519_verify_batch(items), strict=True))
 
