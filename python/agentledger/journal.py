@@ -118,10 +118,9 @@ class Run:
         entries = []
         for i, (kind, body) in enumerate(batch):
             raw, digest = encoded[i]
-            entries.append(
-                Entry(self.id, head_seq + 1 + i, kind, hash_text(digest), prev, ts, body, raw)
-            )
-            prev = hash_text(digest)
+            digest_text = hash_text(digest)
+            entries.append(Entry(self.id, head_seq + 1 + i, kind, digest_text, prev, ts, body, raw))
+            prev = digest_text
         return entries
 
     def entries(self, start: int = 0, kind: str | None = None) -> Iterator[Entry]:

@@ -92,44 +92,59 @@ pub struct EntryHeader<'a> {
 }
 
 /// Canonical bytes of an entry. `body` must be a canonicalizable value.
-pub fn encode_entry(header: &EntryHeader<'_>, body: Value) -> Result<Vec<u8>> {
-    let value = Value::Object(vec![
-        ("body".to_owned(), body),
-        ("kind".to_owned(), Value::String(header.kind.to_owned())),
-        ("prev".to_owned(), Value::String(header.prev.to_owned())),
-        ("run".to_owned(), Value::String(header.run_id.to_owned())),
-        ("seq".to_owned(), Value::Number(header.seq as f64)),
-        ("ts".to_owned(), Value::String(header.ts.to_owned())),
-        ("v".to_owned(), Value::Number(ENTRY_VERSION)),
-    ]);
-    canonical::to_canonical(&value)
+pub fn encode_entry(header: &EntryHeader<'_>, body: &Value) -> Result<Vec<u8>> {
+    let mut body_bytes = Vec::new();
+    canonical::write_canonical(body, &mut body_bytes)?;
+    Ok(encode_entry_around(header, &body_bytes))
 }
 
-/// Encode a batch of consecutive entries of one run, chaining each to the one before.
-/// Returns `(bytes, hash)` per entry.
+/// Canonical bytes of an entry whose body is already canonical JSON (`body_jcs`).
+///
+/// The members are written in their sorted order (`body kind prev run seq ts v`), so the
+/// envelope is canonical exactly when the body is.
+pub fn encode_entry_around(header: &EntryHeader<'_>, body_jcs: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body_jcs.len() + 192);
+    out.extend_from_slice(b"{\"body\":");
+    out.extend_from_slice(body_jcs);
+    out.extend_from_slice(b",\"kind\":");
+    canonical::write_string(header.kind, &mut out);
+    out.extend_from_slice(b",\"prev\":");
+    canonical::write_string(header.prev, &mut out);
+    out.extend_from_slice(b",\"run\":");
+    canonical::write_string(header.run_id, &mut out);
+    out.extend_from_slice(b",\"seq\":");
+    out.extend_from_slice(header.seq.to_string().as_bytes());
+    out.extend_from_slice(b",\"ts\":");
+    canonical::write_string(header.ts, &mut out);
+    out.extend_from_slice(b",\"v\":1}");
+    out
+}
+
+/// Encode a batch of consecutive entries of one run from their canonical bodies, chaining
+/// each to the one before. Returns `(bytes, hash)` per entry.
 pub fn encode_chain(
     run_id: &str,
     first_seq: u64,
     prev: &str,
     ts: &str,
-    items: Vec<(String, Value)>,
-) -> Result<Vec<(Vec<u8>, [u8; 32])>> {
+    items: &[(String, Vec<u8>)],
+) -> Vec<(Vec<u8>, [u8; 32])> {
     let mut out = Vec::with_capacity(items.len());
     let mut prev = prev.to_owned();
-    for (offset, (kind, body)) in items.into_iter().enumerate() {
+    for (offset, (kind, body_jcs)) in items.iter().enumerate() {
         let header = EntryHeader {
             run_id,
             seq: first_seq + offset as u64,
-            kind: &kind,
+            kind,
             prev: &prev,
             ts,
         };
-        let bytes = encode_entry(&header, body)?;
+        let bytes = encode_entry_around(&header, body_jcs);
         let digest = entry_hash(&bytes);
         prev = prefixed_hex(&digest);
         out.push((bytes, digest));
     }
-    Ok(out)
+    out
 }
 
 /// One row of the `entries` table, as read back for verification.
@@ -1012,17 +1027,16 @@ mod tests {
         let items = (0..n)
             .map(|i| {
                 let body = Value::Object(vec![("i".to_owned(), Value::Number(i as f64))]);
-                ("step".to_owned(), body)
+                ("step".to_owned(), canonical::to_canonical(&body).unwrap())
             })
-            .collect();
+            .collect::<Vec<_>>();
         encode_chain(
             run,
             0,
             &genesis_prev(LEDGER, run),
             "2026-11-30T00:00:00Z",
-            items,
+            &items,
         )
-        .unwrap()
         .into_iter()
         .enumerate()
         .map(|(i, (bytes, hash))| StoredEntry {
@@ -1033,6 +1047,34 @@ mod tests {
             bytes,
         })
         .collect()
+    }
+
+    #[test]
+    fn the_envelope_around_canonical_bytes_equals_canonicalizing_the_whole_entry() {
+        let body = Value::Object(vec![
+            ("z".to_owned(), Value::String("é\u{1}\"".to_owned())),
+            ("a".to_owned(), Value::Number(1e21)),
+        ]);
+        let header = EntryHeader {
+            run_id: "run.1",
+            seq: 9_007_199_254_740_991,
+            kind: "activity.result",
+            prev: "blake3:00",
+            ts: "2026-11-30T00:00:00.000000Z",
+        };
+        let whole = Value::Object(vec![
+            ("v".to_owned(), Value::Number(ENTRY_VERSION)),
+            ("ts".to_owned(), Value::String(header.ts.to_owned())),
+            ("seq".to_owned(), Value::Number(header.seq as f64)),
+            ("run".to_owned(), Value::String(header.run_id.to_owned())),
+            ("prev".to_owned(), Value::String(header.prev.to_owned())),
+            ("kind".to_owned(), Value::String(header.kind.to_owned())),
+            ("body".to_owned(), body.clone()),
+        ]);
+        assert_eq!(
+            encode_entry(&header, &body).unwrap(),
+            canonical::to_canonical(&whole).unwrap()
+        );
     }
 
     #[test]
@@ -1162,12 +1204,14 @@ mod tests {
             0,
             &genesis_prev(LEDGER, "run-1"),
             "2026-11-30T00:00:00.000000Z",
-            vec![
-                ("step".to_owned(), step),
-                (ACTIVITY_RESULT_KIND.to_owned(), body),
+            &[
+                ("step".to_owned(), canonical::to_canonical(&step).unwrap()),
+                (
+                    ACTIVITY_RESULT_KIND.to_owned(),
+                    canonical::to_canonical(&body).unwrap(),
+                ),
             ],
-        )
-        .unwrap();
+        );
         let seeds: Vec<(String, Vec<u8>)> = encoded
             .into_iter()
             .zip(["step", ACTIVITY_RESULT_KIND])

@@ -2,17 +2,17 @@
 //! `MAX_DEPTH`.
 //!
 //! `canonicalize` walks the Python value and writes canonical bytes directly (no
-//! intermediate tree, no copy of strings); `value_from_py` builds a core [`Value`] for
-//! Rust code that needs one. Both accept exactly the same values: `None`, `bool`, `int`
+//! intermediate tree, no copy of strings); `write_py` does the same for other bindings
+//! (the journal's entry bodies). They accept exactly these values: `None`, `bool`, `int`
 //! within ±(2**53 − 1), finite `float`, `str` without lone surrogates, `list`/`tuple`,
 //! and `dict` with `str` keys (subclasses of these included), nested at most
-//! `MAX_DEPTH` containers deep. Neither calls Python code (no `__float__`, `__index__`,
+//! `MAX_DEPTH` containers deep. No Python code is called (no `__float__`, `__index__`,
 //! `__str__`...), so the bytes depend only on the data.
 
 use std::cmp::Ordering;
 
 use agentledger_core::canonical::{
-    self, compare_keys_utf16, write_number, write_string, Value, MAX_DEPTH,
+    self, compare_keys_utf16, write_number, write_string, MAX_DEPTH,
 };
 use agentledger_core::Error;
 use pyo3::exceptions::PyTypeError;
@@ -71,49 +71,9 @@ fn canonicalize_json<'py>(
     Ok(PyBytes::new(py, &canonical))
 }
 
-/// The core [`Value`] of a Python value, refused exactly as `canonicalize` refuses it.
-// Used by bindings that hand values to core functions (journal.rs); the allow keeps the
-// crate warning-free while no such module is registered.
-#[allow(dead_code)]
-pub fn value_from_py(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
-    value_at_depth(obj, 0)
-}
-
-fn value_at_depth(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
-    Ok(match classify(obj)? {
-        Kind::Null => Value::Null,
-        Kind::Bool(b) => Value::Bool(b),
-        Kind::Int(n) => Value::Number(n as f64),
-        Kind::Float(x) => Value::Number(x),
-        Kind::Str(s) => Value::String(str_of(s)?.to_owned()),
-        Kind::List(list) => {
-            check_depth(depth + 1)?;
-            let mut items = Vec::with_capacity(list.len());
-            for item in list.iter() {
-                items.push(value_at_depth(&item, depth + 1)?);
-            }
-            Value::Array(items)
-        }
-        Kind::Tuple(tuple) => {
-            check_depth(depth + 1)?;
-            let mut items = Vec::with_capacity(tuple.len());
-            for item in tuple.iter() {
-                items.push(value_at_depth(&item, depth + 1)?);
-            }
-            Value::Array(items)
-        }
-        Kind::Dict(dict) => {
-            check_depth(depth + 1)?;
-            let mut members = Vec::with_capacity(dict.len());
-            for (key, item) in dict_entries(dict)? {
-                members.push((str_of(&key)?.to_owned(), value_at_depth(&item, depth + 1)?));
-            }
-            Value::Object(members)
-        }
-    })
-}
-
-fn write_py(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>, depth: usize) -> PyResult<()> {
+/// Canonical bytes of a Python value appended to `out`, `depth` containers deep already
+/// (the journal writes entry bodies at depth 1). Refuses exactly what `canonicalize` refuses.
+pub(crate) fn write_py(obj: &Bound<'_, PyAny>, out: &mut Vec<u8>, depth: usize) -> PyResult<()> {
     match classify(obj)? {
         Kind::Null => out.extend_from_slice(b"null"),
         Kind::Bool(true) => out.extend_from_slice(b"true"),

@@ -4,7 +4,6 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use agentledger_core::canonical::Value;
 use agentledger_core::journal::LogAssembler as CoreAssembler;
 use agentledger_core::journal::{self, Carry, EntryRow, LogRow};
 use agentledger_core::merkle::{Hash, HashAlg, IncrementalTree};
@@ -13,7 +12,7 @@ use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::PyBytes;
 use rayon::prelude::*;
 
-use crate::canonical::value_from_py;
+use crate::canonical::write_py;
 use crate::errors::to_py;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -41,16 +40,21 @@ fn encode_entries<'py>(
     ts: &str,
     items: Vec<(String, Bound<'py, PyAny>)>,
 ) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
-    let items: Vec<(String, Value)> = items
+    // Bodies are written as canonical JSON straight from the Python objects (depth 1: they
+    // sit inside the entry object), then wrapped, hashed and chained with the GIL released.
+    let bodies: Vec<(String, Vec<u8>)> = items
         .into_iter()
-        .map(|(kind, body)| Ok((kind, value_from_py(&body)?)))
+        .map(|(kind, body)| {
+            let mut out = Vec::with_capacity(128);
+            write_py(&body, &mut out, 1)?;
+            Ok((kind, out))
+        })
         .collect::<PyResult<_>>()?;
     let run_id = run_id.to_owned();
     let prev = prev.to_owned();
     let ts = ts.to_owned();
-    let encoded = py
-        .allow_threads(move || journal::encode_chain(&run_id, first_seq, &prev, &ts, items))
-        .map_err(to_py)?;
+    let encoded =
+        py.allow_threads(move || journal::encode_chain(&run_id, first_seq, &prev, &ts, &bodies));
     Ok(encoded
         .into_iter()
         .map(|(bytes, digest)| (PyBytes::new(py, &bytes), PyBytes::new(py, &digest)))
