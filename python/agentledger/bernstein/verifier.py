@@ -374,17 +374,13 @@ def _settled(row: tuple[Any, ...], result: RunResult) -> StageVerdict:
     """A stage Rust settled (``_fast_path``'s conditions, decided there; its observations
     are in the report's ``settled_referenced``): only the chain verdict is left to apply."""
     step, stage_id, kind, artifact, has_observations = row[:5]
-    stage = StageVerdict(stage_id=stage_id, kind=kind, step=step)
     if not result.chain_ok:
-        stage.reason = "journal Merkle chain diverges"
-        return stage
+        return StageVerdict(stage_id, kind, step, False, "journal Merkle chain diverges")
     if kind in ("data", "ops"):
         _strict(result, step, "bernstein.blob.missing", "receipt", artifact, "absent")
     elif kind in ARTIFACT_KINDS:
         result.unstored_reports += 1
-    stage.evidence_reattached = has_observations
-    stage.ok = True
-    return stage
+    return StageVerdict(stage_id, kind, step, True, "", has_observations)
 
 
 def _fast_path(
