@@ -1,8 +1,7 @@
 //! Journal encoding and batch verification. Rows cross the boundary as plain tuples of
 //! str/int/bytes, are copied into Rust memory, and are verified with the GIL released.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::collections::HashSet;
 
 use agentledger_core::journal::LogAssembler as CoreAssembler;
 use agentledger_core::journal::{self, Carry, EntryRow, LogRow};
@@ -14,6 +13,7 @@ use rayon::prelude::*;
 
 use crate::canonical::write_py;
 use crate::errors::to_py;
+use crate::pools::pool;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_entries, m)?)?;
@@ -269,25 +269,6 @@ fn verify_and_scan(
             report
         }
     }
-}
-
-/// One rayon pool per requested size, built once and reused by every batch.
-fn pool(jobs: usize) -> PyResult<Arc<rayon::ThreadPool>> {
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
-    let mut pools = POOLS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(pool) = pools.get(&jobs) {
-        return Ok(pool.clone());
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
-        .build()
-        .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
-    let pool = Arc::new(pool);
-    pools.insert(jobs, pool.clone());
-    Ok(pool)
 }
 
 #[pyfunction]

@@ -12,6 +12,7 @@ mod errors;
 mod hashing;
 mod journal;
 mod merkle;
+mod pools;
 mod pyjson;
 mod signature;
 

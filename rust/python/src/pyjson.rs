@@ -6,14 +6,14 @@
 //! the `surrogatepass` codec, so they round-trip exactly.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
 
 use agentledger_core::pyjson::{self, audit, journal};
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::errors::to_py;
+use crate::pools::pool;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pyjson_dumps, m)?)?;
@@ -440,23 +440,4 @@ fn bernstein_manifest<'py>(
     pyjson::write_py_string(format.as_bytes(), true, &mut out).map_err(to_py)?;
     out.push(b'}');
     Ok(PyBytes::new(py, &out))
-}
-
-/// One rayon pool per requested size, built once and reused.
-fn pool(jobs: usize) -> PyResult<Arc<rayon::ThreadPool>> {
-    static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
-    let mut pools = POOLS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(pool) = pools.get(&jobs) {
-        return Ok(pool.clone());
-    }
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs)
-        .build()
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-    let pool = Arc::new(pool);
-    pools.insert(jobs, pool.clone());
-    Ok(pool)
 }
