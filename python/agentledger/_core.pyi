@@ -1,5 +1,5 @@
 # Exact type stub of the compiled extension (rust/python). Keep in sync with the Rust code.
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Literal, TypedDict
 
 from typing_extensions import Buffer
@@ -236,20 +236,35 @@ def sha256_check_chunks(
     """Blobs streamed as ``(name, chunk)`` rows (each blob's chunks consecutive, in order):
     the names seen, and ``(name, "sha256:<hex>")`` of each whose bytes hash otherwise."""
 
-def verify_entries_logged(
+def verify_journal(
+    connection: int,
     ledger_id: str,
-    carry: tuple[str, int, bytes] | None,
-    rows: Sequence[tuple[str, int, str, bytes, bytes, int | None]],
-    log: LogAssembler,
+    sql: str,
+    queries: Sequence[tuple[Sequence[int | str], tuple[str, int, bytes] | None]],
     jobs: int = 0,
     *,
+    log: LogAssembler | None = None,
     scan: JournalScan | None = None,
+    progress: Callable[[int], object] | None = None,
+    batch_rows: int = 16_384,
 ) -> tuple[
     list[tuple[str, int | None, str, str, str]],
     list[tuple[str, int, int, int, int, bytes]],
     list[str],
 ]:
-    """``verify_entries`` for rows carrying their leaf index; adds their leaves to ``log``."""
+    """Verify the rows ``sql`` selects on the SQLite handle ``connection`` (see
+    ``storage/native.py``), once per ``(params, carry)`` query, read and verified in Rust:
+    what ``verify_entries`` returns for all of them as one batch. ``sql`` selects
+    ``run_id, seq, kind, hash, bytes`` (and ``leaf``, added to ``log``) in (run, seq)
+    order; ``progress`` is called with entry counts between batches."""
+
+# ---- the host SQLite (apsw's own library, through the extension API) ----------------
+
+class SqliteError(RuntimeError):
+    """A failure of the host SQLite: ``args`` are ``(result code, message)``."""
+
+def sqlite_bound() -> bool:
+    """Whether apsw has loaded this module as an SQLite extension (``storage/native.py``)."""
 
 class JournalScan:
     """Gathers, across the batches of a whole pass, the referenced digests (then not

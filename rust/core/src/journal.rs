@@ -225,6 +225,47 @@ pub struct BatchReport {
     pub referenced: Vec<String>,
 }
 
+impl BatchReport {
+    /// Append the report of the batch that follows this one: a run continuing across the
+    /// boundary becomes one summary, and its findings stay capped at
+    /// [`MAX_FINDINGS_PER_RUN`] in all. Referenced digests are concatenated as they are.
+    pub fn absorb(&mut self, next: BatchReport) {
+        let mut runs = next.runs.into_iter().peekable();
+        let continuing = match (self.runs.last_mut(), runs.peek()) {
+            (Some(last), Some(first)) if last.run_id == first.run_id => {
+                let first = runs.next().expect("peeked");
+                last.entries += first.entries;
+                last.activities += first.activities;
+                last.findings += first.findings;
+                last.last_seq = first.last_seq;
+                last.last_hash = first.last_hash;
+                Some(last.run_id.clone())
+            }
+            _ => None,
+        };
+        let mut room = continuing.as_ref().map_or(0, |run_id| {
+            let kept = self
+                .findings
+                .iter()
+                .rev()
+                .take_while(|f| &f.run_id == run_id)
+                .count();
+            MAX_FINDINGS_PER_RUN.saturating_sub(kept)
+        });
+        for finding in next.findings {
+            if Some(&finding.run_id) == continuing.as_ref() {
+                if room == 0 {
+                    continue;
+                }
+                room -= 1;
+            }
+            self.findings.push(finding);
+        }
+        self.runs.extend(runs);
+        self.referenced.extend(next.referenced);
+    }
+}
+
 /// An entry's `prev`: a `blake3:<64 lowercase hex>` string read as its 32 bytes (compared
 /// without formatting hex per row), or any other string as it is.
 enum Prev<'a> {
@@ -699,59 +740,6 @@ pub fn verify_batch_into<R: EntryRow>(
     report
 }
 
-/// SQL `instr(haystack, needle) > 0` on bytes (an empty needle is found).
-///
-/// Candidates are found by the needle's first byte that is not JSON punctuation (a `"` or
-/// `:` would stop at every string), eight bytes at a time, and checked at both ends before
-/// being compared whole.
-pub fn contains_bytes(haystack: &[u8], needle: &[u8]) -> bool {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    let (Some(&first), Some(&last)) = (needle.first(), needle.last()) else {
-        return true;
-    };
-    if needle.len() > haystack.len() {
-        return false;
-    }
-    let anchor = needle
-        .iter()
-        .position(|b| !b"\"{}[],:".contains(b))
-        .unwrap_or(0);
-    let key = needle[anchor];
-    let spread = ONES * u64::from(key);
-    let last_start = haystack.len() - needle.len();
-    // Compared byte by byte: needles are short, and a `memcmp` call per candidate costs more.
-    let matches_at = |start: usize| {
-        haystack[start] == first
-            && haystack[start + needle.len() - 1] == last
-            && haystack[start..start + needle.len()]
-                .iter()
-                .zip(needle)
-                .all(|(a, b)| a == b)
-    };
-    // `at` runs over the positions the anchor byte can take in a match.
-    let mut at = anchor;
-    let end = last_start + anchor;
-    while at <= end {
-        if let Some(chunk) = haystack.get(at..at + 8) {
-            let word = u64::from_ne_bytes(chunk.try_into().expect("8 bytes")) ^ spread;
-            if word.wrapping_sub(ONES) & !word & HIGHS == 0 {
-                at += 8;
-                continue;
-            }
-        }
-        // The key is somewhere in these 8 bytes (or the tail): check them one by one.
-        let stop = (at + 8).min(end + 1);
-        for (candidate, &byte) in haystack[at..stop].iter().enumerate() {
-            if byte == key && matches_at(at + candidate - anchor) {
-                return true;
-            }
-        }
-        at += 8;
-    }
-    false
-}
-
 /// The domain of a workspace-log leaf: `domain_hash("log-leaf", …)`.
 pub const LOG_LEAF_DOMAIN: &str = "log-leaf";
 
@@ -1103,6 +1091,31 @@ mod tests {
     }
 
     #[test]
+    fn batches_absorbed_in_order_report_what_one_batch_would() {
+        let mut rows = chain("a", 80);
+        for row in rows.iter_mut().skip(5) {
+            row.hash[0] ^= 1; // each a finding, well past the per-run cap in all
+        }
+        rows.extend(chain("b", 3));
+        let whole = verify_batch(LEDGER, None, &rows);
+        for split in [1, 20, 50, 79, 80, 81] {
+            // The next row's `prev` must name the hash its predecessor's bytes have.
+            let last = &rows[split - 1];
+            let carry = Carry {
+                run_id: last.run_id.clone(),
+                seq: last.seq,
+                hash: entry_hash(&last.bytes).to_vec(),
+            };
+            let mut merged = verify_batch(LEDGER, None, &rows[..split]);
+            merged.absorb(verify_batch(LEDGER, Some(&carry), &rows[split..]));
+            assert_eq!(merged.runs, whole.runs, "split at {split}");
+            assert_eq!(merged.findings, whole.findings, "split at {split}");
+        }
+        assert_eq!(whole.findings.len(), MAX_FINDINGS_PER_RUN);
+        assert!(whole.runs[0].findings > MAX_FINDINGS_PER_RUN as u64);
+    }
+
+    #[test]
     fn a_deleted_middle_entry_breaks_the_chain_at_the_next_step() {
         let mut rows = chain("a", 5);
         rows.remove(2);
@@ -1297,48 +1310,6 @@ mod tests {
                 &canonical::to_canonical(&value).unwrap(),
             ))
         });
-    }
-
-    #[test]
-    fn contains_bytes_is_sql_instr() {
-        let hay = br#"{"body":{"kind":"data","mirrored":true},"kind":"x"}"#;
-        for (needle, found) in [
-            (&br#""kind":"data""#[..], true),
-            (br#""mirrored":true"#, true),
-            (br#""mirrored":false"#, false),
-            (br#""kind":"x"}"#, true),
-            (br#"{"body""#, true),
-            (b"", true),
-            (b"\"", true),
-            (br#""kind":"ops""#, false),
-        ] {
-            assert_eq!(contains_bytes(hay, needle), found, "{needle:?}");
-            let reference = needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle);
-            assert_eq!(contains_bytes(hay, needle), reference);
-        }
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        for _ in 0..20_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let len = (state % 40) as usize;
-            let hay: Vec<u8> = (0..len)
-                .map(|i| b"ab\":"[(state >> (i % 60)) as usize % 4])
-                .collect();
-            let nlen = ((state >> 8) % 5) as usize;
-            let needle: Vec<u8> = (0..nlen)
-                .map(|i| b"ab\":"[(state >> (7 + i * 3)) as usize % 4])
-                .collect();
-            let reference = needle.is_empty() || hay.windows(needle.len()).any(|w| w == needle);
-            assert_eq!(
-                contains_bytes(&hay, &needle),
-                reference,
-                "{hay:?} {needle:?}"
-            );
-        }
-        assert!(!contains_bytes(b"ab", b"abc"));
-        assert!(contains_bytes(b"xxabc", b"abc"));
-        assert!(!contains_bytes(b"bc", b"abc"));
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use agentledger_core::journal::LogAssembler as CoreAssembler;
 use agentledger_core::journal::{self, Carry, EntryRow, LogRow};
 use agentledger_core::merkle::{Hash, HashAlg, IncrementalTree};
+use memchr::memmem::Finder;
 use pyo3::prelude::*;
 use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::PyBytes;
@@ -23,7 +24,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(entry_hash, m)?)?;
     m.add_function(wrap_pyfunction!(log_leaf, m)?)?;
     m.add_function(wrap_pyfunction!(log_extend, m)?)?;
-    m.add_function(wrap_pyfunction!(verify_entries_logged, m)?)?;
     m.add_class::<LogAssembler>()?;
     m.add_class::<JournalScan>()?;
     m.add("MAX_FINDINGS_PER_RUN", journal::MAX_FINDINGS_PER_RUN)?;
@@ -63,7 +63,7 @@ fn encode_entries<'py>(
 
 type FindingTuple = (String, Option<i64>, String, String, String);
 type RunTuple = (String, u64, u64, u64, i64, Vec<u8>);
-type BatchTuple = (Vec<FindingTuple>, Vec<RunTuple>, Vec<String>);
+pub(crate) type BatchTuple = (Vec<FindingTuple>, Vec<RunTuple>, Vec<String>);
 type StoredRowTuple = (PyBackedStr, i64, PyBackedStr, PyBackedBytes, PyBackedBytes);
 
 /// A row borrowed from its Python objects: `str` and `bytes` are immutable and kept alive
@@ -115,7 +115,7 @@ fn to_carry(carry: Option<(String, i64, Bound<'_, PyBytes>)>) -> Option<Carry> {
     })
 }
 
-fn to_tuples(report: journal::BatchReport) -> BatchTuple {
+pub(crate) fn to_tuples(report: journal::BatchReport) -> BatchTuple {
     let findings = report
         .findings
         .into_iter()
@@ -145,8 +145,8 @@ fn to_tuples(report: journal::BatchReport) -> BatchTuple {
 /// needle) > 0`), in row order. A mark matching more than `limit` rows stops recording
 /// (`marked` is then `None`), so memory stays bounded.
 #[pyclass(module = "agentledger._core")]
-struct JournalScan {
-    marks: Vec<(Vec<String>, Vec<u8>)>,
+pub(crate) struct JournalScan {
+    marks: Vec<(Vec<String>, Finder<'static>)>,
     limit: usize,
     marked: Vec<Option<Vec<(String, i64)>>>,
     referenced: HashSet<String>,
@@ -158,6 +158,10 @@ impl JournalScan {
     #[pyo3(signature = (marks, limit = 100_000))]
     fn new(marks: Vec<(Vec<String>, Vec<u8>)>, limit: usize) -> Self {
         let marked = marks.iter().map(|_| Some(Vec::new())).collect();
+        let marks = marks
+            .into_iter()
+            .map(|(kinds, needle)| (kinds, Finder::new(&needle).into_owned()))
+            .collect();
         JournalScan {
             marks,
             limit,
@@ -180,7 +184,7 @@ impl JournalScan {
 }
 
 /// Which of `marks` each row matches (bit `i` for mark `i`), computed in parallel.
-fn match_rows(marks: &[(Vec<String>, Vec<u8>)], rows: &[PyRow]) -> Vec<u64> {
+fn match_rows<R: EntryRow>(marks: &[(Vec<String>, Finder<'static>)], rows: &[R]) -> Vec<u64> {
     if marks.is_empty() {
         return vec![0; rows.len()];
     }
@@ -188,9 +192,7 @@ fn match_rows(marks: &[(Vec<String>, Vec<u8>)], rows: &[PyRow]) -> Vec<u64> {
         .map(|row| {
             let mut bits = 0u64;
             for (i, (kinds, needle)) in marks.iter().enumerate().take(64) {
-                if kinds.iter().any(|k| k == row.kind())
-                    && journal::contains_bytes(row.bytes(), needle)
-                {
+                if kinds.iter().any(|k| k == row.kind()) && needle.find(row.bytes()).is_some() {
                     bits |= 1 << i;
                 }
             }
@@ -200,7 +202,7 @@ fn match_rows(marks: &[(Vec<String>, Vec<u8>)], rows: &[PyRow]) -> Vec<u64> {
 }
 
 impl JournalScan {
-    fn record(&mut self, rows: &[PyRow], bits: &[u64]) {
+    fn record<R: EntryRow>(&mut self, rows: &[R], bits: &[u64]) {
         for (row, &bits) in rows.iter().zip(bits) {
             if bits == 0 {
                 continue;
@@ -249,10 +251,10 @@ fn verify_entries(
 
 /// `verify_batch`, and with a scan, its marks matched in parallel with it and the batch's
 /// referenced digests kept there rather than returned.
-fn verify_and_scan(
+pub(crate) fn verify_and_scan<R: EntryRow>(
     ledger_id: &str,
     carry: Option<&Carry>,
-    rows: &[PyRow],
+    rows: &[R],
     scan: Option<&mut JournalScan>,
 ) -> journal::BatchReport {
     match scan {
@@ -358,7 +360,7 @@ fn log_extend<'py>(
 
 /// The workspace log rebuilt from the journal pass's own rows (see `verify_entries_logged`).
 #[pyclass(module = "agentledger._core")]
-struct LogAssembler(CoreAssembler);
+pub(crate) struct LogAssembler(pub(crate) CoreAssembler);
 
 #[pymethods]
 impl LogAssembler {
@@ -401,62 +403,4 @@ fn frontier_nodes(frontier: &[Bound<'_, PyBytes>]) -> PyResult<Vec<Hash>> {
             })
         })
         .collect()
-}
-
-type LoggedRowTuple = (
-    PyBackedStr,
-    i64,
-    PyBackedStr,
-    PyBackedBytes,
-    PyBackedBytes,
-    Option<i64>,
-);
-
-/// `verify_entries` for rows that also carry their log leaf index (`None`: not in the
-/// log): the same findings, and each logged row's leaf hash is added to `log`, computed in
-/// parallel from the row already in memory.
-#[pyfunction]
-#[pyo3(signature = (ledger_id, carry, rows, log, jobs = 0, *, scan = None))]
-fn verify_entries_logged(
-    py: Python<'_>,
-    ledger_id: &str,
-    carry: Option<(String, i64, Bound<'_, PyBytes>)>,
-    rows: Vec<LoggedRowTuple>,
-    log: &Bound<'_, LogAssembler>,
-    jobs: usize,
-    scan: Option<&Bound<'_, JournalScan>>,
-) -> PyResult<BatchTuple> {
-    let mut leaves = Vec::with_capacity(rows.len());
-    let rows: Vec<PyRow> = rows
-        .into_iter()
-        .map(|(run_id, seq, kind, hash, bytes, leaf)| {
-            leaves.push(leaf);
-            PyRow::new((run_id, seq, kind, hash, bytes))
-        })
-        .collect();
-    let carry = to_carry(carry);
-    let pool = pool(jobs)?;
-    let mut guard = log.borrow_mut();
-    let assembler: &mut CoreAssembler = &mut guard.0;
-    let mut scan = scan.map(|s| s.borrow_mut());
-    let scan_ref = scan.as_deref_mut();
-    let rows_ref = &rows;
-    let report = py.allow_threads(move || {
-        pool.install(|| {
-            let (report, hashes) = rayon::join(
-                || verify_and_scan(ledger_id, carry.as_ref(), rows_ref, scan_ref),
-                || journal::row_leaf_hashes(HashAlg::Blake3, rows_ref),
-            );
-            for (leaf, hash) in leaves.into_iter().zip(hashes) {
-                if let Some(leaf) = leaf {
-                    assembler.add(leaf, hash);
-                }
-            }
-            report
-        })
-    });
-    drop(guard);
-    drop(scan);
-    drop(rows);
-    Ok(to_tuples(report))
 }

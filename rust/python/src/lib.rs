@@ -3,7 +3,8 @@
 //! Thread-safety: every function here either borrows its inputs for the duration of the
 //! call or copies them into Rust-owned memory before releasing the GIL (`py.allow_threads`),
 //! so no Python object is touched while other threads run. No Python object is held by Rust
-//! after a call returns, and nothing calls back into Python per item.
+//! after a call returns, and nothing calls back into Python per item (the journal pass calls
+//! its progress callback once per batch). `sqlite` reaches apsw's own SQLite library.
 
 use pyo3::prelude::*;
 
@@ -11,10 +12,12 @@ mod canonical;
 mod errors;
 mod hashing;
 mod journal;
+mod journal_pass;
 mod merkle;
 mod pools;
 mod pyjson;
 mod signature;
+mod sqlite;
 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -23,8 +26,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     canonical::register(m)?;
     hashing::register(m)?;
     journal::register(m)?;
+    journal_pass::register(m)?;
     merkle::register(m)?;
     pyjson::register(m)?;
     signature::register(m)?;
+    sqlite::register(m)?;
     Ok(())
 }

@@ -23,7 +23,7 @@ pub(crate) fn certainly_canonical(text: &[u8]) -> bool {
         src,
         bytes: text,
         pos: 0,
-        number: Vec::with_capacity(32),
+        number: Vec::new(),
     };
     checker.value(0) && checker.pos == text.len()
 }
@@ -161,6 +161,10 @@ impl Checker<'_> {
             end += 1;
         }
         let token = &self.src[start..end];
+        if is_plain_integer(token.as_bytes()) {
+            self.pos = end;
+            return true;
+        }
         let Ok(x) = token.parse::<f64>() else {
             return false;
         };
@@ -170,6 +174,17 @@ impl Checker<'_> {
         }
         self.pos = end;
         true
+    }
+}
+
+/// `0` or `-?[1-9][0-9]{0,14}` (not `-0`): an integer of at most 15 digits, exact in a
+/// double and written by ES6 exactly so; most numbers in entries are.
+fn is_plain_integer(token: &[u8]) -> bool {
+    let digits = token.strip_prefix(b"-").unwrap_or(token);
+    match digits {
+        [b'0'] => digits.len() == token.len(),
+        [b'1'..=b'9', rest @ ..] => rest.len() < 15 && rest.iter().all(u8::is_ascii_digit),
+        _ => false,
     }
 }
 
@@ -243,6 +258,9 @@ mod tests {
         for text in [
             &b"0"[..],
             b"-1.5",
+            b"-7",
+            b"999999999999999",
+            b"-123456789012345",
             b"1e+21",
             b"1e-7",
             b"5e-324",
@@ -274,6 +292,11 @@ mod tests {
             b"0 ",
             b"-0",
             b"1.0",
+            b"-00",
+            b"9999999999999999",
+            b"007",
+            b"-",
+            b"1-",
             b"1E+21",
             b"1e21",
             b"01",

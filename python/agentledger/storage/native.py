@@ -1,0 +1,64 @@
+"""Rust reading through an open apsw connection: same SQLite library, same transaction.
+
+The Rust core cannot link its own SQLite and share apsw's connections, so it borrows
+apsw's library instead: ``agentledger._core`` is loaded once as an SQLite extension (the
+documented extension API), which hands it SQLite's function table. A connection is then
+passed to Rust as ``Connection.sqlite3pointer()``; failures come back as
+``_core.SqliteError`` and are raised here as the apsw exception of the same result code,
+so callers handle them exactly like apsw's own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+import apsw
+
+from agentledger import _core
+from agentledger.errors import LedgerError
+
+ENTRY_POINT = "sqlite3_agentledger_init"
+
+_binding = threading.Lock()
+
+
+def handle(conn: apsw.Connection) -> int:
+    """The SQLite handle of ``conn`` for a ``_core`` call, binding the library first."""
+    if not _core.sqlite_bound():
+        with _binding:
+            if not _core.sqlite_bound():
+                _bind(conn)
+    return int(conn.sqlite3pointer())
+
+
+def _bind(conn: apsw.Connection) -> None:
+    # Extension loading is enabled only for this one call: a ledger's SQL never gets it.
+    conn.enable_load_extension(True)
+    try:
+        conn.load_extension(_core.__file__, ENTRY_POINT)
+    except apsw.Error as exc:
+        raise LedgerError(
+            f"cannot bind the Rust core to apsw's SQLite ({exc})", code="native-sqlite"
+        ) from None
+    finally:
+        conn.enable_load_extension(False)
+    if not _core.sqlite_bound():
+        # The loader opened a second copy of the module (another path to the same file).
+        raise LedgerError(
+            f"SQLite loaded {_core.__file__} as a separate copy; the Rust core is not bound",
+            code="native-sqlite",
+        )
+
+
+@contextlib.contextmanager
+def sqlite_errors() -> Iterator[None]:
+    """Raise a failure inside a ``_core`` SQLite call as apsw's exception for its code."""
+    try:
+        yield
+    except _core.SqliteError as exc:
+        code, message = exc.args
+        failure = apsw.exception_for(code)
+        failure.args = (message,)
+        raise failure from None

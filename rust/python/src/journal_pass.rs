@@ -1,0 +1,271 @@
+//! The journal pass straight from SQLite: rows are read through the open apsw connection
+//! (same transaction) into batches on the calling thread, while a second thread verifies
+//! the batch before on the rayon pool. No Python object is made per row, at most
+//! `IN_FLIGHT` batches exist at once, and the GIL is taken only between batches (progress,
+//! Ctrl-C).
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+
+use agentledger_core::journal::{self, BatchReport, Carry, EntryRow};
+use agentledger_core::merkle::HashAlg;
+use pyo3::prelude::*;
+
+use crate::journal::{to_tuples, verify_and_scan, BatchTuple, JournalScan, LogAssembler};
+use crate::pools::pool;
+use crate::sqlite::{Connection, Failure, Param, Statement};
+
+const IN_FLIGHT: usize = 2;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(verify_journal, m)?)?;
+    Ok(())
+}
+
+/// One query's parameters, and the entry before its first row when it starts mid-run.
+type Query = (Vec<Param>, Option<(String, i64, Vec<u8>)>);
+
+/// Verify the rows `sql` selects on the connection at `connection`, once per query in
+/// `queries`, in order. `sql` selects `run_id, seq, kind, hash, bytes` (and `leaf` when
+/// `log` is given) ordered by `(run_id, seq)`. Returns what `verify_entries` returns for
+/// all the rows as one batch: one summary per run, findings capped per run.
+#[pyfunction]
+#[pyo3(signature = (connection, ledger_id, sql, queries, jobs = 0, *, log = None, scan = None, progress = None, batch_rows = 16_384))]
+#[allow(clippy::too_many_arguments)]
+fn verify_journal(
+    py: Python<'_>,
+    connection: usize,
+    ledger_id: &str,
+    sql: &str,
+    queries: Vec<Query>,
+    jobs: usize,
+    log: Option<&Bound<'_, LogAssembler>>,
+    scan: Option<&Bound<'_, JournalScan>>,
+    progress: Option<PyObject>,
+    batch_rows: usize,
+) -> PyResult<BatchTuple> {
+    let connection = Connection::from_pointer(connection)?;
+    let pool = pool(jobs)?;
+    let mut log_guard = log.map(|l| l.borrow_mut());
+    let mut scan_guard = scan.map(|s| s.borrow_mut());
+    let assembler = log_guard.as_deref_mut().map(|l| &mut l.0);
+    let scan = scan_guard.as_deref_mut();
+    let logged = assembler.is_some();
+    let report = py.allow_threads(move || {
+        let (send, receive) = mpsc::sync_channel::<RowBatch>(IN_FLIGHT);
+        let verified = AtomicU64::new(0);
+        std::thread::scope(|threads| {
+            let verifier = threads.spawn(|| {
+                pool.install(|| verify_batches(ledger_id, receive, assembler, scan, &verified))
+            });
+            let mut reported = 0;
+            let mut report_progress = || -> PyResult<()> {
+                Python::with_gil(|py| {
+                    py.check_signals()?;
+                    let done = verified.load(Ordering::Acquire);
+                    if let Some(progress) = &progress {
+                        if done > reported {
+                            progress.call1(py, (done - reported,))?;
+                        }
+                    }
+                    reported = done;
+                    Ok(())
+                })
+            };
+            let read = read_batches(connection, sql, queries, logged, batch_rows, |batch| {
+                send.send(batch).is_ok() && report_progress().is_ok()
+            });
+            drop(send);
+            let report = verifier.join().expect("the verifier does not panic");
+            read.map_err(PyErr::from)?;
+            report_progress()?;
+            Ok::<_, PyErr>(report)
+        })
+    })?;
+    drop(log_guard);
+    drop(scan_guard);
+    Ok(to_tuples(report))
+}
+
+/// Rows read from SQLite, their text and bytes in one buffer.
+struct RowBatch {
+    data: Vec<u8>,
+    rows: Vec<StoredRow>,
+    /// The entry before the first row, when that row continues a run (it chains to it).
+    carry: Option<Carry>,
+}
+
+struct StoredRow {
+    run_id: Range<usize>,
+    seq: i64,
+    kind: Range<usize>,
+    hash: Range<usize>,
+    bytes: Range<usize>,
+    leaf: Option<i64>,
+}
+
+/// A row of a batch, borrowed from its buffer.
+struct RowView<'a> {
+    run_id: &'a str,
+    seq: i64,
+    kind: &'a str,
+    hash: &'a [u8],
+    bytes: &'a [u8],
+}
+
+impl EntryRow for RowView<'_> {
+    fn run_id(&self) -> &str {
+        self.run_id
+    }
+    fn seq(&self) -> i64 {
+        self.seq
+    }
+    fn kind(&self) -> &str {
+        self.kind
+    }
+    fn hash(&self) -> &[u8] {
+        self.hash
+    }
+    fn bytes(&self) -> &[u8] {
+        self.bytes
+    }
+}
+
+impl RowBatch {
+    fn new(capacity: usize, carry: Option<Carry>) -> Self {
+        RowBatch {
+            data: Vec::with_capacity(capacity * 512),
+            rows: Vec::with_capacity(capacity),
+            carry,
+        }
+    }
+
+    fn keep(&mut self, bytes: &[u8]) -> Range<usize> {
+        let start = self.data.len();
+        self.data.extend_from_slice(bytes);
+        start..self.data.len()
+    }
+
+    /// Text kept as UTF-8 (an invalid sequence becomes U+FFFD, and so differs).
+    fn keep_text(&mut self, bytes: &[u8]) -> Range<usize> {
+        match std::str::from_utf8(bytes) {
+            Ok(_) => self.keep(bytes),
+            Err(_) => self.keep(String::from_utf8_lossy(bytes).as_bytes()),
+        }
+    }
+
+    /// Copy the statement's current row. Values are taken by content: a STRICT table
+    /// holds each in its column's type, and any edit of one changes what is hashed.
+    fn push(&mut self, statement: &Statement, logged: bool) {
+        let row = StoredRow {
+            run_id: self.keep_text(statement.bytes(0)),
+            seq: statement.int(1),
+            kind: self.keep_text(statement.bytes(2)),
+            hash: self.keep(statement.bytes(3)),
+            bytes: self.keep(statement.bytes(4)),
+            leaf: (logged && !statement.is_null(5)).then(|| statement.int(5)),
+        };
+        self.rows.push(row);
+    }
+
+    fn views(&self) -> Vec<RowView<'_>> {
+        let text =
+            |range: &Range<usize>| std::str::from_utf8(&self.data[range.clone()]).unwrap_or("");
+        self.rows
+            .iter()
+            .map(|row| RowView {
+                run_id: text(&row.run_id),
+                seq: row.seq,
+                kind: text(&row.kind),
+                hash: &self.data[row.hash.clone()],
+                bytes: &self.data[row.bytes.clone()],
+            })
+            .collect()
+    }
+}
+
+/// Read every query's rows into batches of `batch_rows` and hand each to `deliver`, which
+/// says whether to go on. A query with a carry starts a batch of its own.
+fn read_batches(
+    connection: Connection,
+    sql: &str,
+    queries: Vec<Query>,
+    logged: bool,
+    batch_rows: usize,
+    mut deliver: impl FnMut(RowBatch) -> bool,
+) -> Result<(), Failure> {
+    let mut statement = connection.prepare(sql)?;
+    let batch_rows = batch_rows.max(1);
+    let mut batch = RowBatch::new(batch_rows, None);
+    for (params, carry) in queries {
+        if let Some((run_id, seq, hash)) = carry {
+            if !batch.rows.is_empty()
+                && !deliver(std::mem::replace(
+                    &mut batch,
+                    RowBatch::new(batch_rows, None),
+                ))
+            {
+                return Ok(());
+            }
+            batch.carry = Some(Carry { run_id, seq, hash });
+        }
+        statement.start(&params)?;
+        while statement.step()? {
+            batch.push(&statement, logged);
+            if batch.rows.len() == batch_rows
+                && !deliver(std::mem::replace(
+                    &mut batch,
+                    RowBatch::new(batch_rows, None),
+                ))
+            {
+                return Ok(());
+            }
+        }
+    }
+    if !batch.rows.is_empty() {
+        deliver(batch);
+    }
+    Ok(())
+}
+
+/// Verify batches as they arrive, each chained to the one before, into one report.
+fn verify_batches(
+    ledger_id: &str,
+    batches: mpsc::Receiver<RowBatch>,
+    mut log: Option<&mut journal::LogAssembler>,
+    mut scan: Option<&mut JournalScan>,
+    verified: &AtomicU64,
+) -> BatchReport {
+    let mut total = BatchReport::default();
+    let mut previous: Option<Carry> = None;
+    for batch in batches {
+        let rows = batch.views();
+        // Each row's `prev` names its predecessor's hash as recomputed from its bytes.
+        let carry = batch.carry.clone().or(previous.take());
+        let (report, leaves) = rayon::join(
+            || verify_and_scan(ledger_id, carry.as_ref(), &rows, scan.as_deref_mut()),
+            || {
+                log.is_some()
+                    .then(|| journal::row_leaf_hashes(HashAlg::Blake3, &rows))
+            },
+        );
+        if let (Some(log), Some(leaves)) = (log.as_deref_mut(), leaves) {
+            for (row, hash) in batch.rows.iter().zip(leaves) {
+                if let Some(leaf) = row.leaf {
+                    log.add(leaf, hash);
+                }
+            }
+        }
+        if let Some(last) = rows.last() {
+            previous = Some(Carry {
+                run_id: last.run_id.to_owned(),
+                seq: last.seq,
+                hash: journal::entry_hash(last.bytes).to_vec(),
+            });
+        }
+        verified.fetch_add(rows.len() as u64, Ordering::Release);
+        total.absorb(report);
+    }
+    total
+}

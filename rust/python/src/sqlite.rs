@@ -1,0 +1,209 @@
+//! The host's SQLite: the library apsw carries, reached through SQLite's extension API
+//! rather than linked, so that Rust reads through an open apsw connection inside the same
+//! transaction (and snapshot) as the Python code around it, without a Python object per row.
+//!
+//! apsw loads this very module once as an SQLite extension (`storage/native.py`); SQLite
+//! then calls [`sqlite3_agentledger_init`] with its function table, which every call below
+//! goes through. A connection is named by `apsw.Connection.sqlite3pointer()`.
+
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use libsqlite3_sys as ffi;
+use pyo3::create_exception;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+
+static BOUND: AtomicBool = AtomicBool::new(false);
+
+create_exception!(
+    _core,
+    SqliteError,
+    PyRuntimeError,
+    "A failure of the host SQLite: args are (result code, message)."
+);
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(sqlite_bound, m)?)?;
+    m.add("SqliteError", m.py().get_type::<SqliteError>())?;
+    Ok(())
+}
+
+/// The extension entry point SQLite calls when apsw loads this module: keep the function
+/// table of the library that loaded us.
+///
+/// # Safety
+/// Called by SQLite only, with a valid `sqlite3_api_routines` table.
+#[no_mangle]
+pub unsafe extern "C" fn sqlite3_agentledger_init(
+    _db: *mut ffi::sqlite3,
+    _error: *mut *mut c_char,
+    api: *mut ffi::sqlite3_api_routines,
+) -> c_int {
+    // SAFETY: SQLite passes its own, static, complete function table.
+    match unsafe { ffi::rusqlite_extension_init2(api) } {
+        Ok(()) => {
+            BOUND.store(true, Ordering::Release);
+            ffi::SQLITE_OK
+        }
+        Err(_) => ffi::SQLITE_ERROR,
+    }
+}
+
+/// Whether the host SQLite's function table is known (apsw loaded this module).
+#[pyfunction]
+fn sqlite_bound() -> bool {
+    BOUND.load(Ordering::Acquire)
+}
+
+/// What went wrong, as SQLite said it: `(result code, message)`.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub code: c_int,
+    pub message: String,
+}
+
+impl From<Failure> for PyErr {
+    fn from(failure: Failure) -> PyErr {
+        SqliteError::new_err((failure.code, failure.message))
+    }
+}
+
+/// An open connection owned by apsw. `Send`: SQLite serializes calls on a connection
+/// (apsw's library is built THREADSAFE=1), and the caller keeps apsw from using it meanwhile.
+#[derive(Clone, Copy)]
+pub struct Connection(*mut ffi::sqlite3);
+
+// SAFETY: see the type's comment; the pointer is only ever passed back to SQLite.
+unsafe impl Send for Connection {}
+
+impl Connection {
+    /// The connection at `pointer` (`apsw.Connection.sqlite3pointer()`).
+    pub fn from_pointer(pointer: usize) -> PyResult<Self> {
+        if !sqlite_bound() {
+            return Err(PyRuntimeError::new_err(
+                "the host SQLite is not bound (storage/native.py loads it)",
+            ));
+        }
+        if pointer == 0 {
+            return Err(PyRuntimeError::new_err("a closed SQLite connection"));
+        }
+        Ok(Connection(pointer as *mut ffi::sqlite3))
+    }
+
+    fn failure(&self, code: c_int) -> Failure {
+        // SAFETY: a live connection; the message is copied before the next call.
+        let message = unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(self.0)) };
+        Failure {
+            code,
+            message: message.to_string_lossy().into_owned(),
+        }
+    }
+
+    pub fn prepare(&self, sql: &str) -> Result<Statement, Failure> {
+        let sql = CString::new(sql).map_err(|_| Failure {
+            code: ffi::SQLITE_MISUSE,
+            message: "SQL holds a NUL byte".into(),
+        })?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: a live connection and a NUL-terminated statement.
+        let code = unsafe {
+            ffi::sqlite3_prepare_v2(self.0, sql.as_ptr(), -1, &mut raw, std::ptr::null_mut())
+        };
+        if code != ffi::SQLITE_OK {
+            return Err(self.failure(code));
+        }
+        Ok(Statement {
+            connection: *self,
+            raw,
+        })
+    }
+}
+
+/// A bound parameter.
+#[derive(Debug, Clone, FromPyObject)]
+pub enum Param {
+    Int(i64),
+    Text(String),
+}
+
+/// A prepared statement, finalized when dropped.
+pub struct Statement {
+    connection: Connection,
+    raw: *mut ffi::sqlite3_stmt,
+}
+
+// SAFETY: as for `Connection`: used by one thread at a time, serialized by SQLite.
+unsafe impl Send for Statement {}
+
+impl Statement {
+    /// Rewind and bind `params` (1-based, in order).
+    pub fn start(&mut self, params: &[Param]) -> Result<(), Failure> {
+        // SAFETY: a live statement; text is copied by SQLite (SQLITE_TRANSIENT).
+        unsafe {
+            ffi::sqlite3_reset(self.raw);
+            ffi::sqlite3_clear_bindings(self.raw);
+            for (index, param) in params.iter().enumerate() {
+                let at = c_int::try_from(index + 1).expect("few parameters");
+                let code = match param {
+                    Param::Int(n) => ffi::sqlite3_bind_int64(self.raw, at, *n),
+                    Param::Text(text) => ffi::sqlite3_bind_text(
+                        self.raw,
+                        at,
+                        text.as_ptr().cast(),
+                        c_int::try_from(text.len()).unwrap_or(c_int::MAX),
+                        ffi::SQLITE_TRANSIENT(),
+                    ),
+                };
+                if code != ffi::SQLITE_OK {
+                    return Err(self.connection.failure(code));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Advance: `true` when a row is ready, `false` when done.
+    pub fn step(&mut self) -> Result<bool, Failure> {
+        // SAFETY: a live statement.
+        match unsafe { ffi::sqlite3_step(self.raw) } {
+            ffi::SQLITE_ROW => Ok(true),
+            ffi::SQLITE_DONE => Ok(false),
+            code => Err(self.connection.failure(code)),
+        }
+    }
+
+    pub fn is_null(&self, column: c_int) -> bool {
+        // SAFETY: a statement positioned on a row.
+        unsafe { ffi::sqlite3_column_type(self.raw, column) == ffi::SQLITE_NULL }
+    }
+
+    pub fn int(&self, column: c_int) -> i64 {
+        // SAFETY: a statement positioned on a row.
+        unsafe { ffi::sqlite3_column_int64(self.raw, column) }
+    }
+
+    /// The value's bytes (a blob's, or a text's UTF-8), valid until the next step.
+    pub fn bytes(&self, column: c_int) -> &[u8] {
+        // SAFETY: a statement positioned on a row; `column_blob` before `column_bytes`, as
+        // SQLite documents, and the pointer lives until the statement moves.
+        unsafe {
+            let data = ffi::sqlite3_column_blob(self.raw, column);
+            let len = usize::try_from(ffi::sqlite3_column_bytes(self.raw, column)).unwrap_or(0);
+            if data.is_null() || len == 0 {
+                &[]
+            } else {
+                std::slice::from_raw_parts(data.cast(), len)
+            }
+        }
+    }
+}
+
+impl Drop for Statement {
+    fn drop(&mut self) {
+        // SAFETY: finalized exactly once.
+        unsafe {
+            ffi::sqlite3_finalize(self.raw);
+        }
+    }
+}
