@@ -9,14 +9,14 @@
 //! See docs/FORMAT.md for the byte-level description and vectors.
 
 use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
 
+use foldhash::fast::RandomState;
 use rayon::prelude::*;
 
 use crate::canonical::{self, raw, Value};
 use crate::hash;
-use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
-
 use crate::merkle::{Hash, HashAlg, IncrementalTree};
 use crate::Result;
 
@@ -266,6 +266,10 @@ impl BatchReport {
     }
 }
 
+/// Distinct referenced digests. Hashed with foldhash: seeded per process like SipHash (a
+/// crafted ledger cannot make lookups collide), at a fraction of its cost per key.
+pub type DigestSet = HashSet<String, RandomState>;
+
 /// An entry's `prev`: a `blake3:<64 lowercase hex>` string read as its 32 bytes (compared
 /// without formatting hex per row), or any other string as it is.
 enum Prev<'a> {
@@ -350,13 +354,14 @@ fn check_row<R: EntryRow>(row: &R) -> RowCheck<'_> {
 }
 
 /// The common case, without building a `Value`: a row whose hash matches, whose bytes are
-/// certainly canonical (one pass), and whose fields all check out, read straight from the
-/// canonical text (one more pass). `None` as soon as anything differs or is unusual (an
+/// certainly canonical, and whose fields all check out, read where that same pass found
+/// them (an activity's body is walked once more for its evidence). `None` as soon as anything differs or is unusual (an
 /// escaped string, a large number, a malformed body...): [`check_row_fully`] then does
 /// every check again and names what diverged, so both paths agree on every row.
 fn check_clean_row<R: EntryRow>(row: &R, hash: [u8; 32]) -> Option<RowCheck<'_>> {
     let text = row.bytes();
-    if !canonical::certainly_canonical(text) {
+    let mut members = canonical::TopMembers::default();
+    if !canonical::certainly_canonical_members(text, &mut members) {
         return None;
     }
     let is_activity = row.kind() == ACTIVITY_RESULT_KIND;
@@ -364,19 +369,15 @@ fn check_clean_row<R: EntryRow>(row: &R, hash: [u8; 32]) -> Option<RowCheck<'_>>
         (None, None, None, None, None, None, false);
     let mut referenced = None;
     // Canonical keys are unique, sorted and written without escapes for these names.
-    raw::walk_object(text, 0, |key, start| {
-        if key == b"\"body\"" {
-            body = true;
-            if is_activity {
-                let (end, hashes) = clean_evidence(text, start)?;
-                referenced = Some(hashes);
-                return Some(end);
+    for member in members.all()? {
+        let value = &text[member.value.0..member.value.1];
+        match &text[member.key.0..member.key.1] {
+            b"\"body\"" => {
+                body = true;
+                if is_activity {
+                    referenced = Some(clean_evidence(text, member.value.0)?);
+                }
             }
-            return raw::value_end(text, start);
-        }
-        let end = raw::value_end(text, start)?;
-        let value = &text[start..end];
-        match key {
             b"\"kind\"" => kind = Some(value),
             b"\"prev\"" => prev = Some(value),
             b"\"run\"" => run = Some(value),
@@ -385,8 +386,7 @@ fn check_clean_row<R: EntryRow>(row: &R, hash: [u8; 32]) -> Option<RowCheck<'_>>
             b"\"v\"" => v = Some(value),
             _ => {}
         }
-        Some(end)
-    })?;
+    }
     // The canonical form of the number 1 is exactly `1`.
     if !body
         || v? != b"1"
@@ -415,14 +415,14 @@ fn small_integer(raw: &[u8]) -> Option<i64> {
     Some(raw.iter().fold(0i64, |n, &d| n * 10 + i64::from(d - b'0')))
 }
 
-/// The activity result body at `start` when its evidence set hash recomputes: where it
-/// ends and the content hashes it references (observations sorted and unique, then the
+/// The activity result body at `start` when its evidence set hash recomputes: the content
+/// hashes it references (observations sorted and unique, then the
 /// artifact), or `None` for anything [`check_evidence_set`] would report or that needs
 /// unescaping.
-fn clean_evidence(text: &[u8], start: usize) -> Option<(usize, Vec<Cow<'_, str>>)> {
+fn clean_evidence(text: &[u8], start: usize) -> Option<Vec<Cow<'_, str>>> {
     let (mut anchored, mut artifact) = (None, None);
     let mut hashes: Option<Vec<&str>> = None;
-    let end = raw::walk_object(text, start, |key, value_start| {
+    raw::walk_object(text, start, |key, value_start| {
         if key == b"\"observations\"" {
             let mut found: Vec<&str> = Vec::with_capacity(8);
             let end = raw::walk_array(text, value_start, |item| {
@@ -459,7 +459,7 @@ fn clean_evidence(text: &[u8], start: usize) -> Option<(usize, Vec<Cow<'_, str>>
     if let Some(artifact) = artifact.filter(|raw| raw.first() == Some(&b'"')) {
         referenced.push(Cow::Borrowed(raw::plain_str(artifact)?));
     }
-    Some((end, referenced))
+    Some(referenced)
 }
 
 /// Every check on one row, from the parsed value: the reference behaviour, and the one
@@ -627,7 +627,7 @@ pub fn verify_batch<R: EntryRow>(
     carry: Option<&Carry>,
     rows: &[R],
 ) -> BatchReport {
-    let mut referenced = HashSet::new();
+    let mut referenced = DigestSet::default();
     let mut report = verify_batch_into(ledger_id, carry, rows, &mut referenced);
     let mut referenced: Vec<String> = referenced.into_iter().collect();
     referenced.sort_unstable();
@@ -641,7 +641,7 @@ pub fn verify_batch_into<R: EntryRow>(
     ledger_id: &str,
     carry: Option<&Carry>,
     rows: &[R],
-    referenced: &mut HashSet<String>,
+    referenced: &mut DigestSet,
 ) -> BatchReport {
     let checks: Vec<RowCheck<'_>> = rows.par_iter().map(check_row).collect();
     let mut report = BatchReport::default();
@@ -861,7 +861,7 @@ pub struct LogAssembler {
     alg: HashAlg,
     base: u64,
     limit: u64,
-    nodes: HashMap<(u32, u64), Hash>,
+    nodes: HashMap<(u32, u64), Hash, RandomState>,
     seen: Vec<u64>,
     added: u64,
     problem: Option<LeafGap>,

@@ -1,10 +1,8 @@
 //! Journal encoding and batch verification. Rows cross the boundary as plain tuples of
 //! str/int/bytes, are copied into Rust memory, and are verified with the GIL released.
 
-use std::collections::HashSet;
-
 use agentledger_core::journal::LogAssembler as CoreAssembler;
-use agentledger_core::journal::{self, Carry, EntryRow, LogRow};
+use agentledger_core::journal::{self, Carry, DigestSet, EntryRow, LogRow};
 use agentledger_core::merkle::{Hash, HashAlg, IncrementalTree};
 use memchr::memmem::Finder;
 use pyo3::prelude::*;
@@ -149,7 +147,7 @@ pub(crate) struct JournalScan {
     marks: Vec<(Vec<String>, Finder<'static>)>,
     limit: usize,
     marked: Vec<Option<Vec<(String, i64)>>>,
-    referenced: HashSet<String>,
+    referenced: DigestSet,
 }
 
 #[pymethods]
@@ -166,7 +164,7 @@ impl JournalScan {
             marks,
             limit,
             marked,
-            referenced: HashSet::new(),
+            referenced: DigestSet::default(),
         }
     }
 

@@ -16,16 +16,63 @@ use super::MAX_DEPTH;
 
 /// Whether `text` is certainly in canonical form (see the module comment).
 pub(crate) fn certainly_canonical(text: &[u8]) -> bool {
+    certainly_canonical_members(text, &mut TopMembers::default())
+}
+
+/// [`certainly_canonical`], also noting where the members of a top-level object are, so
+/// that a caller reading a few fields needs no second pass over the text.
+pub(crate) fn certainly_canonical_members(text: &[u8], members: &mut TopMembers) -> bool {
     let Ok(src) = std::str::from_utf8(text) else {
         return false;
     };
+    members.len = 0;
+    members.complete = true;
     let mut checker = Checker {
         src,
         bytes: text,
         pos: 0,
         number: Vec::new(),
+        members,
     };
     checker.value(0) && checker.pos == text.len()
+}
+
+/// Where one member of a canonical top-level object is: its key (quotes included, as raw
+/// readers compare it) and its value, as byte ranges `start..end`.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Member {
+    pub key: (usize, usize),
+    pub value: (usize, usize),
+}
+
+/// The members of a canonical top-level object, up to [`TopMembers::CAPACITY`] of them.
+#[derive(Default)]
+pub(crate) struct TopMembers {
+    found: [Member; TopMembers::CAPACITY],
+    len: usize,
+    /// False when the object had more members than are kept.
+    complete: bool,
+}
+
+impl TopMembers {
+    const CAPACITY: usize = 8;
+
+    /// Every member in order, or `None` when some were not kept.
+    pub(crate) fn all(&self) -> Option<&[Member]> {
+        self.complete.then(|| &self.found[..self.len])
+    }
+
+    fn note(&mut self, key: (usize, usize), value: (usize, usize)) {
+        if self.len == Self::CAPACITY {
+            self.complete = false;
+        } else {
+            self.found[self.len] = Member {
+                key: (key.0 - 1, key.1 + 1),
+                value,
+            };
+            self.len += 1;
+        }
+    }
 }
 
 struct Checker<'a> {
@@ -34,6 +81,7 @@ struct Checker<'a> {
     pos: usize,
     /// Scratch space for re-serializing a number.
     number: Vec<u8>,
+    members: &'a mut TopMembers,
 }
 
 impl Checker<'_> {
@@ -111,8 +159,15 @@ impl Checker<'_> {
                 }
             }
             previous = Some(key);
-            if !self.eat(b':') || !self.value(depth) {
+            if !self.eat(b':') {
                 return false;
+            }
+            let start = self.pos;
+            if !self.value(depth) {
+                return false;
+            }
+            if depth == 1 {
+                self.members.note(key, (start, self.pos));
             }
             if self.eat(b'}') {
                 return true;

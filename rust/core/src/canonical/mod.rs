@@ -21,7 +21,7 @@ mod es6_numbers_tests;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use check::certainly_canonical;
+pub(crate) use check::{certainly_canonical_members, TopMembers};
 pub use number::write_number;
 pub use parse::parse;
 pub use serialize::{compare_keys_utf16, to_canonical, write_canonical, write_string};
