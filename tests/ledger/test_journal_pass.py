@@ -61,12 +61,16 @@ def test_progress_counts_every_entry_once(tmp_path: Path) -> None:
 
 def test_an_error_in_the_progress_callback_stops_the_pass(tmp_path: Path) -> None:
     build(tmp_path / "l.db")
+    calls: list[int] = []
 
-    def fail(_: int) -> None:
-        raise KeyError("stop")
+    def fail_once(n: int) -> None:
+        calls.append(n)
+        if len(calls) == 1:  # as Ctrl-C does: raised once, then gone
+            raise KeyError("stop")
 
     with Ledger.open(tmp_path / "l.db") as ledger, pytest.raises(KeyError):
-        journal(ledger, 16, progress=fail)
+        journal(ledger, 16, progress=fail_once)
+    assert len(calls) == 1
 
 
 def test_rows_come_from_the_callers_snapshot(tmp_path: Path) -> None:

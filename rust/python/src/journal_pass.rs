@@ -73,12 +73,18 @@ fn verify_journal(
                     Ok(())
                 })
             };
+            // The first error of a progress call (Ctrl-C, or the callback's own) ends the pass.
+            let mut stopped = None;
             let read = read_batches(connection, sql, queries, logged, batch_rows, |batch| {
-                send.send(batch).is_ok() && report_progress().is_ok()
+                send.send(batch).is_ok()
+                    && report_progress().map_err(|err| stopped = Some(err)).is_ok()
             });
             drop(send);
             let report = verifier.join().expect("the verifier does not panic");
             read.map_err(PyErr::from)?;
+            if let Some(err) = stopped {
+                return Err(err);
+            }
             report_progress()?;
             Ok::<_, PyErr>(report)
         })
@@ -197,28 +203,18 @@ fn read_batches(
 ) -> Result<(), Failure> {
     let mut statement = connection.prepare(sql)?;
     let batch_rows = batch_rows.max(1);
-    let mut batch = RowBatch::new(batch_rows, None);
+    let fresh = || RowBatch::new(batch_rows, None);
+    let mut batch = fresh();
     for (params, carry) in queries {
         if let Some((run_id, seq, hash)) = carry {
-            if !batch.rows.is_empty()
-                && !deliver(std::mem::replace(
-                    &mut batch,
-                    RowBatch::new(batch_rows, None),
-                ))
-            {
+            if !batch.rows.is_empty() && !deliver(std::mem::replace(&mut batch, fresh())) {
                 return Ok(());
             }
             batch.carry = Some(Carry { run_id, seq, hash });
         }
         statement.start(&params)?;
-        while statement.step()? {
-            batch.push(&statement, logged);
-            if batch.rows.len() == batch_rows
-                && !deliver(std::mem::replace(
-                    &mut batch,
-                    RowBatch::new(batch_rows, None),
-                ))
-            {
+        while fill(connection, &mut statement, &mut batch, batch_rows, logged)? {
+            if !deliver(std::mem::replace(&mut batch, fresh())) {
                 return Ok(());
             }
         }
@@ -227,6 +223,25 @@ fn read_batches(
         deliver(batch);
     }
     Ok(())
+}
+
+/// Step `statement` into `batch` until it holds `limit` rows (`true`) or the query is done
+/// (`false`), holding the connection's mutex meanwhile.
+fn fill(
+    connection: Connection,
+    statement: &mut Statement,
+    batch: &mut RowBatch,
+    limit: usize,
+    logged: bool,
+) -> Result<bool, Failure> {
+    let _held = connection.lock();
+    while batch.rows.len() < limit {
+        if !statement.step()? {
+            return Ok(false);
+        }
+        batch.push(statement, logged);
+    }
+    Ok(true)
 }
 
 /// Verify batches as they arrive, each chained to the one before, into one report.
