@@ -46,6 +46,7 @@ fn verify_journal(
     batch_rows: usize,
 ) -> PyResult<BatchTuple> {
     let connection = Connection::from_pointer(connection)?;
+    let batch_rows = batch_rows.max(1);
     let pool = pool(jobs)?;
     let mut log_guard = log.map(|l| l.borrow_mut());
     let mut scan_guard = scan.map(|s| s.borrow_mut());
@@ -54,10 +55,14 @@ fn verify_journal(
     let logged = assembler.is_some();
     let report = py.allow_threads(move || {
         let (send, receive) = mpsc::sync_channel::<RowBatch>(IN_FLIGHT);
+        // Verified batches come back to be filled again: their buffers are reused.
+        let (give_back, spent) = mpsc::channel::<RowBatch>();
         let verified = AtomicU64::new(0);
         std::thread::scope(|threads| {
             let verifier = threads.spawn(|| {
-                pool.install(|| verify_batches(ledger_id, receive, assembler, scan, &verified))
+                pool.install(|| {
+                    verify_batches(ledger_id, receive, give_back, assembler, scan, &verified)
+                })
             });
             let mut reported = 0;
             let mut report_progress = || -> PyResult<()> {
@@ -75,10 +80,19 @@ fn verify_journal(
             };
             // The first error of a progress call (Ctrl-C, or the callback's own) ends the pass.
             let mut stopped = None;
-            let read = read_batches(connection, sql, queries, logged, batch_rows, |batch| {
-                send.send(batch).is_ok()
-                    && report_progress().map_err(|err| stopped = Some(err)).is_ok()
-            });
+            let fresh = || RowBatch::reuse(&spent, batch_rows);
+            let read = read_batches(
+                connection,
+                sql,
+                queries,
+                logged,
+                batch_rows,
+                fresh,
+                |batch| {
+                    send.send(batch).is_ok()
+                        && report_progress().map_err(|err| stopped = Some(err)).is_ok()
+                },
+            );
             drop(send);
             let report = verifier.join().expect("the verifier does not panic");
             read.map_err(PyErr::from)?;
@@ -139,11 +153,20 @@ impl EntryRow for RowView<'_> {
 }
 
 impl RowBatch {
-    fn new(capacity: usize, carry: Option<Carry>) -> Self {
-        RowBatch {
-            data: Vec::with_capacity(capacity * 512),
-            rows: Vec::with_capacity(capacity),
-            carry,
+    /// An empty batch for `capacity` rows, made of a spent one's buffers if there is one.
+    fn reuse(spent: &mpsc::Receiver<RowBatch>, capacity: usize) -> Self {
+        match spent.try_recv() {
+            Ok(mut batch) => {
+                batch.data.clear();
+                batch.rows.clear();
+                batch.carry = None;
+                batch
+            }
+            Err(_) => RowBatch {
+                data: Vec::with_capacity(capacity * 512),
+                rows: Vec::with_capacity(capacity),
+                carry: None,
+            },
         }
     }
 
@@ -176,8 +199,10 @@ impl RowBatch {
     }
 
     fn views(&self) -> Vec<RowView<'_>> {
-        let text =
-            |range: &Range<usize>| std::str::from_utf8(&self.data[range.clone()]).unwrap_or("");
+        // SAFETY: `keep_text` stored only valid UTF-8 at these ranges.
+        let text = |range: &Range<usize>| unsafe {
+            std::str::from_utf8_unchecked(&self.data[range.clone()])
+        };
         self.rows
             .iter()
             .map(|row| RowView {
@@ -199,11 +224,10 @@ fn read_batches(
     queries: Vec<Query>,
     logged: bool,
     batch_rows: usize,
+    fresh: impl Fn() -> RowBatch,
     mut deliver: impl FnMut(RowBatch) -> bool,
 ) -> Result<(), Failure> {
     let mut statement = connection.prepare(sql)?;
-    let batch_rows = batch_rows.max(1);
-    let fresh = || RowBatch::new(batch_rows, None);
     let mut batch = fresh();
     for (params, carry) in queries {
         if let Some((run_id, seq, hash)) = carry {
@@ -248,6 +272,7 @@ fn fill(
 fn verify_batches(
     ledger_id: &str,
     batches: mpsc::Receiver<RowBatch>,
+    spent: mpsc::Sender<RowBatch>,
     mut log: Option<&mut journal::LogAssembler>,
     mut scan: Option<&mut JournalScan>,
     verified: &AtomicU64,
@@ -281,6 +306,9 @@ fn verify_batches(
         }
         verified.fetch_add(rows.len() as u64, Ordering::Release);
         total.absorb(report);
+        drop(rows);
+        // The reader may be gone (it stopped early); the batch is then simply dropped.
+        let _ = spent.send(batch);
     }
     total
 }
