@@ -64,8 +64,13 @@ fn string_end(text: &[u8], start: usize) -> Option<usize> {
 /// escapes (so the raw bytes are the string). `None` for anything else.
 pub(crate) fn plain_str(raw: &[u8]) -> Option<&str> {
     let inner = raw.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
-    if inner.contains(&b'\\') {
+    // No escape (nor quote or control byte) before the closing quote.
+    if skip_plain(inner, 0) != inner.len() {
         return None;
+    }
+    if inner.is_ascii() {
+        // SAFETY: ASCII is UTF-8.
+        return Some(unsafe { std::str::from_utf8_unchecked(inner) });
     }
     std::str::from_utf8(inner).ok()
 }

@@ -25,15 +25,18 @@ fn is_special(byte: u8) -> bool {
 #[inline]
 pub(crate) fn skip_plain(bytes: &[u8], i: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
-    let i = skip_plain_sse2(bytes, i);
+    let i = match skip_plain_sse2(bytes, i) {
+        Ok(found) => return found,
+        Err(tail) => tail,
+    };
     skip_plain_words(bytes, i)
 }
 
-/// Sixteen bytes at a time while none of them is special; stops at the special byte, or
-/// where fewer than sixteen bytes remain.
+/// Sixteen bytes at a time: `Ok` at the first special byte, or `Err` where fewer than
+/// sixteen bytes remain.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn skip_plain_sse2(bytes: &[u8], mut i: usize) -> usize {
+fn skip_plain_sse2(bytes: &[u8], mut i: usize) -> Result<usize, usize> {
     use std::arch::x86_64::{
         __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
         _mm_set1_epi8,
@@ -56,12 +59,12 @@ fn skip_plain_sse2(bytes: &[u8], mut i: usize) -> usize {
             );
             let mask = _mm_movemask_epi8(special);
             if mask != 0 {
-                return i + mask.trailing_zeros() as usize;
+                return Ok(i + mask.trailing_zeros() as usize);
             }
             i += 16;
         }
     }
-    i
+    Err(i)
 }
 
 /// Eight bytes at a time (any target), then byte by byte.
