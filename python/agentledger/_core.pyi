@@ -258,6 +258,13 @@ def verify_journal(
     ``run_id, seq, kind, hash, bytes`` (and ``leaf``, added to ``log``) in (run, seq)
     order; ``progress`` is called with entry counts between batches."""
 
+def verify_blobs(
+    connection: int, sql: str, queries: Sequence[Sequence[int | str]]
+) -> tuple[int, list[tuple[str, str, str, str]]]:
+    """Re-hash the blobs ``sql`` yields on the SQLite handle ``connection`` (rows
+    ``(digest, size, chunk_size, idx, data)``, each blob's chunks together in order), once
+    per parameter list: ``(blobs checked, [(digest, check, expected, actual)])``."""
+
 # ---- the host SQLite (apsw's own library, through the extension API) ----------------
 
 class SqliteError(RuntimeError):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-from agentledger.cas import DIGEST, new_hasher
+from agentledger import _core
+from agentledger.cas import DIGEST
+from agentledger.storage import native
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
-
-CHUNKS = "SELECT idx, data FROM blob_chunks WHERE digest = ? AND idx > ? ORDER BY idx LIMIT 8"
 
 
 def check_referenced_blobs(ctx: VerifyContext) -> None:
@@ -32,9 +32,8 @@ def check_referenced_blobs(ctx: VerifyContext) -> None:
             )
     for run_id, seq, digest in _referencing_entries(ctx, lost):
         ctx.diverged(run_id, Divergence(run_id, seq, "blob.missing", digest, "absent", digest))
-    if not ctx.whole:
-        for digest in sorted(present):
-            _check_blob(ctx, digest)
+    if not ctx.whole and present:
+        _check_blobs(ctx, ONE_BLOB, [(digest,) for digest in sorted(present)])
 
 
 def _pruned(ctx: VerifyContext) -> dict[str, int]:
@@ -91,21 +90,12 @@ _NAME = re.compile(rb"(?:blake3|sha256):[0-9a-f]{64}")
 def check_all_blobs(ctx: VerifyContext) -> None:
     """Whole-workspace verify re-hashes every stored blob and looks for stray chunks.
 
-    One query streams every blob's chunks in order (at most one chunk in memory), rather
-    than a few queries per blob.
+    One query streams every blob's chunks in order through Rust (at most one chunk in
+    memory), rather than a few queries per blob.
     """
     if not ctx.whole:
         return
-    current: _Blob | None = None
-    for digest, size, chunk_size, idx, data in ctx.conn.execute(ALL_CHUNKS):
-        if current is None or current.digest != digest:
-            if current is not None:
-                current.finish(ctx)
-            current = _Blob(digest, size, chunk_size)
-        if idx is not None:
-            current.add(idx, data)
-    if current is not None:
-        current.finish(ctx)
+    _check_blobs(ctx, ALL_CHUNKS, [()])
     orphans = ctx.conn.execute(
         "SELECT DISTINCT digest FROM blob_chunks WHERE digest NOT IN (SELECT digest FROM blobs)"
     ).fetchall()
@@ -115,71 +105,21 @@ def check_all_blobs(ctx: VerifyContext) -> None:
         )
 
 
-# Every blob with its chunks in order; a blob without chunks comes once with idx NULL.
+# Blobs with their chunks in order; a blob without chunks comes once with idx NULL.
 ALL_CHUNKS = (
     "SELECT b.digest, b.size, b.chunk_size, c.idx, c.data FROM blobs AS b "
     "LEFT JOIN blob_chunks AS c ON c.digest = b.digest ORDER BY b.digest, c.idx"
 )
+ONE_BLOB = (
+    "SELECT b.digest, b.size, b.chunk_size, c.idx, c.data FROM blobs AS b "
+    "LEFT JOIN blob_chunks AS c ON c.digest = b.digest WHERE b.digest = ? ORDER BY c.idx"
+)
 
 
-class _Blob:
-    """One blob's chunks as they stream past: its hash, sizes and indexes."""
-
-    def __init__(self, digest: str, size: int, chunk_size: int) -> None:
-        self.digest = digest
-        self.size = size
-        self.chunk_size = chunk_size
-        self.named = isinstance(digest, str) and DIGEST.fullmatch(digest) is not None
-        self.hasher = new_hasher(digest.split(":", 1)[0]) if self.named else None
-        self.sizes: list[int] = []
-        self.indexes: list[int] = []
-
-    def add(self, idx: int, data: bytes) -> None:
-        self.indexes.append(idx)
-        self.sizes.append(len(data))
-        if self.hasher is not None:
-            self.hasher.update(data)
-
-    def finish(self, ctx: VerifyContext) -> None:
-        digest, size, chunk_size, sizes, indexes = (
-            self.digest, self.size, self.chunk_size, self.sizes, self.indexes,
-        )  # fmt: skip
-        ctx.report.blobs_checked += 1
-        if self.hasher is None:
-            ctx.diverged(
-                None,
-                Divergence(
-                    None, None, "blob.name", "blake3:/sha256:<hex>", repr(digest), str(digest)
-                ),
-            )
-            return
-        actual = self.hasher.hex_digest()
-        if actual != digest:
-            ctx.diverged(None, Divergence(None, None, "blob.digest", digest, actual, digest))
-        if sum(sizes) != size:
-            ctx.diverged(
-                None, Divergence(None, None, "blob.size", str(size), str(sum(sizes)), digest)
-            )
-        if any(n != chunk_size for n in sizes[:-1]) or (sizes and sizes[-1] > chunk_size):
-            ctx.diverged(
-                None,
-                Divergence(None, None, "blob.chunk_size", str(chunk_size), str(sizes[:4]), digest),
-            )
-        if indexes != list(range(len(indexes))):
-            ctx.diverged(
-                None, Divergence(None, None, "blob.chunks", "0..n-1", str(indexes[:20]), digest)
-            )
-
-
-def _check_blob(ctx: VerifyContext, digest: str) -> None:
-    conn = ctx.conn
-    row = conn.execute("SELECT size, chunk_size FROM blobs WHERE digest = ?", (digest,)).fetchall()
-    size, chunk_size = row[0]
-    blob = _Blob(digest, size, chunk_size)
-    if blob.named:
-        last = -1
-        while rows := conn.execute(CHUNKS, (digest, last)).fetchall():
-            for idx, data in rows:
-                last = idx
-                blob.add(idx, data)
-    blob.finish(ctx)
+def _check_blobs(ctx: VerifyContext, sql: str, queries: list[tuple[str, ...]]) -> None:
+    """Re-hash the blobs ``sql`` yields (name, hash, size, chunking) in Rust."""
+    with native.sqlite_errors():
+        checked, findings = _core.verify_blobs(native.handle(ctx.conn), sql, queries)
+    ctx.report.blobs_checked += checked
+    for digest, check, expected, actual in findings:
+        ctx.diverged(None, Divergence(None, None, check, expected, actual, digest))

@@ -8,6 +8,7 @@
 //!
 //! Every fallible function returns [`Error`]; the binding crate maps it to Python exceptions in one place.
 
+pub mod blob_check;
 pub mod canonical;
 pub mod error;
 pub mod hash;

@@ -8,6 +8,7 @@
 
 use pyo3::prelude::*;
 
+mod blob_pass;
 mod canonical;
 mod errors;
 mod hashing;
@@ -23,6 +24,7 @@ mod sqlite;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
+    blob_pass::register(m)?;
     canonical::register(m)?;
     hashing::register(m)?;
     journal::register(m)?;

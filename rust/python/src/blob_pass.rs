@@ -1,0 +1,86 @@
+//! The blob pass straight from SQLite: every chunk of every blob streamed through the open
+//! apsw connection and re-hashed, with the GIL released (taken back now and then for Ctrl-C).
+
+use agentledger_core::blob_check::{BlobCheck, BlobFinding};
+use pyo3::prelude::*;
+
+use crate::sqlite::{Connection, Param};
+
+/// Bytes re-hashed between two looks at Ctrl-C.
+const SIGNAL_EVERY_BYTES: usize = 64 << 20;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(verify_blobs, m)?)?;
+    Ok(())
+}
+
+type FindingTuple = (String, &'static str, String, String);
+
+/// Check the blobs `sql` yields on the connection at `connection`, once per parameter list
+/// in `queries`: rows `(digest, size, chunk_size, idx, data)`, each blob's chunks together
+/// in index order, `idx` NULL for a blob without chunks. Returns `(blobs checked,
+/// findings)`, a finding being `(digest, check, expected, actual)`.
+#[pyfunction]
+fn verify_blobs(
+    py: Python<'_>,
+    connection: usize,
+    sql: &str,
+    queries: Vec<Vec<Param>>,
+) -> PyResult<(u64, Vec<FindingTuple>)> {
+    let connection = Connection::from_pointer(connection)?;
+    py.allow_threads(move || {
+        let mut findings = Vec::new();
+        let mut checked = 0u64;
+        let mut since_signal_check = 0usize;
+        let mut finish = |blob: BlobCheck| {
+            checked += 1;
+            findings.extend(blob.finish().into_iter().map(
+                |BlobFinding {
+                     digest,
+                     check,
+                     expected,
+                     actual,
+                 }| (digest, check, expected, actual),
+            ));
+        };
+        let mut statement = connection.prepare(sql).map_err(PyErr::from)?;
+        for params in queries {
+            statement.start(&params).map_err(PyErr::from)?;
+            // The blob being read, and its name's stored bytes (what rows are grouped by).
+            let mut current: Option<(BlobCheck, Vec<u8>)> = None;
+            // Held while stepping (see `Connection::lock`), let go to look at Ctrl-C.
+            let mut held = Some(connection.lock());
+            while statement.step().map_err(PyErr::from)? {
+                let digest = statement.bytes(0);
+                if current.as_ref().is_none_or(|(_, name)| name != digest) {
+                    if let Some((done, _)) = current.take() {
+                        finish(done);
+                    }
+                    let name = String::from_utf8_lossy(digest).into_owned();
+                    let blob = BlobCheck::new(name, statement.int(1), statement.int(2));
+                    current = Some((blob, digest.to_vec()));
+                }
+                if !statement.is_null(3) {
+                    let data = statement.bytes(4);
+                    since_signal_check += data.len();
+                    current
+                        .as_mut()
+                        .expect("set above")
+                        .0
+                        .add(statement.int(3), data);
+                }
+                if since_signal_check >= SIGNAL_EVERY_BYTES {
+                    since_signal_check = 0;
+                    drop(held.take());
+                    Python::with_gil(|py| py.check_signals())?;
+                    held = Some(connection.lock());
+                }
+            }
+            drop(held);
+            if let Some((done, _)) = current.take() {
+                finish(done);
+            }
+        }
+        Ok::<_, PyErr>((checked, findings))
+    })
+}
