@@ -856,11 +856,16 @@ pub fn row_leaf_hashes<R: EntryRow>(alg: HashAlg, rows: &[R]) -> Vec<Hash> {
 /// only the subtrees whose siblings have not arrived yet: O(log n) when runs were appended
 /// in batches in run-id order, at most O(n) hashes when appends interleaved. A bitmap of
 /// one bit per leaf catches duplicates.
+///
+/// While leaves arrive in leaf order (runs appended one after the other), the held subtrees
+/// are kept as a stack, largest first, as an incremental tree keeps them: no map lookups.
+/// The first leaf out of order moves them into the map.
 #[derive(Debug)]
 pub struct LogAssembler {
     alg: HashAlg,
     base: u64,
     limit: u64,
+    in_order: Option<Vec<((u32, u64), Hash)>>,
     nodes: HashMap<(u32, u64), Hash, RandomState>,
     seen: Vec<u64>,
     added: u64,
@@ -907,7 +912,8 @@ impl LogAssembler {
             alg,
             base,
             limit,
-            nodes: shape.into_iter().zip(frontier).collect(),
+            in_order: Some(shape.into_iter().zip(frontier).collect()),
+            nodes: HashMap::default(),
             seen: vec![0; span.div_ceil(64)],
             added: 0,
             problem: None,
@@ -937,7 +943,26 @@ impl LogAssembler {
             return;
         }
         self.seen[word] |= bit;
+        let next = self.base + self.added;
         self.added += 1;
+        if let Some(stack) = &mut self.in_order {
+            if index == next {
+                let (mut key, mut node) = ((0u32, index), leaf_hash);
+                // In order, a left sibling is always the top of the stack.
+                while let Some(&(top_key, top)) = stack.last() {
+                    if top_key != (key.0, key.1 ^ 1) {
+                        break;
+                    }
+                    stack.pop();
+                    node = self.alg.node_hash(&top, &node);
+                    key = (key.0 + 1, key.1 >> 1);
+                }
+                stack.push((key, node));
+                return;
+            }
+            self.nodes.extend(stack.drain(..));
+            self.in_order = None;
+        }
         let (mut height, mut position, mut node) = (0u32, index, leaf_hash);
         while let Some(sibling) = self.nodes.remove(&(height, position ^ 1)) {
             node = if position & 1 == 0 {
@@ -959,7 +984,15 @@ impl LogAssembler {
 
     /// Subtrees held right now (for tests of the memory bound).
     pub fn held(&self) -> usize {
-        self.nodes.len()
+        self.nodes.len() + self.in_order.as_ref().map_or(0, Vec::len)
+    }
+
+    fn node(&self, key: (u32, u64)) -> Option<Hash> {
+        let mut stacked = self.in_order.iter().flatten();
+        stacked
+            .find(|(k, _)| *k == key)
+            .map(|(_, node)| *node)
+            .or_else(|| self.nodes.get(&key).copied())
     }
 
     /// The tree of leaves `0..base + added`, or the first leaf out of place.
@@ -985,7 +1018,7 @@ impl LogAssembler {
         }
         let frontier: Option<Vec<Hash>> = decomposition(size)
             .into_iter()
-            .map(|key| self.nodes.get(&key).copied())
+            .map(|key| self.node(key))
             .collect();
         let (frontier, root) = match (&gap, frontier) {
             (None, Some(frontier)) => {
@@ -1397,6 +1430,20 @@ mod tests {
         }
         let done = assembler.finish();
         assert_eq!((done.size, done.root, done.gap), (300, expected, None));
+
+        // In order throughout, in order and then not (the stack moves to the map), reversed.
+        let in_order: Vec<usize> = (0..300).collect();
+        let mut switching: Vec<usize> = (0..150).collect();
+        switching.extend((200..300).chain(150..200));
+        let reversed: Vec<usize> = (0..300).rev().collect();
+        for order in [in_order, switching, reversed] {
+            let mut assembler = LogAssembler::new(alg, 0, Vec::new(), 300).unwrap();
+            for &i in &order {
+                assembler.add(i as i64, alg.leaf_hash(&leaves[i]));
+            }
+            let done = assembler.finish();
+            assert_eq!((done.size, done.root, done.gap), (300, expected, None));
+        }
 
         // From a base frontier, in order: memory stays small.
         let mut base = IncrementalTree::new(alg);
