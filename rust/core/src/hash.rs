@@ -110,10 +110,12 @@ pub fn hkdf_sha256(ikm: &[u8], salt: Option<&[u8]>, info: &[u8], len: usize) -> 
 
 /// `prefix + lowercase hex(digest)`, e.g. `to_hex_prefixed(BLAKE3_PREFIX, &blake3(b""))`.
 pub fn to_hex_prefixed(prefix: &str, digest: &[u8]) -> String {
-    let mut out = String::with_capacity(prefix.len() + 2 * digest.len());
-    out.push_str(prefix);
-    out.push_str(&hex::encode(digest));
-    out
+    // Into a sized buffer: `hex::encode` builds its string a char at a time, which showed
+    // in profiles (the journal formats one of these per appended entry).
+    let mut out = vec![0; prefix.len() + 2 * digest.len()];
+    out[..prefix.len()].copy_from_slice(prefix.as_bytes());
+    hex::encode_to_slice(digest, &mut out[prefix.len()..]).expect("sized to fit");
+    String::from_utf8(out).expect("a str prefix and ASCII hex")
 }
 
 /// `"blake3:" + hex(BLAKE3(data))`: the content address of exact bytes.

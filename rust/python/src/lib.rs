@@ -8,6 +8,7 @@
 
 use pyo3::prelude::*;
 
+mod append;
 mod canonical;
 mod errors;
 mod hashing;
@@ -16,6 +17,7 @@ mod journal_pass;
 mod merkle;
 mod pools;
 mod pyjson;
+mod rows_table;
 mod signature;
 mod sqlite;
 
@@ -23,6 +25,7 @@ mod sqlite;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
+    append::register(m)?;
     canonical::register(m)?;
     hashing::register(m)?;
     journal::register(m)?;
