@@ -78,10 +78,15 @@ class Run:
 
     def append_many(self, items: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Entry]:
         """Append entries in one transaction: all of them are written, or none."""
-        batch = [(check_kind(kind), _check_body(body)) for kind, body in items]
+        batch = []
+        kinds: dict[str, None] = {}  # a batch repeats a few kinds: each is checked once
+        for kind, body in items:
+            if type(kind) is not str or kind not in kinds:
+                kinds[check_kind(kind)] = None
+            batch.append((kind, body if type(body) is dict else _check_body(body)))
         if not batch:
             return []
-        for kind, _ in batch:
+        for kind in kinds:
             if kind.startswith(RESERVED_KIND_PREFIXES):
                 raise InvalidInput(
                     f"entry kind {kind!r} is reserved: phase entries are written only by the "

@@ -763,7 +763,7 @@ pub fn log_leaf(run_id: &str, seq: i64, entry_hash: &[u8]) -> [u8; 32] {
         u64::try_from(seq),
     ) {
         let mut hex = [0u8; 64];
-        hex::encode_to_slice(digest, &mut hex).expect("sized to fit");
+        hash::write_hex(digest, &mut hex);
         let mut digits = [0u8; 20];
         let mut at = digits.len();
         let mut n = seq;
@@ -788,7 +788,7 @@ pub fn log_leaf(run_id: &str, seq: i64, entry_hash: &[u8]) -> [u8; 32] {
     bytes.extend_from_slice(b"{\"entry\":\"blake3:");
     let hex_start = bytes.len();
     bytes.resize(hex_start + 2 * entry_hash.len(), 0);
-    hex::encode_to_slice(entry_hash, &mut bytes[hex_start..]).expect("sized to fit");
+    hash::write_hex(entry_hash, &mut bytes[hex_start..]);
     bytes.extend_from_slice(b"\",\"run\":");
     canonical::write_string(run_id, &mut bytes);
     bytes.extend_from_slice(b",\"seq\":");

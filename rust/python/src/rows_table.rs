@@ -9,15 +9,15 @@
 //! cannot forge: without one bound by [`Rows`], the table is empty.
 //!
 //! Columns `c0`, `c1`, ... hold a row's values (NULL past its width); `rows` is the hidden
-//! argument. It is an eponymous-only virtual table, registered on a connection just before
-//! a statement that uses it is prepared ([`register`]).
+//! argument. It is an eponymous-only virtual table, registered on a connection the first
+//! time a statement there needs it ([`prepare`]).
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::ptr;
 
 use libsqlite3_sys as ffi;
 
-use crate::sqlite::{Connection, Failure, Value};
+use crate::sqlite::{Connection, Failure, Statement, Value};
 
 const NAME: &CStr = c"agentledger_rows";
 /// What the bound pointer is, as `sqlite3_bind_pointer` and `sqlite3_value_pointer` name it.
@@ -52,8 +52,16 @@ impl<'a> Rows<'a> {
     }
 }
 
-/// Make `agentledger_rows` available on `connection` (again: registering replaces it).
-pub fn register(connection: &Connection) -> Result<(), Failure> {
+/// Prepare `sql`, which reads `agentledger_rows`, on `connection`: the table is registered
+/// on a connection the first time it is needed there (when `sql` does not prepare).
+pub fn prepare(connection: &Connection, sql: &str) -> Result<Statement, Failure> {
+    connection.prepare(sql).or_else(|_| {
+        register(connection)?;
+        connection.prepare(sql)
+    })
+}
+
+fn register(connection: &Connection) -> Result<(), Failure> {
     // SAFETY: a live connection; the module is static and takes no client data.
     let code = unsafe {
         ffi::sqlite3_create_module_v2(
@@ -118,6 +126,8 @@ unsafe extern "C" fn connect(
     if code != ffi::SQLITE_OK {
         return code;
     }
+    // Never from a trigger or a view: a ledger file's own schema cannot reach it.
+    unsafe { ffi::sqlite3_vtab_config(db, ffi::SQLITE_VTAB_DIRECTONLY) };
     let table = Box::new(ffi::sqlite3_vtab {
         pModule: ptr::null(),
         nRef: 0,
