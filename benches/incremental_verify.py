@@ -48,15 +48,15 @@ def timed_verify(path: Path, options: VerifyOptions) -> tuple[float, int, int]:
 
 @contextmanager
 def log_switched_off() -> Iterator[None]:
-    """Appends as they were before the log: no frontier update, no checkpoint."""
+    """Appends as they were before the log: no frontier stored, no checkpoint."""
     import agentledger.log as workspace_log
 
-    original = workspace_log.append_entries
-    workspace_log.append_entries = lambda conn, ledger, entries: 0
+    original = workspace_log.finish_append
+    workspace_log.finish_append = lambda conn, ledger, state: None
     try:
         yield
     finally:
-        workspace_log.append_entries = original
+        workspace_log.finish_append = original
 
 
 def appends(path: Path, entries: int, batch: int, with_log: bool) -> float:

@@ -1,12 +1,13 @@
 # Exact type stub of the compiled extension (rust/python). Keep in sync with the Rust code.
 from collections.abc import Callable, Iterable, Sequence
-from typing import Literal, TypedDict
+from typing import Literal, TypedDict, TypeVar
 
 from typing_extensions import Buffer
 
 __version__: str
 
 HashName = Literal["blake3", "sha256"]
+_E = TypeVar("_E")
 
 MAX_DEPTH: int
 """Deepest nesting of arrays/objects that canonicalization accepts."""
@@ -108,6 +109,24 @@ def encode_entries(
     run_id: str, first_seq: int, prev: str, ts: str, items: Sequence[tuple[str, object]]
 ) -> list[tuple[bytes, bytes]]:
     """Canonical bytes and hash of consecutive entries of one run, each chained to the last."""
+
+def append_entries(
+    connection: int,
+    entry_type: type[_E],
+    run_id: str,
+    first_seq: int,
+    prev: str,
+    ts: str,
+    items: Sequence[tuple[str, object]],
+    log_size: int,
+    log_frontier: Sequence[bytes],
+) -> tuple[list[_E], bytes, int, list[bytes]]:
+    """Insert ``items`` (``(kind, body)``) as entries ``first_seq..`` of ``run_id``, chained
+    from ``prev``, through the SQLite handle ``connection`` (``storage/native.py``) inside
+    its transaction, as the next leaves of the log ``(log_size, log_frontier)``. Returns
+    ``(entries as entry_type instances, last entry's hash, log size, log frontier)``.
+    ``CanonicalizationError`` before anything is written; ``SqliteError`` on a failure of
+    SQLite (the caller's transaction is then to be rolled back)."""
 
 def verify_entries(
     ledger_id: str,

@@ -1,7 +1,9 @@
 """Run journals: hash-chained, append-only sequences of entries, one per run.
 
-The bytes of each entry are built and hashed in the Rust core (``encode_entries``) so that
-the writer and the verifier share one definition of the format (docs/FORMAT.md).
+The bytes of each entry are built and hashed in the Rust core so that the writer and the
+verifier share one definition of the format (docs/FORMAT.md). An append is one call,
+``_core.append_entries``: it encodes and chains the batch, numbers it as leaves of the
+workspace log and inserts the rows through this connection, inside its transaction.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from agentledger import _core, log
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import check_kind, utc_timestamp
+from agentledger.storage import native
 
 if TYPE_CHECKING:
     from agentledger.activity import (
@@ -38,7 +41,11 @@ def hash_text(digest: bytes) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One journal entry as stored: its position, hash, kind, body and exact bytes."""
+    """One journal entry as stored: its position, hash, kind, body and exact bytes.
+
+    Appends make these in Rust (``rust/python/src/append.rs``), setting each field as the
+    generated ``__init__`` would: a field added here must be added there.
+    """
 
     run_id: str
     seq: int
@@ -71,10 +78,15 @@ class Run:
 
     def append_many(self, items: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Entry]:
         """Append entries in one transaction: all of them are written, or none."""
-        batch = [(check_kind(kind), _check_body(body)) for kind, body in items]
+        batch = []
+        kinds: dict[str, None] = {}  # a batch repeats a few kinds: each is checked once
+        for kind, body in items:
+            if type(kind) is not str or kind not in kinds:
+                kinds[check_kind(kind)] = None
+            batch.append((kind, body if type(body) is dict else _check_body(body)))
         if not batch:
             return []
-        for kind, _ in batch:
+        for kind in kinds:
             if kind.startswith(RESERVED_KIND_PREFIXES):
                 raise InvalidInput(
                     f"entry kind {kind!r} is reserved: phase entries are written only by the "
@@ -94,33 +106,31 @@ class Run:
         head_seq, head_hash = head[0]
         prev = _core.genesis_prev(self.ledger.id, self.id) if head_seq < 0 else hash_text(head_hash)
         ts = utc_timestamp()
+        first_seq = head_seq + 1
+        # Every entry is also the next leaf of the workspace log (log.py), in this transaction.
+        state = log.begin_append(conn, self.ledger, len(batch))
         try:
-            encoded = _core.encode_entries(self.id, head_seq + 1, prev, ts, batch)
-        except ValueError as exc:  # CanonicalizationError: the body has no canonical form
+            with native.sqlite_errors():
+                entries, head_hash, size, frontier = _core.append_entries(
+                    native.handle(conn),
+                    Entry,
+                    self.id,
+                    first_seq,
+                    prev,
+                    ts,
+                    batch,
+                    state.size,
+                    state.frontier,
+                )
+        except _core.CanonicalizationError as exc:  # raised before anything is written
             raise InvalidInput(
                 f"entry body is not canonical JSON: {exc}", code="invalid-body"
             ) from None
-        rows = [
-            (self.id, head_seq + 1 + i, kind, digest, raw)
-            for i, ((kind, _), (raw, digest)) in enumerate(zip(batch, encoded, strict=True))
-        ]
-        # Every entry is also the next leaf of the workspace log (log.py), in this transaction.
-        first_leaf = log.append_entries(conn, self.ledger, [(r[0], r[1], r[3]) for r in rows])
-        conn.executemany(
-            "INSERT INTO entries (run_id, seq, kind, hash, bytes, leaf) VALUES (?, ?, ?, ?, ?, ?)",
-            [(*row, first_leaf + i) for i, row in enumerate(rows)],
-        )
-        _, last_seq, _, last_hash, _ = rows[-1]
+        log.finish_append(conn, self.ledger, log.LogState(size, tuple(frontier)))
         conn.execute(
             "UPDATE runs SET head_seq = ?, head_hash = ? WHERE run_id = ?",
-            (last_seq, last_hash, self.id),
+            (first_seq + len(batch) - 1, head_hash, self.id),
         )
-        entries = []
-        for i, (kind, body) in enumerate(batch):
-            raw, digest = encoded[i]
-            digest_text = hash_text(digest)
-            entries.append(Entry(self.id, head_seq + 1 + i, kind, digest_text, prev, ts, body, raw))
-            prev = digest_text
         return entries
 
     def entries(self, start: int = 0, kind: str | None = None) -> Iterator[Entry]:

@@ -123,29 +123,36 @@ def is_archive(conn: apsw.Connection) -> bool:
     return bool(conn.execute("SELECT 1 FROM ledger_meta WHERE key = 'archive'").fetchall())
 
 
-def append_entries(
-    conn: apsw.Connection, ledger: Ledger, entries: Sequence[tuple[str, int, bytes]]
-) -> int:
-    """Add ``(run_id, seq, entry hash)`` entries as the next leaves; return the first index.
+MAX_LEAVES = 1 << 63
+"""The ``leaf`` column is a signed 64-bit integer."""
 
-    Called inside the write transaction that inserts the entries; schedules the checkpoint
-    taken at the end of that transaction.
+
+def begin_append(conn: apsw.Connection, ledger: Ledger, count: int) -> LogState:
+    """The state that ``count`` entries about to be appended extend, as its next leaves.
+
+    Called inside the write transaction that inserts the entries (``Run._append_locked``,
+    where ``_core.append_entries`` numbers them and extends the state); ``finish_append``
+    stores the result.
     """
-    from agentledger import checkpoint
-
     if is_archive(conn):
         raise LedgerError(
             f"{ledger.path} is a sealed archive; it cannot be extended", code="archive-sealed"
         )
     state = current_state(conn)
-    first = state.size
-    rows = [(first + i, run_id, seq, digest) for i, (run_id, seq, digest) in enumerate(entries)]
-    new_state, _, gap = extend(state, rows)
-    if gap is not None:  # only on a tree of 2^64 leaves
-        raise LedgerError(f"the workspace log cannot grow past leaf {gap[0]}", code="log-full")
-    _write_state(conn, new_state)
+    if state.size + count > MAX_LEAVES:
+        raise LedgerError(
+            f"the workspace log cannot grow past leaf {MAX_LEAVES - 1}", code="log-full"
+        )
+    return state
+
+
+def finish_append(conn: apsw.Connection, ledger: Ledger, state: LogState) -> None:
+    """Store the state the appended entries made; schedules the checkpoint taken at the end
+    of the transaction."""
+    from agentledger import checkpoint
+
+    _write_state(conn, state)
     checkpoint.schedule(ledger)
-    return first
 
 
 def leaf_data(rows: Iterable[LeafRow]) -> list[bytes]:

@@ -31,10 +31,7 @@ const HEX_PREFIX: &str = "blake3:";
 
 /// `"blake3:" + hex` of a 32-byte digest.
 pub fn prefixed_hex(digest: &[u8]) -> String {
-    let mut out = String::with_capacity(HEX_PREFIX.len() + 2 * digest.len());
-    out.push_str(HEX_PREFIX);
-    out.push_str(&hex::encode(digest));
-    out
+    hash::to_hex_prefixed(HEX_PREFIX, digest)
 }
 
 /// The hash of an entry's canonical bytes.
@@ -122,12 +119,12 @@ pub fn encode_entry_around(header: &EntryHeader<'_>, body_jcs: &[u8]) -> Vec<u8>
 
 /// Encode a batch of consecutive entries of one run from their canonical bodies, chaining
 /// each to the one before. Returns `(bytes, hash)` per entry.
-pub fn encode_chain(
+pub fn encode_chain<K: AsRef<str>>(
     run_id: &str,
     first_seq: u64,
     prev: &str,
     ts: &str,
-    items: &[(String, Vec<u8>)],
+    items: &[(K, Vec<u8>)],
 ) -> Vec<(Vec<u8>, [u8; 32])> {
     let mut out = Vec::with_capacity(items.len());
     let mut prev = prev.to_owned();
@@ -135,7 +132,7 @@ pub fn encode_chain(
         let header = EntryHeader {
             run_id,
             seq: first_seq + offset as u64,
-            kind,
+            kind: kind.as_ref(),
             prev: &prev,
             ts,
         };
@@ -766,7 +763,7 @@ pub fn log_leaf(run_id: &str, seq: i64, entry_hash: &[u8]) -> [u8; 32] {
         u64::try_from(seq),
     ) {
         let mut hex = [0u8; 64];
-        hex::encode_to_slice(digest, &mut hex).expect("sized to fit");
+        hash::write_hex(digest, &mut hex);
         let mut digits = [0u8; 20];
         let mut at = digits.len();
         let mut n = seq;
@@ -791,7 +788,7 @@ pub fn log_leaf(run_id: &str, seq: i64, entry_hash: &[u8]) -> [u8; 32] {
     bytes.extend_from_slice(b"{\"entry\":\"blake3:");
     let hex_start = bytes.len();
     bytes.resize(hex_start + 2 * entry_hash.len(), 0);
-    hex::encode_to_slice(entry_hash, &mut bytes[hex_start..]).expect("sized to fit");
+    hash::write_hex(entry_hash, &mut bytes[hex_start..]);
     bytes.extend_from_slice(b"\",\"run\":");
     canonical::write_string(run_id, &mut bytes);
     bytes.extend_from_slice(b",\"seq\":");

@@ -38,16 +38,8 @@ fn encode_entries<'py>(
     ts: &str,
     items: Vec<(String, Bound<'py, PyAny>)>,
 ) -> PyResult<Vec<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>> {
-    // Bodies are written as canonical JSON straight from the Python objects (depth 1: they
-    // sit inside the entry object), then wrapped, hashed and chained with the GIL released.
-    let bodies: Vec<(String, Vec<u8>)> = items
-        .into_iter()
-        .map(|(kind, body)| {
-            let mut out = Vec::with_capacity(128);
-            write_py(&body, &mut out, 1)?;
-            Ok((kind, out))
-        })
-        .collect::<PyResult<_>>()?;
+    let bodies = canonical_bodies(items.iter().map(|(kind, body)| (kind.as_str(), body)))?;
+    // Wrapped, hashed and chained with the GIL released.
     let run_id = run_id.to_owned();
     let prev = prev.to_owned();
     let ts = ts.to_owned();
@@ -57,6 +49,21 @@ fn encode_entries<'py>(
         .into_iter()
         .map(|(bytes, digest)| (PyBytes::new(py, &bytes), PyBytes::new(py, &digest)))
         .collect())
+}
+
+/// `(kind, body)` items with each body written as canonical JSON straight from the Python
+/// objects (at depth 1: it sits inside the entry object), ready for `encode_chain`.
+pub(crate) fn canonical_bodies<'a, 'py: 'a, K>(
+    items: impl IntoIterator<Item = (K, &'a Bound<'py, PyAny>)>,
+) -> PyResult<Vec<(K, Vec<u8>)>> {
+    items
+        .into_iter()
+        .map(|(kind, body)| {
+            let mut out = Vec::with_capacity(128);
+            write_py(body, &mut out, 1)?;
+            Ok((kind, out))
+        })
+        .collect()
 }
 
 type FindingTuple = (String, Option<i64>, String, String, String);
@@ -316,17 +323,7 @@ fn log_extend<'py>(
     rows: Vec<(i64, String, i64, Bound<'py, PyBytes>)>,
     jobs: usize,
 ) -> PyResult<LogExtendTuple<'py>> {
-    let frontier = frontier
-        .into_iter()
-        .map(|node| {
-            Hash::try_from(node.as_bytes()).map_err(|_| {
-                to_py(agentledger_core::Error::invalid(format!(
-                    "a frontier node has 32 bytes, got {}",
-                    node.as_bytes().len()
-                )))
-            })
-        })
-        .collect::<PyResult<Vec<Hash>>>()?;
+    let frontier = frontier_nodes(&frontier)?;
     let mut tree = IncrementalTree::from_state(HashAlg::Blake3, size, frontier).map_err(to_py)?;
     let rows: Vec<LogRow> = rows
         .into_iter()
@@ -356,7 +353,7 @@ fn log_extend<'py>(
     ))
 }
 
-/// The workspace log rebuilt from the journal pass's own rows (see `verify_entries_logged`).
+/// The workspace log rebuilt from the journal pass's own rows (see `verify_journal`).
 #[pyclass(module = "agentledger._core")]
 pub(crate) struct LogAssembler(pub(crate) CoreAssembler);
 
@@ -389,7 +386,7 @@ impl LogAssembler {
     }
 }
 
-fn frontier_nodes(frontier: &[Bound<'_, PyBytes>]) -> PyResult<Vec<Hash>> {
+pub(crate) fn frontier_nodes(frontier: &[Bound<'_, PyBytes>]) -> PyResult<Vec<Hash>> {
     frontier
         .iter()
         .map(|node| {

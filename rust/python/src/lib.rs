@@ -8,6 +8,7 @@
 
 use pyo3::prelude::*;
 
+mod append;
 mod blob_pass;
 mod canonical;
 mod errors;
@@ -17,6 +18,7 @@ mod journal_pass;
 mod merkle;
 mod pools;
 mod pyjson;
+mod rows_table;
 mod signature;
 mod sqlite;
 
@@ -24,6 +26,7 @@ mod sqlite;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
+    append::register(m)?;
     blob_pass::register(m)?;
     canonical::register(m)?;
     hashing::register(m)?;

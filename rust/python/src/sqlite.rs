@@ -7,12 +7,15 @@
 //! goes through. A connection is named by `apsw.Connection.sqlite3pointer()`.
 
 use std::ffi::{c_char, c_int, CStr, CString};
+use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use libsqlite3_sys as ffi;
 use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+
+use crate::rows_table::{self, Rows};
 
 static BOUND: AtomicBool = AtomicBool::new(false);
 
@@ -91,7 +94,11 @@ impl Connection {
         Ok(Connection(pointer as *mut ffi::sqlite3))
     }
 
-    fn failure(&self, code: c_int) -> Failure {
+    pub(crate) fn handle(&self) -> *mut ffi::sqlite3 {
+        self.0
+    }
+
+    pub(crate) fn failure(&self, code: c_int) -> Failure {
         // SAFETY: a live connection; the message is copied before the next call.
         let message = unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(self.0)) };
         Failure {
@@ -147,6 +154,25 @@ pub enum Param {
     Text(String),
 }
 
+/// A value bound for one [`Statement::execute`], borrowed from the caller.
+#[derive(Debug, Clone, Copy)]
+pub enum Value<'a> {
+    Int(i64),
+    Text(&'a str),
+    Blob(&'a [u8]),
+    /// The argument of `agentledger_rows(?)` (`rows_table.rs`).
+    Rows(&'a Rows<'a>),
+}
+
+impl<'a> From<&'a Param> for Value<'a> {
+    fn from(param: &'a Param) -> Self {
+        match param {
+            Param::Int(n) => Value::Int(*n),
+            Param::Text(text) => Value::Text(text),
+        }
+    }
+}
+
 /// A prepared statement, finalized when dropped.
 pub struct Statement {
     connection: Connection,
@@ -157,27 +183,75 @@ pub struct Statement {
 unsafe impl Send for Statement {}
 
 impl Statement {
-    /// Rewind and bind `params` (1-based, in order).
+    /// Rewind and bind `params` (1-based, in order). SQLite copies them, as the rows are
+    /// stepped through after this returns.
     pub fn start(&mut self, params: &[Param]) -> Result<(), Failure> {
-        // SAFETY: a live statement; text is copied by SQLite (SQLITE_TRANSIENT).
+        // SAFETY: a live statement.
         unsafe {
             ffi::sqlite3_reset(self.raw);
             ffi::sqlite3_clear_bindings(self.raw);
-            for (index, param) in params.iter().enumerate() {
-                let at = c_int::try_from(index + 1).expect("few parameters");
-                let code = match param {
-                    Param::Int(n) => ffi::sqlite3_bind_int64(self.raw, at, *n),
-                    Param::Text(text) => ffi::sqlite3_bind_text(
+        }
+        let values: Vec<Value<'_>> = params.iter().map(Value::from).collect();
+        self.bind(&values, ffi::SQLITE_TRANSIENT())
+    }
+
+    /// Run a statement that returns no rows once, with `values` bound (1-based, in order).
+    /// SQLite reads them in place (no copy): they are unbound again before this returns.
+    pub fn execute(&mut self, values: &[Value<'_>]) -> Result<(), Failure> {
+        let done = self
+            .bind(values, ffi::SQLITE_STATIC())
+            .and_then(|()| self.step().map(drop));
+        // SAFETY: a live statement; the failure's message was read before the reset.
+        unsafe {
+            ffi::sqlite3_reset(self.raw);
+            ffi::sqlite3_clear_bindings(self.raw);
+        }
+        done
+    }
+
+    fn bind(
+        &mut self,
+        values: &[Value<'_>],
+        lifetime: ffi::sqlite3_destructor_type,
+    ) -> Result<(), Failure> {
+        for (index, value) in values.iter().enumerate() {
+            let at = c_int::try_from(index + 1).expect("few parameters");
+            let length = |len: usize| {
+                c_int::try_from(len).map_err(|_| Failure {
+                    code: ffi::SQLITE_TOOBIG,
+                    message: "a value too large to bind".into(),
+                })
+            };
+            // SAFETY: a live statement; the data outlives its binding (`lifetime` says how).
+            let code = unsafe {
+                match *value {
+                    Value::Int(n) => ffi::sqlite3_bind_int64(self.raw, at, n),
+                    Value::Text(text) => ffi::sqlite3_bind_text(
                         self.raw,
                         at,
                         text.as_ptr().cast(),
-                        c_int::try_from(text.len()).unwrap_or(c_int::MAX),
-                        ffi::SQLITE_TRANSIENT(),
+                        length(text.len())?,
+                        lifetime,
                     ),
-                };
-                if code != ffi::SQLITE_OK {
-                    return Err(self.connection.failure(code));
+                    Value::Blob(blob) => ffi::sqlite3_bind_blob(
+                        self.raw,
+                        at,
+                        blob.as_ptr().cast(),
+                        length(blob.len())?,
+                        lifetime,
+                    ),
+                    // Always borrowed (SQLite cannot copy it): only `execute` binds one.
+                    Value::Rows(rows) => ffi::sqlite3_bind_pointer(
+                        self.raw,
+                        at,
+                        ptr::from_ref(rows).cast_mut().cast(),
+                        rows_table::POINTER_TYPE.as_ptr(),
+                        None,
+                    ),
                 }
+            };
+            if code != ffi::SQLITE_OK {
+                return Err(self.connection.failure(code));
             }
         }
         Ok(())

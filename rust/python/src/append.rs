@@ -1,0 +1,169 @@
+//! The journal's write path: a batch of entries of one run encoded, chained, inserted and
+//! added to the workspace log in one call, through the caller's apsw connection and inside
+//! its transaction (`sqlite.rs`), and handed back as the caller's `Entry` objects.
+//!
+//! The GIL is held throughout: bodies are read from Python objects, and while it is held no
+//! other thread can close or use the apsw connection under the statement.
+
+use std::ffi::c_void;
+
+use agentledger_core::journal::{self, log_leaf};
+use agentledger_core::merkle::{HashAlg, IncrementalTree};
+use agentledger_core::Error;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple, PyType};
+use pyo3::{ffi, intern};
+
+use crate::errors::to_py;
+use crate::journal::{canonical_bodies, frontier_nodes};
+use crate::rows_table::{self, Rows};
+use crate::sqlite::{Connection, Value};
+
+/// One statement for the whole batch (`rows_table.rs` says why).
+const INSERT: &str = "INSERT INTO entries (run_id, seq, kind, hash, bytes, leaf) \
+                      SELECT c0, c1, c2, c3, c4, c5 FROM agentledger_rows(?)";
+const COLUMNS: usize = 6;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(append_entries, m)?)?;
+    Ok(())
+}
+
+type AppendTuple<'py> = (
+    Bound<'py, PyList>,
+    Bound<'py, PyBytes>,
+    u64,
+    Vec<Bound<'py, PyBytes>>,
+);
+
+/// Insert `items` (`(kind, body)`) as entries `first_seq..` of `run_id`, chained from
+/// `prev`, as the next leaves of the log whose state is `(log_size, log_frontier)`.
+///
+/// Returns `(entries, last entry's hash, log size, log frontier)`, the entries as instances
+/// of `entry_type` (`journal.Entry`). A body without a canonical form raises
+/// `CanonicalizationError` before anything is written; an SQLite failure raises
+/// `SqliteError` (the statement's rows are undone, and the caller rolls back).
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn append_entries<'py>(
+    py: Python<'py>,
+    connection: usize,
+    entry_type: &Bound<'py, PyType>,
+    run_id: &Bound<'py, PyString>,
+    first_seq: u64,
+    prev: &Bound<'py, PyString>,
+    ts: &Bound<'py, PyString>,
+    items: Vec<(Bound<'py, PyString>, Bound<'py, PyAny>)>,
+    log_size: u64,
+    log_frontier: Vec<Bound<'py, PyBytes>>,
+) -> PyResult<AppendTuple<'py>> {
+    let kinds = items
+        .iter()
+        .map(|(kind, _)| kind.to_str())
+        .collect::<PyResult<Vec<_>>>()?;
+    let bodies = canonical_bodies(kinds.into_iter().zip(items.iter().map(|(_, body)| body)))?;
+    let run = run_id.to_str()?;
+    let encoded = journal::encode_chain(run, first_seq, prev.to_str()?, ts.to_str()?, &bodies);
+
+    let alg = HashAlg::Blake3;
+    let mut log = IncrementalTree::from_state(alg, log_size, frontier_nodes(&log_frontier)?)
+        .map_err(to_py)?;
+    let mut values = Vec::with_capacity(encoded.len() * COLUMNS);
+    for (seq, ((kind, _), (bytes, digest))) in (first_seq..).zip(bodies.iter().zip(&encoded)) {
+        let seq = i64::try_from(seq).map_err(|_| out_of_range("seq", seq))?;
+        let leaf = i64::try_from(log.size()).map_err(|_| out_of_range("leaf", log.size()))?;
+        values.extend([
+            Value::Text(run),
+            Value::Int(seq),
+            Value::Text(kind),
+            Value::Blob(digest),
+            Value::Blob(bytes),
+            Value::Int(leaf),
+        ]);
+        log.append_leaf_hash(alg.leaf_hash(&log_leaf(run, seq, digest)))
+            .map_err(to_py)?;
+    }
+    let connection = Connection::from_pointer(connection)?;
+    let rows = Rows::new(COLUMNS, &values);
+    rows_table::prepare(&connection, INSERT)?.execute(&[Value::Rows(&rows)])?;
+
+    let made = EntryType::of(entry_type)?;
+    let entries = PyList::empty(py);
+    let mut prev = prev.clone();
+    for (seq, ((kind, body), (bytes, digest))) in (first_seq..).zip(items.iter().zip(&encoded)) {
+        let hash = PyString::new(py, &journal::prefixed_hex(digest));
+        let fields = [
+            (intern!(py, "run_id"), run_id.as_any()),
+            (intern!(py, "seq"), &PyInt::new(py, seq).into_any()),
+            (intern!(py, "kind"), kind.as_any()),
+            (intern!(py, "hash"), hash.as_any()),
+            (intern!(py, "prev"), prev.as_any()),
+            (intern!(py, "ts"), ts.as_any()),
+            (intern!(py, "body"), body),
+            (intern!(py, "raw"), &PyBytes::new(py, bytes).into_any()),
+        ];
+        entries.append(made.instance(&fields)?)?;
+        prev = hash;
+    }
+    let head = encoded.last().map_or(&[][..], |(_, digest)| &digest[..]);
+    let frontier = log.frontier().iter().map(|n| PyBytes::new(py, n)).collect();
+    Ok((entries, PyBytes::new(py, head), log.size(), frontier))
+}
+
+fn out_of_range(what: &str, value: u64) -> PyErr {
+    to_py(Error::invalid(format!(
+        "{what} {value} is past what SQLite stores"
+    )))
+}
+
+/// Makes instances of a frozen dataclass (`Entry`) as calling it would (its `tp_new`, then
+/// each field set with `object.__setattr__`), but from Rust: the generated `__init__`'s
+/// eight Python-level calls per entry would cost more than the rest of an append.
+struct EntryType<'a, 'py> {
+    entry_type: &'a Bound<'py, PyType>,
+    new: ffi::newfunc,
+    no_args: Bound<'py, PyTuple>,
+}
+
+impl<'a, 'py> EntryType<'a, 'py> {
+    fn of(entry_type: &'a Bound<'py, PyType>) -> PyResult<Self> {
+        // SAFETY: a live type object; a non-null `tp_new` slot holds a `newfunc`.
+        let slot = unsafe { ffi::PyType_GetSlot(entry_type.as_type_ptr(), ffi::Py_tp_new) };
+        if slot.is_null() {
+            return Err(PyTypeError::new_err(
+                "the entry type cannot be instantiated",
+            ));
+        }
+        Ok(EntryType {
+            entry_type,
+            new: unsafe { std::mem::transmute::<*mut c_void, ffi::newfunc>(slot) },
+            no_args: PyTuple::empty(entry_type.py()),
+        })
+    }
+
+    fn instance(
+        &self,
+        fields: &[(&Bound<'py, PyString>, &Bound<'py, PyAny>)],
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = self.entry_type.py();
+        // SAFETY: the type's own `tp_new` with the type and an argument tuple, then the
+        // generic attribute setter (what `object.__setattr__` calls); live objects, GIL held.
+        unsafe {
+            let made = (self.new)(
+                self.entry_type.as_type_ptr(),
+                self.no_args.as_ptr(),
+                std::ptr::null_mut(),
+            );
+            let instance = Bound::from_owned_ptr_or_err(py, made)?;
+            for (name, value) in fields {
+                if ffi::PyObject_GenericSetAttr(instance.as_ptr(), name.as_ptr(), value.as_ptr())
+                    != 0
+                {
+                    return Err(PyErr::fetch(py));
+                }
+            }
+            Ok(instance)
+        }
+    }
+}
