@@ -15,6 +15,7 @@
 
 use std::sync::OnceLock;
 
+use blake3::hazmat::{hash_derive_key_context, ContextKey, HasherExt};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
@@ -54,22 +55,22 @@ pub fn domain_context(domain: &str) -> String {
 /// A streaming BLAKE3 hasher in derive-key mode for `domain`, for structured data that is
 /// fed in pieces.
 ///
-/// The domains the ledger hashes per entry keep a hasher initialised once per process
-/// (deriving the context key costs as much as hashing a small entry); the others are
-/// derived on each call. Both give the same hasher.
+/// The domains the ledger hashes per entry keep their context key, derived once per
+/// process (deriving it costs as much as hashing a small entry); the others are derived on
+/// each call. Both give the same hasher.
 pub fn domain_hasher(domain: &str) -> blake3::Hasher {
-    match cached_domain_hasher(domain) {
-        Some(hasher) => hasher.clone(),
+    match cached_context_key(domain) {
+        Some(key) => blake3::Hasher::new_from_context_key(key),
         None => blake3::Hasher::new_derive_key(&domain_context(domain)),
     }
 }
 
-/// The pre-initialised hasher of a frequently hashed domain.
-fn cached_domain_hasher(domain: &str) -> Option<&'static blake3::Hasher> {
-    static ENTRY: OnceLock<blake3::Hasher> = OnceLock::new();
-    static RUN_GENESIS: OnceLock<blake3::Hasher> = OnceLock::new();
-    static EVIDENCE_SET: OnceLock<blake3::Hasher> = OnceLock::new();
-    static LOG_LEAF: OnceLock<blake3::Hasher> = OnceLock::new();
+/// The context key of a frequently hashed domain (32 bytes; a whole hasher is ~2 KB to copy).
+fn cached_context_key(domain: &str) -> Option<&'static ContextKey> {
+    static ENTRY: OnceLock<ContextKey> = OnceLock::new();
+    static RUN_GENESIS: OnceLock<ContextKey> = OnceLock::new();
+    static EVIDENCE_SET: OnceLock<ContextKey> = OnceLock::new();
+    static LOG_LEAF: OnceLock<ContextKey> = OnceLock::new();
     let cell = match domain {
         "entry" => &ENTRY,
         "run-genesis" => &RUN_GENESIS,
@@ -77,7 +78,7 @@ fn cached_domain_hasher(domain: &str) -> Option<&'static blake3::Hasher> {
         "log-leaf" => &LOG_LEAF,
         _ => return None,
     };
-    Some(cell.get_or_init(|| blake3::Hasher::new_derive_key(&domain_context(domain))))
+    Some(cell.get_or_init(|| hash_derive_key_context(&domain_context(domain))))
 }
 
 /// BLAKE3 derive-key mode with context `"agentledger/v1/" + domain` over `data`.

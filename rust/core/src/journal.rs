@@ -10,7 +10,6 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
 
 use foldhash::fast::RandomState;
 use rayon::prelude::*;
@@ -749,13 +748,10 @@ const PARALLEL_LEAVES: usize = 512;
 /// The object is written directly (its keys are already in JCS order); `seq` is a
 /// non-negative integer below 2^53 for every real entry, where decimal is its JCS form.
 pub fn log_leaf(run_id: &str, seq: i64, entry_hash: &[u8]) -> [u8; 32] {
-    // Called once per entry by every full verify: the derive-key context is hashed once
-    // per process rather than once per leaf, and the common case (a 32-byte hash, a run id
-    // needing no escape, seq >= 0) is fed to the hasher in pieces without a buffer.
-    static LEAF_HASHER: OnceLock<blake3::Hasher> = OnceLock::new();
-    let mut hasher = LEAF_HASHER
-        .get_or_init(|| hash::domain_hasher(LOG_LEAF_DOMAIN))
-        .clone();
+    // Called once per entry by every full verify: the derive-key context key is cached
+    // (`domain_hasher`), and the common case (a 32-byte hash, a run id needing no escape,
+    // seq >= 0) is fed to the hasher in pieces without a buffer.
+    let mut hasher = hash::domain_hasher(LOG_LEAF_DOMAIN);
     let plain_run = run_id.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
     if let (Ok(digest), true, Ok(seq)) = (
         <&[u8; 32]>::try_from(entry_hash),
