@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
 use agentledger_core::journal::{self, BatchReport, Carry, EntryRow};
-use agentledger_core::merkle::HashAlg;
+use agentledger_core::merkle::{Hash, HashAlg};
 use pyo3::prelude::*;
 
 use crate::journal::{to_tuples, verify_and_scan, BatchTuple, JournalScan, LogAssembler};
@@ -59,9 +59,22 @@ fn verify_journal(
         let (give_back, spent) = mpsc::channel::<RowBatch>();
         let verified = AtomicU64::new(0);
         std::thread::scope(|threads| {
+            // Leaf hashes go on to a thread of their own, which folds them into the log's
+            // tree while the next batch is verified (that fold is sequential).
+            let (leaves, to_fold) = mpsc::sync_channel::<Vec<(i64, Hash)>>(IN_FLIGHT);
+            threads.spawn(move || {
+                if let Some(assembler) = assembler {
+                    for batch in to_fold {
+                        for (leaf, hash) in batch {
+                            assembler.add(leaf, hash);
+                        }
+                    }
+                }
+            });
             let verifier = threads.spawn(|| {
                 pool.install(|| {
-                    verify_batches(ledger_id, receive, give_back, assembler, scan, &verified)
+                    let leaves = logged.then_some(leaves);
+                    verify_batches(ledger_id, receive, give_back, leaves, scan, &verified)
                 })
             });
             let mut reported = 0;
@@ -273,7 +286,7 @@ fn verify_batches(
     ledger_id: &str,
     batches: mpsc::Receiver<RowBatch>,
     spent: mpsc::Sender<RowBatch>,
-    mut log: Option<&mut journal::LogAssembler>,
+    leaves: Option<mpsc::SyncSender<Vec<(i64, Hash)>>>,
     mut scan: Option<&mut JournalScan>,
     verified: &AtomicU64,
 ) -> BatchReport {
@@ -283,19 +296,19 @@ fn verify_batches(
         let rows = batch.views();
         // Each row's `prev` names its predecessor's hash as recomputed from its bytes.
         let carry = batch.carry.clone().or(previous.take());
-        let (report, leaves) = rayon::join(
+        let (report, hashes) = rayon::join(
             || verify_and_scan(ledger_id, carry.as_ref(), &rows, scan.as_deref_mut()),
             || {
-                log.is_some()
+                leaves
+                    .is_some()
                     .then(|| journal::row_leaf_hashes(HashAlg::Blake3, &rows))
             },
         );
-        if let (Some(log), Some(leaves)) = (log.as_deref_mut(), leaves) {
-            for (row, hash) in batch.rows.iter().zip(leaves) {
-                if let Some(leaf) = row.leaf {
-                    log.add(leaf, hash);
-                }
-            }
+        if let (Some(leaves), Some(hashes)) = (&leaves, hashes) {
+            let logged = batch.rows.iter().zip(hashes);
+            let batch_leaves = logged.filter_map(|(row, hash)| Some((row.leaf?, hash)));
+            // The folding thread outlives this one: a send only fails if it panicked.
+            let _ = leaves.send(batch_leaves.collect());
         }
         if let Some(last) = rows.last() {
             previous = Some(Carry {
