@@ -197,10 +197,12 @@ class BernsteinJournal(TypedDict):
     """``compact``: the content hashes of the settled stages' observations."""
 
 class BernsteinStoreIndex:
-    """``content hash -> digest of the stored bytes``, built in Rust from
-    ``(content_hash, digest)`` rows; ``bernstein_verify_journals`` takes it as it is."""
+    """``content hash -> digest of the stored bytes``, built in Rust from the
+    ``(content_hash, digest)`` text rows ``sql`` selects on the SQLite handle
+    ``connection``; ``bernstein_verify_journals`` and ``bernstein_ledger_pass`` take it as
+    it is."""
 
-    def __init__(self, rows: Iterable[tuple[str, str]]) -> None: ...
+    def __init__(self, connection: int, sql: str, params: Sequence[int | str] = ()) -> None: ...
     def get(self, content_hash: str) -> str | None: ...
     def __len__(self) -> int: ...
 
@@ -230,11 +232,52 @@ def bernstein_audit_clean(
 def bernstein_manifest(rows: Iterable[tuple[str, str, str | None]], format: str) -> bytes:
     """``importer.manifest_of`` over ``(path, kind, digest)`` rows streamed in path order."""
 
-def sha256_check_chunks(
-    rows: Iterable[tuple[str, bytes]], jobs: int = 0
-) -> tuple[list[str], list[tuple[str, str]]]:
-    """Blobs streamed as ``(name, chunk)`` rows (each blob's chunks consecutive, in order):
-    the names seen, and ``(name, "sha256:<hex>")`` of each whose bytes hash otherwise."""
+class DigestSet:
+    """Content digests (``sha256:<hex>`` names of ledger blobs), held in Rust."""
+
+    def __init__(self) -> None: ...
+    def update(self, digests: Sequence[str]) -> None: ...
+    def __len__(self) -> int: ...
+
+def sha256_check_blobs(
+    connection: int, sql: str, digests: DigestSet, jobs: int = 0
+) -> tuple[int, list[tuple[str, str]], list[str]]:
+    """Re-hash the blob of each digest, read on the SQLite handle ``connection`` by ``sql``
+    (``digest, data`` of the chunks of the digests in the JSON array it is given, in digest
+    then chunk order) and hashed in parallel: the number of blobs found,
+    ``(digest, "sha256:<hex>")`` of each whose bytes hash otherwise, the digests absent."""
+
+class CleanRun:
+    """A run bernstein verifies clean, every stage settled in Rust."""
+
+    rows: int
+    file_sha256: str
+    head: str
+    stages: int
+    unstored_reports: int
+    """Research/browser stages whose report is not in the store."""
+    notes: list[tuple[int, Literal["absent", "signer"], str]]
+    """In stage order: a data/ops stage without a stored receipt (its ``artifact_hash``),
+    a verified receipt (its key, hex)."""
+    settled: list[BernsteinSettled] | None
+    """The stages, when ``stage_rows`` was given."""
+
+def bernstein_ledger_pass(
+    connection: int,
+    journal_sql: str,
+    blob_sql: str,
+    journals: Sequence[str | None],
+    store: BernsteinStoreIndex | None,
+    jobs: int = 0,
+    *,
+    stage_rows: bool = False,
+) -> tuple[list[CleanRun | BernsteinJournal | None], DigestSet]:
+    """bernstein's verify of imported runs, read from SQLite on ``connection`` by Rust:
+    ``journal_sql`` selects a journal's chunks by path, ``blob_sql`` a blob's by digest.
+    Per run (``journals``: its path, or ``None``): ``None`` when it has no journal, a
+    ``CleanRun`` when every stage settles here (receipts included), else the report of
+    ``bernstein_verify_journals`` (``compact`` with a store). Also the digests the clean
+    runs reattached, to re-hash (``sha256_check_blobs``)."""
 
 def verify_journal(
     connection: int,

@@ -13,13 +13,13 @@ what bernstein lets through (see ``STRICT_CHECKS``) and answers 2 for them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentledger import _core
 from agentledger.bernstein.audit_chain import ActivityRecord, AuditChain
-from agentledger.bernstein.format import HEX64, artifact_hex
+from agentledger.bernstein.format import HEX64, artifact_hex, valid_run_id
 from agentledger.bernstein.reports import (
     ReceiptVerdict,
     Verified,
@@ -29,8 +29,9 @@ from agentledger.bernstein.reports import (
     verify_research_report,
     verify_signatures,
 )
-from agentledger.bernstein.workdir import Workdir
+from agentledger.bernstein.workdir import LedgerWorkdir, Workdir
 from agentledger.errors import ExitCode
+from agentledger.storage import native
 
 STRICT_CHECKS = {
     "bernstein.index": "stored index differs from the row's position",
@@ -111,10 +112,12 @@ class RunResult:
     store one; bernstein skips the check, and so no data can say more)."""
     referenced: set[str] = field(default_factory=set)
     """Content hashes whose stored digest was trusted for reattachment (to re-hash)."""
+    settled: int = 0
+    """Stages ``verify_ledger_runs`` settled ok in Rust without listing them in ``stages``."""
 
     @property
     def activities(self) -> int:
-        return len(self.stages)
+        return len(self.stages) + self.settled
 
     @property
     def compat_code(self) -> int:
@@ -174,21 +177,92 @@ def verify_runs(
     for result, report in zip(present, reports, strict=True):
         result.journal = dict(report)
         _verify_run(result, report, workdir, has_store, read, trusted, verified)
-        if audit is not None and (audit.records or audit.problems):
-            _cross_check_audit(result, report, audited.get(result.run_id, []))
-            for problem in audit.problems:
-                if problem.run_id == result.run_id:
-                    where = f"{problem.segment} line {problem.line}"
-                    _strict(
-                        result,
-                        None,
-                        "bernstein.audit.chain",
-                        where,
-                        "a verifying record",
-                        problem.reason,
-                    )
-        _state_limits(result, report, audit, audited.get(result.run_id, []))
+        _audit_and_limits(result, report["activities"], audit, audited)
     return results
+
+
+def verify_ledger_runs(
+    workdir: LedgerWorkdir,
+    run_ids: Iterable[str],
+    *,
+    audit: AuditChain | None = None,
+    trusted: frozenset[bytes] = frozenset(),
+    jobs: int = 0,
+) -> tuple[list[RunResult], _core.DigestSet]:
+    """``verify_runs`` over the imported workdir, read and settled in Rust: the journals
+    and the stored receipts come straight from SQLite (``_core.bernstein_ledger_pass``),
+    and a run bernstein verifies clean comes back as a few numbers, its stages counted in
+    ``RunResult.settled``. Every other run is finished here exactly as ``verify_runs``
+    finishes it. Also returns the content hashes the clean runs reattached (to re-hash;
+    the others' are in their ``referenced``)."""
+    results = [RunResult(run_id) for run_id in run_ids]
+    paths = [workdir.runs.get(r.run_id) if valid_run_id(r.run_id) else None for r in results]
+    has_store = workdir.has_store()
+    with native.sqlite_errors():
+        outcomes, digests = _core.bernstein_ledger_pass(
+            native.handle(workdir.conn),
+            workdir.JOURNAL_CHUNKS,
+            workdir.BLOB_CHUNKS,
+            paths,
+            workdir.store_index() if has_store else None,
+            jobs,
+            stage_rows=audit is not None,
+        )
+    reports = [o for o in outcomes if isinstance(o, dict)]
+    read = store_reader(workdir.read)
+    verified = _prefetch_receipts(workdir, reports) if has_store else {}
+    audited = _audit_by_run(audit)
+    for result, outcome in zip(results, outcomes, strict=True):
+        if outcome is None:
+            result.reason = f"no run journal for {result.run_id!r}"
+            continue
+        activities: Sequence[Mapping[str, Any] | tuple[Any, ...]]
+        if isinstance(outcome, dict):
+            result.journal = dict(outcome)
+            _verify_run(result, outcome, workdir, has_store, read, trusted, verified)
+            activities = outcome["activities"]
+        else:
+            _clean_run(result, outcome, trusted)
+            activities = outcome.settled or []
+        _audit_and_limits(result, activities, audit, audited)
+    return results, digests
+
+
+def _clean_run(result: RunResult, clean: _core.CleanRun, trusted: frozenset[bytes]) -> None:
+    """A run Rust settled: every stage ok, so only the strict notes are left to apply."""
+    result.found = result.ok = result.chain_ok = True
+    result.rows = clean.rows
+    result.journal = {"file_sha256": clean.file_sha256, "head": clean.head, "count": clean.rows}
+    result.settled = clean.stages
+    result.unstored_reports = clean.unstored_reports
+    for step, note, value in clean.notes:
+        if note == "absent":
+            _strict(result, step, "bernstein.blob.missing", "receipt", value, "absent")
+        elif bytes.fromhex(value) not in trusted:
+            _self_asserted(result, step, value)
+
+
+def _audit_and_limits(
+    result: RunResult,
+    activities: Sequence[Mapping[str, Any] | tuple[Any, ...]],
+    audit: AuditChain | None,
+    audited: Mapping[str, list[ActivityRecord]],
+) -> None:
+    records = audited.get(result.run_id, [])
+    if audit is not None and (audit.records or audit.problems):
+        _cross_check_audit(result, activities, records)
+        for problem in audit.problems:
+            if problem.run_id == result.run_id:
+                where = f"{problem.segment} line {problem.line}"
+                _strict(
+                    result,
+                    None,
+                    "bernstein.audit.chain",
+                    where,
+                    "a verifying record",
+                    problem.reason,
+                )
+    _state_limits(result, audit, records)
 
 
 def _prefetch_receipts(workdir: Workdir, reports: Iterable[Mapping[str, Any]]) -> Verified:
@@ -511,16 +585,20 @@ def _check_receipt(
         verdict.signer_public_key is None or verdict.signer_public_key not in trusted
     ):
         signer = verdict.signer_public_key.hex() if verdict.signer_public_key else "unparsable"
-        _strict(
-            result,
-            stage.step,
-            "bernstein.receipt.self_asserted",
-            "signer_public_key_pem",
-            "a trusted key (--trust)",
-            f"ed25519:{signer}",
-        )
+        _self_asserted(result, stage.step, signer)
     stage.signed_receipt_verified = verdict.ok
     return verdict.reason
+
+
+def _self_asserted(result: RunResult, step: int, signer: str) -> None:
+    _strict(
+        result,
+        step,
+        "bernstein.receipt.self_asserted",
+        "signer_public_key_pem",
+        "a trusted key (--trust)",
+        f"ed25519:{signer}",
+    )
 
 
 # ---- the audit mirror -----------------------------------------------------------------
@@ -535,7 +613,9 @@ def _audit_by_run(audit: AuditChain | None) -> dict[str, list[ActivityRecord]]:
 
 
 def _cross_check_audit(
-    result: RunResult, report: Mapping[str, Any], records: list[ActivityRecord]
+    result: RunResult,
+    activities: Sequence[Mapping[str, Any] | tuple[Any, ...]],
+    records: list[ActivityRecord],
 ) -> None:
     by_index: dict[int, ActivityRecord] = {}
     for record in records:
@@ -550,7 +630,7 @@ def _cross_check_audit(
         int(row["step"]): row
         for row in (
             dict(zip(SETTLED_FIELDS, item, strict=True)) if isinstance(item, tuple) else item
-            for item in report["activities"]
+            for item in activities
         )
     }
     for step, row in rows.items():
@@ -592,10 +672,7 @@ def _cross_check_audit(
 
 
 def _state_limits(
-    result: RunResult,
-    report: Mapping[str, Any],
-    audit: AuditChain | None,
-    records: list[ActivityRecord],
+    result: RunResult, audit: AuditChain | None, records: list[ActivityRecord]
 ) -> None:
     if result.unstored_reports:
         result.limits.append(
@@ -607,7 +684,7 @@ def _state_limits(
     )
     audited_steps = [r.journal_index for r in records]
     last = max((s for s in audited_steps if isinstance(s, int)), default=None)
-    rows = int(report["count"])
+    rows = result.rows
     if last is None:
         result.limits.append(
             "no audit record covers this run: a cut tail cannot be told from a shorter run"

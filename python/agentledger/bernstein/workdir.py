@@ -23,6 +23,7 @@ from agentledger.bernstein.format import (
     journal_path,
     valid_run_id,
 )
+from agentledger.storage import native
 
 if TYPE_CHECKING:
     import apsw
@@ -144,19 +145,32 @@ class DirectoryWorkdir:
 class LedgerWorkdir:
     """The imported workdir, as the ledger's ``bernstein_files`` table lists it."""
 
+    STORE_INDEX = (
+        "SELECT 'sha256:' || substr(path, ?), digest FROM bernstein_files "
+        "WHERE kind = 'cas' AND digest IS NOT NULL AND instr(substr(path, ?), '/') = 0"
+    )
+    JOURNAL_CHUNKS = (
+        "SELECT c.data FROM bernstein_files AS f JOIN blob_chunks AS c ON c.digest = f.digest "
+        "WHERE f.path = ? AND f.kind = 'journal' ORDER BY c.idx"
+    )
+    """A journal's bytes by path, as ``journals`` reads them (for Rust readers)."""
+    BLOB_CHUNKS = "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx"
+    LISTED_BLOBS = (
+        "SELECT digest, data FROM blob_chunks WHERE digest IN (SELECT value FROM json_each(?)) "
+        "ORDER BY digest, idx"
+    )
+    """The chunks of the digests in a JSON array (``_core.sha256_check_blobs``)."""
+
     def __init__(self, conn: apsw.Connection, blobs: BlobStore) -> None:
         self.conn = conn
         self.blobs = blobs
         self.runs: dict[str, str] = dict(
             conn.execute("SELECT run_id, path FROM bernstein_runs").fetchall()
         )
-        self.by_content_hash = _core.BernsteinStoreIndex(
-            conn.execute(
-                "SELECT 'sha256:' || substr(path, ?), digest FROM bernstein_files "
-                "WHERE kind = 'cas' AND digest IS NOT NULL AND instr(substr(path, ?), '/') = 0",
-                (len(CAS_DIR) + 2, len(CAS_DIR) + 2),
+        with native.sqlite_errors():
+            self.by_content_hash = _core.BernsteinStoreIndex(
+                native.handle(conn), self.STORE_INDEX, [len(CAS_DIR) + 2] * 2
             )
-        )
         """The common lookup, ``sha256:<name>`` -> stored digest, without path handling."""
         self.cache: dict[str, bytes] = {}
         """Bytes by path, from ``prefetch``."""

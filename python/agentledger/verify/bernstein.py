@@ -19,9 +19,10 @@ from agentledger.bernstein.audit_chain import AuditChain, read_master_key, verif
 from agentledger.bernstein.format import BOOKKEEPING_RUN, content_hash
 from agentledger.bernstein.importer import FORMAT, IMPORT_KIND, WORKDIR_KIND, manifest_of
 from agentledger.bernstein.reports import SPKI_ED25519_PREFIX
-from agentledger.bernstein.verifier import RunResult, verify_runs
+from agentledger.bernstein.verifier import RunResult, verify_ledger_runs
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.errors import ExitCode, InvalidInput
+from agentledger.storage import native
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
 
@@ -49,36 +50,34 @@ def check_bernstein(ctx: VerifyContext) -> None:
     # bernstein's activity verify never reads the audit chain; strict mode cross-checks it.
     audit = None if compat else _audit(ctx, workdir)
     trusted = trusted_keys(ctx.options.trust)
-    results = verify_runs(workdir, selected, audit=audit, trusted=trusted, jobs=ctx.options.jobs)
+    results, referenced = verify_ledger_runs(
+        workdir, selected, audit=audit, trusted=trusted, jobs=ctx.options.jobs
+    )
     _check_journal_anchors(ctx, results, imported)
-    _rehash_referenced(ctx, workdir, results)
+    _rehash_referenced(ctx, referenced, results)
     for result in results:
         _apply(ctx, result, compat)
     _notes(ctx, results, audit, compat)
 
 
 def _rehash_referenced(
-    ctx: VerifyContext, workdir: LedgerWorkdir, results: list[RunResult]
+    ctx: VerifyContext, referenced: _core.DigestSet, results: list[RunResult]
 ) -> None:
-    """Reattachment compared stored digests; here the bytes behind them are re-hashed,
-    in bulk (whole-workspace verify re-hashes every blob anyway)."""
+    """Reattachment compared stored digests; here the bytes behind them are re-hashed, in
+    Rust (the ledger pass already hashed those of the clean runs' observations), while
+    whole-workspace verify re-hashes every blob anyway."""
     if ctx.whole:
         return
     # A referenced hash that reattached is the digest of the bytes stored for it.
-    digests = sorted(set().union(*(r.referenced for r in results)))
-    if not digests:
-        return
-    rows = ctx.conn.execute(
-        "SELECT digest, data FROM blob_chunks WHERE digest IN (SELECT value FROM json_each(?)) "
-        "ORDER BY digest, idx",
-        (json.dumps(digests),),
-    )
-    # Streamed into Rust row by row, hashed there in parallel with the GIL released.
-    names, mismatches = _core.sha256_check_chunks(rows, ctx.options.jobs)
-    ctx.report.blobs_checked += len(names)
+    referenced.update(sorted(set().union(*(r.referenced for r in results))))
+    with native.sqlite_errors():
+        found, mismatches, missing = _core.sha256_check_blobs(
+            native.handle(ctx.conn), LedgerWorkdir.LISTED_BLOBS, referenced, ctx.options.jobs
+        )
+    ctx.report.blobs_checked += found
     for name, got in mismatches:
         ctx.diverged(None, _div(None, None, "blob.digest", name, got, name))
-    for name in sorted(set(digests) - set(names)):
+    for name in missing:
         ctx.diverged(None, _div(None, None, "blob.missing", name, "absent", name))
 
 

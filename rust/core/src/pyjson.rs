@@ -20,6 +20,7 @@
 
 pub mod audit;
 pub mod journal;
+pub mod receipt;
 
 use std::borrow::Cow;
 use std::cmp::Ordering;

@@ -8,6 +8,8 @@
 
 use pyo3::prelude::*;
 
+mod bernstein_pass;
+mod blob_check;
 mod canonical;
 mod errors;
 mod hashing;
@@ -23,6 +25,8 @@ mod sqlite;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
+    bernstein_pass::register(m)?;
+    blob_check::register(m)?;
     canonical::register(m)?;
     hashing::register(m)?;
     journal::register(m)?;

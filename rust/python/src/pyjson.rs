@@ -14,13 +14,13 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::errors::to_py;
 use crate::pools::pool;
+use crate::sqlite::{Connection, Failure, Param};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pyjson_dumps, m)?)?;
     m.add_function(wrap_pyfunction!(pyjson_float_repr, m)?)?;
     m.add_function(wrap_pyfunction!(bernstein_verify_journals, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_hex_many, m)?)?;
-    m.add_function(wrap_pyfunction!(sha256_check_chunks, m)?)?;
     m.add_function(wrap_pyfunction!(bernstein_audit_clean, m)?)?;
     m.add_function(wrap_pyfunction!(bernstein_manifest, m)?)?;
     m.add_class::<BernsteinStoreIndex>()?;
@@ -119,7 +119,7 @@ fn activity_dict<'py>(py: Python<'py>, a: &journal::ActivityRow) -> PyResult<Bou
 /// A stage the verifier settles from this pass alone (given a store): the evidence set
 /// recomputes, every observation reattached, and no stored report or receipt to re-check
 /// (bernstein skips a missing one). The stage verifier's `_fast_path`, decided here.
-fn settled(a: &journal::ActivityRow) -> bool {
+pub(crate) fn settled(a: &journal::ActivityRow) -> bool {
     let evidence_ok = matches!(&a.recomputed_evidence_set_hash, Ok(h) if h.as_bytes() == a.evidence_set_hash.as_slice());
     if !evidence_ok || a.reattach != journal::Reattach::Ok {
         return false;
@@ -138,7 +138,27 @@ fn settled(a: &journal::ActivityRow) -> bool {
     well_formed && a.artifact_stored.as_deref() == Some(&b""[..])
 }
 
-fn report_dict<'py>(
+/// A settled stage as a tuple: `(step, stage_id, kind, artifact_hash, has_observations,
+/// evidence_set_hash, terminal_state, reason_code, event_hash)`.
+pub(crate) fn settled_tuple<'py>(
+    py: Python<'py>,
+    a: &journal::ActivityRow,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let item = (
+        a.step,
+        py_text(py, &a.stage_id)?,
+        py_text(py, &a.kind)?,
+        py_text(py, &a.artifact_hash)?,
+        !a.observations.is_empty(),
+        py_text(py, &a.evidence_set_hash)?,
+        py_text(py, &a.terminal_state)?,
+        py_text(py, &a.reason_code)?,
+        py_text(py, &a.event_hash)?,
+    );
+    item.into_pyobject(py)
+}
+
+pub(crate) fn report_dict<'py>(
     py: Python<'py>,
     r: &journal::JournalReport,
     compact: bool,
@@ -178,18 +198,7 @@ fn report_dict<'py>(
             for (_, _, hash) in &a.observations {
                 referenced.append(py_text(py, hash)?)?;
             }
-            let item = (
-                a.step,
-                py_text(py, &a.stage_id)?,
-                py_text(py, &a.kind)?,
-                py_text(py, &a.artifact_hash)?,
-                !a.observations.is_empty(),
-                py_text(py, &a.evidence_set_hash)?,
-                py_text(py, &a.terminal_state)?,
-                py_text(py, &a.reason_code)?,
-                py_text(py, &a.event_hash)?,
-            );
-            activities.append(item)?;
+            activities.append(settled_tuple(py, a)?)?;
         } else {
             activities.append(activity_dict(py, a)?)?;
         }
@@ -199,28 +208,29 @@ fn report_dict<'py>(
     Ok(d)
 }
 
-/// `content hash -> digest of the stored bytes`, built in Rust from `(content_hash,
-/// digest)` rows (a SQL cursor): handed to `bernstein_verify_journals` without conversion.
+/// `content hash -> digest of the stored bytes`, built in Rust from the `(content_hash,
+/// digest)` text rows `sql` selects on the connection (no Python object per row): handed
+/// to `bernstein_verify_journals` and `bernstein_ledger_pass` without conversion.
 #[pyclass(frozen, module = "agentledger._core")]
-struct BernsteinStoreIndex {
-    map: journal::StoreIndex,
+pub(crate) struct BernsteinStoreIndex {
+    pub(crate) map: journal::StoreIndex,
 }
 
 #[pymethods]
 impl BernsteinStoreIndex {
     #[new]
-    fn new(rows: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let mut map = journal::StoreIndex::new();
-        for row in rows.try_iter()? {
-            let row = row?;
-            let row = row.downcast::<PyTuple>()?;
-            let key = row.get_item(0)?;
-            let value = row.get_item(1)?;
-            map.insert(
-                key.downcast::<PyString>()?.to_str()?.as_bytes().to_vec(),
-                value.downcast::<PyString>()?.to_str()?.as_bytes().to_vec(),
-            );
-        }
+    #[pyo3(signature = (connection, sql, params = Vec::new()))]
+    fn new(py: Python<'_>, connection: usize, sql: &str, params: Vec<Param>) -> PyResult<Self> {
+        let connection = Connection::from_pointer(connection)?;
+        let map = py.allow_threads(move || -> Result<journal::StoreIndex, Failure> {
+            let mut statement = connection.prepare(sql)?;
+            statement.start(&params)?;
+            let mut map = journal::StoreIndex::new();
+            while statement.step()? {
+                map.insert(statement.bytes(0).to_vec(), statement.bytes(1).to_vec());
+            }
+            Ok(map)
+        })?;
         Ok(Self { map })
     }
 
@@ -304,60 +314,6 @@ fn sha256_hex_many(
                 .collect()
         })
     }))
-}
-
-/// Re-hash blobs streamed as `(name, chunk)` rows, each blob's chunks consecutive and in
-/// order (one ordered SQL query). The chunks are copied out under the GIL as they come;
-/// the hashing runs in parallel with the GIL released. Returns the names seen, in order,
-/// and `(name, "sha256:<hex>")` for every blob whose bytes do not hash to its name.
-#[pyfunction]
-#[pyo3(signature = (rows, jobs = 0))]
-#[allow(clippy::type_complexity)]
-fn sha256_check_chunks(
-    py: Python<'_>,
-    rows: &Bound<'_, PyAny>,
-    jobs: usize,
-) -> PyResult<(Vec<String>, Vec<(String, String)>)> {
-    use rayon::prelude::*;
-    let mut names: Vec<String> = Vec::new();
-    let mut data: Vec<u8> = Vec::new();
-    let mut ends: Vec<usize> = Vec::new();
-    for row in rows.try_iter()? {
-        let row = row?;
-        let row = row.downcast::<PyTuple>()?;
-        let name = row.get_item(0)?;
-        let name = name.downcast::<PyString>()?.to_str()?;
-        let chunk = row.get_item(1)?;
-        let chunk = chunk.downcast::<PyBytes>()?;
-        if names.last().map(String::as_str) != Some(name) {
-            if !names.is_empty() {
-                ends.push(data.len());
-            }
-            names.push(name.to_owned());
-        }
-        data.extend_from_slice(chunk.as_bytes());
-    }
-    if !names.is_empty() {
-        ends.push(data.len());
-    }
-    let pool = pool(jobs)?;
-    let actual: Vec<String> = py.allow_threads(|| {
-        let starts = std::iter::once(0).chain(ends.iter().copied());
-        let spans: Vec<(usize, usize)> = starts.zip(ends.iter().copied()).collect();
-        pool.install(|| {
-            spans
-                .par_iter()
-                .map(|&(start, end)| agentledger_core::hash::sha256_hex(&data[start..end]))
-                .collect()
-        })
-    });
-    let mismatches = names
-        .iter()
-        .zip(actual)
-        .filter(|(name, got)| name.as_str() != got.as_str())
-        .map(|(name, got)| (name.clone(), got))
-        .collect();
-    Ok((names, mismatches))
 }
 
 /// A bernstein audit chain (segments in chain order) that verifies clean, settled in

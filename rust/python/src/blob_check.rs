@@ -1,0 +1,196 @@
+//! Re-hashing ledger blobs read by Rust itself: the calling thread steps ordered queries of
+//! `digest, data` chunk rows through the open apsw connection (same transaction) while the
+//! rayon pool hashes the blobs already read. The digests are a [`DigestSet`] kept in Rust,
+//! so a set gathered by another Rust pass never becomes Python strings.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use agentledger_core::hash::{sha256, to_hex_prefixed, SHA256_PREFIX};
+use agentledger_core::pyjson::write_py_string;
+use pyo3::prelude::*;
+
+use crate::pools::pool;
+use crate::sqlite::{Connection, Failure, Param, Statement};
+
+/// Digests listed in one query: a statement per digest costs more than its blob's hash.
+const SLICE: usize = 4096;
+
+/// Bytes read before a batch of blobs is handed to the pool.
+const BATCH_BYTES: usize = 1 << 20;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(sha256_check_blobs, m)?)?;
+    m.add_class::<DigestSet>()?;
+    Ok(())
+}
+
+/// Content digests (`sha256:<hex>` names of ledger blobs), held in Rust.
+#[pyclass(module = "agentledger._core")]
+#[derive(Default)]
+pub struct DigestSet {
+    digests: Vec<Vec<u8>>,
+}
+
+impl DigestSet {
+    pub fn extend(&mut self, digests: impl IntoIterator<Item = Vec<u8>>) {
+        self.digests.extend(digests);
+    }
+
+    /// Sorted, each once.
+    fn settle(&mut self) {
+        self.digests.sort_unstable();
+        self.digests.dedup();
+    }
+}
+
+#[pymethods]
+impl DigestSet {
+    #[new]
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn update(&mut self, digests: Vec<String>) {
+        self.extend(digests.into_iter().map(String::into_bytes));
+    }
+
+    fn __len__(&mut self) -> usize {
+        self.settle();
+        self.digests.len()
+    }
+}
+
+/// Blobs streamed as `digest, data` chunk rows (a blob's rows consecutive and in order),
+/// gathered for hashing.
+#[derive(Default)]
+struct BlobBatch {
+    digests: Vec<Vec<u8>>,
+    ends: Vec<usize>,
+    data: Vec<u8>,
+}
+
+impl BlobBatch {
+    /// Add the current row of `statement`. A full batch is returned, to be hashed, when
+    /// the row starts a new blob (so a blob never spans two batches).
+    fn push(&mut self, statement: &Statement) -> Option<BlobBatch> {
+        let digest = statement.bytes(0);
+        let mut full = None;
+        if self.digests.last().map(Vec::as_slice) != Some(digest) {
+            if self.data.len() >= BATCH_BYTES {
+                full = Some(std::mem::take(self));
+            }
+            self.digests.push(digest.to_vec());
+            self.ends.push(self.data.len());
+        }
+        self.data.extend_from_slice(statement.bytes(1));
+        if let Some(end) = self.ends.last_mut() {
+            *end = self.data.len();
+        }
+        full
+    }
+
+    /// Every blob's digest and SHA-256.
+    fn hash(self) -> Vec<(Vec<u8>, [u8; 32])> {
+        let mut start = 0;
+        self.digests
+            .into_iter()
+            .zip(self.ends)
+            .map(|(digest, end)| {
+                let hash = sha256(&self.data[start..end]);
+                start = end;
+                (digest, hash)
+            })
+            .collect()
+    }
+}
+
+/// Stream the rows `statement` yields (already started) into batches, each hashed on the
+/// pool into `hashed`.
+fn hash_rows<'s>(
+    statement: &mut Statement,
+    hashed: &'s Mutex<HashMap<Vec<u8>, [u8; 32]>>,
+    scope: &rayon::Scope<'s>,
+) -> Result<(), Failure> {
+    let mut batch = BlobBatch::default();
+    let hand_over = |batch: BlobBatch| {
+        scope.spawn(move |_| {
+            let hashes = batch.hash();
+            hashed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend(hashes);
+        });
+    };
+    while statement.step()? {
+        if let Some(full) = batch.push(statement) {
+            hand_over(full);
+        }
+    }
+    hand_over(batch);
+    Ok(())
+}
+
+/// Re-hash the blob of every digest in `digests`: `sql` selects `digest, data` of the
+/// chunks of the digests in the JSON array it is given (one parameter), in digest then
+/// chunk order. Returns the number of blobs found, `(digest, "sha256:<hex>")` for each
+/// whose bytes hash otherwise, and the digests that have no chunk at all; all in digest
+/// order.
+#[pyfunction]
+#[pyo3(signature = (connection, sql, digests, jobs = 0))]
+#[allow(clippy::type_complexity)]
+fn sha256_check_blobs(
+    py: Python<'_>,
+    connection: usize,
+    sql: &str,
+    digests: &mut DigestSet,
+    jobs: usize,
+) -> PyResult<(usize, Vec<(String, String)>, Vec<String>)> {
+    let connection = Connection::from_pointer(connection)?;
+    let pool = pool(jobs)?;
+    digests.settle();
+    let hashed: Mutex<HashMap<Vec<u8>, [u8; 32]>> = Mutex::default();
+    let (listed, results) = (&digests.digests, &hashed);
+    py.allow_threads(move || {
+        pool.in_place_scope(|scope| -> Result<(), Failure> {
+            let mut statement = connection.prepare(sql)?;
+            for slice in listed.chunks(SLICE) {
+                statement.start(&[Param::Text(json_array(slice))])?;
+                hash_rows(&mut statement, results, scope)?;
+            }
+            Ok(())
+        })
+    })?;
+    let hashed = hashed.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut found = 0;
+    let mut mismatches = Vec::new();
+    let mut missing = Vec::new();
+    for digest in &digests.digests {
+        let name = String::from_utf8_lossy(digest).into_owned();
+        match hashed.get(digest) {
+            None => missing.push(name),
+            Some(hash) => {
+                found += 1;
+                let actual = to_hex_prefixed(SHA256_PREFIX, hash);
+                if actual != name {
+                    mismatches.push((name, actual));
+                }
+            }
+        }
+    }
+    Ok((found, mismatches, missing))
+}
+
+/// The digests as a JSON array of strings (for `json_each`).
+fn json_array(digests: &[Vec<u8>]) -> String {
+    let mut listed = b"[".to_vec();
+    for (i, digest) in digests.iter().enumerate() {
+        if i > 0 {
+            listed.push(b',');
+        }
+        // ASCII-escaped, so any bytes make valid JSON (digests come from `str`s anyway).
+        let _ = write_py_string(digest, true, &mut listed);
+    }
+    listed.push(b']');
+    String::from_utf8_lossy(&listed).into_owned()
+}
