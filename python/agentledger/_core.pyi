@@ -1,5 +1,5 @@
 # Exact type stub of the compiled extension (rust/python). Keep in sync with the Rust code.
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal, TypedDict
 
 from typing_extensions import Buffer
@@ -229,8 +229,11 @@ def bernstein_audit_clean(
     journal_index, {audited name: str(value)})])`` for its ``activity.result`` records;
     ``None`` when any line needs the exact walk. ``keys``: the scheme 1 and 2 HMAC keys."""
 
-def bernstein_manifest(rows: Iterable[tuple[str, str, str | None]], format: str) -> bytes:
-    """``importer.manifest_of`` over ``(path, kind, digest)`` rows streamed in path order."""
+def bernstein_manifest(
+    connection: int, sql: str, params: Sequence[int | str], format: str
+) -> bytes:
+    """``importer.manifest_of`` over the ``(path, kind, digest)`` rows ``sql`` selects on
+    the SQLite handle ``connection``, in path order."""
 
 class DigestSet:
     """Content digests (``sha256:<hex>`` names of ledger blobs), held in Rust."""

@@ -12,12 +12,14 @@ import json
 from typing import Any
 from unittest import mock
 
+import apsw
 import pytest
 
 from agentledger import _core
 from agentledger.bernstein.audit_chain import AuditChain, hkdf_sha256, verify_audit
 from agentledger.bernstein.reports import verify_receipt, verify_signatures
 from agentledger.bernstein.workdir import DirectoryWorkdir
+from agentledger.storage import native
 
 from .bernstein_testkit import SHAPES, SMALL
 
@@ -134,5 +136,9 @@ def test_the_rust_manifest_is_manifest_of() -> None:
         (".sdd/runs/caf\u00e9-\U0001f600-\u2028\x7f/journal.jsonl", "journal", None),
     ]
     rows.sort()
-    assert _core.bernstein_manifest(iter(rows), FORMAT) == manifest_of(rows)
-    assert _core.bernstein_manifest([], FORMAT) == manifest_of([])
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE TABLE files (path TEXT PRIMARY KEY, kind TEXT, digest TEXT, batch INT)")
+    conn.executemany("INSERT INTO files VALUES (?, ?, ?, 1)", rows)
+    sql = "SELECT path, kind, digest FROM files WHERE batch = ? ORDER BY path"
+    assert _core.bernstein_manifest(native.handle(conn), sql, [1], FORMAT) == manifest_of(rows)
+    assert _core.bernstein_manifest(native.handle(conn), sql, [2], FORMAT) == manifest_of([])

@@ -27,6 +27,7 @@ from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
 
 COMPAT = "bernstein"
+IMPORT_FILES = "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path"
 
 
 def check_bernstein(ctx: VerifyContext) -> None:
@@ -334,22 +335,16 @@ def _check_manifests(ctx: VerifyContext) -> None:
 def _files_of(ctx: VerifyContext, import_id: int) -> list[tuple[str, str, str | None]]:
     return [
         (str(path), str(kind), None if digest is None else str(digest))
-        for path, kind, digest in ctx.conn.execute(
-            "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path",
-            (import_id,),
-        )
+        for path, kind, digest in ctx.conn.execute(IMPORT_FILES, (import_id,))
     ]
 
 
 def _manifest_in_rust(ctx: VerifyContext, import_id: int) -> bytes:
-    """``manifest_of`` the import's rows, serialized in Rust as the rows stream in (path
-    order is ``sorted``'s: paths are unique, and SQLite's BINARY order is code point order);
-    a mismatch is still decided by ``manifest_of`` itself."""
-    rows = ctx.conn.execute(
-        "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path",
-        (import_id,),
-    )
-    return _core.bernstein_manifest(rows, FORMAT)
+    """``manifest_of`` the import's rows, read and serialized in Rust (path order is
+    ``sorted``'s: paths are unique, and SQLite's BINARY order is code point order); a
+    mismatch is still decided by ``manifest_of`` itself."""
+    with native.sqlite_errors():
+        return _core.bernstein_manifest(native.handle(ctx.conn), IMPORT_FILES, [import_id], FORMAT)
 
 
 def _name_differences(

@@ -360,40 +360,46 @@ fn bernstein_audit_clean<'py>(
 }
 
 /// An import's manifest, `json.dumps({"files": [[path, kind, digest], ...], "format":
-/// format}, sort_keys=True, separators=(",", ":"))`, from `(path, kind, digest|None)` rows
-/// streamed in path order (`ORDER BY path`: code point order, as `sorted` gives it).
+/// format}, sort_keys=True, separators=(",", ":"))`, from the `(path, kind, digest|NULL)`
+/// text rows `sql` selects on the connection with `params`, in path order (`ORDER BY
+/// path`: code point order, as `sorted` gives it). No Python object per row.
 #[pyfunction]
 fn bernstein_manifest<'py>(
     py: Python<'py>,
-    rows: &Bound<'py, PyAny>,
+    connection: usize,
+    sql: &str,
+    params: Vec<Param>,
     format: &str,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let mut out: Vec<u8> = b"{\"files\":[".to_vec();
-    let mut first = true;
-    for row in rows.try_iter()? {
-        let row = row?;
-        let row = row.downcast::<PyTuple>()?;
-        if !first {
-            out.push(b',');
-        }
-        first = false;
-        out.push(b'[');
-        for i in 0..3 {
-            if i > 0 {
+    let connection = Connection::from_pointer(connection)?;
+    let out = py.allow_threads(move || -> Result<Vec<u8>, Failure> {
+        let mut statement = connection.prepare(sql)?;
+        statement.start(&params)?;
+        let mut out: Vec<u8> = b"{\"files\":[".to_vec();
+        let mut first = true;
+        while statement.step()? {
+            if !first {
                 out.push(b',');
             }
-            let item = row.get_item(i)?;
-            if item.is_none() {
-                out.extend_from_slice(b"null");
-            } else {
-                let text = item.downcast::<PyString>()?.to_str()?;
-                pyjson::write_py_string(text.as_bytes(), true, &mut out).map_err(to_py)?;
+            first = false;
+            out.push(b'[');
+            for column in 0..3 {
+                if column > 0 {
+                    out.push(b',');
+                }
+                if statement.is_null(column) {
+                    out.extend_from_slice(b"null");
+                } else {
+                    // ASCII-escaped: any text is written (a mismatch is decided in Python).
+                    let _ = pyjson::write_py_string(statement.bytes(column), true, &mut out);
+                }
             }
+            out.push(b']');
         }
-        out.push(b']');
-    }
-    out.extend_from_slice(b"],\"format\":");
-    pyjson::write_py_string(format.as_bytes(), true, &mut out).map_err(to_py)?;
-    out.push(b'}');
+        out.extend_from_slice(b"],\"format\":");
+        let _ = pyjson::write_py_string(format.as_bytes(), true, &mut out);
+        out.push(b'}');
+        Ok(out)
+    })?;
     Ok(PyBytes::new(py, &out))
 }
