@@ -273,6 +273,7 @@ def bernstein_ledger_pass(
     store: BernsteinStoreIndex | None,
     jobs: int = 0,
     *,
+    store_blobs_sql: str | None = None,
     stage_rows: bool = False,
 ) -> tuple[list[CleanRun | BernsteinJournal | None], DigestSet]:
     """bernstein's verify of imported runs, read from SQLite on ``connection`` by Rust:
@@ -280,7 +281,9 @@ def bernstein_ledger_pass(
     Per run (``journals``: its path, or ``None``): ``None`` when it has no journal, a
     ``CleanRun`` when every stage settles here (receipts included), else the report of
     ``bernstein_verify_journals`` (``compact`` with a store). Also the digests the clean
-    runs reattached, to re-hash (``sha256_check_blobs``)."""
+    runs reattached, to re-hash (``sha256_check_blobs``); ``store_blobs_sql`` (``digest,
+    data`` of every stored blob, in digest then chunk order) has the store read and hashed
+    meanwhile, so that re-hashing reads no more."""
 
 def verify_journal(
     connection: int,

@@ -198,6 +198,9 @@ def verify_ledger_runs(
     results = [RunResult(run_id) for run_id in run_ids]
     paths = [workdir.runs.get(r.run_id) if valid_run_id(r.run_id) else None for r in results]
     has_store = workdir.has_store()
+    # With every imported run, nearly every stored blob is referenced: one ordered scan
+    # of them all, read while the journals verify, costs less than reading them after.
+    everything = has_store and set(workdir.runs) <= {r.run_id for r in results}
     with native.sqlite_errors():
         outcomes, digests = _core.bernstein_ledger_pass(
             native.handle(workdir.conn),
@@ -206,6 +209,7 @@ def verify_ledger_runs(
             paths,
             workdir.store_index() if has_store else None,
             jobs,
+            store_blobs_sql=workdir.STORE_BLOBS if everything else None,
             stage_rows=audit is not None,
         )
     reports = [o for o in outcomes if isinstance(o, dict)]

@@ -155,6 +155,11 @@ class LedgerWorkdir:
     )
     """A journal's bytes by path, as ``journals`` reads them (for Rust readers)."""
     BLOB_CHUNKS = "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx"
+    STORE_BLOBS = (
+        "SELECT digest, data FROM blob_chunks WHERE digest IN "
+        "(SELECT digest FROM bernstein_files WHERE kind = 'cas') ORDER BY digest, idx"
+    )
+    """Every blob of the store, in one ordered scan (for Rust readers)."""
     LISTED_BLOBS = (
         "SELECT digest, data FROM blob_chunks WHERE digest IN (SELECT value FROM json_each(?)) "
         "ORDER BY digest, idx"

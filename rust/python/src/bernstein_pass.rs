@@ -19,7 +19,7 @@ use agentledger_core::signature;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-use crate::blob_check::DigestSet;
+use crate::blob_check::{hash_rows, DigestSet, Hashed};
 use crate::pools::pool;
 use crate::pyjson::{report_dict, settled, settled_tuple, BernsteinStoreIndex};
 use crate::sqlite::{Connection, Failure, Param, Statement};
@@ -56,17 +56,22 @@ struct Queries<'q> {
     journal: &'q str,
     /// A blob's chunks in order, by digest.
     blob: &'q str,
+    /// `digest, data` of every blob of the store, in digest then chunk order (no
+    /// parameter): hashed while the pool verifies, when most are referenced.
+    store_blobs: Option<&'q str>,
 }
 
 /// Verify the imported runs whose journals are at `journals` (a path of
 /// `bernstein_files`, or `None` for a run without one), in that order. `journal_sql`
 /// selects a path's journal chunks in order; `blob_sql` a digest's blob chunks in order.
-/// `store` is the workdir's store index
+/// `store_blobs_sql`, when given, selects `digest, data` of every blob of the store in
+/// digest then chunk order: read while the pool verifies, they are hashed for
+/// `sha256_check_blobs` (when most will be referenced). `store` is the workdir's store index
 /// (`None` without `.sdd/cas`: then no run is settled here). `stage_rows`: clean runs list
 /// their stages too (for the audit cross-check). Returns, per run, `None` (no journal), a
 /// `CleanRun` or a report dict; and the digests the clean runs reattached.
 #[pyfunction]
-#[pyo3(signature = (connection, journal_sql, blob_sql, journals, store, jobs = 0, *, stage_rows = false))]
+#[pyo3(signature = (connection, journal_sql, blob_sql, journals, store, jobs = 0, *, store_blobs_sql = None, stage_rows = false))]
 #[allow(clippy::too_many_arguments)]
 fn bernstein_ledger_pass(
     py: Python<'_>,
@@ -76,6 +81,7 @@ fn bernstein_ledger_pass(
     journals: Vec<Option<String>>,
     store: Option<Py<BernsteinStoreIndex>>,
     jobs: usize,
+    store_blobs_sql: Option<&str>,
     stage_rows: bool,
 ) -> PyResult<(Vec<PyObject>, DigestSet)> {
     let connection = Connection::from_pointer(connection)?;
@@ -86,16 +92,20 @@ fn bernstein_ledger_pass(
     let queries = Queries {
         journal: journal_sql,
         blob: blob_sql,
+        store_blobs: store_blobs_sql,
     };
+    let hashed = Hashed::default();
     let slots = Slots {
         reports: &reports,
         receipts: &receipts,
+        hashed: &hashed,
     };
     let journals = &journals;
     py.allow_threads(move || {
         pool.in_place_scope(|scope| read(connection, queries, journals, index, slots, scope))
     })?;
     let mut digests = DigestSet::default();
+    digests.know(hashed.into_inner().unwrap_or_else(|p| p.into_inner()));
     let mut runs = Vec::with_capacity(reports.len());
     for (report, receipts) in reports.iter().zip(&receipts) {
         let Some(report) = report.get() else {
@@ -127,10 +137,13 @@ struct Slots<'s> {
     reports: &'s [OnceLock<JournalReport>],
     /// Set for a run that settles if its receipts do (possibly none).
     receipts: &'s [OnceLock<Vec<Receipt>>],
+    /// The store's blobs, hashed meanwhile (`store_blobs`).
+    hashed: &'s Hashed,
 }
 
-/// Read the journals, handing each to the pool; then, as the pool finishes them, the
-/// receipts the settling runs anchor, for the pool to settle.
+/// Read the journals, handing each to the pool; then the store's blobs, if asked, for the
+/// pool to hash; and as the pool finishes journals, the receipts of the settling runs,
+/// for the pool to settle.
 fn read<'s>(
     connection: Connection,
     queries: Queries<'_>,
@@ -157,12 +170,12 @@ fn read<'s>(
         return Ok(());
     };
     let mut receipt_statement = connection.prepare(queries.blob)?;
-    for run in verified {
+    let mut settle = |run: usize| -> Result<(), Failure> {
         let Some(report) = slots.reports[run].get() else {
-            continue;
+            return Ok(());
         };
         if !settles_but_receipts(report) {
-            continue;
+            return Ok(());
         }
         let pending = slots.receipts[run].get_or_init(|| Receipt::candidates(report));
         for receipt in pending {
@@ -175,8 +188,17 @@ fn read<'s>(
                 }
             }
         }
+        Ok(())
+    };
+    if let Some(sql) = queries.store_blobs {
+        let mut statement = connection.prepare(sql)?;
+        statement.start(&[])?;
+        // Between batches, the receipts of the journals verified meanwhile.
+        hash_rows(&mut statement, slots.hashed, scope, || {
+            verified.try_iter().try_for_each(&mut settle)
+        })?;
     }
-    Ok(())
+    verified.iter().try_for_each(settle)
 }
 
 /// Whether bernstein's verdict on the run is clean, given that every stage not settled

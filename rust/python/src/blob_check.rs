@@ -1,7 +1,8 @@
 //! Re-hashing ledger blobs read by Rust itself: the calling thread steps ordered queries of
 //! `digest, data` chunk rows through the open apsw connection (same transaction) while the
 //! rayon pool hashes the blobs already read. The digests are a [`DigestSet`] kept in Rust,
-//! so a set gathered by another Rust pass never becomes Python strings.
+//! so a set gathered by another Rust pass never becomes Python strings; that pass may also
+//! have hashed blobs already, while it waited on other work ([`DigestSet::know`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -30,11 +31,20 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[derive(Default)]
 pub struct DigestSet {
     digests: Vec<Vec<u8>>,
+    /// SHA-256 of blobs already read, by digest (not necessarily in `digests`).
+    known: HashMap<Vec<u8>, [u8; 32]>,
 }
+
+/// `(digest, SHA-256 of its bytes)` of blobs read.
+pub type Hashed = Mutex<HashMap<Vec<u8>, [u8; 32]>>;
 
 impl DigestSet {
     pub fn extend(&mut self, digests: impl IntoIterator<Item = Vec<u8>>) {
         self.digests.extend(digests);
+    }
+
+    pub fn know(&mut self, hashed: HashMap<Vec<u8>, [u8; 32]>) {
+        self.known.extend(hashed);
     }
 
     /// Sorted, each once.
@@ -106,11 +116,12 @@ impl BlobBatch {
 }
 
 /// Stream the rows `statement` yields (already started) into batches, each hashed on the
-/// pool into `hashed`.
-fn hash_rows<'s>(
+/// pool into `hashed`; `between` runs after each batch is handed over.
+pub fn hash_rows<'s>(
     statement: &mut Statement,
-    hashed: &'s Mutex<HashMap<Vec<u8>, [u8; 32]>>,
+    hashed: &'s Hashed,
     scope: &rayon::Scope<'s>,
+    mut between: impl FnMut() -> Result<(), Failure>,
 ) -> Result<(), Failure> {
     let mut batch = BlobBatch::default();
     let hand_over = |batch: BlobBatch| {
@@ -125,15 +136,16 @@ fn hash_rows<'s>(
     while statement.step()? {
         if let Some(full) = batch.push(statement) {
             hand_over(full);
+            between()?;
         }
     }
     hand_over(batch);
     Ok(())
 }
 
-/// Re-hash the blob of every digest in `digests`: `sql` selects `digest, data` of the
-/// chunks of the digests in the JSON array it is given (one parameter), in digest then
-/// chunk order. Returns the number of blobs found, `(digest, "sha256:<hex>")` for each
+/// Re-hash the blob of every digest in `digests` not already hashed: `sql` selects
+/// `digest, data` of the chunks of the digests in the JSON array it is given (one
+/// parameter), in digest then chunk order. Returns the number of blobs found, `(digest, "sha256:<hex>")` for each
 /// whose bytes hash otherwise, and the digests that have no chunk at all; all in digest
 /// order.
 #[pyfunction]
@@ -149,25 +161,31 @@ fn sha256_check_blobs(
     let connection = Connection::from_pointer(connection)?;
     let pool = pool(jobs)?;
     digests.settle();
-    let hashed: Mutex<HashMap<Vec<u8>, [u8; 32]>> = Mutex::default();
-    let (listed, results) = (&digests.digests, &hashed);
+    let unknown: Vec<Vec<u8>> = digests
+        .digests
+        .iter()
+        .filter(|d| !digests.known.contains_key(*d))
+        .cloned()
+        .collect();
+    let hashed = Hashed::default();
+    let (listed, results) = (&unknown, &hashed);
     py.allow_threads(move || {
         pool.in_place_scope(|scope| -> Result<(), Failure> {
             let mut statement = connection.prepare(sql)?;
             for slice in listed.chunks(SLICE) {
                 statement.start(&[Param::Text(json_array(slice))])?;
-                hash_rows(&mut statement, results, scope)?;
+                hash_rows(&mut statement, results, scope, || Ok(()))?;
             }
             Ok(())
         })
     })?;
-    let hashed = hashed.into_inner().unwrap_or_else(|p| p.into_inner());
+    digests.know(hashed.into_inner().unwrap_or_else(|p| p.into_inner()));
     let mut found = 0;
     let mut mismatches = Vec::new();
     let mut missing = Vec::new();
     for digest in &digests.digests {
         let name = String::from_utf8_lossy(digest).into_owned();
-        match hashed.get(digest) {
+        match digests.known.get(digest) {
             None => missing.push(name),
             Some(hash) => {
                 found += 1;
