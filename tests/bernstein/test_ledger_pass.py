@@ -173,9 +173,13 @@ def test_a_receipt_rust_cannot_settle_is_finished_in_python(tmp_path: Path, tamp
     ],
 )
 @pytest.mark.parametrize("pinned_by", ["observation", "receipt"])
+@pytest.mark.parametrize(
+    "runs", [["run-001"], ["run-001", "run-002", "run-003"]], ids=["one-run", "every-run"]
+)
 def test_a_referenced_blob_edited_in_the_ledger_is_found(
-    tmp_path: Path, edit: str, check: str, pinned_by: str
+    tmp_path: Path, edit: str, check: str, pinned_by: str, runs: list[str]
 ) -> None:
+    # Every run: the pass reads the whole store while it verifies (see verify_ledger_runs).
     path = tmp_path / "ledger.db"
     with Ledger.open(path) as ledger:
         import_workdir(ledger, SMALL)
@@ -186,7 +190,7 @@ def test_a_referenced_blob_edited_in_the_ledger_is_found(
     conn.execute(edit, (target,))
     conn.close()
     with Ledger.open(path) as ledger:
-        report = ledger.verify(["run-001"], options=VerifyOptions(compat="bernstein"))
+        report = ledger.verify(runs, options=VerifyOptions(compat="bernstein"))
     assert report.code == 2
     assert [(d.check, d.subject) for d in report.workspace] == [(check, target)]
 
