@@ -3,7 +3,10 @@
 The journal chain and the evidence sets are recomputed in Rust for every run at once
 (``_core.bernstein_verify_journals``, GIL released, parallel); stored reports and
 receipts are re-checked here with Python's own ``json`` so that bernstein's parsing
-quirks are reproduced by the very code that has them.
+quirks are reproduced by the very code that has them. Inside the ledger,
+``verify_ledger_runs`` also settles in Rust the receipts written in bernstein's own shape,
+and a run with nothing else left to check never reaches Python stage by stage; whatever
+Rust cannot settle is finished here, by the same code.
 
 Compat mode (``verify_activities`` in bernstein): exit 0 clean, 1 not found / no
 activity rows / bernstein itself would raise, 2 not ok. Strict mode adds findings for

@@ -183,17 +183,18 @@ fn sha256_check_blobs(
     let mut found = 0;
     let mut mismatches = Vec::new();
     let mut missing = Vec::new();
+    let text = |digest: &[u8]| String::from_utf8_lossy(digest).into_owned();
+    let mut hex = [0u8; 64];
     for digest in &digests.digests {
-        let name = String::from_utf8_lossy(digest).into_owned();
-        match digests.known.get(digest) {
-            None => missing.push(name),
-            Some(hash) => {
-                found += 1;
-                let actual = to_hex_prefixed(SHA256_PREFIX, hash);
-                if actual != name {
-                    mismatches.push((name, actual));
-                }
-            }
+        let Some(hash) = digests.known.get(digest) else {
+            missing.push(text(digest));
+            continue;
+        };
+        found += 1;
+        // Compared as bytes: a string is made only for a mismatch.
+        let _ = hex::encode_to_slice(hash, &mut hex);
+        if digest.strip_prefix(SHA256_PREFIX.as_bytes()) != Some(&hex[..]) {
+            mismatches.push((text(digest), to_hex_prefixed(SHA256_PREFIX, hash)));
         }
     }
     Ok((found, mismatches, missing))
