@@ -222,12 +222,22 @@ def bernstein_verify_journals(
 def sha256_hex_many(items: Sequence[bytes], jobs: int = 0) -> list[str]:
     """``"sha256:<hex>"`` of each buffer, in parallel with the GIL released."""
 
+class BernsteinAuditMirror:
+    """A clean audit chain's ``activity.result`` records, kept in Rust."""
+
+    def records(
+        self, run_id: str | None = None
+    ) -> list[tuple[int, int, str | None, int, dict[str, str]]]:
+        """``(segment, line, run_id, journal_index, {audited name: str(value)})`` of each
+        record in chain order; only those of ``run_id`` when given."""
+    def __len__(self) -> int: ...
+
 def bernstein_audit_clean(
     segments: Sequence[bytes], keys: tuple[bytes, bytes] | None = None, jobs: int = 0
-) -> tuple[int, list[tuple[int, int, str | None, int, dict[str, str]]]] | None:
-    """A bernstein audit chain that verifies clean: ``(records, [(segment, line, run_id,
-    journal_index, {audited name: str(value)})])`` for its ``activity.result`` records;
-    ``None`` when any line needs the exact walk. ``keys``: the scheme 1 and 2 HMAC keys."""
+) -> tuple[int, BernsteinAuditMirror] | None:
+    """A bernstein audit chain that verifies clean: its record count and its
+    ``activity.result`` records; ``None`` when any line needs the exact walk. ``keys``:
+    the scheme 1 and 2 HMAC keys."""
 
 def bernstein_manifest(
     connection: int, sql: str, params: Sequence[int | str], format: str
@@ -264,26 +274,33 @@ class CleanRun:
     a verified receipt (its key, hex)."""
     settled: list[BernsteinSettled] | None
     """The stages, when ``stage_rows`` was given."""
+    audit: tuple[list[tuple[int, str, str, str, str]], int | None] | None
+    """With a ``mirror``: the strict cross-check's findings ``(step, check, field,
+    expected, actual)``, and the last journal index the run's records audit."""
 
 def bernstein_ledger_pass(
     connection: int,
     journal_sql: str,
     blob_sql: str,
-    journals: Sequence[str | None],
+    runs: Sequence[tuple[str, str | None]],
     store: BernsteinStoreIndex | None,
     jobs: int = 0,
     *,
     store_blobs_sql: str | None = None,
+    mirror: BernsteinAuditMirror | None = None,
     stage_rows: bool = False,
 ) -> tuple[list[CleanRun | BernsteinJournal | None], DigestSet]:
     """bernstein's verify of imported runs, read from SQLite on ``connection`` by Rust:
     ``journal_sql`` selects a journal's chunks by path, ``blob_sql`` a blob's by digest.
-    Per run (``journals``: its path, or ``None``): ``None`` when it has no journal, a
+    Per run (``runs``: its id and its journal's path, or ``None``): ``None`` when it has no
+    journal, a
     ``CleanRun`` when every stage settles here (receipts included), else the report of
     ``bernstein_verify_journals`` (``compact`` with a store). Also the digests the clean
     runs reattached, to re-hash (``sha256_check_blobs``); ``store_blobs_sql`` (``digest,
     data`` of every stored blob, in digest then chunk order) has the store read and hashed
-    meanwhile, so that re-hashing reads no more."""
+    meanwhile, so that re-hashing reads no more. ``mirror``: clean runs are cross-checked
+    with these audit records in Rust (``CleanRun.audit``); ``stage_rows``: clean runs list
+    their stages, for a cross-check in Python."""
 
 def verify_journal(
     connection: int,

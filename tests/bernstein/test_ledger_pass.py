@@ -13,13 +13,14 @@ from typing import Any
 
 import apsw
 import pytest
+from nacl.signing import SigningKey
 
 from agentledger import Ledger, _core
 from agentledger.bernstein import LedgerWorkdir, RunResult, import_workdir, verify_runs
 from agentledger.bernstein.audit_chain import verify_audit
 from agentledger.bernstein.format import acanon, content_hash
 from agentledger.bernstein.verifier import verify_ledger_runs
-from agentledger.bernstein.writer import rechain
+from agentledger.bernstein.writer import public_key_pem, rechain
 from agentledger.verify import VerifyOptions
 
 from .bernstein_testkit import (
@@ -87,6 +88,29 @@ RECEIPT_TAMPERS: dict[str, Callable[[Path], None]] = {
 }
 
 
+def _resign_receipt(receipt: dict[str, Any]) -> None:
+    """Signed anew by another key: it settles, but the audit mirror disagrees."""
+    attacker = SigningKey(b"attacker".ljust(32, b"!"))
+    for artifact in receipt["inputs"] + receipt["outputs"]:
+        message = acanon({k: artifact[k] for k in ("role", "ref", "content_hash")})
+        signature = attacker.sign(message).signature
+        artifact["signature"] = base64.urlsafe_b64encode(signature).rstrip(b"=").decode()
+    receipt["signer_public_key_pem"] = public_key_pem(bytes(attacker.verify_key))
+
+
+def _drop_stage(wd: Path) -> None:
+    """Row 3 (an audited stage) cut out and the chain rebuilt: every later row moves."""
+    rows = lines(wd, "run-001")
+    write_lines(wd, "run-001", rechain(rows[:3] + rows[4:]))
+
+
+AUDIT_TAMPERS: dict[str, Callable[[Path], None]] = {
+    "resigned-receipt": lambda wd: _restore_receipt(wd, _resign_receipt),
+    "dropped-stage": _drop_stage,
+}
+"""Runs that settle in Rust, yet disagree with the audit mirror."""
+
+
 def summary(results: list[RunResult]) -> list[tuple[object, ...]]:
     return [
         (
@@ -124,12 +148,15 @@ def _signer(text: str) -> bytes:
     return bytes.fromhex(text.split(":", 1)[1])
 
 
-@pytest.mark.parametrize("tamper", sorted({**TAMPERS, **RECEIPT_TAMPERS}))
+DAMAGE = {**TAMPERS, **RECEIPT_TAMPERS, **AUDIT_TAMPERS}
+
+
+@pytest.mark.parametrize("tamper", sorted(DAMAGE))
 def test_the_ledger_pass_agrees_with_verify_runs_on_every_damage(
     tmp_path: Path, tamper: str
 ) -> None:
     workdir = copy_workdir(SMALL, tmp_path / "wd")
-    {**TAMPERS, **RECEIPT_TAMPERS}[tamper](workdir)
+    DAMAGE[tamper](workdir)
     master = (SMALL / "audit.key").read_bytes().strip()
     for trusted in (frozenset(), frozenset({_signer(SMALL_SIGNER)})):
         ledger_path = tmp_path / f"ledger-{len(trusted)}.db"
@@ -145,6 +172,19 @@ def test_the_ledger_pass_agrees_with_verify_runs_on_every_shape(tmp_path: Path) 
     assert digests == referenced
     # The shapes hold both kinds of run: settled in Rust, and finished in Python.
     assert {r.settled > 0 for r in passed} == {True, False}
+
+
+@pytest.mark.parametrize("tamper", sorted(AUDIT_TAMPERS))
+def test_a_run_settled_in_rust_is_cross_checked_with_the_audit_mirror(
+    tmp_path: Path, tamper: str
+) -> None:
+    workdir = copy_workdir(SMALL, tmp_path / "wd")
+    AUDIT_TAMPERS[tamper](workdir)
+    master = (SMALL / "audit.key").read_bytes().strip()
+    _, passed, _, _ = both_ways(workdir, tmp_path / "l.db", frozenset(), master)
+    run = passed[0]
+    assert (run.stages, run.settled > 0, run.compat_code, run.strict_code) == ([], True, 0, 2)
+    assert "bernstein.audit.mismatch" in {f.check for f in run.findings}
 
 
 def test_clean_runs_are_settled_in_rust_receipts_included(tmp_path: Path) -> None:

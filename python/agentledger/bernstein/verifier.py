@@ -176,11 +176,10 @@ def verify_runs(
     reports = _core.bernstein_verify_journals(journals, jobs, index, has_store) if journals else []
     read = store_reader(workdir.read)
     verified = _prefetch_receipts(workdir, reports) if has_store else {}
-    audited = _audit_by_run(audit)
     for result, report in zip(present, reports, strict=True):
         result.journal = dict(report)
         _verify_run(result, report, workdir, has_store, read, trusted, verified)
-        _audit_and_limits(result, report["activities"], audit, audited)
+        _audit_and_limits(result, report["activities"], audit)
     return results
 
 
@@ -199,8 +198,13 @@ def verify_ledger_runs(
     finishes it. Also returns the content hashes the clean runs reattached (to re-hash;
     the others' are in their ``referenced``)."""
     results = [RunResult(run_id) for run_id in run_ids]
-    paths = [workdir.runs.get(r.run_id) if valid_run_id(r.run_id) else None for r in results]
+    runs = [
+        (r.run_id, workdir.runs.get(r.run_id) if valid_run_id(r.run_id) else None) for r in results
+    ]
     has_store = workdir.has_store()
+    # A clean audit chain stays in Rust, where clean runs are cross-checked with it.
+    cross_checked = audit is not None and _cross_checks(audit)
+    mirror = audit.mirror if audit is not None and cross_checked else None
     # With every imported run, nearly every stored blob is referenced: one ordered scan
     # of them all, read while the journals verify, costs less than reading them after.
     everything = has_store and set(workdir.runs) <= {r.run_id for r in results}
@@ -209,16 +213,16 @@ def verify_ledger_runs(
             native.handle(workdir.conn),
             workdir.JOURNAL_CHUNKS,
             workdir.BLOB_CHUNKS,
-            paths,
+            runs,
             workdir.store_index() if has_store else None,
             jobs,
             store_blobs_sql=workdir.STORE_BLOBS if everything else None,
-            stage_rows=audit is not None,
+            mirror=mirror,
+            stage_rows=cross_checked and mirror is None,
         )
     reports = [o for o in outcomes if isinstance(o, dict)]
     read = store_reader(workdir.read)
     verified = _prefetch_receipts(workdir, reports) if has_store else {}
-    audited = _audit_by_run(audit)
     for result, outcome in zip(results, outcomes, strict=True):
         if outcome is None:
             result.reason = f"no run journal for {result.run_id!r}"
@@ -228,10 +232,17 @@ def verify_ledger_runs(
             result.journal = dict(outcome)
             _verify_run(result, outcome, workdir, has_store, read, trusted, verified)
             activities = outcome["activities"]
+        elif outcome.audit is not None:
+            _clean_run(result, outcome, trusted)
+            findings, last = outcome.audit
+            for step, check, name, expected, actual in findings:
+                _strict(result, step, check, name, expected, actual)
+            _state_limits(result, last)
+            continue
         else:
             _clean_run(result, outcome, trusted)
             activities = outcome.settled or []
-        _audit_and_limits(result, activities, audit, audited)
+        _audit_and_limits(result, activities, audit)
     return results, digests
 
 
@@ -249,14 +260,18 @@ def _clean_run(result: RunResult, clean: _core.CleanRun, trusted: frozenset[byte
             _self_asserted(result, step, value)
 
 
+def _cross_checks(audit: AuditChain) -> bool:
+    """Whether runs are cross-checked with the chain (it holds something)."""
+    return bool(audit.records or audit.problems)
+
+
 def _audit_and_limits(
     result: RunResult,
     activities: Sequence[Mapping[str, Any] | tuple[Any, ...]],
     audit: AuditChain | None,
-    audited: Mapping[str, list[ActivityRecord]],
 ) -> None:
-    records = audited.get(result.run_id, [])
-    if audit is not None and (audit.records or audit.problems):
+    records = [] if audit is None else audit.activity_of(result.run_id)
+    if audit is not None and _cross_checks(audit):
         _cross_check_audit(result, activities, records)
         for problem in audit.problems:
             if problem.run_id == result.run_id:
@@ -269,7 +284,8 @@ def _audit_and_limits(
                     "a verifying record",
                     problem.reason,
                 )
-    _state_limits(result, audit, records)
+    indexes = (r.journal_index for r in records)
+    _state_limits(result, max((i for i in indexes if isinstance(i, int)), default=None))
 
 
 def _prefetch_receipts(workdir: Workdir, reports: Iterable[Mapping[str, Any]]) -> Verified:
@@ -611,14 +627,6 @@ def _self_asserted(result: RunResult, step: int, signer: str) -> None:
 # ---- the audit mirror -----------------------------------------------------------------
 
 
-def _audit_by_run(audit: AuditChain | None) -> dict[str, list[ActivityRecord]]:
-    by_run: dict[str, list[ActivityRecord]] = {}
-    if audit is not None:
-        for record in audit.activity:
-            by_run.setdefault(record.run_id, []).append(record)
-    return by_run
-
-
 def _cross_check_audit(
     result: RunResult,
     activities: Sequence[Mapping[str, Any] | tuple[Any, ...]],
@@ -678,9 +686,8 @@ def _cross_check_audit(
             )
 
 
-def _state_limits(
-    result: RunResult, audit: AuditChain | None, records: list[ActivityRecord]
-) -> None:
+def _state_limits(result: RunResult, last: int | None) -> None:
+    """What no check can see in this run; ``last``: the last journal index audited."""
     if result.unstored_reports:
         result.limits.append(
             f"{result.unstored_reports} research/browser report(s) are not in the store: "
@@ -689,8 +696,6 @@ def _state_limits(
     result.limits.append(
         "ts and elapsed_s are outside every hash: an edit to them cannot be detected"
     )
-    audited_steps = [r.journal_index for r in records]
-    last = max((s for s in audited_steps if isinstance(s, int)), default=None)
     rows = result.rows
     if last is None:
         result.limits.append(

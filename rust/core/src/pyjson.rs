@@ -20,6 +20,7 @@
 
 pub mod audit;
 pub mod journal;
+pub mod mirror;
 pub mod receipt;
 
 use std::borrow::Cow;

@@ -14,6 +14,7 @@
 use std::sync::{mpsc, OnceLock};
 
 use agentledger_core::pyjson::journal::{self, ActivityRow, JournalReport, Reattach, StoreIndex};
+use agentledger_core::pyjson::mirror::cross_check;
 use agentledger_core::pyjson::receipt::{settle_receipt, SettledReceipt};
 use agentledger_core::signature;
 use pyo3::prelude::*;
@@ -21,7 +22,9 @@ use pyo3::types::PyList;
 
 use crate::blob_check::{hash_rows, DigestSet, Hashed};
 use crate::pools::pool;
-use crate::pyjson::{report_dict, settled, settled_tuple, BernsteinStoreIndex};
+use crate::pyjson::{
+    py_text, report_dict, settled, settled_tuple, BernsteinAuditMirror, BernsteinStoreIndex,
+};
 use crate::sqlite::{Connection, Failure, Param, Statement};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -47,6 +50,9 @@ struct CleanRun {
     notes: Vec<(u64, &'static str, String)>,
     /// The stages as `bernstein_verify_journals`' settled tuples, when asked for.
     settled: Option<Py<PyList>>,
+    /// With an audit mirror: the strict cross-check's findings, `(step, check, field,
+    /// expected, actual)`, and the last journal index the run's records audit.
+    audit: Option<PyObject>,
 }
 
 /// The queries the pass steps, each with one parameter.
@@ -61,34 +67,37 @@ struct Queries<'q> {
     store_blobs: Option<&'q str>,
 }
 
-/// Verify the imported runs whose journals are at `journals` (a path of
-/// `bernstein_files`, or `None` for a run without one), in that order. `journal_sql`
+/// Verify the imported runs `runs`, each `(run_id, path of its journal in
+/// `bernstein_files`, or `None` without one)`, in that order. `journal_sql`
 /// selects a path's journal chunks in order; `blob_sql` a digest's blob chunks in order.
 /// `store_blobs_sql`, when given, selects `digest, data` of every blob of the store in
 /// digest then chunk order: read while the pool verifies, they are hashed for
 /// `sha256_check_blobs` (when most will be referenced). `store` is the workdir's store index
-/// (`None` without `.sdd/cas`: then no run is settled here). `stage_rows`: clean runs list
-/// their stages too (for the audit cross-check). Returns, per run, `None` (no journal), a
-/// `CleanRun` or a report dict; and the digests the clean runs reattached.
+/// (`None` without `.sdd/cas`: then no run is settled here). `mirror`: a clean audit
+/// chain's records, which clean runs are cross-checked with here; `stage_rows`: clean
+/// runs list their stages (for a cross-check in Python). Returns, per run, `None` (no
+/// journal), a `CleanRun` or a report dict; and the digests the clean runs reattached.
 #[pyfunction]
-#[pyo3(signature = (connection, journal_sql, blob_sql, journals, store, jobs = 0, *, store_blobs_sql = None, stage_rows = false))]
+#[pyo3(signature = (connection, journal_sql, blob_sql, runs, store, jobs = 0, *, store_blobs_sql = None, mirror = None, stage_rows = false))]
 #[allow(clippy::too_many_arguments)]
 fn bernstein_ledger_pass(
     py: Python<'_>,
     connection: usize,
     journal_sql: &str,
     blob_sql: &str,
-    journals: Vec<Option<String>>,
+    runs: Vec<(String, Option<String>)>,
     store: Option<Py<BernsteinStoreIndex>>,
     jobs: usize,
     store_blobs_sql: Option<&str>,
+    mirror: Option<Py<BernsteinAuditMirror>>,
     stage_rows: bool,
 ) -> PyResult<(Vec<PyObject>, DigestSet)> {
     let connection = Connection::from_pointer(connection)?;
     let pool = pool(jobs)?;
     let index = store.as_ref().map(|s| &s.get().map);
-    let reports: Vec<OnceLock<JournalReport>> = journals.iter().map(|_| OnceLock::new()).collect();
-    let receipts: Vec<OnceLock<Vec<Receipt>>> = journals.iter().map(|_| OnceLock::new()).collect();
+    let journals: Vec<Option<String>> = runs.iter().map(|(_, path)| path.clone()).collect();
+    let reports: Vec<OnceLock<JournalReport>> = runs.iter().map(|_| OnceLock::new()).collect();
+    let receipts: Vec<OnceLock<Vec<Receipt>>> = runs.iter().map(|_| OnceLock::new()).collect();
     let queries = Queries {
         journal: journal_sql,
         blob: blob_sql,
@@ -106,10 +115,11 @@ fn bernstein_ledger_pass(
     })?;
     let mut digests = DigestSet::default();
     digests.know(hashed.into_inner().unwrap_or_else(|p| p.into_inner()));
-    let mut runs = Vec::with_capacity(reports.len());
-    for (report, receipts) in reports.iter().zip(&receipts) {
+    let mirror = mirror.as_ref().map(|m| m.get());
+    let mut outcomes = Vec::with_capacity(reports.len());
+    for ((report, receipts), (run_id, _)) in reports.iter().zip(&receipts).zip(&runs) {
         let Some(report) = report.get() else {
-            runs.push(py.None());
+            outcomes.push(py.None());
             continue;
         };
         let verified: Option<Vec<(usize, &Verified)>> = receipts.get().and_then(|pending| {
@@ -118,9 +128,12 @@ fn bernstein_ledger_pass(
                 .map(|r| Some((r.stage, r.outcome.get()?.as_ref()?)))
                 .collect()
         });
-        runs.push(match verified {
+        outcomes.push(match verified {
             Some(verified) => {
-                let run = clean_run(py, report, &verified, stage_rows, &mut digests)?;
+                let mut run = clean_run(py, report, &verified, stage_rows, &mut digests)?;
+                if let Some(mirror) = mirror {
+                    run.audit = Some(audit_cross_check(py, report, mirror, run_id)?);
+                }
                 Py::new(py, run)?.into_any()
             }
             None => report_dict(py, report, index.is_some())?
@@ -128,7 +141,30 @@ fn bernstein_ledger_pass(
                 .unbind(),
         });
     }
-    Ok((runs, digests))
+    Ok((outcomes, digests))
+}
+
+/// The strict cross-check of a clean run with its audit records: `(findings, last
+/// audited journal index)`.
+fn audit_cross_check(
+    py: Python<'_>,
+    report: &JournalReport,
+    mirror: &BernsteinAuditMirror,
+    run_id: &str,
+) -> PyResult<PyObject> {
+    let (findings, last) = cross_check(&report.activities, &mirror.of_run(run_id.as_bytes()));
+    let listed = PyList::empty(py);
+    for f in findings {
+        let item = (
+            f.step,
+            f.check,
+            py_text(py, &f.field)?,
+            py_text(py, &f.expected)?,
+            py_text(py, &f.actual)?,
+        );
+        listed.append(item)?;
+    }
+    Ok((listed, last).into_pyobject(py)?.into_any().unbind())
 }
 
 /// Where the pool puts what it works out, per run (and the blobs it hashed).
@@ -340,5 +376,6 @@ fn clean_run(
         unstored_reports,
         notes,
         settled,
+        audit: None,
     })
 }

@@ -24,6 +24,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bernstein_audit_clean, m)?)?;
     m.add_function(wrap_pyfunction!(bernstein_manifest, m)?)?;
     m.add_class::<BernsteinStoreIndex>()?;
+    m.add_class::<BernsteinAuditMirror>()?;
     Ok(())
 }
 
@@ -52,7 +53,7 @@ fn pyjson_float_repr(x: f64) -> String {
     pyjson::float_repr(x)
 }
 
-fn py_text<'py>(py: Python<'py>, wtf8: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn py_text<'py>(py: Python<'py>, wtf8: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     match std::str::from_utf8(wtf8) {
         Ok(s) => Ok(PyString::new(py, s).into_any()),
         Err(_) => Ok(
@@ -317,18 +318,17 @@ fn sha256_hex_many(
 }
 
 /// A bernstein audit chain (segments in chain order) that verifies clean, settled in
-/// parallel with the GIL released: `(records, [(segment, line, run_id, journal_index,
-/// {audited name: str(value)})])`, or `None` when any line needs the exact walk.
+/// parallel with the GIL released: `(records, mirror)`, the mirror holding its
+/// `activity.result` records; or `None` when any line needs the exact walk.
 /// `keys`: `(scheme 1 key, scheme 2 key)`; without them the HMACs are not checked.
 #[pyfunction]
 #[pyo3(signature = (segments, keys = None, jobs = 0))]
-#[allow(clippy::type_complexity)]
 fn bernstein_audit_clean<'py>(
     py: Python<'py>,
     segments: Vec<Bound<'py, PyBytes>>,
     keys: Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>,
     jobs: usize,
-) -> PyResult<Option<(u64, Vec<Bound<'py, PyTuple>>)>> {
+) -> PyResult<Option<(u64, BernsteinAuditMirror)>> {
     let segments: Vec<Vec<u8>> = segments.iter().map(|b| b.as_bytes().to_vec()).collect();
     let keys: Option<(Vec<u8>, Vec<u8>)> =
         keys.map(|(k1, k2)| (k1.as_bytes().to_vec(), k2.as_bytes().to_vec()));
@@ -338,25 +338,70 @@ fn bernstein_audit_clean<'py>(
         let keys = keys.as_ref().map(|(a, b)| (a.as_slice(), b.as_slice()));
         pool.install(|| audit::walk_clean(&views, keys))
     });
-    let Some(chain) = chain else {
-        return Ok(None);
-    };
-    let mut records = Vec::with_capacity(chain.activity.len());
-    for record in &chain.activity {
-        let fields = PyDict::new(py);
-        for (name, value) in &record.fields {
-            fields.set_item(*name, py_text(py, value)?)?;
+    Ok(chain.map(|chain| (chain.records, BernsteinAuditMirror::new(chain.activity))))
+}
+
+/// A clean audit chain's `activity.result` records, kept in Rust: the ledger pass
+/// cross-checks runs with them there, and Python reads them only when it asks.
+#[pyclass(frozen, module = "agentledger._core")]
+pub(crate) struct BernsteinAuditMirror {
+    records: Vec<audit::ActivityRecord>,
+    /// Positions in `records`, by `str(details["run_id"])` (`""` when absent).
+    by_run: HashMap<Vec<u8>, Vec<usize>>,
+}
+
+impl BernsteinAuditMirror {
+    fn new(records: Vec<audit::ActivityRecord>) -> Self {
+        let mut by_run: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+        for (i, record) in records.iter().enumerate() {
+            let run = record.run_id.clone().unwrap_or_default();
+            by_run.entry(run).or_default().push(i);
         }
-        let item = (
-            record.segment,
-            record.line,
-            opt_text(py, record.run_id.as_deref())?,
-            record.journal_index,
-            fields,
-        );
-        records.push(item.into_pyobject(py)?);
+        Self { records, by_run }
     }
-    Ok(Some((chain.records, records)))
+
+    /// The records of `run_id`, in chain order.
+    pub(crate) fn of_run(&self, run_id: &[u8]) -> Vec<&audit::ActivityRecord> {
+        let positions = self.by_run.get(run_id).map_or(&[][..], Vec::as_slice);
+        positions.iter().map(|&i| &self.records[i]).collect()
+    }
+}
+
+#[pymethods]
+impl BernsteinAuditMirror {
+    /// `(segment, line, run_id, journal_index, {audited name: str(value)})` of each
+    /// record in chain order; only those of `run_id` when it is given.
+    #[pyo3(signature = (run_id = None))]
+    fn records<'py>(
+        &self,
+        py: Python<'py>,
+        run_id: Option<&str>,
+    ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        let records = match run_id {
+            Some(run_id) => self.of_run(run_id.as_bytes()),
+            None => self.records.iter().collect(),
+        };
+        let mut out = Vec::with_capacity(records.len());
+        for record in records {
+            let fields = PyDict::new(py);
+            for (name, value) in &record.fields {
+                fields.set_item(*name, py_text(py, value)?)?;
+            }
+            let item = (
+                record.segment,
+                record.line,
+                opt_text(py, record.run_id.as_deref())?,
+                record.journal_index,
+                fields,
+            );
+            out.push(item.into_pyobject(py)?);
+        }
+        Ok(out)
+    }
+
+    fn __len__(&self) -> usize {
+        self.records.len()
+    }
 }
 
 /// An import's manifest, `json.dumps({"files": [[path, kind, digest], ...], "format":
