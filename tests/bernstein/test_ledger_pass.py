@@ -249,3 +249,22 @@ def test_sha256_check_blobs_reports_each_digest_once_in_order(tmp_path: Path) ->
                 native.handle(conn), LedgerWorkdir.LISTED_BLOBS, digests
             )
     assert (found, mismatches, missing, len(digests)) == (3, [], [absent], 4)
+
+
+def test_the_store_is_read_ahead_only_when_its_blobs_will_be_re_hashed(tmp_path: Path) -> None:
+    from unittest import mock
+
+    seen: list[object] = []
+    real = _core.bernstein_ledger_pass
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(kwargs.get("store_blobs_sql"))
+        return real(*args, **kwargs)
+
+    with Ledger.open(tmp_path / "ledger.db") as ledger:
+        import_workdir(ledger, SMALL)
+        runs = ["run-001", "run-002", "run-003"]
+        with mock.patch.object(_core, "bernstein_ledger_pass", spy):
+            for selection in (runs, runs[:1], None):  # every run, one run, the whole workspace
+                assert ledger.verify(selection, options=VerifyOptions(compat="bernstein")).code == 0
+    assert [sql is not None for sql in seen] == [True, False, False]

@@ -190,13 +190,15 @@ def verify_ledger_runs(
     audit: AuditChain | None = None,
     trusted: frozenset[bytes] = frozenset(),
     jobs: int = 0,
+    rehash: bool = True,
 ) -> tuple[list[RunResult], _core.DigestSet]:
     """``verify_runs`` over the imported workdir, read and settled in Rust: the journals
     and the stored receipts come straight from SQLite (``_core.bernstein_ledger_pass``),
     and a run bernstein verifies clean comes back as a few numbers, its stages counted in
     ``RunResult.settled``. Every other run is finished here exactly as ``verify_runs``
     finishes it. Also returns the content hashes the clean runs reattached (to re-hash;
-    the others' are in their ``referenced``)."""
+    the others' are in their ``referenced``); ``rehash``: they will be, so the pass may
+    read the store's blobs ahead."""
     results = [RunResult(run_id) for run_id in run_ids]
     runs = [
         (r.run_id, workdir.runs.get(r.run_id) if valid_run_id(r.run_id) else None) for r in results
@@ -207,7 +209,7 @@ def verify_ledger_runs(
     mirror = audit.mirror if audit is not None and cross_checked else None
     # With every imported run, nearly every stored blob is referenced: one ordered scan
     # of them all, read while the journals verify, costs less than reading them after.
-    everything = has_store and set(workdir.runs) <= {r.run_id for r in results}
+    everything = rehash and has_store and set(workdir.runs) <= {r.run_id for r in results}
     with native.sqlite_errors():
         outcomes, digests = _core.bernstein_ledger_pass(
             native.handle(workdir.conn),

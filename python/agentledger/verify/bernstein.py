@@ -51,8 +51,9 @@ def check_bernstein(ctx: VerifyContext) -> None:
     # bernstein's activity verify never reads the audit chain; strict mode cross-checks it.
     audit = None if compat else _audit(ctx, workdir)
     trusted = trusted_keys(ctx.options.trust)
+    # A whole-workspace verify re-hashes every blob anyway (verify/blobs.py).
     results, referenced = verify_ledger_runs(
-        workdir, selected, audit=audit, trusted=trusted, jobs=ctx.options.jobs
+        workdir, selected, audit=audit, trusted=trusted, jobs=ctx.options.jobs, rehash=not ctx.whole
     )
     _check_journal_anchors(ctx, results, imported)
     _rehash_referenced(ctx, referenced, results)
@@ -65,8 +66,8 @@ def _rehash_referenced(
     ctx: VerifyContext, referenced: _core.DigestSet, results: list[RunResult]
 ) -> None:
     """Reattachment compared stored digests; here the bytes behind them are re-hashed, in
-    Rust (the ledger pass already hashed those of the clean runs' observations), while
-    whole-workspace verify re-hashes every blob anyway."""
+    Rust (what the ledger pass read ahead is not read again), while whole-workspace
+    verify re-hashes every blob anyway."""
     if ctx.whole:
         return
     # A referenced hash that reattached is the digest of the bytes stored for it.
