@@ -1,19 +1,20 @@
 //! bernstein's `activity verify` over imported runs, read from SQLite by Rust itself.
 //!
 //! The calling thread reads each run's journal through the open apsw connection (same
-//! transaction) and hands it to the rayon pool; as the pool finishes journals, it reads
-//! what those runs' stages anchor: the stored DataOps receipts, which the pool settles
-//! (plan, key, signatures, reattachment), and the observed blobs, which the pool re-hashes.
-//! So SQLite is read on one thread while every other core verifies. A run whose every stage
-//! is settled that way comes back as a [`CleanRun`], a handful of numbers: no Python
-//! object per row or per stage. Every other run comes back as the report dict of
-//! `bernstein_verify_journals`, for the Python verifier to finish with bernstein's own
-//! reasons. The content hashes the clean runs reattached stay in Rust, in a
-//! [`DigestSet`] that already knows the blobs hashed here, for `sha256_check_blobs`.
+//! transaction) and hands it to the rayon pool; then, when asked, every blob of the store
+//! in one ordered scan, for the pool to hash; and as the pool finishes journals, the
+//! stored DataOps receipts those runs anchor, which the pool settles (plan, key,
+//! signatures, reattachment). So SQLite is read on one thread while every other core
+//! verifies. A run whose every stage is settled that way comes back as a [`CleanRun`], a
+//! handful of numbers: no Python object per row or per stage. Every other run comes back
+//! as the report dict of `bernstein_verify_journals`, for the Python verifier to finish
+//! with bernstein's own reasons. The content hashes the clean runs reattached stay in
+//! Rust, in a [`DigestSet`] that already knows the blobs hashed here, for
+//! `sha256_check_blobs`.
 
 use std::sync::{mpsc, OnceLock};
 
-use agentledger_core::pyjson::journal::{self, ActivityRow, JournalReport, Reattach, StoreIndex};
+use agentledger_core::pyjson::journal::{self, ActivityRow, JournalReport, StoreIndex};
 use agentledger_core::pyjson::mirror::cross_check;
 use agentledger_core::pyjson::receipt::{settle_receipt, SettledReceipt};
 use agentledger_core::signature;
@@ -23,7 +24,8 @@ use pyo3::types::PyList;
 use crate::blob_check::{hash_rows, DigestSet, Hashed};
 use crate::pools::pool;
 use crate::pyjson::{
-    py_text, report_dict, settled, settled_tuple, BernsteinAuditMirror, BernsteinStoreIndex,
+    evidence_settled, py_text, report_dict, settled, settled_tuple, well_formed_artifact,
+    BernsteinAuditMirror, BernsteinStoreIndex,
 };
 use crate::sqlite::{Connection, Failure, Param, Statement};
 
@@ -55,7 +57,7 @@ struct CleanRun {
     audit: Option<PyObject>,
 }
 
-/// The queries the pass steps, each with one parameter.
+/// The queries the pass steps.
 #[derive(Clone, Copy)]
 struct Queries<'q> {
     /// A journal's chunks in order, by path.
@@ -95,7 +97,6 @@ fn bernstein_ledger_pass(
     let connection = Connection::from_pointer(connection)?;
     let pool = pool(jobs)?;
     let index = store.as_ref().map(|s| &s.get().map);
-    let journals: Vec<Option<String>> = runs.iter().map(|(_, path)| path.clone()).collect();
     let reports: Vec<OnceLock<JournalReport>> = runs.iter().map(|_| OnceLock::new()).collect();
     let receipts: Vec<OnceLock<Vec<Receipt>>> = runs.iter().map(|_| OnceLock::new()).collect();
     let queries = Queries {
@@ -109,9 +110,9 @@ fn bernstein_ledger_pass(
         receipts: &receipts,
         hashed: &hashed,
     };
-    let journals = &journals;
+    let listed = &runs;
     py.allow_threads(move || {
-        pool.in_place_scope(|scope| read(connection, queries, journals, index, slots, scope))
+        pool.in_place_scope(|scope| read(connection, queries, listed, index, slots, scope))
     })?;
     let mut digests = DigestSet::default();
     digests.know(hashed.into_inner().unwrap_or_else(|p| p.into_inner()));
@@ -183,14 +184,14 @@ struct Slots<'s> {
 fn read<'s>(
     connection: Connection,
     queries: Queries<'_>,
-    journals: &[Option<String>],
+    runs: &[(String, Option<String>)],
     index: Option<&'s StoreIndex>,
     slots: Slots<'s>,
     scope: &rayon::Scope<'s>,
 ) -> Result<(), Failure> {
     let (done, verified) = mpsc::channel::<usize>();
     let mut statement = connection.prepare(queries.journal)?;
-    for (run, path) in journals.iter().enumerate() {
+    for (run, (_, path)) in runs.iter().enumerate() {
         let Some(path) = path else { continue };
         let Some(data) = read_chunks(&mut statement, path)? else {
             continue;
@@ -283,9 +284,8 @@ impl Receipt {
     /// A stage that would be `settled` but for its receipt, stored under its own name.
     fn candidate(a: &ActivityRow) -> bool {
         matches!(a.kind.as_slice(), b"data" | b"ops")
-            && matches!(&a.recomputed_evidence_set_hash, Ok(h) if h.as_bytes() == a.evidence_set_hash.as_slice())
-            && a.reattach == Reattach::Ok
-            && well_formed(&a.artifact_hash)
+            && evidence_settled(a)
+            && well_formed_artifact(&a.artifact_hash)
             && a.artifact_stored.as_deref() == Some(a.artifact_hash.as_slice())
     }
 
@@ -309,14 +309,6 @@ impl Receipt {
             .all(|(payload, sig)| signature::verify(&signer, payload, sig));
         (reattached && verified).then_some(Verified { signer, references })
     }
-}
-
-fn well_formed(artifact: &[u8]) -> bool {
-    artifact.len() == 71
-        && artifact.starts_with(b"sha256:")
-        && artifact[7..]
-            .iter()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
 }
 
 /// The rows of `statement` for `key`, concatenated (`None` when there are none).

@@ -121,8 +121,7 @@ fn activity_dict<'py>(py: Python<'py>, a: &journal::ActivityRow) -> PyResult<Bou
 /// recomputes, every observation reattached, and no stored report or receipt to re-check
 /// (bernstein skips a missing one). The stage verifier's `_fast_path`, decided here.
 pub(crate) fn settled(a: &journal::ActivityRow) -> bool {
-    let evidence_ok = matches!(&a.recomputed_evidence_set_hash, Ok(h) if h.as_bytes() == a.evidence_set_hash.as_slice());
-    if !evidence_ok || a.reattach != journal::Reattach::Ok {
+    if !evidence_settled(a) {
         return false;
     }
     if !matches!(
@@ -131,12 +130,22 @@ pub(crate) fn settled(a: &journal::ActivityRow) -> bool {
     ) {
         return true;
     }
-    let well_formed = a.artifact_hash.len() == 71
-        && a.artifact_hash.starts_with(b"sha256:")
-        && a.artifact_hash[7..]
+    well_formed_artifact(&a.artifact_hash) && a.artifact_stored.as_deref() == Some(&b""[..])
+}
+
+/// The evidence set recomputes and every observation reattached.
+pub(crate) fn evidence_settled(a: &journal::ActivityRow) -> bool {
+    matches!(&a.recomputed_evidence_set_hash, Ok(h) if h.as_bytes() == a.evidence_set_hash.as_slice())
+        && a.reattach == journal::Reattach::Ok
+}
+
+/// `sha256:` and 64 lowercase hex digits: an artifact name bernstein looks up.
+pub(crate) fn well_formed_artifact(hash: &[u8]) -> bool {
+    hash.len() == 71
+        && hash.starts_with(b"sha256:")
+        && hash[7..]
             .iter()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b));
-    well_formed && a.artifact_stored.as_deref() == Some(&b""[..])
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
 }
 
 /// A settled stage as a tuple: `(step, stage_id, kind, artifact_hash, has_observations,
