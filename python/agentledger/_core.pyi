@@ -239,11 +239,22 @@ def bernstein_audit_clean(
     ``activity.result`` records; ``None`` when any line needs the exact walk. ``keys``:
     the scheme 1 and 2 HMAC keys."""
 
-def bernstein_manifest(
-    connection: int, sql: str, params: Sequence[int | str], format: str
-) -> bytes:
-    """``importer.manifest_of`` over the ``(path, kind, digest)`` rows ``sql`` selects on
-    the SQLite handle ``connection``, in path order."""
+class BernsteinFiles:
+    """The imported files table, read once in Rust: the rows ``sql`` selects on the SQLite
+    handle ``connection`` in path order (``path, kind, digest, import_id, blob absent,
+    store index key or NULL``)."""
+
+    absent: list[tuple[str, str]]
+    """``(path, digest)`` of the files whose blob the ledger lacks, in path order."""
+    store_index: BernsteinStoreIndex
+    import_ids: list[int]
+    """The import ids the rows hold, in order."""
+
+    def __init__(
+        self, connection: int, sql: str, params: Sequence[int | str], format: str
+    ) -> None: ...
+    def manifest(self, import_id: int) -> bytes:
+        """``importer.manifest_of`` over the import's rows (none: an empty list)."""
 
 class DigestSet:
     """Content digests (``sha256:<hex>`` names of ledger blobs), held in Rust."""

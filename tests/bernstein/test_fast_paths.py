@@ -4,6 +4,7 @@
   nothing; on any damage it must answer ``None`` and the Python walk names the problem.
 - Receipt signatures decided in one batch (``verify_signatures``) give the same verdicts
   as deciding each on its own.
+- The files table read once in Rust gives what ``manifest_of`` and SQL give.
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ def test_batched_signatures_give_the_same_receipt_verdicts() -> None:
         )
 
 
-def test_the_rust_manifest_is_manifest_of() -> None:
+def test_the_files_scan_gives_manifest_of_each_import_absent_blobs_and_the_index() -> None:
     from agentledger.bernstein.importer import FORMAT, manifest_of
 
     rows: list[tuple[str, str, str | None]] = [
@@ -137,8 +138,15 @@ def test_the_rust_manifest_is_manifest_of() -> None:
     ]
     rows.sort()
     conn = apsw.Connection(":memory:")
-    conn.execute("CREATE TABLE files (path TEXT PRIMARY KEY, kind TEXT, digest TEXT, batch INT)")
-    conn.executemany("INSERT INTO files VALUES (?, ?, ?, 1)", rows)
-    sql = "SELECT path, kind, digest FROM files WHERE batch = ? ORDER BY path"
-    assert _core.bernstein_manifest(native.handle(conn), sql, [1], FORMAT) == manifest_of(rows)
-    assert _core.bernstein_manifest(native.handle(conn), sql, [2], FORMAT) == manifest_of([])
+    conn.execute("CREATE TABLE f (path TEXT PRIMARY KEY, kind, digest, import_id, absent, key)")
+    conn.executemany(
+        "INSERT INTO f VALUES (?, ?, ?, 1, ?, ?)",
+        [(p, k, d, int(k == "journal" and d is not None), d and p[9:]) for p, k, d in rows],
+    )
+    files = _core.BernsteinFiles(native.handle(conn), "SELECT * FROM f ORDER BY path", [], FORMAT)
+    assert files.manifest(1) == manifest_of(rows)
+    assert files.manifest(2) == manifest_of([])
+    assert files.import_ids == [1]
+    assert files.absent == [(p, d) for p, k, d in rows if k == "journal" and d is not None]
+    assert files.store_index.get("a" * 64) == "sha256:" + "b" * 64
+    assert len(files.store_index) == 2

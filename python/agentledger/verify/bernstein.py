@@ -42,12 +42,18 @@ def check_bernstein(ctx: VerifyContext) -> None:
         for run_id, verdict in ctx.verdicts.items()
         if run_id in imported and verdict.code != ExitCode.NOT_FOUND
     ]
-    if ctx.whole or selected or BOOKKEEPING_RUN in ctx.verdicts:
-        _check_manifests(ctx)
+    if not (ctx.whole or selected or BOOKKEEPING_RUN in ctx.verdicts):
+        return
+    # The files table, read once: the manifests' rows, absent blobs, the store index.
+    with native.sqlite_errors():
+        files = _core.BernsteinFiles(
+            native.handle(ctx.conn), LedgerWorkdir.FILES, LedgerWorkdir.INDEX_PARAMS, FORMAT
+        )
+    _check_manifests(ctx, files)
     if not selected:
         return
     compat = ctx.options.compat == COMPAT
-    workdir = LedgerWorkdir(ctx.conn, ctx.ledger.blobs)
+    workdir = LedgerWorkdir(ctx.conn, ctx.ledger.blobs, files.store_index)
     # bernstein's activity verify never reads the audit chain; strict mode cross-checks it.
     audit = None if compat else _audit(ctx, workdir)
     trusted = trusted_keys(ctx.options.trust)
@@ -276,7 +282,7 @@ def _check_journal_anchors(
             )
 
 
-def _check_manifests(ctx: VerifyContext) -> None:
+def _check_manifests(ctx: VerifyContext, files: _core.BernsteinFiles) -> None:
     """Each import's rows of ``bernstein_files`` re-serialize to the manifest its
     ``import.bernstein.workdir`` entry pins; only on a mismatch are the rows compared one
     by one, to name the file."""
@@ -299,10 +305,7 @@ def _check_manifests(ctx: VerifyContext) -> None:
                     f"bernstein_imports {import_id}",
                 ),
             )
-    held_ids = {
-        int(row[0]) for row in ctx.conn.execute("SELECT DISTINCT import_id FROM bernstein_files")
-    }
-    for import_id in sorted(held_ids - set(pinned)):
+    for import_id in sorted(set(files.import_ids) - set(pinned)):
         for path, kind, digest in _files_of(ctx, import_id):
             ctx.diverged(
                 None,
@@ -316,20 +319,17 @@ def _check_manifests(ctx: VerifyContext) -> None:
                 ),
             )
     for import_id, (manifest, run_id, seq) in sorted(pinned.items()):
-        if content_hash(_manifest_in_rust(ctx, import_id)) == manifest:
+        # Serialized in Rust as the rows were read (path order is ``sorted``'s: paths are
+        # unique, and SQLite's BINARY order is code point order).
+        if content_hash(files.manifest(import_id)) == manifest:
             continue
         # Only Python's own serialization of the rows decides a mismatch.
         held = _files_of(ctx, import_id)
         if content_hash(manifest_of(held)) != manifest:
             _name_differences(ctx, manifest, held, run_id, seq)
-    absent = ctx.conn.execute(
-        "SELECT f.path, f.digest FROM bernstein_files AS f LEFT JOIN blobs AS b "
-        "ON b.digest = f.digest WHERE f.digest IS NOT NULL AND b.digest IS NULL ORDER BY f.path"
-    ).fetchall()
-    for path, digest in absent:
+    for path, digest in files.absent:
         ctx.diverged(
-            None,
-            _div(None, None, "bernstein.anchor.blob_missing", str(digest), "absent", str(path)),
+            None, _div(None, None, "bernstein.anchor.blob_missing", digest, "absent", path)
         )
 
 
@@ -338,14 +338,6 @@ def _files_of(ctx: VerifyContext, import_id: int) -> list[tuple[str, str, str | 
         (str(path), str(kind), None if digest is None else str(digest))
         for path, kind, digest in ctx.conn.execute(IMPORT_FILES, (import_id,))
     ]
-
-
-def _manifest_in_rust(ctx: VerifyContext, import_id: int) -> bytes:
-    """``manifest_of`` the import's rows, read and serialized in Rust (path order is
-    ``sorted``'s: paths are unique, and SQLite's BINARY order is code point order); a
-    mismatch is still decided by ``manifest_of`` itself."""
-    with native.sqlite_errors():
-        return _core.bernstein_manifest(native.handle(ctx.conn), IMPORT_FILES, [import_id], FORMAT)
 
 
 def _name_differences(

@@ -8,6 +8,7 @@
 
 use pyo3::prelude::*;
 
+mod bernstein_files;
 mod bernstein_pass;
 mod blob_check;
 mod canonical;
@@ -25,6 +26,7 @@ mod sqlite;
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
+    bernstein_files::register(m)?;
     bernstein_pass::register(m)?;
     blob_check::register(m)?;
     canonical::register(m)?;

@@ -22,7 +22,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bernstein_verify_journals, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_hex_many, m)?)?;
     m.add_function(wrap_pyfunction!(bernstein_audit_clean, m)?)?;
-    m.add_function(wrap_pyfunction!(bernstein_manifest, m)?)?;
     m.add_class::<BernsteinStoreIndex>()?;
     m.add_class::<BernsteinAuditMirror>()?;
     Ok(())
@@ -411,49 +410,4 @@ impl BernsteinAuditMirror {
     fn __len__(&self) -> usize {
         self.records.len()
     }
-}
-
-/// An import's manifest, `json.dumps({"files": [[path, kind, digest], ...], "format":
-/// format}, sort_keys=True, separators=(",", ":"))`, from the `(path, kind, digest|NULL)`
-/// text rows `sql` selects on the connection with `params`, in path order (`ORDER BY
-/// path`: code point order, as `sorted` gives it). No Python object per row.
-#[pyfunction]
-fn bernstein_manifest<'py>(
-    py: Python<'py>,
-    connection: usize,
-    sql: &str,
-    params: Vec<Param>,
-    format: &str,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let connection = Connection::from_pointer(connection)?;
-    let out = py.allow_threads(move || -> Result<Vec<u8>, Failure> {
-        let mut statement = connection.prepare(sql)?;
-        statement.start(&params)?;
-        let mut out: Vec<u8> = b"{\"files\":[".to_vec();
-        let mut first = true;
-        while statement.step()? {
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            out.push(b'[');
-            for column in 0..3 {
-                if column > 0 {
-                    out.push(b',');
-                }
-                if statement.is_null(column) {
-                    out.extend_from_slice(b"null");
-                } else {
-                    // ASCII-escaped: any text is written (a mismatch is decided in Python).
-                    let _ = pyjson::write_py_string(statement.bytes(column), true, &mut out);
-                }
-            }
-            out.push(b']');
-        }
-        out.extend_from_slice(b"],\"format\":");
-        let _ = pyjson::write_py_string(format.as_bytes(), true, &mut out);
-        out.push(b'}');
-        Ok(out)
-    })?;
-    Ok(PyBytes::new(py, &out))
 }
