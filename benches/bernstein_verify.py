@@ -10,8 +10,9 @@ with a signed receipt in 3% of them), with its HMAC audit chain. Then:
 (a) ``import bernstein`` into a fresh ledger (timed);
 (b) the baseline: bernstein's ``activity verify`` semantics, one run after the other,
     in plain Python (json, hashlib, cryptography), reading the workdir on disk;
-(c) ``ledger.verify(runs, compat="bernstein")`` over the imported runs (journals hashed
-    in Rust in parallel, referenced blobs re-hashed in bulk), and the strict mode.
+(c) ``ledger.verify(runs, compat="bernstein")`` over the imported runs (one Rust pass
+    reads the journals, receipts and blobs from SQLite while a thread pool verifies them;
+    clean runs never reach Python stage by stage), and the strict mode.
 
 Both verifiers must return the same exit code for every run; the ratio (b)/(c) is printed.
 """

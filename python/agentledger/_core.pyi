@@ -1,5 +1,5 @@
 # Exact type stub of the compiled extension (rust/python). Keep in sync with the Rust code.
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal, TypedDict, TypeVar
 
 from typing_extensions import Buffer
@@ -216,10 +216,12 @@ class BernsteinJournal(TypedDict):
     """``compact``: the content hashes of the settled stages' observations."""
 
 class BernsteinStoreIndex:
-    """``content hash -> digest of the stored bytes``, built in Rust from
-    ``(content_hash, digest)`` rows; ``bernstein_verify_journals`` takes it as it is."""
+    """``content hash -> digest of the stored bytes``, built in Rust from the
+    ``(content_hash, digest)`` text rows ``sql`` selects on the SQLite handle
+    ``connection``; ``bernstein_verify_journals`` and ``bernstein_ledger_pass`` take it as
+    it is."""
 
-    def __init__(self, rows: Iterable[tuple[str, str]]) -> None: ...
+    def __init__(self, connection: int, sql: str, params: Sequence[int | str] = ()) -> None: ...
     def get(self, content_hash: str) -> str | None: ...
     def __len__(self) -> int: ...
 
@@ -239,21 +241,96 @@ def bernstein_verify_journals(
 def sha256_hex_many(items: Sequence[bytes], jobs: int = 0) -> list[str]:
     """``"sha256:<hex>"`` of each buffer, in parallel with the GIL released."""
 
+class BernsteinAuditMirror:
+    """A clean audit chain's ``activity.result`` records, kept in Rust."""
+
+    def records(
+        self, run_id: str | None = None
+    ) -> list[tuple[int, int, str | None, int, dict[str, str]]]:
+        """``(segment, line, run_id, journal_index, {audited name: str(value)})`` of each
+        record in chain order; only those of ``run_id`` when given."""
+    def __len__(self) -> int: ...
+
 def bernstein_audit_clean(
     segments: Sequence[bytes], keys: tuple[bytes, bytes] | None = None, jobs: int = 0
-) -> tuple[int, list[tuple[int, int, str | None, int, dict[str, str]]]] | None:
-    """A bernstein audit chain that verifies clean: ``(records, [(segment, line, run_id,
-    journal_index, {audited name: str(value)})])`` for its ``activity.result`` records;
-    ``None`` when any line needs the exact walk. ``keys``: the scheme 1 and 2 HMAC keys."""
+) -> tuple[int, BernsteinAuditMirror] | None:
+    """A bernstein audit chain that verifies clean: its record count and its
+    ``activity.result`` records; ``None`` when any line needs the exact walk. ``keys``:
+    the scheme 1 and 2 HMAC keys."""
 
-def bernstein_manifest(rows: Iterable[tuple[str, str, str | None]], format: str) -> bytes:
-    """``importer.manifest_of`` over ``(path, kind, digest)`` rows streamed in path order."""
+class BernsteinFiles:
+    """The imported files table, read once in Rust: the rows ``sql`` selects on the SQLite
+    handle ``connection`` in path order (``path, kind, digest, import_id, blob absent,
+    store index key or NULL``)."""
 
-def sha256_check_chunks(
-    rows: Iterable[tuple[str, bytes]], jobs: int = 0
-) -> tuple[list[str], list[tuple[str, str]]]:
-    """Blobs streamed as ``(name, chunk)`` rows (each blob's chunks consecutive, in order):
-    the names seen, and ``(name, "sha256:<hex>")`` of each whose bytes hash otherwise."""
+    absent: list[tuple[str, str]]
+    """``(path, digest)`` of the files whose blob the ledger lacks, in path order."""
+    store_index: BernsteinStoreIndex
+    import_ids: list[int]
+    """The import ids the rows hold, in order."""
+
+    def __init__(
+        self, connection: int, sql: str, params: Sequence[int | str], format: str
+    ) -> None: ...
+    def manifest(self, import_id: int) -> bytes:
+        """``importer.manifest_of`` over the import's rows (none: an empty list)."""
+
+class DigestSet:
+    """Content digests (``sha256:<hex>`` names of ledger blobs), held in Rust."""
+
+    def __init__(self) -> None: ...
+    def update(self, digests: Sequence[str]) -> None: ...
+    def __len__(self) -> int: ...
+
+def sha256_check_blobs(
+    connection: int, sql: str, digests: DigestSet, jobs: int = 0
+) -> tuple[int, list[tuple[str, str]], list[str]]:
+    """Re-hash the blob of each digest, read on the SQLite handle ``connection`` by ``sql``
+    (``digest, data`` of the chunks of the digests in the JSON array it is given, in digest
+    then chunk order) and hashed in parallel: the number of blobs found,
+    ``(digest, "sha256:<hex>")`` of each whose bytes hash otherwise, the digests absent."""
+
+class CleanRun:
+    """A run bernstein verifies clean, every stage settled in Rust."""
+
+    rows: int
+    file_sha256: str
+    head: str
+    stages: int
+    unstored_reports: int
+    """Research/browser stages whose report is not in the store."""
+    notes: list[tuple[int, Literal["absent", "signer"], str]]
+    """In stage order: a data/ops stage without a stored receipt (its ``artifact_hash``),
+    a verified receipt (its key, hex)."""
+    settled: list[BernsteinSettled] | None
+    """The stages, when ``stage_rows`` was given."""
+    audit: tuple[list[tuple[int, str, str, str, str]], int | None] | None
+    """With a ``mirror``: the strict cross-check's findings ``(step, check, field,
+    expected, actual)``, and the last journal index the run's records audit."""
+
+def bernstein_ledger_pass(
+    connection: int,
+    journal_sql: str,
+    blob_sql: str,
+    runs: Sequence[tuple[str, str | None]],
+    store: BernsteinStoreIndex | None,
+    jobs: int = 0,
+    *,
+    store_blobs_sql: str | None = None,
+    mirror: BernsteinAuditMirror | None = None,
+    stage_rows: bool = False,
+) -> tuple[list[CleanRun | BernsteinJournal | None], DigestSet]:
+    """bernstein's verify of imported runs, read from SQLite on ``connection`` by Rust:
+    ``journal_sql`` selects a journal's chunks by path, ``blob_sql`` a blob's by digest.
+    Per run (``runs``: its id and its journal's path, or ``None``): ``None`` when it has no
+    journal, a
+    ``CleanRun`` when every stage settles here (receipts included), else the report of
+    ``bernstein_verify_journals`` (``compact`` with a store). Also the digests the clean
+    runs reattached, to re-hash (``sha256_check_blobs``); ``store_blobs_sql`` (``digest,
+    data`` of every stored blob, in digest then chunk order) has the store read and hashed
+    meanwhile, so that re-hashing reads no more. ``mirror``: clean runs are cross-checked
+    with these audit records in Rust (``CleanRun.audit``); ``stage_rows``: clean runs list
+    their stages, for a cross-check in Python."""
 
 def verify_journal(
     connection: int,

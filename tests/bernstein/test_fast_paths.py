@@ -4,6 +4,7 @@
   nothing; on any damage it must answer ``None`` and the Python walk names the problem.
 - Receipt signatures decided in one batch (``verify_signatures``) give the same verdicts
   as deciding each on its own.
+- The files table read once in Rust gives what ``manifest_of`` and SQL give.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import json
 from typing import Any
 from unittest import mock
 
+import apsw
 import pytest
 
 from agentledger import _core
 from agentledger.bernstein.audit_chain import AuditChain, hkdf_sha256, verify_audit
 from agentledger.bernstein.reports import verify_receipt, verify_signatures
 from agentledger.bernstein.workdir import DirectoryWorkdir
+from agentledger.storage import native
 
 from .bernstein_testkit import SHAPES, SMALL
 
@@ -124,7 +127,7 @@ def test_batched_signatures_give_the_same_receipt_verdicts() -> None:
         )
 
 
-def test_the_rust_manifest_is_manifest_of() -> None:
+def test_the_files_scan_gives_manifest_of_each_import_absent_blobs_and_the_index() -> None:
     from agentledger.bernstein.importer import FORMAT, manifest_of
 
     rows: list[tuple[str, str, str | None]] = [
@@ -134,5 +137,16 @@ def test_the_rust_manifest_is_manifest_of() -> None:
         (".sdd/runs/caf\u00e9-\U0001f600-\u2028\x7f/journal.jsonl", "journal", None),
     ]
     rows.sort()
-    assert _core.bernstein_manifest(iter(rows), FORMAT) == manifest_of(rows)
-    assert _core.bernstein_manifest([], FORMAT) == manifest_of([])
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE TABLE f (path TEXT PRIMARY KEY, kind, digest, import_id, absent, key)")
+    conn.executemany(
+        "INSERT INTO f VALUES (?, ?, ?, 1, ?, ?)",
+        [(p, k, d, int(k == "journal" and d is not None), d and p[9:]) for p, k, d in rows],
+    )
+    files = _core.BernsteinFiles(native.handle(conn), "SELECT * FROM f ORDER BY path", [], FORMAT)
+    assert files.manifest(1) == manifest_of(rows)
+    assert files.manifest(2) == manifest_of([])
+    assert files.import_ids == [1]
+    assert files.absent == [(p, d) for p, k, d in rows if k == "journal" and d is not None]
+    assert files.store_index.get("a" * 64) == "sha256:" + "b" * 64
+    assert len(files.store_index) == 2

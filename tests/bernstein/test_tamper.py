@@ -305,8 +305,27 @@ def tamper_ledger(path: Path, sql: str, params: tuple[object, ...] = ()) -> None
             "VALUES ('.sdd/cas/extra', 'cas', NULL, 1)",
             "bernstein.anchor.file",
         ),
+        (
+            "INSERT INTO bernstein_files (path, kind, digest, import_id) "
+            "VALUES ('.sdd/cas/extra', 'cas', NULL, 99)",
+            "bernstein.anchor.file",
+        ),
+        (
+            "DELETE FROM blobs WHERE digest = "
+            "(SELECT digest FROM bernstein_files WHERE path LIKE '.sdd/cas/ccd6%')",
+            "bernstein.anchor.blob_missing",
+        ),
+        ("UPDATE bernstein_imports SET manifest = 'sha256:0'", "bernstein.anchor.import"),
     ],
-    ids=["journal-bytes", "journal-row", "deleted-file", "inserted-file"],
+    ids=[
+        "journal-bytes",
+        "journal-row",
+        "deleted-file",
+        "inserted-file",
+        "unpinned-import",
+        "deleted-blob",
+        "import-row",
+    ],
 )
 def test_edits_inside_the_ledger_are_found_by_the_native_verify(
     tmp_path: Path, sql: str, check: str

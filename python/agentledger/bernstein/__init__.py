@@ -9,7 +9,13 @@ it back out byte for byte.
 
 from agentledger.bernstein.exporter import export_workdir
 from agentledger.bernstein.importer import ImportSummary, import_workdir
-from agentledger.bernstein.verifier import Finding, RunResult, StageVerdict, verify_runs
+from agentledger.bernstein.verifier import (
+    Finding,
+    RunResult,
+    StageVerdict,
+    verify_ledger_runs,
+    verify_runs,
+)
 from agentledger.bernstein.workdir import DirectoryWorkdir, LedgerWorkdir, Workdir
 
 __all__ = [
@@ -22,5 +28,6 @@ __all__ = [
     "Workdir",
     "export_workdir",
     "import_workdir",
+    "verify_ledger_runs",
     "verify_runs",
 ]

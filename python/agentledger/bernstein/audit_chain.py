@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -53,7 +54,12 @@ class ActivityRecord:
 class AuditChain:
     records: int = 0
     problems: list[AuditProblem] = field(default_factory=list)
-    activity: list[ActivityRecord] = field(default_factory=list)
+    walked: list[ActivityRecord] = field(default_factory=list)
+    """The ``activity.result`` records the Python walk found (when ``mirror`` is None)."""
+    mirror: _core.BernsteinAuditMirror | None = None
+    """A clean chain's ``activity.result`` records, kept in Rust (the ledger pass
+    cross-checks runs with them there); ``segments`` names the files they number."""
+    segments: tuple[str, ...] = ()
     authenticated: bool = False
     """True when the HMACs were checked (a master key was given)."""
     marker: str = field(default_factory=lambda: "marker-" + secrets.token_hex(16))
@@ -61,6 +67,38 @@ class AuditChain:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def activity(self) -> list[ActivityRecord]:
+        """Every ``activity.result`` record, in chain order."""
+        return self.walked if self.mirror is None else self._mirrored(None)
+
+    def activity_of(self, run_id: str) -> list[ActivityRecord]:
+        """The records of one run (``details.run_id``), in chain order."""
+        if self.mirror is not None:
+            return self._mirrored(run_id)
+        return self._walked_by_run.get(run_id, [])
+
+    @functools.cached_property
+    def _walked_by_run(self) -> dict[str, list[ActivityRecord]]:
+        by_run: dict[str, list[ActivityRecord]] = {}
+        for record in self.walked:
+            by_run.setdefault(record.run_id, []).append(record)
+        return by_run
+
+    def _mirrored(self, run_id: str | None) -> list[ActivityRecord]:
+        assert self.mirror is not None
+        return [
+            ActivityRecord(
+                run_id=run or "",
+                stage_id=details.get("stage_id", ""),
+                journal_index=journal_index,
+                details=details,
+                segment=self.segments[segment],
+                line=number,
+            )
+            for segment, number, run, journal_index, details in self.mirror.records(run_id)
+        ]
 
 
 def read_master_key(data: bytes) -> bytes:
@@ -80,18 +118,8 @@ def verify_audit(segments: list[tuple[str, bytes]], master: bytes | None) -> Aud
         [data for _, data in segments], (keys[1][0], keys[2][0]) if keys else None
     )
     if clean is not None:
-        chain.records = clean[0]
-        for segment, number, run_id, journal_index, details in clean[1]:
-            chain.activity.append(
-                ActivityRecord(
-                    run_id=run_id or "",
-                    stage_id=details.get("stage_id", ""),
-                    journal_index=journal_index,
-                    details=details,
-                    segment=segments[segment][0],
-                    line=number,
-                )
-            )
+        chain.records, chain.mirror = clean
+        chain.segments = tuple(name for name, _ in segments)
         return chain
     head = GENESIS
     for name, data in segments:
@@ -156,7 +184,7 @@ def _check_line(
         problem("non-canonical line bytes", run_id)
         return head
     if record.get("event_type") == "activity.result":
-        chain.activity.append(
+        chain.walked.append(
             ActivityRecord(
                 run_id=run_id or "",
                 stage_id=str(details.get("stage_id", "")),

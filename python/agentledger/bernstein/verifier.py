@@ -3,7 +3,10 @@
 The journal chain and the evidence sets are recomputed in Rust for every run at once
 (``_core.bernstein_verify_journals``, GIL released, parallel); stored reports and
 receipts are re-checked here with Python's own ``json`` so that bernstein's parsing
-quirks are reproduced by the very code that has them.
+quirks are reproduced by the very code that has them. Inside the ledger,
+``verify_ledger_runs`` also settles in Rust the receipts written in bernstein's own shape,
+and a run with nothing else left to check never reaches Python stage by stage; whatever
+Rust cannot settle is finished here, by the same code.
 
 Compat mode (``verify_activities`` in bernstein): exit 0 clean, 1 not found / no
 activity rows / bernstein itself would raise, 2 not ok. Strict mode adds findings for
@@ -13,13 +16,13 @@ what bernstein lets through (see ``STRICT_CHECKS``) and answers 2 for them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentledger import _core
 from agentledger.bernstein.audit_chain import ActivityRecord, AuditChain
-from agentledger.bernstein.format import HEX64, artifact_hex
+from agentledger.bernstein.format import HEX64, artifact_hex, valid_run_id
 from agentledger.bernstein.reports import (
     ReceiptVerdict,
     Verified,
@@ -29,8 +32,9 @@ from agentledger.bernstein.reports import (
     verify_research_report,
     verify_signatures,
 )
-from agentledger.bernstein.workdir import Workdir
+from agentledger.bernstein.workdir import LedgerWorkdir, Workdir
 from agentledger.errors import ExitCode
+from agentledger.storage import native
 
 STRICT_CHECKS = {
     "bernstein.index": "stored index differs from the row's position",
@@ -111,10 +115,12 @@ class RunResult:
     store one; bernstein skips the check, and so no data can say more)."""
     referenced: set[str] = field(default_factory=set)
     """Content hashes whose stored digest was trusted for reattachment (to re-hash)."""
+    settled: int = 0
+    """Stages ``verify_ledger_runs`` settled ok in Rust without listing them in ``stages``."""
 
     @property
     def activities(self) -> int:
-        return len(self.stages)
+        return len(self.stages) + self.settled
 
     @property
     def compat_code(self) -> int:
@@ -170,25 +176,118 @@ def verify_runs(
     reports = _core.bernstein_verify_journals(journals, jobs, index, has_store) if journals else []
     read = store_reader(workdir.read)
     verified = _prefetch_receipts(workdir, reports) if has_store else {}
-    audited = _audit_by_run(audit)
     for result, report in zip(present, reports, strict=True):
         result.journal = dict(report)
         _verify_run(result, report, workdir, has_store, read, trusted, verified)
-        if audit is not None and (audit.records or audit.problems):
-            _cross_check_audit(result, report, audited.get(result.run_id, []))
-            for problem in audit.problems:
-                if problem.run_id == result.run_id:
-                    where = f"{problem.segment} line {problem.line}"
-                    _strict(
-                        result,
-                        None,
-                        "bernstein.audit.chain",
-                        where,
-                        "a verifying record",
-                        problem.reason,
-                    )
-        _state_limits(result, report, audit, audited.get(result.run_id, []))
+        _audit_and_limits(result, report["activities"], audit)
     return results
+
+
+def verify_ledger_runs(
+    workdir: LedgerWorkdir,
+    run_ids: Iterable[str],
+    *,
+    audit: AuditChain | None = None,
+    trusted: frozenset[bytes] = frozenset(),
+    jobs: int = 0,
+    rehash: bool = True,
+) -> tuple[list[RunResult], _core.DigestSet]:
+    """``verify_runs`` over the imported workdir, read and settled in Rust: the journals
+    and the stored receipts come straight from SQLite (``_core.bernstein_ledger_pass``),
+    and a run bernstein verifies clean comes back as a few numbers, its stages counted in
+    ``RunResult.settled``. Every other run is finished here exactly as ``verify_runs``
+    finishes it. Also returns the content hashes the clean runs reattached (to re-hash;
+    the others' are in their ``referenced``); ``rehash``: they will be, so the pass may
+    read the store's blobs ahead."""
+    results = [RunResult(run_id) for run_id in run_ids]
+    runs = [
+        (r.run_id, workdir.runs.get(r.run_id) if valid_run_id(r.run_id) else None) for r in results
+    ]
+    has_store = workdir.has_store()
+    # A clean audit chain stays in Rust, where clean runs are cross-checked with it.
+    cross_checked = audit is not None and _cross_checks(audit)
+    mirror = audit.mirror if audit is not None and cross_checked else None
+    # With every imported run, nearly every stored blob is referenced: one ordered scan
+    # of them all, read while the journals verify, costs less than reading them after.
+    everything = rehash and has_store and set(workdir.runs) <= {r.run_id for r in results}
+    with native.sqlite_errors():
+        outcomes, digests = _core.bernstein_ledger_pass(
+            native.handle(workdir.conn),
+            workdir.JOURNAL_CHUNKS,
+            workdir.BLOB_CHUNKS,
+            runs,
+            workdir.store_index() if has_store else None,
+            jobs,
+            store_blobs_sql=workdir.STORE_BLOBS if everything else None,
+            mirror=mirror,
+            stage_rows=cross_checked and mirror is None,
+        )
+    reports = [o for o in outcomes if isinstance(o, dict)]
+    read = store_reader(workdir.read)
+    verified = _prefetch_receipts(workdir, reports) if has_store else {}
+    for result, outcome in zip(results, outcomes, strict=True):
+        if outcome is None:
+            result.reason = f"no run journal for {result.run_id!r}"
+            continue
+        activities: Sequence[Mapping[str, Any] | tuple[Any, ...]]
+        if isinstance(outcome, dict):
+            result.journal = dict(outcome)
+            _verify_run(result, outcome, workdir, has_store, read, trusted, verified)
+            activities = outcome["activities"]
+        elif outcome.audit is not None:
+            _clean_run(result, outcome, trusted)
+            findings, last = outcome.audit
+            for step, check, name, expected, actual in findings:
+                _strict(result, step, check, name, expected, actual)
+            _state_limits(result, last)
+            continue
+        else:
+            _clean_run(result, outcome, trusted)
+            activities = outcome.settled or []
+        _audit_and_limits(result, activities, audit)
+    return results, digests
+
+
+def _clean_run(result: RunResult, clean: _core.CleanRun, trusted: frozenset[bytes]) -> None:
+    """A run Rust settled: every stage ok, so only the strict notes are left to apply."""
+    result.found = result.ok = result.chain_ok = True
+    result.rows = clean.rows
+    result.journal = {"file_sha256": clean.file_sha256, "head": clean.head, "count": clean.rows}
+    result.settled = clean.stages
+    result.unstored_reports = clean.unstored_reports
+    for step, note, value in clean.notes:
+        if note == "absent":
+            _strict(result, step, "bernstein.blob.missing", "receipt", value, "absent")
+        elif bytes.fromhex(value) not in trusted:
+            _self_asserted(result, step, value)
+
+
+def _cross_checks(audit: AuditChain) -> bool:
+    """Whether runs are cross-checked with the chain (it holds something)."""
+    return bool(audit.records or audit.problems)
+
+
+def _audit_and_limits(
+    result: RunResult,
+    activities: Sequence[Mapping[str, Any] | tuple[Any, ...]],
+    audit: AuditChain | None,
+) -> None:
+    records = [] if audit is None else audit.activity_of(result.run_id)
+    if audit is not None and _cross_checks(audit):
+        _cross_check_audit(result, activities, records)
+        for problem in audit.problems:
+            if problem.run_id == result.run_id:
+                where = f"{problem.segment} line {problem.line}"
+                _strict(
+                    result,
+                    None,
+                    "bernstein.audit.chain",
+                    where,
+                    "a verifying record",
+                    problem.reason,
+                )
+    indexes = (r.journal_index for r in records)
+    _state_limits(result, max((i for i in indexes if isinstance(i, int)), default=None))
 
 
 def _prefetch_receipts(workdir: Workdir, reports: Iterable[Mapping[str, Any]]) -> Verified:
@@ -511,31 +610,29 @@ def _check_receipt(
         verdict.signer_public_key is None or verdict.signer_public_key not in trusted
     ):
         signer = verdict.signer_public_key.hex() if verdict.signer_public_key else "unparsable"
-        _strict(
-            result,
-            stage.step,
-            "bernstein.receipt.self_asserted",
-            "signer_public_key_pem",
-            "a trusted key (--trust)",
-            f"ed25519:{signer}",
-        )
+        _self_asserted(result, stage.step, signer)
     stage.signed_receipt_verified = verdict.ok
     return verdict.reason
+
+
+def _self_asserted(result: RunResult, step: int, signer: str) -> None:
+    _strict(
+        result,
+        step,
+        "bernstein.receipt.self_asserted",
+        "signer_public_key_pem",
+        "a trusted key (--trust)",
+        f"ed25519:{signer}",
+    )
 
 
 # ---- the audit mirror -----------------------------------------------------------------
 
 
-def _audit_by_run(audit: AuditChain | None) -> dict[str, list[ActivityRecord]]:
-    by_run: dict[str, list[ActivityRecord]] = {}
-    if audit is not None:
-        for record in audit.activity:
-            by_run.setdefault(record.run_id, []).append(record)
-    return by_run
-
-
 def _cross_check_audit(
-    result: RunResult, report: Mapping[str, Any], records: list[ActivityRecord]
+    result: RunResult,
+    activities: Sequence[Mapping[str, Any] | tuple[Any, ...]],
+    records: list[ActivityRecord],
 ) -> None:
     by_index: dict[int, ActivityRecord] = {}
     for record in records:
@@ -550,7 +647,7 @@ def _cross_check_audit(
         int(row["step"]): row
         for row in (
             dict(zip(SETTLED_FIELDS, item, strict=True)) if isinstance(item, tuple) else item
-            for item in report["activities"]
+            for item in activities
         )
     }
     for step, row in rows.items():
@@ -591,12 +688,8 @@ def _cross_check_audit(
             )
 
 
-def _state_limits(
-    result: RunResult,
-    report: Mapping[str, Any],
-    audit: AuditChain | None,
-    records: list[ActivityRecord],
-) -> None:
+def _state_limits(result: RunResult, last: int | None) -> None:
+    """What no check can see in this run; ``last``: the last journal index audited."""
     if result.unstored_reports:
         result.limits.append(
             f"{result.unstored_reports} research/browser report(s) are not in the store: "
@@ -605,9 +698,7 @@ def _state_limits(
     result.limits.append(
         "ts and elapsed_s are outside every hash: an edit to them cannot be detected"
     )
-    audited_steps = [r.journal_index for r in records]
-    last = max((s for s in audited_steps if isinstance(s, int)), default=None)
-    rows = int(report["count"])
+    rows = result.rows
     if last is None:
         result.limits.append(
             "no audit record covers this run: a cut tail cannot be told from a shorter run"

@@ -23,6 +23,7 @@ from agentledger.bernstein.format import (
     journal_path,
     valid_run_id,
 )
+from agentledger.storage import native
 
 if TYPE_CHECKING:
     import apsw
@@ -144,20 +145,56 @@ class DirectoryWorkdir:
 class LedgerWorkdir:
     """The imported workdir, as the ledger's ``bernstein_files`` table lists it."""
 
-    def __init__(self, conn: apsw.Connection, blobs: BlobStore) -> None:
+    INDEXED = "f.kind = 'cas' AND f.digest IS NOT NULL AND instr(substr(f.path, ?), '/') = 0"
+    """The files of the store index (plain names in the flat store), keyed by
+    ``'sha256:' || substr(f.path, ?)``: both parameters are ``INDEX_PARAMS``."""
+    INDEX_PARAMS = [len(CAS_DIR) + 2] * 2
+    STORE_INDEX = (
+        f"SELECT 'sha256:' || substr(f.path, ?), f.digest FROM bernstein_files AS f WHERE {INDEXED}"
+    )
+    FILES = (
+        "SELECT f.path, f.kind, f.digest, f.import_id, f.digest IS NOT NULL AND b.digest IS NULL,"
+        f" CASE WHEN {INDEXED} THEN 'sha256:' || substr(f.path, ?) END"
+        " FROM bernstein_files AS f LEFT JOIN blobs AS b ON b.digest = f.digest ORDER BY f.path"
+    )
+    """Every file in path order, for ``_core.BernsteinFiles``: whether its blob is absent,
+    and its store index key (params ``INDEX_PARAMS``)."""
+    JOURNAL_CHUNKS = (
+        "SELECT c.data FROM bernstein_files AS f JOIN blob_chunks AS c ON c.digest = f.digest "
+        "WHERE f.path = ? AND f.kind = 'journal' ORDER BY c.idx"
+    )
+    """A journal's bytes by path, as ``journals`` reads them (for Rust readers)."""
+    BLOB_CHUNKS = "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx"
+    STORE_BLOBS = (
+        "SELECT digest, data FROM blob_chunks WHERE digest IN "
+        "(SELECT digest FROM bernstein_files WHERE kind = 'cas') ORDER BY digest, idx"
+    )
+    """Every blob of the store, in one ordered scan (for Rust readers)."""
+    LISTED_BLOBS = (
+        "SELECT digest, data FROM blob_chunks WHERE digest IN (SELECT value FROM json_each(?)) "
+        "ORDER BY digest, idx"
+    )
+    """The chunks of the digests in a JSON array (``_core.sha256_check_blobs``)."""
+
+    def __init__(
+        self,
+        conn: apsw.Connection,
+        blobs: BlobStore,
+        store_index: _core.BernsteinStoreIndex | None = None,
+    ) -> None:
         self.conn = conn
         self.blobs = blobs
         self.runs: dict[str, str] = dict(
             conn.execute("SELECT run_id, path FROM bernstein_runs").fetchall()
         )
-        self.by_content_hash = _core.BernsteinStoreIndex(
-            conn.execute(
-                "SELECT 'sha256:' || substr(path, ?), digest FROM bernstein_files "
-                "WHERE kind = 'cas' AND digest IS NOT NULL AND instr(substr(path, ?), '/') = 0",
-                (len(CAS_DIR) + 2, len(CAS_DIR) + 2),
-            )
-        )
-        """The common lookup, ``sha256:<name>`` -> stored digest, without path handling."""
+        if store_index is None:
+            with native.sqlite_errors():
+                store_index = _core.BernsteinStoreIndex(
+                    native.handle(conn), self.STORE_INDEX, self.INDEX_PARAMS
+                )
+        self.by_content_hash = store_index
+        """The common lookup, ``sha256:<name>`` -> stored digest, without path handling
+        (``store_index``: the same, already read, e.g. by ``_core.BernsteinFiles``)."""
         self.cache: dict[str, bytes] = {}
         """Bytes by path, from ``prefetch``."""
 

@@ -19,13 +19,15 @@ from agentledger.bernstein.audit_chain import AuditChain, read_master_key, verif
 from agentledger.bernstein.format import BOOKKEEPING_RUN, content_hash
 from agentledger.bernstein.importer import FORMAT, IMPORT_KIND, WORKDIR_KIND, manifest_of
 from agentledger.bernstein.reports import SPKI_ED25519_PREFIX
-from agentledger.bernstein.verifier import RunResult, verify_runs
+from agentledger.bernstein.verifier import RunResult, verify_ledger_runs
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.errors import ExitCode, InvalidInput
+from agentledger.storage import native
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
 
 COMPAT = "bernstein"
+IMPORT_FILES = "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path"
 
 
 def check_bernstein(ctx: VerifyContext) -> None:
@@ -40,45 +42,50 @@ def check_bernstein(ctx: VerifyContext) -> None:
         for run_id, verdict in ctx.verdicts.items()
         if run_id in imported and verdict.code != ExitCode.NOT_FOUND
     ]
-    if ctx.whole or selected or BOOKKEEPING_RUN in ctx.verdicts:
-        _check_manifests(ctx)
+    if not (ctx.whole or selected or BOOKKEEPING_RUN in ctx.verdicts):
+        return
+    # The files table, read once: the manifests' rows, absent blobs, the store index.
+    with native.sqlite_errors():
+        files = _core.BernsteinFiles(
+            native.handle(ctx.conn), LedgerWorkdir.FILES, LedgerWorkdir.INDEX_PARAMS, FORMAT
+        )
+    _check_manifests(ctx, files)
     if not selected:
         return
     compat = ctx.options.compat == COMPAT
-    workdir = LedgerWorkdir(ctx.conn, ctx.ledger.blobs)
+    workdir = LedgerWorkdir(ctx.conn, ctx.ledger.blobs, files.store_index)
     # bernstein's activity verify never reads the audit chain; strict mode cross-checks it.
     audit = None if compat else _audit(ctx, workdir)
     trusted = trusted_keys(ctx.options.trust)
-    results = verify_runs(workdir, selected, audit=audit, trusted=trusted, jobs=ctx.options.jobs)
+    # A whole-workspace verify re-hashes every blob anyway (verify/blobs.py).
+    results, referenced = verify_ledger_runs(
+        workdir, selected, audit=audit, trusted=trusted, jobs=ctx.options.jobs, rehash=not ctx.whole
+    )
     _check_journal_anchors(ctx, results, imported)
-    _rehash_referenced(ctx, workdir, results)
+    _rehash_referenced(ctx, referenced, results)
     for result in results:
         _apply(ctx, result, compat)
     _notes(ctx, results, audit, compat)
 
 
 def _rehash_referenced(
-    ctx: VerifyContext, workdir: LedgerWorkdir, results: list[RunResult]
+    ctx: VerifyContext, referenced: _core.DigestSet, results: list[RunResult]
 ) -> None:
-    """Reattachment compared stored digests; here the bytes behind them are re-hashed,
-    in bulk (whole-workspace verify re-hashes every blob anyway)."""
+    """Reattachment compared stored digests; here the bytes behind them are re-hashed, in
+    Rust (what the ledger pass read ahead is not read again), while whole-workspace
+    verify re-hashes every blob anyway."""
     if ctx.whole:
         return
     # A referenced hash that reattached is the digest of the bytes stored for it.
-    digests = sorted(set().union(*(r.referenced for r in results)))
-    if not digests:
-        return
-    rows = ctx.conn.execute(
-        "SELECT digest, data FROM blob_chunks WHERE digest IN (SELECT value FROM json_each(?)) "
-        "ORDER BY digest, idx",
-        (json.dumps(digests),),
-    )
-    # Streamed into Rust row by row, hashed there in parallel with the GIL released.
-    names, mismatches = _core.sha256_check_chunks(rows, ctx.options.jobs)
-    ctx.report.blobs_checked += len(names)
+    referenced.update(sorted(set().union(*(r.referenced for r in results))))
+    with native.sqlite_errors():
+        found, mismatches, missing = _core.sha256_check_blobs(
+            native.handle(ctx.conn), LedgerWorkdir.LISTED_BLOBS, referenced, ctx.options.jobs
+        )
+    ctx.report.blobs_checked += found
     for name, got in mismatches:
         ctx.diverged(None, _div(None, None, "blob.digest", name, got, name))
-    for name in sorted(set(digests) - set(names)):
+    for name in missing:
         ctx.diverged(None, _div(None, None, "blob.missing", name, "absent", name))
 
 
@@ -275,7 +282,7 @@ def _check_journal_anchors(
             )
 
 
-def _check_manifests(ctx: VerifyContext) -> None:
+def _check_manifests(ctx: VerifyContext, files: _core.BernsteinFiles) -> None:
     """Each import's rows of ``bernstein_files`` re-serialize to the manifest its
     ``import.bernstein.workdir`` entry pins; only on a mismatch are the rows compared one
     by one, to name the file."""
@@ -298,10 +305,7 @@ def _check_manifests(ctx: VerifyContext) -> None:
                     f"bernstein_imports {import_id}",
                 ),
             )
-    held_ids = {
-        int(row[0]) for row in ctx.conn.execute("SELECT DISTINCT import_id FROM bernstein_files")
-    }
-    for import_id in sorted(held_ids - set(pinned)):
+    for import_id in sorted(set(files.import_ids) - set(pinned)):
         for path, kind, digest in _files_of(ctx, import_id):
             ctx.diverged(
                 None,
@@ -315,42 +319,25 @@ def _check_manifests(ctx: VerifyContext) -> None:
                 ),
             )
     for import_id, (manifest, run_id, seq) in sorted(pinned.items()):
-        if content_hash(_manifest_in_rust(ctx, import_id)) == manifest:
+        # Serialized in Rust as the rows were read (path order is ``sorted``'s: paths are
+        # unique, and SQLite's BINARY order is code point order).
+        if content_hash(files.manifest(import_id)) == manifest:
             continue
         # Only Python's own serialization of the rows decides a mismatch.
         held = _files_of(ctx, import_id)
         if content_hash(manifest_of(held)) != manifest:
             _name_differences(ctx, manifest, held, run_id, seq)
-    absent = ctx.conn.execute(
-        "SELECT f.path, f.digest FROM bernstein_files AS f LEFT JOIN blobs AS b "
-        "ON b.digest = f.digest WHERE f.digest IS NOT NULL AND b.digest IS NULL ORDER BY f.path"
-    ).fetchall()
-    for path, digest in absent:
+    for path, digest in files.absent:
         ctx.diverged(
-            None,
-            _div(None, None, "bernstein.anchor.blob_missing", str(digest), "absent", str(path)),
+            None, _div(None, None, "bernstein.anchor.blob_missing", digest, "absent", path)
         )
 
 
 def _files_of(ctx: VerifyContext, import_id: int) -> list[tuple[str, str, str | None]]:
     return [
         (str(path), str(kind), None if digest is None else str(digest))
-        for path, kind, digest in ctx.conn.execute(
-            "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path",
-            (import_id,),
-        )
+        for path, kind, digest in ctx.conn.execute(IMPORT_FILES, (import_id,))
     ]
-
-
-def _manifest_in_rust(ctx: VerifyContext, import_id: int) -> bytes:
-    """``manifest_of`` the import's rows, serialized in Rust as the rows stream in (path
-    order is ``sorted``'s: paths are unique, and SQLite's BINARY order is code point order);
-    a mismatch is still decided by ``manifest_of`` itself."""
-    rows = ctx.conn.execute(
-        "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path",
-        (import_id,),
-    )
-    return _core.bernstein_manifest(rows, FORMAT)
 
 
 def _name_differences(

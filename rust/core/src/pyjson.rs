@@ -20,6 +20,8 @@
 
 pub mod audit;
 pub mod journal;
+pub mod mirror;
+pub mod receipt;
 
 use std::borrow::Cow;
 use std::cmp::Ordering;

@@ -9,6 +9,8 @@
 use pyo3::prelude::*;
 
 mod append;
+mod bernstein_files;
+mod bernstein_pass;
 mod blob_pass;
 mod canonical;
 mod errors;
@@ -19,6 +21,7 @@ mod merkle;
 mod pools;
 mod pyjson;
 mod rows_table;
+mod sha256_blobs;
 mod signature;
 mod sqlite;
 
@@ -27,6 +30,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
     append::register(m)?;
+    bernstein_files::register(m)?;
+    bernstein_pass::register(m)?;
     blob_pass::register(m)?;
     canonical::register(m)?;
     hashing::register(m)?;
@@ -34,6 +39,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     journal_pass::register(m)?;
     merkle::register(m)?;
     pyjson::register(m)?;
+    sha256_blobs::register(m)?;
     signature::register(m)?;
     sqlite::register(m)?;
     Ok(())

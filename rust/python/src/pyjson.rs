@@ -14,16 +14,16 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::errors::to_py;
 use crate::pools::pool;
+use crate::sqlite::{Connection, Failure, Param};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pyjson_dumps, m)?)?;
     m.add_function(wrap_pyfunction!(pyjson_float_repr, m)?)?;
     m.add_function(wrap_pyfunction!(bernstein_verify_journals, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_hex_many, m)?)?;
-    m.add_function(wrap_pyfunction!(sha256_check_chunks, m)?)?;
     m.add_function(wrap_pyfunction!(bernstein_audit_clean, m)?)?;
-    m.add_function(wrap_pyfunction!(bernstein_manifest, m)?)?;
     m.add_class::<BernsteinStoreIndex>()?;
+    m.add_class::<BernsteinAuditMirror>()?;
     Ok(())
 }
 
@@ -52,7 +52,7 @@ fn pyjson_float_repr(x: f64) -> String {
     pyjson::float_repr(x)
 }
 
-fn py_text<'py>(py: Python<'py>, wtf8: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn py_text<'py>(py: Python<'py>, wtf8: &[u8]) -> PyResult<Bound<'py, PyAny>> {
     match std::str::from_utf8(wtf8) {
         Ok(s) => Ok(PyString::new(py, s).into_any()),
         Err(_) => Ok(
@@ -119,9 +119,8 @@ fn activity_dict<'py>(py: Python<'py>, a: &journal::ActivityRow) -> PyResult<Bou
 /// A stage the verifier settles from this pass alone (given a store): the evidence set
 /// recomputes, every observation reattached, and no stored report or receipt to re-check
 /// (bernstein skips a missing one). The stage verifier's `_fast_path`, decided here.
-fn settled(a: &journal::ActivityRow) -> bool {
-    let evidence_ok = matches!(&a.recomputed_evidence_set_hash, Ok(h) if h.as_bytes() == a.evidence_set_hash.as_slice());
-    if !evidence_ok || a.reattach != journal::Reattach::Ok {
+pub(crate) fn settled(a: &journal::ActivityRow) -> bool {
+    if !evidence_settled(a) {
         return false;
     }
     if !matches!(
@@ -130,15 +129,45 @@ fn settled(a: &journal::ActivityRow) -> bool {
     ) {
         return true;
     }
-    let well_formed = a.artifact_hash.len() == 71
-        && a.artifact_hash.starts_with(b"sha256:")
-        && a.artifact_hash[7..]
-            .iter()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b));
-    well_formed && a.artifact_stored.as_deref() == Some(&b""[..])
+    well_formed_artifact(&a.artifact_hash) && a.artifact_stored.as_deref() == Some(&b""[..])
 }
 
-fn report_dict<'py>(
+/// The evidence set recomputes and every observation reattached.
+pub(crate) fn evidence_settled(a: &journal::ActivityRow) -> bool {
+    matches!(&a.recomputed_evidence_set_hash, Ok(h) if h.as_bytes() == a.evidence_set_hash.as_slice())
+        && a.reattach == journal::Reattach::Ok
+}
+
+/// `sha256:` and 64 lowercase hex digits: an artifact name bernstein looks up.
+pub(crate) fn well_formed_artifact(hash: &[u8]) -> bool {
+    hash.len() == 71
+        && hash.starts_with(b"sha256:")
+        && hash[7..]
+            .iter()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+}
+
+/// A settled stage as a tuple: `(step, stage_id, kind, artifact_hash, has_observations,
+/// evidence_set_hash, terminal_state, reason_code, event_hash)`.
+pub(crate) fn settled_tuple<'py>(
+    py: Python<'py>,
+    a: &journal::ActivityRow,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let item = (
+        a.step,
+        py_text(py, &a.stage_id)?,
+        py_text(py, &a.kind)?,
+        py_text(py, &a.artifact_hash)?,
+        !a.observations.is_empty(),
+        py_text(py, &a.evidence_set_hash)?,
+        py_text(py, &a.terminal_state)?,
+        py_text(py, &a.reason_code)?,
+        py_text(py, &a.event_hash)?,
+    );
+    item.into_pyobject(py)
+}
+
+pub(crate) fn report_dict<'py>(
     py: Python<'py>,
     r: &journal::JournalReport,
     compact: bool,
@@ -178,18 +207,7 @@ fn report_dict<'py>(
             for (_, _, hash) in &a.observations {
                 referenced.append(py_text(py, hash)?)?;
             }
-            let item = (
-                a.step,
-                py_text(py, &a.stage_id)?,
-                py_text(py, &a.kind)?,
-                py_text(py, &a.artifact_hash)?,
-                !a.observations.is_empty(),
-                py_text(py, &a.evidence_set_hash)?,
-                py_text(py, &a.terminal_state)?,
-                py_text(py, &a.reason_code)?,
-                py_text(py, &a.event_hash)?,
-            );
-            activities.append(item)?;
+            activities.append(settled_tuple(py, a)?)?;
         } else {
             activities.append(activity_dict(py, a)?)?;
         }
@@ -199,28 +217,29 @@ fn report_dict<'py>(
     Ok(d)
 }
 
-/// `content hash -> digest of the stored bytes`, built in Rust from `(content_hash,
-/// digest)` rows (a SQL cursor): handed to `bernstein_verify_journals` without conversion.
+/// `content hash -> digest of the stored bytes`, built in Rust from the `(content_hash,
+/// digest)` text rows `sql` selects on the connection (no Python object per row): handed
+/// to `bernstein_verify_journals` and `bernstein_ledger_pass` without conversion.
 #[pyclass(frozen, module = "agentledger._core")]
-struct BernsteinStoreIndex {
-    map: journal::StoreIndex,
+pub(crate) struct BernsteinStoreIndex {
+    pub(crate) map: journal::StoreIndex,
 }
 
 #[pymethods]
 impl BernsteinStoreIndex {
     #[new]
-    fn new(rows: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let mut map = journal::StoreIndex::new();
-        for row in rows.try_iter()? {
-            let row = row?;
-            let row = row.downcast::<PyTuple>()?;
-            let key = row.get_item(0)?;
-            let value = row.get_item(1)?;
-            map.insert(
-                key.downcast::<PyString>()?.to_str()?.as_bytes().to_vec(),
-                value.downcast::<PyString>()?.to_str()?.as_bytes().to_vec(),
-            );
-        }
+    #[pyo3(signature = (connection, sql, params = Vec::new()))]
+    fn new(py: Python<'_>, connection: usize, sql: &str, params: Vec<Param>) -> PyResult<Self> {
+        let connection = Connection::from_pointer(connection)?;
+        let map = py.allow_threads(move || -> Result<journal::StoreIndex, Failure> {
+            let mut statement = connection.prepare(sql)?;
+            statement.start(&params)?;
+            let mut map = journal::StoreIndex::new();
+            while statement.step()? {
+                map.insert(statement.bytes(0).to_vec(), statement.bytes(1).to_vec());
+            }
+            Ok(map)
+        })?;
         Ok(Self { map })
     }
 
@@ -306,73 +325,18 @@ fn sha256_hex_many(
     }))
 }
 
-/// Re-hash blobs streamed as `(name, chunk)` rows, each blob's chunks consecutive and in
-/// order (one ordered SQL query). The chunks are copied out under the GIL as they come;
-/// the hashing runs in parallel with the GIL released. Returns the names seen, in order,
-/// and `(name, "sha256:<hex>")` for every blob whose bytes do not hash to its name.
-#[pyfunction]
-#[pyo3(signature = (rows, jobs = 0))]
-#[allow(clippy::type_complexity)]
-fn sha256_check_chunks(
-    py: Python<'_>,
-    rows: &Bound<'_, PyAny>,
-    jobs: usize,
-) -> PyResult<(Vec<String>, Vec<(String, String)>)> {
-    use rayon::prelude::*;
-    let mut names: Vec<String> = Vec::new();
-    let mut data: Vec<u8> = Vec::new();
-    let mut ends: Vec<usize> = Vec::new();
-    for row in rows.try_iter()? {
-        let row = row?;
-        let row = row.downcast::<PyTuple>()?;
-        let name = row.get_item(0)?;
-        let name = name.downcast::<PyString>()?.to_str()?;
-        let chunk = row.get_item(1)?;
-        let chunk = chunk.downcast::<PyBytes>()?;
-        if names.last().map(String::as_str) != Some(name) {
-            if !names.is_empty() {
-                ends.push(data.len());
-            }
-            names.push(name.to_owned());
-        }
-        data.extend_from_slice(chunk.as_bytes());
-    }
-    if !names.is_empty() {
-        ends.push(data.len());
-    }
-    let pool = pool(jobs)?;
-    let actual: Vec<String> = py.allow_threads(|| {
-        let starts = std::iter::once(0).chain(ends.iter().copied());
-        let spans: Vec<(usize, usize)> = starts.zip(ends.iter().copied()).collect();
-        pool.install(|| {
-            spans
-                .par_iter()
-                .map(|&(start, end)| agentledger_core::hash::sha256_hex(&data[start..end]))
-                .collect()
-        })
-    });
-    let mismatches = names
-        .iter()
-        .zip(actual)
-        .filter(|(name, got)| name.as_str() != got.as_str())
-        .map(|(name, got)| (name.clone(), got))
-        .collect();
-    Ok((names, mismatches))
-}
-
 /// A bernstein audit chain (segments in chain order) that verifies clean, settled in
-/// parallel with the GIL released: `(records, [(segment, line, run_id, journal_index,
-/// {audited name: str(value)})])`, or `None` when any line needs the exact walk.
+/// parallel with the GIL released: `(records, mirror)`, the mirror holding its
+/// `activity.result` records; or `None` when any line needs the exact walk.
 /// `keys`: `(scheme 1 key, scheme 2 key)`; without them the HMACs are not checked.
 #[pyfunction]
 #[pyo3(signature = (segments, keys = None, jobs = 0))]
-#[allow(clippy::type_complexity)]
 fn bernstein_audit_clean<'py>(
     py: Python<'py>,
     segments: Vec<Bound<'py, PyBytes>>,
     keys: Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>,
     jobs: usize,
-) -> PyResult<Option<(u64, Vec<Bound<'py, PyTuple>>)>> {
+) -> PyResult<Option<(u64, BernsteinAuditMirror)>> {
     let segments: Vec<Vec<u8>> = segments.iter().map(|b| b.as_bytes().to_vec()).collect();
     let keys: Option<(Vec<u8>, Vec<u8>)> =
         keys.map(|(k1, k2)| (k1.as_bytes().to_vec(), k2.as_bytes().to_vec()));
@@ -382,62 +346,68 @@ fn bernstein_audit_clean<'py>(
         let keys = keys.as_ref().map(|(a, b)| (a.as_slice(), b.as_slice()));
         pool.install(|| audit::walk_clean(&views, keys))
     });
-    let Some(chain) = chain else {
-        return Ok(None);
-    };
-    let mut records = Vec::with_capacity(chain.activity.len());
-    for record in &chain.activity {
-        let fields = PyDict::new(py);
-        for (name, value) in &record.fields {
-            fields.set_item(*name, py_text(py, value)?)?;
-        }
-        let item = (
-            record.segment,
-            record.line,
-            opt_text(py, record.run_id.as_deref())?,
-            record.journal_index,
-            fields,
-        );
-        records.push(item.into_pyobject(py)?);
-    }
-    Ok(Some((chain.records, records)))
+    Ok(chain.map(|chain| (chain.records, BernsteinAuditMirror::new(chain.activity))))
 }
 
-/// An import's manifest, `json.dumps({"files": [[path, kind, digest], ...], "format":
-/// format}, sort_keys=True, separators=(",", ":"))`, from `(path, kind, digest|None)` rows
-/// streamed in path order (`ORDER BY path`: code point order, as `sorted` gives it).
-#[pyfunction]
-fn bernstein_manifest<'py>(
-    py: Python<'py>,
-    rows: &Bound<'py, PyAny>,
-    format: &str,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let mut out: Vec<u8> = b"{\"files\":[".to_vec();
-    let mut first = true;
-    for row in rows.try_iter()? {
-        let row = row?;
-        let row = row.downcast::<PyTuple>()?;
-        if !first {
-            out.push(b',');
+/// A clean audit chain's `activity.result` records, kept in Rust: the ledger pass
+/// cross-checks runs with them there, and Python reads them only when it asks.
+#[pyclass(frozen, module = "agentledger._core")]
+pub(crate) struct BernsteinAuditMirror {
+    records: Vec<audit::ActivityRecord>,
+    /// Positions in `records`, by `str(details["run_id"])` (`""` when absent).
+    by_run: HashMap<Vec<u8>, Vec<usize>>,
+}
+
+impl BernsteinAuditMirror {
+    fn new(records: Vec<audit::ActivityRecord>) -> Self {
+        let mut by_run: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+        for (i, record) in records.iter().enumerate() {
+            let run = record.run_id.clone().unwrap_or_default();
+            by_run.entry(run).or_default().push(i);
         }
-        first = false;
-        out.push(b'[');
-        for i in 0..3 {
-            if i > 0 {
-                out.push(b',');
-            }
-            let item = row.get_item(i)?;
-            if item.is_none() {
-                out.extend_from_slice(b"null");
-            } else {
-                let text = item.downcast::<PyString>()?.to_str()?;
-                pyjson::write_py_string(text.as_bytes(), true, &mut out).map_err(to_py)?;
-            }
-        }
-        out.push(b']');
+        Self { records, by_run }
     }
-    out.extend_from_slice(b"],\"format\":");
-    pyjson::write_py_string(format.as_bytes(), true, &mut out).map_err(to_py)?;
-    out.push(b'}');
-    Ok(PyBytes::new(py, &out))
+
+    /// The records of `run_id`, in chain order.
+    pub(crate) fn of_run(&self, run_id: &[u8]) -> Vec<&audit::ActivityRecord> {
+        let positions = self.by_run.get(run_id).map_or(&[][..], Vec::as_slice);
+        positions.iter().map(|&i| &self.records[i]).collect()
+    }
+}
+
+#[pymethods]
+impl BernsteinAuditMirror {
+    /// `(segment, line, run_id, journal_index, {audited name: str(value)})` of each
+    /// record in chain order; only those of `run_id` when it is given.
+    #[pyo3(signature = (run_id = None))]
+    fn records<'py>(
+        &self,
+        py: Python<'py>,
+        run_id: Option<&str>,
+    ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        let records = match run_id {
+            Some(run_id) => self.of_run(run_id.as_bytes()),
+            None => self.records.iter().collect(),
+        };
+        let mut out = Vec::with_capacity(records.len());
+        for record in records {
+            let fields = PyDict::new(py);
+            for (name, value) in &record.fields {
+                fields.set_item(*name, py_text(py, value)?)?;
+            }
+            let item = (
+                record.segment,
+                record.line,
+                opt_text(py, record.run_id.as_deref())?,
+                record.journal_index,
+                fields,
+            );
+            out.push(item.into_pyobject(py)?);
+        }
+        Ok(out)
+    }
+
+    fn __len__(&self) -> usize {
+        self.records.len()
+    }
 }

@@ -42,6 +42,16 @@ pub struct ActivityRecord {
     pub fields: Vec<(&'static str, Vec<u8>)>,
 }
 
+impl ActivityRecord {
+    /// `str(details.get(name, ""))` for an [`AUDITED`] member.
+    pub fn field(&self, name: &str) -> &[u8] {
+        self.fields
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(&[], |(_, value)| value.as_slice())
+    }
+}
+
 /// A clean chain: its record count and its `activity.result` records, in order.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct CleanChain {

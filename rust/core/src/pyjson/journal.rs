@@ -181,60 +181,31 @@ fn is_py_space(c: char) -> bool {
 
 /// Physical lines as Python's universal newlines split them (`\n`, `\r\n`, lone `\r`).
 pub fn physical_lines(data: &[u8]) -> Vec<&[u8]> {
-    if !data.contains(&b'\r') {
-        // The common file: `\n` only, found eight bytes at a time.
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const HIGHS: u64 = 0x8080_8080_8080_8080;
+    if memchr::memchr(b'\r', data).is_none() {
+        // The common file: `\n` only.
         let mut lines: Vec<&[u8]> = Vec::with_capacity(data.len() / 256 + 1);
-        let (mut start, mut i) = (0, 0);
-        while i < data.len() {
-            if let Some(word) = data.get(i..i + 8) {
-                let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8])) ^ (ONES * 0x0A);
-                if w.wrapping_sub(ONES) & !w & HIGHS == 0 {
-                    i += 8;
-                    continue;
-                }
-            }
-            if data[i] == b'\n' {
-                lines.push(&data[start..i]);
-                start = i + 1;
-            }
-            i += 1;
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', data) {
+            lines.push(&data[start..end]);
+            start = end + 1;
         }
-        lines.push(&data[start..]);
-        if lines.last().is_some_and(|l| l.is_empty()) {
-            lines.pop();
+        if start < data.len() {
+            lines.push(&data[start..]);
         }
         return lines;
     }
     let mut lines = Vec::new();
     let mut start = 0;
     let mut i = 0;
-    while i < data.len() {
-        match data[i..]
-            .iter()
-            .position(|&b| b <= b'\r' && (b == b'\n' || b == b'\r'))
-        {
-            Some(offset) => i += offset,
-            None => break,
-        }
-        match data[i] {
-            b'\n' => {
-                lines.push(&data[start..i]);
-                i += 1;
-                start = i;
-            }
-            b'\r' => {
-                lines.push(&data[start..i]);
-                i += if data.get(i + 1) == Some(&b'\n') {
-                    2
-                } else {
-                    1
-                };
-                start = i;
-            }
-            _ => i += 1,
-        }
+    while let Some(offset) = memchr::memchr2(b'\n', b'\r', &data[i..]) {
+        i += offset;
+        lines.push(&data[start..i]);
+        i += if data[i] == b'\r' && data.get(i + 1) == Some(&b'\n') {
+            2
+        } else {
+            1
+        };
+        start = i;
     }
     if start < data.len() {
         lines.push(&data[start..]);
@@ -249,41 +220,54 @@ pub struct KeptRow<'a> {
     pub duplicate_keys: bool,
 }
 
+/// What `load_events` makes of one physical line.
+enum Line<'a> {
+    Blank,
+    Discarded,
+    Kept(KeptRow<'a>),
+}
+
+fn read_line(number: u64, raw: &[u8]) -> Line<'_> {
+    let Ok(text) = std::str::from_utf8(raw) else {
+        return Line::Discarded;
+    };
+    let text = text.trim_matches(is_py_space);
+    if text.is_empty() {
+        return Line::Blank;
+    }
+    match parse(text) {
+        Ok(parsed) if matches!(parsed.value, PyValue::Object(_)) => Line::Kept(KeptRow {
+            line: number,
+            value: parsed.value,
+            duplicate_keys: parsed.duplicate_keys,
+        }),
+        _ => Line::Discarded,
+    }
+}
+
 /// `load_events`: kept rows, discarded physical line numbers, physical line count.
 pub fn load_events(data: &[u8]) -> (Vec<KeptRow<'_>>, Vec<u64>, u64) {
     let lines = physical_lines(data);
     let mut kept = Vec::with_capacity(lines.len());
     let mut discarded = Vec::new();
     for (number, raw) in lines.iter().enumerate() {
-        let number = number as u64;
-        let Ok(text) = std::str::from_utf8(raw) else {
-            discarded.push(number);
-            continue;
-        };
-        let text = text.trim_matches(is_py_space);
-        if text.is_empty() {
-            continue;
-        }
-        match parse(text) {
-            Ok(parsed) if matches!(parsed.value, PyValue::Object(_)) => kept.push(KeptRow {
-                line: number,
-                value: parsed.value,
-                duplicate_keys: parsed.duplicate_keys,
-            }),
-            _ => discarded.push(number),
+        match read_line(number as u64, raw) {
+            Line::Blank => {}
+            Line::Discarded => discarded.push(number as u64),
+            Line::Kept(row) => kept.push(row),
         }
     }
-    let count = lines.len() as u64;
-    (kept, discarded, count)
+    (kept, discarded, lines.len() as u64)
 }
 
-fn hex_sha256(data: &[u8]) -> String {
+/// Lowercase hex SHA-256, without an allocation.
+fn hex_sha256(data: &[u8]) -> [u8; 64] {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let digest = sha256(data);
-    let mut text = String::with_capacity(64);
-    for byte in digest.iter() {
-        text.push(HEX[(byte >> 4) as usize] as char);
-        text.push(HEX[(byte & 0xF) as usize] as char);
+    let mut text = [0u8; 64];
+    for (i, byte) in digest.iter().enumerate() {
+        text[2 * i] = HEX[(byte >> 4) as usize];
+        text[2 * i + 1] = HEX[(byte & 0xF) as usize];
     }
     text
 }
@@ -292,98 +276,141 @@ fn str_field(row: &PyValue<'_>, key: &str) -> Vec<u8> {
     row.get(key).map(py_str).unwrap_or_default()
 }
 
-/// `str(row.get(key, ""))` without copying when the value is a string.
-fn str_ref<'v>(row: &'v PyValue<'_>, key: &str) -> std::borrow::Cow<'v, [u8]> {
-    match row.get(key) {
+/// `str(value)` of a member that may be absent (`""`), without copying a string.
+fn str_of<'v>(value: Option<&'v PyValue<'_>>) -> std::borrow::Cow<'v, [u8]> {
+    match value {
         Some(PyValue::Str(s)) => std::borrow::Cow::Borrowed(s.as_ref()),
         Some(other) => std::borrow::Cow::Owned(py_str(other)),
         None => std::borrow::Cow::Borrowed(b""),
     }
 }
 
+/// The members the chain walk reads, found in one scan of a row.
+#[derive(Default)]
+struct Envelope<'v, 'a> {
+    event: Option<&'v PyValue<'a>>,
+    index: Option<&'v PyValue<'a>>,
+    prev_hash: Option<&'v PyValue<'a>>,
+    payload_hash: Option<&'v PyValue<'a>>,
+    event_hash: Option<&'v PyValue<'a>>,
+}
+
+impl<'v, 'a> Envelope<'v, 'a> {
+    fn of(members: &'v [(std::borrow::Cow<'a, [u8]>, PyValue<'a>)]) -> Self {
+        let mut fields = Envelope::default();
+        for (key, value) in members {
+            let slot = match key.as_ref() {
+                b"event" => &mut fields.event,
+                b"index" => &mut fields.index,
+                b"prev_hash" => &mut fields.prev_hash,
+                b"payload_hash" => &mut fields.payload_hash,
+                b"event_hash" => &mut fields.event_hash,
+                _ => continue,
+            };
+            *slot = Some(value);
+        }
+        fields
+    }
+}
+
+/// Whether a member is left out of the payload hash (`event` is put back as `event_type`).
+fn outside_payload(key: &[u8]) -> bool {
+    matches!(
+        key,
+        b"event" | b"ts" | b"elapsed_s" | b"index" | b"prev_hash" | b"payload_hash" | b"event_hash"
+    )
+}
+
 /// `payload_hash` of a row: the row minus the envelope, with `event` = `event_type`.
 #[cfg(test)]
 fn payload_hash(row: &PyValue<'_>, event_type: &[u8], profile: Profile) -> crate::Result<String> {
-    payload_hash_in(row, event_type, profile, &mut Vec::with_capacity(1024))
-}
-
-/// [`payload_hash`], serializing into `out` (a buffer reused from row to row).
-fn payload_hash_in(
-    row: &PyValue<'_>,
-    event_type: &[u8],
-    profile: Profile,
-    out: &mut Vec<u8>,
-) -> crate::Result<String> {
     let PyValue::Object(members) = row else {
         return Ok(String::new());
     };
+    let hash = payload_hash_in(
+        members,
+        event_type,
+        profile,
+        &mut Vec::new(),
+        &mut Vec::new(),
+    )?;
+    Ok(String::from_utf8_lossy(&hash).into_owned())
+}
+
+/// [`payload_hash`], serializing into `out` and sorting in `order` (buffers reused from
+/// row to row). `order` holds member positions; `members.len()` stands for `event`.
+fn payload_hash_in(
+    members: &[(std::borrow::Cow<'_, [u8]>, PyValue<'_>)],
+    event_type: &[u8],
+    profile: Profile,
+    out: &mut Vec<u8>,
+    order: &mut Vec<usize>,
+) -> crate::Result<[u8; 64]> {
     let event = PyValue::Str(event_type.into());
-    let mut projection: Vec<(&[u8], &PyValue<'_>)> = Vec::with_capacity(members.len() + 1);
-    projection.extend(
-        members
-            .iter()
-            .filter(|(k, _)| {
-                !matches!(
-                    k.as_ref(),
-                    b"event"
-                        | b"ts"
-                        | b"elapsed_s"
-                        | b"index"
-                        | b"prev_hash"
-                        | b"payload_hash"
-                        | b"event_hash"
-                )
-            })
-            .map(|(k, v)| (k.as_ref(), v)),
-    );
-    projection.push((b"event", &event));
+    let synthetic = members.len();
+    let key = |at: usize| -> &[u8] {
+        if at == synthetic {
+            b"event"
+        } else {
+            &members[at].0
+        }
+    };
+    order.clear();
+    order.extend((0..members.len()).filter(|&i| !outside_payload(&members[i].0)));
+    order.push(synthetic);
     match profile {
-        Profile::PyJsonV1 => projection.sort_by(|a, b| a.0.cmp(b.0)),
+        Profile::PyJsonV1 => order.sort_unstable_by(|&a, &b| key(a).cmp(key(b))),
         Profile::JcsV2 => {
-            for (key, _) in &projection {
-                to_utf8(key)?;
+            for &at in order.iter() {
+                to_utf8(key(at))?;
             }
-            projection.sort_by(|a, b| {
+            order.sort_unstable_by(|&a, &b| {
                 crate::canonical::compare_keys_utf16(
-                    std::str::from_utf8(a.0).unwrap_or(""),
-                    std::str::from_utf8(b.0).unwrap_or(""),
+                    std::str::from_utf8(key(a)).unwrap_or(""),
+                    std::str::from_utf8(key(b)).unwrap_or(""),
                 )
             });
         }
     }
     out.clear();
     out.push(b'{');
-    for (i, (key, value)) in projection.into_iter().enumerate() {
+    for (i, &at) in order.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        profile.key(key, out)?;
+        profile.key(key(at), out)?;
         out.push(b':');
+        let value = if at == synthetic {
+            &event
+        } else {
+            &members[at].1
+        };
         profile.canon(value, out)?;
     }
     out.push(b'}');
     Ok(hex_sha256(out))
 }
 
-/// `event_hash` from its four inputs, canonicalised in the journal's profile.
+/// `event_hash` from its four inputs, canonicalised in the journal's profile into `out`.
 fn event_hash(
     event_type: &[u8],
     index: u64,
-    payload_hash: &str,
+    payload_hash: &[u8],
     prev: &[u8],
     profile: Profile,
-) -> crate::Result<String> {
-    let mut out = Vec::with_capacity(200);
+    out: &mut Vec<u8>,
+) -> crate::Result<[u8; 64]> {
+    out.clear();
     out.extend_from_slice(b"{\"event_type\":");
-    profile.canon(&PyValue::Str(event_type.into()), &mut out)?;
+    profile.canon(&PyValue::Str(event_type.into()), out)?;
     out.extend_from_slice(b",\"index\":");
     let _ = write!(out, "{index}");
     out.extend_from_slice(b",\"payload_hash\":\"");
-    out.extend_from_slice(payload_hash.as_bytes());
+    out.extend_from_slice(payload_hash);
     out.extend_from_slice(b"\",\"prev_hash\":");
-    profile.canon(&PyValue::Str(prev.into()), &mut out)?;
+    profile.canon(&PyValue::Str(prev.into()), out)?;
     out.push(b'}');
-    Ok(hex_sha256(&out))
+    Ok(hex_sha256(out))
 }
 
 /// `"sha256:" + H(acanon(sorted(set(hashes))))`: bernstein's evidence set hash.
@@ -399,7 +426,10 @@ pub fn evidence_set_hash(hashes: &[&[u8]]) -> Result<String, String> {
     );
     let mut out = Vec::new();
     dumps_sorted(&list, false, &mut out).map_err(|e| e.to_string())?;
-    Ok(format!("sha256:{}", hex_sha256(&out)))
+    let mut text = String::with_capacity(71);
+    text.push_str("sha256:");
+    text.push_str(std::str::from_utf8(&hex_sha256(&out)).unwrap_or_default());
+    Ok(text)
 }
 
 fn activity_row(
@@ -460,156 +490,216 @@ pub fn verify_journal(data: &[u8]) -> JournalReport {
     verify_journal_with(data, None)
 }
 
-/// [`verify_journal`], also reattaching observations against `store`.
-pub fn verify_journal_with(data: &[u8], store: Option<&StoreIndex>) -> JournalReport {
-    let (rows, discarded, physical) = load_events(data);
-    let mut report = JournalReport {
-        physical_lines: physical,
-        file_sha256: crate::hash::sha256_hex(data),
-        discarded_lines: discarded,
-        count: rows.len() as u64,
-        chain_consistent: true,
-        ..Default::default()
-    };
-    let push_finding = |report: &mut JournalReport, finding: RowFinding| {
-        report.row_finding_count += 1;
-        if report.row_findings.len() < MAX_STRICT_FINDINGS * 3 {
-            report.row_findings.push(finding);
-        }
-    };
-    for (i, row) in rows.iter().enumerate() {
-        if row.duplicate_keys {
-            push_finding(
-                &mut report,
-                RowFinding {
-                    step: i as u64,
-                    line: row.line,
-                    field: "duplicate_key",
-                    expected: b"each key once".to_vec(),
-                    actual: b"a key repeated (the last value is the one hashed)".to_vec(),
-                },
-            );
-        }
-        if let Some(PyValue::Str(event)) = row.value.get("event") {
-            if event.as_ref() == b"activity.result" {
-                report
-                    .activities
-                    .push(activity_row(i as u64, row.line, &row.value, store));
-            }
+/// Strict-only findings of one kind, kept up to a cap and counted exactly.
+#[derive(Default)]
+struct Capped {
+    kept: Vec<RowFinding>,
+    count: u64,
+}
+
+impl Capped {
+    const CAP: usize = MAX_STRICT_FINDINGS * 3;
+
+    fn push(&mut self, finding: RowFinding) {
+        self.count += 1;
+        if self.kept.len() < Self::CAP {
+            self.kept.push(finding);
         }
     }
-    report.profile = match rows.first().and_then(|r| r.value.get("hash_profile")) {
+}
+
+/// The hash profile named by the first kept row (`str(hash_profile)`, else `py-json-v1`).
+fn profile_of(first: &PyValue<'_>) -> (Vec<u8>, Option<Profile>) {
+    let name = match first.get("hash_profile") {
         Some(value) => py_str(value),
         None => b"py-json-v1".to_vec(),
     };
-    let profile = match report.profile.as_slice() {
-        b"py-json-v1" => Profile::PyJsonV1,
-        b"jcs-v2" => Profile::JcsV2,
-        other => {
-            report.chain_consistent = false;
-            report.error = Some(format!("unknown hash_profile {}", repr_bytes(other)));
-            return report;
-        }
+    let profile = match name.as_slice() {
+        b"py-json-v1" => Some(Profile::PyJsonV1),
+        b"jcs-v2" => Some(Profile::JcsV2),
+        _ => None,
     };
+    (name, profile)
+}
+
+/// [`verify_journal`], also reattaching observations against `store`. One pass: each
+/// line is parsed, hashed and walked, then dropped (bernstein reads, then walks; the
+/// verdict is the same, as the walk only ever looks back at the previous hash).
+pub fn verify_journal_with(data: &[u8], store: Option<&StoreIndex>) -> JournalReport {
+    let lines = physical_lines(data);
+    let mut report = JournalReport {
+        physical_lines: lines.len() as u64,
+        file_sha256: crate::hash::sha256_hex(data),
+        chain_consistent: true,
+        profile: b"py-json-v1".to_vec(),
+        ..Default::default()
+    };
+    // bernstein lists duplicate keys of every row before the walk's findings.
+    let mut duplicates = Capped::default();
+    let mut walked = Capped::default();
+    let mut profile = Some(Profile::PyJsonV1);
     let mut prev: Vec<u8> = Vec::new();
-    let mut scratch: Vec<u8> = Vec::with_capacity(4096);
     let mut walking = true;
-    for (i, row) in rows.iter().enumerate() {
-        let step = i as u64;
-        let event_type = str_ref(&row.value, "event");
-        let hashes =
-            payload_hash_in(&row.value, &event_type, profile, &mut scratch).and_then(|ph| {
-                let eh = event_hash(&event_type, step, &ph, &prev, profile)?;
-                Ok((ph, eh))
-            });
-        let (payload, expected) = match hashes {
-            Ok(pair) => pair,
-            Err(err) => {
-                if walking {
-                    // bernstein's verify_journal raises here: no verdict at all.
-                    report.crash = Some(format!("ValueError: {err} (step {step})"));
-                    report.chain_consistent = false;
-                    walking = false;
-                }
+    let mut scratch: Vec<u8> = Vec::with_capacity(4096);
+    let mut order: Vec<usize> = Vec::with_capacity(32);
+    let mut step: u64 = 0;
+    for (number, raw) in lines.iter().enumerate() {
+        let row = match read_line(number as u64, raw) {
+            Line::Blank => continue,
+            Line::Discarded => {
+                report.discarded_lines.push(number as u64);
                 continue;
             }
+            Line::Kept(row) => row,
         };
-        let stored_payload = str_ref(&row.value, "payload_hash");
-        if stored_payload.as_ref() != payload.as_bytes() {
-            push_finding(
-                &mut report,
-                RowFinding {
-                    step,
-                    line: row.line,
-                    field: "payload_hash",
-                    expected: payload.clone().into_bytes(),
-                    actual: stored_payload.to_vec(),
-                },
-            );
+        if step == 0 {
+            let (name, known) = profile_of(&row.value);
+            report.profile = name;
+            profile = known;
+            if profile.is_none() {
+                report.chain_consistent = false;
+                report.error = Some(format!(
+                    "unknown hash_profile {}",
+                    repr_bytes(&report.profile)
+                ));
+            }
         }
-        let index_ok = match row.value.get("index") {
-            Some(PyValue::Int(digits)) => digits.parse::<u64>().ok() == Some(step),
-            _ => false,
-        };
-        if !index_ok {
-            let stored_index = row
-                .value
-                .get("index")
-                .map(py_str)
-                .unwrap_or_else(|| b"None".to_vec());
-            push_finding(
-                &mut report,
-                RowFinding {
-                    step,
-                    line: row.line,
-                    field: "index",
-                    expected: step.to_string().into_bytes(),
-                    actual: stored_index,
-                },
-            );
+        if row.duplicate_keys {
+            duplicates.push(RowFinding {
+                step,
+                line: row.line,
+                field: "duplicate_key",
+                expected: b"each key once".to_vec(),
+                actual: b"a key repeated (the last value is the one hashed)".to_vec(),
+            });
         }
-        if !walking {
-            continue;
-        }
-        let stored_prev = str_ref(&row.value, "prev_hash");
-        let stored_event = str_ref(&row.value, "event_hash");
-        let (field, error, want, got) = if stored_prev.as_ref() != prev.as_slice() {
-            (
-                "prev_hash",
-                "prev_hash break",
-                prev.clone(),
-                stored_prev.to_vec(),
-            )
-        } else if stored_event.as_ref() != expected.as_bytes() {
-            let field = if stored_payload.as_ref() == payload.as_bytes() {
-                "event_hash"
-            } else {
-                "payload"
-            };
-            (
-                field,
-                "event_hash mismatch",
-                expected.clone().into_bytes(),
-                stored_event.to_vec(),
-            )
-        } else {
-            prev = expected.into_bytes();
+        let PyValue::Object(members) = &row.value else {
             continue;
         };
-        report.chain_consistent = false;
-        report.divergent_index = Some(step);
-        report.divergent_line = Some(row.line);
-        report.divergent_field = Some(field);
-        report.expected_hash = Some(want);
-        report.actual_hash = Some(got);
-        report.error = Some(format!("step {step}: {error}"));
-        report.head = prev.clone();
-        walking = false;
+        let fields = Envelope::of(members);
+        if let Some(PyValue::Str(event)) = fields.event {
+            if event.as_ref() == b"activity.result" {
+                report
+                    .activities
+                    .push(activity_row(step, row.line, &row.value, store));
+            }
+        }
+        if let Some(profile) = profile {
+            walk_row(
+                &mut report,
+                &mut walked,
+                (step, row.line, members, &fields),
+                profile,
+                (&mut prev, &mut walking),
+                (&mut scratch, &mut order),
+            );
+        }
+        step += 1;
     }
-    if walking {
+    report.count = step;
+    if walking && profile.is_some() {
         report.head = prev;
     }
+    report.row_finding_count = duplicates.count + walked.count;
+    report.row_findings = duplicates.kept;
+    let room = Capped::CAP.saturating_sub(report.row_findings.len());
     report
+        .row_findings
+        .extend(walked.kept.into_iter().take(room));
+    report
+}
+
+type Members<'v, 'a> = &'v [(std::borrow::Cow<'a, [u8]>, PyValue<'a>)];
+
+/// One kept row of the chain walk: its strict findings, then (while the walk goes on)
+/// bernstein's link and hash comparison.
+fn walk_row(
+    report: &mut JournalReport,
+    findings: &mut Capped,
+    (step, line, members, fields): (u64, u64, Members<'_, '_>, &Envelope<'_, '_>),
+    profile: Profile,
+    (prev, walking): (&mut Vec<u8>, &mut bool),
+    (scratch, order): (&mut Vec<u8>, &mut Vec<usize>),
+) {
+    let event_type = str_of(fields.event);
+    let hashes = payload_hash_in(members, &event_type, profile, scratch, order).and_then(|ph| {
+        let eh = event_hash(&event_type, step, &ph, prev, profile, scratch)?;
+        Ok((ph, eh))
+    });
+    let (payload, expected) = match hashes {
+        Ok(pair) => pair,
+        Err(err) => {
+            if *walking {
+                // bernstein's verify_journal raises here: no verdict at all.
+                report.crash = Some(format!("ValueError: {err} (step {step})"));
+                report.chain_consistent = false;
+                *walking = false;
+            }
+            return;
+        }
+    };
+    let stored_payload = str_of(fields.payload_hash);
+    if stored_payload.as_ref() != payload {
+        findings.push(RowFinding {
+            step,
+            line,
+            field: "payload_hash",
+            expected: payload.to_vec(),
+            actual: stored_payload.to_vec(),
+        });
+    }
+    let index_ok = match fields.index {
+        Some(PyValue::Int(digits)) => digits.parse::<u64>().ok() == Some(step),
+        _ => false,
+    };
+    if !index_ok {
+        let stored_index = fields.index.map(py_str).unwrap_or_else(|| b"None".to_vec());
+        findings.push(RowFinding {
+            step,
+            line,
+            field: "index",
+            expected: step.to_string().into_bytes(),
+            actual: stored_index,
+        });
+    }
+    if !*walking {
+        return;
+    }
+    let stored_prev = str_of(fields.prev_hash);
+    let stored_event = str_of(fields.event_hash);
+    let (field, error, want, got) = if stored_prev.as_ref() != prev.as_slice() {
+        (
+            "prev_hash",
+            "prev_hash break",
+            prev.clone(),
+            stored_prev.to_vec(),
+        )
+    } else if stored_event.as_ref() != expected {
+        let field = if stored_payload.as_ref() == payload {
+            "event_hash"
+        } else {
+            "payload"
+        };
+        (
+            field,
+            "event_hash mismatch",
+            expected.to_vec(),
+            stored_event.to_vec(),
+        )
+    } else {
+        prev.clear();
+        prev.extend_from_slice(&expected);
+        return;
+    };
+    report.chain_consistent = false;
+    report.divergent_index = Some(step);
+    report.divergent_line = Some(line);
+    report.divergent_field = Some(field);
+    report.expected_hash = Some(want);
+    report.actual_hash = Some(got);
+    report.error = Some(format!("step {step}: {error}"));
+    report.head = prev.clone();
+    *walking = false;
 }
 
 /// [`verify_journal`] over many journals in parallel (on the caller's rayon pool).
@@ -641,11 +731,13 @@ mod tests {
             let eh = event_hash(
                 event.as_bytes(),
                 i as u64,
-                &ph,
+                ph.as_bytes(),
                 prev.as_bytes(),
                 Profile::PyJsonV1,
+                &mut Vec::new(),
             )
             .unwrap();
+            let eh = String::from_utf8(eh.to_vec()).unwrap();
             out.push_str(&row(i as u64, event, &prev, &ph, extra).replace("{EH}", &eh));
             out.push('\n');
             prev = eh;

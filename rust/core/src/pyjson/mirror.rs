@@ -1,0 +1,178 @@
+//! The strict cross-check of a run's `activity.result` rows with the `activity.result`
+//! records of a clean audit chain (`verifier._cross_check_audit`, same findings in the
+//! same order): every row audited with the same fields, every audited step in the journal.
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::audit::ActivityRecord;
+use super::journal::ActivityRow;
+use super::{py_repr, PyValue};
+
+/// One strict finding: the step, the check, the field, expected and actual (WTF-8).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MirrorFinding {
+    pub step: i64,
+    pub check: &'static str,
+    pub field: Vec<u8>,
+    pub expected: Vec<u8>,
+    pub actual: Vec<u8>,
+}
+
+/// The findings for one run (its rows, its records in chain order), and the last
+/// journal index its records audit.
+pub fn cross_check(
+    rows: &[ActivityRow],
+    records: &[&ActivityRecord],
+) -> (Vec<MirrorFinding>, Option<i64>) {
+    // The first record of a step is the one compared (`setdefault`).
+    let mut by_index: BTreeMap<i64, &ActivityRecord> = BTreeMap::new();
+    for record in records {
+        by_index.entry(record.journal_index).or_insert(record);
+    }
+    let mut findings = Vec::new();
+    for row in rows {
+        let step = row.step as i64;
+        let Some(record) = by_index.get(&step) else {
+            findings.push(MirrorFinding {
+                step,
+                check: "bernstein.audit.missing_record",
+                field: stage(&row.stage_id),
+                expected: b"an audit record".to_vec(),
+                actual: b"none".to_vec(),
+            });
+            continue;
+        };
+        let compared: [(&str, &str, &[u8]); 7] = [
+            ("stage_id", "stage_id", &row.stage_id),
+            ("kind", "kind", &row.kind),
+            ("artifact_hash", "artifact_hash", &row.artifact_hash),
+            (
+                "evidence_set_hash",
+                "evidence_set_hash",
+                &row.evidence_set_hash,
+            ),
+            ("terminal_state", "terminal_state", &row.terminal_state),
+            ("reason_code", "reason_code", &row.reason_code),
+            ("journal_event_hash", "event_hash", &row.event_hash),
+        ];
+        for (audited, field, value) in compared {
+            let audited = record.field(audited);
+            if audited != value {
+                findings.push(MirrorFinding {
+                    step,
+                    check: "bernstein.audit.mismatch",
+                    field: field.as_bytes().to_vec(),
+                    expected: audited.to_vec(),
+                    actual: value.to_vec(),
+                });
+            }
+        }
+    }
+    let steps: HashSet<i64> = rows.iter().map(|row| row.step as i64).collect();
+    for (&index, record) in &by_index {
+        if !steps.contains(&index) {
+            findings.push(MirrorFinding {
+                step: index,
+                check: "bernstein.audit.missing_from_journal",
+                field: stage(record.field("stage_id")),
+                expected: format!("an activity.result row at step {index}").into_bytes(),
+                actual: b"none".to_vec(),
+            });
+        }
+    }
+    let last = records.iter().map(|r| r.journal_index).max();
+    (findings, last)
+}
+
+/// `f"stage {stage_id!r}"`.
+fn stage(stage_id: &[u8]) -> Vec<u8> {
+    let mut out = b"stage ".to_vec();
+    py_repr(&PyValue::Str(stage_id.into()), &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pyjson::journal::Reattach;
+
+    fn row(step: u64, stage_id: &str) -> ActivityRow {
+        ActivityRow {
+            step,
+            line: step,
+            event_hash: b"e".to_vec(),
+            stage_id: stage_id.as_bytes().to_vec(),
+            kind: b"data".to_vec(),
+            artifact_hash: b"a".to_vec(),
+            evidence_set_hash: b"s".to_vec(),
+            terminal_state: b"completed".to_vec(),
+            reason_code: b"ok".to_vec(),
+            observations: Vec::new(),
+            recomputed_evidence_set_hash: Ok(String::new()),
+            reattach: Reattach::Ok,
+            artifact_stored: None,
+        }
+    }
+
+    fn record(index: i64, stage_id: &str, kind: &str) -> ActivityRecord {
+        let fields = [
+            ("stage_id", stage_id),
+            ("kind", kind),
+            ("artifact_hash", "a"),
+            ("evidence_set_hash", "s"),
+            ("terminal_state", "completed"),
+            ("reason_code", "ok"),
+            ("journal_event_hash", "e"),
+        ];
+        ActivityRecord {
+            segment: 0,
+            line: index as u64,
+            run_id: Some(b"r".to_vec()),
+            journal_index: index,
+            fields: fields
+                .iter()
+                .map(|&(name, value)| (name, value.as_bytes().to_vec()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn matching_records_give_no_finding_and_the_last_audited_step() {
+        let records = [record(2, "s2", "data"), record(4, "s4", "data")];
+        let refs: Vec<&ActivityRecord> = records.iter().collect();
+        let (findings, last) = cross_check(&[row(2, "s2"), row(4, "s4")], &refs);
+        assert!(findings.is_empty());
+        assert_eq!(last, Some(4));
+    }
+
+    #[test]
+    fn mismatches_missing_records_and_unjournaled_records_are_named() {
+        let records = [
+            record(2, "s2", "ops"),
+            record(2, "s2", "data"),
+            record(9, "it's", "data"),
+        ];
+        let refs: Vec<&ActivityRecord> = records.iter().collect();
+        let (findings, last) = cross_check(&[row(2, "s2"), row(4, "s4")], &refs);
+        let named: Vec<(i64, &str, String)> = findings
+            .iter()
+            .map(|f| {
+                let field = String::from_utf8(f.field.clone()).unwrap();
+                (f.step, f.check, field)
+            })
+            .collect();
+        assert_eq!(
+            named,
+            vec![
+                (2, "bernstein.audit.mismatch", "kind".to_owned()),
+                (4, "bernstein.audit.missing_record", "stage 's4'".to_owned()),
+                (
+                    9,
+                    "bernstein.audit.missing_from_journal",
+                    "stage \"it's\"".to_owned()
+                ),
+            ]
+        );
+        assert_eq!(last, Some(9));
+    }
+}

@@ -1,0 +1,373 @@
+//! bernstein's `activity verify` over imported runs, read from SQLite by Rust itself.
+//!
+//! The calling thread reads each run's journal through the open apsw connection (same
+//! transaction) and hands it to the rayon pool; then, when asked, every blob of the store
+//! in one ordered scan, for the pool to hash; and as the pool finishes journals, the
+//! stored DataOps receipts those runs anchor, which the pool settles (plan, key,
+//! signatures, reattachment). So SQLite is read on one thread while every other core
+//! verifies. A run whose every stage is settled that way comes back as a [`CleanRun`], a
+//! handful of numbers: no Python object per row or per stage. Every other run comes back
+//! as the report dict of `bernstein_verify_journals`, for the Python verifier to finish
+//! with bernstein's own reasons. The content hashes the clean runs reattached stay in
+//! Rust, in a [`DigestSet`] that already knows the blobs hashed here, for
+//! `sha256_check_blobs`.
+
+use std::sync::{mpsc, OnceLock};
+
+use agentledger_core::pyjson::journal::{self, ActivityRow, JournalReport, StoreIndex};
+use agentledger_core::pyjson::mirror::cross_check;
+use agentledger_core::pyjson::receipt::{settle_receipt, SettledReceipt};
+use agentledger_core::signature;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+
+use crate::pools::pool;
+use crate::pyjson::{
+    evidence_settled, py_text, report_dict, settled, settled_tuple, well_formed_artifact,
+    BernsteinAuditMirror, BernsteinStoreIndex,
+};
+use crate::sha256_blobs::{hash_rows, DigestSet, Hashed};
+use crate::sqlite::{Connection, Failure, Param, Statement};
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(bernstein_ledger_pass, m)?)?;
+    m.add_class::<CleanRun>()?;
+    Ok(())
+}
+
+/// A run bernstein verifies clean, every stage settled in Rust: what the verifier still
+/// needs from it.
+#[pyclass(frozen, get_all, module = "agentledger._core")]
+struct CleanRun {
+    /// Kept journal rows.
+    rows: u64,
+    file_sha256: String,
+    head: String,
+    /// `activity.result` stages, all ok.
+    stages: usize,
+    /// Research/browser stages whose report is not in the store (bernstein skips them).
+    unstored_reports: usize,
+    /// In stage order: `(step, "absent", artifact_hash)` for a data/ops stage whose
+    /// receipt is not in the store, `(step, "signer", key hex)` for a verified receipt.
+    notes: Vec<(u64, &'static str, String)>,
+    /// The stages as `bernstein_verify_journals`' settled tuples, when asked for.
+    settled: Option<Py<PyList>>,
+    /// With an audit mirror: the strict cross-check's findings, `(step, check, field,
+    /// expected, actual)`, and the last journal index the run's records audit.
+    audit: Option<PyObject>,
+}
+
+/// The queries the pass steps.
+#[derive(Clone, Copy)]
+struct Queries<'q> {
+    /// A journal's chunks in order, by path.
+    journal: &'q str,
+    /// A blob's chunks in order, by digest.
+    blob: &'q str,
+    /// `digest, data` of every blob of the store, in digest then chunk order (no
+    /// parameter): hashed while the pool verifies, when most are referenced.
+    store_blobs: Option<&'q str>,
+}
+
+/// Verify the imported runs `runs`, each `(run_id, path of its journal in
+/// `bernstein_files`, or `None` without one)`, in that order. `journal_sql`
+/// selects a path's journal chunks in order; `blob_sql` a digest's blob chunks in order.
+/// `store_blobs_sql`, when given, selects `digest, data` of every blob of the store in
+/// digest then chunk order: read while the pool verifies, they are hashed for
+/// `sha256_check_blobs` (when most will be referenced). `store` is the workdir's store index
+/// (`None` without `.sdd/cas`: then no run is settled here). `mirror`: a clean audit
+/// chain's records, which clean runs are cross-checked with here; `stage_rows`: clean
+/// runs list their stages (for a cross-check in Python). Returns, per run, `None` (no
+/// journal), a `CleanRun` or a report dict; and the digests the clean runs reattached.
+#[pyfunction]
+#[pyo3(signature = (connection, journal_sql, blob_sql, runs, store, jobs = 0, *, store_blobs_sql = None, mirror = None, stage_rows = false))]
+#[allow(clippy::too_many_arguments)]
+fn bernstein_ledger_pass(
+    py: Python<'_>,
+    connection: usize,
+    journal_sql: &str,
+    blob_sql: &str,
+    runs: Vec<(String, Option<String>)>,
+    store: Option<Py<BernsteinStoreIndex>>,
+    jobs: usize,
+    store_blobs_sql: Option<&str>,
+    mirror: Option<Py<BernsteinAuditMirror>>,
+    stage_rows: bool,
+) -> PyResult<(Vec<PyObject>, DigestSet)> {
+    let connection = Connection::from_pointer(connection)?;
+    let pool = pool(jobs)?;
+    let index = store.as_ref().map(|s| &s.get().map);
+    let reports: Vec<OnceLock<JournalReport>> = runs.iter().map(|_| OnceLock::new()).collect();
+    let receipts: Vec<OnceLock<Vec<Receipt>>> = runs.iter().map(|_| OnceLock::new()).collect();
+    let queries = Queries {
+        journal: journal_sql,
+        blob: blob_sql,
+        store_blobs: store_blobs_sql,
+    };
+    let hashed = Hashed::default();
+    let slots = Slots {
+        reports: &reports,
+        receipts: &receipts,
+        hashed: &hashed,
+    };
+    let listed = &runs;
+    py.allow_threads(move || {
+        pool.in_place_scope(|scope| read(connection, queries, listed, index, slots, scope))
+    })?;
+    let mut digests = DigestSet::default();
+    digests.know(hashed.into_inner().unwrap_or_else(|p| p.into_inner()));
+    let mirror = mirror.as_ref().map(|m| m.get());
+    let mut outcomes = Vec::with_capacity(reports.len());
+    for ((report, receipts), (run_id, _)) in reports.iter().zip(&receipts).zip(&runs) {
+        let Some(report) = report.get() else {
+            outcomes.push(py.None());
+            continue;
+        };
+        let verified: Option<Vec<(usize, &Verified)>> = receipts.get().and_then(|pending| {
+            pending
+                .iter()
+                .map(|r| Some((r.stage, r.outcome.get()?.as_ref()?)))
+                .collect()
+        });
+        outcomes.push(match verified {
+            Some(verified) => {
+                let mut run = clean_run(py, report, &verified, stage_rows, &mut digests)?;
+                if let Some(mirror) = mirror {
+                    run.audit = Some(audit_cross_check(py, report, mirror, run_id)?);
+                }
+                Py::new(py, run)?.into_any()
+            }
+            None => report_dict(py, report, index.is_some())?
+                .into_any()
+                .unbind(),
+        });
+    }
+    Ok((outcomes, digests))
+}
+
+/// The strict cross-check of a clean run with its audit records: `(findings, last
+/// audited journal index)`.
+fn audit_cross_check(
+    py: Python<'_>,
+    report: &JournalReport,
+    mirror: &BernsteinAuditMirror,
+    run_id: &str,
+) -> PyResult<PyObject> {
+    let (findings, last) = cross_check(&report.activities, &mirror.of_run(run_id.as_bytes()));
+    let listed = PyList::empty(py);
+    for f in findings {
+        let item = (
+            f.step,
+            f.check,
+            py_text(py, &f.field)?,
+            py_text(py, &f.expected)?,
+            py_text(py, &f.actual)?,
+        );
+        listed.append(item)?;
+    }
+    Ok((listed, last).into_pyobject(py)?.into_any().unbind())
+}
+
+/// Where the pool puts what it works out, per run (and the blobs it hashed).
+#[derive(Clone, Copy)]
+struct Slots<'s> {
+    reports: &'s [OnceLock<JournalReport>],
+    /// Set for a run that settles if its receipts do (possibly none).
+    receipts: &'s [OnceLock<Vec<Receipt>>],
+    /// The store's blobs, hashed meanwhile (`store_blobs`).
+    hashed: &'s Hashed,
+}
+
+/// Read the journals, handing each to the pool; then the store's blobs, if asked, for the
+/// pool to hash; and as the pool finishes journals, the receipts of the settling runs,
+/// for the pool to settle.
+fn read<'s>(
+    connection: Connection,
+    queries: Queries<'_>,
+    runs: &[(String, Option<String>)],
+    index: Option<&'s StoreIndex>,
+    slots: Slots<'s>,
+    scope: &rayon::Scope<'s>,
+) -> Result<(), Failure> {
+    let (done, verified) = mpsc::channel::<usize>();
+    let mut statement = connection.prepare(queries.journal)?;
+    for (run, (_, path)) in runs.iter().enumerate() {
+        let Some(path) = path else { continue };
+        let Some(data) = read_chunks(&mut statement, path)? else {
+            continue;
+        };
+        let done = done.clone();
+        scope.spawn(move |_| {
+            let _ = slots.reports[run].set(journal::verify_journal_with(&data, index));
+            let _ = done.send(run);
+        });
+    }
+    drop(done);
+    let Some(index) = index else {
+        return Ok(());
+    };
+    let mut receipt_statement = connection.prepare(queries.blob)?;
+    let mut settle = |run: usize| -> Result<(), Failure> {
+        let Some(report) = slots.reports[run].get() else {
+            return Ok(());
+        };
+        if !settles_but_receipts(report) {
+            return Ok(());
+        }
+        let pending = slots.receipts[run].get_or_init(|| Receipt::candidates(report));
+        for receipt in pending {
+            match read_chunks(&mut receipt_statement, &receipt.artifact)? {
+                Some(data) => scope.spawn(move |_| {
+                    let _ = receipt.outcome.set(receipt.settle(&data, index));
+                }),
+                None => {
+                    let _ = receipt.outcome.set(None);
+                }
+            }
+        }
+        Ok(())
+    };
+    if let Some(sql) = queries.store_blobs {
+        let mut statement = connection.prepare(sql)?;
+        statement.start(&[])?;
+        // Between batches, the receipts of the journals verified meanwhile.
+        hash_rows(&mut statement, slots.hashed, scope, || {
+            verified.try_iter().try_for_each(&mut settle)
+        })?;
+    }
+    verified.iter().try_for_each(settle)
+}
+
+/// Whether bernstein's verdict on the run is clean, given that every stage not settled
+/// from the journal pass alone (`settled`) is a receipt that settles here.
+fn settles_but_receipts(report: &JournalReport) -> bool {
+    report.chain_consistent
+        && report.crash.is_none()
+        && report.discarded_lines.is_empty()
+        && report.row_finding_count == 0
+        && !report.activities.is_empty()
+        && report
+            .activities
+            .iter()
+            .all(|a| settled(a) || Receipt::candidate(a))
+}
+
+/// A data/ops stage whose receipt is in the store, to be settled from its bytes.
+struct Receipt {
+    stage: usize,
+    /// The receipt's digest: its `artifact_hash`, which the stored bytes must hash to.
+    artifact: String,
+    /// Set by the pool: `None` when Python must decide.
+    outcome: OnceLock<Option<Verified>>,
+}
+
+/// A receipt that passed every check: its key, and the hashes it pins (reattached).
+struct Verified {
+    signer: [u8; 32],
+    references: Vec<Vec<u8>>,
+}
+
+impl Receipt {
+    /// The stages of a settling run that are not `settled`: its receipts.
+    fn candidates(report: &JournalReport) -> Vec<Receipt> {
+        let stages = report.activities.iter().enumerate();
+        stages
+            .filter(|(_, a)| !settled(a))
+            .map(|(stage, a)| Receipt {
+                stage,
+                artifact: String::from_utf8_lossy(&a.artifact_hash).into_owned(),
+                outcome: OnceLock::new(),
+            })
+            .collect()
+    }
+
+    /// A stage that would be `settled` but for its receipt, stored under its own name.
+    fn candidate(a: &ActivityRow) -> bool {
+        matches!(a.kind.as_slice(), b"data" | b"ops")
+            && evidence_settled(a)
+            && well_formed_artifact(&a.artifact_hash)
+            && a.artifact_stored.as_deref() == Some(a.artifact_hash.as_slice())
+    }
+
+    /// bernstein's checks of the stored receipt `data`, when they all pass: the bytes
+    /// hash to the artifact, the plan recomputes, every signature verifies against the
+    /// embedded key, every pinned hash reattaches.
+    fn settle(&self, data: &[u8], index: &StoreIndex) -> Option<Verified> {
+        if agentledger_core::hash::sha256_hex(data) != self.artifact {
+            return None;
+        }
+        let SettledReceipt {
+            signer,
+            signatures,
+            references,
+        } = settle_receipt(data)?;
+        let reattached = references
+            .iter()
+            .all(|r| index.get(r).is_some_and(|stored| stored == r));
+        let verified = signatures
+            .iter()
+            .all(|(payload, sig)| signature::verify(&signer, payload, sig));
+        (reattached && verified).then_some(Verified { signer, references })
+    }
+}
+
+/// The rows of `statement` for `key`, concatenated (`None` when there are none).
+fn read_chunks(statement: &mut Statement, key: &str) -> Result<Option<Vec<u8>>, Failure> {
+    statement.start(&[Param::Text(key.to_owned())])?;
+    let mut data: Option<Vec<u8>> = None;
+    while statement.step()? {
+        data.get_or_insert_with(Vec::new)
+            .extend_from_slice(statement.bytes(0));
+    }
+    Ok(data)
+}
+
+/// A clean run's summary; its reattached hashes go to `digests`.
+fn clean_run(
+    py: Python<'_>,
+    report: &JournalReport,
+    receipts: &[(usize, &Verified)],
+    stage_rows: bool,
+    digests: &mut DigestSet,
+) -> PyResult<CleanRun> {
+    let mut notes = Vec::new();
+    let mut unstored_reports = 0;
+    let mut receipts = receipts.iter().peekable();
+    for (stage, a) in report.activities.iter().enumerate() {
+        digests.extend(a.observations.iter().map(|(_, _, hash)| hash.clone()));
+        if let Some((_, receipt)) = receipts.next_if(|(s, _)| *s == stage) {
+            notes.push((a.step, "signer", hex::encode(receipt.signer)));
+            // What the receipt pins reattached, so its bytes are re-hashed too.
+            digests.extend(receipt.references.iter().cloned());
+            continue;
+        }
+        match a.kind.as_slice() {
+            b"data" | b"ops" => notes.push((
+                a.step,
+                "absent",
+                String::from_utf8_lossy(&a.artifact_hash).into_owned(),
+            )),
+            b"research" | b"browser" => unstored_reports += 1,
+            _ => {}
+        }
+    }
+    let settled = if stage_rows {
+        let rows = PyList::empty(py);
+        for a in &report.activities {
+            rows.append(settled_tuple(py, a)?)?;
+        }
+        Some(rows.unbind())
+    } else {
+        None
+    };
+    Ok(CleanRun {
+        rows: report.count,
+        file_sha256: report.file_sha256.clone(),
+        head: String::from_utf8_lossy(&report.head).into_owned(),
+        stages: report.activities.len(),
+        unstored_reports,
+        notes,
+        settled,
+        audit: None,
+    })
+}
