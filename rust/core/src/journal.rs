@@ -284,7 +284,7 @@ impl<'a> Prev<'a> {
     /// Whether this equals `"blake3:" + hex(expected)`, the string the format requires.
     fn is(&self, expected: &[u8]) -> bool {
         match self {
-            Prev::Digest(digest) => digest.as_slice() == expected,
+            Prev::Digest(digest) => <&[u8; 32]>::try_from(expected).is_ok_and(|e| e == digest),
             Prev::Text(text) => **text == prefixed_hex(expected),
         }
     }
@@ -341,7 +341,8 @@ struct RowCheck<'a> {
 
 fn check_row<R: EntryRow>(row: &R) -> RowCheck<'_> {
     let computed = entry_hash(row.bytes());
-    if row.hash() == computed.as_slice() {
+    // Compared as arrays: a fixed-size compare inlines, a slice compare calls memcmp.
+    if <&[u8; 32]>::try_from(row.hash()).is_ok_and(|stored| *stored == computed) {
         if let Some(check) = check_clean_row(row, computed) {
             return check;
         }

@@ -193,11 +193,27 @@ fn match_rows<R: EntryRow>(marks: &[(Vec<String>, Finder<'static>)], rows: &[R])
     if marks.is_empty() {
         return vec![0; rows.len()];
     }
+    // Each kind the marks name, with the marks naming it: one lookup per row.
+    let mut by_kind: Vec<(&str, u64)> = Vec::new();
+    for (i, (kinds, _)) in marks.iter().enumerate().take(64) {
+        for kind in kinds {
+            match by_kind.iter_mut().find(|(name, _)| name == kind) {
+                Some((_, candidates)) => *candidates |= 1 << i,
+                None => by_kind.push((kind, 1 << i)),
+            }
+        }
+    }
     rows.par_iter()
         .map(|row| {
+            let Some(&(_, mut candidates)) = by_kind.iter().find(|(kind, _)| *kind == row.kind())
+            else {
+                return 0;
+            };
             let mut bits = 0u64;
-            for (i, (kinds, needle)) in marks.iter().enumerate().take(64) {
-                if kinds.iter().any(|k| k == row.kind()) && needle.find(row.bytes()).is_some() {
+            while candidates != 0 {
+                let i = candidates.trailing_zeros() as usize;
+                candidates &= candidates - 1;
+                if marks[i].1.find(row.bytes()).is_some() {
                     bits |= 1 << i;
                 }
             }
