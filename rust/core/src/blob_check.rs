@@ -4,7 +4,9 @@
 //! Rows arrive as one ordered query yields them (`digest, size, chunk_size, idx, data`,
 //! each blob's chunks consecutive), so no blob is ever held whole.
 
-use crate::hash::{to_hex_prefixed, Blake3Hasher, Sha256Hasher, BLAKE3_PREFIX, SHA256_PREFIX};
+use crate::hash::{
+    content_name_prefix, to_hex_prefixed, Blake3Hasher, Sha256Hasher, BLAKE3_PREFIX, SHA256_PREFIX,
+};
 
 /// Chunk sizes and indexes quoted in a finding (the start of the list).
 const QUOTED_SIZES: usize = 4;
@@ -39,17 +41,6 @@ pub struct BlobCheck {
     indexes: Vec<i64>,
 }
 
-/// `blake3:` or `sha256:` and 64 lowercase hex digits.
-fn algorithm_of(digest: &str) -> Option<&'static str> {
-    let (prefix, hex) = if let Some(hex) = digest.strip_prefix(BLAKE3_PREFIX) {
-        (BLAKE3_PREFIX, hex)
-    } else {
-        (SHA256_PREFIX, digest.strip_prefix(SHA256_PREFIX)?)
-    };
-    let lower_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
-    (hex.len() == 64 && hex.bytes().all(lower_hex)).then_some(prefix)
-}
-
 /// A list of numbers as Python writes one (`[1, 2]`), as the findings have always read.
 fn quoted(numbers: &[i64]) -> String {
     let items: Vec<String> = numbers.iter().map(i64::to_string).collect();
@@ -58,7 +49,7 @@ fn quoted(numbers: &[i64]) -> String {
 
 impl BlobCheck {
     pub fn new(digest: String, size: i64, chunk_size: i64) -> Self {
-        let hasher = match algorithm_of(&digest) {
+        let hasher = match content_name_prefix(digest.as_bytes()) {
             Some(BLAKE3_PREFIX) => Some(ContentHasher::Blake3(Box::default())),
             Some(_) => Some(ContentHasher::Sha256(Sha256Hasher::new())),
             None => None,

@@ -109,6 +109,17 @@ pub fn hkdf_sha256(ikm: &[u8], salt: Option<&[u8]>, info: &[u8], len: usize) -> 
     Ok(okm)
 }
 
+/// The algorithm prefix of a content name, `blake3:` or `sha256:` followed by 64 lowercase
+/// hex digits (the form [`to_hex_prefixed`] writes), or `None` for anything else.
+pub fn content_name_prefix(name: &[u8]) -> Option<&'static str> {
+    let prefix = [BLAKE3_PREFIX, SHA256_PREFIX]
+        .into_iter()
+        .find(|prefix| name.starts_with(prefix.as_bytes()))?;
+    let hex = &name[prefix.len()..];
+    let lower_hex = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
+    (hex.len() == 64 && hex.iter().all(lower_hex)).then_some(prefix)
+}
+
 /// `prefix + lowercase hex(digest)`, e.g. `to_hex_prefixed(BLAKE3_PREFIX, &blake3(b""))`.
 pub fn to_hex_prefixed(prefix: &str, digest: &[u8]) -> String {
     let mut out = vec![0; prefix.len() + 2 * digest.len()];
@@ -390,6 +401,24 @@ mod tests {
     /// The BLAKE3 vector input: the repeating byte sequence 0, 1, ..., 250, 0, 1, ...
     fn blake3_vector_input(len: usize) -> Vec<u8> {
         (0..len).map(|i| (i % 251) as u8).collect()
+    }
+
+    #[test]
+    fn content_names_are_a_prefix_and_64_lowercase_hex_digits() {
+        let name = blake3_hex(b"x");
+        assert_eq!(content_name_prefix(name.as_bytes()), Some(BLAKE3_PREFIX));
+        let name = sha256_hex(b"x");
+        assert_eq!(content_name_prefix(name.as_bytes()), Some(SHA256_PREFIX));
+        for bad in [
+            name.to_uppercase(),
+            name[..70].to_owned(),
+            format!("{name}0"),
+            name.replace("sha256", "md5"),
+            format!("sha256:{}", "g".repeat(64)),
+            String::new(),
+        ] {
+            assert_eq!(content_name_prefix(bad.as_bytes()), None, "{bad}");
+        }
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use agentledger_core::hash::{content_name_prefix, SHA256_PREFIX};
 use agentledger_core::pyjson::{self, audit, journal};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -140,11 +141,7 @@ pub(crate) fn evidence_settled(a: &journal::ActivityRow) -> bool {
 
 /// `sha256:` and 64 lowercase hex digits: an artifact name bernstein looks up.
 pub(crate) fn well_formed_artifact(hash: &[u8]) -> bool {
-    hash.len() == 71
-        && hash.starts_with(b"sha256:")
-        && hash[7..]
-            .iter()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+    content_name_prefix(hash) == Some(SHA256_PREFIX)
 }
 
 /// A settled stage as a tuple: `(step, stage_id, kind, artifact_hash, has_observations,
