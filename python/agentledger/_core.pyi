@@ -128,20 +128,6 @@ def append_entries(
     ``CanonicalizationError`` before anything is written; ``SqliteError`` on a failure of
     SQLite (the caller's transaction is then to be rolled back)."""
 
-def verify_entries(
-    ledger_id: str,
-    carry: tuple[str, int, bytes] | None,
-    rows: Sequence[tuple[str, int, str, bytes, bytes]],
-    jobs: int = 0,
-    *,
-    scan: JournalScan | None = None,
-) -> tuple[
-    list[tuple[str, int | None, str, str, str]],
-    list[tuple[str, int, int, int, int, bytes]],
-    list[str],
-]:
-    """Verify rows ordered by (run_id, seq): ``(findings, run summaries, referenced)``."""
-
 def genesis_prev(ledger_id: str, run_id: str) -> str: ...
 def evidence_set_hash(hashes: Sequence[str]) -> str: ...
 def entry_hash(data: bytes) -> bytes: ...
@@ -350,7 +336,7 @@ def verify_journal(
 ]:
     """Verify the rows ``sql`` selects on the SQLite handle ``connection`` (see
     ``storage/native.py``), once per ``(params, carry)`` query, read and verified in Rust:
-    what ``verify_entries`` returns for all of them as one batch. ``sql`` selects
+    ``(findings, run summaries, referenced)`` for all of them, one summary per run. ``sql`` selects
     ``run_id, seq, kind, hash, bytes`` (and ``leaf``, added to ``log``) in (run, seq)
     order; ``progress`` is called with entry counts between batches."""
 

@@ -41,13 +41,11 @@ def journal(ledger: Ledger, batch_rows: int, **kwargs: Any) -> Any:
 def test_batch_boundaries_do_not_change_the_findings(tmp_path: Path) -> None:
     build(tmp_path / "l.db")
     with Ledger.open(tmp_path / "l.db") as ledger:
-        with ledger.db.snapshot() as conn:
-            rows = conn.execute(SQL).fetchall()
-        reference = _core.verify_entries(ledger.id, None, rows)
+        reference = journal(ledger, 1_000_000)  # every row in one batch
         findings, runs, _ = reference
         assert {f[2] for f in findings} >= {"entry.hash", "chain.prev"}
         assert runs[0][3] > _core.MAX_FINDINGS_PER_RUN  # run a: counted past the cap
-        for batch_rows in [1, 2, 7, 39, 40, 41, 119, 120, 10_000]:
+        for batch_rows in [1, 2, 7, 39, 40, 41, 119, 120]:
             assert journal(ledger, batch_rows) == reference, batch_rows
 
 

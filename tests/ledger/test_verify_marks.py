@@ -6,8 +6,11 @@ from pathlib import Path
 from typing import Any
 
 from agentledger import Ledger, _core
+from agentledger.storage import native
 from agentledger.verify import audit, receipts, team
-from agentledger.verify.journal_pass import MARKS
+from agentledger.verify.journal_pass import ALL_ROWS, COLUMNS, MARKS
+
+SQL = ALL_ROWS.format(columns=COLUMNS)
 
 BODIES: list[tuple[str, dict[str, Any]]] = [
     ("activity.result", {"kind": "data", "team_manifest": "blake3:00", "mirrored": True}),
@@ -19,17 +22,20 @@ BODIES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
+def journal(ledger: Ledger, conn: Any, scan: _core.JournalScan, batch_rows: int = 16_384) -> Any:
+    """The whole journal pass, with ``scan``."""
+    return _core.verify_journal(
+        native.handle(conn), ledger.id, SQL, [((), None)], scan=scan, batch_rows=batch_rows
+    )
+
+
 def test_marks_match_the_sql_each_check_would_run(tmp_path: Path) -> None:
     with Ledger.open(tmp_path / "l.db") as ledger:
         for n in range(3):
             ledger.run(f"r{n}").append_many(BODIES[n:] + BODIES[:n])
         with ledger.db.snapshot() as conn:
-            rows = conn.execute(
-                "SELECT run_id, seq, kind, hash, bytes FROM entries ORDER BY run_id, seq"
-            ).fetchall()
             scan = _core.JournalScan(list(MARKS.values()))
-            for start in range(0, len(rows), 4):  # across batches
-                _core.verify_entries(ledger.id, None, rows[start : start + 4], scan=scan)
+            journal(ledger, conn, scan, batch_rows=4)  # across batches
             for index, (kinds, needle) in enumerate(MARKS.values()):
                 marks = ",".join("?" * len(kinds))
                 expected = conn.execute(
@@ -47,7 +53,7 @@ def test_marks_match_the_sql_each_check_would_run(tmp_path: Path) -> None:
             assert MARKS["receipt_data"][1].decode() in receipts.ALL_SIGNED
             assert MARKS["receipt_ops"][1].decode() in receipts.ALL_SIGNED
             limited = _core.JournalScan(list(MARKS.values()), 1)
-            _core.verify_entries(ledger.id, None, rows, scan=limited)
+            journal(ledger, conn, limited)
             assert limited.marked(0) is None
 
 
@@ -60,10 +66,7 @@ def test_referenced_digests_accumulate_in_the_scan(tmp_path: Path) -> None:
         }
         ledger.run("a").append_many([("activity.result", body)] * 2)
         assert ledger.verify().code == 0
-        with ledger.db.snapshot() as conn:
-            rows = conn.execute(
-                "SELECT run_id, seq, kind, hash, bytes FROM entries ORDER BY run_id, seq"
-            ).fetchall()
         scan = _core.JournalScan([])
-        findings, _, referenced = _core.verify_entries(ledger.id, None, rows, scan=scan)
+        with ledger.db.snapshot() as conn:
+            findings, _, referenced = journal(ledger, conn, scan)
         assert findings == [] and referenced == [] and scan.referenced() == [digest]

@@ -6,7 +6,6 @@ use agentledger_core::journal::{self, Carry, DigestSet, EntryRow, LogRow};
 use agentledger_core::merkle::{Hash, HashAlg, IncrementalTree};
 use memchr::memmem::Finder;
 use pyo3::prelude::*;
-use pyo3::pybacked::{PyBackedBytes, PyBackedStr};
 use pyo3::types::PyBytes;
 use rayon::prelude::*;
 
@@ -16,7 +15,6 @@ use crate::pools::pool;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_entries, m)?)?;
-    m.add_function(wrap_pyfunction!(verify_entries, m)?)?;
     m.add_function(wrap_pyfunction!(genesis_prev, m)?)?;
     m.add_function(wrap_pyfunction!(evidence_set_hash, m)?)?;
     m.add_function(wrap_pyfunction!(entry_hash, m)?)?;
@@ -69,57 +67,6 @@ pub(crate) fn canonical_bodies<'a, 'py: 'a, K>(
 type FindingTuple = (String, Option<i64>, String, String, String);
 type RunTuple = (String, u64, u64, u64, i64, Vec<u8>);
 pub(crate) type BatchTuple = (Vec<FindingTuple>, Vec<RunTuple>, Vec<String>);
-type StoredRowTuple = (PyBackedStr, i64, PyBackedStr, PyBackedBytes, PyBackedBytes);
-
-/// A row borrowed from its Python objects: `str` and `bytes` are immutable and kept alive
-/// by these references, so the batch is verified with the GIL released without copying
-/// its bytes into Rust memory first.
-struct PyRow {
-    run_id: PyBackedStr,
-    seq: i64,
-    kind: PyBackedStr,
-    hash: PyBackedBytes,
-    bytes: PyBackedBytes,
-}
-
-impl PyRow {
-    fn new((run_id, seq, kind, hash, bytes): StoredRowTuple) -> Self {
-        PyRow {
-            run_id,
-            seq,
-            kind,
-            hash,
-            bytes,
-        }
-    }
-}
-
-impl EntryRow for PyRow {
-    fn run_id(&self) -> &str {
-        &self.run_id
-    }
-    fn seq(&self) -> i64 {
-        self.seq
-    }
-    fn kind(&self) -> &str {
-        &self.kind
-    }
-    fn hash(&self) -> &[u8] {
-        &self.hash
-    }
-    fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-}
-
-fn to_carry(carry: Option<(String, i64, Bound<'_, PyBytes>)>) -> Option<Carry> {
-    carry.map(|(run_id, seq, hash)| Carry {
-        run_id,
-        seq,
-        hash: hash.as_bytes().to_vec(),
-    })
-}
-
 pub(crate) fn to_tuples(report: journal::BatchReport) -> BatchTuple {
     let findings = report
         .findings
@@ -242,32 +189,6 @@ impl JournalScan {
             }
         }
     }
-}
-
-/// Verify rows ordered by (run_id, seq): `(run_id, seq, kind, hash, bytes)` tuples.
-/// Returns `(findings, run_summaries, referenced_digests)`; `jobs` = 0 uses every core.
-#[pyfunction]
-#[pyo3(signature = (ledger_id, carry, rows, jobs = 0, *, scan = None))]
-fn verify_entries(
-    py: Python<'_>,
-    ledger_id: &str,
-    carry: Option<(String, i64, Bound<'_, PyBytes>)>,
-    rows: Vec<StoredRowTuple>,
-    jobs: usize,
-    scan: Option<&Bound<'_, JournalScan>>,
-) -> PyResult<BatchTuple> {
-    let rows: Vec<PyRow> = rows.into_iter().map(PyRow::new).collect();
-    let carry = to_carry(carry);
-    let pool = pool(jobs)?;
-    let mut scan = scan.map(|s| s.borrow_mut());
-    let scan_ref = scan.as_deref_mut();
-    let rows_ref = &rows;
-    let report = py.allow_threads(move || {
-        pool.install(|| verify_and_scan(ledger_id, carry.as_ref(), rows_ref, scan_ref))
-    });
-    drop(scan);
-    drop(rows);
-    Ok(to_tuples(report))
 }
 
 /// `verify_batch`, and with a scan, its marks matched in parallel with it and the batch's

@@ -28,8 +28,8 @@ type Query = (Vec<Param>, Option<(String, i64, Vec<u8>)>);
 
 /// Verify the rows `sql` selects on the connection at `connection`, once per query in
 /// `queries`, in order. `sql` selects `run_id, seq, kind, hash, bytes` (and `leaf` when
-/// `log` is given) ordered by `(run_id, seq)`. Returns what `verify_entries` returns for
-/// all the rows as one batch: one summary per run, findings capped per run.
+/// `log` is given) ordered by `(run_id, seq)`. Returns `(findings, run summaries,
+/// referenced digests)` for all the rows: one summary per run, findings capped per run.
 #[pyfunction]
 #[pyo3(signature = (connection, ledger_id, sql, queries, jobs = 0, *, log = None, scan = None, progress = None, batch_rows = 16_384))]
 #[allow(clippy::too_many_arguments)]
