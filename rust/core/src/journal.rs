@@ -15,8 +15,8 @@ use foldhash::fast::RandomState;
 use rayon::prelude::*;
 
 use crate::canonical::{self, raw, Value};
-use crate::hash;
-use crate::merkle::{Hash, HashAlg, IncrementalTree};
+use crate::hash::{self, many};
+use crate::merkle::{self, Hash, HashAlg, IncrementalTree};
 use crate::Result;
 
 /// The journal format version carried in every entry as `"v"`.
@@ -28,14 +28,22 @@ pub const MAX_FINDINGS_PER_RUN: usize = 32;
 
 const HEX_PREFIX: &str = "blake3:";
 
+/// Rows per parallel task where their hashes are computed many at a time
+/// ([`hash::many`]): enough to keep every lane busy, few enough to spread a batch over
+/// the pool.
+const HASH_MANY_ROWS: usize = 256;
+
 /// `"blake3:" + hex` of a 32-byte digest.
 pub fn prefixed_hex(digest: &[u8]) -> String {
     hash::to_hex_prefixed(HEX_PREFIX, digest)
 }
 
+/// The domain of an entry's hash.
+const ENTRY_DOMAIN: &str = "entry";
+
 /// The hash of an entry's canonical bytes.
 pub fn entry_hash(bytes: &[u8]) -> [u8; 32] {
-    hash::domain_hash("entry", bytes)
+    hash::domain_hash(ENTRY_DOMAIN, bytes)
 }
 
 /// The `prev` value of a run's first entry: binds the run to its ledger identity.
@@ -339,8 +347,8 @@ struct RowCheck<'a> {
     findings: Vec<(&'static str, String, String)>,
 }
 
-fn check_row<R: EntryRow>(row: &R) -> RowCheck<'_> {
-    let computed = entry_hash(row.bytes());
+/// The checks of `row`, whose bytes hash to `computed`.
+fn check_row<R: EntryRow>(row: &R, computed: [u8; 32]) -> RowCheck<'_> {
     // Compared as arrays: a fixed-size compare inlines, a slice compare calls memcmp.
     if <&[u8; 32]>::try_from(row.hash()).is_ok_and(|stored| *stored == computed) {
         if let Some(check) = check_clean_row(row, computed) {
@@ -640,7 +648,18 @@ pub fn verify_batch_into<R: EntryRow>(
     rows: &[R],
     referenced: &mut DigestSet,
 ) -> BatchReport {
-    let checks: Vec<RowCheck<'_>> = rows.par_iter().map(check_row).collect();
+    let checks: Vec<RowCheck<'_>> = rows
+        .par_chunks(HASH_MANY_ROWS)
+        .flat_map_iter(|chunk| {
+            let inputs: Vec<&[u8]> = chunk.iter().map(EntryRow::bytes).collect();
+            let mut hashes = vec![[0u8; 32]; chunk.len()];
+            many::hash_many(&many::Mode::domain(ENTRY_DOMAIN), &inputs, &mut hashes);
+            chunk
+                .iter()
+                .zip(hashes)
+                .map(|(row, hash)| check_row(row, hash))
+        })
+        .collect();
     let mut report = BatchReport::default();
     let mut current: Option<RunSummary> = None;
     // The previous entry's hash (raw bytes): what this entry's `prev` must name.
@@ -749,49 +768,76 @@ const PARALLEL_LEAVES: usize = 512;
 /// The object is written directly (its keys are already in JCS order); `seq` is a
 /// non-negative integer below 2^53 for every real entry, where decimal is its JCS form.
 pub fn log_leaf(run_id: &str, seq: i64, entry_hash: &[u8]) -> [u8; 32] {
-    // Called once per entry by every full verify: the derive-key context key is cached
-    // (`domain_hasher`), and the common case (a 32-byte hash, a run id needing no escape,
-    // seq >= 0) is fed to the hasher in pieces without a buffer.
-    let mut hasher = hash::domain_hasher(LOG_LEAF_DOMAIN);
-    let plain_run = run_id.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\');
-    if let (Ok(digest), true, Ok(seq)) = (
-        <&[u8; 32]>::try_from(entry_hash),
-        plain_run,
-        u64::try_from(seq),
-    ) {
-        let mut hex = [0u8; 64];
-        hash::write_hex(digest, &mut hex);
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        let mut n = seq;
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        hasher.update(b"{\"entry\":\"blake3:");
-        hasher.update(&hex);
-        hasher.update(b"\",\"run\":\"");
-        hasher.update(run_id.as_bytes());
-        hasher.update(b"\",\"seq\":");
-        hasher.update(&digits[at..]);
-        hasher.update(b"}");
-        return *hasher.finalize().as_bytes();
+    let mut message = Vec::with_capacity(LOG_LEAF_MESSAGE_LEN + run_id.len());
+    write_log_leaf_message(run_id, seq, entry_hash, &mut message);
+    hash::domain_hash(LOG_LEAF_DOMAIN, &message)
+}
+
+/// The bytes of a log leaf's object, less its run id.
+const LOG_LEAF_MESSAGE_LEN: usize = 112;
+
+/// Appends the JCS bytes [`log_leaf`] hashes to `out`.
+fn write_log_leaf_message(run_id: &str, seq: i64, entry_hash: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(b"{\"entry\":\"blake3:");
+    let hex_start = out.len();
+    out.resize(hex_start + 2 * entry_hash.len(), 0);
+    hash::write_hex(entry_hash, &mut out[hex_start..]);
+    out.extend_from_slice(b"\",\"run\":");
+    // The common case, a run id needing no escape and a non-negative seq, without the
+    // general writers.
+    if run_id.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(run_id.as_bytes());
+        out.push(b'"');
+    } else {
+        canonical::write_string(run_id, out);
     }
-    let mut bytes = Vec::with_capacity(112 + run_id.len());
-    bytes.extend_from_slice(b"{\"entry\":\"blake3:");
-    let hex_start = bytes.len();
-    bytes.resize(hex_start + 2 * entry_hash.len(), 0);
-    hash::write_hex(entry_hash, &mut bytes[hex_start..]);
-    bytes.extend_from_slice(b"\",\"run\":");
-    canonical::write_string(run_id, &mut bytes);
-    bytes.extend_from_slice(b",\"seq\":");
-    bytes.extend_from_slice(seq.to_string().as_bytes());
-    bytes.push(b'}');
-    *hasher.update(&bytes).finalize().as_bytes()
+    out.extend_from_slice(b",\"seq\":");
+    match u64::try_from(seq) {
+        Ok(mut n) => {
+            let mut digits = [0u8; 20];
+            let mut at = digits.len();
+            loop {
+                at -= 1;
+                digits[at] = b'0' + (n % 10) as u8;
+                n /= 10;
+                if n == 0 {
+                    break;
+                }
+            }
+            out.extend_from_slice(&digits[at..]);
+        }
+        Err(_) => out.extend_from_slice(seq.to_string().as_bytes()),
+    }
+    out.push(b'}');
+}
+
+/// The log leaf hash `H(0x00 || log_leaf(run, seq, stored hash))` of each row, with
+/// BLAKE3 as `H`: the leaves, then their hashes, are hashed many at a time
+/// ([`hash::many`]).
+fn blake3_leaf_hashes<R: EntryRow>(rows: &[R]) -> Vec<Hash> {
+    let mut messages = Vec::with_capacity(rows.len() * (LOG_LEAF_MESSAGE_LEN + 16));
+    let mut ends = Vec::with_capacity(rows.len());
+    for row in rows {
+        write_log_leaf_message(row.run_id(), row.seq(), row.hash(), &mut messages);
+        ends.push(messages.len());
+    }
+    let starts = std::iter::once(0).chain(ends.iter().copied());
+    let inputs: Vec<&[u8]> = starts.zip(&ends).map(|(a, &b)| &messages[a..b]).collect();
+    let mut leaves = vec![[0u8; 32]; rows.len()];
+    many::hash_many(&many::Mode::domain(LOG_LEAF_DOMAIN), &inputs, &mut leaves);
+    let prefixed: Vec<[u8; 33]> = leaves
+        .iter()
+        .map(|leaf| {
+            let mut input = [merkle::LEAF_PREFIX; 33];
+            input[1..].copy_from_slice(leaf);
+            input
+        })
+        .collect();
+    let inputs: Vec<&[u8]> = prefixed.iter().map(|input| &input[..]).collect();
+    let mut hashes = vec![[0u8; 32]; rows.len()];
+    many::hash_many(&many::Mode::plain(), &inputs, &mut hashes);
+    hashes
 }
 
 /// One row of the workspace log, read in leaf order: the entry's leaf index, run, seq and
@@ -837,9 +883,16 @@ pub fn extend_log(tree: &mut IncrementalTree, rows: &[LogRow]) -> Option<LeafGap
 /// The log leaf hash of each stored row, `H(0x00 || log_leaf(run, seq, stored hash))`,
 /// computed in parallel.
 pub fn row_leaf_hashes<R: EntryRow>(alg: HashAlg, rows: &[R]) -> Vec<Hash> {
-    rows.par_iter()
-        .map(|row| alg.leaf_hash(&log_leaf(row.run_id(), row.seq(), row.hash())))
-        .collect()
+    match alg {
+        HashAlg::Blake3 => rows
+            .par_chunks(HASH_MANY_ROWS)
+            .flat_map_iter(blake3_leaf_hashes)
+            .collect(),
+        HashAlg::Sha256 => rows
+            .par_iter()
+            .map(|row| alg.leaf_hash(&log_leaf(row.run_id(), row.seq(), row.hash())))
+            .collect(),
+    }
 }
 
 /// Rebuilds the log's tree from leaves that arrive in any order: the journal pass reads

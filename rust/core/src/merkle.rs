@@ -31,7 +31,7 @@ pub type Hash = [u8; 32];
 /// Length of every node, root and proof element.
 pub const HASH_LEN: usize = 32;
 
-const LEAF_PREFIX: u8 = 0x00;
+pub const LEAF_PREFIX: u8 = 0x00;
 const NODE_PREFIX: u8 = 0x01;
 
 /// The hash function of a tree. Small and `Copy`, so every tree and proof routine is

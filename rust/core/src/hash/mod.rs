@@ -25,6 +25,8 @@ pub use blake3::Hasher as Blake3Hasher;
 
 use crate::error::{Error, Result};
 
+pub mod many;
+
 /// Prefix of every context string given to BLAKE3's derive-key mode.
 pub const DOMAIN_PREFIX: &str = "agentledger/v1/";
 
@@ -62,6 +64,14 @@ pub fn domain_hasher(domain: &str) -> blake3::Hasher {
     match cached_context_key(domain) {
         Some(key) => blake3::Hasher::new_from_context_key(key),
         None => blake3::Hasher::new_derive_key(&domain_context(domain)),
+    }
+}
+
+/// The derive-key context key of `"agentledger/v1/" + domain`.
+fn context_key(domain: &str) -> ContextKey {
+    match cached_context_key(domain) {
+        Some(key) => *key,
+        None => hash_derive_key_context(&domain_context(domain)),
     }
 }
 
