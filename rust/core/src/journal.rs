@@ -812,19 +812,22 @@ fn write_log_leaf_message(run_id: &str, seq: i64, entry_hash: &[u8], out: &mut V
     out.push(b'}');
 }
 
-/// The log leaf hash `H(0x00 || log_leaf(run, seq, stored hash))` of each row, with
+/// The log leaf hash `H(0x00 || log_leaf(run, seq, entry hash))` of each entry, with
 /// BLAKE3 as `H`: the leaves, then their hashes, are hashed many at a time
 /// ([`hash::many`]).
-fn blake3_leaf_hashes<R: EntryRow>(rows: &[R]) -> Vec<Hash> {
-    let mut messages = Vec::with_capacity(rows.len() * (LOG_LEAF_MESSAGE_LEN + 16));
-    let mut ends = Vec::with_capacity(rows.len());
-    for row in rows {
-        write_log_leaf_message(row.run_id(), row.seq(), row.hash(), &mut messages);
+pub fn blake3_leaf_hashes<'a>(
+    entries: impl ExactSizeIterator<Item = (&'a str, i64, &'a [u8])>,
+) -> Vec<Hash> {
+    let count = entries.len();
+    let mut messages = Vec::with_capacity(count * (LOG_LEAF_MESSAGE_LEN + 16));
+    let mut ends = Vec::with_capacity(count);
+    for (run_id, seq, entry_hash) in entries {
+        write_log_leaf_message(run_id, seq, entry_hash, &mut messages);
         ends.push(messages.len());
     }
     let starts = std::iter::once(0).chain(ends.iter().copied());
     let inputs: Vec<&[u8]> = starts.zip(&ends).map(|(a, &b)| &messages[a..b]).collect();
-    let mut leaves = vec![[0u8; 32]; rows.len()];
+    let mut leaves = vec![[0u8; 32]; count];
     many::hash_many(&many::Mode::domain(LOG_LEAF_DOMAIN), &inputs, &mut leaves);
     let prefixed: Vec<[u8; 33]> = leaves
         .iter()
@@ -835,7 +838,7 @@ fn blake3_leaf_hashes<R: EntryRow>(rows: &[R]) -> Vec<Hash> {
         })
         .collect();
     let inputs: Vec<&[u8]> = prefixed.iter().map(|input| &input[..]).collect();
-    let mut hashes = vec![[0u8; 32]; rows.len()];
+    let mut hashes = vec![[0u8; 32]; count];
     many::hash_many(&many::Mode::plain(), &inputs, &mut hashes);
     hashes
 }
@@ -886,7 +889,9 @@ pub fn row_leaf_hashes<R: EntryRow>(alg: HashAlg, rows: &[R]) -> Vec<Hash> {
     match alg {
         HashAlg::Blake3 => rows
             .par_chunks(HASH_MANY_ROWS)
-            .flat_map_iter(blake3_leaf_hashes)
+            .flat_map_iter(|chunk| {
+                blake3_leaf_hashes(chunk.iter().map(|r| (r.run_id(), r.seq(), r.hash())))
+            })
             .collect(),
         HashAlg::Sha256 => rows
             .par_iter()

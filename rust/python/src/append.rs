@@ -7,7 +7,7 @@
 
 use std::ffi::c_void;
 
-use agentledger_core::journal::{self, log_leaf};
+use agentledger_core::journal;
 use agentledger_core::merkle::{HashAlg, IncrementalTree};
 use agentledger_core::Error;
 use pyo3::exceptions::PyTypeError;
@@ -69,9 +69,21 @@ fn append_entries<'py>(
     let alg = HashAlg::Blake3;
     let mut log = IncrementalTree::from_state(alg, log_size, frontier_nodes(&log_frontier)?)
         .map_err(to_py)?;
+    let seqs = (first_seq..)
+        .take(encoded.len())
+        .map(|seq| i64::try_from(seq).map_err(|_| out_of_range("seq", seq)))
+        .collect::<PyResult<Vec<i64>>>()?;
+    let leaf_hashes = journal::blake3_leaf_hashes(
+        seqs.iter()
+            .zip(&encoded)
+            .map(|(&seq, (_, digest))| (run, seq, &digest[..])),
+    );
     let mut values = Vec::with_capacity(encoded.len() * COLUMNS);
-    for (seq, ((kind, _), (bytes, digest))) in (first_seq..).zip(bodies.iter().zip(&encoded)) {
-        let seq = i64::try_from(seq).map_err(|_| out_of_range("seq", seq))?;
+    for ((&seq, (kind, _)), ((bytes, digest), leaf_hash)) in seqs
+        .iter()
+        .zip(&bodies)
+        .zip(encoded.iter().zip(leaf_hashes))
+    {
         let leaf = i64::try_from(log.size()).map_err(|_| out_of_range("leaf", log.size()))?;
         values.extend([
             Value::Text(run),
@@ -81,8 +93,7 @@ fn append_entries<'py>(
             Value::Blob(bytes),
             Value::Int(leaf),
         ]);
-        log.append_leaf_hash(alg.leaf_hash(&log_leaf(run, seq, digest)))
-            .map_err(to_py)?;
+        log.append_leaf_hash(leaf_hash).map_err(to_py)?;
     }
     let connection = Connection::from_pointer(connection)?;
     let rows = Rows::new(COLUMNS, &values);
