@@ -74,6 +74,14 @@ pub fn evidence_set_hash<'a>(hashes: impl IntoIterator<Item = &'a str>) -> Strin
 /// The evidence set digest of hashes already sorted and de-duplicated: their JCS array
 /// (strings joined by `,` in `[...]`) written directly.
 fn evidence_set_digest_sorted(unique: &[&str]) -> [u8; 32] {
+    hash::domain_hash(EVIDENCE_SET_DOMAIN, &evidence_set_bytes(unique))
+}
+
+/// The domain of an evidence set's hash.
+const EVIDENCE_SET_DOMAIN: &str = "evidence-set";
+
+/// The canonical bytes of a sorted, deduplicated list of content hashes.
+fn evidence_set_bytes(unique: &[&str]) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(2 + unique.iter().map(|h| h.len() + 3).sum::<usize>());
     bytes.push(b'[');
     for (i, h) in unique.iter().enumerate() {
@@ -83,7 +91,7 @@ fn evidence_set_digest_sorted(unique: &[&str]) -> [u8; 32] {
         canonical::write_string(h, &mut bytes);
     }
     bytes.push(b']');
-    hash::domain_hash("evidence-set", &bytes)
+    bytes
 }
 
 /// What an entry says about itself besides its body.
@@ -345,6 +353,48 @@ struct RowCheck<'a> {
     is_activity: bool,
     referenced: Vec<Cow<'a, str>>,
     findings: Vec<(&'static str, String, String)>,
+    /// On the fast path, an activity's evidence set still to hash (many at a time) and
+    /// compare: if it differs, the row is checked again in full.
+    evidence: Option<PendingEvidence>,
+}
+
+/// An evidence set's canonical bytes, and the digest its entry anchors.
+struct PendingEvidence {
+    anchored: [u8; 32],
+    set: Vec<u8>,
+}
+
+/// The checks of each row, their hashes computed many at a time: the entries', then on
+/// the fast path the evidence sets'.
+fn check_rows<R: EntryRow>(rows: &[R]) -> Vec<RowCheck<'_>> {
+    let inputs: Vec<&[u8]> = rows.iter().map(EntryRow::bytes).collect();
+    let mut hashes = vec![[0u8; 32]; rows.len()];
+    many::hash_many(&many::Mode::domain(ENTRY_DOMAIN), &inputs, &mut hashes);
+    let mut checks: Vec<RowCheck<'_>> = rows
+        .iter()
+        .zip(hashes)
+        .map(|(row, hash)| check_row(row, hash))
+        .collect();
+    let pending: Vec<usize> = (0..checks.len())
+        .filter(|&i| checks[i].evidence.is_some())
+        .collect();
+    let sets: Vec<&[u8]> = pending
+        .iter()
+        .filter_map(|&i| Some(&checks[i].evidence.as_ref()?.set[..]))
+        .collect();
+    let mut digests = vec![[0u8; 32]; sets.len()];
+    many::hash_many(
+        &many::Mode::domain(EVIDENCE_SET_DOMAIN),
+        &sets,
+        &mut digests,
+    );
+    for (i, digest) in pending.into_iter().zip(digests) {
+        let evidence = checks[i].evidence.take().expect("pending");
+        if evidence.anchored != digest {
+            checks[i] = check_row_fully(&rows[i], checks[i].hash);
+        }
+    }
+    checks
 }
 
 /// The checks of `row`, whose bytes hash to `computed`.
@@ -372,7 +422,7 @@ fn check_clean_row<R: EntryRow>(row: &R, hash: [u8; 32]) -> Option<RowCheck<'_>>
     let is_activity = row.kind() == ACTIVITY_RESULT_KIND;
     let (mut v, mut run, mut seq, mut kind, mut prev, mut ts, mut body) =
         (None, None, None, None, None, None, false);
-    let mut referenced = None;
+    let mut activity = None;
     // Canonical keys are unique, sorted and written without escapes for these names.
     for member in members.all()? {
         let value = &text[member.value.0..member.value.1];
@@ -380,7 +430,7 @@ fn check_clean_row<R: EntryRow>(row: &R, hash: [u8; 32]) -> Option<RowCheck<'_>>
             b"\"body\"" => {
                 body = true;
                 if is_activity {
-                    referenced = Some(clean_evidence(text, member.value.0)?);
+                    activity = Some(clean_evidence(text, member.value.0)?);
                 }
             }
             b"\"kind\"" => kind = Some(value),
@@ -403,12 +453,18 @@ fn check_clean_row<R: EntryRow>(row: &R, hash: [u8; 32]) -> Option<RowCheck<'_>>
         return None;
     }
     let prev = Prev::new(Cow::Borrowed(raw::plain_str(prev?)?));
+    let (referenced, evidence) = match activity {
+        Some((referenced, evidence)) => (referenced, Some(evidence)),
+        None if is_activity => return None,
+        None => (Vec::new(), None),
+    };
     Some(RowCheck {
         hash,
         prev: Some(prev),
         is_activity,
-        referenced: if is_activity { referenced? } else { Vec::new() },
+        referenced,
         findings: Vec::new(),
+        evidence,
     })
 }
 
@@ -420,11 +476,11 @@ fn small_integer(raw: &[u8]) -> Option<i64> {
     Some(raw.iter().fold(0i64, |n, &d| n * 10 + i64::from(d - b'0')))
 }
 
-/// The activity result body at `start` when its evidence set hash recomputes: the content
-/// hashes it references (observations sorted and unique, then the
-/// artifact), or `None` for anything [`check_evidence_set`] would report or that needs
-/// unescaping.
-fn clean_evidence(text: &[u8], start: usize) -> Option<Vec<Cow<'_, str>>> {
+/// The activity result body at `start`, read for the fast path: the content hashes it
+/// references (observations sorted and unique, then the artifact) and its evidence set,
+/// whose hash the caller compares; or `None` for anything else [`check_evidence_set`]
+/// would report or that needs unescaping.
+fn clean_evidence(text: &[u8], start: usize) -> Option<(Vec<Cow<'_, str>>, PendingEvidence)> {
     let (mut anchored, mut artifact) = (None, None);
     let mut hashes: Option<Vec<&str>> = None;
     raw::walk_object(text, start, |key, value_start| {
@@ -457,14 +513,15 @@ fn clean_evidence(text: &[u8], start: usize) -> Option<Vec<Cow<'_, str>>> {
     let mut hashes = hashes?;
     hashes.sort_unstable();
     hashes.dedup();
-    if decode_prefixed_hex(anchored) != Some(evidence_set_digest_sorted(&hashes)) {
-        return None;
-    }
+    let evidence = PendingEvidence {
+        anchored: decode_prefixed_hex(anchored)?,
+        set: evidence_set_bytes(&hashes),
+    };
     let mut referenced: Vec<Cow<'_, str>> = hashes.into_iter().map(Cow::Borrowed).collect();
     if let Some(artifact) = artifact.filter(|raw| raw.first() == Some(&b'"')) {
         referenced.push(Cow::Borrowed(raw::plain_str(artifact)?));
     }
-    Some(referenced)
+    Some((referenced, evidence))
 }
 
 /// Every check on one row, from the parsed value: the reference behaviour, and the one
@@ -476,6 +533,7 @@ fn check_row_fully<R: EntryRow>(row: &R, computed: [u8; 32]) -> RowCheck<'_> {
         is_activity: false,
         referenced: Vec::new(),
         findings: Vec::new(),
+        evidence: None,
     };
     let mut note = |name: &'static str, expected: String, actual: String| {
         check.findings.push((name, expected, actual));
@@ -650,15 +708,7 @@ pub fn verify_batch_into<R: EntryRow>(
 ) -> BatchReport {
     let checks: Vec<RowCheck<'_>> = rows
         .par_chunks(HASH_MANY_ROWS)
-        .flat_map_iter(|chunk| {
-            let inputs: Vec<&[u8]> = chunk.iter().map(EntryRow::bytes).collect();
-            let mut hashes = vec![[0u8; 32]; chunk.len()];
-            many::hash_many(&many::Mode::domain(ENTRY_DOMAIN), &inputs, &mut hashes);
-            chunk
-                .iter()
-                .zip(hashes)
-                .map(|(row, hash)| check_row(row, hash))
-        })
+        .flat_map_iter(check_rows)
         .collect();
     let mut report = BatchReport::default();
     let mut current: Option<RunSummary> = None;
@@ -674,6 +724,7 @@ pub fn verify_batch_into<R: EntryRow>(
             is_activity,
             referenced: row_referenced,
             findings,
+            evidence: _,
         } = check;
         for digest in row_referenced {
             // Many rows reference the same few digests: allocate only for new ones.
@@ -1348,9 +1399,18 @@ mod tests {
                     bytes,
                 };
                 let full = check_row_fully(&row, entry_hash(&row.bytes));
+                // The path verify takes finds exactly what the full checks find.
+                let taken = check_rows(std::slice::from_ref(&row)).remove(0);
+                assert_eq!(taken.findings, full.findings);
                 let Some(quick) = check_clean_row(&row, entry_hash(&row.bytes)) else {
                     continue;
                 };
+                // The fast path holds only if the evidence set it left to hash matches.
+                if let Some(evidence) = &quick.evidence {
+                    if hash::domain_hash(EVIDENCE_SET_DOMAIN, &evidence.set) != evidence.anchored {
+                        continue;
+                    }
+                }
                 fast += 1;
                 let text = String::from_utf8_lossy(&row.bytes).into_owned();
                 assert!(full.findings.is_empty(), "{text} {:?}", full.findings);

@@ -1,18 +1,23 @@
 //! BLAKE3 of many short messages at once.
 //!
 //! Verify hashes millions of small, independent messages (entries, log leaves, leaf
-//! hashes), each a single BLAKE3 chunk of a few 64-byte blocks. One message's blocks must
-//! be compressed one after the other, but different messages need not: with AVX2, eight
-//! messages are compressed side by side, one per 32-bit lane (the "multi-buffer"
-//! technique). A lane whose message ends takes the next one, so the lanes stay busy
-//! whatever the lengths. Messages longer than one chunk, and machines without AVX2, go
-//! through the `blake3` crate; the digests are the same (tested against it).
+//! hashes) of a few 64-byte blocks. BLAKE3 compresses the blocks of one 1 KiB chunk one
+//! after the other, but different chunks need not wait for each other: with AVX2, eight
+//! chunks are compressed side by side, one per 32-bit lane, and sixteen with AVX-512 (the
+//! "multi-buffer" technique). A lane whose chunk ends takes the next one, so the lanes
+//! stay busy whatever the lengths. A message of several chunks then merges its chunks'
+//! chaining values as BLAKE3's tree does (`blake3::hazmat`). Long messages, which the
+//! `blake3` crate already hashes in parallel, and machines without AVX2 go through that
+//! crate; the digests are the same (tested against it).
 
-use blake3::hazmat::{ContextKey, HasherExt};
+use blake3::hazmat::{self, ChainingValue, ContextKey, HasherExt};
 
 /// BLAKE3 processes its input in chunks of this many bytes; a message of at most one chunk
 /// is a chain of block compressions with no tree above it.
 const CHUNK_LEN: usize = 1024;
+/// Messages longer than this go to the `blake3` crate, which hashes their chunks in
+/// parallel itself.
+const LANE_MAX_LEN: usize = 8 * CHUNK_LEN;
 const BLOCK_LEN: usize = 64;
 
 // Domain flags of the BLAKE3 compression function (BLAKE3 spec, table 3).
@@ -69,6 +74,14 @@ impl Mode {
         }
     }
 
+    /// The mode as `blake3::hazmat` names it, to merge chunks.
+    fn hazmat(&self) -> hazmat::Mode<'_> {
+        match &self.context_key {
+            Some(key) => hazmat::Mode::DeriveKeyMaterial(key),
+            None => hazmat::Mode::Hash,
+        }
+    }
+
     /// One message through the `blake3` crate.
     fn hash_one(&self, input: &[u8]) -> [u8; 32] {
         let mut hasher = match &self.context_key {
@@ -98,53 +111,89 @@ pub fn hash_many(mode: &Mode, inputs: &[&[u8]], out: &mut [[u8; 32]]) {
 
 /// Compresses one block in each of `N` lanes: `cv[w][l]` is word `w` of lane `l`'s chaining
 /// value (updated in place), `block[l]` points at its 64-byte block, of `block_len[l]`
-/// message bytes, compressed under `flags[l]`. The block counter is 0: every message here
-/// is the first and only chunk.
+/// message bytes, in chunk `counter[l]`, compressed under `flags[l]`.
 ///
 /// Unsafe: the CPU must have the instructions the implementation uses, and every pointer
 /// must be readable for 64 bytes.
 type Compress<const N: usize> =
-    unsafe fn(&mut [[u32; N]; 8], &[*const u8; N], &[u32; N], &[u32; N]);
+    unsafe fn(&mut [[u32; N]; 8], &[*const u8; N], &[u32; N], &[u32; N], &[u32; N]);
 
-/// Feeds the messages through `N` lanes of `compress`, each lane taking the next message
-/// as soon as its own ends. `compress` must be supported by the CPU.
+/// One chunk of one message: what a lane compresses, block after block.
+struct Chunk<'a> {
+    bytes: &'a [u8],
+    /// Its index in the message (BLAKE3's chunk counter).
+    counter: u32,
+    output: Output,
+}
+
+/// Where a chunk's output goes.
+#[derive(Clone, Copy)]
+enum Output {
+    /// The message's digest: the chunk is the whole message.
+    Digest(usize),
+    /// A chaining value, merged with the message's other chunks' afterwards.
+    Chained(usize),
+}
+
+/// Feeds the messages' chunks through `N` lanes of `compress`, each lane taking the next
+/// chunk as soon as its own ends, then merges the chunks of longer messages. `compress`
+/// must be supported by the CPU.
 fn in_lanes<const N: usize>(
     mode: &Mode,
     inputs: &[&[u8]],
     out: &mut [[u8; 32]],
     compress: Compress<N>,
 ) {
-    let mut next = 0usize;
-    // The next message that fits in one chunk; longer ones are hashed on the spot.
-    let mut take = |out: &mut [[u8; 32]]| -> Option<usize> {
-        while next < inputs.len() {
-            let job = next;
-            next += 1;
-            if inputs[job].len() <= CHUNK_LEN {
-                return Some(job);
+    // Each message's chunks, in order; `merged` lists each multi-chunk message and where
+    // its chunks' chaining values start in `cvs`.
+    let mut chunks: Vec<Chunk<'_>> = Vec::with_capacity(inputs.len());
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    let mut chained = 0usize;
+    for (i, input) in inputs.iter().enumerate() {
+        if input.len() <= CHUNK_LEN {
+            chunks.push(Chunk {
+                bytes: input,
+                counter: 0,
+                output: Output::Digest(i),
+            });
+        } else if input.len() <= LANE_MAX_LEN {
+            merged.push((i, chained));
+            for (counter, bytes) in (0..).zip(input.chunks(CHUNK_LEN)) {
+                chunks.push(Chunk {
+                    bytes,
+                    counter,
+                    output: Output::Chained(chained),
+                });
+                chained += 1;
             }
-            out[job] = mode.hash_one(inputs[job]);
+        } else {
+            out[i] = mode.hash_one(input);
         }
-        None
-    };
-    // Per lane: its message (`None`: idle) and the offset of its next block.
+    }
+    let mut cvs: Vec<ChainingValue> = vec![[0; 32]; chained];
+
+    // Per lane: its chunk (`None`: idle) and the offset of its next block.
     let mut job: [Option<usize>; N] = [None; N];
     let mut offset = [0usize; N];
+    let mut next = 0usize;
     for lane_job in &mut job {
-        *lane_job = take(out);
+        *lane_job = (next < chunks.len()).then_some(next);
+        next += 1;
     }
     let mut cv = mode.key.map(|word| [word; N]);
-    // A message's last block, when shorter than 64 bytes, is read from a zero-padded copy.
-    let mut padded = [[0u8; BLOCK_LEN]; N];
-    // Idle lanes compress zeros, and their results are ignored.
+    // A chunk's last block, when shorter than 64 bytes, is read from a zero-padded copy;
+    // idle lanes compress zeros, and their results are ignored.
     const ZEROS: [u8; BLOCK_LEN] = [0; BLOCK_LEN];
+    let mut padded = [[0u8; BLOCK_LEN]; N];
     let mut block = [ZEROS.as_ptr(); N];
     let mut block_len = [0u32; N];
+    let mut counter = [0u32; N];
     let mut flags = [0u32; N];
     while job.iter().any(Option::is_some) {
         for l in 0..N {
-            let Some(j) = job[l] else { continue };
-            let rest = &inputs[j][offset[l]..];
+            let Some(c) = job[l] else { continue };
+            let chunk = &chunks[c];
+            let rest = &chunk.bytes[offset[l]..];
             if rest.len() >= BLOCK_LEN {
                 block[l] = rest.as_ptr();
             } else {
@@ -153,33 +202,65 @@ fn in_lanes<const N: usize>(
                 block[l] = padded[l].as_ptr();
             }
             block_len[l] = rest.len().min(BLOCK_LEN) as u32;
-            flags[l] = mode.flags
-                | if offset[l] == 0 { CHUNK_START } else { 0 }
-                | if rest.len() <= BLOCK_LEN {
-                    CHUNK_END | ROOT
-                } else {
-                    0
-                };
+            counter[l] = chunk.counter;
+            let end = if rest.len() > BLOCK_LEN {
+                0
+            } else if let Output::Digest(_) = chunk.output {
+                CHUNK_END | ROOT
+            } else {
+                CHUNK_END
+            };
+            flags[l] = mode.flags | if offset[l] == 0 { CHUNK_START } else { 0 } | end;
         }
         // SAFETY: the caller chose `compress` for this CPU; each pointer is a whole block
         // of a message or of `padded`.
-        unsafe { compress(&mut cv, &block, &block_len, &flags) };
+        unsafe { compress(&mut cv, &block, &block_len, &counter, &flags) };
         for l in 0..N {
-            let Some(j) = job[l] else { continue };
-            if flags[l] & ROOT == 0 {
+            let Some(c) = job[l] else { continue };
+            if flags[l] & CHUNK_END == 0 {
                 offset[l] += BLOCK_LEN;
                 continue;
             }
-            // A root output is the chaining value's eight words, little-endian.
-            for (w, bytes) in out[j].chunks_exact_mut(4).enumerate() {
+            // An output (a digest or a chaining value) is the eight words, little-endian.
+            let output = match chunks[c].output {
+                Output::Digest(i) => &mut out[i],
+                Output::Chained(k) => &mut cvs[k],
+            };
+            for (w, bytes) in output.chunks_exact_mut(4).enumerate() {
                 bytes.copy_from_slice(&cv[w][l].to_le_bytes());
                 cv[w][l] = mode.key[w];
             }
             offset[l] = 0;
-            job[l] = take(out);
+            job[l] = (next < chunks.len()).then_some(next);
+            next += 1;
             block[l] = ZEROS.as_ptr();
         }
     }
+    let ends = merged
+        .iter()
+        .skip(1)
+        .map(|&(_, start)| start)
+        .chain([chained]);
+    for (&(i, start), end) in merged.iter().zip(ends) {
+        out[i] = merge_root(&cvs[start..end], mode.hazmat());
+    }
+}
+
+/// The digest of a message from its chunks' chaining values (at least two): BLAKE3's tree,
+/// whose left subtree holds the largest power of two of chunks that leaves some on the right.
+fn merge_root(cvs: &[ChainingValue], mode: hazmat::Mode<'_>) -> [u8; 32] {
+    let left = cvs.len().next_power_of_two() / 2;
+    let (l, r) = (merge(&cvs[..left], mode), merge(&cvs[left..], mode));
+    *hazmat::merge_subtrees_root(&l, &r, mode).as_bytes()
+}
+
+/// The chaining value of a subtree of chunks.
+fn merge(cvs: &[ChainingValue], mode: hazmat::Mode<'_>) -> ChainingValue {
+    if cvs.len() == 1 {
+        return cvs[0];
+    }
+    let left = cvs.len().next_power_of_two() / 2;
+    hazmat::merge_subtrees_non_root(&merge(&cvs[..left], mode), &merge(&cvs[left..], mode), mode)
 }
 
 /// The message word order of each of the seven rounds: the identity, then each round
@@ -258,6 +339,7 @@ mod x86 {
         cv: &mut [[u32; 8]; 8],
         block: &[*const u8; 8],
         block_len: &[u32; 8],
+        counter: &[u32; 8],
         flags: &[u32; 8],
     ) {
         let low = transpose8(std::array::from_fn(|l| load8(block[l])));
@@ -276,7 +358,7 @@ mod x86 {
             _mm256_set1_epi32(IV[1] as i32),
             _mm256_set1_epi32(IV[2] as i32),
             _mm256_set1_epi32(IV[3] as i32),
-            _mm256_setzero_si256(),
+            load8(counter.as_ptr().cast()),
             _mm256_setzero_si256(),
             load8(block_len.as_ptr().cast()),
             load8(flags.as_ptr().cast()),
@@ -302,6 +384,7 @@ mod x86 {
         cv: &mut [[u32; 16]; 8],
         block: &[*const u8; 16],
         block_len: &[u32; 16],
+        counter: &[u32; 16],
         flags: &[u32; 16],
     ) {
         let m = transpose16(std::array::from_fn(|l| load16(block[l])));
@@ -318,7 +401,7 @@ mod x86 {
             _mm512_set1_epi32(IV[1] as i32),
             _mm512_set1_epi32(IV[2] as i32),
             _mm512_set1_epi32(IV[3] as i32),
-            _mm512_setzero_si512(),
+            load16(counter.as_ptr().cast()),
             _mm512_setzero_si512(),
             load16(block_len.as_ptr().cast()),
             load16(flags.as_ptr().cast()),
@@ -470,10 +553,19 @@ mod tests {
 
     use super::*;
 
-    /// Messages of every length from 0 to just over two chunks, so each lane sees starts,
-    /// ends and long messages at different times.
+    /// Messages of every length from 0 to just over two chunks, then around each chunk
+    /// count up to and past the longest hashed in lanes, so each lane sees starts, ends,
+    /// chunk boundaries and long messages at different times.
     fn messages() -> Vec<Vec<u8>> {
+        let around = (3..=LANE_MAX_LEN / CHUNK_LEN + 1).flat_map(|chunks| {
+            [
+                chunks * CHUNK_LEN - 1,
+                chunks * CHUNK_LEN,
+                chunks * CHUNK_LEN + 1,
+            ]
+        });
         (0..=2 * CHUNK_LEN + 3)
+            .chain(around)
             .map(|len| (0..len).map(|i| (i * 31 + len * 7) as u8).collect())
             .collect()
     }
