@@ -51,7 +51,7 @@ impl BernsteinFiles {
             statement.start(&params)?;
             let mut manifests: BTreeMap<i64, Vec<u8>> = BTreeMap::new();
             let mut absent = Vec::new();
-            let mut index = journal::StoreIndex::new();
+            let mut index = journal::StoreIndex::default();
             while statement.step()? {
                 let manifest = manifests
                     .entry(statement.int(3))

@@ -231,7 +231,7 @@ impl BernsteinStoreIndex {
         let map = py.allow_threads(move || -> Result<journal::StoreIndex, Failure> {
             let mut statement = connection.prepare(sql)?;
             statement.start(&params)?;
-            let mut map = journal::StoreIndex::new();
+            let mut map = journal::StoreIndex::default();
             while statement.step()? {
                 map.insert(statement.bytes(0).to_vec(), statement.bytes(1).to_vec());
             }

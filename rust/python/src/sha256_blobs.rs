@@ -32,18 +32,21 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 pub struct DigestSet {
     digests: Vec<Vec<u8>>,
     /// SHA-256 of blobs already read, by digest (not necessarily in `digests`).
-    known: HashMap<Vec<u8>, [u8; 32]>,
+    known: HashedBlobs,
 }
 
-/// `(digest, SHA-256 of its bytes)` of blobs read.
-pub type Hashed = Mutex<HashMap<Vec<u8>, [u8; 32]>>;
+/// SHA-256 of blobs read, by digest.
+pub type HashedBlobs = HashMap<Vec<u8>, [u8; 32], foldhash::fast::RandomState>;
+
+/// `(digest, SHA-256 of its bytes)` of blobs read, by the threads that read them.
+pub type Hashed = Mutex<HashedBlobs>;
 
 impl DigestSet {
     pub fn extend(&mut self, digests: impl IntoIterator<Item = Vec<u8>>) {
         self.digests.extend(digests);
     }
 
-    pub fn know(&mut self, hashed: HashMap<Vec<u8>, [u8; 32]>) {
+    pub fn know(&mut self, hashed: HashedBlobs) {
         self.known.extend(hashed);
     }
 
