@@ -16,7 +16,7 @@ from typing import Any
 
 from agentledger.audit import GENESIS_MAC, RECORD_FIELDS, mac_key, record_mac
 from agentledger.keys import read_audit_key
-from agentledger.verify.context import VerifyContext
+from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
 
 RECORDS = "SELECT pos, run_id, seq, record, mac FROM audit_log ORDER BY pos"
@@ -28,7 +28,7 @@ _CANDIDATES = (
     "ORDER BY run_id, seq"
 )
 ALL_CANDIDATES = _CANDIDATES.format(where="")
-RUN_CANDIDATES = _CANDIDATES.format(where="AND run_id = ?")
+RUN_CANDIDATES = _CANDIDATES.format(where=f"AND {IN_SELECTED}")
 ENTRY_AT = "SELECT kind, hash, bytes FROM entries WHERE run_id = ? AND seq = ?"
 MIRRORED_FIELDS = ("stage_id", "kind", "terminal_state", "reason_code", "artifact_hash",
                    "evidence_set_hash")  # fmt: skip
@@ -155,11 +155,7 @@ def _cross_check(
             ("mirrored",), columns, ALL_CANDIDATES, (MIRRORED_MARK,)
         )
     else:
-        rows = (
-            row
-            for run_id in sorted(ctx.selected_runs)
-            for row in ctx.conn.execute(RUN_CANDIDATES, (MIRRORED_MARK, run_id))
-        )
+        rows = ctx.conn.execute(RUN_CANDIDATES, (MIRRORED_MARK, ctx.selected_json))
     for run_id, seq, kind, digest, raw in rows:
         found = mirror.pop((run_id, seq), None)
         if found is None:

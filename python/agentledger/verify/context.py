@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,10 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int], None]
 """Called with the number of entries just verified."""
+
+IN_SELECTED = "run_id IN (SELECT value FROM json_each(?))"
+"""Restricts a query to the selected runs, bound to ``VerifyContext.selected_json``: one
+query for a thousand named runs instead of one per run."""
 
 
 @dataclass
@@ -94,3 +99,8 @@ class VerifyContext:
     @property
     def selected_runs(self) -> list[str]:
         return [run_id for run_id, v in self.verdicts.items() if v.code != 1]
+
+    @property
+    def selected_json(self) -> str:
+        """``selected_runs`` as a JSON array, the parameter of ``IN_SELECTED``."""
+        return json.dumps(self.selected_runs)

@@ -30,7 +30,7 @@ from agentledger.checkpoint import Checkpoint, StoredCheckpoint, checkpoint_by_i
 from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.ids import utc_timestamp
 from agentledger.keys import resolve_trust
-from agentledger.verify.context import VerifyContext
+from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
 
 # INDEXED BY: without it SQLite scans the whole table for the (normally empty) answer.
@@ -320,14 +320,14 @@ def _check_unlogged(ctx: VerifyContext) -> int:
 
 def _check_selected_runs_are_logged(ctx: VerifyContext) -> None:
     """Verifying named runs: each of their entries must at least hold a leaf of the log."""
-    for run_id in ctx.selected_runs:
-        for (seq,) in ctx.conn.execute(
-            "SELECT seq FROM entries WHERE run_id = ? AND (leaf IS NULL OR leaf < 0)", (run_id,)
-        ):
-            ctx.diverged(
-                run_id,
-                Divergence(run_id, seq, "log.unlogged", "a leaf of the workspace log", "none"),
-            )
+    for run_id, seq in ctx.conn.execute(
+        f"SELECT run_id, seq FROM entries WHERE {IN_SELECTED} AND (leaf IS NULL OR leaf < 0) "
+        "ORDER BY run_id, seq",
+        (ctx.selected_json,),
+    ):
+        ctx.diverged(
+            run_id, Divergence(run_id, seq, "log.unlogged", "a leaf of the workspace log", "none")
+        )
 
 
 def _check_state_cache(ctx: VerifyContext, state: wslog.LogState) -> None:

@@ -18,7 +18,9 @@ For every run with ``phase.*`` entries, in chain order:
 
 from __future__ import annotations
 
+import itertools
 import json
+import operator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -48,14 +50,16 @@ from agentledger.phase.transitions import (
     expiry_record,
     is_expansion,
 )
-from agentledger.verify.context import VerifyContext
+from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
 
 _KINDS = ", ".join("?" * len(PHASE_KINDS))
-RUNS_WITH_PHASE = f"SELECT DISTINCT run_id FROM entries WHERE kind IN ({_KINDS}) ORDER BY run_id"
-RUN_PHASE_ENTRIES = (
-    f"SELECT seq, kind, bytes FROM entries WHERE run_id = ? AND kind IN ({_KINDS}) ORDER BY seq"
+_PHASE_ENTRIES = (
+    f"SELECT run_id, seq, kind, bytes FROM entries WHERE kind IN ({_KINDS}) {{where}} "
+    "ORDER BY run_id, seq"
 )
+ALL_PHASE_ENTRIES = _PHASE_ENTRIES.format(where="")
+SELECTED_PHASE_ENTRIES = _PHASE_ENTRIES.format(where=f"AND {IN_SELECTED}")
 ENTRY_AT = "SELECT kind, hash, bytes FROM entries WHERE run_id = ? AND seq = ?"
 
 
@@ -114,13 +118,13 @@ class _Replay:
 
 def check_phase(ctx: VerifyContext) -> None:
     if ctx.whole:
-        runs = [row[0] for row in ctx.conn.execute(RUNS_WITH_PHASE, PHASE_KINDS)]
+        entries = ctx.conn.execute(ALL_PHASE_ENTRIES, PHASE_KINDS)
     else:
-        runs = sorted(ctx.selected_runs)
-    for run_id in runs:
+        entries = ctx.conn.execute(SELECTED_PHASE_ENTRIES, (*PHASE_KINDS, ctx.selected_json))
+    rows: list[Any] = entries.fetchall()
+    for run_id, run_rows in itertools.groupby(rows, key=operator.itemgetter(0)):
         replay = _Replay(ctx, run_id)
-        rows: list[Any] = ctx.conn.execute(RUN_PHASE_ENTRIES, (run_id, *PHASE_KINDS)).fetchall()
-        for seq, kind, raw in rows:
+        for _, seq, kind, raw in run_rows:
             replay.seq, replay.kind = seq, kind
             try:
                 body = json.loads(raw)["body"]

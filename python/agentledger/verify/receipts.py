@@ -18,7 +18,7 @@ from agentledger import _core
 from agentledger.activity.receipts import PendingSignature, check_receipt, verify_signatures
 from agentledger.activity.result import SIGNED_MODALITIES
 from agentledger.keys import resolve_trust
-from agentledger.verify.context import VerifyContext
+from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
 
 SIGNATURE_BATCH = 8_192
@@ -30,7 +30,7 @@ _SIGNED = (
     'OR instr(bytes, CAST(\'"kind":"ops"\' AS BLOB)) > 0) ORDER BY run_id, seq'
 )
 ALL_SIGNED = _SIGNED.format(where="")
-RUN_SIGNED = _SIGNED.format(where="AND run_id = ?")
+RUN_SIGNED = _SIGNED.format(where=f"AND {IN_SELECTED}")
 CHUNKS = "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx"
 
 
@@ -48,8 +48,7 @@ def _rows(ctx: VerifyContext) -> Iterator[tuple[str, int, bytes]]:
         marks = ("receipt_data", "receipt_ops")
         yield from ctx.marked_rows(marks, "run_id, seq, bytes", ALL_SIGNED)
         return
-    for run_id in sorted(ctx.selected_runs):
-        yield from ctx.conn.execute(RUN_SIGNED, (run_id,))
+    yield from ctx.conn.execute(RUN_SIGNED, (ctx.selected_json,))
 
 
 def _blob(ctx: VerifyContext, digest: str) -> bytes | None:

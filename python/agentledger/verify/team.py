@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from agentledger import _core
 from agentledger.activity.team import InvalidManifest, parse_manifest
-from agentledger.verify.context import VerifyContext
+from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
 
 _PINNED = (
@@ -21,7 +21,7 @@ _PINNED = (
     'AND instr(bytes, CAST(\'"team_manifest":"\' AS BLOB)) > 0 ORDER BY run_id, seq'
 )
 ALL_PINNED = _PINNED.format(where="")
-RUN_PINNED = _PINNED.format(where="AND run_id = ?")
+RUN_PINNED = _PINNED.format(where=f"AND {IN_SELECTED}")
 CHUNKS = "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx"
 
 
@@ -30,8 +30,7 @@ def _rows(ctx: VerifyContext) -> Iterator[tuple[str, int, bytes]]:
         # The journal pass marked exactly the rows ALL_PINNED selects.
         yield from ctx.marked_rows(("team_manifest",), "run_id, seq, bytes", ALL_PINNED)
         return
-    for run_id in sorted(ctx.selected_runs):
-        yield from ctx.conn.execute(RUN_PINNED, (run_id,))
+    yield from ctx.conn.execute(RUN_PINNED, (ctx.selected_json,))
 
 
 def _roles(ctx: VerifyContext, digest: str) -> dict[str, str] | str:
