@@ -47,6 +47,7 @@ impl BernsteinFiles {
     ) -> PyResult<Self> {
         let connection = Connection::from_pointer(connection)?;
         let scanned = py.allow_threads(move || -> Result<_, Failure> {
+            let _held = connection.lock();
             let mut statement = connection.prepare(sql)?;
             statement.start(&params)?;
             let mut manifests: BTreeMap<i64, Vec<u8>> = BTreeMap::new();

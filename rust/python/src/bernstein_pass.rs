@@ -189,6 +189,8 @@ fn read<'s>(
     slots: Slots<'s>,
     scope: &rayon::Scope<'s>,
 ) -> Result<(), Failure> {
+    // Only this thread steps statements: it holds the connection (see `Connection::lock`).
+    let _held = connection.lock();
     let (done, verified) = mpsc::channel::<usize>();
     let mut statement = connection.prepare(queries.journal)?;
     for (run, (_, path)) in runs.iter().enumerate() {

@@ -174,6 +174,7 @@ fn sha256_check_blobs(
     let (listed, results) = (&unknown, &hashed);
     py.allow_threads(move || {
         pool.in_place_scope(|scope| -> Result<(), Failure> {
+            let _held = connection.lock();
             let mut statement = connection.prepare(sql)?;
             for slice in listed.chunks(SLICE) {
                 statement.start(&[Param::Text(json_array(slice))])?;
