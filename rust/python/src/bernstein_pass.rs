@@ -27,7 +27,7 @@ use crate::pyjson::{
     BernsteinAuditMirror, BernsteinStoreIndex,
 };
 use crate::sha256_blobs::{hash_rows, DigestSet, Hashed};
-use crate::sqlite::{Connection, Failure, Param, Statement};
+use crate::sqlite::{Connection, Failure, Param, Reading, Statement};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bernstein_ledger_pass, m)?)?;
@@ -188,9 +188,10 @@ fn read<'s>(
     index: Option<&'s StoreIndex>,
     slots: Slots<'s>,
     scope: &rayon::Scope<'s>,
-) -> Result<(), Failure> {
-    // Only this thread steps statements: it holds the connection (see `Connection::lock`).
-    let _held = connection.lock();
+) -> PyResult<()> {
+    // Only this thread steps statements; Ctrl-C stops it between journals or blob batches
+    // (the pool finishes what it was handed, and the scope then returns the error).
+    let mut reading = Reading::new(connection);
     let (done, verified) = mpsc::channel::<usize>();
     let mut statement = connection.prepare(queries.journal)?;
     for (run, (_, path)) in runs.iter().enumerate() {
@@ -198,6 +199,7 @@ fn read<'s>(
         let Some(data) = read_chunks(&mut statement, path)? else {
             continue;
         };
+        reading.count(data.len())?;
         let done = done.clone();
         scope.spawn(move |_| {
             let _ = slots.reports[run].set(journal::verify_journal_with(&data, index));
@@ -209,7 +211,7 @@ fn read<'s>(
         return Ok(());
     };
     let mut receipt_statement = connection.prepare(queries.blob)?;
-    let mut settle = |run: usize| -> Result<(), Failure> {
+    let mut settle = |run: usize| -> PyResult<()> {
         let Some(report) = slots.reports[run].get() else {
             return Ok(());
         };
@@ -233,7 +235,8 @@ fn read<'s>(
         let mut statement = connection.prepare(sql)?;
         statement.start(&[])?;
         // Between batches, the receipts of the journals verified meanwhile.
-        hash_rows(&mut statement, slots.hashed, scope, || {
+        hash_rows(&mut statement, slots.hashed, scope, |bytes| {
+            reading.count(bytes)?;
             verified.try_iter().try_for_each(&mut settle)
         })?;
     }

@@ -4,10 +4,7 @@
 use agentledger_core::blob_check::{BlobCheck, BlobFinding};
 use pyo3::prelude::*;
 
-use crate::sqlite::{Connection, Param};
-
-/// Bytes re-hashed between two looks at Ctrl-C.
-const SIGNAL_EVERY_BYTES: usize = 64 << 20;
+use crate::sqlite::{Connection, Param, Reading};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verify_blobs, m)?)?;
@@ -31,7 +28,6 @@ fn verify_blobs(
     py.allow_threads(move || {
         let mut findings = Vec::new();
         let mut checked = 0u64;
-        let mut since_signal_check = 0usize;
         let mut finish = |blob: BlobCheck| {
             checked += 1;
             findings.extend(blob.finish().into_iter().map(
@@ -48,8 +44,7 @@ fn verify_blobs(
             statement.start(&params).map_err(PyErr::from)?;
             // The blob being read, and its name's stored bytes (what rows are grouped by).
             let mut current: Option<(BlobCheck, Vec<u8>)> = None;
-            // Held while stepping (see `Connection::lock`), let go to look at Ctrl-C.
-            let mut held = Some(connection.lock());
+            let mut reading = Reading::new(connection);
             while statement.step().map_err(PyErr::from)? {
                 let digest = statement.bytes(0);
                 if current.as_ref().is_none_or(|(_, name)| name != digest) {
@@ -62,21 +57,16 @@ fn verify_blobs(
                 }
                 if !statement.is_null(3) {
                     let data = statement.bytes(4);
-                    since_signal_check += data.len();
+                    let read = data.len();
                     current
                         .as_mut()
                         .expect("set above")
                         .0
                         .add(statement.int(3), data);
-                }
-                if since_signal_check >= SIGNAL_EVERY_BYTES {
-                    since_signal_check = 0;
-                    drop(held.take());
-                    Python::with_gil(|py| py.check_signals())?;
-                    held = Some(connection.lock());
+                    reading.count(read)?;
                 }
             }
-            drop(held);
+            drop(reading);
             if let Some((done, _)) = current.take() {
                 finish(done);
             }

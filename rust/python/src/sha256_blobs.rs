@@ -12,7 +12,7 @@ use agentledger_core::pyjson::write_py_string;
 use pyo3::prelude::*;
 
 use crate::pools::pool;
-use crate::sqlite::{Connection, Failure, Param, Statement};
+use crate::sqlite::{Connection, Failure, Param, Reading, Statement};
 
 /// Digests listed in one query: a statement per digest costs more than its blob's hash.
 const SLICE: usize = 4096;
@@ -119,13 +119,13 @@ impl BlobBatch {
 }
 
 /// Stream the rows `statement` yields (already started) into batches, each hashed on the
-/// pool into `hashed`; `between` runs after each batch is handed over.
-pub fn hash_rows<'s>(
+/// pool into `hashed`; `between` runs after each batch is handed over, with its size in bytes.
+pub fn hash_rows<'s, E: From<Failure>>(
     statement: &mut Statement,
     hashed: &'s Hashed,
     scope: &rayon::Scope<'s>,
-    mut between: impl FnMut() -> Result<(), Failure>,
-) -> Result<(), Failure> {
+    mut between: impl FnMut(usize) -> Result<(), E>,
+) -> Result<(), E> {
     let mut batch = BlobBatch::default();
     let hand_over = |batch: BlobBatch| {
         scope.spawn(move |_| {
@@ -138,8 +138,9 @@ pub fn hash_rows<'s>(
     };
     while statement.step()? {
         if let Some(full) = batch.push(statement) {
+            let bytes = full.data.len();
             hand_over(full);
-            between()?;
+            between(bytes)?;
         }
     }
     hand_over(batch);
@@ -173,12 +174,12 @@ fn sha256_check_blobs(
     let hashed = Hashed::default();
     let (listed, results) = (&unknown, &hashed);
     py.allow_threads(move || {
-        pool.in_place_scope(|scope| -> Result<(), Failure> {
-            let _held = connection.lock();
+        pool.in_place_scope(|scope| -> PyResult<()> {
+            let mut reading = Reading::new(connection);
             let mut statement = connection.prepare(sql)?;
             for slice in listed.chunks(SLICE) {
                 statement.start(&[Param::Text(json_array(slice))])?;
-                hash_rows(&mut statement, results, scope, || Ok(()))?;
+                hash_rows(&mut statement, results, scope, |bytes| reading.count(bytes))?;
             }
             Ok(())
         })

@@ -140,6 +140,42 @@ impl Connection {
 /// The connection's mutex, held (see [`Connection::lock`]).
 pub struct Held(*mut ffi::sqlite3_mutex);
 
+/// Bytes read between two looks at Ctrl-C by a [`Reading`].
+const SIGNAL_EVERY_BYTES: usize = 64 << 20;
+
+/// A long read on a thread without the GIL: the connection is held meanwhile (see
+/// [`Connection::lock`]), and every 64 MiB it is let go while the GIL is taken back to
+/// look at Ctrl-C, so that a long pass can be interrupted.
+pub struct Reading {
+    connection: Connection,
+    held: Option<Held>,
+    since_check: usize,
+}
+
+impl Reading {
+    pub fn new(connection: Connection) -> Self {
+        Reading {
+            connection,
+            held: Some(connection.lock()),
+            since_check: 0,
+        }
+    }
+
+    /// Count `bytes` just read; the error of a pending signal (`KeyboardInterrupt`) once
+    /// enough were.
+    pub fn count(&mut self, bytes: usize) -> PyResult<()> {
+        self.since_check += bytes;
+        if self.since_check < SIGNAL_EVERY_BYTES {
+            return Ok(());
+        }
+        self.since_check = 0;
+        drop(self.held.take());
+        Python::with_gil(|py| py.check_signals())?;
+        self.held = Some(self.connection.lock());
+        Ok(())
+    }
+}
+
 impl Drop for Held {
     fn drop(&mut self) {
         // SAFETY: entered by `Connection::lock` on this thread.
