@@ -47,7 +47,7 @@ impl BernsteinFiles {
     ) -> PyResult<Self> {
         let connection = Connection::from_pointer(connection)?;
         let scanned = py.allow_threads(move || -> Result<_, Failure> {
-            let _held = connection.lock();
+            let held = connection.lock();
             let mut statement = connection.prepare(sql)?;
             statement.start(&params)?;
             let mut manifests: BTreeMap<i64, Vec<u8>> = BTreeMap::new();
@@ -69,18 +69,22 @@ impl BernsteinFiles {
                         manifest.extend_from_slice(b"null");
                     } else {
                         // ASCII-escaped: any text is written (a mismatch is decided in Python).
-                        let text = statement.bytes(column);
+                        let text = statement.bytes_held(&held, column);
                         let _ = pyjson::write_py_string(text, true, manifest);
                     }
                 }
                 manifest.push(b']');
                 if statement.int(4) != 0 {
-                    let text =
-                        |column| String::from_utf8_lossy(statement.bytes(column)).into_owned();
+                    let text = |column| {
+                        String::from_utf8_lossy(statement.bytes_held(&held, column)).into_owned()
+                    };
                     absent.push((text(0), text(2)));
                 }
                 if !statement.is_null(5) {
-                    index.insert(statement.bytes(5).to_vec(), statement.bytes(2).to_vec());
+                    index.insert(
+                        statement.bytes_held(&held, 5).to_vec(),
+                        statement.bytes_held(&held, 2).to_vec(),
+                    );
                 }
             }
             Ok((manifests, absent, index))

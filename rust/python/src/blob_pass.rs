@@ -46,7 +46,7 @@ fn verify_blobs(
             let mut current: Option<(BlobCheck, Vec<u8>)> = None;
             let mut reading = Reading::new(connection);
             while statement.step().map_err(PyErr::from)? {
-                let digest = statement.bytes(0);
+                let digest = statement.bytes_held(reading.held(), 0);
                 if current.as_ref().is_none_or(|(_, name)| name != digest) {
                     if let Some((done, _)) = current.take() {
                         finish(done);
@@ -56,7 +56,7 @@ fn verify_blobs(
                     current = Some((blob, digest.to_vec()));
                 }
                 if !statement.is_null(3) {
-                    let data = statement.bytes(4);
+                    let data = statement.bytes_held(reading.held(), 4);
                     let read = data.len();
                     current
                         .as_mut()

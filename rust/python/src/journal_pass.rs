@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 
 use crate::journal::{to_tuples, verify_and_scan, BatchTuple, JournalScan, LogAssembler};
 use crate::pools::pool;
-use crate::sqlite::{Connection, Failure, Param, Statement};
+use crate::sqlite::{Connection, Failure, Held, Param, Statement};
 
 const IN_FLIGHT: usize = 2;
 
@@ -199,13 +199,13 @@ impl RowBatch {
 
     /// Copy the statement's current row. Values are taken by content: a STRICT table
     /// holds each in its column's type, and any edit of one changes what is hashed.
-    fn push(&mut self, statement: &Statement, logged: bool) {
+    fn push(&mut self, statement: &Statement, held: &Held, logged: bool) {
         let row = StoredRow {
-            run_id: self.keep_text(statement.bytes(0)),
+            run_id: self.keep_text(statement.bytes_held(held, 0)),
             seq: statement.int(1),
-            kind: self.keep_text(statement.bytes(2)),
-            hash: self.keep(statement.bytes(3)),
-            bytes: self.keep(statement.bytes(4)),
+            kind: self.keep_text(statement.bytes_held(held, 2)),
+            hash: self.keep(statement.bytes_held(held, 3)),
+            bytes: self.keep(statement.bytes_held(held, 4)),
             leaf: (logged && !statement.is_null(5)).then(|| statement.int(5)),
         };
         self.rows.push(row);
@@ -271,12 +271,12 @@ fn fill(
     limit: usize,
     logged: bool,
 ) -> Result<bool, Failure> {
-    let _held = connection.lock();
+    let held = connection.lock();
     while batch.rows.len() < limit {
         if !statement.step()? {
             return Ok(false);
         }
-        batch.push(statement, logged);
+        batch.push(statement, &held, logged);
     }
     Ok(true)
 }
