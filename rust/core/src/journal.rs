@@ -834,8 +834,7 @@ fn write_log_leaf_message(run_id: &str, seq: i64, entry_hash: &[u8], out: &mut V
     out.resize(hex_start + 2 * entry_hash.len(), 0);
     hash::write_hex(entry_hash, &mut out[hex_start..]);
     out.extend_from_slice(b"\",\"run\":");
-    // The common case, a run id needing no escape and a non-negative seq, without the
-    // general writers.
+    // The common case, a run id needing no escape, without the general string writer.
     if run_id.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
         out.push(b'"');
         out.extend_from_slice(run_id.as_bytes());
@@ -844,22 +843,7 @@ fn write_log_leaf_message(run_id: &str, seq: i64, entry_hash: &[u8], out: &mut V
         canonical::write_string(run_id, out);
     }
     out.extend_from_slice(b",\"seq\":");
-    match u64::try_from(seq) {
-        Ok(mut n) => {
-            let mut digits = [0u8; 20];
-            let mut at = digits.len();
-            loop {
-                at -= 1;
-                digits[at] = b'0' + (n % 10) as u8;
-                n /= 10;
-                if n == 0 {
-                    break;
-                }
-            }
-            out.extend_from_slice(&digits[at..]);
-        }
-        Err(_) => out.extend_from_slice(seq.to_string().as_bytes()),
-    }
+    canonical::write_integer(seq, out);
     out.push(b'}');
 }
 

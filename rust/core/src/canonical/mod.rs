@@ -23,6 +23,7 @@ mod tests;
 
 pub(crate) use check::{certainly_canonical_members, TopMembers};
 pub use number::write_number;
+pub(crate) use number::write_integer;
 pub use parse::parse;
 pub use serialize::{compare_keys_utf16, to_canonical, write_canonical, write_string};
 pub use value::Value;
