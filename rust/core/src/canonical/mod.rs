@@ -22,8 +22,8 @@ mod es6_numbers_tests;
 mod tests;
 
 pub(crate) use check::{certainly_canonical_members, TopMembers};
-pub use number::write_number;
 pub(crate) use number::write_integer;
+pub use number::write_number;
 pub use parse::parse;
 pub use serialize::{compare_keys_utf16, to_canonical, write_canonical, write_string};
 pub use value::Value;

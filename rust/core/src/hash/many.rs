@@ -10,6 +10,9 @@
 //! `blake3` crate already hashes in parallel, and machines without AVX2 go through that
 //! crate; the digests are the same (tested against it).
 
+// The lanes exist for x86-64 only so far; elsewhere every message takes the crate.
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+
 use blake3::hazmat::{self, ChainingValue, ContextKey, HasherExt};
 
 /// BLAKE3 processes its input in chunks of this many bytes; a message of at most one chunk
@@ -97,11 +100,12 @@ pub fn hash_many(mode: &Mode, inputs: &[&[u8]], out: &mut [[u8; 32]]) {
     assert_eq!(inputs.len(), out.len(), "one output per input");
     #[cfg(target_arch = "x86_64")]
     if inputs.len() > 1 {
+        // SAFETY: each `compress` runs only where the CPU has its instructions.
         if std::is_x86_feature_detected!("avx512f") {
-            return in_lanes(mode, inputs, out, x86::compress16);
+            return unsafe { in_lanes(mode, inputs, out, x86::compress16) };
         }
         if std::is_x86_feature_detected!("avx2") {
-            return in_lanes(mode, inputs, out, x86::compress8);
+            return unsafe { in_lanes(mode, inputs, out, x86::compress8) };
         }
     }
     for (input, digest) in inputs.iter().zip(out) {
@@ -136,9 +140,11 @@ enum Output {
 }
 
 /// Feeds the messages' chunks through `N` lanes of `compress`, each lane taking the next
-/// chunk as soon as its own ends, then merges the chunks of longer messages. `compress`
-/// must be supported by the CPU.
-fn in_lanes<const N: usize>(
+/// chunk as soon as its own ends, then merges the chunks of longer messages.
+///
+/// # Safety
+/// The CPU must have the instructions `compress` uses.
+unsafe fn in_lanes<const N: usize>(
     mode: &Mode,
     inputs: &[&[u8]],
     out: &mut [[u8; 32]],
@@ -212,8 +218,8 @@ fn in_lanes<const N: usize>(
             };
             flags[l] = mode.flags | if offset[l] == 0 { CHUNK_START } else { 0 } | end;
         }
-        // SAFETY: the caller chose `compress` for this CPU; each pointer is a whole block
-        // of a message or of `padded`.
+        // SAFETY: the CPU runs `compress` (this function's contract); each pointer is a
+        // whole block of a message, of `padded` or of `ZEROS`.
         unsafe { compress(&mut cv, &block, &block_len, &counter, &flags) };
         for l in 0..N {
             let Some(c) = job[l] else { continue };
@@ -577,13 +583,14 @@ mod tests {
         let mut backends: Vec<(&'static str, Backend)> = vec![("dispatch", hash_many)];
         #[cfg(target_arch = "x86_64")]
         {
+            // SAFETY (both): pushed only where the CPU has the instructions.
             if std::is_x86_feature_detected!("avx2") {
-                backends.push(("avx2", |mode, inputs, out| {
+                backends.push(("avx2", |mode, inputs, out| unsafe {
                     in_lanes(mode, inputs, out, x86::compress8)
                 }));
             }
             if std::is_x86_feature_detected!("avx512f") {
-                backends.push(("avx512", |mode, inputs, out| {
+                backends.push(("avx512", |mode, inputs, out| unsafe {
                     in_lanes(mode, inputs, out, x86::compress16)
                 }));
             }
