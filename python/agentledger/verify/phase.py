@@ -121,8 +121,8 @@ def check_phase(ctx: VerifyContext) -> None:
         entries = ctx.conn.execute(ALL_PHASE_ENTRIES, PHASE_KINDS)
     else:
         entries = ctx.conn.execute(SELECTED_PHASE_ENTRIES, (*PHASE_KINDS, ctx.selected_json))
-    rows: list[Any] = entries.fetchall()
-    for run_id, run_rows in itertools.groupby(rows, key=operator.itemgetter(0)):
+    # Streamed, a run at a time (the replay's own reads use other cursors meanwhile).
+    for run_id, run_rows in itertools.groupby(entries, key=operator.itemgetter(0)):
         replay = _Replay(ctx, run_id)
         for _, seq, kind, raw in run_rows:
             replay.seq, replay.kind = seq, kind
