@@ -332,12 +332,7 @@ impl Statement {
             );
             let value = ffi::sqlite3_column_value(self.raw, column);
             let data = ffi::sqlite3_value_blob(value);
-            let len = usize::try_from(ffi::sqlite3_value_bytes(value)).unwrap_or(0);
-            if data.is_null() || len == 0 {
-                &[]
-            } else {
-                std::slice::from_raw_parts(data.cast(), len)
-            }
+            value_bytes(data, ffi::sqlite3_value_bytes(value))
         }
     }
 
@@ -347,13 +342,21 @@ impl Statement {
         // SQLite documents, and the pointer lives until the statement moves.
         unsafe {
             let data = ffi::sqlite3_column_blob(self.raw, column);
-            let len = usize::try_from(ffi::sqlite3_column_bytes(self.raw, column)).unwrap_or(0);
-            if data.is_null() || len == 0 {
-                &[]
-            } else {
-                std::slice::from_raw_parts(data.cast(), len)
-            }
+            value_bytes(data, ffi::sqlite3_column_bytes(self.raw, column))
         }
+    }
+}
+
+/// The `len` bytes at `data` as SQLite gives a value's (null or empty: none).
+///
+/// # Safety
+/// `data` is null or readable for `len` bytes for as long as the result is used.
+unsafe fn value_bytes<'a>(data: *const std::ffi::c_void, len: c_int) -> &'a [u8] {
+    match usize::try_from(len) {
+        Ok(len) if len > 0 && !data.is_null() => unsafe {
+            std::slice::from_raw_parts(data.cast(), len)
+        },
+        _ => &[],
     }
 }
 

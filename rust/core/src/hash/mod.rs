@@ -61,10 +61,7 @@ pub fn domain_context(domain: &str) -> String {
 /// process (deriving it costs as much as hashing a small entry); the others are derived on
 /// each call. Both give the same hasher.
 pub fn domain_hasher(domain: &str) -> blake3::Hasher {
-    match cached_context_key(domain) {
-        Some(key) => blake3::Hasher::new_from_context_key(key),
-        None => blake3::Hasher::new_derive_key(&domain_context(domain)),
-    }
+    blake3::Hasher::new_from_context_key(&context_key(domain))
 }
 
 /// The derive-key context key of `"agentledger/v1/" + domain`.
