@@ -22,12 +22,15 @@ pub mod audit;
 pub mod journal;
 pub mod mirror;
 pub mod receipt;
+pub mod store_index;
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
-use crate::canonical::{compare_keys_utf16, write_number, write_string};
+use crate::canonical::{
+    compare_keys_utf16, skip_plain, skip_printable_ascii, write_number, write_string,
+};
 use crate::error::{Error, Result};
 
 /// Python's default limit on the digits of an `int` parsed from text (`sys.int_info`).
@@ -238,25 +241,12 @@ impl<'a> Parser<'a> {
         self.pos += 1; // opening quote
         let text: &'a [u8] = self.text;
         let first = self.pos;
-        // Eight bytes at a time while none is `"`, `\` or a control character.
-        while let Some(word) = text.get(self.pos..self.pos + 8) {
-            let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
-            if has_byte(w, b'"') || has_byte(w, b'\\') || has_less(w, 0x20) {
-                break;
-            }
-            self.pos += 8;
+        // The common string: no escape before its closing quote.
+        let end = skip_plain(text, first);
+        if text.get(end) == Some(&b'"') {
+            self.pos = end + 1;
+            return Ok(Cow::Borrowed(&text[first..end]));
         }
-        while let Some(&b) = text.get(self.pos) {
-            if b == b'"' {
-                self.pos += 1;
-                return Ok(Cow::Borrowed(&text[first..self.pos - 1]));
-            }
-            if b == b'\\' || b < 0x20 {
-                break;
-            }
-            self.pos += 1;
-        }
-        self.pos = first;
         let mut out = Vec::new();
         loop {
             let chunk_start = self.pos;
@@ -391,27 +381,6 @@ impl<'a> Parser<'a> {
     }
 }
 
-const ONES: u64 = 0x0101_0101_0101_0101;
-const HIGHS: u64 = 0x8080_8080_8080_8080;
-
-/// Whether any byte of `w` is below `n` (`n <= 128`; exact as to existence).
-#[inline]
-fn has_less(w: u64, n: u8) -> bool {
-    w.wrapping_sub(ONES * n as u64) & !w & HIGHS != 0
-}
-
-/// Whether any byte of `w` is above `n` (`n <= 127`; exact as to existence).
-#[inline]
-fn has_more(w: u64, n: u8) -> bool {
-    (w.wrapping_add(ONES * (127 - n) as u64) | w) & HIGHS != 0
-}
-
-/// Whether any byte of `w` equals `b`.
-#[inline]
-fn has_byte(w: u64, b: u8) -> bool {
-    has_less(w ^ (ONES * b as u64), 1)
-}
-
 /// Append a code point (a lone surrogate included) as generalized UTF-8.
 pub fn push_code_point(code: u32, out: &mut Vec<u8>) {
     match code {
@@ -495,31 +464,19 @@ pub fn write_py_string(s: &[u8], ensure_ascii: bool, out: &mut Vec<u8>) -> Resul
             ));
         }
         let mut start = 0;
-        for (i, &b) in s.iter().enumerate() {
-            if b >= 0x20 && b != b'"' && b != b'\\' {
-                continue;
-            }
+        loop {
+            let i = skip_plain(s, start);
             out.extend_from_slice(&s[start..i]);
+            let Some(&b) = s.get(i) else { break };
             push_short_escape(b as u32, out);
             start = i + 1;
         }
-        out.extend_from_slice(&s[start..]);
     } else {
         // Runs of printable ASCII other than `"` and `\` are copied as they are.
         let mut i = 0;
         while i < s.len() {
             let start = i;
-            while let Some(word) = s.get(i..i + 8) {
-                let w = u64::from_le_bytes(word.try_into().unwrap_or([0; 8]));
-                if has_less(w, 0x20) || has_more(w, 0x7E) || has_byte(w, b'"') || has_byte(w, b'\\')
-                {
-                    break;
-                }
-                i += 8;
-            }
-            while i < s.len() && (0x20..0x7F).contains(&s[i]) && s[i] != b'"' && s[i] != b'\\' {
-                i += 1;
-            }
+            i = skip_printable_ascii(s, i);
             out.extend_from_slice(&s[start..i]);
             if i == s.len() {
                 break;

@@ -27,6 +27,10 @@
 //!    cancel) is rejected.
 //!
 //! Rules 2, 4, 5 and 6 are ed25519-dalek's `verify_strict`; rule 3 is checked first here.
+//! They are applied with curve25519-dalek directly, in an equivalent order that decodes
+//! each key once ([`PublicKey`]) and never decodes `R`: when `R` is byte for byte the
+//! canonical encoding of the computed `[S]B - [h]A`, it decodes to that very point, so
+//! rule 5 is checked on the computed point; when it is not, rule 6 fails anyway.
 //!
 //! # How this was established
 //!
@@ -47,8 +51,10 @@
 //! for them); it is mirrored from libsodium's `ge25519_is_canonical(pk)` check so that the
 //! decisions agree on every input, not only on the ones we can construct.
 
-use ed25519_dalek::{Signature, VerifyingKey};
+use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
+use curve25519_dalek::scalar::Scalar;
 use rayon::prelude::*;
+use sha2::{Digest, Sha512};
 
 pub const PUBLIC_KEY_LENGTH: usize = 32;
 pub const SIGNATURE_LENGTH: usize = 64;
@@ -63,22 +69,54 @@ pub fn is_canonical_point_encoding(encoding: &[u8; 32]) -> bool {
     !(top_is_max && middle_is_max && encoding[0] >= 0xed)
 }
 
+/// A public key that passed rules 1, 3 and 4, decoded once for any number of signatures.
+#[derive(Clone, Copy)]
+pub struct PublicKey {
+    /// The key as given: `h` hashes these bytes.
+    encoding: [u8; PUBLIC_KEY_LENGTH],
+    minus_a: EdwardsPoint,
+}
+
+impl PublicKey {
+    /// `None` when no signature can verify under `public_key` (rules 1, 3 and 4).
+    pub fn parse(public_key: &[u8]) -> Option<Self> {
+        let encoding: [u8; PUBLIC_KEY_LENGTH] = public_key.try_into().ok()?;
+        if !is_canonical_point_encoding(&encoding) {
+            return None;
+        }
+        let a = CompressedEdwardsY(encoding).decompress()?;
+        if a.is_small_order() {
+            return None;
+        }
+        Some(Self {
+            encoding,
+            minus_a: -a,
+        })
+    }
+
+    /// Rules 1, 2, 5 and 6 for one signature under this key.
+    pub fn verifies(&self, message: &[u8], signature: &[u8]) -> bool {
+        let Ok(signature) = <&[u8; SIGNATURE_LENGTH]>::try_from(signature) else {
+            return false;
+        };
+        let (r, s) = signature.split_at(32);
+        let s: [u8; 32] = s.try_into().expect("32 bytes");
+        let Some(s) = Option::<Scalar>::from(Scalar::from_canonical_bytes(s)) else {
+            return false;
+        };
+        let mut hasher = Sha512::new();
+        hasher.update(r);
+        hasher.update(self.encoding);
+        hasher.update(message);
+        let h = Scalar::from_bytes_mod_order_wide(&hasher.finalize().into());
+        let computed = EdwardsPoint::vartime_double_scalar_mul_basepoint(&h, &self.minus_a, &s);
+        computed.compress().as_bytes() == r && !computed.is_small_order()
+    }
+}
+
 /// Verify one Ed25519 signature with libsodium's decisions (see the module docs).
 pub fn verify(public_key: &[u8], message: &[u8], signature: &[u8]) -> bool {
-    let Ok(public_key) = <&[u8; PUBLIC_KEY_LENGTH]>::try_from(public_key) else {
-        return false;
-    };
-    let Ok(signature) = <&[u8; SIGNATURE_LENGTH]>::try_from(signature) else {
-        return false;
-    };
-    if !is_canonical_point_encoding(public_key) {
-        return false;
-    }
-    let Ok(key) = VerifyingKey::from_bytes(public_key) else {
-        return false;
-    };
-    key.verify_strict(message, &Signature::from_bytes(signature))
-        .is_ok()
+    PublicKey::parse(public_key).is_some_and(|key| key.verifies(message, signature))
 }
 
 /// Verify many `(public_key, message, signature)` triples in parallel on the rayon pool.
@@ -309,9 +347,111 @@ mod tests {
         // y = p + 3 is the non-canonical encoding of the large-order point with y = 3:
         // ed25519-dalek alone would decode it, libsodium refuses it before decoding.
         let key = h("f0ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f");
-        assert!(VerifyingKey::from_bytes(&key.clone().try_into().unwrap()).is_ok());
+        let encoding: [u8; 32] = key.clone().try_into().unwrap();
+        assert!(CompressedEdwardsY(encoding).decompress().is_some());
         let v = &testvectors()[0];
         assert!(!verify(&key, &v.message, &v.signature));
+    }
+
+    /// ed25519-dalek's `verify_strict` behind the canonical-key check: the rule set as
+    /// the module docs state it, decided by the library this module no longer calls.
+    fn reference(public_key: &[u8], message: &[u8], signature: &[u8]) -> bool {
+        use ed25519_dalek::{Signature, VerifyingKey};
+        let (Ok(key), Ok(signature)) = (
+            <[u8; 32]>::try_from(public_key),
+            <[u8; 64]>::try_from(signature),
+        ) else {
+            return false;
+        };
+        is_canonical_point_encoding(&key)
+            && VerifyingKey::from_bytes(&key).is_ok_and(|key| {
+                key.verify_strict(message, &Signature::from_bytes(&signature))
+                    .is_ok()
+            })
+    }
+
+    #[test]
+    fn decisions_equal_verify_strict_on_valid_mutated_and_small_order_inputs() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let (mut accepted, mut checked) = (0, 0);
+        for v in testvectors() {
+            let mut cases = vec![(v.public_key.clone(), v.signature.clone())];
+            for encoding in SMALL_ORDER_ENCODINGS {
+                let r = [h(encoding), v.signature[32..].to_vec()].concat();
+                cases.push((v.public_key.clone(), r));
+                cases.push((h(encoding), v.signature.clone()));
+            }
+            for _ in 0..8 {
+                let mut sig = v.signature.clone();
+                let at = next() as usize % 64;
+                sig[at] ^= 1 << (next() % 8);
+                cases.push((v.public_key.clone(), sig));
+            }
+            for (key, sig) in cases {
+                let decision = verify(&key, &v.message, &sig);
+                assert_eq!(
+                    decision,
+                    reference(&key, &v.message, &sig),
+                    "{}",
+                    hex::encode(&sig)
+                );
+                accepted += usize::from(decision);
+                checked += 1;
+            }
+        }
+        assert_eq!(accepted, 128, "of {checked}");
+    }
+
+    #[test]
+    fn an_identity_r_that_satisfies_the_equation_is_still_rejected() {
+        // With the signer's scalar a, S = h*a makes [S]B - [h]A the identity, which R
+        // encodes canonically: only the small-order rule rejects this signature.
+        let line = read_vector("ed25519-dalek-testvectors/TESTVECTORS");
+        let fields: Vec<&str> = line.lines().next().unwrap().split(':').collect();
+        let (seed, public_key) = (h(&fields[0][..64]), h(fields[1]));
+        let mut scalar: [u8; 32] = Sha512::digest(&seed)[..32].try_into().unwrap();
+        scalar[0] &= 248;
+        scalar[31] &= 63;
+        scalar[31] |= 64;
+        let a = Scalar::from_bytes_mod_order(scalar);
+        let identity = h(SMALL_ORDER_ENCODINGS[2]);
+        let message = b"agentledger";
+        let digest = Sha512::new()
+            .chain_update(&identity)
+            .chain_update(&public_key)
+            .chain_update(message)
+            .finalize();
+        let s = Scalar::from_bytes_mod_order_wide(&digest.into()) * a;
+        let signature = [identity, s.as_bytes().to_vec()].concat();
+        let key = PublicKey::parse(&public_key).unwrap();
+        let computed = EdwardsPoint::vartime_double_scalar_mul_basepoint(
+            &Scalar::from_bytes_mod_order_wide(&digest.into()),
+            &key.minus_a,
+            &s,
+        );
+        assert_eq!(computed.compress().as_bytes(), &signature[..32]);
+        assert!(!verify(&public_key, message, &signature));
+        assert!(!reference(&public_key, message, &signature));
+    }
+
+    #[test]
+    fn a_key_parsed_once_decides_as_verify_for_every_signature() {
+        let vectors = testvectors();
+        let key = PublicKey::parse(&vectors[3].public_key).unwrap();
+        for v in &vectors {
+            assert_eq!(
+                key.verifies(&v.message, &v.signature),
+                verify(&vectors[3].public_key, &v.message, &v.signature)
+            );
+        }
+        assert!(key.verifies(&vectors[3].message, &vectors[3].signature));
+        assert!(PublicKey::parse(&h(SMALL_ORDER_ENCODINGS[4])).is_none());
     }
 
     #[test]

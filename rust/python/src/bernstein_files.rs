@@ -82,8 +82,8 @@ impl BernsteinFiles {
                 }
                 if !statement.is_null(5) {
                     index.insert(
-                        statement.bytes_held(&held, 5).to_vec(),
-                        statement.bytes_held(&held, 2).to_vec(),
+                        statement.bytes_held(&held, 5),
+                        statement.bytes_held(&held, 2),
                     );
                 }
             }

@@ -233,7 +233,7 @@ impl BernsteinStoreIndex {
             statement.start(&params)?;
             let mut map = journal::StoreIndex::default();
             while statement.step()? {
-                map.insert(statement.bytes(0).to_vec(), statement.bytes(1).to_vec());
+                map.insert(statement.bytes(0), statement.bytes(1));
             }
             Ok(map)
         })?;
@@ -276,11 +276,7 @@ fn bernstein_verify_journals<'py>(
                 Ok(index) => (Some(index.clone().unbind()), None),
                 Err(_) => {
                     let map: HashMap<String, String> = store.extract()?;
-                    let map = map
-                        .into_iter()
-                        .map(|(k, v)| (k.into_bytes(), v.into_bytes()))
-                        .collect();
-                    (None, Some(map))
+                    (None, Some(map.into_iter().collect()))
                 }
             },
         };

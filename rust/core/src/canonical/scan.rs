@@ -1,5 +1,6 @@
 //! Finding the next byte of a string that is not literal content (`"`, `\` or a control
-//! character below U+0020): the inner loop of both parsing and serializing strings.
+//! character below U+0020): the inner loop of both parsing and serializing strings. And,
+//! for Python's ASCII-escaped form, the next byte that is not printable ASCII.
 
 const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
 const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
@@ -87,6 +88,48 @@ fn skip_plain_words(bytes: &[u8], mut i: usize) -> usize {
     i
 }
 
+/// The index of the first byte at or after `i` that `json.dumps` (ASCII-escaped) does
+/// not copy as it is: `"`, `\\`, or anything outside U+0020..U+007E; or `bytes.len()`.
+#[inline]
+pub(crate) fn skip_printable_ascii(bytes: &[u8], mut i: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86_64; every load reads 16 bytes inside `bytes`.
+    unsafe {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_min_epu8,
+            _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+        };
+        let quote = _mm_set1_epi8(b'"' as i8);
+        let backslash = _mm_set1_epi8(b'\\' as i8);
+        let below_space = _mm_set1_epi8(0x1F);
+        let delete = _mm_set1_epi8(0x7F);
+        while i + 16 <= bytes.len() {
+            let chunk = _mm_loadu_si128(bytes.as_ptr().add(i).cast::<__m128i>());
+            // Below 0x20 when min(byte, 0x1F) is the byte; 0x7F or above when max(byte, 0x7F) is.
+            let outside = _mm_or_si128(
+                _mm_cmpeq_epi8(_mm_min_epu8(chunk, below_space), chunk),
+                _mm_cmpeq_epi8(_mm_max_epu8(chunk, delete), chunk),
+            );
+            let special = _mm_or_si128(
+                outside,
+                _mm_or_si128(
+                    _mm_cmpeq_epi8(chunk, quote),
+                    _mm_cmpeq_epi8(chunk, backslash),
+                ),
+            );
+            let mask = _mm_movemask_epi8(special);
+            if mask != 0 {
+                return i + mask.trailing_zeros() as usize;
+            }
+            i += 16;
+        }
+    }
+    while i < bytes.len() && !is_special(bytes[i]) && bytes[i] < 0x7F {
+        i += 1;
+    }
+    i
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +149,27 @@ mod tests {
                     bytes[at] = special;
                     for start in 0..=at {
                         assert_eq!(skip_plain(&bytes, start), at, "{special:#x} {len} {at}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn skip_printable_ascii_stops_exactly_where_python_escapes() {
+        let escaped = |b: u8| is_special(b) || b >= 0x7F;
+        for byte in 0u8..=255 {
+            for len in 1..36 {
+                for at in 0..len {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = byte;
+                    for start in 0..=at {
+                        let want = if escaped(byte) { at } else { len };
+                        assert_eq!(
+                            skip_printable_ascii(&bytes, start),
+                            want,
+                            "{byte:#x} {len} {at}"
+                        );
                     }
                 }
             }

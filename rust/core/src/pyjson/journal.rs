@@ -5,7 +5,6 @@
 //!
 //! [`verify_journals`] runs many journals in parallel on the current rayon pool.
 
-use std::collections::HashMap;
 use std::io::Write as _;
 
 use rayon::prelude::*;
@@ -99,10 +98,9 @@ pub struct ActivityRow {
     pub artifact_stored: Option<Vec<u8>>,
 }
 
-/// What the store holds, by content hash: `content_hash -> digest of the stored bytes`.
-/// Only plain names are listed; anything else is left to the caller (`Unresolved`).
-/// (Seeded foldhash: tens of thousands of lookups per verify, SipHash was a visible cost.)
-pub type StoreIndex = HashMap<Vec<u8>, Vec<u8>, foldhash::fast::RandomState>;
+/// What the store holds, by content hash (only plain names are listed; anything else is
+/// left to the caller: `Unresolved`).
+pub use super::store_index::StoreIndex;
 
 /// The first observation that does not reattach (bernstein checks them in row order).
 #[derive(Debug, Clone, PartialEq)]
@@ -123,7 +121,7 @@ fn reattach(observations: &[(Vec<u8>, Vec<u8>, Vec<u8>)], store: Option<&StoreIn
     };
     for (i, (_, _, hash)) in observations.iter().enumerate() {
         match store.get(hash) {
-            Some(stored) if stored == hash => continue,
+            Some(stored) if stored == &hash[..] => continue,
             Some(_) => return Reattach::Mismatch(i),
             None => {
                 let name = match hash.iter().position(|&b| b == b':') {
@@ -417,16 +415,18 @@ fn event_hash(
 /// `"sha256:" + H(acanon(sorted(set(hashes))))`: bernstein's evidence set hash.
 pub fn evidence_set_hash(hashes: &[&[u8]]) -> Result<String, String> {
     let mut unique: Vec<&[u8]> = hashes.to_vec();
-    unique.sort();
+    unique.sort_unstable();
     unique.dedup();
-    let list = PyValue::Array(
-        unique
-            .into_iter()
-            .map(|h| PyValue::Str((*h).into()))
-            .collect(),
-    );
-    let mut out = Vec::new();
-    dumps_sorted(&list, false, &mut out).map_err(|e| e.to_string())?;
+    // A JSON array of strings, as `dumps_sorted` writes it (no value tree needed).
+    let mut out = Vec::with_capacity(2 + unique.iter().map(|h| h.len() + 3).sum::<usize>());
+    out.push(b'[');
+    for (i, hash) in unique.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_py_string(hash, false, &mut out).map_err(|e| e.to_string())?;
+    }
+    out.push(b']');
     let mut text = String::with_capacity(71);
     text.push_str("sha256:");
     text.push_str(std::str::from_utf8(&hex_sha256(&out)).unwrap_or_default());
@@ -473,7 +473,7 @@ fn activity_row(
         reattach: reattach(&observations, store),
         artifact_stored: store.map(|s| {
             let artifact = str_field(row, "artifact_hash");
-            s.get(&artifact).cloned().unwrap_or_default()
+            s.get(&artifact).map(<[u8]>::to_vec).unwrap_or_default()
         }),
         observations,
         recomputed_evidence_set_hash: recomputed,
@@ -869,8 +869,8 @@ mod store_tests {
         let a = "sha256:aa";
         let b = "sha256:bb";
         let mut store = StoreIndex::default();
-        store.insert(a.into(), a.into());
-        store.insert(b.into(), b"sha256:other".to_vec());
+        store.insert(a.as_bytes(), a.as_bytes());
+        store.insert(b.as_bytes(), b"sha256:other");
         assert_eq!(reattach_of(&[a], &store), Reattach::Ok);
         assert_eq!(reattach_of(&[a, b], &store), Reattach::Mismatch(1));
         assert_eq!(

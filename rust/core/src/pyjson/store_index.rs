@@ -1,0 +1,158 @@
+//! The flat store's index: `content_hash -> digest of the bytes stored under it`.
+//!
+//! Verify looks up every observation and artifact of every journal here: a hundred
+//! thousand lookups for a thousand runs. Nearly every key is a plain `sha256:` + 64
+//! lowercase hex, and nearly every stored digest equals its key; those are kept as 32
+//! raw bytes inline in the table (no pointer to chase, no 71-byte compare), with the
+//! digest only noted as "the key itself". Any other key or digest is kept as text.
+
+use std::collections::HashMap;
+
+use foldhash::fast::RandomState;
+
+const PREFIX: &[u8] = b"sha256:";
+
+/// What is stored under a plain key.
+#[derive(Debug, Clone, PartialEq)]
+enum Stored {
+    /// The digest is the key's own text.
+    Itself,
+    Other(Box<[u8]>),
+}
+
+/// `content_hash -> stored digest`, as text in and text out.
+#[derive(Debug, Clone, Default)]
+pub struct StoreIndex {
+    plain: HashMap<[u8; 32], Stored, RandomState>,
+    other: HashMap<Vec<u8>, Vec<u8>, RandomState>,
+}
+
+impl StoreIndex {
+    pub fn insert(&mut self, content_hash: &[u8], digest: &[u8]) {
+        match plain_key(content_hash) {
+            Some(key) => {
+                let stored = if digest == content_hash {
+                    Stored::Itself
+                } else {
+                    Stored::Other(digest.into())
+                };
+                self.plain.insert(key, stored);
+            }
+            None => {
+                self.other.insert(content_hash.to_vec(), digest.to_vec());
+            }
+        }
+    }
+
+    /// The digest stored under `content_hash` (borrowed from it when they are equal).
+    pub fn get<'a>(&'a self, content_hash: &'a [u8]) -> Option<&'a [u8]> {
+        match plain_key(content_hash) {
+            Some(key) => self.plain.get(&key).map(|stored| match stored {
+                Stored::Itself => content_hash,
+                Stored::Other(digest) => &digest[..],
+            }),
+            None => self.other.get(content_hash).map(Vec::as_slice),
+        }
+    }
+
+    /// Whether the store holds bytes under `content_hash` whose digest is that very hash.
+    pub fn holds_itself(&self, content_hash: &[u8]) -> bool {
+        self.get(content_hash) == Some(content_hash)
+    }
+
+    pub fn len(&self) -> usize {
+        self.plain.len() + self.other.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for StoreIndex {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(pairs: I) -> Self {
+        let mut index = StoreIndex::default();
+        for (key, value) in pairs {
+            index.insert(key.as_ref(), value.as_ref());
+        }
+        index
+    }
+}
+
+/// The 32 bytes of a `sha256:` + 64 lowercase hex text; `None` for any other text
+/// (upper-case hex stays text, so it never meets its lower-case twin).
+fn plain_key(text: &[u8]) -> Option<[u8; 32]> {
+    let hex: &[u8; 64] = text.strip_prefix(PREFIX)?.try_into().ok()?;
+    let mut key = [0u8; 32];
+    // Branch-free: a non-hex byte sets the high bit of `invalid`.
+    let mut invalid = 0u8;
+    for (byte, pair) in key.iter_mut().zip(hex.chunks_exact(2)) {
+        let (high, low) = (NIBBLES[pair[0] as usize], NIBBLES[pair[1] as usize]);
+        invalid |= high | low;
+        *byte = (high << 4) | (low & 0x0F);
+    }
+    (invalid & 0x80 == 0).then_some(key)
+}
+
+/// Each byte's value as a lowercase hex digit, or 0x80 for any other byte.
+const NIBBLES: [u8; 256] = {
+    let mut table = [0x80u8; 256];
+    let mut i = 0;
+    while i < 16 {
+        table[b"0123456789abcdef"[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hash(fill: &str) -> Vec<u8> {
+        format!("sha256:{}", fill.repeat(64 / fill.len())).into_bytes()
+    }
+
+    #[test]
+    fn plain_and_other_keys_answer_with_their_stored_text() {
+        let (a, b) = (hash("ab"), hash("cd"));
+        let upper = hash("AB");
+        let odd = b"sha256:../x".to_vec();
+        let index: StoreIndex = [
+            (a.clone(), a.clone()),
+            (b.clone(), b"sha256:elsewhere".to_vec()),
+            (upper.clone(), upper.clone()),
+            (odd.clone(), b"d".to_vec()),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(index.len(), 4);
+        assert_eq!(index.get(&a), Some(&a[..]));
+        assert_eq!(index.get(&b), Some(&b"sha256:elsewhere"[..]));
+        assert_eq!(index.get(&upper), Some(&upper[..]));
+        assert_eq!(index.get(&odd), Some(&b"d"[..]));
+        assert_eq!(index.get(&hash("ef")), None);
+        assert!(index.holds_itself(&a) && !index.holds_itself(&b));
+    }
+
+    #[test]
+    fn only_exact_lowercase_sha256_names_are_plain() {
+        assert!(plain_key(&hash("0f")).is_some());
+        for text in [
+            hash("0F"),
+            hash("0f")[..70].to_vec(),
+            [hash("0f"), b"0".to_vec()].concat(),
+            [&b"sha512:"[..], &hash("0f")[7..]].concat(),
+            hash("0g"),
+        ] {
+            assert_eq!(plain_key(&text), None, "{}", String::from_utf8_lossy(&text));
+        }
+    }
+
+    #[test]
+    fn an_upper_case_twin_is_a_different_key() {
+        let (lower, upper) = (hash("ab"), hash("AB"));
+        let index: StoreIndex = [(lower.clone(), lower.clone())].into_iter().collect();
+        assert_eq!(index.get(&upper), None);
+    }
+}
