@@ -294,11 +294,22 @@ class CleanRun:
     """With a ``mirror``: the strict cross-check's findings ``(step, check, field,
     expected, actual)``, and the last journal index the run's records audit."""
 
+class PendingJournals:
+    """The journals of imported runs (``runs``: each id and its journal's path in
+    ``bernstein_files``, or ``None``), read on ``connection`` by Rust (``sql`` selects a
+    path's chunks in order) and verifying on the pool in the background once this returns;
+    ``bernstein_ledger_pass`` finishes them."""
+
+    runs: list[tuple[str, str | None]]
+
+    def __init__(
+        self, connection: int, sql: str, runs: Sequence[tuple[str, str | None]], jobs: int = 0
+    ) -> None: ...
+
 def bernstein_ledger_pass(
     connection: int,
-    journal_sql: str,
+    journals: PendingJournals,
     blob_sql: str,
-    runs: Sequence[tuple[str, str | None]],
     store: BernsteinStoreIndex | None,
     jobs: int = 0,
     *,
@@ -307,9 +318,8 @@ def bernstein_ledger_pass(
     stage_rows: bool = False,
 ) -> tuple[list[CleanRun | BernsteinJournal | None], DigestSet]:
     """bernstein's verify of imported runs, read from SQLite on ``connection`` by Rust:
-    ``journal_sql`` selects a journal's chunks by path, ``blob_sql`` a blob's by digest.
-    Per run (``runs``: its id and its journal's path, or ``None``): ``None`` when it has no
-    journal, a
+    their ``journals`` (each pending object once), and ``blob_sql`` selects a blob's
+    chunks by digest. Per run of ``journals.runs``: ``None`` when it has no journal, a
     ``CleanRun`` when every stage settles here (receipts included), else the report of
     ``bernstein_verify_journals`` (``compact`` with a store). Also the digests the clean
     runs reattached, to re-hash (``sha256_check_blobs``); ``store_blobs_sql`` (``digest,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentledger import _core
 from agentledger.bernstein.audit_chain import ActivityRecord, AuditChain
@@ -35,6 +35,9 @@ from agentledger.bernstein.reports import (
 from agentledger.bernstein.workdir import LedgerWorkdir, Workdir
 from agentledger.errors import ExitCode
 from agentledger.storage import native
+
+if TYPE_CHECKING:
+    import apsw
 
 STRICT_CHECKS = {
     "bernstein.index": "stored index differs from the row's position",
@@ -191,6 +194,7 @@ def verify_ledger_runs(
     trusted: frozenset[bytes] = frozenset(),
     jobs: int = 0,
     rehash: bool = True,
+    journals: _core.PendingJournals | None = None,
 ) -> tuple[list[RunResult], _core.DigestSet]:
     """``verify_runs`` over the imported workdir, read and settled in Rust: the journals
     and the stored receipts come straight from SQLite (``_core.bernstein_ledger_pass``),
@@ -198,11 +202,11 @@ def verify_ledger_runs(
     ``RunResult.settled``. Every other run is finished here exactly as ``verify_runs``
     finishes it. Also returns the content hashes the clean runs reattached (to re-hash;
     the others' are in their ``referenced``); ``rehash``: they will be, so the pass may
-    read the store's blobs ahead."""
+    read the store's blobs ahead. ``journals``: the runs' journals, already handed to the
+    pool (``pending_journals``)."""
     results = [RunResult(run_id) for run_id in run_ids]
-    runs = [
-        (r.run_id, workdir.runs.get(r.run_id) if valid_run_id(r.run_id) else None) for r in results
-    ]
+    if journals is None:
+        journals = pending_journals(workdir.conn, workdir.runs, [r.run_id for r in results], jobs)
     has_store = workdir.has_store()
     # A clean audit chain stays in Rust, where clean runs are cross-checked with it.
     cross_checked = audit is not None and _cross_checks(audit)
@@ -213,9 +217,8 @@ def verify_ledger_runs(
     with native.sqlite_errors():
         outcomes, digests = _core.bernstein_ledger_pass(
             native.handle(workdir.conn),
-            workdir.JOURNAL_CHUNKS,
+            journals,
             workdir.BLOB_CHUNKS,
-            runs,
             workdir.store_index() if has_store else None,
             jobs,
             store_blobs_sql=workdir.STORE_BLOBS if everything else None,
@@ -246,6 +249,16 @@ def verify_ledger_runs(
             activities = outcome.settled or []
         _audit_and_limits(result, activities, audit)
     return results, digests
+
+
+def pending_journals(
+    conn: apsw.Connection, paths: Mapping[str, str], run_ids: list[str], jobs: int = 0
+) -> _core.PendingJournals:
+    """Read the journals of the imported runs ``run_ids`` (``paths``: each run's journal
+    path) and hand them to the pool, which verifies them while the caller goes on."""
+    runs = [(run_id, paths.get(run_id) if valid_run_id(run_id) else None) for run_id in run_ids]
+    with native.sqlite_errors():
+        return _core.PendingJournals(native.handle(conn), LedgerWorkdir.JOURNAL_CHUNKS, runs, jobs)
 
 
 def _clean_run(result: RunResult, clean: _core.CleanRun, trusted: frozenset[bytes]) -> None:

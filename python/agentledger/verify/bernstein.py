@@ -19,7 +19,7 @@ from agentledger.bernstein.audit_chain import AuditChain, read_master_key, verif
 from agentledger.bernstein.format import BOOKKEEPING_RUN, content_hash
 from agentledger.bernstein.importer import FORMAT, IMPORT_KIND, WORKDIR_KIND, manifest_of
 from agentledger.bernstein.reports import SPKI_ED25519_PREFIX
-from agentledger.bernstein.verifier import RunResult, verify_ledger_runs
+from agentledger.bernstein.verifier import RunResult, pending_journals, verify_ledger_runs
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.errors import ExitCode, InvalidInput
 from agentledger.storage import native
@@ -44,6 +44,10 @@ def check_bernstein(ctx: VerifyContext) -> None:
     ]
     if not (ctx.whole or selected or BOOKKEEPING_RUN in ctx.verdicts):
         return
+    # The journals first: the pool verifies them while this thread reads the files table.
+    journals = None
+    if selected:
+        journals = pending_journals(ctx.conn, imported, selected, ctx.options.jobs)
     # The files table, read once: the manifests' rows, absent blobs, the store index.
     with native.sqlite_errors():
         files = _core.BernsteinFiles(
@@ -59,7 +63,13 @@ def check_bernstein(ctx: VerifyContext) -> None:
     trusted = trusted_keys(ctx.options.trust)
     # A whole-workspace verify re-hashes every blob anyway (verify/blobs.py).
     results, referenced = verify_ledger_runs(
-        workdir, selected, audit=audit, trusted=trusted, jobs=ctx.options.jobs, rehash=not ctx.whole
+        workdir,
+        selected,
+        audit=audit,
+        trusted=trusted,
+        jobs=ctx.options.jobs,
+        rehash=not ctx.whole,
+        journals=journals,
     )
     _check_journal_anchors(ctx, results, imported)
     _rehash_referenced(ctx, referenced, results)

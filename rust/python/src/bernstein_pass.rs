@@ -1,11 +1,11 @@
 //! bernstein's `activity verify` over imported runs, read from SQLite by Rust itself.
 //!
-//! The calling thread reads each run's journal through the open apsw connection (same
-//! transaction) and hands it to the rayon pool; then, when asked, every blob of the store
-//! in one ordered scan, for the pool to hash; and as the pool finishes journals, the
-//! stored DataOps receipts those runs anchor, which the pool settles (plan, key,
-//! signatures, reattachment). So SQLite is read on one thread while every other core
-//! verifies. A run whose every stage is settled that way comes back as a [`CleanRun`], a
+//! The journals are already verifying on the rayon pool ([`PendingJournals`]). The
+//! calling thread reads, through the open apsw connection (same transaction), when asked,
+//! every blob of the store in one ordered scan, for the pool to hash; and as the pool
+//! finishes journals, it attaches the store index to them and reads the stored DataOps
+//! receipts those runs anchor, which the pool settles (plan, key, signatures,
+//! reattachment). So SQLite is read on one thread while every other core verifies. A run whose every stage is settled that way comes back as a [`CleanRun`], a
 //! handful of numbers: no Python object per row or per stage. Every other run comes back
 //! as the report dict of `bernstein_verify_journals`, for the Python verifier to finish
 //! with bernstein's own reasons. The content hashes the clean runs reattached stay in
@@ -21,13 +21,14 @@ use agentledger_core::signature;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
+use crate::bernstein_journals::{read_chunks, PendingJournals};
 use crate::pools::pool;
 use crate::pyjson::{
     evidence_settled, py_text, report_dict, settled, settled_tuple, well_formed_artifact,
     BernsteinAuditMirror, BernsteinStoreIndex,
 };
 use crate::sha256_blobs::{hash_rows, DigestSet, Hashed};
-use crate::sqlite::{Connection, Failure, Param, Reading, Statement};
+use crate::sqlite::{Connection, Reading};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bernstein_ledger_pass, m)?)?;
@@ -60,8 +61,6 @@ struct CleanRun {
 /// The queries the pass steps.
 #[derive(Clone, Copy)]
 struct Queries<'q> {
-    /// A journal's chunks in order, by path.
-    journal: &'q str,
     /// A blob's chunks in order, by digest.
     blob: &'q str,
     /// `digest, data` of every blob of the store, in digest then chunk order (no
@@ -69,25 +68,23 @@ struct Queries<'q> {
     store_blobs: Option<&'q str>,
 }
 
-/// Verify the imported runs `runs`, each `(run_id, path of its journal in
-/// `bernstein_files`, or `None` without one)`, in that order. `journal_sql`
-/// selects a path's journal chunks in order; `blob_sql` a digest's blob chunks in order.
-/// `store_blobs_sql`, when given, selects `digest, data` of every blob of the store in
-/// digest then chunk order: read while the pool verifies, they are hashed for
-/// `sha256_check_blobs` (when most will be referenced). `store` is the workdir's store index
-/// (`None` without `.sdd/cas`: then no run is settled here). `mirror`: a clean audit
-/// chain's records, which clean runs are cross-checked with here; `stage_rows`: clean
-/// runs list their stages (for a cross-check in Python). Returns, per run, `None` (no
-/// journal), a `CleanRun` or a report dict; and the digests the clean runs reattached.
+/// Finish verifying the imported runs of `journals` (in their order): `blob_sql` selects a
+/// digest's blob chunks in order. `store_blobs_sql`, when given, selects `digest, data` of
+/// every blob of the store in digest then chunk order: read while the pool verifies, they
+/// are hashed for `sha256_check_blobs` (when most will be referenced). `store` is the
+/// workdir's store index (`None` without `.sdd/cas`: then no run is settled here).
+/// `mirror`: a clean audit chain's records, which clean runs are cross-checked with here;
+/// `stage_rows`: clean runs list their stages (for a cross-check in Python). Returns, per
+/// run, `None` (no journal), a `CleanRun` or a report dict; and the digests the clean runs
+/// reattached.
 #[pyfunction]
-#[pyo3(signature = (connection, journal_sql, blob_sql, runs, store, jobs = 0, *, store_blobs_sql = None, mirror = None, stage_rows = false))]
+#[pyo3(signature = (connection, journals, blob_sql, store, jobs = 0, *, store_blobs_sql = None, mirror = None, stage_rows = false))]
 #[allow(clippy::too_many_arguments)]
 fn bernstein_ledger_pass(
     py: Python<'_>,
     connection: usize,
-    journal_sql: &str,
+    journals: &Bound<'_, PendingJournals>,
     blob_sql: &str,
-    runs: Vec<(String, Option<String>)>,
     store: Option<Py<BernsteinStoreIndex>>,
     jobs: usize,
     store_blobs_sql: Option<&str>,
@@ -96,30 +93,35 @@ fn bernstein_ledger_pass(
 ) -> PyResult<(Vec<PyObject>, DigestSet)> {
     let connection = Connection::from_pointer(connection)?;
     let pool = pool(jobs)?;
+    let journals = journals.get();
+    let finished = journals.take_finished()?;
+    let runs = &journals.runs;
     let index = store.as_ref().map(|s| &s.get().map);
-    let reports: Vec<OnceLock<JournalReport>> = runs.iter().map(|_| OnceLock::new()).collect();
+    let mut reports: Vec<Option<JournalReport>> = runs.iter().map(|_| None).collect();
     let receipts: Vec<OnceLock<Vec<Receipt>>> = runs.iter().map(|_| OnceLock::new()).collect();
     let queries = Queries {
-        journal: journal_sql,
         blob: blob_sql,
         store_blobs: store_blobs_sql,
     };
     let hashed = Hashed::default();
     let slots = Slots {
-        reports: &reports,
         receipts: &receipts,
         hashed: &hashed,
     };
-    let listed = &runs;
+    let taking = Taking {
+        journals,
+        finished,
+        reports: &mut reports,
+    };
     py.allow_threads(move || {
-        pool.in_place_scope(|scope| read(connection, queries, listed, index, slots, scope))
+        pool.in_place_scope(|scope| read(connection, queries, taking, index, slots, scope))
     })?;
     let mut digests = DigestSet::default();
     digests.know(hashed.into_inner().unwrap_or_else(|p| p.into_inner()));
     let mirror = mirror.as_ref().map(|m| m.get());
     let mut outcomes = Vec::with_capacity(reports.len());
-    for ((report, receipts), (run_id, _)) in reports.iter().zip(&receipts).zip(&runs) {
-        let Some(report) = report.get() else {
+    for ((report, receipts), (run_id, _)) in reports.iter().zip(&receipts).zip(runs) {
+        let Some(report) = report else {
             outcomes.push(py.None());
             continue;
         };
@@ -171,64 +173,64 @@ fn audit_cross_check(
 /// Where the pool puts what it works out, per run (and the blobs it hashed).
 #[derive(Clone, Copy)]
 struct Slots<'s> {
-    reports: &'s [OnceLock<JournalReport>],
     /// Set for a run that settles if its receipts do (possibly none).
     receipts: &'s [OnceLock<Vec<Receipt>>],
     /// The store's blobs, hashed meanwhile (`store_blobs`).
     hashed: &'s Hashed,
 }
 
-/// Read the journals, handing each to the pool; then the store's blobs, if asked, for the
-/// pool to hash; and as the pool finishes journals, the receipts of the settling runs,
-/// for the pool to settle.
+/// The journals' reports, taken on this thread as the pool finishes them.
+struct Taking<'t> {
+    journals: &'t PendingJournals,
+    finished: mpsc::Receiver<usize>,
+    reports: &'t mut [Option<JournalReport>],
+}
+
+/// Read the store's blobs, if asked, for the pool to hash; meanwhile, and then until the
+/// last journal is verified, take each finished report, attach the store index to it and
+/// read the receipts of a run that settles, for the pool to settle.
 fn read<'s>(
     connection: Connection,
     queries: Queries<'_>,
-    runs: &[(String, Option<String>)],
+    taking: Taking<'_>,
     index: Option<&'s StoreIndex>,
     slots: Slots<'s>,
     scope: &rayon::Scope<'s>,
 ) -> PyResult<()> {
-    // Only this thread steps statements; Ctrl-C stops it between journals or blob batches
-    // (the pool finishes what it was handed, and the scope then returns the error).
-    let mut reading = Reading::new(connection);
-    let (done, verified) = mpsc::channel::<usize>();
-    let mut statement = connection.prepare(queries.journal)?;
-    for (run, (_, path)) in runs.iter().enumerate() {
-        let Some(path) = path else { continue };
-        let Some(data) = read_chunks(&mut statement, path)? else {
-            continue;
-        };
-        reading.count(data.len())?;
-        let done = done.clone();
-        scope.spawn(move |_| {
-            let _ = slots.reports[run].set(journal::verify_journal_with(&data, index));
-            let _ = done.send(run);
-        });
-    }
-    drop(done);
+    let Taking {
+        journals,
+        finished,
+        reports,
+    } = taking;
     let Some(index) = index else {
+        for run in finished {
+            reports[run] = journals.take_report(run)?;
+        }
         return Ok(());
     };
+    // Only this thread steps statements; Ctrl-C stops it between blob batches (the pool
+    // finishes what it was handed, and the scope then returns the error).
+    let mut reading = Reading::new(connection);
     let mut receipt_statement = connection.prepare(queries.blob)?;
     let mut settle = |run: usize| -> PyResult<()> {
-        let Some(report) = slots.reports[run].get() else {
+        let Some(mut report) = journals.take_report(run)? else {
             return Ok(());
         };
-        if !settles_but_receipts(report) {
-            return Ok(());
-        }
-        let pending = slots.receipts[run].get_or_init(|| Receipt::candidates(report));
-        for receipt in pending {
-            match read_chunks(&mut receipt_statement, &receipt.artifact)? {
-                Some(data) => scope.spawn(move |_| {
-                    let _ = receipt.outcome.set(receipt.settle(&data, index));
-                }),
-                None => {
-                    let _ = receipt.outcome.set(None);
+        journal::attach_store(&mut report, index);
+        if settles_but_receipts(&report) {
+            let pending = slots.receipts[run].get_or_init(|| Receipt::candidates(&report));
+            for receipt in pending {
+                match read_chunks(&mut receipt_statement, &receipt.artifact)? {
+                    Some(data) => scope.spawn(move |_| {
+                        let _ = receipt.outcome.set(receipt.settle(&data, index));
+                    }),
+                    None => {
+                        let _ = receipt.outcome.set(None);
+                    }
                 }
             }
         }
+        reports[run] = Some(report);
         Ok(())
     };
     if let Some(sql) = queries.store_blobs {
@@ -237,10 +239,10 @@ fn read<'s>(
         // Between batches, the receipts of the journals verified meanwhile.
         hash_rows(&mut statement, slots.hashed, scope, |bytes| {
             reading.count(bytes)?;
-            verified.try_iter().try_for_each(&mut settle)
+            finished.try_iter().try_for_each(&mut settle)
         })?;
     }
-    verified.iter().try_for_each(settle)
+    finished.iter().try_for_each(settle)
 }
 
 /// Whether bernstein's verdict on the run is clean, given that every stage not settled
@@ -314,17 +316,6 @@ impl Receipt {
             .all(|(payload, sig)| key.is_some_and(|key| key.verifies(payload, sig)));
         (reattached && verified).then_some(Verified { signer, references })
     }
-}
-
-/// The rows of `statement` for `key`, concatenated (`None` when there are none).
-fn read_chunks(statement: &mut Statement, key: &str) -> Result<Option<Vec<u8>>, Failure> {
-    statement.start(&[Param::Text(key.to_owned())])?;
-    let mut data: Option<Vec<u8>> = None;
-    while statement.step()? {
-        data.get_or_insert_with(Vec::new)
-            .extend_from_slice(statement.bytes(0));
-    }
-    Ok(data)
 }
 
 /// A clean run's summary; its reattached hashes go to `digests`.

@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 
 mod append;
 mod bernstein_files;
+mod bernstein_journals;
 mod bernstein_pass;
 mod blob_pass;
 mod canonical;
@@ -31,6 +32,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     append::register(m)?;
     bernstein_files::register(m)?;
+    bernstein_journals::register(m)?;
     bernstein_pass::register(m)?;
     blob_pass::register(m)?;
     canonical::register(m)?;

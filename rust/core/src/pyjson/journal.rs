@@ -115,10 +115,7 @@ pub enum Reattach {
     Unresolved(usize),
 }
 
-fn reattach(observations: &[(Vec<u8>, Vec<u8>, Vec<u8>)], store: Option<&StoreIndex>) -> Reattach {
-    let Some(store) = store else {
-        return Reattach::NotChecked;
-    };
+fn reattach(observations: &[(Vec<u8>, Vec<u8>, Vec<u8>)], store: &StoreIndex) -> Reattach {
     for (i, (_, _, hash)) in observations.iter().enumerate() {
         match store.get(hash) {
             Some(stored) if stored == &hash[..] => continue,
@@ -433,12 +430,7 @@ pub fn evidence_set_hash(hashes: &[&[u8]]) -> Result<String, String> {
     Ok(text)
 }
 
-fn activity_row(
-    step: u64,
-    line: u64,
-    row: &PyValue<'_>,
-    store: Option<&StoreIndex>,
-) -> ActivityRow {
+fn activity_row(step: u64, line: u64, row: &PyValue<'_>) -> ActivityRow {
     let observations: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = match row.get("observations") {
         Some(PyValue::Array(items)) => items
             .iter()
@@ -470,11 +462,8 @@ fn activity_row(
         evidence_set_hash: str_field(row, "evidence_set_hash"),
         terminal_state: str_field(row, "terminal_state"),
         reason_code: str_field(row, "reason_code"),
-        reattach: reattach(&observations, store),
-        artifact_stored: store.map(|s| {
-            let artifact = str_field(row, "artifact_hash");
-            s.get(&artifact).map(<[u8]>::to_vec).unwrap_or_default()
-        }),
+        reattach: Reattach::NotChecked,
+        artifact_stored: None,
         observations,
         recomputed_evidence_set_hash: recomputed,
     }
@@ -486,9 +475,27 @@ fn repr_bytes(s: &[u8]) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Read and verify one journal file's bytes.
-pub fn verify_journal(data: &[u8]) -> JournalReport {
-    verify_journal_with(data, None)
+/// [`verify_journal`], also reattaching observations against `store`.
+pub fn verify_journal_with(data: &[u8], store: Option<&StoreIndex>) -> JournalReport {
+    let mut report = verify_journal(data);
+    if let Some(store) = store {
+        attach_store(&mut report, store);
+    }
+    report
+}
+
+/// Reattach each activity's observations and look up its artifact in `store` (what
+/// [`verify_journal`] leaves `NotChecked`: the store index may come later).
+pub fn attach_store(report: &mut JournalReport, store: &StoreIndex) {
+    for activity in &mut report.activities {
+        activity.reattach = reattach(&activity.observations, store);
+        activity.artifact_stored = Some(
+            store
+                .get(&activity.artifact_hash)
+                .map(<[u8]>::to_vec)
+                .unwrap_or_default(),
+        );
+    }
 }
 
 /// Strict-only findings of one kind, kept up to a cap and counted exactly.
@@ -523,10 +530,10 @@ fn profile_of(first: &PyValue<'_>) -> (Vec<u8>, Option<Profile>) {
     (name, profile)
 }
 
-/// [`verify_journal`], also reattaching observations against `store`. One pass: each
-/// line is parsed, hashed and walked, then dropped (bernstein reads, then walks; the
-/// verdict is the same, as the walk only ever looks back at the previous hash).
-pub fn verify_journal_with(data: &[u8], store: Option<&StoreIndex>) -> JournalReport {
+/// Read and verify one journal file's bytes. One pass: each line is parsed, hashed and
+/// walked, then dropped (bernstein reads, then walks; the verdict is the same, as the walk
+/// only ever looks back at the previous hash).
+pub fn verify_journal(data: &[u8]) -> JournalReport {
     let lines = physical_lines(data);
     let mut report = JournalReport {
         physical_lines: lines.len() as u64,
@@ -582,7 +589,7 @@ pub fn verify_journal_with(data: &[u8], store: Option<&StoreIndex>) -> JournalRe
             if event.as_ref() == b"activity.result" {
                 report
                     .activities
-                    .push(activity_row(step, row.line, &row.value, store));
+                    .push(activity_row(step, row.line, &row.value));
             }
         }
         if let Some(profile) = profile {
