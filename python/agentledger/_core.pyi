@@ -260,6 +260,8 @@ class BernsteinFiles:
     ) -> None: ...
     def manifest(self, import_id: int) -> bytes:
         """``importer.manifest_of`` over the import's rows (none: an empty list)."""
+    def manifest_hash(self, import_id: int) -> str:
+        """``content_hash(manifest(import_id))``, hashed in Rust without a copy."""
 
 class DigestSet:
     """Content digests (``sha256:<hex>`` names of ledger blobs), held in Rust."""

@@ -128,6 +128,7 @@ def test_batched_signatures_give_the_same_receipt_verdicts() -> None:
 
 
 def test_the_files_scan_gives_manifest_of_each_import_absent_blobs_and_the_index() -> None:
+    from agentledger.bernstein.format import content_hash
     from agentledger.bernstein.importer import FORMAT, manifest_of
 
     rows: list[tuple[str, str, str | None]] = [
@@ -146,6 +147,8 @@ def test_the_files_scan_gives_manifest_of_each_import_absent_blobs_and_the_index
     files = _core.BernsteinFiles(native.handle(conn), "SELECT * FROM f ORDER BY path", [], FORMAT)
     assert files.manifest(1) == manifest_of(rows)
     assert files.manifest(2) == manifest_of([])
+    for import_id, listed in ((1, rows), (2, [])):
+        assert files.manifest_hash(import_id) == content_hash(manifest_of(listed))
     assert files.import_ids == [1]
     assert files.absent == [(p, d) for p, k, d in rows if k == "journal" and d is not None]
     assert files.store_index.get("a" * 64) == "sha256:" + "b" * 64

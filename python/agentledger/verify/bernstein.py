@@ -331,7 +331,7 @@ def _check_manifests(ctx: VerifyContext, files: _core.BernsteinFiles) -> None:
     for import_id, (manifest, run_id, seq) in sorted(pinned.items()):
         # Serialized in Rust as the rows were read (path order is ``sorted``'s: paths are
         # unique, and SQLite's BINARY order is code point order).
-        if content_hash(files.manifest(import_id)) == manifest:
+        if files.manifest_hash(import_id) == manifest:
             continue
         # Only Python's own serialization of the rows decides a mismatch.
         held = _files_of(ctx, import_id)

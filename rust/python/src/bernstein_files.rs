@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use agentledger_core::hash::{to_hex_prefixed, Sha256Hasher, SHA256_PREFIX};
 use agentledger_core::pyjson::{self, journal};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -25,12 +26,21 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 struct BernsteinFiles {
     /// Each import's manifest so far: `{"files":[[path, kind, digest], …` (unclosed).
     manifests: BTreeMap<i64, Vec<u8>>,
-    format: String,
+    /// What closes every manifest: `],"format":"…"}`.
+    closing: Vec<u8>,
     /// `(path, digest)` of the files whose blob the ledger lacks, in path order.
     #[pyo3(get)]
     absent: Vec<(String, String)>,
     #[pyo3(get)]
     store_index: Py<BernsteinStoreIndex>,
+}
+
+impl BernsteinFiles {
+    /// The manifest's bytes, in pieces: the rows, then the format.
+    fn manifest_parts(&self, import_id: i64) -> [&[u8]; 2] {
+        let files = self.manifests.get(&import_id).map_or(FILES, Vec::as_slice);
+        [files, &self.closing]
+    }
 }
 
 #[pymethods]
@@ -90,9 +100,12 @@ impl BernsteinFiles {
             Ok((manifests, absent, index))
         });
         let (manifests, absent, map) = scanned?;
+        let mut closing = b"],\"format\":".to_vec();
+        let _ = pyjson::write_py_string(format.as_bytes(), true, &mut closing);
+        closing.push(b'}');
         Ok(Self {
             manifests,
-            format,
+            closing,
             absent,
             store_index: Py::new(py, BernsteinStoreIndex { map })?,
         })
@@ -100,14 +113,22 @@ impl BernsteinFiles {
 
     /// `manifest_of` the import's rows (none: an empty list).
     fn manifest<'py>(&self, py: Python<'py>, import_id: i64) -> Bound<'py, PyBytes> {
-        let mut out = match self.manifests.get(&import_id) {
-            Some(files) => files.clone(),
-            None => FILES.to_vec(),
-        };
-        out.extend_from_slice(b"],\"format\":");
-        let _ = pyjson::write_py_string(self.format.as_bytes(), true, &mut out);
-        out.push(b'}');
+        let mut out = Vec::new();
+        for part in self.manifest_parts(import_id) {
+            out.extend_from_slice(part);
+        }
         PyBytes::new(py, &out)
+    }
+
+    /// `content_hash(manifest(import_id))`, without copying the manifest.
+    fn manifest_hash(&self, py: Python<'_>, import_id: i64) -> String {
+        py.allow_threads(|| {
+            let mut hasher = Sha256Hasher::new();
+            for part in self.manifest_parts(import_id) {
+                hasher.update(part);
+            }
+            to_hex_prefixed(SHA256_PREFIX, &hasher.finalize())
+        })
     }
 
     /// The import ids the table holds, in order.

@@ -330,11 +330,11 @@ fn clean_run(
     let mut unstored_reports = 0;
     let mut receipts = receipts.iter().peekable();
     for (stage, a) in report.activities.iter().enumerate() {
-        digests.extend(a.observations.iter().map(|(_, _, hash)| hash.clone()));
+        digests.extend(a.observations.iter().map(|(_, _, hash)| hash.as_slice()));
         if let Some((_, receipt)) = receipts.next_if(|(s, _)| *s == stage) {
             notes.push((a.step, "signer", hex::encode(receipt.signer)));
             // What the receipt pins reattached, so its bytes are re-hashed too.
-            digests.extend(receipt.references.iter().cloned());
+            digests.extend(receipt.references.iter().map(Vec::as_slice));
             continue;
         }
         match a.kind.as_slice() {

@@ -4,10 +4,10 @@
 //! so a set gathered by another Rust pass never becomes Python strings; that pass may also
 //! have hashed blobs already, while it waited on other work ([`DigestSet::know`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
-use agentledger_core::hash::{sha256, to_hex_prefixed, SHA256_PREFIX};
+use agentledger_core::hash::{sha256, to_hex_prefixed, Sha256Name, SHA256_PREFIX};
 use agentledger_core::pyjson::write_py_string;
 use pyo3::prelude::*;
 
@@ -26,34 +26,33 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// Content digests (`sha256:<hex>` names of ledger blobs), held in Rust.
+/// Content digests (`sha256:<hex>` names of ledger blobs), held in Rust, each once.
 #[pyclass(module = "agentledger._core")]
 #[derive(Default)]
 pub struct DigestSet {
-    digests: Vec<Vec<u8>>,
+    digests: HashSet<Sha256Name, foldhash::fast::RandomState>,
     /// SHA-256 of blobs already read, by digest (not necessarily in `digests`).
     known: HashedBlobs,
 }
 
 /// SHA-256 of blobs read, by digest.
-pub type HashedBlobs = HashMap<Vec<u8>, [u8; 32], foldhash::fast::RandomState>;
+pub type HashedBlobs = HashMap<Sha256Name, [u8; 32], foldhash::fast::RandomState>;
 
 /// `(digest, SHA-256 of its bytes)` of blobs read, by the threads that read them.
 pub type Hashed = Mutex<HashedBlobs>;
 
 impl DigestSet {
-    pub fn extend(&mut self, digests: impl IntoIterator<Item = Vec<u8>>) {
-        self.digests.extend(digests);
+    pub fn extend<'d>(&mut self, digests: impl IntoIterator<Item = &'d [u8]>) {
+        self.digests
+            .extend(digests.into_iter().map(Sha256Name::parse));
     }
 
     pub fn know(&mut self, hashed: HashedBlobs) {
-        self.known.extend(hashed);
-    }
-
-    /// Sorted, each once.
-    fn settle(&mut self) {
-        self.digests.sort_unstable();
-        self.digests.dedup();
+        if self.known.is_empty() {
+            self.known = hashed;
+        } else {
+            self.known.extend(hashed);
+        }
     }
 }
 
@@ -65,11 +64,10 @@ impl DigestSet {
     }
 
     fn update(&mut self, digests: Vec<String>) {
-        self.extend(digests.into_iter().map(String::into_bytes));
+        self.extend(digests.iter().map(String::as_bytes));
     }
 
-    fn __len__(&mut self) -> usize {
-        self.settle();
+    fn __len__(&self) -> usize {
         self.digests.len()
     }
 }
@@ -78,7 +76,7 @@ impl DigestSet {
 /// gathered for hashing.
 #[derive(Default)]
 struct BlobBatch {
-    digests: Vec<Vec<u8>>,
+    digests: Vec<Sha256Name>,
     ends: Vec<usize>,
     data: Vec<u8>,
 }
@@ -87,13 +85,13 @@ impl BlobBatch {
     /// Add the current row of `statement`. A full batch is returned, to be hashed, when
     /// the row starts a new blob (so a blob never spans two batches).
     fn push(&mut self, statement: &Statement) -> Option<BlobBatch> {
-        let digest = statement.bytes(0);
+        let digest = Sha256Name::parse(statement.bytes(0));
         let mut full = None;
-        if self.digests.last().map(Vec::as_slice) != Some(digest) {
+        if self.digests.last() != Some(&digest) {
             if self.data.len() >= BATCH_BYTES {
                 full = Some(std::mem::take(self));
             }
-            self.digests.push(digest.to_vec());
+            self.digests.push(digest);
             self.ends.push(self.data.len());
         }
         self.data.extend_from_slice(statement.bytes(1));
@@ -104,7 +102,7 @@ impl BlobBatch {
     }
 
     /// Every blob's digest and SHA-256.
-    fn hash(self) -> Vec<(Vec<u8>, [u8; 32])> {
+    fn hash(self) -> Vec<(Sha256Name, [u8; 32])> {
         let mut start = 0;
         self.digests
             .into_iter()
@@ -164,13 +162,21 @@ fn sha256_check_blobs(
 ) -> PyResult<(usize, Vec<(String, String)>, Vec<String>)> {
     let connection = Connection::from_pointer(connection)?;
     let pool = pool(jobs)?;
-    digests.settle();
-    let unknown: Vec<Vec<u8>> = digests
-        .digests
-        .iter()
-        .filter(|d| !digests.known.contains_key(*d))
-        .cloned()
-        .collect();
+    let mut found = 0;
+    let mut mismatches = Vec::new();
+    let mut check = |digest: &Sha256Name, hash: &[u8; 32]| {
+        found += 1;
+        if !digest.names(hash) {
+            mismatches.push((digest.text(), to_hex_prefixed(SHA256_PREFIX, hash)));
+        }
+    };
+    let mut unknown = Vec::new();
+    for digest in &digests.digests {
+        match digests.known.get(digest) {
+            Some(hash) => check(digest, hash),
+            None => unknown.push(digest.clone()),
+        }
+    }
     let hashed = Hashed::default();
     let (listed, results) = (&unknown, &hashed);
     py.allow_threads(move || {
@@ -184,36 +190,30 @@ fn sha256_check_blobs(
             Ok(())
         })
     })?;
-    digests.know(hashed.into_inner().unwrap_or_else(|p| p.into_inner()));
-    let mut found = 0;
-    let mut mismatches = Vec::new();
+    let hashed = hashed.into_inner().unwrap_or_else(|p| p.into_inner());
     let mut missing = Vec::new();
-    let text = |digest: &[u8]| String::from_utf8_lossy(digest).into_owned();
-    let mut hex = [0u8; 64];
-    for digest in &digests.digests {
-        let Some(hash) = digests.known.get(digest) else {
-            missing.push(text(digest));
-            continue;
-        };
-        found += 1;
-        // Compared as bytes: a string is made only for a mismatch.
-        let _ = hex::encode_to_slice(hash, &mut hex);
-        if digest.strip_prefix(SHA256_PREFIX.as_bytes()) != Some(&hex[..]) {
-            mismatches.push((text(digest), to_hex_prefixed(SHA256_PREFIX, hash)));
+    for digest in &unknown {
+        match hashed.get(digest) {
+            Some(hash) => check(digest, hash),
+            None => missing.push(digest.text()),
         }
     }
+    digests.know(hashed);
+    // In digest order, as the set does not keep one.
+    mismatches.sort_unstable();
+    missing.sort_unstable();
     Ok((found, mismatches, missing))
 }
 
 /// The digests as a JSON array of strings (for `json_each`).
-fn json_array(digests: &[Vec<u8>]) -> String {
+fn json_array(digests: &[Sha256Name]) -> String {
     let mut listed = b"[".to_vec();
     for (i, digest) in digests.iter().enumerate() {
         if i > 0 {
             listed.push(b',');
         }
         // ASCII-escaped, so any bytes make valid JSON (digests come from `str`s anyway).
-        let _ = write_py_string(digest, true, &mut listed);
+        let _ = write_py_string(digest.text().as_bytes(), true, &mut listed);
     }
     listed.push(b']');
     String::from_utf8_lossy(&listed).into_owned()

@@ -26,6 +26,9 @@ pub use blake3::Hasher as Blake3Hasher;
 use crate::error::{Error, Result};
 
 pub mod many;
+mod name;
+
+pub use name::{plain_sha256, Sha256Name};
 
 /// Prefix of every context string given to BLAKE3's derive-key mode.
 pub const DOMAIN_PREFIX: &str = "agentledger/v1/";

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use foldhash::fast::RandomState;
 
-const PREFIX: &[u8] = b"sha256:";
+use crate::hash::plain_sha256;
 
 /// What is stored under a plain key.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,7 +29,7 @@ pub struct StoreIndex {
 
 impl StoreIndex {
     pub fn insert(&mut self, content_hash: &[u8], digest: &[u8]) {
-        match plain_key(content_hash) {
+        match plain_sha256(content_hash) {
             Some(key) => {
                 let stored = if digest == content_hash {
                     Stored::Itself
@@ -46,7 +46,7 @@ impl StoreIndex {
 
     /// The digest stored under `content_hash` (borrowed from it when they are equal).
     pub fn get<'a>(&'a self, content_hash: &'a [u8]) -> Option<&'a [u8]> {
-        match plain_key(content_hash) {
+        match plain_sha256(content_hash) {
             Some(key) => self.plain.get(&key).map(|stored| match stored {
                 Stored::Itself => content_hash,
                 Stored::Other(digest) => &digest[..],
@@ -79,32 +79,6 @@ impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for StoreIndex {
     }
 }
 
-/// The 32 bytes of a `sha256:` + 64 lowercase hex text; `None` for any other text
-/// (upper-case hex stays text, so it never meets its lower-case twin).
-fn plain_key(text: &[u8]) -> Option<[u8; 32]> {
-    let hex: &[u8; 64] = text.strip_prefix(PREFIX)?.try_into().ok()?;
-    let mut key = [0u8; 32];
-    // Branch-free: a non-hex byte sets the high bit of `invalid`.
-    let mut invalid = 0u8;
-    for (byte, pair) in key.iter_mut().zip(hex.chunks_exact(2)) {
-        let (high, low) = (NIBBLES[pair[0] as usize], NIBBLES[pair[1] as usize]);
-        invalid |= high | low;
-        *byte = (high << 4) | (low & 0x0F);
-    }
-    (invalid & 0x80 == 0).then_some(key)
-}
-
-/// Each byte's value as a lowercase hex digit, or 0x80 for any other byte.
-const NIBBLES: [u8; 256] = {
-    let mut table = [0x80u8; 256];
-    let mut i = 0;
-    while i < 16 {
-        table[b"0123456789abcdef"[i] as usize] = i as u8;
-        i += 1;
-    }
-    table
-};
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,20 +107,6 @@ mod tests {
         assert_eq!(index.get(&odd), Some(&b"d"[..]));
         assert_eq!(index.get(&hash("ef")), None);
         assert!(index.holds_itself(&a) && !index.holds_itself(&b));
-    }
-
-    #[test]
-    fn only_exact_lowercase_sha256_names_are_plain() {
-        assert!(plain_key(&hash("0f")).is_some());
-        for text in [
-            hash("0F"),
-            hash("0f")[..70].to_vec(),
-            [hash("0f"), b"0".to_vec()].concat(),
-            [&b"sha512:"[..], &hash("0f")[7..]].concat(),
-            hash("0g"),
-        ] {
-            assert_eq!(plain_key(&text), None, "{}", String::from_utf8_lossy(&text));
-        }
     }
 
     #[test]

@@ -1,0 +1,121 @@
+//! SHA-256 content names (`sha256:` + 64 lowercase hex) held as their 32 bytes.
+//!
+//! Verify looks up, sorts and compares tens of thousands of these per run set; as 32 raw
+//! bytes they live inline in a table (no pointer to chase, no 71-byte compare). Any other
+//! text, upper-case hex included, stays text, so it never meets its lower-case twin.
+
+use super::{to_hex_prefixed, SHA256_PREFIX};
+
+/// A content name as the verifier keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Sha256Name {
+    /// `sha256:` + 64 lowercase hex: the digest's bytes.
+    Plain([u8; 32]),
+    /// Any other text, as it is.
+    Text(Box<[u8]>),
+}
+
+impl Sha256Name {
+    pub fn parse(text: &[u8]) -> Self {
+        match plain_sha256(text) {
+            Some(digest) => Sha256Name::Plain(digest),
+            None => Sha256Name::Text(text.into()),
+        }
+    }
+
+    /// The name as text.
+    pub fn text(&self) -> String {
+        match self {
+            Sha256Name::Plain(digest) => to_hex_prefixed(SHA256_PREFIX, digest),
+            Sha256Name::Text(text) => String::from_utf8_lossy(text).into_owned(),
+        }
+    }
+
+    /// Whether this is the name of bytes whose SHA-256 is `digest`.
+    pub fn names(&self, digest: &[u8; 32]) -> bool {
+        matches!(self, Sha256Name::Plain(plain) if plain == digest)
+    }
+}
+
+/// The 32 bytes of a `sha256:` + 64 lowercase hex text; `None` for any other text.
+pub fn plain_sha256(text: &[u8]) -> Option<[u8; 32]> {
+    let hex: &[u8; 64] = text
+        .strip_prefix(SHA256_PREFIX.as_bytes())?
+        .try_into()
+        .ok()?;
+    let mut digest = [0u8; 32];
+    // Branch-free: a non-hex byte sets the high bit of `invalid`.
+    let mut invalid = 0u8;
+    for (byte, pair) in digest.iter_mut().zip(hex.chunks_exact(2)) {
+        let (high, low) = (NIBBLES[pair[0] as usize], NIBBLES[pair[1] as usize]);
+        invalid |= high | low;
+        *byte = (high << 4) | (low & 0x0F);
+    }
+    (invalid & 0x80 == 0).then_some(digest)
+}
+
+/// Each byte's value as a lowercase hex digit, or 0x80 for any other byte.
+const NIBBLES: [u8; 256] = {
+    let mut table = [0x80u8; 256];
+    let mut i = 0;
+    while i < 16 {
+        table[b"0123456789abcdef"[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(fill: &str) -> Vec<u8> {
+        format!("sha256:{}", fill.repeat(64 / fill.len())).into_bytes()
+    }
+
+    #[test]
+    fn only_exact_lowercase_sha256_names_are_plain() {
+        assert_eq!(plain_sha256(&name("0f")), Some([0x0f; 32]));
+        for text in [
+            name("0F"),
+            name("0f")[..70].to_vec(),
+            [name("0f"), b"0".to_vec()].concat(),
+            [&b"sha512:"[..], &name("0f")[7..]].concat(),
+            name("0g"),
+            b"0f".repeat(32),
+        ] {
+            assert_eq!(
+                plain_sha256(&text),
+                None,
+                "{}",
+                String::from_utf8_lossy(&text)
+            );
+        }
+    }
+
+    #[test]
+    fn every_hex_digit_decodes_and_no_other_byte_does() {
+        for byte in 0u8..=255 {
+            let mut text = name("00");
+            text[7 + 63] = byte;
+            let want = (byte as char)
+                .to_digit(16)
+                .filter(|_| !byte.is_ascii_uppercase());
+            assert_eq!(
+                plain_sha256(&text).map(|d| d[31]),
+                want.map(|v| v as u8),
+                "{byte:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn names_keep_their_text_and_name_only_their_own_digest() {
+        for text in [name("ab"), name("AB"), b"sha256:../x".to_vec()] {
+            assert_eq!(Sha256Name::parse(&text).text().as_bytes(), &text[..]);
+        }
+        assert!(Sha256Name::parse(&name("ab")).names(&[0xab; 32]));
+        assert!(!Sha256Name::parse(&name("AB")).names(&[0xab; 32]));
+        assert!(!Sha256Name::parse(&name("ab")).names(&[0xac; 32]));
+    }
+}
