@@ -202,12 +202,15 @@ class BernsteinJournal(TypedDict):
     """``compact``: the content hashes of the settled stages' observations."""
 
 class BernsteinStoreIndex:
-    """``content hash -> digest of the stored bytes``, built in Rust from the
-    ``(content_hash, digest)`` text rows ``sql`` selects on the SQLite handle
-    ``connection``; ``bernstein_verify_journals`` and ``bernstein_ledger_pass`` take it as
-    it is."""
+    """``content hash -> digest of the stored bytes``, built in Rust from the ``path,
+    kind, digest`` rows of ``bernstein_files`` that ``sql`` selects on the SQLite handle
+    ``connection``: each ``cas`` file whose name (the path after ``name_from`` characters)
+    has no ``/``, keyed ``sha256:<name>``. ``bernstein_verify_journals`` and
+    ``bernstein_ledger_pass`` take it as it is."""
 
-    def __init__(self, connection: int, sql: str, params: Sequence[int | str] = ()) -> None: ...
+    def __init__(
+        self, connection: int, sql: str, name_from: int, params: Sequence[int | str] = ()
+    ) -> None: ...
     def get(self, content_hash: str) -> str | None: ...
     def __len__(self) -> int: ...
 
@@ -246,8 +249,8 @@ def bernstein_audit_clean(
 
 class BernsteinFiles:
     """The imported files table, read once in Rust: the rows ``sql`` selects on the SQLite
-    handle ``connection`` in path order (``path, kind, digest, import_id, blob absent,
-    store index key or NULL``)."""
+    handle ``connection`` in path order (``path, kind, digest, import_id, blob absent``);
+    the store index as ``BernsteinStoreIndex`` builds it (``name_from``)."""
 
     absent: list[tuple[str, str]]
     """``(path, digest)`` of the files whose blob the ledger lacks, in path order."""
@@ -256,7 +259,7 @@ class BernsteinFiles:
     """The import ids the rows hold, in order."""
 
     def __init__(
-        self, connection: int, sql: str, params: Sequence[int | str], format: str
+        self, connection: int, sql: str, params: Sequence[int | str], format: str, name_from: int
     ) -> None: ...
     def manifest(self, import_id: int) -> bytes:
         """``importer.manifest_of`` over the import's rows (none: an empty list)."""

@@ -139,17 +139,52 @@ def test_the_files_scan_gives_manifest_of_each_import_absent_blobs_and_the_index
     ]
     rows.sort()
     conn = apsw.Connection(":memory:")
-    conn.execute("CREATE TABLE f (path TEXT PRIMARY KEY, kind, digest, import_id, absent, key)")
+    conn.execute("CREATE TABLE f (path TEXT PRIMARY KEY, kind, digest, import_id, absent)")
     conn.executemany(
-        "INSERT INTO f VALUES (?, ?, ?, 1, ?, ?)",
-        [(p, k, d, int(k == "journal" and d is not None), d and p[9:]) for p, k, d in rows],
+        "INSERT INTO f VALUES (?, ?, ?, 1, ?)",
+        [(p, k, d, int(k == "journal" and d is not None)) for p, k, d in rows],
     )
-    files = _core.BernsteinFiles(native.handle(conn), "SELECT * FROM f ORDER BY path", [], FORMAT)
+    sql = "SELECT * FROM f ORDER BY path"
+    files = _core.BernsteinFiles(native.handle(conn), sql, [], FORMAT, 9)
     assert files.manifest(1) == manifest_of(rows)
     assert files.manifest(2) == manifest_of([])
     for import_id, listed in ((1, rows), (2, [])):
         assert files.manifest_hash(import_id) == content_hash(manifest_of(listed))
     assert files.import_ids == [1]
     assert files.absent == [(p, d) for p, k, d in rows if k == "journal" and d is not None]
-    assert files.store_index.get("a" * 64) == "sha256:" + "b" * 64
-    assert len(files.store_index) == 2
+    assert files.store_index.get("sha256:" + "a" * 64) == "sha256:" + "b" * 64
+    assert len(files.store_index) == 1
+
+
+def test_the_store_index_keys_the_rows_sqls_substr_rule_would() -> None:
+    """Rust keys the store index as ``'sha256:' || substr(path, 10)`` for a ``cas`` row with
+    a digest and no ``/`` in that name: SQLite's own answer, on paths that count
+    characters and bytes differently."""
+    paths = [
+        ".sdd/cas/" + "a" * 64,
+        ".sdd/cas/" + "A" * 64,
+        ".sdd/cas/nested/" + "b" * 64,
+        ".sdd/cas/caf\u00e9",
+        ".sdd/c\u00e9s/x\U0001f600y",
+        "\U0001f600\U0001f600\u00e9.sdd/cas/zz",
+        ".sdd/cas",
+        ".sdd/cas/",
+        "short",
+        "",
+    ]
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE TABLE f (path TEXT PRIMARY KEY, kind, digest)")
+    for n, path in enumerate(paths):
+        conn.execute("INSERT INTO f VALUES (?, 'cas', ?)", (path, f"sha256:{n}"))
+        conn.execute("INSERT INTO f VALUES (?, 'journal', 'd')", (path + "!j",))
+    conn.execute("INSERT INTO f VALUES ('.sdd/cas/nodigest', 'cas', NULL)")
+    want = dict(
+        conn.execute(
+            "SELECT 'sha256:' || substr(path, 10), digest FROM f WHERE kind = 'cas' "
+            "AND digest IS NOT NULL AND instr(substr(path, 10), '/') = 0"
+        ).fetchall()
+    )
+    index = _core.BernsteinStoreIndex(native.handle(conn), "SELECT path, kind, digest FROM f", 9)
+    assert len(index) == len(want) == 5  # five paths share the empty name
+    for key, digest in want.items():
+        assert index.get(key) == digest, key

@@ -145,20 +145,15 @@ class DirectoryWorkdir:
 class LedgerWorkdir:
     """The imported workdir, as the ledger's ``bernstein_files`` table lists it."""
 
-    INDEXED = "f.kind = 'cas' AND f.digest IS NOT NULL AND instr(substr(f.path, ?), '/') = 0"
-    """The files of the store index (plain names in the flat store), keyed by
-    ``'sha256:' || substr(f.path, ?)``: both parameters are ``INDEX_PARAMS``."""
-    INDEX_PARAMS = [len(CAS_DIR) + 2] * 2
-    STORE_INDEX = (
-        f"SELECT 'sha256:' || substr(f.path, ?), f.digest FROM bernstein_files AS f WHERE {INDEXED}"
-    )
+    NAME_FROM = len(CAS_DIR) + 1
+    """Characters before a store name in a ``cas`` path: the store index holds the files
+    whose name has no ``/``, keyed ``sha256:<name>`` (worked out in Rust, ``store_key``)."""
+    STORE_INDEX = "SELECT path, kind, digest FROM bernstein_files"
     FILES = (
-        "SELECT f.path, f.kind, f.digest, f.import_id, f.digest IS NOT NULL AND b.digest IS NULL,"
-        f" CASE WHEN {INDEXED} THEN 'sha256:' || substr(f.path, ?) END"
+        "SELECT f.path, f.kind, f.digest, f.import_id, f.digest IS NOT NULL AND b.digest IS NULL"
         " FROM bernstein_files AS f LEFT JOIN blobs AS b ON b.digest = f.digest ORDER BY f.path"
     )
-    """Every file in path order, for ``_core.BernsteinFiles``: whether its blob is absent,
-    and its store index key (params ``INDEX_PARAMS``)."""
+    """Every file in path order, for ``_core.BernsteinFiles``: whether its blob is absent."""
     JOURNAL_CHUNKS = (
         "SELECT c.data FROM bernstein_files AS f JOIN blob_chunks AS c ON c.digest = f.digest "
         "WHERE f.path = ? AND f.kind = 'journal' ORDER BY c.idx"
@@ -190,7 +185,7 @@ class LedgerWorkdir:
         if store_index is None:
             with native.sqlite_errors():
                 store_index = _core.BernsteinStoreIndex(
-                    native.handle(conn), self.STORE_INDEX, self.INDEX_PARAMS
+                    native.handle(conn), self.STORE_INDEX, self.NAME_FROM
                 )
         self.by_content_hash = store_index
         """The common lookup, ``sha256:<name>`` -> stored digest, without path handling

@@ -43,10 +43,40 @@ impl BernsteinFiles {
     }
 }
 
+/// Whether a `bernstein_files` row with a digest is in the store index, and its key in
+/// `key`: a `cas` file whose name, the path after its first `name_from` characters, has no
+/// `/` (a plain name in the flat store), keyed by `sha256:` + that name. Characters are
+/// counted as SQLite's `substr` counts them, so that the index matches what SQL selects.
+pub(crate) fn store_key(path: &[u8], kind: &[u8], name_from: usize, key: &mut Vec<u8>) -> bool {
+    if kind != b"cas" {
+        return false;
+    }
+    let mut at = 0;
+    for _ in 0..name_from {
+        // SQLite's SQLITE_SKIP_UTF8: a lead byte takes its continuation bytes with it.
+        let Some(&lead) = path.get(at) else { break };
+        at += 1;
+        if lead >= 0xC0 {
+            while path.get(at).is_some_and(|&b| b & 0xC0 == 0x80) {
+                at += 1;
+            }
+        }
+    }
+    let name = &path[at..];
+    if name.contains(&b'/') {
+        return false;
+    }
+    key.clear();
+    key.extend_from_slice(SHA256_PREFIX.as_bytes());
+    key.extend_from_slice(name);
+    true
+}
+
 #[pymethods]
 impl BernsteinFiles {
     /// Scan the rows `sql` selects with `params`, in path order: `path, kind, digest,
-    /// import_id, blob absent (0/1), store index key (NULL: not in the index)`.
+    /// import_id, blob absent (0/1)`. A store name starts after `name_from` characters
+    /// of a path (see [`store_key`]).
     #[new]
     fn new(
         py: Python<'_>,
@@ -54,6 +84,7 @@ impl BernsteinFiles {
         sql: &str,
         params: Vec<Param>,
         format: String,
+        name_from: usize,
     ) -> PyResult<Self> {
         let connection = Connection::from_pointer(connection)?;
         let scanned = py.allow_threads(move || -> Result<_, Failure> {
@@ -63,6 +94,7 @@ impl BernsteinFiles {
             let mut manifests: BTreeMap<i64, Vec<u8>> = BTreeMap::new();
             let mut absent = Vec::new();
             let mut index = journal::StoreIndex::default();
+            let mut key = Vec::new();
             while statement.step()? {
                 let manifest = manifests
                     .entry(statement.int(3))
@@ -90,11 +122,12 @@ impl BernsteinFiles {
                     };
                     absent.push((text(0), text(2)));
                 }
-                if !statement.is_null(5) {
-                    index.insert(
-                        statement.bytes_held(&held, 5),
-                        statement.bytes_held(&held, 2),
-                    );
+                let (path, kind) = (
+                    statement.bytes_held(&held, 0),
+                    statement.bytes_held(&held, 1),
+                );
+                if !statement.is_null(2) && store_key(path, kind, name_from, &mut key) {
+                    index.insert(&key, statement.bytes_held(&held, 2));
                 }
             }
             Ok((manifests, absent, index))

@@ -13,6 +13,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
+use crate::bernstein_files::store_key;
 use crate::errors::to_py;
 use crate::pools::pool;
 use crate::sqlite::{Connection, Failure, Param};
@@ -214,9 +215,10 @@ pub(crate) fn report_dict<'py>(
     Ok(d)
 }
 
-/// `content hash -> digest of the stored bytes`, built in Rust from the `(content_hash,
-/// digest)` text rows `sql` selects on the connection (no Python object per row): handed
-/// to `bernstein_verify_journals` and `bernstein_ledger_pass` without conversion.
+/// `content hash -> digest of the stored bytes`, built in Rust from the `path, kind,
+/// digest` rows of `bernstein_files` that `sql` selects on the connection (no Python object
+/// per row; the rows of the index are those `bernstein_files::store_key` keys): handed to
+/// `bernstein_verify_journals` and `bernstein_ledger_pass` without conversion.
 #[pyclass(frozen, module = "agentledger._core")]
 pub(crate) struct BernsteinStoreIndex {
     pub(crate) map: journal::StoreIndex,
@@ -225,15 +227,25 @@ pub(crate) struct BernsteinStoreIndex {
 #[pymethods]
 impl BernsteinStoreIndex {
     #[new]
-    #[pyo3(signature = (connection, sql, params = Vec::new()))]
-    fn new(py: Python<'_>, connection: usize, sql: &str, params: Vec<Param>) -> PyResult<Self> {
+    #[pyo3(signature = (connection, sql, name_from, params = Vec::new()))]
+    fn new(
+        py: Python<'_>,
+        connection: usize,
+        sql: &str,
+        name_from: usize,
+        params: Vec<Param>,
+    ) -> PyResult<Self> {
         let connection = Connection::from_pointer(connection)?;
         let map = py.allow_threads(move || -> Result<journal::StoreIndex, Failure> {
             let mut statement = connection.prepare(sql)?;
             statement.start(&params)?;
             let mut map = journal::StoreIndex::default();
+            let mut key = Vec::new();
             while statement.step()? {
-                map.insert(statement.bytes(0), statement.bytes(1));
+                let (path, kind) = (statement.bytes(0), statement.bytes(1));
+                if !statement.is_null(2) && store_key(path, kind, name_from, &mut key) {
+                    map.insert(&key, statement.bytes(2));
+                }
             }
             Ok(map)
         })?;
