@@ -13,14 +13,14 @@ from typing import Any
 
 from agentledger import _core
 from agentledger.storage import native
-from agentledger.verify.context import VerifyContext
+from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
 
 BATCH_ROWS = 16_384
 COLUMNS = "run_id, seq, kind, hash, bytes"
 LOGGED_COLUMNS = COLUMNS + ", leaf"
 ALL_ROWS = "SELECT {columns} FROM entries ORDER BY run_id, seq"
-RUN_ROWS = "SELECT {columns} FROM entries WHERE run_id = ? ORDER BY seq"
+SELECTED_ROWS = "SELECT {columns} FROM entries WHERE " + IN_SELECTED + " ORDER BY run_id, seq"
 TAIL_ROWS = "SELECT {columns} FROM entries WHERE run_id = ? AND seq >= ? ORDER BY seq"
 
 # The entries later checks look at, as (kinds, byte string in the entry): the whole-workspace
@@ -57,8 +57,7 @@ def check_journal(ctx: VerifyContext) -> None:
     elif ctx.whole:
         sql, queries = ALL_ROWS.format(columns=columns), [((), None)]
     else:
-        sql = RUN_ROWS.format(columns=columns)
-        queries = [((run_id,), None) for run_id in sorted(ctx.selected_runs)]
+        sql, queries = SELECTED_ROWS.format(columns=columns), [((ctx.selected_json,), None)]
     with native.sqlite_errors():
         findings, summaries, referenced = _core.verify_journal(
             native.handle(ctx.conn),
