@@ -113,37 +113,60 @@ fn bernstein_ledger_pass(
         finished,
         reports: &mut reports,
     };
+    let scoped = &pool;
     py.allow_threads(move || {
-        pool.in_place_scope(|scope| read(connection, queries, taking, index, slots, scope))
+        scoped.in_place_scope(|scope| read(connection, queries, taking, index, slots, scope))
     })?;
-    let mut digests = DigestSet::default();
-    digests.know(hashed.into_inner().unwrap_or_else(|p| p.into_inner()));
-    let mirror = mirror.as_ref().map(|m| m.get());
-    let mut outcomes = Vec::with_capacity(reports.len());
-    for ((report, receipts), (run_id, _)) in reports.iter().zip(&receipts).zip(runs) {
-        let Some(report) = report else {
-            outcomes.push(py.None());
-            continue;
-        };
-        let verified: Option<Vec<(usize, &Verified)>> = receipts.get().and_then(|pending| {
+    // A run is clean when every receipt it waits on verified.
+    let verified: Vec<Option<Vec<(usize, &Verified)>>> = receipts
+        .iter()
+        .map(|receipts| {
+            let pending = receipts.get()?;
             pending
                 .iter()
                 .map(|r| Some((r.stage, r.outcome.get()?.as_ref()?)))
                 .collect()
-        });
-        outcomes.push(match verified {
-            Some(verified) => {
-                let mut run = clean_run(py, report, &verified, stage_rows, &mut digests)?;
-                if let Some(mirror) = mirror {
-                    run.audit = Some(audit_cross_check(py, report, mirror, run_id)?);
+        })
+        .collect();
+    let mut digests = DigestSet::default();
+    let mirror = mirror.as_ref().map(|m| m.get());
+    let mut outcomes = Vec::with_capacity(reports.len());
+    // The clean runs' reattached digests are gathered on the pool while this thread
+    // makes the Python outcomes.
+    pool.in_place_scope(|scope| -> PyResult<()> {
+        let (digests, reports, verified) = (&mut digests, &reports, &verified);
+        scope.spawn(move |_| {
+            digests.know(hashed.into_inner().unwrap_or_else(|p| p.into_inner()));
+            for (report, verified) in reports.iter().zip(verified) {
+                if let (Some(report), Some(verified)) = (report, verified) {
+                    reattached(report, verified, digests);
                 }
-                Py::new(py, run)?.into_any()
             }
-            None => report_dict(py, report, index.is_some())?
-                .into_any()
-                .unbind(),
         });
-    }
+        for ((report, verified), (run_id, _)) in reports.iter().zip(verified).zip(runs) {
+            let Some(report) = report else {
+                outcomes.push(py.None());
+                continue;
+            };
+            outcomes.push(match verified {
+                Some(verified) => {
+                    let mut run = clean_run(py, report, verified, stage_rows)?;
+                    if let Some(mirror) = mirror {
+                        run.audit = Some(audit_cross_check(py, report, mirror, run_id)?);
+                    }
+                    Py::new(py, run)?.into_any()
+                }
+                None => report_dict(py, report, index.is_some())?
+                    .into_any()
+                    .unbind(),
+            });
+        }
+        Ok(())
+    })?;
+    drop(verified);
+    // Hundreds of thousands of small buffers: freed on the pool, which is idle by now,
+    // while Python goes on with the outcomes.
+    pool.spawn(move || drop((reports, receipts)));
     Ok((outcomes, digests))
 }
 
@@ -318,23 +341,30 @@ impl Receipt {
     }
 }
 
-/// A clean run's summary; its reattached hashes go to `digests`.
+/// The digests a clean run reattached: its observations', and what its verified receipts
+/// pin (so their bytes are re-hashed too).
+fn reattached(report: &JournalReport, receipts: &[(usize, &Verified)], digests: &mut DigestSet) {
+    for a in &report.activities {
+        digests.extend(a.observations.iter().map(|(_, _, hash)| hash.as_slice()));
+    }
+    for (_, receipt) in receipts {
+        digests.extend(receipt.references.iter().map(Vec::as_slice));
+    }
+}
+
+/// A clean run's summary (what it reattached is gathered by `reattached`).
 fn clean_run(
     py: Python<'_>,
     report: &JournalReport,
     receipts: &[(usize, &Verified)],
     stage_rows: bool,
-    digests: &mut DigestSet,
 ) -> PyResult<CleanRun> {
     let mut notes = Vec::new();
     let mut unstored_reports = 0;
     let mut receipts = receipts.iter().peekable();
     for (stage, a) in report.activities.iter().enumerate() {
-        digests.extend(a.observations.iter().map(|(_, _, hash)| hash.as_slice()));
         if let Some((_, receipt)) = receipts.next_if(|(s, _)| *s == stage) {
             notes.push((a.step, "signer", hex::encode(receipt.signer)));
-            // What the receipt pins reattached, so its bytes are re-hashed too.
-            digests.extend(receipt.references.iter().map(Vec::as_slice));
             continue;
         }
         match a.kind.as_slice() {
