@@ -26,38 +26,44 @@ fn is_special(byte: u8) -> bool {
 #[inline]
 pub(crate) fn skip_plain(bytes: &[u8], i: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
-    let i = match skip_plain_sse2(bytes, i) {
+    let i = match skip_sse2::<false>(bytes, i) {
         Ok(found) => return found,
         Err(tail) => tail,
     };
     skip_plain_words(bytes, i)
 }
 
-/// Sixteen bytes at a time: `Ok` at the first special byte, or `Err` where fewer than
-/// sixteen bytes remain.
+/// Sixteen bytes at a time: `Ok` at the first `"`, `\` or control byte (with `ASCII`,
+/// or byte 0x7F and above), or `Err` where fewer than sixteen bytes remain.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn skip_plain_sse2(bytes: &[u8], mut i: usize) -> Result<usize, usize> {
+fn skip_sse2<const ASCII: bool>(bytes: &[u8], mut i: usize) -> Result<usize, usize> {
     use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8,
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_min_epu8, _mm_movemask_epi8,
+        _mm_or_si128, _mm_set1_epi8,
     };
     // SAFETY: SSE2 is part of x86_64; every load reads 16 bytes inside `bytes`.
     unsafe {
         let quote = _mm_set1_epi8(b'"' as i8);
         let backslash = _mm_set1_epi8(b'\\' as i8);
         let below_space = _mm_set1_epi8(0x1F);
+        let delete = _mm_set1_epi8(0x7F);
         while i + 16 <= bytes.len() {
             let chunk = _mm_loadu_si128(bytes.as_ptr().add(i).cast::<__m128i>());
-            // A byte is a control character when min(byte, 0x1F) is the byte itself.
+            // A byte is a control character when min(byte, 0x1F) is the byte itself (and
+            // 0x7F or above when max(byte, 0x7F) is).
             let control = _mm_cmpeq_epi8(_mm_min_epu8(chunk, below_space), chunk);
-            let special = _mm_or_si128(
+            let mut special = _mm_or_si128(
                 control,
                 _mm_or_si128(
                     _mm_cmpeq_epi8(chunk, quote),
                     _mm_cmpeq_epi8(chunk, backslash),
                 ),
             );
+            if ASCII {
+                let high = _mm_cmpeq_epi8(_mm_max_epu8(chunk, delete), chunk);
+                special = _mm_or_si128(special, high);
+            }
             let mask = _mm_movemask_epi8(special);
             if mask != 0 {
                 return Ok(i + mask.trailing_zeros() as usize);
@@ -91,39 +97,14 @@ fn skip_plain_words(bytes: &[u8], mut i: usize) -> usize {
 /// The index of the first byte at or after `i` that `json.dumps` (ASCII-escaped) does
 /// not copy as it is: `"`, `\\`, or anything outside U+0020..U+007E; or `bytes.len()`.
 #[inline]
-pub(crate) fn skip_printable_ascii(bytes: &[u8], mut i: usize) -> usize {
+pub(crate) fn skip_printable_ascii(bytes: &[u8], i: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: SSE2 is part of x86_64; every load reads 16 bytes inside `bytes`.
-    unsafe {
-        use std::arch::x86_64::{
-            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_min_epu8,
-            _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
-        };
-        let quote = _mm_set1_epi8(b'"' as i8);
-        let backslash = _mm_set1_epi8(b'\\' as i8);
-        let below_space = _mm_set1_epi8(0x1F);
-        let delete = _mm_set1_epi8(0x7F);
-        while i + 16 <= bytes.len() {
-            let chunk = _mm_loadu_si128(bytes.as_ptr().add(i).cast::<__m128i>());
-            // Below 0x20 when min(byte, 0x1F) is the byte; 0x7F or above when max(byte, 0x7F) is.
-            let outside = _mm_or_si128(
-                _mm_cmpeq_epi8(_mm_min_epu8(chunk, below_space), chunk),
-                _mm_cmpeq_epi8(_mm_max_epu8(chunk, delete), chunk),
-            );
-            let special = _mm_or_si128(
-                outside,
-                _mm_or_si128(
-                    _mm_cmpeq_epi8(chunk, quote),
-                    _mm_cmpeq_epi8(chunk, backslash),
-                ),
-            );
-            let mask = _mm_movemask_epi8(special);
-            if mask != 0 {
-                return i + mask.trailing_zeros() as usize;
-            }
-            i += 16;
-        }
-    }
+    let mut i = match skip_sse2::<true>(bytes, i) {
+        Ok(found) => return found,
+        Err(tail) => tail,
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let mut i = i;
     while i < bytes.len() && !is_special(bytes[i]) && bytes[i] < 0x7F {
         i += 1;
     }
