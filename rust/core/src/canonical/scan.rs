@@ -95,7 +95,7 @@ fn skip_plain_words(bytes: &[u8], mut i: usize) -> usize {
 }
 
 /// The index of the first byte at or after `i` that `json.dumps` (ASCII-escaped) does
-/// not copy as it is: `"`, `\\`, or anything outside U+0020..U+007E; or `bytes.len()`.
+/// not copy as it is: `"`, `\`, or anything outside U+0020..U+007E; or `bytes.len()`.
 #[inline]
 pub(crate) fn skip_printable_ascii(bytes: &[u8], i: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
