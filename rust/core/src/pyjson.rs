@@ -91,16 +91,20 @@ pub fn parse(text: &str) -> Result<Parsed<'_>> {
         duplicate_keys: false,
     };
     parser.skip_ws();
-    let value = parser.value()?;
+    let value = parser.value().map_err(|e| *e)?;
     parser.skip_ws();
     if parser.pos != parser.text.len() {
-        return Err(parser.error("Extra data"));
+        return Err(*parser.error("Extra data"));
     }
     Ok(Parsed {
         value,
         duplicate_keys: parser.duplicate_keys,
     })
 }
+
+/// The parser's results: the error boxed, so that a result is no bigger than a value
+/// (every value is returned through several calls).
+type Parsing<T> = std::result::Result<T, Box<Error>>;
 
 struct Parser<'a> {
     text: &'a [u8],
@@ -110,8 +114,8 @@ struct Parser<'a> {
 }
 
 impl<'a> Parser<'a> {
-    fn error(&self, message: &str) -> Error {
-        Error::canonical_at(message, self.pos)
+    fn error(&self, message: &str) -> Box<Error> {
+        Box::new(Error::canonical_at(message, self.pos))
     }
 
     fn peek(&self) -> Option<u8> {
@@ -125,7 +129,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn literal(&mut self, word: &[u8], value: PyValue<'a>) -> Result<PyValue<'a>> {
+    fn literal(&mut self, word: &[u8], value: PyValue<'a>) -> Parsing<PyValue<'a>> {
         if self.text[self.pos..].starts_with(word) {
             self.pos += word.len();
             Ok(value)
@@ -134,7 +138,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn value(&mut self) -> Result<PyValue<'a>> {
+    fn value(&mut self) -> Parsing<PyValue<'a>> {
         match self.peek() {
             Some(b'"') => Ok(PyValue::Str(self.string()?)),
             Some(b'{') => self.nested(Self::object),
@@ -153,7 +157,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn nested(&mut self, inner: fn(&mut Self) -> Result<PyValue<'a>>) -> Result<PyValue<'a>> {
+    fn nested(&mut self, inner: fn(&mut Self) -> Parsing<PyValue<'a>>) -> Parsing<PyValue<'a>> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return Err(self.error("maximum recursion depth exceeded"));
@@ -163,7 +167,7 @@ impl<'a> Parser<'a> {
         value
     }
 
-    fn number(&mut self) -> Result<PyValue<'a>> {
+    fn number(&mut self) -> Parsing<PyValue<'a>> {
         let start = self.pos;
         if self.peek() == Some(b'-') {
             self.pos += 1;
@@ -209,17 +213,17 @@ impl<'a> Parser<'a> {
             // Rust's parse is correctly rounded and overflows to ±inf, like float().
             let x: f64 = lexeme
                 .parse()
-                .map_err(|_| Error::canonical_at("invalid number", start))?;
+                .map_err(|_| Box::new(Error::canonical_at("invalid number", start)))?;
             return Ok(PyValue::Float(x));
         }
         debug_assert_eq!(int_end, self.pos);
         let negative = lexeme.starts_with('-');
         let digits = lexeme.trim_start_matches('-');
         if digits.len() > MAX_INT_DIGITS {
-            return Err(Error::canonical_at(
+            return Err(Box::new(Error::canonical_at(
                 "Exceeds the limit (4300 digits) for integer string conversion",
                 start,
-            ));
+            )));
         }
         if negative && digits == "0" {
             return Ok(PyValue::Int(Cow::Borrowed("0")));
@@ -236,7 +240,7 @@ impl<'a> Parser<'a> {
         Some(n)
     }
 
-    fn string(&mut self) -> Result<Cow<'a, [u8]>> {
+    fn string(&mut self) -> Parsing<Cow<'a, [u8]>> {
         let begin = self.pos;
         self.pos += 1; // opening quote
         let text: &'a [u8] = self.text;
@@ -258,7 +262,7 @@ impl<'a> Parser<'a> {
             }
             out.extend_from_slice(&self.text[chunk_start..self.pos]);
             match self.peek() {
-                None => return Err(Error::canonical_at("Unterminated string", begin)),
+                None => return Err(Box::new(Error::canonical_at("Unterminated string", begin))),
                 Some(b'"') => {
                     self.pos += 1;
                     return Ok(Cow::Owned(out));
@@ -269,7 +273,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn escape(&mut self, out: &mut Vec<u8>) -> Result<()> {
+    fn escape(&mut self, out: &mut Vec<u8>) -> Parsing<()> {
         let Some(&kind) = self.text.get(self.pos + 1) else {
             return Err(self.error("Unterminated string"));
         };
@@ -314,7 +318,7 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    fn array(&mut self) -> Result<PyValue<'a>> {
+    fn array(&mut self) -> Parsing<PyValue<'a>> {
         self.pos += 1;
         let mut items = Vec::new();
         self.skip_ws();
@@ -337,7 +341,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn object(&mut self) -> Result<PyValue<'a>> {
+    fn object(&mut self) -> Parsing<PyValue<'a>> {
         self.pos += 1;
         // A journal row has a dozen members or so, a nested object a few: one allocation.
         let capacity = if self.depth <= 1 { 16 } else { 4 };
