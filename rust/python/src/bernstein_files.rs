@@ -10,6 +10,7 @@ use agentledger_core::pyjson::{self, journal};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::pools::drop_later;
 use crate::pyjson::BernsteinStoreIndex;
 use crate::sqlite::{Connection, Failure, Param};
 
@@ -33,6 +34,12 @@ struct BernsteinFiles {
     absent: Vec<(String, String)>,
     #[pyo3(get)]
     store_index: Py<BernsteinStoreIndex>,
+}
+
+impl Drop for BernsteinFiles {
+    fn drop(&mut self) {
+        drop_later(std::mem::take(&mut self.manifests));
+    }
 }
 
 impl BernsteinFiles {

@@ -22,7 +22,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use crate::bernstein_journals::{read_chunks, PendingJournals};
-use crate::pools::pool;
+use crate::pools::{drop_later, pool};
 use crate::pyjson::{
     evidence_settled, py_text, report_dict, settled, settled_tuple, well_formed_artifact,
     BernsteinAuditMirror, BernsteinStoreIndex,
@@ -164,9 +164,8 @@ fn bernstein_ledger_pass(
         Ok(())
     })?;
     drop(verified);
-    // Hundreds of thousands of small buffers: freed on the pool, which is idle by now,
-    // while Python goes on with the outcomes.
-    pool.spawn(move || drop((reports, receipts)));
+    // Hundreds of thousands of small buffers, freed while Python goes on.
+    drop_later((reports, receipts));
     Ok((outcomes, digests))
 }
 

@@ -24,3 +24,13 @@ pub fn pool(jobs: usize) -> PyResult<Arc<rayon::ThreadPool>> {
     pools.insert(jobs, pool.clone());
     Ok(pool)
 }
+
+/// Frees `value` on a pool thread. Dropping a structure of tens of thousands of buffers
+/// takes milliseconds (and the allocator's consolidation after it), which the caller, on
+/// Python's thread, need not wait for.
+pub fn drop_later<T: Send + 'static>(value: T) {
+    match pool(0) {
+        Ok(pool) => pool.spawn(move || drop(value)),
+        Err(_) => drop(value),
+    }
+}

@@ -15,7 +15,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::bernstein_files::store_key;
 use crate::errors::to_py;
-use crate::pools::pool;
+use crate::pools::{drop_later, pool};
 use crate::sqlite::{Connection, Failure, Param};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -222,6 +222,12 @@ pub(crate) fn report_dict<'py>(
 #[pyclass(frozen, module = "agentledger._core")]
 pub(crate) struct BernsteinStoreIndex {
     pub(crate) map: journal::StoreIndex,
+}
+
+impl Drop for BernsteinStoreIndex {
+    fn drop(&mut self) {
+        drop_later(std::mem::take(&mut self.map));
+    }
 }
 
 #[pymethods]

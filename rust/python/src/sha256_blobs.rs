@@ -11,7 +11,7 @@ use agentledger_core::hash::{sha256, to_hex_prefixed, Sha256Name, SHA256_PREFIX}
 use agentledger_core::pyjson::write_py_string;
 use pyo3::prelude::*;
 
-use crate::pools::pool;
+use crate::pools::{drop_later, pool};
 use crate::sqlite::{Connection, Failure, Param, Reading, Statement};
 
 /// Digests listed in one query: a statement per digest costs more than its blob's hash.
@@ -40,6 +40,15 @@ pub type HashedBlobs = HashMap<Sha256Name, [u8; 32], foldhash::fast::RandomState
 
 /// `(digest, SHA-256 of its bytes)` of blobs read, by the threads that read them.
 pub type Hashed = Mutex<HashedBlobs>;
+
+impl Drop for DigestSet {
+    fn drop(&mut self) {
+        drop_later((
+            std::mem::take(&mut self.digests),
+            std::mem::take(&mut self.known),
+        ));
+    }
+}
 
 impl DigestSet {
     pub fn extend<'d>(&mut self, digests: impl IntoIterator<Item = &'d [u8]>) {
