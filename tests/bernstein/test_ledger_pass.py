@@ -235,6 +235,37 @@ def test_a_referenced_blob_edited_in_the_ledger_is_found(
     assert [(d.check, d.subject) for d in report.workspace] == [(check, target)]
 
 
+@pytest.mark.parametrize("edited", [False, True], ids=["same-bytes", "edited"])
+def test_a_blob_whose_chunks_are_stored_out_of_order_is_hashed_in_chunk_order(
+    tmp_path: Path, edited: bool
+) -> None:
+    """A blob whose chunks are stored out of chunk order is hashed in chunk order by the
+    read-ahead of the store: the verdict is the bytes', not the storage order's."""
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        import_workdir(ledger, SMALL)
+    page = json.loads(lines(SMALL, "run-001")[2])["observations"][0]["content_hash"]
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA foreign_keys = OFF")
+    query = "SELECT data FROM blob_chunks WHERE digest = ? AND idx = 0"
+    data = bytes(conn.execute(query, (page,)).fetchall()[0][0])
+    head, tail = data[:10], data[10:] + (b"!" if edited else b"")
+    conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (page,))
+    # The second chunk is stored first.
+    insert = "INSERT INTO blob_chunks (digest, idx, data) VALUES (?, ?, ?)"
+    conn.execute(insert, (page, 1, tail))
+    conn.execute(insert, (page, 0, head))
+    conn.close()
+    with Ledger.open(path) as ledger:
+        runs = ["run-001", "run-002", "run-003"]  # every run: the store is read ahead
+        report = ledger.verify(runs, options=VerifyOptions(compat="bernstein"))
+    if edited:
+        assert report.code == 2
+        assert [(d.check, d.subject) for d in report.workspace] == [("blob.digest", page)]
+    else:
+        assert report.code == 0, [d.to_json() for d in report.workspace]
+
+
 def test_sha256_check_blobs_reports_each_digest_once_in_order(tmp_path: Path) -> None:
     from agentledger.storage import native
 
