@@ -28,6 +28,8 @@ use crate::error::{Error, Result};
 pub mod many;
 mod name;
 
+#[cfg(test)]
+pub(crate) use name::repeated_name;
 pub use name::{plain_sha256, Sha256Name};
 
 /// Prefix of every context string given to BLAKE3's derive-key mode.

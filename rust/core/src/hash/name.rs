@@ -65,13 +65,16 @@ const NIBBLES: [u8; 256] = {
     table
 };
 
+/// `sha256:` and `fill` repeated to 64 characters (tests).
+#[cfg(test)]
+pub(crate) fn repeated_name(fill: &str) -> Vec<u8> {
+    format!("sha256:{}", fill.repeat(64 / fill.len())).into_bytes()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::repeated_name as name;
     use super::*;
-
-    fn name(fill: &str) -> Vec<u8> {
-        format!("sha256:{}", fill.repeat(64 / fill.len())).into_bytes()
-    }
 
     #[test]
     fn only_exact_lowercase_sha256_names_are_plain() {

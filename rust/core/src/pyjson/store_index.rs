@@ -82,10 +82,7 @@ impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for StoreIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn hash(fill: &str) -> Vec<u8> {
-        format!("sha256:{}", fill.repeat(64 / fill.len())).into_bytes()
-    }
+    use crate::hash::repeated_name as hash;
 
     #[test]
     fn plain_and_other_keys_answer_with_their_stored_text() {
