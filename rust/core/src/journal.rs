@@ -1351,13 +1351,7 @@ mod tests {
             .map(|((bytes, _), kind)| (kind.to_owned(), bytes))
             .collect();
         let alphabet = b"\"\\,:[]{}-.019eEabfu:";
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::hash::testutil::xorshift(0x2545_F491_4F6C_DD1Du64);
         let mut fast = 0;
         for (kind, seed) in &seeds {
             for round in 0..6_000 {

@@ -372,13 +372,7 @@ mod tests {
 
     #[test]
     fn decisions_equal_verify_strict_on_valid_mutated_and_small_order_inputs() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::hash::testutil::xorshift(0x9e37_79b9_7f4a_7c15u64);
         let (mut accepted, mut checked) = (0, 0);
         for v in testvectors() {
             let mut cases = vec![(v.public_key.clone(), v.signature.clone())];

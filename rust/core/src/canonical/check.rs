@@ -451,13 +451,7 @@ mod tests {
         ];
         // Edits drawn from the bytes that matter to JSON syntax.
         let alphabet = b" \"\\/,:[]{}-+.0159eEuabfnrtl\x01\x7f\xc3\xa9";
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = crate::hash::testutil::xorshift(0x9E37_79B9_7F4A_7C15u64);
         let mut confirmed = 0;
         for seed in seeds {
             assert!(certainly_canonical(seed));

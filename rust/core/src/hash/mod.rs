@@ -187,6 +187,16 @@ impl Sha256Hasher {
 pub(crate) mod testutil {
     use std::collections::BTreeMap;
 
+    /// A deterministic xorshift64 stream from `seed` (non-zero), for randomized tests.
+    pub fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+
     /// A parsed JSON value: just enough for the vector files in `tests/vectors/`.
     #[derive(Debug, Clone, PartialEq)]
     pub enum Json {
