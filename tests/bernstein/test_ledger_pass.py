@@ -299,3 +299,20 @@ def test_the_store_is_read_ahead_only_when_its_blobs_will_be_re_hashed(tmp_path:
             for selection in (runs, runs[:1], None):  # every run, one run, the whole workspace
                 assert ledger.verify(selection, options=VerifyOptions(compat="bernstein")).code == 0
     assert [sql is not None for sql in seen] == [True, False, False]
+
+
+def test_pending_journals_are_verified_once_and_for_their_own_runs(tmp_path: Path) -> None:
+    from agentledger.bernstein.verifier import pending_journals
+
+    with Ledger.open(tmp_path / "ledger.db") as ledger:
+        import_workdir(ledger, SMALL)
+        with ledger.db.snapshot() as conn:
+            workdir = LedgerWorkdir(conn, ledger.blobs)
+            runs = ["run-001", "run-002"]
+            journals = pending_journals(conn, workdir.runs, runs)
+            with pytest.raises(ValueError, match="not those of these runs"):
+                verify_ledger_runs(workdir, runs[:1], journals=journals)
+            results, _ = verify_ledger_runs(workdir, runs, journals=journals)
+            assert [(r.run_id, r.compat_code) for r in results] == [(run, 0) for run in runs]
+            with pytest.raises(RuntimeError, match="already verified"):
+                verify_ledger_runs(workdir, runs, journals=journals)

@@ -205,8 +205,11 @@ def verify_ledger_runs(
     read the store's blobs ahead. ``journals``: the runs' journals, already handed to the
     pool (``pending_journals``)."""
     results = [RunResult(run_id) for run_id in run_ids]
+    selected = [r.run_id for r in results]
     if journals is None:
-        journals = pending_journals(workdir.conn, workdir.runs, [r.run_id for r in results], jobs)
+        journals = pending_journals(workdir.conn, workdir.runs, selected, jobs)
+    elif [run_id for run_id, _ in journals.runs] != selected:
+        raise ValueError("the pending journals are not those of these runs")
     has_store = workdir.has_store()
     # A clean audit chain stays in Rust, where clean runs are cross-checked with it.
     cross_checked = audit is not None and _cross_checks(audit)

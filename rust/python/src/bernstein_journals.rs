@@ -23,6 +23,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[pyclass(frozen, module = "agentledger._core")]
 pub(crate) struct PendingJournals {
     /// `(run_id, path of its journal in bernstein_files, or None)`, in the caller's order.
+    #[pyo3(get)]
     pub(crate) runs: Vec<(String, Option<String>)>,
     verifying: Arc<Verifying>,
     /// The runs in the order the pool finishes them; taken by the one pass that reads them.
