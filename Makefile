@@ -36,8 +36,10 @@ lint: setup
 	$(BIN)/ruff check python tests benches
 	$(BIN)/ruff format --check python tests benches
 
+# mypy, then the extension's stub checked against the built extension (stubtest).
 typecheck: setup
 	$(BIN)/mypy
+	$(PY) -m mypy.stubtest agentledger._core --allowlist tests/stubtest-allowlist.txt
 
 test-python: setup
 	$(BIN)/pytest -q

@@ -1,6 +1,6 @@
 # Exact type stub of the compiled extension (rust/python). Keep in sync with the Rust code.
 from collections.abc import Callable, Sequence
-from typing import Literal, TypedDict, TypeVar
+from typing import Literal, TypedDict, TypeVar, final
 
 from typing_extensions import Buffer
 
@@ -36,17 +36,18 @@ def domain_hash(domain: str, data: Buffer) -> bytes:
 
 def hmac_sha256(key: Buffer, data: Buffer) -> bytes: ...
 def hkdf_sha256(ikm: Buffer, salt: Buffer | None, info: Buffer, length: int) -> bytes: ...
-
+@final
 class Blake3Hasher:
     """Streaming BLAKE3 (large updates release the GIL)."""
 
-    def __init__(self) -> None: ...
+    def __new__(cls) -> Blake3Hasher: ...
     def update(self, data: Buffer) -> None: ...
     def hex_digest(self) -> str:
         """``"blake3:<hex>"`` of everything fed so far."""
 
+@final
 class Sha256Hasher:
-    def __init__(self) -> None: ...
+    def __new__(cls) -> Sha256Hasher: ...
     def update(self, data: Buffer) -> None: ...
     def hex_digest(self) -> str:
         """``"sha256:<hex>"`` of everything fed so far."""
@@ -76,11 +77,11 @@ def verify_consistency(
     proof: Sequence[bytes],
     hash: HashName = "blake3",
 ) -> bool: ...
-
+@final
 class IncrementalMerkleTree:
     """Append-only Merkle tree keeping only O(log n) state (the right frontier)."""
 
-    def __init__(self, hash: HashName = "blake3") -> None: ...
+    def __new__(cls, hash: HashName = "blake3") -> IncrementalMerkleTree: ...
     @staticmethod
     def from_state(
         size: int, frontier: Sequence[bytes], hash: HashName = "blake3"
@@ -201,6 +202,7 @@ class BernsteinJournal(TypedDict):
     settled_referenced: list[str]
     """``compact``: the content hashes of the settled stages' observations."""
 
+@final
 class BernsteinStoreIndex:
     """``content hash -> digest of the stored bytes``, built in Rust from the ``path,
     kind, digest`` rows of ``bernstein_files`` that ``sql`` selects on the SQLite handle
@@ -208,9 +210,9 @@ class BernsteinStoreIndex:
     has no ``/``, keyed ``sha256:<name>``. ``bernstein_verify_journals`` and
     ``bernstein_ledger_pass`` take it as it is."""
 
-    def __init__(
-        self, connection: int, sql: str, name_from: int, params: Sequence[int | str] = ()
-    ) -> None: ...
+    def __new__(
+        cls, connection: int, sql: str, name_from: int, params: Sequence[int | str] = ...
+    ) -> BernsteinStoreIndex: ...
     def get(self, content_hash: str) -> str | None: ...
     def __len__(self) -> int: ...
 
@@ -229,7 +231,7 @@ def bernstein_verify_journals(
 
 def sha256_hex_many(items: Sequence[bytes], jobs: int = 0) -> list[str]:
     """``"sha256:<hex>"`` of each buffer, in parallel with the GIL released."""
-
+@final
 class BernsteinAuditMirror:
     """A clean audit chain's ``activity.result`` records, kept in Rust."""
 
@@ -246,7 +248,7 @@ def bernstein_audit_clean(
     """A bernstein audit chain that verifies clean: its record count and its
     ``activity.result`` records; ``None`` when any line needs the exact walk. ``keys``:
     the scheme 1 and 2 HMAC keys."""
-
+@final
 class BernsteinFiles:
     """The imported files table, read once in Rust: the rows ``sql`` selects on the SQLite
     handle ``connection`` in path order (``path, kind, digest, import_id, blob absent``);
@@ -258,18 +260,19 @@ class BernsteinFiles:
     import_ids: list[int]
     """The import ids the rows hold, in order."""
 
-    def __init__(
-        self, connection: int, sql: str, params: Sequence[int | str], format: str, name_from: int
-    ) -> None: ...
+    def __new__(
+        cls, connection: int, sql: str, params: Sequence[int | str], format: str, name_from: int
+    ) -> BernsteinFiles: ...
     def manifest(self, import_id: int) -> bytes:
         """``importer.manifest_of`` over the import's rows (none: an empty list)."""
     def manifest_hash(self, import_id: int) -> str:
         """``content_hash(manifest(import_id))``, hashed in Rust without a copy."""
 
+@final
 class DigestSet:
     """Content digests (``sha256:<hex>`` names of ledger blobs), held in Rust."""
 
-    def __init__(self) -> None: ...
+    def __new__(cls) -> DigestSet: ...
     def update(self, digests: Sequence[str]) -> None: ...
     def __len__(self) -> int: ...
 
@@ -280,7 +283,7 @@ def sha256_check_blobs(
     (``digest, data`` of the chunks of the digests in the JSON array it is given, in digest
     then chunk order) and hashed in parallel: the number of blobs found,
     ``(digest, "sha256:<hex>")`` of each whose bytes hash otherwise, the digests absent."""
-
+@final
 class CleanRun:
     """A run bernstein verifies clean, every stage settled in Rust."""
 
@@ -299,6 +302,7 @@ class CleanRun:
     """With a ``mirror``: the strict cross-check's findings ``(step, check, field,
     expected, actual)``, and the last journal index the run's records audit."""
 
+@final
 class PendingJournals:
     """The journals of imported runs (``runs``: each id and its journal's path in
     ``bernstein_files``, or ``None``), read on ``connection`` by Rust (``sql`` selects a
@@ -307,9 +311,9 @@ class PendingJournals:
 
     runs: list[tuple[str, str | None]]
 
-    def __init__(
-        self, connection: int, sql: str, runs: Sequence[tuple[str, str | None]], jobs: int = 0
-    ) -> None: ...
+    def __new__(
+        cls, connection: int, sql: str, runs: Sequence[tuple[str, str | None]], jobs: int = 0
+    ) -> PendingJournals: ...
 
 def bernstein_ledger_pass(
     connection: int,
@@ -369,23 +373,24 @@ class SqliteError(RuntimeError):
 
 def sqlite_bound() -> bool:
     """Whether apsw has loaded this module as an SQLite extension (``storage/native.py``)."""
-
+@final
 class JournalScan:
     """Gathers, across the batches of a whole pass, the referenced digests (then not
     returned per batch) and the ``(run_id, seq)`` of rows matching each mark
     ``(kinds, needle)``: ``kind IN kinds AND instr(bytes, needle) > 0``."""
 
-    def __init__(
-        self, marks: Sequence[tuple[Sequence[str], bytes]], limit: int = 100_000
-    ) -> None: ...
+    def __new__(
+        cls, marks: Sequence[tuple[Sequence[str], bytes]], limit: int = 100_000
+    ) -> JournalScan: ...
     def marked(self, index: int) -> list[tuple[str, int]] | None:
         """Rows mark ``index`` matched, in row order; ``None`` past ``limit``."""
     def referenced(self) -> list[str]:
         """The distinct referenced digests, sorted."""
 
+@final
 class LogAssembler:
     """The workspace log rebuilt from leaves arriving in any order (expects ``base..limit``)."""
 
-    def __init__(self, base: int, frontier: Sequence[bytes], limit: int) -> None: ...
+    def __new__(cls, base: int, frontier: Sequence[bytes], limit: int) -> LogAssembler: ...
     def finish(self) -> tuple[int, list[bytes], bytes, tuple[int, int] | None]:
         """``(size, frontier, root, gap)``; ``gap`` = ``(expected, found)`` leaf out of place."""
