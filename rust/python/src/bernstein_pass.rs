@@ -5,12 +5,12 @@
 //! every blob of the store in one ordered scan, for the pool to hash; and as the pool
 //! finishes journals, it attaches the store index to them and reads the stored DataOps
 //! receipts those runs anchor, which the pool settles (plan, key, signatures,
-//! reattachment). So SQLite is read on one thread while every other core verifies. A run whose every stage is settled that way comes back as a [`CleanRun`], a
-//! handful of numbers: no Python object per row or per stage. Every other run comes back
-//! as the report dict of `bernstein_verify_journals`, for the Python verifier to finish
-//! with bernstein's own reasons. The content hashes the clean runs reattached stay in
-//! Rust, in a [`DigestSet`] that already knows the blobs hashed here, for
-//! `sha256_check_blobs`.
+//! reattachment). So SQLite is read on one thread while every other core verifies. A run
+//! whose every stage is settled that way comes back as a [`CleanRun`], a handful of
+//! numbers: no Python object per row or per stage. Every other run comes back as the
+//! report dict of `bernstein_verify_journals`, for the Python verifier to finish with
+//! bernstein's own reasons. The content hashes the clean runs reattached stay in Rust, in
+//! a [`DigestSet`] that already knows the blobs hashed here, for `sha256_check_blobs`.
 
 use std::sync::{mpsc, OnceLock};
 
