@@ -156,9 +156,9 @@ pub fn hash_rows<'s, E: From<Failure>>(
 
 /// Re-hash the blob of every digest in `digests` not already hashed: `sql` selects
 /// `digest, data` of the chunks of the digests in the JSON array it is given (one
-/// parameter), in digest then chunk order. Returns the number of blobs found, `(digest, "sha256:<hex>")` for each
-/// whose bytes hash otherwise, and the digests that have no chunk at all; all in digest
-/// order.
+/// parameter), in digest then chunk order. Returns the number of blobs found,
+/// `(digest, "sha256:<hex>")` for each whose bytes hash otherwise, and the digests that
+/// have no chunk at all; all in digest order.
 #[pyfunction]
 #[pyo3(signature = (connection, sql, digests, jobs = 0))]
 #[allow(clippy::type_complexity)]
