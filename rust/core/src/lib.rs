@@ -8,6 +8,7 @@
 //!
 //! Every fallible function returns [`Error`]; the binding crate maps it to Python exceptions in one place.
 
+mod base64;
 pub mod blob_check;
 pub mod canonical;
 pub mod error;

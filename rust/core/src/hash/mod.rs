@@ -387,22 +387,7 @@ pub(crate) mod testutil {
 
     /// Standard base64 (with padding), as Go's encoding/json writes `[]byte`.
     pub fn base64_decode(text: &str) -> Vec<u8> {
-        const ALPHABET: &[u8; 64] =
-            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let mut out = Vec::new();
-        let mut acc: u32 = 0;
-        let mut bits = 0;
-        for c in text.bytes().filter(|&c| c != b'=') {
-            let v = ALPHABET.iter().position(|&a| a == c).expect("base64 digit") as u32;
-            acc = (acc << 6) | v;
-            bits += 6;
-            if bits >= 8 {
-                bits -= 8;
-                out.push((acc >> bits) as u8);
-                acc &= (1 << bits) - 1;
-            }
-        }
-        out
+        crate::base64::decode(text.as_bytes(), crate::base64::STANDARD).expect("canonical base64")
     }
 
     /// Read a file under `tests/vectors/` of the repository.
