@@ -151,13 +151,18 @@ def _signer(text: str) -> bytes:
 DAMAGE = {**TAMPERS, **RECEIPT_TAMPERS, **AUDIT_TAMPERS}
 
 
+def _damaged(tmp_path: Path, tamper: Callable[[Path], None]) -> tuple[Path, bytes]:
+    """A copy of the small workdir with `tamper` applied, and its audit master key."""
+    workdir = copy_workdir(SMALL, tmp_path / "wd")
+    tamper(workdir)
+    return workdir, (SMALL / "audit.key").read_bytes().strip()
+
+
 @pytest.mark.parametrize("tamper", sorted(DAMAGE))
 def test_the_ledger_pass_agrees_with_verify_runs_on_every_damage(
     tmp_path: Path, tamper: str
 ) -> None:
-    workdir = copy_workdir(SMALL, tmp_path / "wd")
-    DAMAGE[tamper](workdir)
-    master = (SMALL / "audit.key").read_bytes().strip()
+    workdir, master = _damaged(tmp_path, DAMAGE[tamper])
     for trusted in (frozenset(), frozenset({_signer(SMALL_SIGNER)})):
         ledger_path = tmp_path / f"ledger-{len(trusted)}.db"
         expected, passed, referenced, digests = both_ways(workdir, ledger_path, trusted, master)
@@ -178,9 +183,7 @@ def test_the_ledger_pass_agrees_with_verify_runs_on_every_shape(tmp_path: Path) 
 def test_a_run_settled_in_rust_is_cross_checked_with_the_audit_mirror(
     tmp_path: Path, tamper: str
 ) -> None:
-    workdir = copy_workdir(SMALL, tmp_path / "wd")
-    AUDIT_TAMPERS[tamper](workdir)
-    master = (SMALL / "audit.key").read_bytes().strip()
+    workdir, master = _damaged(tmp_path, AUDIT_TAMPERS[tamper])
     _, passed, _, _ = both_ways(workdir, tmp_path / "l.db", frozenset(), master)
     run = passed[0]
     assert (run.stages, run.settled > 0, run.compat_code, run.strict_code) == ([], True, 0, 2)
