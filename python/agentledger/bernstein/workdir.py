@@ -148,7 +148,7 @@ class LedgerWorkdir:
     NAME_FROM = len(CAS_DIR) + 1
     """Characters before a store name in a ``cas`` path: the store index holds the files
     whose name has no ``/``, keyed ``sha256:<name>`` (worked out in Rust, ``store_key``)."""
-    STORE_INDEX = "SELECT path, kind, digest FROM bernstein_files"
+    STORE_INDEX = "SELECT path, kind, digest FROM bernstein_files WHERE kind = 'cas'"
     FILES = (
         "SELECT f.path, f.kind, f.digest, f.import_id, f.digest IS NOT NULL AND b.digest IS NULL"
         " FROM bernstein_files AS f LEFT JOIN blobs AS b ON b.digest = f.digest ORDER BY f.path"
