@@ -8,6 +8,10 @@
 
 use pyo3::prelude::*;
 
+// Rust's allocations only (Python objects keep CPython's allocator); see Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod append;
 mod bernstein_files;
 mod bernstein_journals;
