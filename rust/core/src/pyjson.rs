@@ -20,6 +20,7 @@
 
 pub mod audit;
 pub mod journal;
+mod lean_row;
 pub mod mirror;
 pub mod receipt;
 pub mod store_index;

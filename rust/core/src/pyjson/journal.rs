@@ -9,6 +9,9 @@ use std::io::Write as _;
 
 use rayon::prelude::*;
 
+use std::borrow::Cow;
+
+use super::lean_row::{Kind, LeanReader, LeanRow};
 use super::{dumps_jcs, dumps_sorted, parse, py_repr, py_str, write_py_string, PyValue};
 use crate::canonical::write_string;
 use crate::hash::sha256;
@@ -223,14 +226,20 @@ enum Line<'a> {
     Kept(KeptRow<'a>),
 }
 
+/// A physical line as `str.strip()` leaves it; `None` when it is not UTF-8.
+fn decoded(raw: &[u8]) -> Option<&str> {
+    Some(std::str::from_utf8(raw).ok()?.trim_matches(is_py_space))
+}
+
 fn read_line(number: u64, raw: &[u8]) -> Line<'_> {
-    let Ok(text) = std::str::from_utf8(raw) else {
-        return Line::Discarded;
-    };
-    let text = text.trim_matches(is_py_space);
-    if text.is_empty() {
-        return Line::Blank;
+    match decoded(raw) {
+        None => Line::Discarded,
+        Some("") => Line::Blank,
+        Some(text) => parse_line(number, text),
     }
+}
+
+fn parse_line(number: u64, text: &str) -> Line<'_> {
     match parse(text) {
         Ok(parsed) if matches!(parsed.value, PyValue::Object(_)) => Line::Kept(KeptRow {
             line: number,
@@ -311,10 +320,18 @@ impl<'v, 'a> Envelope<'v, 'a> {
 
 /// Whether a member is left out of the payload hash (`event` is put back as `event_type`).
 fn outside_payload(key: &[u8]) -> bool {
-    matches!(
-        key,
-        b"event" | b"ts" | b"elapsed_s" | b"index" | b"prev_hash" | b"payload_hash" | b"event_hash"
-    )
+    // By length first: each test is then one compare of a fixed-size array.
+    fn is<const N: usize>(key: &[u8], name: &[u8; N]) -> bool {
+        <&[u8; N]>::try_from(key).is_ok_and(|key| key == name)
+    }
+    match key.len() {
+        2 => is(key, b"ts"),
+        5 => is(key, b"event") || is(key, b"index"),
+        9 => is(key, b"elapsed_s") || is(key, b"prev_hash"),
+        10 => is(key, b"event_hash"),
+        12 => is(key, b"payload_hash"),
+        _ => false,
+    }
 }
 
 /// `payload_hash` of a row: the row minus the envelope, with `event` = `event_type`.
@@ -430,8 +447,12 @@ pub fn evidence_set_hash(hashes: &[&[u8]]) -> Result<String, String> {
     Ok(text)
 }
 
-fn activity_row(step: u64, line: u64, row: &PyValue<'_>) -> ActivityRow {
-    let observations: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = match row.get("observations") {
+/// An activity's observations `(kind, ref, content_hash)` and its recomputed evidence set
+/// hash, from its `observations` member.
+type Evidence = (Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>, Result<String, String>);
+
+fn evidence(member: Option<&PyValue<'_>>) -> Evidence {
+    let observations: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> = match member {
         Some(PyValue::Array(items)) => items
             .iter()
             .map(|o| {
@@ -444,7 +465,7 @@ fn activity_row(step: u64, line: u64, row: &PyValue<'_>) -> ActivityRow {
             .collect(),
         _ => Vec::new(),
     };
-    let non_object = matches!(row.get("observations"), Some(PyValue::Array(items))
+    let non_object = matches!(member, Some(PyValue::Array(items))
         if items.iter().any(|o| !matches!(o, PyValue::Object(_))));
     let hashes: Vec<&[u8]> = observations.iter().map(|o| o.2.as_slice()).collect();
     let recomputed = if non_object {
@@ -452,21 +473,113 @@ fn activity_row(step: u64, line: u64, row: &PyValue<'_>) -> ActivityRow {
     } else {
         evidence_set_hash(&hashes)
     };
+    (observations, recomputed)
+}
+
+/// The fields of an activity row that are `str()` of a member.
+const ACTIVITY_FIELDS: [&str; 7] = [
+    "event_hash",
+    "stage_id",
+    "kind",
+    "artifact_hash",
+    "evidence_set_hash",
+    "terminal_state",
+    "reason_code",
+];
+
+/// The members the walk reads from a lean row, in key order (see [`LeanReader::new`]).
+const LEAN_READS: [&[u8]; 12] = [
+    b"artifact_hash",
+    b"event",
+    b"event_hash",
+    b"evidence_set_hash",
+    b"index",
+    b"kind",
+    b"observations",
+    b"payload_hash",
+    b"prev_hash",
+    b"reason_code",
+    b"stage_id",
+    b"terminal_state",
+];
+
+/// The place of `key` in [`LEAN_READS`] (at compile time).
+const fn lean_read(key: &str) -> usize {
+    let key = key.as_bytes();
+    let mut at = 0;
+    while at < LEAN_READS.len() {
+        let read = LEAN_READS[at];
+        let mut same = read.len() == key.len();
+        let mut i = 0;
+        while same && i < key.len() {
+            same = read[i] == key[i];
+            i += 1;
+        }
+        if same {
+            return at;
+        }
+        at += 1;
+    }
+    panic!("not in LEAN_READS");
+}
+
+const ACTIVITY_READS: [usize; 7] = {
+    let mut reads = [0; 7];
+    let mut i = 0;
+    while i < 7 {
+        reads[i] = lean_read(ACTIVITY_FIELDS[i]);
+        i += 1;
+    }
+    reads
+};
+
+fn activity(
+    step: u64,
+    line: u64,
+    fields: [Vec<u8>; 7],
+    (observations, recomputed): Evidence,
+) -> ActivityRow {
+    let [event_hash, stage_id, kind, artifact_hash, evidence_set_hash, terminal_state, reason_code] =
+        fields;
     ActivityRow {
         step,
         line,
-        event_hash: str_field(row, "event_hash"),
-        stage_id: str_field(row, "stage_id"),
-        kind: str_field(row, "kind"),
-        artifact_hash: str_field(row, "artifact_hash"),
-        evidence_set_hash: str_field(row, "evidence_set_hash"),
-        terminal_state: str_field(row, "terminal_state"),
-        reason_code: str_field(row, "reason_code"),
+        event_hash,
+        stage_id,
+        kind,
+        artifact_hash,
+        evidence_set_hash,
+        terminal_state,
+        reason_code,
         reattach: Reattach::NotChecked,
         artifact_stored: None,
         observations,
         recomputed_evidence_set_hash: recomputed,
     }
+}
+
+fn activity_row(step: u64, line: u64, row: &PyValue<'_>) -> ActivityRow {
+    let fields = ACTIVITY_FIELDS.map(|key| str_field(row, key));
+    activity(step, line, fields, evidence(row.get("observations")))
+}
+
+/// [`activity_row`] of a row read by the lean path; `None` when a field is not a plain
+/// string (its `str()` needs the value tree).
+fn lean_activity_row(step: u64, line: u64, row: &LeanRow<'_>) -> Option<ActivityRow> {
+    let mut fields: [Vec<u8>; 7] = Default::default();
+    for (field, read) in fields.iter_mut().zip(ACTIVITY_READS) {
+        *field = row.plain_str(read)?.unwrap_or_default().to_vec();
+    }
+    let observations = match row.member(lean_read("observations")) {
+        None => None,
+        Some((_, raw, _)) => Some(parse(std::str::from_utf8(raw).ok()?).ok()?.value),
+    };
+    Some(activity(
+        step,
+        line,
+        fields,
+        evidence(observations.as_ref()),
+    ))
 }
 
 fn repr_bytes(s: &[u8]) -> String {
@@ -534,6 +647,11 @@ fn profile_of(first: &PyValue<'_>) -> (Vec<u8>, Option<Profile>) {
 /// walked, then dropped (bernstein reads, then walks; the verdict is the same, as the walk
 /// only ever looks back at the previous hash).
 pub fn verify_journal(data: &[u8]) -> JournalReport {
+    verify_journal_reading(data, true)
+}
+
+/// [`verify_journal`], taking the lean path for the rows it can read or not (tests).
+fn verify_journal_reading(data: &[u8], lean_rows: bool) -> JournalReport {
     let lines = physical_lines(data);
     let mut report = JournalReport {
         physical_lines: lines.len() as u64,
@@ -551,8 +669,33 @@ pub fn verify_journal(data: &[u8]) -> JournalReport {
     let mut scratch: Vec<u8> = Vec::with_capacity(4096);
     let mut order: Vec<usize> = Vec::with_capacity(32);
     let mut step: u64 = 0;
+    let mut lean = LeanReader::new(&LEAN_READS);
     for (number, raw) in lines.iter().enumerate() {
-        let row = match read_line(number as u64, raw) {
+        // After the first row, a py-json-v1 row is read straight from its line when it
+        // can be (see lean_row.rs); any other row takes the general path below.
+        if lean_rows && step > 0 && profile == Some(Profile::PyJsonV1) {
+            if let Some(row) = lean.read(raw, outside_payload) {
+                let walked_lean = walk_lean_row(
+                    &mut report,
+                    &mut walked,
+                    (step, number as u64, &row),
+                    (&mut prev, &mut walking),
+                    &mut scratch,
+                );
+                if walked_lean {
+                    step += 1;
+                    continue;
+                }
+            }
+        }
+        let Some(text) = decoded(raw) else {
+            report.discarded_lines.push(number as u64);
+            continue;
+        };
+        if text.is_empty() {
+            continue;
+        }
+        let row = match parse_line(number as u64, text) {
             Line::Blank => continue,
             Line::Discarded => {
                 report.discarded_lines.push(number as u64);
@@ -593,13 +736,16 @@ pub fn verify_journal(data: &[u8]) -> JournalReport {
             }
         }
         if let Some(profile) = profile {
+            let view = RowView::of(&fields);
+            let payload =
+                payload_hash_in(members, &view.event_type, profile, &mut scratch, &mut order);
             walk_row(
                 &mut report,
                 &mut walked,
-                (step, row.line, members, &fields),
+                (step, row.line, view, payload),
                 profile,
                 (&mut prev, &mut walking),
-                (&mut scratch, &mut order),
+                &mut scratch,
             );
         }
         step += 1;
@@ -617,21 +763,93 @@ pub fn verify_journal(data: &[u8]) -> JournalReport {
     report
 }
 
-type Members<'v, 'a> = &'v [(std::borrow::Cow<'a, [u8]>, PyValue<'a>)];
+/// What the chain walk reads of a row, whichever path read it.
+struct RowView<'r> {
+    event_type: Cow<'r, [u8]>,
+    /// The stored `index`: whether it is an integer, and its `str()`; `None` when absent.
+    index: Option<(bool, Cow<'r, [u8]>)>,
+    payload_hash: Cow<'r, [u8]>,
+    prev_hash: Cow<'r, [u8]>,
+    event_hash: Cow<'r, [u8]>,
+}
+
+impl<'r> RowView<'r> {
+    fn of(fields: &Envelope<'r, '_>) -> Self {
+        RowView {
+            event_type: str_of(fields.event),
+            index: fields
+                .index
+                .map(|value| (matches!(value, PyValue::Int(_)), Cow::Owned(py_str(value)))),
+            payload_hash: str_of(fields.payload_hash),
+            prev_hash: str_of(fields.prev_hash),
+            event_hash: str_of(fields.event_hash),
+        }
+    }
+
+    /// The view of a lean row; `None` when a field the walk reads needs the value tree.
+    fn of_lean(row: &LeanRow<'r>) -> Option<Self> {
+        let plain = |read: usize| -> Option<Cow<'r, [u8]>> {
+            Some(Cow::Borrowed(row.plain_str(read)?.unwrap_or_default()))
+        };
+        let index = match row.member(lean_read("index")) {
+            None => None,
+            Some((Kind::Int, _, digits)) => Some((true, Cow::Borrowed(digits))),
+            Some(_) => return None,
+        };
+        Some(RowView {
+            event_type: plain(lean_read("event"))?,
+            index,
+            payload_hash: plain(lean_read("payload_hash"))?,
+            prev_hash: plain(lean_read("prev_hash"))?,
+            event_hash: plain(lean_read("event_hash"))?,
+        })
+    }
+}
+
+/// [`walk_row`] for a row read by the lean path (always `py-json-v1`, no repeated key).
+/// `false`, with nothing recorded, when the row needs the general path after all.
+fn walk_lean_row(
+    report: &mut JournalReport,
+    findings: &mut Capped,
+    (step, line, row): (u64, u64, &LeanRow<'_>),
+    (prev, walking): (&mut Vec<u8>, &mut bool),
+    scratch: &mut Vec<u8>,
+) -> bool {
+    let Some(view) = RowView::of_lean(row) else {
+        return false;
+    };
+    if view.event_type.as_ref() == b"activity.result" {
+        match lean_activity_row(step, line, row) {
+            Some(activity) => report.activities.push(activity),
+            None => return false,
+        }
+    }
+    row.payload(&view.event_type, scratch);
+    let payload = Ok(hex_sha256(scratch));
+    walk_row(
+        report,
+        findings,
+        (step, line, view, payload),
+        Profile::PyJsonV1,
+        (prev, walking),
+        scratch,
+    );
+    true
+}
 
 /// One kept row of the chain walk: its strict findings, then (while the walk goes on)
-/// bernstein's link and hash comparison.
+/// bernstein's link and hash comparison. `payload` is the row's payload hash, computed.
 fn walk_row(
     report: &mut JournalReport,
     findings: &mut Capped,
-    (step, line, members, fields): (u64, u64, Members<'_, '_>, &Envelope<'_, '_>),
+    (step, line, view, payload): (u64, u64, RowView<'_>, crate::Result<[u8; 64]>),
     profile: Profile,
     (prev, walking): (&mut Vec<u8>, &mut bool),
-    (scratch, order): (&mut Vec<u8>, &mut Vec<usize>),
+    scratch: &mut Vec<u8>,
 ) {
-    let event_type = str_of(fields.event);
-    let hashes = payload_hash_in(members, &event_type, profile, scratch, order).and_then(|ph| {
-        let eh = event_hash(&event_type, step, &ph, prev, profile, scratch)?;
+    let event_type = &view.event_type;
+    let hashes = payload.and_then(|ph| {
+        let eh = event_hash(event_type, step, &ph, prev, profile, scratch)?;
         Ok((ph, eh))
     });
     let (payload, expected) = match hashes {
@@ -646,7 +864,7 @@ fn walk_row(
             return;
         }
     };
-    let stored_payload = str_of(fields.payload_hash);
+    let stored_payload = &view.payload_hash;
     if stored_payload.as_ref() != payload {
         findings.push(RowFinding {
             step,
@@ -656,12 +874,20 @@ fn walk_row(
             actual: stored_payload.to_vec(),
         });
     }
-    let index_ok = match fields.index {
-        Some(PyValue::Int(digits)) => digits.parse::<u64>().ok() == Some(step),
+    let index_ok = match &view.index {
+        Some((true, digits)) => {
+            std::str::from_utf8(digits)
+                .ok()
+                .and_then(|digits| digits.parse::<u64>().ok())
+                == Some(step)
+        }
         _ => false,
     };
     if !index_ok {
-        let stored_index = fields.index.map(py_str).unwrap_or_else(|| b"None".to_vec());
+        let stored_index = match &view.index {
+            Some((_, text)) => text.to_vec(),
+            None => b"None".to_vec(),
+        };
         findings.push(RowFinding {
             step,
             line,
@@ -673,8 +899,7 @@ fn walk_row(
     if !*walking {
         return;
     }
-    let stored_prev = str_of(fields.prev_hash);
-    let stored_event = str_of(fields.event_hash);
+    let (stored_prev, stored_event) = (&view.prev_hash, &view.event_hash);
     let (field, error, want, got) = if stored_prev.as_ref() != prev.as_slice() {
         (
             "prev_hash",
@@ -719,6 +944,9 @@ pub fn verify_journals(journals: &[Vec<u8>], store: Option<&StoreIndex>) -> Vec<
 }
 
 #[cfg(test)]
+mod lean_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -729,7 +957,7 @@ mod tests {
     }
 
     /// Build a valid py-json-v1 journal by computing the hashes the way bernstein does.
-    fn journal(events: &[(&str, &str)]) -> Vec<u8> {
+    pub(super) fn journal(events: &[(&str, &str)]) -> Vec<u8> {
         let mut prev = String::new();
         let mut out = String::new();
         for (i, (event, extra)) in events.iter().enumerate() {
