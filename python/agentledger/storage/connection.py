@@ -162,10 +162,6 @@ class Database:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = FULL")
         conn.execute("PRAGMA foreign_keys = ON")
-        # Verify's ordered scans build temporary b-trees (the IN list of a store's tens of
-        # thousands of digests): up to 32 MiB of them stay in memory instead of spilling to
-        # a temporary file (SQLite's default is 2 MiB).
-        conn.execute("PRAGMA temp.cache_size = -32768")
         # A ledger file may have been written by someone else: views and triggers in its
         # schema must not call functions with side effects (docs/RELIABILITY.md).
         conn.execute("PRAGMA trusted_schema = OFF")
