@@ -280,8 +280,8 @@ def sha256_check_blobs(
     connection: int, sql: str, digests: DigestSet, jobs: int = 0
 ) -> tuple[int, list[tuple[str, str]], list[str]]:
     """Re-hash the blob of each digest, read on the SQLite handle ``connection`` by ``sql``
-    (``digest, data`` of the chunks of the digests in the JSON array it is given, in digest
-    then chunk order) and hashed in parallel: the number of blobs found,
+    (``digest, data, idx`` of the chunks of the digests in the JSON array it is given, in
+    digest then chunk order) and hashed in parallel: the number of blobs found,
     ``(digest, "sha256:<hex>")`` of each whose bytes hash otherwise, the digests absent."""
 @final
 class CleanRun:
@@ -332,7 +332,7 @@ def bernstein_ledger_pass(
     ``CleanRun`` when every stage settles here (receipts included), else the report of
     ``bernstein_verify_journals`` (``compact`` with a store). Also the digests the clean
     runs reattached, to re-hash (``sha256_check_blobs``); ``store_blobs_sql`` (``digest,
-    data`` of every stored blob, in digest then chunk order) has the store read and hashed
+    data, idx`` of every stored blob, each blob's chunks in order) has the store read and hashed
     meanwhile, so that re-hashing reads no more. ``mirror``: clean runs are cross-checked
     with these audit records in Rust (``CleanRun.audit``); ``stage_rows``: clean runs list
     their stages, for a cross-check in Python."""

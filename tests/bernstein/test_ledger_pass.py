@@ -269,6 +269,33 @@ def test_a_blob_whose_chunks_are_stored_out_of_order_is_hashed_in_chunk_order(
         assert report.code == 0, [d.to_json() for d in report.workspace]
 
 
+@pytest.mark.parametrize("edited", [False, True], ids=["same-bytes", "edited"])
+def test_the_same_bytes_under_two_adjacent_names_are_hashed_as_two_blobs(
+    tmp_path: Path, edited: bool
+) -> None:
+    """The store is read ahead in path order: a blob stored under two names that are next
+    to each other comes twice in a row, and is hashed as itself both times (not as the two
+    copies end to end)."""
+    workdir = copy_workdir(SMALL, tmp_path / "wd")
+    page = json.loads(lines(workdir, "run-001")[2])["observations"][0]["content_hash"]
+    cas(workdir, page + "x").write_bytes(cas(workdir, page).read_bytes())  # sorts next
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        import_workdir(ledger, workdir)
+    if edited:
+        conn = apsw.Connection(str(path))
+        conn.execute("UPDATE blob_chunks SET data = CAST(data || x'21' AS BLOB) WHERE digest = ?", (page,))
+        conn.close()
+    with Ledger.open(path) as ledger:
+        runs = ["run-001", "run-002", "run-003"]  # every run: the store is read ahead
+        report = ledger.verify(runs, options=VerifyOptions(compat="bernstein"))
+    if edited:
+        assert report.code == 2
+        assert [(d.check, d.subject) for d in report.workspace] == [("blob.digest", page)]
+    else:
+        assert report.code == 0, [d.to_json() for d in report.workspace]
+
+
 def test_sha256_check_blobs_reports_each_digest_once_in_order(tmp_path: Path) -> None:
     from agentledger.storage import native
 

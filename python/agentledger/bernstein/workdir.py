@@ -161,13 +161,16 @@ class LedgerWorkdir:
     """A journal's bytes by path, as ``journals`` reads them (for Rust readers)."""
     BLOB_CHUNKS = "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx"
     STORE_BLOBS = (
-        "SELECT digest, data FROM blob_chunks WHERE digest IN "
-        "(SELECT digest FROM bernstein_files WHERE kind = 'cas') ORDER BY digest, idx"
+        "SELECT f.digest, c.data, c.idx FROM bernstein_files AS f JOIN blob_chunks AS c "
+        "ON c.digest = f.digest WHERE f.kind = 'cas' ORDER BY f.path, c.idx"
     )
-    """Every blob of the store, in one ordered scan (for Rust readers)."""
+    """Every blob of the store, in one ordered scan (for Rust readers): in path order, so
+    rows stream from the first one on (an ``IN`` list of the store's digests would be
+    built first, and spilled to a temporary file). Two names for the same bytes give
+    their blob twice: each starts at chunk ``idx`` 0."""
     LISTED_BLOBS = (
-        "SELECT digest, data FROM blob_chunks WHERE digest IN (SELECT value FROM json_each(?)) "
-        "ORDER BY digest, idx"
+        "SELECT digest, data, idx FROM blob_chunks WHERE digest IN "
+        "(SELECT value FROM json_each(?)) ORDER BY digest, idx"
     )
     """The chunks of the digests in a JSON array (``_core.sha256_check_blobs``)."""
 

@@ -63,14 +63,14 @@ struct CleanRun {
 struct Queries<'q> {
     /// A blob's chunks in order, by digest.
     blob: &'q str,
-    /// `digest, data` of every blob of the store, in digest then chunk order (no
+    /// `digest, data, idx` of every blob of the store, each blob's chunks in order (no
     /// parameter): hashed while the pool verifies, when most are referenced.
     store_blobs: Option<&'q str>,
 }
 
 /// Finish verifying the imported runs of `journals` (in their order): `blob_sql` selects a
-/// digest's blob chunks in order. `store_blobs_sql`, when given, selects `digest, data` of
-/// every blob of the store in digest then chunk order: read while the pool verifies, they
+/// digest's blob chunks in order. `store_blobs_sql`, when given, selects `digest, data, idx` of
+/// every blob of the store, each blob's chunks in order: read while the pool verifies, they
 /// are hashed for `sha256_check_blobs` (when most will be referenced). `store` is the
 /// workdir's store index (`None` without `.sdd/cas`: then no run is settled here).
 /// `mirror`: a clean audit chain's records, which clean runs are cross-checked with here;

@@ -1,5 +1,5 @@
 //! Re-hashing ledger blobs read by Rust itself: the calling thread steps ordered queries of
-//! `digest, data` chunk rows through the open apsw connection (same transaction) while the
+//! `digest, data, idx` chunk rows through the open apsw connection (same transaction) while the
 //! rayon pool hashes the blobs already read. The digests are a [`DigestSet`] kept in Rust,
 //! so a set gathered by another Rust pass never becomes Python strings; that pass may also
 //! have hashed blobs already, while it waited on other work ([`DigestSet::know`]).
@@ -81,8 +81,8 @@ impl DigestSet {
     }
 }
 
-/// Blobs streamed as `digest, data` chunk rows (a blob's rows consecutive and in order),
-/// gathered for hashing.
+/// Blobs streamed as `digest, data, idx` chunk rows (a blob's rows consecutive and in
+/// order, from `idx` 0), gathered for hashing.
 #[derive(Default)]
 struct BlobBatch {
     digests: Vec<Sha256Name>,
@@ -96,7 +96,8 @@ impl BlobBatch {
     fn push(&mut self, statement: &Statement) -> Option<BlobBatch> {
         let digest = Sha256Name::parse(statement.bytes(0));
         let mut full = None;
-        if self.digests.last() != Some(&digest) {
+        // The same blob may come twice in a row (under two names): chunk 0 starts one.
+        if statement.int(2) == 0 || self.digests.last() != Some(&digest) {
             if self.data.len() >= BATCH_BYTES {
                 full = Some(std::mem::take(self));
             }
@@ -155,7 +156,7 @@ pub fn hash_rows<'s, E: From<Failure>>(
 }
 
 /// Re-hash the blob of every digest in `digests` not already hashed: `sql` selects
-/// `digest, data` of the chunks of the digests in the JSON array it is given (one
+/// `digest, data, idx` of the chunks of the digests in the JSON array it is given (one
 /// parameter), in digest then chunk order. Returns the number of blobs found,
 /// `(digest, "sha256:<hex>")` for each whose bytes hash otherwise, and the digests that
 /// have no chunk at all; all in digest order.
