@@ -63,21 +63,43 @@ impl PendingJournals {
             // Ctrl-C stops the reading; the journals already handed over finish unread.
             let mut reading = Reading::new(connection);
             let mut statement = connection.prepare(sql)?;
+            // Sixteen journals to a task: their files are hashed side by side.
+            let mut group: Vec<(usize, Vec<u8>)> = Vec::with_capacity(journal::JOURNAL_GROUP);
+            let hand_over = |group: Vec<(usize, Vec<u8>)>| {
+                let (verifying, done) = (shared.clone(), done.clone());
+                pool.spawn(move || {
+                    let journals = group.iter().map(|(run, data)| (*run, data.as_slice()));
+                    // A panic would abort the process from a detached task: it is noted.
+                    let verified = catch_unwind(AssertUnwindSafe(|| {
+                        journal::verify_journal_group(journals, |run, report| {
+                            *lock(&verifying.reports[run]) = Some(report);
+                            let _ = done.send(run);
+                        })
+                    }));
+                    if verified.is_err() {
+                        verifying.panicked.store(true, Ordering::SeqCst);
+                        // The runs not reported yet must still end the pass's wait.
+                        for (run, _) in &group {
+                            if lock(&verifying.reports[*run]).is_none() {
+                                let _ = done.send(*run);
+                            }
+                        }
+                    }
+                });
+            };
             for (run, (_, path)) in listed.iter().enumerate() {
                 let Some(path) = path else { continue };
                 let Some(data) = read_chunks(&mut statement, path)? else {
                     continue;
                 };
                 reading.count(data.len())?;
-                let (verifying, done) = (shared.clone(), done.clone());
-                pool.spawn(move || {
-                    // A panic would abort the process from a detached task: it is noted.
-                    match catch_unwind(AssertUnwindSafe(|| journal::verify_journal(&data))) {
-                        Ok(report) => *lock(&verifying.reports[run]) = Some(report),
-                        Err(_) => verifying.panicked.store(true, Ordering::SeqCst),
-                    }
-                    let _ = done.send(run);
-                });
+                group.push((run, data));
+                if group.len() == journal::JOURNAL_GROUP {
+                    hand_over(std::mem::take(&mut group));
+                }
+            }
+            if !group.is_empty() {
+                hand_over(group);
             }
             Ok(())
         })?;

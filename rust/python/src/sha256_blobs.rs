@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
-use agentledger_core::hash::{sha256, to_hex_prefixed, Sha256Name, SHA256_PREFIX};
+use agentledger_core::hash::{sha256_many, to_hex_prefixed, Sha256Name, SHA256_PREFIX};
 use agentledger_core::pyjson::write_py_string;
 use pyo3::prelude::*;
 
@@ -111,18 +111,14 @@ impl BlobBatch {
         full
     }
 
-    /// Every blob's digest and SHA-256.
+    /// Every blob's digest and SHA-256 (the batch's blobs hashed side by side).
     fn hash(self) -> Vec<(Sha256Name, [u8; 32])> {
-        let mut start = 0;
-        self.digests
-            .into_iter()
-            .zip(self.ends)
-            .map(|(digest, end)| {
-                let hash = sha256(&self.data[start..end]);
-                start = end;
-                (digest, hash)
-            })
-            .collect()
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        let blobs: Vec<&[u8]> = starts
+            .zip(&self.ends)
+            .map(|(start, &end)| &self.data[start..end])
+            .collect();
+        self.digests.into_iter().zip(sha256_many(&blobs)).collect()
     }
 }
 

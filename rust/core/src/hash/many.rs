@@ -334,7 +334,7 @@ macro_rules! rounds {
 }
 
 #[cfg(target_arch = "x86_64")]
-mod x86 {
+pub(super) mod x86 {
     use std::arch::x86_64::*;
 
     use super::{IV, SCHEDULE};
@@ -496,10 +496,10 @@ mod x86 {
         })
     }
 
-    /// A 16×16 matrix of 32-bit words, rows to columns.
+    /// A 16×16 matrix of 32-bit words, rows to columns (also SHA-256's lanes).
     #[inline]
     #[target_feature(enable = "avx512f")]
-    fn transpose16(r: [__m512i; 16]) -> [__m512i; 16] {
+    pub(in crate::hash) fn transpose16(r: [__m512i; 16]) -> [__m512i; 16] {
         // As in `transpose8`, 4×4 blocks first; then two passes move 128-bit blocks.
         let a: [__m512i; 16] = std::array::from_fn(|i| {
             let (x, y) = (r[i & !1], r[i | 1]);

@@ -27,10 +27,12 @@ use crate::error::{Error, Result};
 
 pub mod many;
 mod name;
+mod sha256_lanes;
 
 #[cfg(test)]
 pub(crate) use name::repeated_name;
 pub use name::{plain_sha256, Sha256Name};
+pub use sha256_lanes::sha256_many;
 
 /// Prefix of every context string given to BLAKE3's derive-key mode.
 pub const DOMAIN_PREFIX: &str = "agentledger/v1/";

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use super::lean_row::{Kind, LeanReader, LeanRow};
 use super::{dumps_jcs, dumps_sorted, parse, py_repr, py_str, write_py_string, PyValue};
 use crate::canonical::write_string;
-use crate::hash::sha256;
+use crate::hash::{sha256, sha256_many};
 
 /// The fields of a row that bernstein does not hash.
 pub const ENVELOPE: [&str; 6] = [
@@ -25,6 +25,9 @@ pub const ENVELOPE: [&str; 6] = [
     "payload_hash",
     "event_hash",
 ];
+
+/// Journals verified together, their files hashed side by side (one per SHA-256 lane).
+pub const JOURNAL_GROUP: usize = 16;
 
 /// Findings kept per journal for each strict-only kind (the count is always exact).
 pub const MAX_STRICT_FINDINGS: usize = 64;
@@ -647,15 +650,34 @@ fn profile_of(first: &PyValue<'_>) -> (Vec<u8>, Option<Profile>) {
 /// walked, then dropped (bernstein reads, then walks; the verdict is the same, as the walk
 /// only ever looks back at the previous hash).
 pub fn verify_journal(data: &[u8]) -> JournalReport {
-    verify_journal_reading(data, true)
+    verify_journal_digested(data, &sha256(data))
+}
+
+/// [`verify_journal`] of a file whose SHA-256 is already known (`digest`): files hashed
+/// side by side in [`sha256_many`]'s lanes.
+pub fn verify_journal_digested(data: &[u8], digest: &[u8; 32]) -> JournalReport {
+    verify_journal_reading(data, digest, true)
+}
+
+/// [`verify_journal`] in groups of sixteen, each group's files hashed side by side: the
+/// `(index, bytes)` of each journal, and what to do with each report.
+pub fn verify_journal_group<'d>(
+    journals: impl IntoIterator<Item = (usize, &'d [u8])>,
+    mut report: impl FnMut(usize, JournalReport),
+) {
+    let journals: Vec<(usize, &[u8])> = journals.into_iter().collect();
+    let files: Vec<&[u8]> = journals.iter().map(|(_, data)| *data).collect();
+    for ((at, data), digest) in journals.iter().zip(sha256_many(&files)) {
+        report(*at, verify_journal_digested(data, &digest));
+    }
 }
 
 /// [`verify_journal`], taking the lean path for the rows it can read or not (tests).
-fn verify_journal_reading(data: &[u8], lean_rows: bool) -> JournalReport {
+fn verify_journal_reading(data: &[u8], digest: &[u8; 32], lean_rows: bool) -> JournalReport {
     let lines = physical_lines(data);
     let mut report = JournalReport {
         physical_lines: lines.len() as u64,
-        file_sha256: crate::hash::sha256_hex(data),
+        file_sha256: crate::hash::to_hex_prefixed(crate::hash::SHA256_PREFIX, digest),
         chain_consistent: true,
         profile: b"py-json-v1".to_vec(),
         ..Default::default()
@@ -938,8 +960,18 @@ fn walk_row(
 /// [`verify_journal`] over many journals in parallel (on the caller's rayon pool).
 pub fn verify_journals(journals: &[Vec<u8>], store: Option<&StoreIndex>) -> Vec<JournalReport> {
     journals
-        .par_iter()
-        .map(|data| verify_journal_with(data, store))
+        .par_chunks(JOURNAL_GROUP)
+        .flat_map_iter(|group| {
+            let mut reports = Vec::with_capacity(group.len());
+            let files = group.iter().map(Vec::as_slice).enumerate();
+            verify_journal_group(files, |_, mut report| {
+                if let Some(store) = store {
+                    attach_store(&mut report, store);
+                }
+                reports.push(report);
+            });
+            reports
+        })
         .collect()
 }
 
