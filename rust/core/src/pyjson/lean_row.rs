@@ -512,10 +512,15 @@ impl Scan<'_, '_> {
         // the general path (it keeps the first position and the last value).
         let text = self.text;
         let members = &mut self.entries[base..];
-        members.sort_unstable_by(|a, b| a.order(text, b.prefix, b.key.of(text)));
-        let repeated = members
-            .windows(2)
-            .any(|w| w[0].order(text, w[1].prefix, w[1].key.of(text)) == std::cmp::Ordering::Equal);
+        // By prefix first (one integer compare); keys that share one are rare.
+        members.sort_unstable_by_key(|e| e.prefix);
+        if members.windows(2).any(|w| w[0].prefix == w[1].prefix) {
+            members.sort_unstable_by(|a, b| a.order(text, b.prefix, b.key.of(text)));
+        }
+        let repeated = members.windows(2).any(|w| {
+            w[0].prefix == w[1].prefix
+                && w[0].order(text, w[1].prefix, w[1].key.of(text)) == std::cmp::Ordering::Equal
+        });
         (!repeated).then_some(())
     }
 
