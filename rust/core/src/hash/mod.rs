@@ -154,6 +154,13 @@ pub fn write_hex(bytes: &[u8], out: &mut [u8]) {
     }
 }
 
+/// A 32-byte digest as 64 lowercase hex digits, without an allocation.
+pub fn hex64(digest: &[u8; 32]) -> [u8; 64] {
+    let mut text = [0u8; 64];
+    write_hex(digest, &mut text);
+    text
+}
+
 /// `"blake3:" + hex(BLAKE3(data))`: the content address of exact bytes.
 pub fn blake3_hex(data: &[u8]) -> String {
     to_hex_prefixed(BLAKE3_PREFIX, &blake3(data))

@@ -10,7 +10,7 @@
 use rayon::prelude::*;
 
 use super::{float_repr, parse, py_str, write_py_string, PyValue};
-use crate::hash::hmac_sha256;
+use crate::hash::{hex64, hmac_sha256};
 
 /// The head before the first record.
 pub const GENESIS: &[u8; 64] = b"0000000000000000000000000000000000000000000000000000000000000000";
@@ -182,16 +182,6 @@ fn settle_line(segment: usize, number: u64, raw: &[u8]) -> Option<Line> {
     })
 }
 
-fn hex(digest: &[u8; 32]) -> [u8; 64] {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = [0u8; 64];
-    for (i, byte) in digest.iter().enumerate() {
-        out[2 * i] = HEX[(byte >> 4) as usize];
-        out[2 * i + 1] = HEX[(byte & 0xF) as usize];
-    }
-    out
-}
-
 /// Walk the segments (in chain order) as bernstein does; `Some` only when the chain is
 /// clean. `keys`: `(scheme 1 key, scheme 2 key)`; `None` checks everything but the HMACs.
 /// Lines are parsed and their HMACs checked in parallel on the current rayon pool.
@@ -239,7 +229,7 @@ pub fn walk_clean(segments: &[&[u8]], keys: Option<(&[u8], &[u8])>) -> Option<Cl
             message.extend_from_slice(prefix);
             message.extend_from_slice(head);
             message.extend_from_slice(&line.body);
-            hex(&hmac_sha256(key, &message)) == line.hmac.as_slice()
+            hex64(&hmac_sha256(key, &message)) == line.hmac.as_slice()
         });
         if !all_match {
             return None;
@@ -262,7 +252,7 @@ mod tests {
         let mut message = SCHEME2_PREFIX.to_vec();
         message.extend_from_slice(prev.as_bytes());
         message.extend_from_slice(body.as_bytes());
-        let mac = String::from_utf8(hex(&hmac_sha256(key, &message)).to_vec()).unwrap();
+        let mac = String::from_utf8(hex64(&hmac_sha256(key, &message)).to_vec()).unwrap();
         let line = format!(
             "{{\"actor\": \"a\", \"details\": {{{extra}}}, \"event_type\": \"activity.result\", \"hmac\": \"{mac}\", \"prev_hmac\": \"{prev}\", \"scheme\": 2}}"
         );

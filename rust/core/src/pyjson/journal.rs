@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use super::lean_row::{Kind, LeanReader, LeanRow};
 use super::{dumps_jcs, dumps_sorted, parse, py_repr, py_str, write_py_string, PyValue};
 use crate::canonical::write_string;
-use crate::hash::{sha256, sha256_many};
+use crate::hash::{hex64, sha256, sha256_many};
 
 /// The fields of a row that bernstein does not hash.
 pub const ENVELOPE: [&str; 6] = [
@@ -270,14 +270,7 @@ pub fn load_events(data: &[u8]) -> (Vec<KeptRow<'_>>, Vec<u64>, u64) {
 
 /// Lowercase hex SHA-256, without an allocation.
 fn hex_sha256(data: &[u8]) -> [u8; 64] {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = sha256(data);
-    let mut text = [0u8; 64];
-    for (i, byte) in digest.iter().enumerate() {
-        text[2 * i] = HEX[(byte >> 4) as usize];
-        text[2 * i + 1] = HEX[(byte & 0xF) as usize];
-    }
-    text
+    hex64(&sha256(data))
 }
 
 fn str_field(row: &PyValue<'_>, key: &str) -> Vec<u8> {
