@@ -284,7 +284,8 @@ def test_the_same_bytes_under_two_adjacent_names_are_hashed_as_two_blobs(
         import_workdir(ledger, workdir)
     if edited:
         conn = apsw.Connection(str(path))
-        conn.execute("UPDATE blob_chunks SET data = CAST(data || x'21' AS BLOB) WHERE digest = ?", (page,))
+        edit = "UPDATE blob_chunks SET data = CAST(data || x'21' AS BLOB) WHERE digest = ?"
+        conn.execute(edit, (page,))
         conn.close()
     with Ledger.open(path) as ledger:
         runs = ["run-001", "run-002", "run-003"]  # every run: the store is read ahead
