@@ -12,20 +12,10 @@ struct Rows {
     line_breaks: bool,
 }
 
-const KEYS: &[&str] = &[
-    "ts",
-    "elapsed_s",
-    "index",
+/// Keys besides the envelope's and the activity's: plain, sharing a prefix of eight
+/// bytes, escaped, non-ASCII, with a control character.
+const ODD_KEYS: &[&str] = &[
     "event",
-    "prev_hash",
-    "payload_hash",
-    "event_hash",
-    "stage_id",
-    "kind",
-    "artifact_hash",
-    "evidence_set_hash",
-    "terminal_state",
-    "reason_code",
     "observations",
     "goal",
     "n",
@@ -42,6 +32,12 @@ const KEYS: &[&str] = &[
     "caf\u{e9}",
     "tab\tkey",
 ];
+
+/// Every key a random object draws from.
+fn keys() -> Vec<&'static str> {
+    let known = ENVELOPE.iter().chain(&ACTIVITY_FIELDS);
+    known.chain(ODD_KEYS).copied().collect()
+}
 
 const STRINGS: &[&str] = &[
     "",
@@ -153,7 +149,10 @@ impl Rows {
     }
 
     fn object(&mut self, depth: usize, most: usize) -> String {
-        let mut keys: Vec<&str> = (0..self.below(most + 1)).map(|_| self.pick(KEYS)).collect();
+        let names = keys();
+        let mut keys: Vec<&str> = (0..self.below(most + 1))
+            .map(|_| self.pick(&names))
+            .collect();
         if self.below(8) > 0 {
             // Repeated keys only now and then.
             keys.sort_unstable();
