@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentledger import _core
+from agentledger.bernstein.writer import row_line
 
 KEYS = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=6)
 SCALARS = (
@@ -28,6 +29,30 @@ VALUES = st.recursive(
 )
 
 
+ENVELOPE = ("ts", "elapsed_s", "index", "event", "prev_hash", "payload_hash", "event_hash")
+# Mostly rows as bernstein writes them (plain keys and event names, finite numbers, any
+# text), which the Rust walk reads without a value tree; sometimes anything at all.
+PLAIN_KEYS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_ABC0", min_size=1, max_size=12)
+PLAIN_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**40), max_value=10**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=12),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(PLAIN_KEYS, children, max_size=4),
+    max_leaves=12,
+)
+EVENTS = st.one_of(
+    st.sampled_from(["tool_call", "activity.result", "run.started"]),
+    st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=8),
+)
+PAYLOADS = st.one_of(
+    st.dictionaries(PLAIN_KEYS, PLAIN_VALUES, max_size=6),
+    st.dictionaries(KEYS, VALUES, max_size=4),
+).map(lambda payload: {k: v for k, v in payload.items() if k not in ENVELOPE})
+
+
 def python_form(value: Any, ensure_ascii: bool = True) -> bytes:
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=ensure_ascii)
     return text.encode("utf-8", "surrogatepass")
@@ -39,6 +64,23 @@ def test_py_json_v1_is_python_json_dumps_of_what_json_loads_returns(value: Any) 
     written = json.dumps(value)  # how bernstein's writer puts it on disk (ASCII)
     expected = python_form(json.loads(written))
     assert _core.pyjson_dumps(written.encode("ascii"), "py-json-v1") == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(EVENTS, PAYLOADS), min_size=2, max_size=5))
+def test_a_journal_bernsteins_writer_chains_verifies_row_after_row(
+    rows: list[tuple[str, dict[str, Any]]],
+) -> None:
+    """Written and hashed by Python's ``json`` (as bernstein's writer does), a journal's
+    chain verifies: rows after the first are canonicalized straight from their text
+    wherever the Rust walk can (lean_row.rs), the others through the value tree."""
+    lines, head = [], ""
+    for index, (event, payload) in enumerate(rows):
+        line, head = row_line(event, payload, index, head, 1.5 + index)
+        lines.append(line)
+    (report,) = _core.bernstein_verify_journals(["".join(lines).encode("ascii")])
+    assert report["chain_consistent"] and report["crash"] is None, report["error"]
+    assert (report["head"], report["count"], report["row_finding_count"]) == (head, len(rows), 0)
 
 
 @settings(max_examples=300, deadline=None)
