@@ -5,11 +5,10 @@
 //!
 //! [`verify_journals`] runs many journals in parallel on the current rayon pool.
 
+use std::borrow::Cow;
 use std::io::Write as _;
 
 use rayon::prelude::*;
-
-use std::borrow::Cow;
 
 use super::lean_row::{Kind, LeanReader, LeanRow};
 use super::{dumps_jcs, dumps_sorted, parse, py_repr, py_str, write_py_string, PyValue};
@@ -229,20 +228,14 @@ enum Line<'a> {
     Kept(KeptRow<'a>),
 }
 
-/// A physical line as `str.strip()` leaves it; `None` when it is not UTF-8.
-fn decoded(raw: &[u8]) -> Option<&str> {
-    Some(std::str::from_utf8(raw).ok()?.trim_matches(is_py_space))
-}
-
 fn read_line(number: u64, raw: &[u8]) -> Line<'_> {
-    match decoded(raw) {
-        None => Line::Discarded,
-        Some("") => Line::Blank,
-        Some(text) => parse_line(number, text),
+    let Ok(text) = std::str::from_utf8(raw) else {
+        return Line::Discarded;
+    };
+    let text = text.trim_matches(is_py_space);
+    if text.is_empty() {
+        return Line::Blank;
     }
-}
-
-fn parse_line(number: u64, text: &str) -> Line<'_> {
     match parse(text) {
         Ok(parsed) if matches!(parsed.value, PyValue::Object(_)) => Line::Kept(KeptRow {
             line: number,
@@ -703,14 +696,7 @@ fn verify_journal_reading(data: &[u8], digest: &[u8; 32], lean_rows: bool) -> Jo
                 }
             }
         }
-        let Some(text) = decoded(raw) else {
-            report.discarded_lines.push(number as u64);
-            continue;
-        };
-        if text.is_empty() {
-            continue;
-        }
-        let row = match parse_line(number as u64, text) {
+        let row = match read_line(number as u64, raw) {
             Line::Blank => continue,
             Line::Discarded => {
                 report.discarded_lines.push(number as u64);
