@@ -260,9 +260,7 @@ class BernsteinFiles:
     import_ids: list[int]
     """The import ids the rows hold, in order."""
 
-    def __new__(
-        cls, connection: int, sql: str, params: Sequence[int | str], format: str, name_from: int
-    ) -> BernsteinFiles: ...
+    def __new__(cls, connection: int, sql: str, format: str, name_from: int) -> BernsteinFiles: ...
     def manifest(self, import_id: int) -> bytes:
         """``importer.manifest_of`` over the import's rows (none: an empty list)."""
     def manifest_hash(self, import_id: int) -> str:

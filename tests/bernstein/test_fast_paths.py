@@ -145,7 +145,7 @@ def test_the_files_scan_gives_manifest_of_each_import_absent_blobs_and_the_index
         [(p, k, d, int(k == "journal" and d is not None)) for p, k, d in rows],
     )
     sql = "SELECT * FROM f ORDER BY path"
-    files = _core.BernsteinFiles(native.handle(conn), sql, [], FORMAT, 9)
+    files = _core.BernsteinFiles(native.handle(conn), sql, FORMAT, 9)
     assert files.manifest(1) == manifest_of(rows)
     assert files.manifest(2) == manifest_of([])
     for import_id, listed in ((1, rows), (2, [])):

@@ -51,7 +51,7 @@ def check_bernstein(ctx: VerifyContext) -> None:
     # The files table, read once: the manifests' rows, absent blobs, the store index.
     with native.sqlite_errors():
         files = _core.BernsteinFiles(
-            native.handle(ctx.conn), LedgerWorkdir.FILES, [], FORMAT, LedgerWorkdir.NAME_FROM
+            native.handle(ctx.conn), LedgerWorkdir.FILES, FORMAT, LedgerWorkdir.NAME_FROM
         )
     _check_manifests(ctx, files)
     if not selected:

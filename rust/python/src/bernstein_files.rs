@@ -12,7 +12,7 @@ use pyo3::types::PyBytes;
 
 use crate::pools::drop_later;
 use crate::pyjson::BernsteinStoreIndex;
-use crate::sqlite::{Connection, Failure, Param};
+use crate::sqlite::{Connection, Failure};
 
 /// How every manifest starts.
 const FILES: &[u8] = b"{\"files\":[";
@@ -81,7 +81,7 @@ pub(crate) fn store_key(path: &[u8], kind: &[u8], name_from: usize, key: &mut Ve
 
 #[pymethods]
 impl BernsteinFiles {
-    /// Scan the rows `sql` selects with `params`, in path order: `path, kind, digest,
+    /// Scan the rows `sql` selects, in path order: `path, kind, digest,
     /// import_id, blob absent (0/1)`. A store name starts after `name_from` characters
     /// of a path (see [`store_key`]).
     #[new]
@@ -89,7 +89,6 @@ impl BernsteinFiles {
         py: Python<'_>,
         connection: usize,
         sql: &str,
-        params: Vec<Param>,
         format: String,
         name_from: usize,
     ) -> PyResult<Self> {
@@ -97,7 +96,7 @@ impl BernsteinFiles {
         let scanned = py.allow_threads(move || -> Result<_, Failure> {
             let held = connection.lock();
             let mut statement = connection.prepare(sql)?;
-            statement.start(&params)?;
+            statement.start(&[])?;
             let mut manifests: BTreeMap<i64, Vec<u8>> = BTreeMap::new();
             let mut absent = Vec::new();
             let mut index = journal::StoreIndex::default();
