@@ -16,7 +16,7 @@ use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use crate::bernstein_files::store_key;
 use crate::errors::to_py;
 use crate::pools::{drop_later, pool};
-use crate::sqlite::{Connection, Failure, Param};
+use crate::sqlite::{Connection, Failure};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pyjson_dumps, m)?)?;
@@ -233,18 +233,11 @@ impl Drop for BernsteinStoreIndex {
 #[pymethods]
 impl BernsteinStoreIndex {
     #[new]
-    #[pyo3(signature = (connection, sql, name_from, params = Vec::new()))]
-    fn new(
-        py: Python<'_>,
-        connection: usize,
-        sql: &str,
-        name_from: usize,
-        params: Vec<Param>,
-    ) -> PyResult<Self> {
+    fn new(py: Python<'_>, connection: usize, sql: &str, name_from: usize) -> PyResult<Self> {
         let connection = Connection::from_pointer(connection)?;
         let map = py.allow_threads(move || -> Result<journal::StoreIndex, Failure> {
             let mut statement = connection.prepare(sql)?;
-            statement.start(&params)?;
+            statement.start(&[])?;
             let mut map = journal::StoreIndex::default();
             let mut key = Vec::new();
             while statement.step()? {
