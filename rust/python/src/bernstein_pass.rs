@@ -209,8 +209,9 @@ struct Taking<'t> {
 }
 
 /// Read the store's blobs, if asked, for the pool to hash; meanwhile, and then until the
-/// last journal is verified, take each finished report, attach the store index to it and
-/// read the receipts of a run that settles, for the pool to settle.
+/// last journal is verified, hand each finished report to the pool, which attaches the
+/// store index to it and picks the receipts of a run that settles; read those receipts
+/// here, for the pool to settle.
 fn read<'s>(
     connection: Connection,
     queries: Queries<'_>,
@@ -234,37 +235,63 @@ fn read<'s>(
     // finishes what it was handed, and the scope then returns the error).
     let mut reading = Reading::new(connection);
     let mut receipt_statement = connection.prepare(queries.blob)?;
-    let mut settle = |run: usize| -> PyResult<()> {
-        let Some(mut report) = journals.take_report(run)? else {
+    let (attached_to, attached) = mpsc::channel::<(usize, JournalReport)>();
+    // The store index is looked up a hundred thousand times: on the pool, not here.
+    let attach = |runs: &mut dyn Iterator<Item = usize>| -> PyResult<()> {
+        let mut taken = Vec::new();
+        for run in runs {
+            if let Some(report) = journals.take_report(run)? {
+                taken.push((run, report));
+            }
+        }
+        if taken.is_empty() {
             return Ok(());
-        };
-        journal::attach_store(&mut report, index);
-        if settles_but_receipts(&report) {
-            let pending = slots.receipts[run].get_or_init(|| Receipt::candidates(&report));
-            for receipt in pending {
-                match read_chunks(&mut receipt_statement, &receipt.artifact)? {
-                    Some(data) => scope.spawn(move |_| {
-                        let _ = receipt.outcome.set(receipt.settle(&data, index));
-                    }),
-                    None => {
-                        let _ = receipt.outcome.set(None);
-                    }
+        }
+        let attached_to = attached_to.clone();
+        scope.spawn(move |_| {
+            for (run, mut report) in taken {
+                journal::attach_store(&mut report, index);
+                if settles_but_receipts(&report) {
+                    let _ = slots.receipts[run].set(Receipt::candidates(&report));
+                }
+                let _ = attached_to.send((run, report));
+            }
+        });
+        Ok(())
+    };
+    let mut settle = |(run, report): (usize, JournalReport)| -> PyResult<()> {
+        for receipt in slots.receipts[run].get().into_iter().flatten() {
+            match read_chunks(&mut receipt_statement, &receipt.artifact)? {
+                Some(data) => scope.spawn(move |_| {
+                    let _ = receipt.outcome.set(receipt.settle(&data, index));
+                }),
+                None => {
+                    let _ = receipt.outcome.set(None);
                 }
             }
         }
         reports[run] = Some(report);
         Ok(())
     };
+    attach(&mut finished.try_iter())?;
     if let Some(sql) = queries.store_blobs {
         let mut statement = connection.prepare(sql)?;
         statement.start(&[])?;
-        // Between batches, the receipts of the journals verified meanwhile.
+        // Between batches, the journals verified meanwhile, and the receipts of those
+        // attached meanwhile.
         hash_rows(&mut statement, slots.hashed, scope, |bytes| {
             reading.count(bytes)?;
-            finished.try_iter().try_for_each(&mut settle)
+            attach(&mut finished.try_iter())?;
+            attached.try_iter().try_for_each(&mut settle)
         })?;
     }
-    finished.iter().try_for_each(settle)
+    while let Ok(run) = finished.recv() {
+        attach(&mut std::iter::once(run).chain(finished.try_iter()))?;
+        attached.try_iter().try_for_each(&mut settle)?;
+    }
+    // Every report is with the pool or back: the channel ends with the last task.
+    drop(attached_to);
+    attached.iter().try_for_each(settle)
 }
 
 /// Whether bernstein's verdict on the run is clean, given that every stage not settled
