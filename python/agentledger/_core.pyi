@@ -250,7 +250,8 @@ def bernstein_audit_clean(
 class BernsteinFiles:
     """The imported files table, read once in Rust: the rows ``sql`` selects on the SQLite
     handle ``connection`` in path order (``path, kind, digest, import_id, blob absent``);
-    the store index as ``BernsteinStoreIndex`` builds it (``name_from``)."""
+    the store index as ``BernsteinStoreIndex`` builds it (``name_from``). The rows are
+    made sense of on a thread of their own; the attributes wait for it."""
 
     absent: list[tuple[str, str]]
     """``(path, digest)`` of the files whose blob the ledger lacks, in path order."""

@@ -4,9 +4,12 @@
 //! in path order instead of one per use.
 
 use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::{mpsc, Mutex, OnceLock};
 
 use agentledger_core::hash::{to_hex_prefixed, Sha256Hasher, SHA256_PREFIX};
 use agentledger_core::pyjson::{self, journal};
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -22,32 +25,154 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// What one scan of the table gives.
+/// What one scan of the table gives. The calling thread only copies the rows; another
+/// writes the manifests and builds the store index while the caller goes on, and the
+/// getters wait for it.
 #[pyclass(frozen, module = "agentledger._core")]
 struct BernsteinFiles {
-    /// Each import's manifest so far: `{"files":[[path, kind, digest], …` (unclosed).
-    manifests: BTreeMap<i64, Vec<u8>>,
     /// What closes every manifest: `],"format":"…"}`.
     closing: Vec<u8>,
+    /// What the rows are made into, until taken by `settled`.
+    pending: Mutex<Option<mpsc::Receiver<Scanned>>>,
+    settled: OnceLock<Settled>,
+}
+
+/// The rows of the table as read, one arena for their text.
+#[derive(Default)]
+struct Rows {
+    text: Vec<u8>,
+    rows: Vec<Row>,
+}
+
+/// One row: ranges of `Rows::text`.
+struct Row {
+    path: Range<usize>,
+    kind: Range<usize>,
+    digest: Option<Range<usize>>,
+    import_id: i64,
+    absent: bool,
+}
+
+/// What the rows are made into.
+struct Scanned {
+    /// Each import's manifest so far: `{"files":[[path, kind, digest], …` (unclosed).
+    manifests: BTreeMap<i64, Vec<u8>>,
     /// `(path, digest)` of the files whose blob the ledger lacks, in path order.
-    #[pyo3(get)]
     absent: Vec<(String, String)>,
-    #[pyo3(get)]
+    index: journal::StoreIndex,
+}
+
+struct Settled {
+    manifests: BTreeMap<i64, Vec<u8>>,
+    absent: Vec<(String, String)>,
     store_index: Py<BernsteinStoreIndex>,
 }
 
 impl Drop for BernsteinFiles {
     fn drop(&mut self) {
-        drop_later(std::mem::take(&mut self.manifests));
+        if let Some(settled) = self.settled.take() {
+            drop_later(settled.manifests);
+        }
+    }
+}
+
+impl Rows {
+    fn push(&mut self, text: &[u8]) -> Range<usize> {
+        let start = self.text.len();
+        self.text.extend_from_slice(text);
+        start..self.text.len()
+    }
+
+    /// The manifests, absent blobs and store index of the rows, in their order.
+    fn scanned(self, name_from: usize) -> Scanned {
+        let mut manifests: BTreeMap<i64, Vec<u8>> = BTreeMap::new();
+        let mut absent = Vec::new();
+        let mut index = journal::StoreIndex::default();
+        let mut key = Vec::new();
+        let text = |range: &Range<usize>| &self.text[range.clone()];
+        for row in &self.rows {
+            let manifest = manifests
+                .entry(row.import_id)
+                .or_insert_with(|| FILES.to_vec());
+            if manifest.len() > FILES.len() {
+                manifest.push(b',');
+            }
+            manifest.push(b'[');
+            for (column, value) in [Some(&row.path), Some(&row.kind), row.digest.as_ref()]
+                .into_iter()
+                .enumerate()
+            {
+                if column > 0 {
+                    manifest.push(b',');
+                }
+                match value {
+                    // ASCII-escaped: any text is written (a mismatch is decided in Python).
+                    Some(range) => {
+                        let _ = pyjson::write_py_string(text(range), true, manifest);
+                    }
+                    None => manifest.extend_from_slice(b"null"),
+                }
+            }
+            manifest.push(b']');
+            let lossy = |range: &Range<usize>| String::from_utf8_lossy(text(range)).into_owned();
+            if let Some(digest) = &row.digest {
+                if row.absent {
+                    absent.push((lossy(&row.path), lossy(digest)));
+                }
+                if store_key(text(&row.path), text(&row.kind), name_from, &mut key) {
+                    index.insert(&key, text(digest));
+                }
+            }
+        }
+        Scanned {
+            manifests,
+            absent,
+            index,
+        }
     }
 }
 
 impl BernsteinFiles {
+    /// What the rows were made into, once they are.
+    fn settled(&self, py: Python<'_>) -> PyResult<&Settled> {
+        if let Some(settled) = self.settled.get() {
+            return Ok(settled);
+        }
+        let pending = lock(&self.pending).take();
+        if let Some(pending) = pending {
+            let Scanned {
+                manifests,
+                absent,
+                index,
+            } = py.allow_threads(move || pending.recv()).map_err(|_| {
+                PyRuntimeError::new_err("reading the files failed (internal error)")
+            })?;
+            let store_index = Py::new(py, BernsteinStoreIndex { map: index })?;
+            let _ = self.settled.set(Settled {
+                manifests,
+                absent,
+                store_index,
+            });
+        }
+        self.settled
+            .get()
+            .ok_or_else(|| PyRuntimeError::new_err("reading the files failed (internal error)"))
+    }
+
     /// The manifest's bytes, in pieces: the rows, then the format.
-    fn manifest_parts(&self, import_id: i64) -> [&[u8]; 2] {
-        let files = self.manifests.get(&import_id).map_or(FILES, Vec::as_slice);
+    fn manifest_parts<'s>(&'s self, settled: &'s Settled, import_id: i64) -> [&'s [u8]; 2] {
+        let files = settled
+            .manifests
+            .get(&import_id)
+            .map_or(FILES, Vec::as_slice);
         [files, &self.closing]
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Whether a `bernstein_files` row with a digest is in the store index, and its key in
@@ -83,7 +208,8 @@ pub(crate) fn store_key(path: &[u8], kind: &[u8], name_from: usize, key: &mut Ve
 impl BernsteinFiles {
     /// Scan the rows `sql` selects, in path order: `path, kind, digest,
     /// import_id, blob absent (0/1)`. A store name starts after `name_from` characters
-    /// of a path (see [`store_key`]).
+    /// of a path (see [`store_key`]). The rows are made sense of on a thread of their
+    /// own, beside the pool (which is verifying journals meanwhile).
     #[new]
     fn new(
         py: Python<'_>,
@@ -93,86 +219,77 @@ impl BernsteinFiles {
         name_from: usize,
     ) -> PyResult<Self> {
         let connection = Connection::from_pointer(connection)?;
-        let scanned = py.allow_threads(move || -> Result<_, Failure> {
+        let rows = py.allow_threads(move || -> Result<_, Failure> {
             let held = connection.lock();
             let mut statement = connection.prepare(sql)?;
             statement.start(&[])?;
-            let mut manifests: BTreeMap<i64, Vec<u8>> = BTreeMap::new();
-            let mut absent = Vec::new();
-            let mut index = journal::StoreIndex::default();
-            let mut key = Vec::new();
+            let mut rows = Rows::default();
             while statement.step()? {
-                let manifest = manifests
-                    .entry(statement.int(3))
-                    .or_insert_with(|| FILES.to_vec());
-                if manifest.len() > FILES.len() {
-                    manifest.push(b',');
-                }
-                manifest.push(b'[');
-                for column in 0..3 {
-                    if column > 0 {
-                        manifest.push(b',');
-                    }
-                    if statement.is_null(column) {
-                        manifest.extend_from_slice(b"null");
-                    } else {
-                        // ASCII-escaped: any text is written (a mismatch is decided in Python).
-                        let text = statement.bytes_held(&held, column);
-                        let _ = pyjson::write_py_string(text, true, manifest);
-                    }
-                }
-                manifest.push(b']');
-                if statement.int(4) != 0 {
-                    let text = |column| {
-                        String::from_utf8_lossy(statement.bytes_held(&held, column)).into_owned()
-                    };
-                    absent.push((text(0), text(2)));
-                }
-                let (path, kind) = (
-                    statement.bytes_held(&held, 0),
-                    statement.bytes_held(&held, 1),
-                );
-                if !statement.is_null(2) && store_key(path, kind, name_from, &mut key) {
-                    index.insert(&key, statement.bytes_held(&held, 2));
-                }
+                let text = |column| statement.bytes_held(&held, column);
+                let row = Row {
+                    path: rows.push(text(0)),
+                    kind: rows.push(text(1)),
+                    digest: (!statement.is_null(2)).then(|| rows.push(text(2))),
+                    import_id: statement.int(3),
+                    absent: statement.int(4) != 0,
+                };
+                rows.rows.push(row);
             }
-            Ok((manifests, absent, index))
-        });
-        let (manifests, absent, map) = scanned?;
+            Ok(rows)
+        })?;
+        let (sender, pending) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("bernstein-files".into())
+            .spawn(move || {
+                let _ = sender.send(rows.scanned(name_from));
+            })
+            .map_err(|e| PyRuntimeError::new_err(format!("cannot start a thread: {e}")))?;
         let mut closing = b"],\"format\":".to_vec();
         let _ = pyjson::write_py_string(format.as_bytes(), true, &mut closing);
         closing.push(b'}');
         Ok(Self {
-            manifests,
             closing,
-            absent,
-            store_index: Py::new(py, BernsteinStoreIndex { map })?,
+            pending: Mutex::new(Some(pending)),
+            settled: OnceLock::new(),
         })
     }
 
     /// `manifest_of` the import's rows (none: an empty list).
-    fn manifest<'py>(&self, py: Python<'py>, import_id: i64) -> Bound<'py, PyBytes> {
+    fn manifest<'py>(&self, py: Python<'py>, import_id: i64) -> PyResult<Bound<'py, PyBytes>> {
+        let settled = self.settled(py)?;
         let mut out = Vec::new();
-        for part in self.manifest_parts(import_id) {
+        for part in self.manifest_parts(settled, import_id) {
             out.extend_from_slice(part);
         }
-        PyBytes::new(py, &out)
+        Ok(PyBytes::new(py, &out))
     }
 
     /// `content_hash(manifest(import_id))`, without copying the manifest.
-    fn manifest_hash(&self, py: Python<'_>, import_id: i64) -> String {
-        py.allow_threads(|| {
+    fn manifest_hash(&self, py: Python<'_>, import_id: i64) -> PyResult<String> {
+        let settled = self.settled(py)?;
+        Ok(py.allow_threads(|| {
             let mut hasher = Sha256Hasher::new();
-            for part in self.manifest_parts(import_id) {
+            for part in self.manifest_parts(settled, import_id) {
                 hasher.update(part);
             }
             to_hex_prefixed(SHA256_PREFIX, &hasher.finalize())
-        })
+        }))
     }
 
     /// The import ids the table holds, in order.
     #[getter]
-    fn import_ids(&self) -> Vec<i64> {
-        self.manifests.keys().copied().collect()
+    fn import_ids(&self, py: Python<'_>) -> PyResult<Vec<i64>> {
+        Ok(self.settled(py)?.manifests.keys().copied().collect())
+    }
+
+    /// `(path, digest)` of the files whose blob the ledger lacks, in path order.
+    #[getter]
+    fn absent(&self, py: Python<'_>) -> PyResult<Vec<(String, String)>> {
+        Ok(self.settled(py)?.absent.clone())
+    }
+
+    #[getter]
+    fn store_index(&self, py: Python<'_>) -> PyResult<Py<BernsteinStoreIndex>> {
+        Ok(self.settled(py)?.store_index.clone_ref(py))
     }
 }

@@ -1,18 +1,19 @@
 //! bernstein's `activity verify` over imported runs, read from SQLite by Rust itself.
 //!
 //! The journals are already verifying on the rayon pool ([`PendingJournals`]). The
-//! calling thread reads, through the open apsw connection (same transaction), when asked,
-//! every blob of the store in one ordered scan, for the pool to hash; and as the pool
-//! finishes journals, it attaches the store index to them and reads the stored DataOps
-//! receipts those runs anchor, which the pool settles (plan, key, signatures,
-//! reattachment). So SQLite is read on one thread while every other core verifies. A run
-//! whose every stage is settled that way comes back as a [`CleanRun`], a handful of
-//! numbers: no Python object per row or per stage. Every other run comes back as the
-//! report dict of `bernstein_verify_journals`, for the Python verifier to finish with
-//! bernstein's own reasons. The content hashes the clean runs reattached stay in Rust, in
-//! a [`DigestSet`] that already knows the blobs hashed here, for `sha256_check_blobs`.
+//! calling thread only reads, through the open apsw connection (same transaction): when
+//! asked, every blob of the store in one ordered scan, for the pool to hash; and the
+//! stored DataOps receipts of the runs that settle, which the pool settles (plan, key,
+//! signatures, reattachment). The pool also attaches the store index to each finished
+//! report and picks which runs settle. So SQLite is read on one thread while every other
+//! core verifies. A run whose every stage is settled that way comes back as a
+//! [`CleanRun`], a handful of numbers: no Python object per row or per stage. Every other
+//! run comes back as the report dict of `bernstein_verify_journals`, for the Python
+//! verifier to finish with bernstein's own reasons. The content hashes the clean runs
+//! reattached stay in Rust, in a [`DigestSet`] that already knows the blobs hashed here,
+//! for `sha256_check_blobs` (gathered on the pool while Python goes on).
 
-use std::sync::{mpsc, OnceLock};
+use std::sync::{mpsc, Arc, OnceLock};
 
 use agentledger_core::pyjson::journal::{self, ActivityRow, JournalReport, StoreIndex};
 use agentledger_core::pyjson::mirror::cross_check;
@@ -117,8 +118,51 @@ fn bernstein_ledger_pass(
     py.allow_threads(move || {
         scoped.in_place_scope(|scope| read(connection, queries, taking, index, slots, scope))
     })?;
-    // A run is clean when every receipt it waits on verified.
-    let verified: Vec<Option<Vec<(usize, &Verified)>>> = receipts
+    let (reports, receipts) = (Arc::new(reports), Arc::new(receipts));
+    // The clean runs' reattached digests are gathered on the pool while this thread
+    // makes the Python outcomes, and Python goes on.
+    let digests = {
+        let hashed = hashed.into_inner().unwrap_or_else(|p| p.into_inner());
+        let (reports, receipts) = (reports.clone(), receipts.clone());
+        DigestSet::gathered(&pool, move |digests| {
+            digests.know(hashed);
+            for (report, verified) in reports.iter().zip(verified_receipts(&receipts)) {
+                if let (Some(report), Some(verified)) = (report, verified) {
+                    reattached(report, &verified, digests);
+                }
+            }
+        })
+    };
+    let mirror = mirror.as_ref().map(|m| m.get());
+    let mut outcomes = Vec::with_capacity(reports.len());
+    let verified = verified_receipts(&receipts);
+    for ((report, verified), (run_id, _)) in reports.iter().zip(verified).zip(runs) {
+        let Some(report) = report else {
+            outcomes.push(py.None());
+            continue;
+        };
+        outcomes.push(match verified {
+            Some(verified) => {
+                let mut run = clean_run(py, report, &verified, stage_rows)?;
+                if let Some(mirror) = mirror {
+                    run.audit = Some(audit_cross_check(py, report, mirror, run_id)?);
+                }
+                Py::new(py, run)?.into_any()
+            }
+            None => report_dict(py, report, index.is_some())?
+                .into_any()
+                .unbind(),
+        });
+    }
+    // Hundreds of thousands of small buffers, freed while Python goes on.
+    drop_later((reports, receipts));
+    Ok((outcomes, digests))
+}
+
+/// Per run, its verified receipts when it is clean: when every receipt it waits on
+/// verified (`None` otherwise).
+fn verified_receipts(receipts: &[OnceLock<Vec<Receipt>>]) -> Vec<Option<Vec<(usize, &Verified)>>> {
+    receipts
         .iter()
         .map(|receipts| {
             let pending = receipts.get()?;
@@ -127,46 +171,7 @@ fn bernstein_ledger_pass(
                 .map(|r| Some((r.stage, r.outcome.get()?.as_ref()?)))
                 .collect()
         })
-        .collect();
-    let mut digests = DigestSet::default();
-    let mirror = mirror.as_ref().map(|m| m.get());
-    let mut outcomes = Vec::with_capacity(reports.len());
-    // The clean runs' reattached digests are gathered on the pool while this thread
-    // makes the Python outcomes.
-    pool.in_place_scope(|scope| -> PyResult<()> {
-        let (digests, reports, verified) = (&mut digests, &reports, &verified);
-        scope.spawn(move |_| {
-            digests.know(hashed.into_inner().unwrap_or_else(|p| p.into_inner()));
-            for (report, verified) in reports.iter().zip(verified) {
-                if let (Some(report), Some(verified)) = (report, verified) {
-                    reattached(report, verified, digests);
-                }
-            }
-        });
-        for ((report, verified), (run_id, _)) in reports.iter().zip(verified).zip(runs) {
-            let Some(report) = report else {
-                outcomes.push(py.None());
-                continue;
-            };
-            outcomes.push(match verified {
-                Some(verified) => {
-                    let mut run = clean_run(py, report, verified, stage_rows)?;
-                    if let Some(mirror) = mirror {
-                        run.audit = Some(audit_cross_check(py, report, mirror, run_id)?);
-                    }
-                    Py::new(py, run)?.into_any()
-                }
-                None => report_dict(py, report, index.is_some())?
-                    .into_any()
-                    .unbind(),
-            });
-        }
-        Ok(())
-    })?;
-    drop(verified);
-    // Hundreds of thousands of small buffers, freed while Python goes on.
-    drop_later((reports, receipts));
-    Ok((outcomes, digests))
+        .collect()
 }
 
 /// The strict cross-check of a clean run with its audit records: `(findings, last

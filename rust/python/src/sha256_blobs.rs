@@ -5,10 +5,11 @@
 //! have hashed blobs already, while it waited on other work ([`DigestSet::know`]).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{mpsc, Mutex};
 
 use agentledger_core::hash::{sha256_many, to_hex_prefixed, Sha256Name, SHA256_PREFIX};
 use agentledger_core::pyjson::write_py_string;
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use crate::pools::{drop_later, pool};
@@ -33,6 +34,9 @@ pub struct DigestSet {
     digests: HashSet<Sha256Name, foldhash::fast::RandomState>,
     /// SHA-256 of blobs already read, by digest (not necessarily in `digests`).
     known: HashedBlobs,
+    /// Digests a pool task is still gathering (see [`DigestSet::gathered`]), added to
+    /// these before the set is used.
+    pending: Option<Mutex<mpsc::Receiver<DigestSet>>>,
 }
 
 /// SHA-256 of blobs read, by digest.
@@ -63,6 +67,45 @@ impl DigestSet {
             self.known.extend(hashed);
         }
     }
+
+    /// A set that `gather` fills on the pool while the caller goes on: tens of thousands
+    /// of inserts that Python's thread need not wait for until it uses the set.
+    pub fn gathered(
+        pool: &rayon::ThreadPool,
+        gather: impl FnOnce(&mut DigestSet) + Send + 'static,
+    ) -> Self {
+        let (sender, pending) = mpsc::channel();
+        pool.spawn(move || {
+            let mut set = DigestSet::default();
+            gather(&mut set);
+            let _ = sender.send(set);
+        });
+        let mut set = DigestSet::default();
+        set.pending = Some(Mutex::new(pending));
+        set
+    }
+
+    /// Wait for the digests still being gathered, if any (without the GIL).
+    fn settle(&mut self, py: Python<'_>) -> PyResult<()> {
+        let Some(pending) = self.pending.take() else {
+            return Ok(());
+        };
+        let pending = pending.into_inner().unwrap_or_else(|p| p.into_inner());
+        let gathered = py
+            .allow_threads(move || pending.recv())
+            .map_err(|_| PyRuntimeError::new_err("gathering digests failed (internal error)"))?;
+        self.merge(gathered);
+        Ok(())
+    }
+
+    fn merge(&mut self, mut other: DigestSet) {
+        if self.digests.len() < other.digests.len() {
+            std::mem::swap(&mut self.digests, &mut other.digests);
+        }
+        self.digests.extend(std::mem::take(&mut other.digests));
+        let known = std::mem::take(&mut other.known);
+        self.know(known);
+    }
 }
 
 #[pymethods]
@@ -72,12 +115,15 @@ impl DigestSet {
         Self::default()
     }
 
-    fn update(&mut self, digests: Vec<String>) {
+    fn update(&mut self, py: Python<'_>, digests: Vec<String>) -> PyResult<()> {
+        self.settle(py)?;
         self.extend(digests.iter().map(String::as_bytes));
+        Ok(())
     }
 
-    fn __len__(&self) -> usize {
-        self.digests.len()
+    fn __len__(&mut self, py: Python<'_>) -> PyResult<usize> {
+        self.settle(py)?;
+        Ok(self.digests.len())
     }
 }
 
@@ -168,6 +214,7 @@ fn sha256_check_blobs(
 ) -> PyResult<(usize, Vec<(String, String)>, Vec<String>)> {
     let connection = Connection::from_pointer(connection)?;
     let pool = pool(jobs)?;
+    digests.settle(py)?;
     let mut found = 0;
     let mut mismatches = Vec::new();
     let mut check = |digest: &Sha256Name, hash: &[u8; 32]| {
