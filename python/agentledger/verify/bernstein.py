@@ -53,6 +53,8 @@ def check_bernstein(ctx: VerifyContext) -> None:
         files = _core.BernsteinFiles(
             native.handle(ctx.conn), LedgerWorkdir.FILES, FORMAT, LedgerWorkdir.NAME_FROM
         )
+    # Read while another thread makes sense of the files table.
+    pins = _journal_pins(ctx) if selected else {}
     _check_manifests(ctx, files)
     if not selected:
         return
@@ -71,7 +73,7 @@ def check_bernstein(ctx: VerifyContext) -> None:
         rehash=not ctx.whole,
         journals=journals,
     )
-    _check_journal_anchors(ctx, results, imported)
+    _check_journal_anchors(ctx, results, imported, pins)
     _rehash_referenced(ctx, referenced, results)
     for result in results:
         _apply(ctx, result, compat)
@@ -255,13 +257,22 @@ def _bodies(ctx: VerifyContext, kind: str) -> list[tuple[str, int, dict[str, Any
     return out
 
 
-def _check_journal_anchors(
-    ctx: VerifyContext, results: list[RunResult], imported: dict[str, str]
-) -> None:
-    """Each run's ``import.bernstein`` entry pins the digest of the journal bytes held."""
+def _journal_pins(ctx: VerifyContext) -> dict[str, tuple[int, dict[str, Any]]]:
+    """Each imported run's first ``import.bernstein`` entry: its seq and body."""
     pins: dict[str, tuple[int, dict[str, Any]]] = {}
     for run_id, seq, body in _bodies(ctx, IMPORT_KIND):
         pins.setdefault(run_id, (seq, body))
+    return pins
+
+
+def _check_journal_anchors(
+    ctx: VerifyContext,
+    results: list[RunResult],
+    imported: dict[str, str],
+    pins: dict[str, tuple[int, dict[str, Any]]],
+) -> None:
+    """Each run's ``import.bernstein`` entry (``pins``) pins the digest of the journal
+    bytes held."""
     for result in results:
         run_id = result.run_id
         path = imported[run_id]

@@ -33,7 +33,7 @@ struct BernsteinFiles {
     /// What closes every manifest: `],"format":"…"}`.
     closing: Vec<u8>,
     /// What the rows are made into, until taken by `settled`.
-    pending: Mutex<Option<mpsc::Receiver<Scanned>>>,
+    pending: Mutex<Option<mpsc::Receiver<(Scanned, BTreeMap<i64, String>)>>>,
     settled: OnceLock<Settled>,
 }
 
@@ -54,6 +54,7 @@ struct Row {
 }
 
 /// What the rows are made into.
+#[derive(Default)]
 struct Scanned {
     /// Each import's manifest so far: `{"files":[[path, kind, digest], …` (unclosed).
     manifests: BTreeMap<i64, Vec<u8>>,
@@ -64,9 +65,14 @@ struct Scanned {
 
 struct Settled {
     manifests: BTreeMap<i64, Vec<u8>>,
+    /// Each manifest's `content_hash`, closed.
+    hashes: BTreeMap<i64, String>,
     absent: Vec<(String, String)>,
     store_index: Py<BernsteinStoreIndex>,
 }
+
+/// Rows handed to the thread that makes sense of them at a time.
+const CHUNK_ROWS: usize = 4096;
 
 impl Drop for BernsteinFiles {
     fn drop(&mut self) {
@@ -82,16 +88,16 @@ impl Rows {
         self.text.extend_from_slice(text);
         start..self.text.len()
     }
+}
 
-    /// The manifests, absent blobs and store index of the rows, in their order.
-    fn scanned(self, name_from: usize) -> Scanned {
-        let mut manifests: BTreeMap<i64, Vec<u8>> = BTreeMap::new();
-        let mut absent = Vec::new();
-        let mut index = journal::StoreIndex::default();
-        let mut key = Vec::new();
-        let text = |range: &Range<usize>| &self.text[range.clone()];
-        for row in &self.rows {
-            let manifest = manifests
+impl Scanned {
+    /// The manifests, absent blobs and store index of the next `rows`, in their order
+    /// (`key`: a buffer).
+    fn add(&mut self, rows: &Rows, name_from: usize, key: &mut Vec<u8>) {
+        let text = |range: &Range<usize>| &rows.text[range.clone()];
+        for row in &rows.rows {
+            let manifest = self
+                .manifests
                 .entry(row.import_id)
                 .or_insert_with(|| FILES.to_vec());
             if manifest.len() > FILES.len() {
@@ -117,19 +123,33 @@ impl Rows {
             let lossy = |range: &Range<usize>| String::from_utf8_lossy(text(range)).into_owned();
             if let Some(digest) = &row.digest {
                 if row.absent {
-                    absent.push((lossy(&row.path), lossy(digest)));
+                    self.absent.push((lossy(&row.path), lossy(digest)));
                 }
-                if store_key(text(&row.path), text(&row.kind), name_from, &mut key) {
-                    index.insert(&key, text(digest));
+                if store_key(text(&row.path), text(&row.kind), name_from, key) {
+                    self.index.insert(key, text(digest));
                 }
             }
         }
-        Scanned {
-            manifests,
-            absent,
-            index,
-        }
     }
+}
+
+/// `content_hash` of the manifest `parts`.
+fn manifest_hash(parts: [&[u8]; 2]) -> String {
+    let mut hasher = Sha256Hasher::new();
+    for part in parts {
+        hasher.update(part);
+    }
+    to_hex_prefixed(SHA256_PREFIX, &hasher.finalize())
+}
+
+/// The manifest's bytes, in pieces: its rows (none: an empty list), then `closing`.
+fn manifest_parts<'m>(
+    manifests: &'m BTreeMap<i64, Vec<u8>>,
+    closing: &'m [u8],
+    import_id: i64,
+) -> [&'m [u8]; 2] {
+    let files = manifests.get(&import_id).map_or(FILES, Vec::as_slice);
+    [files, closing]
 }
 
 impl BernsteinFiles {
@@ -140,16 +160,18 @@ impl BernsteinFiles {
         }
         let pending = lock(&self.pending).take();
         if let Some(pending) = pending {
+            let (scanned, hashes) = py.allow_threads(move || pending.recv()).map_err(|_| {
+                PyRuntimeError::new_err("reading the files failed (internal error)")
+            })?;
             let Scanned {
                 manifests,
                 absent,
                 index,
-            } = py.allow_threads(move || pending.recv()).map_err(|_| {
-                PyRuntimeError::new_err("reading the files failed (internal error)")
-            })?;
+            } = scanned;
             let store_index = Py::new(py, BernsteinStoreIndex { map: index })?;
             let _ = self.settled.set(Settled {
                 manifests,
+                hashes,
                 absent,
                 store_index,
             });
@@ -157,15 +179,6 @@ impl BernsteinFiles {
         self.settled
             .get()
             .ok_or_else(|| PyRuntimeError::new_err("reading the files failed (internal error)"))
-    }
-
-    /// The manifest's bytes, in pieces: the rows, then the format.
-    fn manifest_parts<'s>(&'s self, settled: &'s Settled, import_id: i64) -> [&'s [u8]; 2] {
-        let files = settled
-            .manifests
-            .get(&import_id)
-            .map_or(FILES, Vec::as_slice);
-        [files, &self.closing]
     }
 }
 
@@ -219,7 +232,33 @@ impl BernsteinFiles {
         name_from: usize,
     ) -> PyResult<Self> {
         let connection = Connection::from_pointer(connection)?;
-        let rows = py.allow_threads(move || -> Result<_, Failure> {
+        let mut closing = b"],\"format\":".to_vec();
+        let _ = pyjson::write_py_string(format.as_bytes(), true, &mut closing);
+        closing.push(b'}');
+        let (chunks, chunks_in) = mpsc::channel::<Rows>();
+        let (made, pending) = mpsc::channel();
+        let closed = closing.clone();
+        std::thread::Builder::new()
+            .name("bernstein-files".into())
+            .spawn(move || {
+                let (mut scanned, mut key) = (Scanned::default(), Vec::new());
+                for rows in chunks_in {
+                    scanned.add(&rows, name_from, &mut key);
+                }
+                let hashes = scanned
+                    .manifests
+                    .keys()
+                    .map(|&id| {
+                        (
+                            id,
+                            manifest_hash(manifest_parts(&scanned.manifests, &closed, id)),
+                        )
+                    })
+                    .collect();
+                let _ = made.send((scanned, hashes));
+            })
+            .map_err(|e| PyRuntimeError::new_err(format!("cannot start a thread: {e}")))?;
+        py.allow_threads(move || -> Result<_, Failure> {
             let held = connection.lock();
             let mut statement = connection.prepare(sql)?;
             statement.start(&[])?;
@@ -234,19 +273,13 @@ impl BernsteinFiles {
                     absent: statement.int(4) != 0,
                 };
                 rows.rows.push(row);
+                if rows.rows.len() == CHUNK_ROWS {
+                    let _ = chunks.send(std::mem::take(&mut rows));
+                }
             }
-            Ok(rows)
+            let _ = chunks.send(rows);
+            Ok(())
         })?;
-        let (sender, pending) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("bernstein-files".into())
-            .spawn(move || {
-                let _ = sender.send(rows.scanned(name_from));
-            })
-            .map_err(|e| PyRuntimeError::new_err(format!("cannot start a thread: {e}")))?;
-        let mut closing = b"],\"format\":".to_vec();
-        let _ = pyjson::write_py_string(format.as_bytes(), true, &mut closing);
-        closing.push(b'}');
         Ok(Self {
             closing,
             pending: Mutex::new(Some(pending)),
@@ -258,22 +291,19 @@ impl BernsteinFiles {
     fn manifest<'py>(&self, py: Python<'py>, import_id: i64) -> PyResult<Bound<'py, PyBytes>> {
         let settled = self.settled(py)?;
         let mut out = Vec::new();
-        for part in self.manifest_parts(settled, import_id) {
+        for part in manifest_parts(&settled.manifests, &self.closing, import_id) {
             out.extend_from_slice(part);
         }
         Ok(PyBytes::new(py, &out))
     }
 
-    /// `content_hash(manifest(import_id))`, without copying the manifest.
+    /// `content_hash(manifest(import_id))`, hashed as the rows were read.
     fn manifest_hash(&self, py: Python<'_>, import_id: i64) -> PyResult<String> {
         let settled = self.settled(py)?;
-        Ok(py.allow_threads(|| {
-            let mut hasher = Sha256Hasher::new();
-            for part in self.manifest_parts(settled, import_id) {
-                hasher.update(part);
-            }
-            to_hex_prefixed(SHA256_PREFIX, &hasher.finalize())
-        }))
+        Ok(match settled.hashes.get(&import_id) {
+            Some(hash) => hash.clone(),
+            None => manifest_hash(manifest_parts(&settled.manifests, &self.closing, import_id)),
+        })
     }
 
     /// The import ids the table holds, in order.
