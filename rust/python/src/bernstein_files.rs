@@ -33,7 +33,7 @@ struct BernsteinFiles {
     /// What closes every manifest: `],"format":"…"}`.
     closing: Vec<u8>,
     /// What the rows are made into, until taken by `settled`.
-    pending: Mutex<Option<mpsc::Receiver<(Scanned, BTreeMap<i64, String>)>>>,
+    pending: Mutex<Option<mpsc::Receiver<Scanned>>>,
     settled: OnceLock<Settled>,
 }
 
@@ -61,6 +61,8 @@ struct Scanned {
     /// `(path, digest)` of the files whose blob the ledger lacks, in path order.
     absent: Vec<(String, String)>,
     index: journal::StoreIndex,
+    /// Each manifest's `content_hash`, closed (once every row is in).
+    hashes: BTreeMap<i64, String>,
 }
 
 struct Settled {
@@ -160,14 +162,14 @@ impl BernsteinFiles {
         }
         let pending = lock(&self.pending).take();
         if let Some(pending) = pending {
-            let (scanned, hashes) = py.allow_threads(move || pending.recv()).map_err(|_| {
-                PyRuntimeError::new_err("reading the files failed (internal error)")
-            })?;
             let Scanned {
                 manifests,
                 absent,
                 index,
-            } = scanned;
+                hashes,
+            } = py.allow_threads(move || pending.recv()).map_err(|_| {
+                PyRuntimeError::new_err("reading the files failed (internal error)")
+            })?;
             let store_index = Py::new(py, BernsteinStoreIndex { map: index })?;
             let _ = self.settled.set(Settled {
                 manifests,
@@ -245,17 +247,15 @@ impl BernsteinFiles {
                 for rows in chunks_in {
                     scanned.add(&rows, name_from, &mut key);
                 }
-                let hashes = scanned
+                scanned.hashes = scanned
                     .manifests
                     .keys()
                     .map(|&id| {
-                        (
-                            id,
-                            manifest_hash(manifest_parts(&scanned.manifests, &closed, id)),
-                        )
+                        let parts = manifest_parts(&scanned.manifests, &closed, id);
+                        (id, manifest_hash(parts))
                     })
                     .collect();
-                let _ = made.send((scanned, hashes));
+                let _ = made.send(scanned);
             })
             .map_err(|e| PyRuntimeError::new_err(format!("cannot start a thread: {e}")))?;
         py.allow_threads(move || -> Result<_, Failure> {
