@@ -403,6 +403,19 @@ fn event_hash(
     out: &mut Vec<u8>,
 ) -> crate::Result<[u8; 64]> {
     out.clear();
+    event_preimage(event_type, index, payload_hash, prev, profile, out)?;
+    Ok(hex_sha256(out))
+}
+
+/// What `event_hash` hashes, appended to `out`.
+fn event_preimage(
+    event_type: &[u8],
+    index: u64,
+    payload_hash: &[u8],
+    prev: &[u8],
+    profile: Profile,
+    out: &mut Vec<u8>,
+) -> crate::Result<()> {
     out.extend_from_slice(b"{\"event_type\":");
     profile.canon(&PyValue::Str(event_type.into()), out)?;
     out.extend_from_slice(b",\"index\":");
@@ -412,7 +425,7 @@ fn event_hash(
     out.extend_from_slice(b"\",\"prev_hash\":");
     profile.canon(&PyValue::Str(prev.into()), out)?;
     out.push(b'}');
-    Ok(hex_sha256(out))
+    Ok(())
 }
 
 /// `"sha256:" + H(acanon(sorted(set(hashes))))`: bernstein's evidence set hash.
@@ -554,7 +567,7 @@ fn activity_row(step: u64, line: u64, row: &PyValue<'_>) -> ActivityRow {
 
 /// [`activity_row`] of a row read by the lean path; `None` when a field is not a plain
 /// string (its `str()` needs the value tree).
-fn lean_activity_row(step: u64, line: u64, row: &LeanRow<'_>) -> Option<ActivityRow> {
+fn lean_activity_row(step: u64, line: u64, row: &LeanRow<'_, '_>) -> Option<ActivityRow> {
     let mut fields: [Vec<u8>; 7] = Default::default();
     for (field, read) in fields.iter_mut().zip(ACTIVITY_READS) {
         *field = row.plain_str(read)?.unwrap_or_default().to_vec();
@@ -678,24 +691,20 @@ fn verify_journal_reading(data: &[u8], digest: &[u8; 32], lean_rows: bool) -> Jo
     let mut order: Vec<usize> = Vec::with_capacity(32);
     let mut step: u64 = 0;
     let mut lean = LeanReader::new(&LEAN_READS);
+    let mut unhashed = Unhashed::default();
     for (number, raw) in lines.iter().enumerate() {
         // After the first row, a py-json-v1 row is read straight from its line when it
         // can be (see lean_row.rs); any other row takes the general path below.
         if lean_rows && step > 0 && profile == Some(Profile::PyJsonV1) {
             if let Some(row) = lean.read(raw, outside_payload) {
-                let walked_lean = walk_lean_row(
-                    &mut report,
-                    &mut walked,
-                    (step, number as u64, &row),
-                    (&mut prev, &mut walking),
-                    &mut scratch,
-                );
-                if walked_lean {
+                if unhashed.push(&mut report, (step, number as u64, &row)) {
                     step += 1;
                     continue;
                 }
             }
         }
+        // The rows before this one are walked first.
+        unhashed.walk(&mut report, &mut walked, (&mut prev, &mut walking));
         let row = match read_line(number as u64, raw) {
             Line::Blank => continue,
             Line::Discarded => {
@@ -740,17 +749,23 @@ fn verify_journal_reading(data: &[u8], digest: &[u8; 32], lean_rows: bool) -> Jo
             let view = RowView::of(&fields);
             let payload =
                 payload_hash_in(members, &view.event_type, profile, &mut scratch, &mut order);
+            let hashes = payload.and_then(|payload| {
+                let event = event_hash(&view.event_type, step, &payload, &prev, profile, {
+                    &mut scratch
+                })?;
+                Ok((payload, event))
+            });
+            let walk = (&mut prev, &mut walking);
             walk_row(
                 &mut report,
                 &mut walked,
-                (step, row.line, view, payload),
-                profile,
-                (&mut prev, &mut walking),
-                &mut scratch,
+                (step, row.line, view, hashes),
+                walk,
             );
         }
         step += 1;
     }
+    unhashed.walk(&mut report, &mut walked, (&mut prev, &mut walking));
     report.count = step;
     if walking && profile.is_some() {
         report.head = prev;
@@ -787,14 +802,17 @@ impl<'r> RowView<'r> {
         }
     }
 
-    /// The view of a lean row; `None` when a field the walk reads needs the value tree.
-    fn of_lean(row: &LeanRow<'r>) -> Option<Self> {
+    /// The view of a lean row, borrowed from its line; `None` when a field the walk reads
+    /// needs the value tree.
+    fn of_lean(row: &LeanRow<'_, 'r>) -> Option<Self> {
         let plain = |read: usize| -> Option<Cow<'r, [u8]>> {
             Some(Cow::Borrowed(row.plain_str(read)?.unwrap_or_default()))
         };
         let index = match row.member(lean_read("index")) {
             None => None,
-            Some((Kind::Int, _, digits)) => Some((true, Cow::Borrowed(digits))),
+            // An integer's `str()` is its text, but for `-0`.
+            Some((Kind::Int, b"-0", _)) => Some((true, Cow::Borrowed(&b"0"[..]))),
+            Some((Kind::Int, digits, _)) => Some((true, Cow::Borrowed(digits))),
             Some(_) => return None,
         };
         Some(RowView {
@@ -807,52 +825,113 @@ impl<'r> RowView<'r> {
     }
 }
 
-/// [`walk_row`] for a row read by the lean path (always `py-json-v1`, no repeated key).
-/// `false`, with nothing recorded, when the row needs the general path after all.
-fn walk_lean_row(
-    report: &mut JournalReport,
-    findings: &mut Capped,
-    (step, line, row): (u64, u64, &LeanRow<'_>),
-    (prev, walking): (&mut Vec<u8>, &mut bool),
-    scratch: &mut Vec<u8>,
-) -> bool {
-    let Some(view) = RowView::of_lean(row) else {
-        return false;
-    };
-    if view.event_type.as_ref() == b"activity.result" {
-        match lean_activity_row(step, line, row) {
-            Some(activity) => report.activities.push(activity),
-            None => return false,
-        }
-    }
-    row.payload(&view.event_type, scratch);
-    let payload = Ok(hex_sha256(scratch));
-    walk_row(
-        report,
-        findings,
-        (step, line, view, payload),
-        Profile::PyJsonV1,
-        (prev, walking),
-        scratch,
-    );
-    true
+/// Lean rows read but not walked yet: their hashes are computed side by side in
+/// [`sha256_many`]'s lanes, then they are walked in order ([`Unhashed::walk`]).
+#[derive(Default)]
+struct Unhashed<'d> {
+    rows: Vec<(u64, u64, RowView<'d>)>,
+    /// Their canonical payloads, one after the other (`ends`).
+    payloads: Vec<u8>,
+    ends: Vec<usize>,
+    /// Their event hash preimages, the same way.
+    preimages: Vec<u8>,
+    preimage_ends: Vec<usize>,
 }
 
+impl<'d> Unhashed<'d> {
+    /// Take a row read by the lean path (always `py-json-v1`, no repeated key); `false`,
+    /// with nothing recorded, when it needs the general path after all.
+    fn push(
+        &mut self,
+        report: &mut JournalReport,
+        (step, line, row): (u64, u64, &LeanRow<'_, 'd>),
+    ) -> bool {
+        let Some(view) = RowView::of_lean(row) else {
+            return false;
+        };
+        if view.event_type.as_ref() == b"activity.result" {
+            match lean_activity_row(step, line, row) {
+                Some(activity) => report.activities.push(activity),
+                None => return false,
+            }
+        }
+        row.payload(&view.event_type, &mut self.payloads);
+        self.ends.push(self.payloads.len());
+        self.rows.push((step, line, view));
+        true
+    }
+
+    /// Hash the rows taken, then walk them in order. Each event hash is computed with the
+    /// row's stored `prev_hash`, not the walk's: `walk_row` only compares it once they are
+    /// equal (and a `py-json-v1` string always canonicalizes), so it is exact.
+    fn walk(
+        &mut self,
+        report: &mut JournalReport,
+        findings: &mut Capped,
+        (prev, walking): (&mut Vec<u8>, &mut bool),
+    ) {
+        if self.rows.is_empty() {
+            return;
+        }
+        let payload_hashes = sha256_many(&slices(&self.payloads, &self.ends));
+        let payloads: Vec<[u8; 64]> = payload_hashes.iter().map(hex64).collect();
+        let mut failed = Vec::new();
+        for ((step, _, view), payload) in self.rows.iter().zip(&payloads) {
+            let at = self.preimages.len();
+            let (event, prev) = (&view.event_type, &view.prev_hash);
+            let written = event_preimage(event, *step, payload, prev, Profile::PyJsonV1, {
+                &mut self.preimages
+            });
+            if let Err(err) = written {
+                self.preimages.truncate(at);
+                failed.push((*step, err));
+            }
+            self.preimage_ends.push(self.preimages.len());
+        }
+        let expected = sha256_many(&slices(&self.preimages, &self.preimage_ends));
+        let mut failed = failed.into_iter().peekable();
+        for ((step, line, view), (payload, expected)) in
+            self.rows.drain(..).zip(payloads.into_iter().zip(expected))
+        {
+            let hashes = match failed.next_if(|(at, _)| *at == step) {
+                Some((_, err)) => Err(err),
+                None => Ok((payload, hex64(&expected))),
+            };
+            walk_row(
+                report,
+                findings,
+                (step, line, view, hashes),
+                (prev, walking),
+            );
+        }
+        self.payloads.clear();
+        self.ends.clear();
+        self.preimages.clear();
+        self.preimage_ends.clear();
+    }
+}
+
+/// The pieces of `bytes` that end at `ends`, one after the other.
+fn slices<'b>(bytes: &'b [u8], ends: &[usize]) -> Vec<&'b [u8]> {
+    let starts = std::iter::once(0).chain(ends.iter().copied());
+    starts
+        .zip(ends)
+        .map(|(start, &end)| &bytes[start..end])
+        .collect()
+}
+
+/// A row's payload hash and event hash, in hex, or the error Python would raise.
+type RowHashes = crate::Result<([u8; 64], [u8; 64])>;
+
 /// One kept row of the chain walk: its strict findings, then (while the walk goes on)
-/// bernstein's link and hash comparison. `payload` is the row's payload hash, computed.
+/// bernstein's link and hash comparison. `hashes` are the row's payload hash and event
+/// hash, computed (the event hash is only read when the stored `prev_hash` is `prev`).
 fn walk_row(
     report: &mut JournalReport,
     findings: &mut Capped,
-    (step, line, view, payload): (u64, u64, RowView<'_>, crate::Result<[u8; 64]>),
-    profile: Profile,
+    (step, line, view, hashes): (u64, u64, RowView<'_>, RowHashes),
     (prev, walking): (&mut Vec<u8>, &mut bool),
-    scratch: &mut Vec<u8>,
 ) {
-    let event_type = &view.event_type;
-    let hashes = payload.and_then(|ph| {
-        let eh = event_hash(event_type, step, &ph, prev, profile, scratch)?;
-        Ok((ph, eh))
-    });
     let (payload, expected) = match hashes {
         Ok(pair) => pair,
         Err(err) => {

@@ -83,9 +83,10 @@ pub struct LeanReader {
     entries: Vec<Entry>,
 }
 
-/// A row read by [`LeanReader::read`]: its top-level members in key order.
-pub struct LeanRow<'r> {
-    text: &'r [u8],
+/// A row read by [`LeanReader::read`]: its top-level members in key order (`'t`: the
+/// line's text, `'r`: the reader's buffers).
+pub struct LeanRow<'r, 't> {
+    text: &'t [u8],
     canon: &'r [u8],
     members: &'r [Entry],
     slots: &'r [Option<usize>],
@@ -114,7 +115,7 @@ impl Entry {
     }
 }
 
-impl<'r> LeanRow<'r> {
+impl<'r, 't> LeanRow<'r, 't> {
     /// The member `read` (an index into the reader's `reads`).
     fn get(&self, read: usize) -> Option<&'r Entry> {
         self.slots[read].map(|at| &self.members[at])
@@ -122,7 +123,7 @@ impl<'r> LeanRow<'r> {
 
     /// The member `read`: `Some(None)` when absent, `Some(Some(contents))` for a plain
     /// string, `None` for any other value (the caller needs the general path).
-    pub fn plain_str(&self, read: usize) -> Option<Option<&'r [u8]>> {
+    pub fn plain_str(&self, read: usize) -> Option<Option<&'t [u8]>> {
         match self.get(read) {
             None => Some(None),
             Some(e) if e.kind == Kind::PlainStr => Some(Some(
@@ -134,17 +135,17 @@ impl<'r> LeanRow<'r> {
 
     /// The member `read` as written, with its kind and canonical text (a float's is only
     /// its text as written when the member is not hashed).
-    pub fn member(&self, read: usize) -> Option<(Kind, &'r [u8], &'r [u8])> {
+    pub fn member(&self, read: usize) -> Option<(Kind, &'t [u8], &'r [u8])> {
         self.get(read).map(|e| self.parts(e))
     }
 
-    fn parts(&self, e: &Entry) -> (Kind, &'r [u8], &'r [u8]) {
+    fn parts(&self, e: &Entry) -> (Kind, &'t [u8], &'r [u8]) {
         (e.kind, e.value.of(self.text), e.canon.of(self.canon))
     }
 
     /// Any member, by key (tests).
     #[cfg(test)]
-    pub fn member_by_key(&self, key: &[u8]) -> Option<(Kind, &'r [u8], &'r [u8])> {
+    pub fn member_by_key(&self, key: &[u8]) -> Option<(Kind, &'t [u8], &'r [u8])> {
         let wanted = prefix(key);
         let at = self
             .members
@@ -153,14 +154,14 @@ impl<'r> LeanRow<'r> {
         Some(self.parts(&self.members[at]))
     }
 
-    /// The payload bernstein hashes, canonical: every hashed member, with `"event"` set
-    /// to `event` (a plain string), in key order.
+    /// The payload bernstein hashes, canonical, appended to `out`: every hashed member,
+    /// with `"event"` set to `event` (a plain string), in key order.
     pub fn payload(&self, event: &[u8], out: &mut Vec<u8>) {
-        out.clear();
+        let start = out.len();
         out.push(b'{');
         let mut event_written = false;
         let write_event = |out: &mut Vec<u8>| {
-            if out.len() > 1 {
+            if out.len() > start + 1 {
                 out.push(b',');
             }
             out.extend_from_slice(b"\"event\":\"");
@@ -176,7 +177,7 @@ impl<'r> LeanRow<'r> {
             if !e.hashed {
                 continue;
             }
-            if out.len() > 1 {
+            if out.len() > start + 1 {
                 out.push(b',');
             }
             out.push(b'"');
@@ -209,11 +210,11 @@ impl LeanReader {
     /// read here is ASCII, so Python decodes and strips its line as this does. Top-level
     /// members that `unhashed` names are left out of the payload, and their floats are
     /// checked but not re-formatted (the walk never hashes them).
-    pub fn read<'r>(
+    pub fn read<'r, 't>(
         &'r mut self,
-        line: &'r [u8],
+        line: &'t [u8],
         unhashed: fn(&[u8]) -> bool,
-    ) -> Option<LeanRow<'r>> {
+    ) -> Option<LeanRow<'r, 't>> {
         // `str.strip()`'s ASCII whitespace; a line with any other byte at an end is left
         // to the general path.
         let space = |b: &u8| matches!(b, b'\t'..=b'\r' | 0x1C..=0x1F | b' ');
