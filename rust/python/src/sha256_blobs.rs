@@ -137,6 +137,15 @@ struct BlobBatch {
 }
 
 impl BlobBatch {
+    /// An empty batch, its buffer allocated at once (not grown, copy after copy, while
+    /// the calling thread reads).
+    fn new() -> Self {
+        BlobBatch {
+            data: Vec::with_capacity(BATCH_BYTES + BATCH_BYTES / 4),
+            ..Default::default()
+        }
+    }
+
     /// Add the current row of `statement`. A full batch is returned, to be hashed, when
     /// the row starts a new blob (so a blob never spans two batches).
     fn push(&mut self, statement: &Statement) -> Option<BlobBatch> {
@@ -145,7 +154,7 @@ impl BlobBatch {
         // The same blob may come twice in a row (under two names): chunk 0 starts one.
         if statement.int(2) == 0 || self.digests.last() != Some(&digest) {
             if self.data.len() >= BATCH_BYTES {
-                full = Some(std::mem::take(self));
+                full = Some(std::mem::replace(self, BlobBatch::new()));
             }
             self.digests.push(digest);
             self.ends.push(self.data.len());
@@ -176,7 +185,7 @@ pub fn hash_rows<'s, E: From<Failure>>(
     scope: &rayon::Scope<'s>,
     mut between: impl FnMut(usize) -> Result<(), E>,
 ) -> Result<(), E> {
-    let mut batch = BlobBatch::default();
+    let mut batch = BlobBatch::new();
     let hand_over = |batch: BlobBatch| {
         scope.spawn(move |_| {
             let hashes = batch.hash();
