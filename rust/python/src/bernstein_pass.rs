@@ -363,8 +363,9 @@ impl Receipt {
             references,
         } = settle_receipt(data)?;
         let reattached = references.iter().all(|r| index.holds_itself(r));
-        // The embedded key is decoded once for all of the receipt's signatures.
-        let key = signature::PublicKey::parse(&signer);
+        // The embedded key is decoded once for all of the receipt's signatures (and for
+        // the next receipts it signs, on this thread).
+        let key = signature::PublicKey::parse_remembered(&signer);
         let verified = signatures
             .iter()
             .all(|(payload, sig)| key.is_some_and(|key| key.verifies(payload, sig)));
