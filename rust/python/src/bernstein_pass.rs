@@ -28,7 +28,7 @@ use crate::pyjson::{
     evidence_settled, py_text, report_dict, settled, settled_tuple, well_formed_artifact,
     BernsteinAuditMirror, BernsteinStoreIndex,
 };
-use crate::sha256_blobs::{hash_rows, DigestSet, Hashed};
+use crate::sha256_blobs::{hash_rows, hashed_with_room, DigestSet, Hashed};
 use crate::sqlite::{Connection, Reading};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -104,7 +104,9 @@ fn bernstein_ledger_pass(
         blob: blob_sql,
         store_blobs: store_blobs_sql,
     };
-    let hashed = Hashed::default();
+    // Room for every blob of the store, when it is read ahead.
+    let reading_ahead = store_blobs_sql.is_some();
+    let hashed = hashed_with_room(index.filter(|_| reading_ahead).map_or(0, StoreIndex::len));
     let slots = Slots {
         receipts: &receipts,
         hashed: &hashed,

@@ -27,49 +27,107 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// Content digests (`sha256:<hex>` names of ledger blobs), held in Rust, each once.
+/// Content digests (`sha256:<hex>` names of ledger blobs) to re-hash, held in Rust, each
+/// once. A digest whose blob was already read and hashed is settled as it is added (a
+/// lookup, nothing kept); only the others wait for `sha256_check_blobs`.
 #[pyclass(module = "agentledger._core")]
 #[derive(Default)]
 pub struct DigestSet {
-    digests: HashSet<Sha256Name, foldhash::fast::RandomState>,
-    /// SHA-256 of blobs already read, by digest (not necessarily in `digests`).
+    /// Blobs already read, by digest: their SHA-256, and whether the set holds them.
     known: HashedBlobs,
+    /// Digests added whose blobs are not read yet.
+    unread: HashSet<Sha256Name, foldhash::fast::RandomState>,
+    /// Digests added whose blobs were read: how many, and `(digest, "sha256:<hex>")` of
+    /// those whose bytes hash otherwise.
+    found: usize,
+    mismatches: Vec<(String, String)>,
     /// Digests a pool task is still gathering (see [`DigestSet::gathered`]), added to
     /// these before the set is used.
     pending: Option<Mutex<mpsc::Receiver<DigestSet>>>,
 }
 
-/// SHA-256 of blobs read, by digest.
-pub type HashedBlobs = HashMap<Sha256Name, [u8; 32], foldhash::fast::RandomState>;
+/// A blob read: the SHA-256 of its bytes, and whether a [`DigestSet`] holds its digest.
+#[derive(Debug, Clone, Copy)]
+pub struct Read {
+    hash: [u8; 32],
+    added: bool,
+}
 
-/// `(digest, SHA-256 of its bytes)` of blobs read, by the threads that read them.
+/// Blobs read, by digest.
+pub type HashedBlobs = HashMap<Sha256Name, Read, foldhash::fast::RandomState>;
+
+/// Blobs read, by the threads that read them.
 pub type Hashed = Mutex<HashedBlobs>;
+
+/// An empty [`Hashed`] with room for `blobs`.
+pub fn hashed_with_room(blobs: usize) -> Hashed {
+    Mutex::new(HashMap::with_capacity_and_hasher(blobs, Default::default()))
+}
 
 impl Drop for DigestSet {
     fn drop(&mut self) {
         drop_later((
-            std::mem::take(&mut self.digests),
             std::mem::take(&mut self.known),
+            std::mem::take(&mut self.unread),
         ));
     }
 }
 
 impl DigestSet {
     pub fn extend<'d>(&mut self, digests: impl IntoIterator<Item = &'d [u8]>) {
-        self.digests
-            .extend(digests.into_iter().map(Sha256Name::parse));
+        for digest in digests {
+            self.add(Sha256Name::parse(digest));
+        }
     }
 
+    fn add(&mut self, digest: Sha256Name) {
+        match self.known.get_mut(&digest) {
+            Some(read) => {
+                if !read.added {
+                    read.added = true;
+                    Self::settle_read(&mut self.found, &mut self.mismatches, &digest, read);
+                }
+            }
+            None => {
+                self.unread.insert(digest);
+            }
+        }
+    }
+
+    /// Count a digest added whose blob was read, and note it if the bytes hash otherwise.
+    fn settle_read(
+        found: &mut usize,
+        mismatches: &mut Vec<(String, String)>,
+        digest: &Sha256Name,
+        read: &Read,
+    ) {
+        *found += 1;
+        if !digest.names(&read.hash) {
+            mismatches.push((digest.text(), to_hex_prefixed(SHA256_PREFIX, &read.hash)));
+        }
+    }
+
+    /// Blobs read meanwhile: the digests added before them are settled now.
     pub fn know(&mut self, hashed: HashedBlobs) {
-        if self.known.is_empty() {
+        if self.known.is_empty() && self.unread.is_empty() && hashed.values().all(|r| !r.added) {
             self.known = hashed;
-        } else {
-            self.known.extend(hashed);
+            return;
+        }
+        for (digest, read) in hashed {
+            let added = read.added || self.unread.remove(&digest);
+            let held = self.known.entry(digest.clone()).or_insert(Read {
+                added: false,
+                ..read
+            });
+            if added && !held.added {
+                held.added = true;
+                Self::settle_read(&mut self.found, &mut self.mismatches, &digest, held);
+            }
         }
     }
 
     /// A set that `gather` fills on the pool while the caller goes on: tens of thousands
-    /// of inserts that Python's thread need not wait for until it uses the set.
+    /// of lookups that Python's thread need not wait for until it uses the set.
     pub fn gathered(
         pool: &rayon::ThreadPool,
         gather: impl FnOnce(&mut DigestSet) + Send + 'static,
@@ -99,12 +157,23 @@ impl DigestSet {
     }
 
     fn merge(&mut self, mut other: DigestSet) {
-        if self.digests.len() < other.digests.len() {
-            std::mem::swap(&mut self.digests, &mut other.digests);
+        if self.known.is_empty() && self.unread.is_empty() {
+            std::mem::swap(&mut self.known, &mut other.known);
+            std::mem::swap(&mut self.unread, &mut other.unread);
+            std::mem::swap(&mut self.mismatches, &mut other.mismatches);
+            self.found = other.found;
+            return;
         }
-        self.digests.extend(std::mem::take(&mut other.digests));
-        let known = std::mem::take(&mut other.known);
-        self.know(known);
+        // Its settled digests are settled again here, once.
+        self.know(std::mem::take(&mut other.known));
+        for digest in std::mem::take(&mut other.unread) {
+            self.add(digest);
+        }
+    }
+
+    /// How many digests the set holds.
+    fn len(&self) -> usize {
+        self.found + self.unread.len()
     }
 }
 
@@ -123,7 +192,7 @@ impl DigestSet {
 
     fn __len__(&mut self, py: Python<'_>) -> PyResult<usize> {
         self.settle(py)?;
-        Ok(self.digests.len())
+        Ok(self.len())
     }
 }
 
@@ -167,13 +236,15 @@ impl BlobBatch {
     }
 
     /// Every blob's digest and SHA-256 (the batch's blobs hashed side by side).
-    fn hash(self) -> Vec<(Sha256Name, [u8; 32])> {
+    fn hash(self) -> Vec<(Sha256Name, Read)> {
         let starts = std::iter::once(0).chain(self.ends.iter().copied());
         let blobs: Vec<&[u8]> = starts
             .zip(&self.ends)
             .map(|(start, &end)| &self.data[start..end])
             .collect();
-        self.digests.into_iter().zip(sha256_many(&blobs)).collect()
+        let hashes = sha256_many(&blobs).into_iter();
+        let read = hashes.map(|hash| Read { hash, added: false });
+        self.digests.into_iter().zip(read).collect()
     }
 }
 
@@ -224,23 +295,9 @@ fn sha256_check_blobs(
     let connection = Connection::from_pointer(connection)?;
     let pool = pool(jobs)?;
     digests.settle(py)?;
-    let mut found = 0;
-    let mut mismatches = Vec::new();
-    let mut check = |digest: &Sha256Name, hash: &[u8; 32]| {
-        found += 1;
-        if !digest.names(hash) {
-            mismatches.push((digest.text(), to_hex_prefixed(SHA256_PREFIX, hash)));
-        }
-    };
-    let mut unknown = Vec::new();
-    for digest in &digests.digests {
-        match digests.known.get(digest) {
-            Some(hash) => check(digest, hash),
-            None => unknown.push(digest.clone()),
-        }
-    }
-    let hashed = Hashed::default();
-    let (listed, results) = (&unknown, &hashed);
+    let unread: Vec<Sha256Name> = digests.unread.iter().cloned().collect();
+    let hashed = hashed_with_room(unread.len());
+    let (listed, results) = (&unread, &hashed);
     py.allow_threads(move || {
         pool.in_place_scope(|scope| -> PyResult<()> {
             let mut reading = Reading::new(connection);
@@ -252,19 +309,13 @@ fn sha256_check_blobs(
             Ok(())
         })
     })?;
-    let hashed = hashed.into_inner().unwrap_or_else(|p| p.into_inner());
-    let mut missing = Vec::new();
-    for digest in &unknown {
-        match hashed.get(digest) {
-            Some(hash) => check(digest, hash),
-            None => missing.push(digest.text()),
-        }
-    }
-    digests.know(hashed);
-    // In digest order, as the set does not keep one.
+    digests.know(hashed.into_inner().unwrap_or_else(|p| p.into_inner()));
+    // In digest order, as the set does not keep one; what is still unread has no chunk.
+    let mut mismatches = digests.mismatches.clone();
     mismatches.sort_unstable();
+    let mut missing: Vec<String> = digests.unread.iter().map(Sha256Name::text).collect();
     missing.sort_unstable();
-    Ok((found, mismatches, missing))
+    Ok((digests.found, mismatches, missing))
 }
 
 /// The digests as a JSON array of strings (for `json_each`).
