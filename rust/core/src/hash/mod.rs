@@ -31,7 +31,7 @@ mod sha256_lanes;
 
 #[cfg(test)]
 pub(crate) use name::repeated_name;
-pub use name::{plain_sha256, Sha256Name};
+pub use name::{plain_sha256, Digest32, Sha256Name};
 pub use sha256_lanes::sha256_many;
 
 /// Prefix of every context string given to BLAKE3's derive-key mode.

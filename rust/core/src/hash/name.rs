@@ -4,10 +4,12 @@
 //! bytes they live inline in a table (no pointer to chase, no 71-byte compare). Any other
 //! text, upper-case hex included, stays text, so it never meets its lower-case twin.
 
+use std::hash::{Hash, Hasher};
+
 use super::{to_hex_prefixed, SHA256_PREFIX};
 
 /// A content name as the verifier keeps it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Sha256Name {
     /// `sha256:` + 64 lowercase hex: the digest's bytes.
     Plain([u8; 32]),
@@ -34,6 +36,30 @@ impl Sha256Name {
     /// Whether this is the name of bytes whose SHA-256 is `digest`.
     pub fn names(&self, digest: &[u8; 32]) -> bool {
         matches!(self, Sha256Name::Plain(plain) if plain == digest)
+    }
+}
+
+impl Hash for Sha256Name {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match self {
+            Sha256Name::Plain(digest) => Digest32(*digest).hash(state),
+            Sha256Name::Text(text) => text.hash(state),
+        }
+    }
+}
+
+/// 32 bytes as a hash table key, fed to the hasher as four words: tables of digests are
+/// probed hundreds of thousands of times per verify, and a byte slice costs a length
+/// and a long-input path in the hasher besides. Every byte is still hashed (a keyed hash
+/// of part of a name would let a hostile workdir pick names that all collide).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Digest32(pub [u8; 32]);
+
+impl Hash for Digest32 {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        for word in self.0.chunks_exact(8) {
+            state.write_u64(u64::from_le_bytes(word.try_into().expect("8 bytes")));
+        }
     }
 }
 

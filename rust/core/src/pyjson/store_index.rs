@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use foldhash::fast::RandomState;
 
-use crate::hash::plain_sha256;
+use crate::hash::{plain_sha256, Digest32};
 
 /// What is stored under a plain key.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,7 +23,7 @@ enum Stored {
 /// `content_hash -> stored digest`, as text in and text out.
 #[derive(Debug, Clone, Default)]
 pub struct StoreIndex {
-    plain: HashMap<[u8; 32], Stored, RandomState>,
+    plain: HashMap<Digest32, Stored, RandomState>,
     other: HashMap<Vec<u8>, Vec<u8>, RandomState>,
 }
 
@@ -36,7 +36,7 @@ impl StoreIndex {
                 } else {
                     Stored::Other(digest.into())
                 };
-                self.plain.insert(key, stored);
+                self.plain.insert(Digest32(key), stored);
             }
             None => {
                 self.other.insert(content_hash.to_vec(), digest.to_vec());
@@ -47,7 +47,7 @@ impl StoreIndex {
     /// The digest stored under `content_hash` (borrowed from it when they are equal).
     pub fn get<'a>(&'a self, content_hash: &'a [u8]) -> Option<&'a [u8]> {
         match plain_sha256(content_hash) {
-            Some(key) => self.plain.get(&key).map(|stored| match stored {
+            Some(key) => self.plain.get(&Digest32(key)).map(|stored| match stored {
                 Stored::Itself => content_hash,
                 Stored::Other(digest) => &digest[..],
             }),
