@@ -128,11 +128,13 @@ fn bernstein_ledger_pass(
         let (reports, receipts) = (reports.clone(), receipts.clone());
         DigestSet::gathered(&pool, move |digests| {
             digests.know(hashed);
+            let mut listed = Vec::new();
             for (report, verified) in reports.iter().zip(verified_receipts(&receipts)) {
                 if let (Some(report), Some(verified)) = (report, verified) {
-                    reattached(report, &verified, digests);
+                    reattached(report, &verified, &mut listed);
                 }
             }
+            digests.extend_in_parallel(&listed);
         })
     };
     let mirror = mirror.as_ref().map(|m| m.get());
@@ -377,7 +379,11 @@ impl Receipt {
 
 /// The digests a clean run reattached: its observations', and what its verified receipts
 /// pin (so their bytes are re-hashed too).
-fn reattached(report: &JournalReport, receipts: &[(usize, &Verified)], digests: &mut DigestSet) {
+fn reattached<'r>(
+    report: &'r JournalReport,
+    receipts: &[(usize, &'r Verified)],
+    digests: &mut Vec<&'r [u8]>,
+) {
     for a in &report.activities {
         digests.extend(a.observations.iter().map(|(_, _, hash)| hash.as_slice()));
     }

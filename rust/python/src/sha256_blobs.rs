@@ -5,12 +5,14 @@
 //! have hashed blobs already, while it waited on other work ([`DigestSet::know`]).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
 
 use agentledger_core::hash::{sha256_many, to_hex_prefixed, Sha256Name, SHA256_PREFIX};
 use agentledger_core::pyjson::write_py_string;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+use rayon::prelude::*;
 
 use crate::pools::{drop_later, pool};
 use crate::sqlite::{Connection, Failure, Param, Reading, Statement};
@@ -46,11 +48,21 @@ pub struct DigestSet {
     pending: Option<Mutex<mpsc::Receiver<DigestSet>>>,
 }
 
-/// A blob read: the SHA-256 of its bytes, and whether a [`DigestSet`] holds its digest.
-#[derive(Debug, Clone, Copy)]
+/// A blob read: the SHA-256 of its bytes, and whether a [`DigestSet`] holds its digest
+/// (set by whichever thread adds it first).
+#[derive(Debug)]
 pub struct Read {
     hash: [u8; 32],
-    added: bool,
+    added: AtomicBool,
+}
+
+impl Read {
+    fn new(hash: [u8; 32]) -> Self {
+        Read {
+            hash,
+            added: AtomicBool::new(false),
+        }
+    }
 }
 
 /// Blobs read, by digest.
@@ -73,57 +85,93 @@ impl Drop for DigestSet {
     }
 }
 
+/// What adding digests to a set settles, on one thread.
+#[derive(Default)]
+struct Added {
+    found: usize,
+    mismatches: Vec<(String, String)>,
+    unread: Vec<Sha256Name>,
+}
+
+impl Added {
+    fn add(&mut self, known: &HashedBlobs, digest: Sha256Name) {
+        match known.get(&digest) {
+            Some(read) => self.settle(&digest, read),
+            None => self.unread.push(digest),
+        }
+    }
+
+    /// Count a digest whose blob was read, the first time it is added, and note it if
+    /// the bytes hash otherwise.
+    fn settle(&mut self, digest: &Sha256Name, read: &Read) {
+        if read.added.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        self.found += 1;
+        if !digest.names(&read.hash) {
+            let actual = to_hex_prefixed(SHA256_PREFIX, &read.hash);
+            self.mismatches.push((digest.text(), actual));
+        }
+    }
+
+    fn merge(mut self, other: Added) -> Added {
+        self.found += other.found;
+        self.mismatches.extend(other.mismatches);
+        self.unread.extend(other.unread);
+        self
+    }
+}
+
 impl DigestSet {
     pub fn extend<'d>(&mut self, digests: impl IntoIterator<Item = &'d [u8]>) {
+        let mut added = Added::default();
         for digest in digests {
-            self.add(Sha256Name::parse(digest));
+            added.add(&self.known, Sha256Name::parse(digest));
         }
+        self.take(added);
     }
 
-    fn add(&mut self, digest: Sha256Name) {
-        match self.known.get_mut(&digest) {
-            Some(read) => {
-                if !read.added {
-                    read.added = true;
-                    Self::settle_read(&mut self.found, &mut self.mismatches, &digest, read);
+    /// [`DigestSet::extend`], looked up side by side on the current rayon pool.
+    pub fn extend_in_parallel(&mut self, digests: &[&[u8]]) {
+        let known = &self.known;
+        let added = digests
+            .par_chunks(4096)
+            .map(|chunk| {
+                let mut added = Added::default();
+                for digest in chunk {
+                    added.add(known, Sha256Name::parse(digest));
                 }
-            }
-            None => {
-                self.unread.insert(digest);
-            }
-        }
+                added
+            })
+            .reduce(Added::default, Added::merge);
+        self.take(added);
     }
 
-    /// Count a digest added whose blob was read, and note it if the bytes hash otherwise.
-    fn settle_read(
-        found: &mut usize,
-        mismatches: &mut Vec<(String, String)>,
-        digest: &Sha256Name,
-        read: &Read,
-    ) {
-        *found += 1;
-        if !digest.names(&read.hash) {
-            mismatches.push((digest.text(), to_hex_prefixed(SHA256_PREFIX, &read.hash)));
-        }
+    fn take(&mut self, added: Added) {
+        self.found += added.found;
+        self.mismatches.extend(added.mismatches);
+        self.unread.extend(added.unread);
     }
 
     /// Blobs read meanwhile: the digests added before them are settled now.
     pub fn know(&mut self, hashed: HashedBlobs) {
-        if self.known.is_empty() && self.unread.is_empty() && hashed.values().all(|r| !r.added) {
+        let fresh = hashed.values().all(|r| !r.added.load(Ordering::Relaxed));
+        if self.known.is_empty() && self.unread.is_empty() && fresh {
             self.known = hashed;
             return;
         }
+        let mut added = Added::default();
         for (digest, read) in hashed {
-            let added = read.added || self.unread.remove(&digest);
-            let held = self.known.entry(digest.clone()).or_insert(Read {
-                added: false,
-                ..read
-            });
-            if added && !held.added {
-                held.added = true;
-                Self::settle_read(&mut self.found, &mut self.mismatches, &digest, held);
+            let was_added = read.added.load(Ordering::Relaxed) || self.unread.remove(&digest);
+            let held = self
+                .known
+                .entry(digest.clone())
+                .or_insert_with(|| Read::new(read.hash));
+            if was_added {
+                added.settle(&digest, held);
             }
         }
+        self.take(added);
     }
 
     /// A set that `gather` fills on the pool while the caller goes on: tens of thousands
@@ -166,9 +214,12 @@ impl DigestSet {
         }
         // Its settled digests are settled again here, once.
         self.know(std::mem::take(&mut other.known));
-        for digest in std::mem::take(&mut other.unread) {
-            self.add(digest);
+        let unread: Vec<Sha256Name> = std::mem::take(&mut other.unread).into_iter().collect();
+        let mut added = Added::default();
+        for digest in unread {
+            added.add(&self.known, digest);
         }
+        self.take(added);
     }
 
     /// How many digests the set holds.
@@ -243,7 +294,7 @@ impl BlobBatch {
             .map(|(start, &end)| &self.data[start..end])
             .collect();
         let hashes = sha256_many(&blobs).into_iter();
-        let read = hashes.map(|hash| Read { hash, added: false });
+        let read = hashes.map(Read::new);
         self.digests.into_iter().zip(read).collect()
     }
 }
