@@ -135,6 +135,9 @@ fn bernstein_ledger_pass(
                 }
             }
             digests.extend_in_parallel(&listed);
+            drop(listed);
+            // Freed after the set is handed over (the last of the reports may be these).
+            (reports, receipts)
         })
     };
     let mirror = mirror.as_ref().map(|m| m.get());

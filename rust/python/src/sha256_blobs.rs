@@ -175,16 +175,18 @@ impl DigestSet {
     }
 
     /// A set that `gather` fills on the pool while the caller goes on: tens of thousands
-    /// of lookups that Python's thread need not wait for until it uses the set.
-    pub fn gathered(
+    /// of lookups that Python's thread need not wait for until it uses the set. What
+    /// `gather` returns is dropped once the set is handed over.
+    pub fn gathered<T: Send + 'static>(
         pool: &rayon::ThreadPool,
-        gather: impl FnOnce(&mut DigestSet) + Send + 'static,
+        gather: impl FnOnce(&mut DigestSet) -> T + Send + 'static,
     ) -> Self {
         let (sender, pending) = mpsc::channel();
         pool.spawn(move || {
             let mut set = DigestSet::default();
-            gather(&mut set);
+            let spent = gather(&mut set);
             let _ = sender.send(set);
+            drop(spent);
         });
         let mut set = DigestSet::default();
         set.pending = Some(Mutex::new(pending));
