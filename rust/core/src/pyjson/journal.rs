@@ -393,39 +393,35 @@ fn payload_hash_in(
     Ok(hex_sha256(out))
 }
 
-/// `event_hash` from its four inputs, canonicalised in the journal's profile into `out`.
-fn event_hash(
-    event_type: &[u8],
+/// What `event_hash` is computed from.
+struct EventInputs<'a> {
+    event_type: &'a [u8],
     index: u64,
-    payload_hash: &[u8],
-    prev: &[u8],
-    profile: Profile,
-    out: &mut Vec<u8>,
-) -> crate::Result<[u8; 64]> {
-    out.clear();
-    event_preimage(event_type, index, payload_hash, prev, profile, out)?;
-    Ok(hex_sha256(out))
+    payload_hash: &'a [u8],
+    prev: &'a [u8],
 }
 
-/// What `event_hash` hashes, appended to `out`.
-fn event_preimage(
-    event_type: &[u8],
-    index: u64,
-    payload_hash: &[u8],
-    prev: &[u8],
-    profile: Profile,
-    out: &mut Vec<u8>,
-) -> crate::Result<()> {
-    out.extend_from_slice(b"{\"event_type\":");
-    profile.canon(&PyValue::Str(event_type.into()), out)?;
-    out.extend_from_slice(b",\"index\":");
-    let _ = write!(out, "{index}");
-    out.extend_from_slice(b",\"payload_hash\":\"");
-    out.extend_from_slice(payload_hash);
-    out.extend_from_slice(b"\",\"prev_hash\":");
-    profile.canon(&PyValue::Str(prev.into()), out)?;
-    out.push(b'}');
-    Ok(())
+impl EventInputs<'_> {
+    /// `event_hash`, canonicalised in the journal's profile into `out`.
+    fn hash(&self, profile: Profile, out: &mut Vec<u8>) -> crate::Result<[u8; 64]> {
+        out.clear();
+        self.preimage(profile, out)?;
+        Ok(hex_sha256(out))
+    }
+
+    /// What `event_hash` hashes, appended to `out`.
+    fn preimage(&self, profile: Profile, out: &mut Vec<u8>) -> crate::Result<()> {
+        out.extend_from_slice(b"{\"event_type\":");
+        profile.canon(&PyValue::Str(self.event_type.into()), out)?;
+        out.extend_from_slice(b",\"index\":");
+        let _ = write!(out, "{}", self.index);
+        out.extend_from_slice(b",\"payload_hash\":\"");
+        out.extend_from_slice(self.payload_hash);
+        out.extend_from_slice(b"\",\"prev_hash\":");
+        profile.canon(&PyValue::Str(self.prev.into()), out)?;
+        out.push(b'}');
+        Ok(())
+    }
 }
 
 /// `"sha256:" + H(acanon(sorted(set(hashes))))`: bernstein's evidence set hash.
@@ -750,9 +746,13 @@ fn verify_journal_reading(data: &[u8], digest: &[u8; 32], lean_rows: bool) -> Jo
             let payload =
                 payload_hash_in(members, &view.event_type, profile, &mut scratch, &mut order);
             let hashes = payload.and_then(|payload| {
-                let event = event_hash(&view.event_type, step, &payload, &prev, profile, {
-                    &mut scratch
-                })?;
+                let inputs = EventInputs {
+                    event_type: &view.event_type,
+                    index: step,
+                    payload_hash: &payload,
+                    prev: &prev,
+                };
+                let event = inputs.hash(profile, &mut scratch)?;
                 Ok((payload, event))
             });
             let walk = (&mut prev, &mut walking);
@@ -878,10 +878,13 @@ impl<'d> Unhashed<'d> {
         let mut failed = Vec::new();
         for ((step, _, view), payload) in self.rows.iter().zip(&payloads) {
             let at = self.preimages.len();
-            let (event, prev) = (&view.event_type, &view.prev_hash);
-            let written = event_preimage(event, *step, payload, prev, Profile::PyJsonV1, {
-                &mut self.preimages
-            });
+            let inputs = EventInputs {
+                event_type: &view.event_type,
+                index: *step,
+                payload_hash: payload,
+                prev: &view.prev_hash,
+            };
+            let written = inputs.preimage(Profile::PyJsonV1, &mut self.preimages);
             if let Err(err) = written {
                 self.preimages.truncate(at);
                 failed.push((*step, err));
@@ -1054,15 +1057,13 @@ mod tests {
             let text = format!("{{\"event\": \"{event}\"{extra}}}");
             let value = parse(&text).unwrap().value;
             let ph = payload_hash(&value, event.as_bytes(), Profile::PyJsonV1).unwrap();
-            let eh = event_hash(
-                event.as_bytes(),
-                i as u64,
-                ph.as_bytes(),
-                prev.as_bytes(),
-                Profile::PyJsonV1,
-                &mut Vec::new(),
-            )
-            .unwrap();
+            let inputs = EventInputs {
+                event_type: event.as_bytes(),
+                index: i as u64,
+                payload_hash: ph.as_bytes(),
+                prev: prev.as_bytes(),
+            };
+            let eh = inputs.hash(Profile::PyJsonV1, &mut Vec::new()).unwrap();
             let eh = String::from_utf8(eh.to_vec()).unwrap();
             out.push_str(&row(i as u64, event, &prev, &ph, extra).replace("{EH}", &eh));
             out.push('\n');
