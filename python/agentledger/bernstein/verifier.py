@@ -195,6 +195,7 @@ def verify_ledger_runs(
     jobs: int = 0,
     rehash: bool = True,
     journals: _core.PendingJournals | None = None,
+    strict: bool = True,
 ) -> tuple[list[RunResult], _core.DigestSet]:
     """``verify_runs`` over the imported workdir, read and settled in Rust: the journals
     and the stored receipts come straight from SQLite (``_core.bernstein_ledger_pass``),
@@ -203,7 +204,8 @@ def verify_ledger_runs(
     finishes it. Also returns the content hashes the clean runs reattached (to re-hash;
     the others' are in their ``referenced``); ``rehash``: they will be, so the pass may
     read the store's blobs ahead. ``journals``: the runs' journals, already handed to the
-    pool (``pending_journals``)."""
+    pool (``pending_journals``). ``strict=False`` (bernstein's verdict only): a clean run
+    gets no strict-only findings nor limits, which that verdict never reads."""
     results = [RunResult(run_id) for run_id in run_ids]
     selected = [r.run_id for r in results]
     if journals is None:
@@ -247,6 +249,9 @@ def verify_ledger_runs(
                 _strict(result, step, check, name, expected, actual)
             _state_limits(result, last)
             continue
+        elif not strict:
+            _clean_run(result, outcome, None)
+            continue
         else:
             _clean_run(result, outcome, trusted)
             activities = outcome.settled or []
@@ -264,13 +269,16 @@ def pending_journals(
         return _core.PendingJournals(native.handle(conn), LedgerWorkdir.JOURNAL_CHUNKS, runs, jobs)
 
 
-def _clean_run(result: RunResult, clean: _core.CleanRun, trusted: frozenset[bytes]) -> None:
-    """A run Rust settled: every stage ok, so only the strict notes are left to apply."""
+def _clean_run(result: RunResult, clean: _core.CleanRun, trusted: frozenset[bytes] | None) -> None:
+    """A run Rust settled: every stage ok, so only the strict notes are left to apply
+    (none when ``trusted`` is None: bernstein's verdict only)."""
     result.found = result.ok = result.chain_ok = True
     result.rows = clean.rows
     result.journal = {"file_sha256": clean.file_sha256, "head": clean.head, "count": clean.rows}
     result.settled = clean.stages
     result.unstored_reports = clean.unstored_reports
+    if trusted is None:
+        return
     for step, note, value in clean.notes:
         if note == "absent":
             _strict(result, step, "bernstein.blob.missing", "receipt", value, "absent")

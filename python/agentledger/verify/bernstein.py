@@ -72,6 +72,7 @@ def check_bernstein(ctx: VerifyContext) -> None:
         jobs=ctx.options.jobs,
         rehash=not ctx.whole,
         journals=journals,
+        strict=not compat,
     )
     _check_journal_anchors(ctx, results, imported, pins)
     _rehash_referenced(ctx, referenced, results)
