@@ -15,6 +15,7 @@
 
 use std::sync::{mpsc, Arc, OnceLock};
 
+use agentledger_core::hash::Sha256Name;
 use agentledger_core::pyjson::journal::{self, ActivityRow, JournalReport, StoreIndex};
 use agentledger_core::pyjson::mirror::cross_check;
 use agentledger_core::pyjson::receipt::{settle_receipt, SettledReceipt};
@@ -100,6 +101,7 @@ fn bernstein_ledger_pass(
     let index = store.as_ref().map(|s| &s.get().map);
     let mut reports: Vec<Option<JournalReport>> = runs.iter().map(|_| None).collect();
     let receipts: Vec<OnceLock<Vec<Receipt>>> = runs.iter().map(|_| OnceLock::new()).collect();
+    let observed: Vec<OnceLock<Vec<Sha256Name>>> = runs.iter().map(|_| OnceLock::new()).collect();
     let queries = Queries {
         blob: blob_sql,
         store_blobs: store_blobs_sql,
@@ -109,6 +111,7 @@ fn bernstein_ledger_pass(
     let hashed = hashed_with_room(index.filter(|_| reading_ahead).map_or(0, StoreIndex::len));
     let slots = Slots {
         receipts: &receipts,
+        observed: &observed,
         hashed: &hashed,
     };
     let taking = Taking {
@@ -121,6 +124,7 @@ fn bernstein_ledger_pass(
         scoped.in_place_scope(|scope| read(connection, queries, taking, index, slots, scope))
     })?;
     let (reports, receipts) = (Arc::new(reports), Arc::new(receipts));
+    let observed = Arc::new(observed);
     // The clean runs' reattached digests are gathered on the pool while this thread
     // makes the Python outcomes, and Python goes on.
     let digests = {
@@ -129,15 +133,21 @@ fn bernstein_ledger_pass(
         DigestSet::gathered(&pool, move |digests| {
             digests.know(hashed);
             let mut listed = Vec::new();
-            for (report, verified) in reports.iter().zip(verified_receipts(&receipts)) {
-                if let (Some(report), Some(verified)) = (report, verified) {
-                    reattached(report, &verified, &mut listed);
+            for ((report, verified), observed) in reports
+                .iter()
+                .zip(verified_receipts(&receipts))
+                .zip(observed.iter())
+            {
+                if let (Some(_), Some(verified), Some(observed)) =
+                    (report, verified, observed.get())
+                {
+                    reattached(observed, &verified, &mut listed);
                 }
             }
             digests.extend_in_parallel(&listed);
             drop(listed);
             // Freed after the set is handed over (the last of the reports may be these).
-            (reports, receipts)
+            (reports, receipts, observed)
         })
     };
     let mirror = mirror.as_ref().map(|m| m.get());
@@ -209,6 +219,8 @@ fn audit_cross_check(
 struct Slots<'s> {
     /// Set for a run that settles if its receipts do (possibly none).
     receipts: &'s [OnceLock<Vec<Receipt>>],
+    /// Such a run's observations' content hashes, read as names on the pool meanwhile.
+    observed: &'s [OnceLock<Vec<Sha256Name>>],
     /// The store's blobs, hashed meanwhile (`store_blobs`).
     hashed: &'s Hashed,
 }
@@ -265,6 +277,7 @@ fn read<'s>(
                 journal::attach_store(&mut report, index);
                 if settles_but_receipts(&report) {
                     let _ = slots.receipts[run].set(Receipt::candidates(&report));
+                    let _ = slots.observed[run].set(observed_names(&report));
                 }
                 let _ = attached_to.send((run, report));
             }
@@ -380,18 +393,24 @@ impl Receipt {
     }
 }
 
-/// The digests a clean run reattached: its observations', and what its verified receipts
-/// pin (so their bytes are re-hashed too).
-fn reattached<'r>(
-    report: &'r JournalReport,
-    receipts: &[(usize, &'r Verified)],
-    digests: &mut Vec<&'r [u8]>,
+/// The content hashes of a run's observations, as names.
+fn observed_names(report: &JournalReport) -> Vec<Sha256Name> {
+    let observations = report.activities.iter().flat_map(|a| &a.observations);
+    observations
+        .map(|(_, _, hash)| Sha256Name::parse(hash))
+        .collect()
+}
+
+/// The digests a clean run reattached: its observations' (`observed`), and what its
+/// verified receipts pin (so their bytes are re-hashed too).
+fn reattached(
+    observed: &[Sha256Name],
+    receipts: &[(usize, &Verified)],
+    digests: &mut Vec<Sha256Name>,
 ) {
-    for a in &report.activities {
-        digests.extend(a.observations.iter().map(|(_, _, hash)| hash.as_slice()));
-    }
+    digests.extend(observed.iter().cloned());
     for (_, receipt) in receipts {
-        digests.extend(receipt.references.iter().map(Vec::as_slice));
+        digests.extend(receipt.references.iter().map(|r| Sha256Name::parse(r)));
     }
 }
 

@@ -94,10 +94,10 @@ struct Added {
 }
 
 impl Added {
-    fn add(&mut self, known: &HashedBlobs, digest: Sha256Name) {
-        match known.get(&digest) {
-            Some(read) => self.settle(&digest, read),
-            None => self.unread.push(digest),
+    fn add(&mut self, known: &HashedBlobs, digest: &Sha256Name) {
+        match known.get(digest) {
+            Some(read) => self.settle(digest, read),
+            None => self.unread.push(digest.clone()),
         }
     }
 
@@ -126,20 +126,21 @@ impl DigestSet {
     pub fn extend<'d>(&mut self, digests: impl IntoIterator<Item = &'d [u8]>) {
         let mut added = Added::default();
         for digest in digests {
-            added.add(&self.known, Sha256Name::parse(digest));
+            added.add(&self.known, &Sha256Name::parse(digest));
         }
         self.take(added);
     }
 
-    /// [`DigestSet::extend`], looked up side by side on the current rayon pool.
-    pub fn extend_in_parallel(&mut self, digests: &[&[u8]]) {
+    /// [`DigestSet::extend`] with digests already read as names, looked up side by side
+    /// on the current rayon pool.
+    pub fn extend_in_parallel(&mut self, digests: &[Sha256Name]) {
         let known = &self.known;
         let added = digests
             .par_chunks(4096)
             .map(|chunk| {
                 let mut added = Added::default();
                 for digest in chunk {
-                    added.add(known, Sha256Name::parse(digest));
+                    added.add(known, digest);
                 }
                 added
             })
@@ -218,7 +219,7 @@ impl DigestSet {
         self.know(std::mem::take(&mut other.known));
         let unread: Vec<Sha256Name> = std::mem::take(&mut other.unread).into_iter().collect();
         let mut added = Added::default();
-        for digest in unread {
+        for digest in &unread {
             added.add(&self.known, digest);
         }
         self.take(added);
