@@ -5,6 +5,21 @@ pub(crate) const STANDARD: &[u8; 64] =
 pub(crate) const URL_SAFE: &[u8; 64] =
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
+/// Each byte's value in an alphabet, or [`NOT_A_DIGIT`].
+const fn values_of(alphabet: &[u8; 64]) -> [u8; 256] {
+    let mut values = [NOT_A_DIGIT; 256];
+    let mut i = 0;
+    while i < 64 {
+        values[alphabet[i] as usize] = i as u8;
+        i += 1;
+    }
+    values
+}
+
+const NOT_A_DIGIT: u8 = 0xFF;
+const STANDARD_VALUES: [u8; 256] = values_of(STANDARD);
+const URL_SAFE_VALUES: [u8; 256] = values_of(URL_SAFE);
+
 /// Base64 in `alphabet` that is exactly the encoding of its bytes (padded with `=` for
 /// the standard alphabet, unpadded for the URL-safe one): every decoder reads the same
 /// bytes from it, Python's lenient ones included.
@@ -15,11 +30,21 @@ pub(crate) fn decode(text: &[u8], alphabet: &[u8; 64]) -> Option<Vec<u8>> {
     } else {
         text
     };
+    let values = if alphabet == STANDARD {
+        STANDARD_VALUES
+    } else if alphabet == URL_SAFE {
+        URL_SAFE_VALUES
+    } else {
+        values_of(alphabet)
+    };
     let mut bits: u32 = 0;
     let mut count = 0;
     let mut out = Vec::with_capacity(digits.len() * 3 / 4);
     for &c in digits {
-        let value = alphabet.iter().position(|&a| a == c)? as u32;
+        let value = match values[c as usize] {
+            NOT_A_DIGIT => return None,
+            value => u32::from(value),
+        };
         bits = (bits << 6) | value;
         count += 6;
         if count >= 8 {
@@ -53,6 +78,21 @@ pub(crate) fn encode(data: &[u8], alphabet: &[u8; 64]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_digit_of_each_alphabet_and_no_other_byte_decodes() {
+        for alphabet in [STANDARD, URL_SAFE] {
+            for byte in 0u8..=255 {
+                // Four digits spell three bytes, whatever the digit; any other byte fails.
+                let text = [byte, b'A', b'A', b'A'];
+                let want = alphabet
+                    .iter()
+                    .position(|&a| a == byte)
+                    .map(|v| vec![(v as u8) << 2, 0, 0]);
+                assert_eq!(decode(&text, alphabet), want, "{byte:#x}");
+            }
+        }
+    }
 
     #[test]
     fn base64_is_read_only_when_canonical() {
