@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use agentledger_core::hash::{content_name_prefix, SHA256_PREFIX};
+use agentledger_core::hash::plain_sha256;
 use agentledger_core::pyjson::{self, audit, journal};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -142,7 +142,8 @@ pub(crate) fn evidence_settled(a: &journal::ActivityRow) -> bool {
 
 /// `sha256:` and 64 lowercase hex digits: an artifact name bernstein looks up.
 pub(crate) fn well_formed_artifact(hash: &[u8]) -> bool {
-    content_name_prefix(hash) == Some(SHA256_PREFIX)
+    // `sha256:` + 64 lowercase hex, read the fast way.
+    plain_sha256(hash).is_some()
 }
 
 /// A settled stage as a tuple: `(step, stage_id, kind, artifact_hash, has_observations,
