@@ -154,16 +154,15 @@ impl DigestSet {
         self.unread.extend(added.unread);
     }
 
-    /// Blobs read meanwhile: the digests added before them are settled now.
+    /// Blobs just read (none added yet): the digests added before them are settled now.
     pub fn know(&mut self, hashed: HashedBlobs) {
-        let fresh = hashed.values().all(|r| !r.added.load(Ordering::Relaxed));
-        if self.known.is_empty() && self.unread.is_empty() && fresh {
+        if self.known.is_empty() && self.unread.is_empty() {
             self.known = hashed;
             return;
         }
         let mut added = Added::default();
         for (digest, read) in hashed {
-            let was_added = read.added.load(Ordering::Relaxed) || self.unread.remove(&digest);
+            let was_added = self.unread.remove(&digest);
             let held = self
                 .known
                 .entry(digest.clone())
@@ -203,26 +202,13 @@ impl DigestSet {
         let gathered = py
             .allow_threads(move || pending.recv())
             .map_err(|_| PyRuntimeError::new_err("gathering digests failed (internal error)"))?;
-        self.merge(gathered);
+        // A set being gathered is used by nothing else until now: it is the gathered one.
+        let mut gathered = gathered;
+        std::mem::swap(&mut self.known, &mut gathered.known);
+        std::mem::swap(&mut self.unread, &mut gathered.unread);
+        std::mem::swap(&mut self.mismatches, &mut gathered.mismatches);
+        self.found = gathered.found;
         Ok(())
-    }
-
-    fn merge(&mut self, mut other: DigestSet) {
-        if self.known.is_empty() && self.unread.is_empty() {
-            std::mem::swap(&mut self.known, &mut other.known);
-            std::mem::swap(&mut self.unread, &mut other.unread);
-            std::mem::swap(&mut self.mismatches, &mut other.mismatches);
-            self.found = other.found;
-            return;
-        }
-        // Its settled digests are settled again here, once.
-        self.know(std::mem::take(&mut other.known));
-        let unread: Vec<Sha256Name> = std::mem::take(&mut other.unread).into_iter().collect();
-        let mut added = Added::default();
-        for digest in &unread {
-            added.add(&self.known, digest);
-        }
-        self.take(added);
     }
 
     /// How many digests the set holds.
