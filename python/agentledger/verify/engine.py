@@ -16,7 +16,7 @@ from agentledger.verify import bernstein as bernstein_checks
 from agentledger.verify import log as workspace_log
 from agentledger.verify import phase as phase_checks
 from agentledger.verify.context import VerifyContext, VerifyOptions
-from agentledger.verify.results import RunVerdict, VerifyReport
+from agentledger.verify.results import Divergence, RunVerdict, VerifyReport
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -66,8 +66,18 @@ def verify_ledger(
             whole=run_ids is None,
             heads=heads,
         )
-        for check in CHECKS:
-            check(ctx)
+        if ledger.db.schema_findings:
+            # What the file's SQL returns cannot be trusted: its schema is not ours.
+            for finding in ledger.db.schema_findings:
+                ctx.diverged(
+                    None,
+                    Divergence(None, None, "schema.altered", "the schema agentledger creates",
+                               finding, "sqlite_schema"),
+                )
+            report.notes.append("no other check ran: the file's schema was altered")
+        else:
+            for check in CHECKS:
+                check(ctx)
     report.runs = list(ctx.verdicts.values())
     report.elapsed_s = time.perf_counter() - started
     for action in ctx.after_snapshot:
