@@ -10,7 +10,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from agentledger.errors import ExitCode
+from agentledger.errors import ExitCode, LedgerError
+from agentledger.storage.migrations import SCHEMA_VERSION
 from agentledger.verify import audit, blobs, journal_pass, receipts, runs_table, team
 from agentledger.verify import bernstein as bernstein_checks
 from agentledger.verify import log as workspace_log
@@ -44,6 +45,14 @@ def verify_ledger(
 ) -> VerifyReport:
     """Verify the whole workspace (``run_ids`` None) or only the named runs."""
     started = time.perf_counter()
+    if ledger.db.version < SCHEMA_VERSION and not ledger.db.schema_findings:
+        # Verify never migrates (it writes nothing); this version reads only its own schema.
+        raise LedgerError(
+            f"{ledger.path}: schema {ledger.db.version}, written by an older agentledger; "
+            f"this version verifies schema {SCHEMA_VERSION}. Any writing command upgrades "
+            "it (its entries are then verified before anything is signed)",
+            code="ledger-old",
+        )
     report = VerifyReport()
     with ledger.db.snapshot() as conn:
         heads = {

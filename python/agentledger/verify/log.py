@@ -206,8 +206,6 @@ def check_log(ctx: VerifyContext) -> None:
         _diverged(ctx, "log.size", f"{state.size:,} logged entries", f"{total - unlogged:,}", "log")
     _check_state_cache(ctx, state)
     reader = tiles.TileReader(ctx.conn)
-    if not _check_tiles(ctx, reader, state, root, full=plan.base is None):
-        return
     seal = archive_seal(ctx.conn)
     if seal is not None and seal.get("size") != state.size:
         _diverged(
@@ -217,7 +215,15 @@ def check_log(ctx: VerifyContext) -> None:
             f"{state.size:,}: the archive was changed after it was sealed",
             "archive",
         )
-    _check_history(ctx, reader, trusted, state.size, newest)
+    ok = newest is not None and _check_checkpoint(ctx, newest, trusted)
+    matches = newest is None or (newest.checkpoint.size, newest.checkpoint.root) == (
+        state.size,
+        root,
+    )
+    # Entries deleted or changed explain tiles that no longer fit them: said once, above.
+    tiles_ok = matches and _check_tiles(ctx, reader, state, root, full=plan.base is None)
+    if tiles_ok:
+        _check_history(ctx, reader, trusted, state.size, newest)
     if newest is None:
         if state.size:
             _diverged(
@@ -230,7 +236,6 @@ def check_log(ctx: VerifyContext) -> None:
             )
         _check_remembered(ctx, reader, plan, state.size, root)
         return
-    ok = _check_checkpoint(ctx, newest, trusted)
     note = newest.checkpoint
     if note.size != state.size:
         if state.size < note.size:
@@ -252,10 +257,12 @@ def check_log(ctx: VerifyContext) -> None:
             )
     elif note.root != root:
         _diverged(ctx, "log.root", _b64(note.root), _b64(root) + " (entries changed)", "log")
+    # Proofs against the signed log come from the tiles, which must then be its tree.
+    proven_size, proven_root = (state.size, root) if tiles_ok else (note.size, note.root)
     if plan.exported is not None:
-        _check_exported(ctx, reader, plan.exported, trusted, state.size, root)
-    _check_remembered(ctx, reader, plan, state.size, root)
-    if ok and seal is None:
+        _check_exported(ctx, reader, plan.exported, trusted, proven_size, proven_root)
+    _check_remembered(ctx, reader, plan, proven_size, proven_root)
+    if ok and tiles_ok and seal is None:
         memory = _memory(ctx)
         ctx.after_snapshot.append(lambda: _record_verified(ctx, memory, state.size, root))
 
