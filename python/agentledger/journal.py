@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from agentledger import _core, log, signing
 from agentledger.errors import Diverged, InvalidInput, NotFound
 from agentledger.ids import check_kind, utc_timestamp
+from agentledger.limits import MAX_SQLITE_INT
 from agentledger.storage import native
 
 if TYPE_CHECKING:
@@ -146,6 +147,8 @@ class Run:
 
     def entries(self, start: int = 0, kind: str | None = None) -> Iterator[Entry]:
         """The run's entries in order, from ``start``; optionally only one kind."""
+        if not isinstance(start, int) or not 0 <= start <= MAX_SQLITE_INT:
+            raise InvalidInput(f"start must be a sequence number in 0..2^63-1, not {start!r}")
         sql = "SELECT run_id, seq, kind, hash, bytes FROM entries WHERE run_id = ? AND seq >= ?"
         params: tuple[object, ...] = (self.id, start)
         if kind is not None:

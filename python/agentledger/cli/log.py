@@ -17,6 +17,7 @@ from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.cli.verify import run_verify, verify_options
 from agentledger.errors import ExitCode, InvalidInput, NotFound
 from agentledger.keys import KeyStore, resolve_trust
+from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
 from agentledger.proofs import parse_bundle, prove, verify_bundle
 from agentledger.report import report_renderable
 from agentledger.verify import VerifyOptions
@@ -77,7 +78,7 @@ def checkpoint(app: AppContext, export_file: Path | None, adopt: bool, as_json: 
 
 @cli.command("prove")
 @click.argument("run_id", metavar="RUN")
-@click.argument("seq", type=click.IntRange(min=0), metavar="SEQ")
+@click.argument("seq", type=click.IntRange(min=0, max=MAX_SQLITE_INT), metavar="SEQ")
 @click.pass_obj
 def prove_command(app: AppContext, run_id: str, seq: int) -> int:
     """Print a self-contained proof that entry SEQ of RUN is in the signed log (JSON).
@@ -109,17 +110,7 @@ def verify_proof(app: AppContext, proof_file: Path, trust: tuple[str, ...], as_j
     No ledger is needed. Exit 0 when it verifies against a trusted key, 2 when it does
     not, 65 when the file is not a proof bundle, 1 when it does not exist.
     """
-    try:
-        data = (
-            proof_file.read_bytes()
-            if str(proof_file) != "-"
-            else click.get_binary_stream("stdin").read()
-        )
-    except FileNotFoundError:
-        raise NotFound(f"{proof_file}: no such file") from None
-    except OSError as exc:
-        raise InvalidInput(f"{proof_file}: cannot read ({exc.strerror})") from None
-    bundle = parse_bundle(data)
+    bundle = parse_bundle(read_capped(proof_file, MAX_DOCUMENT_BYTES, "a proof bundle"))
     trusted = resolve_trust(trust, KeyStore(app.key_dir))
     verdict = verify_bundle(bundle, trusted)
     if as_json:

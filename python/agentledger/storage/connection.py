@@ -131,6 +131,7 @@ class Database:
         log's checkpoint); dropped if the transaction fails."""
         self.after_commit: list[Callable[[], None]] = []
         """Run once the outermost write transaction has committed (the signer's memory)."""
+        self._schema_cookie = -1
         self.transaction_scope: dict[str, object] = {}
         """What the current write transaction has established (cleared at its end)."""
 
@@ -204,6 +205,7 @@ class Database:
         conn.transaction_mode = "IMMEDIATE"
         self.version = version
         self.schema_findings = schema_drift(conn, version)
+        self._schema_cookie = self._cookie()
         if not self.readonly and version < SCHEMA_VERSION and not self.schema_findings:
             with conn:
                 # Re-read under the write lock: another process may have migrated meanwhile.
@@ -217,6 +219,7 @@ class Database:
                         )
             self.version = SCHEMA_VERSION
             self.schema_findings = schema_drift(conn, SCHEMA_VERSION)
+            self._schema_cookie = self._cookie()
 
     def check_writable(self) -> None:
         """Refuse to write a read-only handle, or a file whose schema was altered."""
@@ -234,6 +237,18 @@ class Database:
                 f"{self.path}: schema {self.version} could not be upgraded", code="ledger-old"
             )
 
+    def _cookie(self) -> int:
+        return int(self.conn.execute("PRAGMA schema_version").fetchall()[0][0])
+
+    def _recheck_schema(self) -> None:
+        """Inside a write transaction: another process may have changed the schema since
+        this handle opened (SQLite bumps its cookie on every change)."""
+        cookie = self._cookie()
+        if cookie != self._schema_cookie:
+            self.schema_findings = schema_drift(self.conn, self.version)
+            self._schema_cookie = cookie
+            self.check_writable()
+
     @contextlib.contextmanager
     def write(self) -> Iterator[apsw.Connection]:
         """One write transaction (BEGIN IMMEDIATE): all of it commits, or none of it."""
@@ -242,6 +257,8 @@ class Database:
         committed = False
         try:
             with self.conn:
+                if outermost:
+                    self._recheck_schema()
                 yield self.conn
                 while outermost and self.before_commit:
                     self.before_commit.pop(0)(self.conn)

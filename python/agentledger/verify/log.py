@@ -234,6 +234,9 @@ def check_log(ctx: VerifyContext) -> None:
                 "ledger from before checkpoints)",
                 "checkpoints",
             )
+        # An exported checkpoint still binds an emptied or replaced ledger.
+        if plan.exported is not None:
+            _check_exported(ctx, reader, plan.exported, trusted, state.size, root)
         _check_remembered(ctx, reader, plan, state.size, root)
         return
     note = newest.checkpoint
@@ -439,6 +442,11 @@ def _check_selected_runs(
                 "none: nothing signed vouches for these entries",
                 "checkpoints",
             )
+        state = wslog.read_state(ctx.conn)
+        reader = tiles.TileReader(ctx.conn)
+        if plan.exported is not None:
+            _check_exported(ctx, reader, plan.exported, trusted, state.size, state.root)
+        _check_remembered(ctx, reader, plan, state.size, state.root)
         return
     if not _check_checkpoint(ctx, newest, trusted):
         return
@@ -572,7 +580,9 @@ def _check_exported(
 def _record_verified(ctx: VerifyContext, memory: SignerMemory, size: int, root: bytes) -> None:
     """Remember, outside the file, the log state a clean verify covered (for the signer's
     rule and the next --incremental)."""
-    if ctx.report.code != 0:
+    # A machine without an install folder (a reviewer's) has no memory to keep: verify
+    # never creates one.
+    if ctx.report.code != 0 or not ctx.ledger.keys.home.is_dir():
         return
     try:
         memory.record("verified", size, root)
