@@ -52,7 +52,6 @@ OWN_TABLES = {
     "checkpoints",
     "log_tiles",
     "prune_receipts",
-    "blob_births",
 }
 
 
