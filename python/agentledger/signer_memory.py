@@ -13,6 +13,7 @@ Updates are monotonic (a smaller size never replaces a larger one) and atomic (a
 temporary file renamed over the old one, under an exclusive ``flock``), so concurrent
 writers of one install can only move it forward. It is written after the ledger commits:
 it may lag the file (a crash in between), never lead it (``signing.py`` copes with the lag).
+Verify reads it before its snapshot begins, so it never sees a state newer than the file.
 """
 
 from __future__ import annotations
@@ -105,10 +106,10 @@ class SignerMemory:
             temp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(6)}.tmp")
             fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             try:
+                # Not fsync'd: a memory lost in a crash only lags the file, and the file's
+                # own checkpoint signed by this install then covers the gap (signing.py).
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     json.dump(document, handle, sort_keys=True)
-                    handle.flush()
-                    os.fsync(handle.fileno())
                 os.replace(temp, self.path)
             finally:
                 temp.unlink(missing_ok=True)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agentledger.errors import ExitCode, LedgerError
+from agentledger.signer_memory import SignerMemory
 from agentledger.storage.migrations import SCHEMA_VERSION
 from agentledger.verify import audit, blobs, bookkeeping, journal_pass, receipts, runs_table, team
 from agentledger.verify import bernstein as bernstein_checks
@@ -55,6 +56,14 @@ def verify_ledger(
             code="ledger-old",
         )
     report = VerifyReport()
+    if ledger.db.immutable:
+        report.notes.append(
+            "the ledger cannot be written here: read as immutable (no locks, no -wal); "
+            "nothing was written"
+        )
+    # Read before the snapshot's first read: the memory is written after each commit, so
+    # what it says is then never newer than what the snapshot sees.
+    remembered = SignerMemory(ledger.keys.home, ledger.id).read()
     with ledger.db.snapshot() as conn:
         heads = {
             run_id: (head_seq, head_hash)
@@ -75,6 +84,7 @@ def verify_ledger(
             verdicts=verdicts,
             whole=run_ids is None,
             heads=heads,
+            remembered=remembered,
         )
         if ledger.db.schema_findings:
             # What the file's SQL returns cannot be trusted: its schema is not ours.

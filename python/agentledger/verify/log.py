@@ -104,10 +104,11 @@ def plan_log(ctx: VerifyContext) -> None:
     """Before the journal pass: with ``--incremental``, narrow it to the new tail."""
     # An archive keeps its source's id but holds a log of its own: no memory applies.
     sealed = archive_seal(ctx.conn) is not None
-    memory = {} if sealed else _memory(ctx).read()
+    memory = {} if sealed else ctx.remembered
+    known = [memory[kind] for kind in ("signed", "verified") if kind in memory]
     plan = LogPlan(
         exported=_read_exported(ctx),
-        remembered=None if sealed else _memory(ctx).base(),
+        remembered=max(known, key=lambda r: r.size) if known else None,
         covers_workspace=ctx.whole,
     )
     ctx.log_plan = plan
