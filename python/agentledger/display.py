@@ -24,9 +24,13 @@ from typing import IO
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.segment import Segment
 
-UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_FORMATTING = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+UNSAFE = re.compile(f"[\x00-\x1f{_FORMATTING}]")
 """C0 and C1 controls (ESC included), DEL, bidi marks and overrides (U+202A-202E,
 U+2066-2069, LRM, RLM, ALM) and the Unicode line/paragraph separators."""
+
+_UNSAFE_IN_LAYOUT = re.compile(f"[\x00-\x09\x0b-\x1f{_FORMATTING}]")
+"""``UNSAFE`` but the newline: what the console escapes in the segments rich lays out."""
 
 UNWRAPPED_WIDTH = 1 << 16
 """The width of output that is not a terminal, with no ``COLUMNS`` and no ``--width``: wide
@@ -64,8 +68,10 @@ class SafeConsole(Console):
         self, renderable: RenderableType, options: ConsoleOptions | None = None
     ) -> Iterable[Segment]:
         for segment in super().render(renderable, options):
-            if segment.control is None and UNSAFE.search(segment.text):
-                yield Segment(safe(segment.text), segment.style)
+            # Rich ends each line it lays out with a "\n" segment of its own; a ledger's
+            # newlines were escaped by ``safe`` before rich saw them.
+            if segment.control is None and _UNSAFE_IN_LAYOUT.search(segment.text):
+                yield Segment(_UNSAFE_IN_LAYOUT.sub(_escape, segment.text), segment.style)
             else:
                 yield segment
 

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentledger.errors import ExitCode
+from agentledger import _core
+from agentledger.errors import AgentLedgerError, ExitCode
 from agentledger.verify import audit, blobs, journal_pass, receipts, runs_table, team
 from agentledger.verify import bernstein as bernstein_checks
 from agentledger.verify import log as workspace_log
 from agentledger.verify import phase as phase_checks
 from agentledger.verify.context import VerifyContext, VerifyOptions
-from agentledger.verify.results import RunVerdict, VerifyReport
+from agentledger.verify.results import RunVerdict, TrustedKey, VerifyReport
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -44,7 +47,13 @@ def verify_ledger(
 ) -> VerifyReport:
     """Verify the whole workspace (``run_ids`` None) or only the named runs."""
     started = time.perf_counter()
-    report = VerifyReport()
+    report = VerifyReport(
+        ledger_path=str(ledger.path),
+        ledger_id=ledger.id,
+        version=_core.__version__,
+        verified_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        trusted_keys=trusted_keys(ledger, options),
+    )
     with ledger.db.snapshot() as conn:
         heads = {
             run_id: (head_seq, head_hash)
@@ -69,7 +78,52 @@ def verify_ledger(
         for check in CHECKS:
             check(ctx)
     report.runs = list(ctx.verdicts.values())
+    if report.checkpoint is None and report.checkpoint_reason is None:
+        report.checkpoint_reason = (
+            "no signed checkpoint in this ledger"
+            if ctx.whole and not _has_checkpoint(ledger)
+            else "the workspace log is matched against a checkpoint only when every run "
+            "is verified (give no RUN, or --all)"
+            if not ctx.whole
+            else "the log check stopped before matching one (see its log.* findings)"
+        )
     report.elapsed_s = time.perf_counter() - started
     for action in ctx.after_snapshot:
         action()
     return report
+
+
+def _has_checkpoint(ledger: Ledger) -> bool:
+    try:
+        return bool(ledger.db.rows("SELECT 1 FROM checkpoints LIMIT 1"))
+    except AgentLedgerError:  # a ledger from before the log has no such table
+        return False
+
+
+def trusted_keys(ledger: Ledger, options: VerifyOptions) -> list[TrustedKey]:
+    """The keys verification trusts, each with where it came from (read, never created)."""
+    from agentledger.keys import parse_public_key, public_key_text, read_trust_file
+
+    store = ledger.keys
+    found: list[TrustedKey] = []
+
+    def add(key: str, source: str) -> None:
+        if all(known.key != key for known in found):
+            found.append(TrustedKey(key, source))
+
+    try:
+        own = store.install_public_key()
+        if own is not None:
+            add(own, f"this install's key ({store.install_public_key_path})")
+        if store.trust_path.exists():
+            for key in read_trust_file(store.trust_path):
+                add(key, f"trust file {store.trust_path}")
+        for value in options.trust:
+            if value.strip().startswith("ed25519:"):
+                add(public_key_text(parse_public_key(value)), "--trust")
+            else:
+                for key in read_trust_file(Path(value)):
+                    add(key, f"--trust file {value}")
+    except AgentLedgerError as exc:
+        found.append(TrustedKey("-", f"not read: {exc.message}"))
+    return found

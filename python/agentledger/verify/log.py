@@ -172,6 +172,7 @@ def check_log(ctx: VerifyContext) -> None:
             )
         return
     ok = _check_checkpoint(ctx, newest, trusted)
+    ctx.report.match_checkpoint(newest, trusted)
     note = newest.checkpoint
     if note.size != state.size:
         where = "entries deleted" if state.size < note.size else "entries added after it"
