@@ -12,7 +12,6 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from agentledger.display import human_console
 from agentledger.ledger import Ledger
 
 
@@ -30,11 +29,15 @@ class AppContext:
     @property
     def console(self) -> Console:
         """Human output (stdout). Never used together with --json output."""
+        from agentledger.display import human_console
+
         return human_console()
 
     @property
     def err_console(self) -> Console:
         """Progress and notes (stderr)."""
+        from agentledger.display import human_console
+
         return human_console(stderr=True)
 
 
