@@ -14,10 +14,10 @@ from agentledger.activity.stages import stage_summaries
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option, width_option
 from agentledger.display import human_console, safe, shorten
-from agentledger.errors import ExitCode
+from agentledger.errors import AgentLedgerError, ExitCode
 from agentledger.journal import Entry, hash_text
 from agentledger.ledger import Ledger
-from agentledger.verify import VerifyOptions, status_name
+from agentledger.verify import RunVerdict, VerifyOptions, VerifyReport, status_name
 from agentledger.verify.marks import Mark, RunMarks, mark_run
 
 HASH_WIDTH = 18
@@ -124,9 +124,15 @@ def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
         ledger.get_run(run_id)
         entries = _read(ledger, run_id)
         stages = stage_summaries(ledger, entries)
-        report = ledger.verify([run_id], options=VerifyOptions(jobs=1))
-    verdict = report.runs[0]
-    marks = mark_run(verdict, report.workspace, stages)
+        try:
+            report: VerifyReport | None = ledger.verify([run_id], options=VerifyOptions(jobs=1))
+            unverified = None
+        except AgentLedgerError as exc:
+            # A key file verify must refuse (e.g. a trust anchor others may write): the
+            # journal is still shown, said to be unverified, and why.
+            report, unverified = None, f"not verified: {exc.message}"
+    verdict = report.runs[0] if report is not None else RunVerdict(run_id)
+    marks = mark_run(verdict, report.workspace if report is not None else [], stages)
     code = int(ExitCode.DIVERGED if marks.diverged else ExitCode.OK)
     if as_json:
         emit_json(
@@ -134,7 +140,8 @@ def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
                 "run": run_id,
                 "code": code,
                 "status": status_name(code),
-                "verify": verdict.to_json(),
+                "verify": verdict.to_json() if unverified is None else None,
+                "unverified": unverified,
                 "run_findings": [mark.to_json() for mark in marks.run],
                 "stages": stages,
                 "entries": [
@@ -161,7 +168,10 @@ def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
             ("run ", "dim"),
             (safe(run_id), "bold"),
             f"  {len(entries)} entries  ",
-            ("verified clean" if code == 0 else "DIVERGED", "green" if code == 0 else "bold red"),
+            (
+                "DIVERGED" if code else safe(unverified) if unverified else "verified clean",
+                "bold red" if code else "yellow" if unverified else "green",
+            ),
         )
     )
     for mark in marks.run:
@@ -194,7 +204,10 @@ def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
     console.print(tree)
     if stages:
         console.print(stages_tree(stages, marks))
-    console.print(Text(f"verdict: {status}", style="green" if code == 0 else "bold red"))
+    if unverified is not None:
+        console.print(Text(safe(unverified), style="yellow"))
+    else:
+        console.print(Text(f"verdict: {status}", style="green" if code == 0 else "bold red"))
     return code
 
 
