@@ -22,7 +22,9 @@ from collections.abc import Iterable
 from typing import IO
 
 from rich.console import Console, ConsoleOptions, RenderableType
+from rich.markup import escape
 from rich.segment import Segment
+from rich.text import Text
 
 _FORMATTING = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
 UNSAFE = re.compile(f"[\x00-\x1f{_FORMATTING}]")
@@ -55,6 +57,11 @@ def shorten(text: str, limit: int) -> str:
     keep = max(limit - 1, 2)
     head = (keep + 1) // 2
     return text[:head] + "…" + text[len(text) - (keep - head) :]
+
+
+def styled(template: str, **values: object) -> Text:
+    """Our own markup in ``template``; each ``{name}`` value is shown safe, never as markup."""
+    return Text.from_markup(template.format(**{k: escape(safe(v)) for k, v in values.items()}))
 
 
 class SafeConsole(Console):
@@ -103,4 +110,4 @@ def human_console(
     )
 
 
-__all__ = ["UNSAFE", "SafeConsole", "human_console", "output_width", "safe", "shorten"]
+__all__ = ["UNSAFE", "SafeConsole", "human_console", "output_width", "safe", "shorten", "styled"]

@@ -35,7 +35,8 @@ def explain(app: AppContext, check: str | None, as_json: bool) -> None:
             {"check": i.id, "means": i.means, "expected": i.expected, "actual": i.actual}
             for i in rows
         ]
-        emit_json(items[0] if check is not None else {"rule": RULE, "checks": items})
+        listing: dict[str, object] = {"rule": RULE, "checks": items}
+        emit_json(items[0] if check is not None else listing)
         return
     console = human_console()
     if check is not None:

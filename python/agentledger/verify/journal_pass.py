@@ -100,7 +100,7 @@ def check_journal(ctx: VerifyContext) -> None:
     shown = 0
     for run_id, seq, check, expected, actual in findings:
         detail = None
-        if check in EDITED_CHECKS and shown < DETAILS_LIMIT:
+        if check in EDITED_CHECKS and seq is not None and shown < DETAILS_LIMIT:
             shown += 1
             detail = entry_detail(ctx, run_id, seq)
         ctx.diverged(run_id, Divergence(run_id, seq, check, expected, actual, detail=detail))
