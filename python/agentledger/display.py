@@ -51,12 +51,23 @@ def safe(text: object) -> str:
 
 
 def shorten(text: str, limit: int) -> str:
-    """At most ``limit`` characters, cut in the middle so both ends stay visible."""
+    """At most about ``limit`` characters, cut in the middle so both ends stay visible.
+
+    The cut moves to a space nearby when there is one, so that a digest is dropped whole
+    rather than cut.
+    """
     if len(text) <= limit:
         return text
     keep = max(limit - 1, 2)
     head = (keep + 1) // 2
-    return text[:head] + "…" + text[len(text) - (keep - head) :]
+    tail = len(text) - (keep - head)
+    space = text.rfind(" ", 0, head)
+    if space >= 0 and space > head - 80:
+        head = space + 1
+    space = text.find(" ", tail)
+    if 0 <= space < tail + 80:
+        tail = space
+    return text[:head] + "…" + text[tail:]
 
 
 def styled(template: str, **values: object) -> Text:

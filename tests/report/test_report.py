@@ -71,10 +71,10 @@ def test_every_check_found_is_explained_and_an_edit_shows_what_the_file_holds(
     assert code == 2
     for check in ("entry.hash", "chain.gap", "run.head_seq", "blob.digest"):
         assert explain(check).means in out
-    assert 'step {"n":3,"tool":"rm -rf /;' in out  # the edited body, not only two hashes
+    assert 'step {"n": 3, "tool": "rm -rf /;' in out  # the edited body, not only two hashes
     code, out, _ = demo_cli("verify", "--json")
     entry = _finding(as_json(out), demo.run("entry.hash"), "entry.hash")
-    assert entry["detail"].startswith('step {"n":3,"tool":"rm -rf /;')
+    assert entry["detail"].startswith('step {"n": 3, "tool": "rm -rf /;')
 
 
 def test_the_summary_counts_workspace_findings_by_check(demo: Demo, demo_cli: Any) -> None:

@@ -55,7 +55,8 @@ def entry_detail(ctx: VerifyContext, run_id: str, seq: int) -> str | None:
     try:
         doc = json.loads(raw)
         body = doc.get("body") if isinstance(doc, dict) else doc
-        text = json.dumps(body, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        # Spaced, so a long body wraps between values and a digest in it is never split.
+        text = json.dumps(body, ensure_ascii=False, sort_keys=True)
     except (ValueError, RecursionError):
         text = bytes(raw).decode("utf-8", "replace")
     return f"{kind} {shorten(text, DETAIL_CHARS)}"
