@@ -174,6 +174,17 @@ CHECKS: dict[str, CheckInfo] = _table(
      "the next leaf of the log", "what the file holds there"),
     ("log.unlogged", "An entry is not in the workspace log.",
      "a leaf of the workspace log", "none"),
+    ("log.tiles", "The stored tree of the log (its tiles) is not the tree of the entries or of the "
+     "signed checkpoint.",
+     "the tree of the logged entries, or of the signed checkpoint", "what the stored tiles give"),
+    ("log.inclusion", "A named run's entry is not the leaf the signed log holds at its place: "
+     "it was edited, re-chained or added after signing.",
+     "the leaf of the signed checkpoint at this place", "what the entry gives now"),
+    ("log.unsigned", "An entry of a named run was added after the newest signed checkpoint.",
+     "an entry of the signed log", "a leaf past the newest checkpoint"),
+    ("log.incomplete", "Entries of the signed log are missing from the file, so a named run cannot "
+     "be certified complete.",
+     "the entries the signed checkpoint counts", "how many the file is missing"),
     ("log.state", "The log's stored frontier disagrees with the entries.",
      "the log state the entries give", "the stored frontier"),
     ("log.consistency", "The log does not extend the checkpoint verified before.",
@@ -189,12 +200,19 @@ CHECKS: dict[str, CheckInfo] = _table(
      "a signature by a trusted key", "the signer names the note holds"),
     ("checkpoint.origin", "A checkpoint was made for another ledger.",
      "the ledger id the signed checkpoint names", "this ledger's id"),
+    ("checkpoint.history", "An older checkpoint's root is not the root of the log's first entries "
+     "at its size: the log's history was rewritten.",
+     "the root the older signed checkpoint records", "the root the log's first entries give now"),
     ("checkpoint.columns", "A checkpoint's size/root columns disagree with its signed note.",
      "the size and root the signed note records", "the size and root columns"),
     ("checkpoint.frontier", "A checkpoint's stored frontier does not give its signed root.",
      "the root the signed note records", "the root of the stored frontier"),
     ("archive.extended", "An archive was changed after it was sealed.",
      "the size the seal records", "the size the archive holds"),
+    # ---- the file's own schema ---------------------------------------------------------
+    ("schema.altered", "The file's SQL schema is not the one agentledger creates (a trigger, "
+     "view or changed table could make its queries lie); no other check ran.",
+     "the schema agentledger creates", "what the file's schema holds"),
     # ---- phase evidence ----------------------------------------------------------------
     ("phase.evidence", "A run's phase evidence does not re-derive from its recorded compiler "
      "inputs.",

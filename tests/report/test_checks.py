@@ -11,6 +11,7 @@ from agentledger.checks import CHECKS, RULE, markdown
 ROOT = Path(__file__).resolve().parents[2]
 FAMILIES = (
     "entry|chain|run|runs|blob|activity|receipt|audit|team|log|checkpoint|archive|phase|bernstein"
+    "|schema"
 )
 CHECK_LITERAL = re.compile(rf'"((?:{FAMILIES})\.[a-z_]+(?:\.[a-z_]+)*)"')
 NOT_CHECKS = {"activity.result", "activity.refused", "audit.key", "receipt.plan"}

@@ -51,7 +51,7 @@ def init(app: AppContext, as_json: bool) -> None:
 @click.pass_obj
 def runs(app: AppContext, as_json: bool) -> None:
     """List runs: entries, activities, last entry and head hash."""
-    with app.open_ledger() as ledger:
+    with app.open_ledger(readonly=True) as ledger:
         rows = ledger.db.conn.execute(
             """
             SELECT r.run_id, r.head_seq + 1, r.head_hash,
@@ -120,7 +120,7 @@ def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
     stage incomplete. Exit 0 when the run verifies, 1 when there is no such run,
     2 when it diverged (with --json too).
     """
-    with app.open_ledger() as ledger:
+    with app.open_ledger(readonly=True) as ledger:
         ledger.get_run(run_id)
         entries = _read(ledger, run_id)
         stages = stage_summaries(ledger, entries)

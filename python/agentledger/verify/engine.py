@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agentledger import _core
-from agentledger.errors import AgentLedgerError, ExitCode
+from agentledger.errors import AgentLedgerError, ExitCode, LedgerError
+from agentledger.storage.migrations import SCHEMA_VERSION
 from agentledger.verify import audit, blobs, journal_pass, receipts, runs_table, team
 from agentledger.verify import bernstein as bernstein_checks
 from agentledger.verify import log as workspace_log
 from agentledger.verify import phase as phase_checks
 from agentledger.verify.context import VerifyContext, VerifyOptions
-from agentledger.verify.results import RunVerdict, TrustedKey, VerifyReport
+from agentledger.verify.results import Divergence, RunVerdict, TrustedKey, VerifyReport
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -47,6 +48,14 @@ def verify_ledger(
 ) -> VerifyReport:
     """Verify the whole workspace (``run_ids`` None) or only the named runs."""
     started = time.perf_counter()
+    if ledger.db.version < SCHEMA_VERSION and not ledger.db.schema_findings:
+        # Verify never migrates (it writes nothing); this version reads only its own schema.
+        raise LedgerError(
+            f"{ledger.path}: schema {ledger.db.version}, written by an older agentledger; "
+            f"this version verifies schema {SCHEMA_VERSION}. Any writing command upgrades "
+            "it (its entries are then verified before anything is signed)",
+            code="ledger-old",
+        )
     report = VerifyReport(
         ledger_path=str(ledger.path),
         ledger_id=ledger.id,
@@ -75,29 +84,32 @@ def verify_ledger(
             whole=run_ids is None,
             heads=heads,
         )
-        for check in CHECKS:
-            check(ctx)
+        if ledger.db.schema_findings:
+            # What the file's SQL returns cannot be trusted: its schema is not ours.
+            for finding in ledger.db.schema_findings:
+                ctx.diverged(
+                    None,
+                    Divergence(
+                        None,
+                        None,
+                        "schema.altered",
+                        "the schema agentledger creates",
+                        finding,
+                        "sqlite_schema",
+                    ),
+                )
+            report.notes.append("no other check ran: the file's schema was altered")
+        else:
+            for check in CHECKS:
+                check(ctx)
     report.runs = list(ctx.verdicts.values())
     if report.checkpoint is None and report.checkpoint_reason is None:
-        report.checkpoint_reason = (
-            "no signed checkpoint in this ledger"
-            if ctx.whole and not _has_checkpoint(ledger)
-            else "the workspace log is matched against a checkpoint only when every run "
-            "is verified (give no RUN, or --all)"
-            if not ctx.whole
-            else "the log check stopped before matching one (see its log.* findings)"
-        )
+        # The log check records the newest checkpoint (or that there is none) when it runs.
+        report.checkpoint_reason = "not matched: the log check did not run (see the findings)"
     report.elapsed_s = time.perf_counter() - started
     for action in ctx.after_snapshot:
         action()
     return report
-
-
-def _has_checkpoint(ledger: Ledger) -> bool:
-    try:
-        return bool(ledger.db.rows("SELECT 1 FROM checkpoints LIMIT 1"))
-    except AgentLedgerError:  # a ledger from before the log has no such table
-        return False
 
 
 def trusted_keys(ledger: Ledger, options: VerifyOptions) -> list[TrustedKey]:

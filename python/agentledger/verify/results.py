@@ -172,9 +172,13 @@ class VerifyReport:
         return sum(run.divergence_count for run in self.runs) + len(self.workspace)
 
     def match_checkpoint(self, stored: Any, trusted: set[str]) -> None:
-        """Record the checkpoint (a ``checkpoint.StoredCheckpoint``) the log check matched."""
+        """Record the checkpoint (a ``checkpoint.StoredCheckpoint``, or None when the ledger
+        holds none) the log check matches the ledger against."""
         import base64
 
+        if stored is None:
+            self.checkpoint_reason = "no signed checkpoint in this ledger"
+            return
         note = stored.checkpoint
         self.checkpoint = CheckpointMatch(
             id=int(stored.id),
