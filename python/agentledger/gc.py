@@ -6,9 +6,13 @@ receipts, audit records, phase evidence, imports), or when a reachable blob's by
 (a data/ops receipt names its inputs and outputs). Scanning every column is deliberately
 conservative: a table added later is covered without teaching GC about it.
 
-A blob stored less than ``grace_s`` seconds ago is never collected, reachable or not: a
-writer stores a blob first and references it in a later transaction, and GC must not win
-that race. GC itself runs in one write transaction, so no writer commits in the middle.
+A blob is collected only once garbage collection has seen it unreachable for ``grace_s``
+seconds: a writer stores a blob first and references it in a later transaction, and GC
+must not win that race. When each blob was first seen unreachable is remembered by the
+install, next to its signer's memory (``$AGENTLEDGER_HOME/ledgers/<id>.unreachable.json``),
+not in the ledger: a time in the file is one nothing could check, and an attacker could
+age a blob into collection by editing it. GC itself runs in one write transaction, so no
+writer commits in the middle.
 
 Every collection that removes something records a prune receipt (docs/FORMAT.md, "Prune
 receipts") signed with the install key; verify reports a referenced blob that a trusted
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import time
 from collections.abc import Iterable
@@ -44,7 +49,8 @@ BATCH = 16_384
 DIGEST_BYTES = re.compile(rb"(?:blake3|sha256):[0-9a-f]{64}")
 MAX_SCANNED_BLOB = 64 << 20
 PRUNE_DOMAIN = b"agentledger/v1/prune-receipt\n"
-NOT_REFERENCES = {"blobs", "blob_chunks", "blob_births", "prune_receipts", "sqlite_sequence"}
+NOT_REFERENCES = {"blobs", "blob_chunks", "prune_receipts", "log_tiles", "sqlite_sequence"}
+MAX_SIGHTINGS_BYTES = 64 << 20
 
 
 @dataclass
@@ -67,6 +73,42 @@ class GcResult:
             "bytes_freed": self.bytes_freed,
             "receipt": self.receipt_id,
         }
+
+
+class Sightings:
+    """When this install's GC first saw each blob of a ledger unreachable (unix seconds)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        memory = signing.memory_of(ledger)
+        self.usable = memory.usable
+        self.path = memory.path.with_name(f"{ledger.id}.unreachable.json")
+
+    def read(self) -> dict[str, float]:
+        if not self.usable:
+            return {}
+        try:
+            with open(self.path, "rb") as handle:
+                data = handle.read(MAX_SIGHTINGS_BYTES + 1)
+            document = json.loads(data) if len(data) <= MAX_SIGHTINGS_BYTES else {}
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(document, dict):
+            return {}
+        return {
+            digest: float(when)
+            for digest, when in document.items()
+            if isinstance(when, int | float) and math.isfinite(when)
+        }
+
+    def write(self, seen: dict[str, float]) -> None:
+        if not self.usable:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temp = self.path.with_name(f".{self.path.name}.tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(seen, handle, sort_keys=True)
+        os.replace(temp, self.path)
 
 
 def _digests_in(values: Iterable[object]) -> set[str]:
@@ -142,24 +184,27 @@ def collect(ledger: Ledger, *, dry_run: bool = False, grace_s: float = DEFAULT_G
     with context as conn:
         reachable = reachable_blobs(conn)
         result.reachable = len(reachable)
-        births: dict[str, float] = dict(fetch(conn, "SELECT digest, stored_at FROM blob_births"))
         sizes: dict[str, int] = dict(fetch(conn, "SELECT digest, size FROM blobs"))
-        cutoff = time.time() - grace_s
+        sightings = Sightings(ledger)
+        seen = sightings.read()
+        now = time.time()
         for digest in sorted(sizes):
             if digest in reachable:
                 continue
             result.unreachable.append(digest)
-            if births.get(digest, 0.0) > cutoff:
+            first = seen.get(digest, now)
+            if now - first < grace_s or (dry_run and digest not in seen and grace_s > 0):
                 result.kept_young.append(digest)
             else:
                 result.removed.append(digest)
+        if not dry_run:
+            sightings.write({d: seen.get(d, now) for d in result.kept_young})
         result.bytes_freed = sum(sizes[d] for d in result.removed)
         if dry_run or not result.removed:
             return result
         for digest in result.removed:
             conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (digest,))
             conn.execute("DELETE FROM blobs WHERE digest = ?", (digest,))
-            conn.execute("DELETE FROM blob_births WHERE digest = ?", (digest,))
         result.receipt_id = _record_receipt(conn, ledger, result, sizes)
     return result
 

@@ -82,9 +82,8 @@ def test_a_file_lowered_to_an_old_schema_is_not_migrated_by_verify_nor_signed(
     with raw(ledger_path) as conn:  # back to exactly schema 2, an entry rewritten
         rechain(conn, "run-0", 1, {"forged": True})
         for table in ("bernstein_runs", "bernstein_files", "bernstein_imports", "log_tiles",
-                      "checkpoints", "log_state", "prune_receipts", "blob_births"):  # fmt: skip
+                      "checkpoints", "log_state", "prune_receipts"):  # fmt: skip
             conn.execute(f"DROP TABLE {table}")
-        conn.execute("DROP TRIGGER blobs_born")
         conn.execute("DROP INDEX entries_by_leaf")
         conn.execute("ALTER TABLE entries DROP COLUMN leaf")
         conn.execute("PRAGMA user_version = 2")
@@ -214,7 +213,6 @@ def test_a_prune_receipt_of_another_ledger_excuses_nothing(
         receipt = other.db.rows("SELECT receipt, signer, signature FROM prune_receipts")[0]
     with raw(ledger_path) as conn:
         conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (digest,))
-        conn.execute("DELETE FROM blob_births WHERE digest = ?", (digest,))
         conn.execute("DELETE FROM blobs WHERE digest = ?", (digest,))
         conn.execute(
             "INSERT INTO prune_receipts (receipt, signer, signature) VALUES (?, ?, ?)", receipt

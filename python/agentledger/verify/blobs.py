@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from agentledger import _core
-from agentledger.cas import DIGEST
+from agentledger.cas import CHUNK_SIZE, DIGEST
 from agentledger.gc import Pruned, pruned_digests
 from agentledger.storage import native
 from agentledger.verify.context import VerifyContext
@@ -107,6 +107,17 @@ def check_all_blobs(ctx: VerifyContext) -> None:
     if not ctx.whole:
         return
     _check_blobs(ctx, ALL_CHUNKS, [()])
+    # Every writer cuts blobs into chunks of the same length: a single-chunk blob's
+    # chunk_size would otherwise be a value nothing checks.
+    for digest, chunk_size in ctx.conn.execute(
+        "SELECT digest, chunk_size FROM blobs WHERE chunk_size IS NOT ?", (CHUNK_SIZE,)
+    ):
+        ctx.diverged(
+            None,
+            Divergence(
+                None, None, "blob.chunk_size", str(CHUNK_SIZE), str(chunk_size), str(digest)
+            ),
+        )
     orphans = ctx.conn.execute(
         "SELECT DISTINCT digest FROM blob_chunks WHERE digest NOT IN (SELECT digest FROM blobs)"
     ).fetchall()

@@ -29,7 +29,13 @@ from dataclasses import dataclass
 from agentledger import _core, tiles
 from agentledger import log as wslog
 from agentledger.archive import archive_seal
-from agentledger.checkpoint import CHECKPOINT_COLUMNS, Checkpoint, StoredCheckpoint, newest_checkpoint
+from agentledger.checkpoint import (
+    CHECKPOINT_COLUMNS,
+    Checkpoint,
+    StoredCheckpoint,
+    history_sizes,
+    newest_checkpoint,
+)
 from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.keys import resolve_trust
 from agentledger.signer_memory import Remembered, SignerMemory
@@ -296,8 +302,11 @@ def _check_history(
     newest: StoredCheckpoint | None,
 ) -> None:
     """Every stored checkpoint, not only the newest: signed, and the root of the log's
-    first ``size`` leaves as the (checked) tiles hold them."""
+    first ``size`` leaves as the (checked) tiles hold them; and one at every power of two
+    up to the newest (``checkpoint.history_sizes``), so a deleted row shows."""
+    present: set[int] = set()
     for row in ctx.conn.execute(CHECKPOINT_COLUMNS + " ORDER BY id"):
+        present.add(int(row[1]) if isinstance(row[1], int) else -1)
         if newest is not None and row[0] == newest.id:
             continue  # checked on its own, against the whole log
         try:
@@ -321,6 +330,17 @@ def _check_history(
                 f"{_b64(note.root)} (the log's first {note.size:,} entries, checkpoint {stored.id})",
                 f"{_b64(at_size)}: the log's history was rewritten",
                 f"checkpoint {stored.id}",
+            )
+    if newest is None:
+        return
+    for wanted in history_sizes(min(newest.checkpoint.size, size)):
+        if wanted not in present:
+            _diverged(
+                ctx,
+                "checkpoint.history_missing",
+                f"a checkpoint of the log's first {wanted:,} entries",
+                "none (deleted; the next signature restores it from the tiles)",
+                "checkpoints",
             )
 
 

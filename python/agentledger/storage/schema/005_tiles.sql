@@ -16,3 +16,8 @@ CREATE TABLE log_tiles (
 -- install that ran it ($AGENTLEDGER_HOME), not by the file an attacker can write.
 ALTER TABLE checkpoints DROP COLUMN frontier;
 DROP TABLE log_verified;
+
+-- When a blob was stored is no longer kept in the file (nothing could check it): garbage
+-- collection remembers, outside the ledger, when it first saw a blob unreachable (gc.py).
+DROP TRIGGER blobs_born;
+DROP TABLE blob_births;
