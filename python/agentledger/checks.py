@@ -203,12 +203,24 @@ CHECKS: dict[str, CheckInfo] = _table(
     ("checkpoint.history", "An older checkpoint's root is not the root of the log's first entries "
      "at its size: the log's history was rewritten.",
      "the root the older signed checkpoint records", "the root the log's first entries give now"),
+    ("checkpoint.history_missing", "A checkpoint of the log's history (one per power of two) "
+     "was deleted; the next signature restores it from the tiles.",
+     "a checkpoint of the log's first entries at that size", "none"),
     ("checkpoint.columns", "A checkpoint's size/root columns disagree with its signed note.",
      "the size and root the signed note records", "the size and root columns"),
     ("checkpoint.frontier", "A checkpoint's stored frontier does not give its signed root.",
      "the root the signed note records", "the root of the stored frontier"),
     ("archive.extended", "An archive was changed after it was sealed.",
      "the size the seal records", "the size the archive holds"),
+    # ---- bookkeeping anchored in the signed log -------------------------------------------
+    ("prune.receipt", "A garbage collection's prune receipt is not signed by a trusted key over "
+     "this ledger's log.",
+     "a receipt of this ledger's log, signed by a trusted key", "what is wrong with it"),
+    ("prune.anchor", "The prune receipts the table holds are not the ones the signed log pins: "
+     "a receipt was deleted or added.",
+     "the receipts the gc bookkeeping run pins", "the receipts the table holds"),
+    ("team.roles", "The team roles table differs from the team loads the signed log pins.",
+     "the role the team bookkeeping run pins", "the row the team_roles table holds"),
     # ---- the file's own schema ---------------------------------------------------------
     ("schema.altered", "The file's SQL schema is not the one agentledger creates (a trigger, "
      "view or changed table could make its queries lie); no other check ran.",

@@ -11,10 +11,17 @@ from agentledger.checks import CHECKS, RULE, markdown
 ROOT = Path(__file__).resolve().parents[2]
 FAMILIES = (
     "entry|chain|run|runs|blob|activity|receipt|audit|team|log|checkpoint|archive|phase|bernstein"
-    "|schema"
+    "|schema|prune|gc"
 )
 CHECK_LITERAL = re.compile(rf'"((?:{FAMILIES})\.[a-z_]+(?:\.[a-z_]+)*)"')
-NOT_CHECKS = {"activity.result", "activity.refused", "audit.key", "receipt.plan"}
+NOT_CHECKS = {
+    "activity.result",
+    "activity.refused",
+    "gc.pruned",
+    "team.loaded",
+    "audit.key",
+    "receipt.plan",
+}
 """Literals of those shapes that are entry kinds, file names or prefixes, not check ids."""
 
 
