@@ -197,6 +197,7 @@ def check_log(ctx: VerifyContext) -> None:
         plan = LogPlan(exported=_read_exported(ctx), covers_workspace=ctx.whole)
     trusted = _trusted(ctx)
     newest = _newest(ctx)
+    ctx.report.match_checkpoint(newest, trusted)
     if not plan.covers_workspace:
         _check_selected_runs(ctx, plan, newest, trusted)
         return
@@ -389,7 +390,7 @@ def _check_checkpoint(ctx: VerifyContext, stored: StoredCheckpoint, trusted: set
         )
         ok = False
     if note.ledger_id != ctx.ledger.id:
-        _diverged(ctx, "checkpoint.origin", ctx.ledger.id, note.ledger_id, subject)
+        _diverged(ctx, "checkpoint.origin", note.ledger_id, ctx.ledger.id, subject)
         ok = False
     if (stored.size_column, stored.root_column) != (note.size, note.root):
         _diverged(
@@ -573,7 +574,7 @@ def _check_exported(
         _diverged(ctx, "checkpoint.signature", "signed by a trusted key", "not", subject)
         return
     if exported.ledger_id != ctx.ledger.id:
-        _diverged(ctx, "checkpoint.origin", ctx.ledger.id, exported.ledger_id, subject)
+        _diverged(ctx, "checkpoint.origin", exported.ledger_id, ctx.ledger.id, subject)
         return
     if exported.size > size:
         _diverged(
