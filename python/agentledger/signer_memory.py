@@ -10,8 +10,9 @@ found clean, in ``$AGENTLEDGER_HOME/ledgers/<ledger id>.json``:
     {"signed": {"size": 120, "root": "<64 hex>", "time": "..."}, "verified": {...}}
 
 Updates are monotonic (a smaller size never replaces a larger one) and made under an
-exclusive ``flock``, so concurrent writers of one install can only move it forward. It is written after the ledger commits:
-it may lag the file (a crash in between), never lead it (``signing.py`` copes with the lag).
+exclusive ``flock``, so concurrent writers of one install can only move it forward. It is
+written after the ledger commits: it may lag the file (a crash in between), never lead it
+(``signing.py`` copes with the lag).
 Verify reads it before its snapshot begins, so it never sees a state newer than the file.
 """
 

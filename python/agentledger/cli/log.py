@@ -16,7 +16,7 @@ from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.cli.verify import run_verify, verify_options
 from agentledger.display import styled
-from agentledger.errors import ExitCode, InvalidInput, NotFound
+from agentledger.errors import ExitCode
 from agentledger.keys import KeyStore, resolve_trust
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
 from agentledger.proofs import parse_bundle, prove, verify_bundle

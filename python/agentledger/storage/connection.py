@@ -109,9 +109,7 @@ def _needs_immutable(path: Path) -> bool:
     if Path(f"{path}-wal").exists():
         return False
     writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-    return not writable or Path(f"{path}-shm").exists() and not os.access(
-        f"{path}-shm", os.W_OK
-    )
+    return not writable or (Path(f"{path}-shm").exists() and not os.access(f"{path}-shm", os.W_OK))
 
 
 def quote_identifier(name: str) -> str:

@@ -135,9 +135,9 @@ def plan_log(ctx: VerifyContext) -> None:
     }
     if ctx.whole:
         tail_count = int(
-            wslog.fetch(ctx.conn, "SELECT count(*) FROM entries WHERE leaf >= ?", (base.size,))[
+            wslog.fetch(ctx.conn, "SELECT count(*) FROM entries WHERE leaf >= ?", (base.size,))[0][
                 0
-            ][0]
+            ]
         )
         plan.assembler = _core.LogAssembler(base.size, base.frontier, base.size + tail_count)
         ctx.verdicts.clear()
@@ -313,7 +313,13 @@ def _check_history(
         try:
             stored = StoredCheckpoint(row[0], Checkpoint.parse(row[3]), row[1], bytes(row[2]))
         except AgentLedgerError as exc:
-            _diverged(ctx, "checkpoint.malformed", "a checkpoint note", exc.message, f"checkpoint {row[0]}")
+            _diverged(
+                ctx,
+                "checkpoint.malformed",
+                "a checkpoint note",
+                exc.message,
+                f"checkpoint {row[0]}",
+            )
             continue
         if not _check_checkpoint(ctx, stored, trusted):
             continue
@@ -328,7 +334,8 @@ def _check_history(
             _diverged(
                 ctx,
                 "checkpoint.history",
-                f"{_b64(note.root)} (the log's first {note.size:,} entries, checkpoint {stored.id})",
+                f"{_b64(note.root)} (the log's first {note.size:,} entries, "
+                f"checkpoint {stored.id})",
                 f"{_b64(at_size)}: the log's history was rewritten",
                 f"checkpoint {stored.id}",
             )
@@ -366,9 +373,7 @@ def _check_remembered(
     except AgentLedgerError:
         proof = []
     if not _core.verify_consistency(remembered.size, size, remembered.root, root, proof):
-        _diverged(
-            ctx, "log.rollback", expected, "a different history (rewritten or forked)", "log"
-        )
+        _diverged(ctx, "log.rollback", expected, "a different history (rewritten or forked)", "log")
 
 
 def _newest(ctx: VerifyContext) -> StoredCheckpoint | None:
@@ -444,8 +449,7 @@ def _check_selected_runs(
     selected = ctx.selected_runs
     rows = list(
         ctx.conn.execute(
-            f"SELECT run_id, seq, hash, leaf FROM entries WHERE {IN_SELECTED} "
-            "ORDER BY run_id, seq",
+            f"SELECT run_id, seq, hash, leaf FROM entries WHERE {IN_SELECTED} ORDER BY run_id, seq",
             (ctx.selected_json,),
         )
     )
