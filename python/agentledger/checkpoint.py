@@ -230,8 +230,11 @@ def take(conn: apsw.Connection, ledger: Ledger, *, force: bool = False) -> Store
     stored = _insert(conn, ledger, state.size, root)
     if previous and not is_kept(previous[0][1]):
         conn.execute("DELETE FROM checkpoints WHERE id = ?", (previous[0][0],))
-    sign_history(conn, ledger, state.size)
-    signing.remember_signed(ledger, state.size, root)
+    # The history is completed when the log passes a power of two, and on demand (a row
+    # deleted meanwhile is a finding of verify until then).
+    if not force or not previous or previous[0][1].bit_length() != state.size.bit_length():
+        sign_history(conn, ledger, state.size)
+    signing.remember_signed(ledger, state.size, root, stored.checkpoint.time)
     return stored
 
 
