@@ -38,7 +38,7 @@ from agentledger import signing, tiles
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.keys import parse_public_key, public_key_text
-from agentledger.log import current_state, fetch
+from agentledger.log import LogState, current_state, fetch
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -213,7 +213,8 @@ def take(conn: apsw.Connection, ledger: Ledger, *, force: bool = False) -> Store
     one at every power of two up to it (``history_sizes``), about log2(n) rows; the tiles
     prove any of them from the others.
     """
-    state = current_state(conn)
+    known = ledger.db.transaction_scope.get("log_state")
+    state = known if isinstance(known, LogState) else current_state(conn)
     root = state.root
     if not force:
         newest = newest_checkpoint(conn)

@@ -143,6 +143,7 @@ def finish_append(
 
     tiles.append(conn, old.size, leaf_hashes)
     _write_state(conn, state)
+    ledger.db.transaction_scope["log_state"] = state  # what the checkpoint will sign
     checkpoint.schedule(ledger)
 
 
