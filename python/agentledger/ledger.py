@@ -70,16 +70,12 @@ class Ledger:
     # ---- runs ---------------------------------------------------------------------------
 
     def run(self, run_id: str) -> Run:
-        """The run called ``run_id``, created if missing."""
+        """The run called ``run_id``: it reads as empty until its first append creates it.
+
+        Only naming a run writes nothing (reading never creates a run).
+        """
         check_run_id(run_id)
-        if not self.has_run(run_id):
-            with self.db.write() as conn:
-                conn.execute(
-                    "INSERT OR IGNORE INTO runs (run_id, ordinal) "
-                    "VALUES (?, (SELECT coalesce(max(ordinal), 0) + 1 FROM runs))",
-                    (run_id,),
-                )
-        return Run(self, run_id)
+        return Run(self, run_id, must_exist=False)
 
     def get_run(self, run_id: str) -> Run:
         """The existing run called ``run_id``; ``NotFound`` if there is none."""

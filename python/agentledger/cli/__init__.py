@@ -11,15 +11,23 @@ from __future__ import annotations
 
 import sys
 
-import click
-
-from agentledger.cli.app import cli
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput, LedgerError
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the click app and map every outcome to the documented exit code."""
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    args = argv if argv is not None else sys.argv[1:]
+    if args == ["--version"]:
+        # Scripts call this per run: answer before importing even click.
+        from agentledger._version import __version__
+
+        sys.stdout.write(f"agentledger {__version__}\n")
+        return ExitCode.OK
+    import click
+
+    from agentledger.cli.app import cli
+
+    debug = "--debug" in args
     try:
         result = cli.main(args=argv, prog_name="agentledger", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
@@ -81,6 +89,8 @@ def _silence_stdout() -> None:
 
 
 def _fail(exc: AgentLedgerError, code: int | None = None) -> int:
+    import click
+
     message = " ".join(exc.message.splitlines())
     click.echo(f"error [{exc.code}]: {message}", err=True)
     return int(exc.exit_code if code is None else code)

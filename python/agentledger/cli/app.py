@@ -12,13 +12,15 @@ add them, hidden, to every sub-command.
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from agentledger._version import __version__
-from agentledger.cli.context import AppContext
+from agentledger.cli.context import DEFAULT_LEDGER, AppContext
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -55,14 +57,21 @@ def _app(ctx: click.Context) -> AppContext:
     return app
 
 
-def _set_ledger(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
-    if value is not None:
-        _app(ctx).ledger_path = value
+def _path(value: str | None) -> Path | None:
+    # pathlib is imported only when a path is given: `--help` never pays for it.
+    from pathlib import Path
+
+    return None if value is None else Path(value)
 
 
-def _set_home(ctx: click.Context, _param: click.Parameter, value: Path | None) -> None:
+def _set_ledger(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
     if value is not None:
-        _app(ctx).key_dir = value
+        _app(ctx).ledger_path = _path(value) or _app(ctx).ledger_path
+
+
+def _set_home(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        _app(ctx).key_dir = _path(value)
 
 
 def _set_flag(name: str) -> Any:
@@ -79,14 +88,14 @@ def _global_options() -> list[click.Parameter]:
     return [
         click.Option(
             ["--ledger"],
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=click.Path(dir_okay=False),
             expose_value=False,
             hidden=True,
             callback=_set_ledger,
         ),
         click.Option(
             ["--home"],
-            type=click.Path(file_okay=False, path_type=Path),
+            type=click.Path(file_okay=False),
             expose_value=False,
             hidden=True,
             callback=_set_home,
@@ -158,16 +167,16 @@ def load_all() -> None:
 @click.option(
     "--ledger",
     "ledger_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False),
     envvar="AGENTLEDGER_LEDGER",
-    default=Path(".agentledger/ledger.db"),
+    default=DEFAULT_LEDGER,
     show_default=True,
     help="The ledger file (env: AGENTLEDGER_LEDGER).",
 )
 @click.option(
     "--home",
     "key_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=click.Path(file_okay=False),
     envvar="AGENTLEDGER_HOME",
     default=None,
     help="The key folder, outside the ledger (env: AGENTLEDGER_HOME; "
@@ -181,8 +190,8 @@ def load_all() -> None:
 @click.pass_context
 def cli(
     ctx: click.Context,
-    ledger_path: Path,
-    key_dir: Path | None,
+    ledger_path: str,
+    key_dir: str | None,
     as_json: bool,
     quiet: bool,
     no_color: bool,
@@ -206,9 +215,9 @@ def cli(
       agentledger verify --all --json > report.json
     """
     ctx.obj = AppContext(
-        ledger_path=ledger_path,
+        ledger_path=_path(ledger_path),
         debug=debug,
-        key_dir=key_dir,
+        key_dir=_path(key_dir),
         json=as_json,
         quiet=quiet,
         no_color=no_color,

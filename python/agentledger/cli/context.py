@@ -5,33 +5,49 @@ Imports here stay light (no rich, no ledger): ``agentledger --version`` loads th
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from rich.console import Console
 
     from agentledger.ledger import Ledger
 
 
-@dataclass
+DEFAULT_LEDGER = ".agentledger/ledger.db"
+
+
 class AppContext:
-    ledger_path: Path = Path(".agentledger/ledger.db")
-    debug: bool = False
-    key_dir: Path | None = None
-    """--home: the key folder (default $AGENTLEDGER_HOME or ~/.local/state/agentledger)."""
-    json: bool = False
-    """--json given before the command (a command's own --json falls back to it)."""
-    quiet: bool = False
-    """--quiet: no progress and no notes on stderr (errors are still printed)."""
-    no_color: bool = False
-    """--no-color (rich also honours the NO_COLOR environment variable)."""
+    """What the global options chose (a plain class: dataclasses cost start-up time)."""
+
+    def __init__(
+        self,
+        ledger_path: Path | None = None,
+        debug: bool = False,
+        key_dir: Path | None = None,
+        json: bool = False,
+        quiet: bool = False,
+        no_color: bool = False,
+    ) -> None:
+        if ledger_path is None:
+            from pathlib import Path
+
+            ledger_path = Path(DEFAULT_LEDGER)
+        self.ledger_path = ledger_path
+        self.debug = debug
+        self.key_dir = key_dir
+        """--home: the key folder (default $AGENTLEDGER_HOME or ~/.local/state/agentledger)."""
+        self.json = json
+        """--json given before the command (a command's own --json falls back to it)."""
+        self.quiet = quiet
+        """--quiet: no progress and no notes on stderr (errors are still printed)."""
+        self.no_color = no_color
+        """--no-color (rich also honours the NO_COLOR environment variable)."""
 
     def open_ledger(self, *, create: bool = False, readonly: bool = False) -> Ledger:
         """The ledger named by --ledger; reading commands never create one (exit 1)."""
@@ -56,6 +72,8 @@ class AppContext:
 
 def emit_json(obj: Any) -> None:
     """Machine output: one JSON document on stdout and nothing else."""
+    import json
+
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False))
     sys.stdout.write("\n")
 
