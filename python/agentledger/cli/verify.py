@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from agentledger import run_status
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, F, emit_json, json_option
 from agentledger.errors import ExitCode
@@ -144,7 +145,13 @@ def verify(
         incremental=incremental,
     )
     with app.open_ledger() as ledger:
+        before = run_status.heads(ledger)
         report = run_verify(app, ledger, list(run_ids) or None, options)
+        note = run_status.remember(
+            ledger, report, f"compat-{compat}" if compat else "strict", before
+        )
+    if note:
+        app.err_console.print(note, style="yellow")
     return finish(app, report, as_json, html)
 
 
