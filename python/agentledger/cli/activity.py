@@ -20,7 +20,7 @@ from agentledger.activity.modalities import ActivitySession, DataOpsActivity
 from agentledger.cli.context import AppContext, F, emit_json, json_option
 from agentledger.cli.phase import read_json_document
 from agentledger.cli.verify import activity
-from agentledger.errors import InvalidInput, NotFound
+from agentledger.errors import BadArgument, InvalidInput
 from agentledger.ids import check_run_id
 from agentledger.journal import Entry, Run
 
@@ -29,9 +29,9 @@ def _read(path: str) -> bytes:
     try:
         return Path(path).read_bytes()
     except FileNotFoundError:
-        raise NotFound(f"no such file: {path}") from None
+        raise BadArgument(f"no such file: {path}") from None
     except OSError as exc:
-        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise BadArgument(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def _pairs(values: tuple[str, ...], what: str) -> list[tuple[str, bytes]]:

@@ -12,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from agentledger.bernstein import DirectoryWorkdir, export_workdir, import_workdir
 from agentledger.bernstein.audit_chain import read_master_key, verify_audit
+from agentledger.cli import arguments
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.errors import ExitCode, InvalidInput
@@ -80,8 +81,8 @@ def import_bernstein(
     Symlinks and names escaping the workdir are refused (exit 65). Exit 1 when a
     run named with --runs is not in the workdir.
     """
-    if not workdir.is_dir():
-        raise InvalidInput(f"{workdir}: no such folder", code="not-a-workdir")
+    arguments.input_folder(workdir, "WORKDIR")
+    arguments.audit_key_file(audit_key_file)
     audit_ok: bool | None = None
     audit_problems: list[str] = []
     if audit_key_file is not None:
@@ -161,6 +162,7 @@ def export_bernstein(app: AppContext, outdir: Path, run_ids: tuple[str, ...], as
 
     OUTDIR must be absent or empty. The store and the audit chain are written whole.
     """
+    arguments.output_folder(outdir, "OUTDIR")
     with app.open_ledger(readonly=True) as ledger:
         summary = export_workdir(ledger, outdir, list(run_ids) or None)
     if as_json:

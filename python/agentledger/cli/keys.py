@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from agentledger.cli import arguments
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.errors import NotFound
@@ -90,6 +91,7 @@ def keys_trust(app: AppContext, key: str, as_json: bool) -> None:
     from agentledger.keys import read_trust_file
 
     store = _store(app)
+    arguments.trust_values([key])
     candidates = [key] if key.strip().startswith("ed25519:") else read_trust_file(Path(key))
     added = [k for k in candidates if store.add_trust(k)]
     if as_json:

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, json_option
-from agentledger.errors import ExitCode, InvalidInput, NotFound
+from agentledger.errors import BadArgument, ExitCode, InvalidInput, NotFound
 from agentledger.phase import (
     DIMENSIONS,
     PhaseCapabilityEvidence,
@@ -48,18 +48,18 @@ def _reject_constant(name: str) -> NoReturn:
 def read_json_document(path: Path) -> Any:
     """Parse a JSON file (``-`` for stdin) the way ``JSON.parse`` would accept it.
 
-    A missing file is :class:`NotFound` (exit 1); anything unreadable or not strict JSON
-    (``NaN``, ``Infinity``, a BOM, invalid UTF-8) is :class:`InvalidInput` (exit 65).
+    A missing or unreadable file is :class:`BadArgument` (exit 64); anything not strict
+    JSON (``NaN``, ``Infinity``, a BOM, invalid UTF-8) is :class:`InvalidInput` (exit 65).
     """
     name = "stdin" if str(path) == "-" else str(path)
     try:
         data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
     except FileNotFoundError:
-        raise NotFound(f"no such file: {name}") from None
+        raise BadArgument(f"no such file: {name}") from None
     except IsADirectoryError:
-        raise InvalidInput(f"{name} is a directory, not a JSON file") from None
+        raise BadArgument(f"{name} is a directory, not a JSON file") from None
     except OSError as error:
-        raise InvalidInput(f"cannot read {name}: {error.strerror or error}") from None
+        raise BadArgument(f"cannot read {name}: {error.strerror or error}") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

@@ -8,6 +8,7 @@ import click
 from rich.table import Table
 
 from agentledger.activity import team as team_manifest
+from agentledger.cli import arguments
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 
@@ -23,6 +24,7 @@ def team() -> None:
 @click.pass_obj
 def team_load(app: AppContext, manifest: Path, as_json: bool) -> None:
     """Load a TOML team manifest; activities of a role must then be of its declared kind."""
+    arguments.input_file(manifest, "FILE")
     with app.open_ledger(create=True) as ledger:
         roles = team_manifest.load_manifest(ledger, manifest)
     items = [{"role": r.role, "agent_kind": r.agent_kind} for r in roles]

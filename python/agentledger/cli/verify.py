@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,6 +12,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from agentledger import run_status
+from agentledger.cli import arguments
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, F, emit_json, json_option
 from agentledger.errors import ExitCode
@@ -75,6 +77,22 @@ def verify_options(command: F) -> F:
     return command
 
 
+JOBS_PER_CORE = 4
+
+
+def capped_jobs(app: AppContext, jobs: int) -> int:
+    """At most 4 threads per core: more only queue on the same cores (and cost memory)."""
+    limit = JOBS_PER_CORE * (os.cpu_count() or 1)
+    if jobs > limit:
+        app.err_console.print(
+            f"note: --jobs {jobs} capped to {limit} ({JOBS_PER_CORE}x the {limit // JOBS_PER_CORE}"
+            " cores)",
+            style="yellow",
+        )
+        return limit
+    return jobs
+
+
 def finish(app: AppContext, report: VerifyReport, as_json: bool, html: Path | None) -> int:
     if html is not None:
         write_html(report, html)
@@ -96,7 +114,7 @@ def finish(app: AppContext, report: VerifyReport, as_json: bool, html: Path | No
     type=click.IntRange(min=0),
     default=0,
     show_default=True,
-    help="Verification threads (0: every core).",
+    help="Verification threads (0: every core; at most 4x the cores).",
 )
 @click.option(
     "--html",
@@ -136,12 +154,15 @@ def verify(
     """
     if run_ids and all_runs:
         raise click.UsageError("give RUN ids or --all, not both")
+    # Every file argument is checked before any work starts (exit 64, the path named).
+    if html is not None:
+        arguments.output_file(html, "--html")
     options = VerifyOptions(
-        jobs=jobs,
-        trust=trust,
-        audit_key_file=audit_key_file,
+        jobs=capped_jobs(app, jobs),
+        trust=arguments.trust_values(trust),
+        audit_key_file=arguments.audit_key_file(audit_key_file),
         compat=compat,
-        checkpoint_file=checkpoint_file,
+        checkpoint_file=arguments.checkpoint_file(checkpoint_file),
         incremental=incremental,
     )
     with app.open_ledger() as ledger:
@@ -177,7 +198,11 @@ def activity_verify(
 
     Exit 0 clean, 1 no such run (or no activity in it), 2 diverged.
     """
-    options = VerifyOptions(trust=trust, audit_key_file=audit_key_file, compat=compat)
+    options = VerifyOptions(
+        trust=arguments.trust_values(trust),
+        audit_key_file=arguments.audit_key_file(audit_key_file),
+        compat=compat,
+    )
     with app.open_ledger() as ledger:
         report = run_verify(app, ledger, [run_id], options)
     verdict = report.runs[0]
