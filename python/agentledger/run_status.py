@@ -1,11 +1,13 @@
-"""Each run's last verify status, kept outside the ledger (verify never writes the ledger).
+"""Each run's last verify status: a cache outside the ledger (verify never writes the
+ledger) and outside the key folder (verify never creates one).
 
-``agentledger verify`` records, per run it verified, the verdict and the run's head hash at
-that moment in ``<key folder>/verify-status/<ledger id>.db`` (the key folder is
-``--home`` / ``$AGENTLEDGER_HOME``, default ``~/.local/state/agentledger``). ``agentledger
-runs`` shows a recorded status only while the run's head hash is still the recorded one;
-otherwise, and when nothing was recorded, the run is ``unverified``. It is a note of what
-the last verify said, not evidence: re-verify to know.
+``agentledger verify`` records, per run it verified, the verdict and the run's head hash
+before it started in ``<cache>/verify-status/<ledger id>.db``, where ``<cache>`` is
+``$AGENTLEDGER_CACHE``, else ``$XDG_CACHE_HOME/agentledger``, else
+``~/.cache/agentledger``. ``agentledger runs`` shows a recorded status only while the
+run's head hash is still the recorded one; otherwise, and when nothing was recorded, the
+run is ``unverified``. It is a note of what the last verify said, not evidence: deleting
+the cache loses nothing but the notes, and only a new verify says what holds now.
 """
 
 from __future__ import annotations
@@ -37,8 +39,16 @@ CREATE TABLE IF NOT EXISTS run_status (
 """
 
 
-def status_path(home: Path, ledger_id: str) -> Path:
-    return home / "verify-status" / f"{ledger_id}.db"
+def cache_home() -> Path:
+    if os.environ.get("AGENTLEDGER_CACHE"):
+        return Path(os.environ["AGENTLEDGER_CACHE"])
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "agentledger"
+    return Path.home() / ".cache" / "agentledger"
+
+
+def status_path(ledger_id: str) -> Path:
+    return cache_home() / "verify-status" / f"{ledger_id}.db"
 
 
 def record(
@@ -86,10 +96,10 @@ def remember(
         if run_id in heads
     )
     try:
-        record(status_path(ledger.keys.home, ledger.id), verdicts, utc_timestamp(), mode)
+        record(status_path(ledger.id), verdicts, utc_timestamp(), mode)
     except (OSError, apsw.Error) as exc:
         return f"could not record the runs' verify status: {exc}"
     return None
 
 
-__all__ = ["STATUSES", "heads", "readable", "record", "remember", "status_path"]
+__all__ = ["STATUSES", "cache_home", "heads", "readable", "record", "remember", "status_path"]

@@ -76,7 +76,7 @@ def output_folder(path: Path | str, what: str) -> Path:
     return path
 
 
-def trust_values(values: Iterable[str]) -> tuple[str, ...]:
+def trust_values(values: Iterable[str], label: str = "--trust") -> tuple[str, ...]:
     """Each ``--trust`` value is a public key or a trust file that parses."""
     from agentledger.keys import parse_public_key, read_trust_file
 
@@ -86,15 +86,17 @@ def trust_values(values: Iterable[str]) -> tuple[str, ...]:
             if value.strip().startswith("ed25519:"):
                 parse_public_key(value)
             else:
-                read_trust_file(input_file(value, "--trust"))
+                read_trust_file(input_file(value, label))
         except BadArgument:
             raise
         except AgentLedgerError as exc:
+            # A malformed key may be a secret pasted by mistake: never echo it.
+            shown = "ed25519:…" if value.strip().startswith("ed25519:") else value
             raise BadArgument(
-                f"--trust {value}: {exc.message} (give ed25519:<64 hex> or a trust file)"
+                f"{label} {shown}: {exc.message} (give ed25519:<64 hex> or a trust file)"
             ) from None
         except (OSError, UnicodeDecodeError) as exc:
-            raise BadArgument(f"--trust {value}: cannot read ({exc})") from None
+            raise BadArgument(f"{label} {value}: cannot read ({exc})") from None
     return checked
 
 

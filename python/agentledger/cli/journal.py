@@ -198,7 +198,7 @@ def _run_items(
     ledger: Ledger, status: str | None, show_all: bool, sort: str, limit: int | None
 ) -> Iterator[dict[str, Any]]:
     """One dict per run, streamed from one query (imported runs read bernstein's journal)."""
-    notes = status_path(ledger.keys.home, ledger.id)
+    notes = status_path(ledger.id)
     with _status_attached(ledger, notes) as attached, ledger.db.snapshot() as conn:
         sql, params = _runs_query(attached, status, show_all, sort, limit)
         for (
@@ -266,7 +266,8 @@ def runs(
 
     Imported bernstein runs show bernstein's own event and activity counts and last event
     time. A status is what the last `agentledger verify` of this install found for the
-    run as it is now (kept outside the ledger, in the key folder's verify-status/);
+    run as it is now (a cache outside the ledger: $AGENTLEDGER_CACHE, default
+    ~/.cache/agentledger);
     `unverified` when never verified or appended to since. Internal bookkeeping runs
     (`_bernstein`) are listed only with --all. Rows stream: memory stays bounded.
 

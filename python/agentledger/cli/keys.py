@@ -91,7 +91,7 @@ def keys_trust(app: AppContext, key: str, as_json: bool) -> None:
     from agentledger.keys import read_trust_file
 
     store = _store(app)
-    arguments.trust_values([key])
+    arguments.trust_values([key], "KEY")
     candidates = [key] if key.strip().startswith("ed25519:") else read_trust_file(Path(key))
     added = [k for k in candidates if store.add_trust(k)]
     if as_json:
