@@ -80,6 +80,11 @@ def import_bernstein(
     Re-import is idempotent; a run that changed since is reported, not merged (exit 2).
     Symlinks and names escaping the workdir are refused (exit 65). Exit 1 when a
     run named with --runs is not in the workdir.
+
+    \b
+    Examples:
+      agentledger import bernstein path/to/workdir
+      agentledger import bernstein path/to/workdir --audit-key audit.key --runs run-001,run-002 --json
     """
     arguments.input_folder(workdir, "WORKDIR")
     arguments.audit_key_file(audit_key_file)
@@ -161,6 +166,11 @@ def export_bernstein(app: AppContext, outdir: Path, run_ids: tuple[str, ...], as
     """Write imported bernstein runs back out as a workdir, byte-identical to the import.
 
     OUTDIR must be absent or empty. The store and the audit chain are written whole.
+
+    \b
+    Examples:
+      agentledger export bernstein out/
+      agentledger export bernstein out/ run-001 run-002 --json
     """
     arguments.output_folder(outdir, "OUTDIR")
     with app.open_ledger(readonly=True) as ledger:

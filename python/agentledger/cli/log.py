@@ -50,6 +50,12 @@ def checkpoint(app: AppContext, export_file: Path | None, as_json: bool) -> int:
 
     Checkpoints are also taken automatically at the end of every write transaction that
     appends entries. Exit 1 when there is no ledger.
+
+    \b
+    Examples:
+      agentledger checkpoint
+      agentledger checkpoint --export cp.txt   # keep cp.txt elsewhere
+      agentledger checkpoint --json
     """
     if export_file is not None:
         arguments.output_file(export_file, "--export")
@@ -198,6 +204,12 @@ def archive_command(
     The archive holds the runs' entries byte for byte, the blobs they reach, their other
     rows, and its own signed checkpoint. Verify it anywhere with only the public key:
     `agentledger --ledger OUT.db verify --all --trust KEY`. Archives open read-only.
+
+    \b
+    Examples:
+      agentledger archive review.db run-7
+      agentledger archive q3.db --since 2025-07-01 --json
+      agentledger --ledger review.db verify --all --trust ed25519:3b6a…
     """
     arguments.output_file(out, "OUT.db")
     with app.open_ledger() as ledger:
@@ -226,7 +238,13 @@ def archive_command(
 @json_option
 @click.pass_obj
 def gc_command(app: AppContext, dry_run: bool, grace_s: float, as_json: bool) -> int:
-    """Delete blobs no run, receipt or record reaches; sign a prune receipt of them."""
+    """Delete blobs no run, receipt or record reaches; sign a prune receipt of them.
+
+    \b
+    Examples:
+      agentledger gc --dry-run
+      agentledger gc --grace 3600 --json
+    """
     with app.open_ledger() as ledger:
         result = collector.collect(ledger, dry_run=dry_run, grace_s=grace_s)
     if as_json:
@@ -257,6 +275,11 @@ def fsck_command(
     taken (signature, and the log still hashing to its root), a full verify, orphan blobs.
 
     Exit 0 when everything is sound, 2 when anything is damaged or diverged.
+
+    \b
+    Examples:
+      agentledger fsck
+      agentledger fsck --trust ed25519:3b6a… --json
     """
     options = VerifyOptions(
         trust=arguments.trust_values(trust),

@@ -151,6 +151,12 @@ def verify(
     \b
     Exit 0 when everything re-derives, 1 when a named run does not exist,
     2 when anything diverged (the report names run, step, check, expected, actual).
+
+    \b
+    Examples:
+      agentledger verify --all --jobs 2
+      agentledger verify run-1 run-2 --json > report.json
+      agentledger verify --checkpoint cp.txt --trust ed25519:3b6a… --html report.html
     """
     if run_ids and all_runs:
         raise click.UsageError("give RUN ids or --all, not both")
@@ -197,6 +203,11 @@ def activity_verify(
     """Reconstruct one run in full: chain, evidence sets, reattached blobs.
 
     Exit 0 clean, 1 no such run (or no activity in it), 2 diverged.
+
+    \b
+    Examples:
+      agentledger activity verify run-7
+      agentledger activity verify run-001 --compat bernstein --json
     """
     options = VerifyOptions(
         trust=arguments.trust_values(trust),
