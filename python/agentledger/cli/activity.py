@@ -185,7 +185,7 @@ def activity_research(
     \b
     Examples:
       agentledger activity research run-7 research-0 --page https://example.org=page.html
-      agentledger activity research run-7 research-1 --page https://a.test=a.html --artifact summary.json --json
+      agentledger activity research run-7 r-1 --page https://a.test=a.html --artifact a.json --json
     """
     fetched = _pairs(pages, "--page")
     artifact = _artifact(artifact_file)

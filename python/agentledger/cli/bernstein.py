@@ -84,7 +84,7 @@ def import_bernstein(
     \b
     Examples:
       agentledger import bernstein path/to/workdir
-      agentledger import bernstein path/to/workdir --audit-key audit.key --runs run-001,run-002 --json
+      agentledger import bernstein workdir --audit-key audit.key --runs run-001,run-002 --json
     """
     arguments.input_folder(workdir, "WORKDIR")
     arguments.audit_key_file(audit_key_file)
