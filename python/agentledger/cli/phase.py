@@ -533,8 +533,8 @@ def transition_command(
 
     \b
     Examples:
-      agentledger phase transition run-7 t.json --operation op-1 --reason "tests pass" --manifest sha256:…
-      agentledger phase transition run-7 t.json --operation op-2 --reason "…" --manifest sha256:… --json
+      agentledger phase transition run-7 t.json --operation op-1 --reason ok --manifest sha256:…
+      agentledger phase transition run-7 t.json --operation o2 --reason ok --manifest m --json
     """
     if (override_until is None) != (justification is None):
         raise click.UsageError("--override-until and --justification go together")
