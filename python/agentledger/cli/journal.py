@@ -9,14 +9,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import chain, islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 import click
-from rich.text import Text
-from rich.tree import Tree
 
-from agentledger.activity.stages import stage_summaries
 from agentledger.bernstein import view
 from agentledger.bernstein.format import BOOKKEEPING_RUN
 from agentledger.cli.app import cli
@@ -26,6 +23,9 @@ from agentledger.ids import check_run_id
 from agentledger.journal import Entry
 from agentledger.ledger import Ledger
 from agentledger.run_status import readable, status_path
+
+if TYPE_CHECKING:
+    from rich.tree import Tree
 
 INTERNAL_RUNS = (BOOKKEEPING_RUN,)
 """Bookkeeping runs ``runs`` lists only with --all (never a run an agent wrote)."""
@@ -130,22 +130,31 @@ def append(app: AppContext, run_id: str, kind: str, body: str | None, as_json: b
 SORTS = {
     "created": "r.ordinal",
     "run": "r.run_id",
-    "last": "last_ts DESC, r.ordinal",
-    "entries": "entries DESC, r.ordinal",
+    "last": "(SELECT json_extract(l.bytes, '$.ts') FROM entries l"
+    " WHERE l.run_id = r.run_id AND l.seq = r.head_seq) DESC, r.ordinal",
+    "entries": "r.head_seq DESC, r.ordinal",
 }
 
 RUNS_SQL = """
-SELECT r.run_id, r.head_seq + 1 AS entries, r.head_hash,
-       (SELECT count(*) FROM entries a
-         WHERE a.kind = 'activity.result' AND a.run_id = r.run_id) AS activities,
-       (SELECT json_extract(l.bytes, '$.ts') FROM entries l
-         WHERE l.run_id = r.run_id AND l.seq = r.head_seq) AS last_ts,
-       b.run_id IS NOT NULL AS imported,
-       {status} AS status, {verified_at} AS verified_at
+SELECT json_object(
+         'activities', (SELECT count(*) FROM entries a
+                         WHERE a.kind = 'activity.result' AND a.run_id = r.run_id),
+         'entries', r.head_seq + 1,
+         'events', r.head_seq + 1,
+         'head', 'blake3:' || lower(hex(r.head_hash)),
+         'last_entry', (SELECT json_extract(l.bytes, '$.ts') FROM entries l
+                         WHERE l.run_id = r.run_id AND l.seq = r.head_seq),
+         'run', r.run_id,
+         'source', CASE WHEN b.run_id IS NULL THEN 'native' ELSE 'bernstein' END,
+         'status', {status},
+         'verified_at', {verified_at}
+       ),
+       b.run_id IS NOT NULL
   FROM runs r LEFT JOIN bernstein_runs b ON b.run_id = r.run_id {join}
  WHERE r.head_seq >= 0 {where}
  ORDER BY {order} {limit}
 """
+"""One JSON object per run, keys sorted, built by SQLite (no Python object per field)."""
 
 STATUS_JOIN = "LEFT JOIN run_status.run_status s ON s.run_id = r.run_id"
 STATUS_KNOWN = "s.status IS NOT NULL AND s.head_hash IS r.head_hash"
@@ -194,41 +203,25 @@ def _status_attached(ledger: Ledger, path: Path) -> Iterator[bool]:
         conn.execute("DETACH DATABASE run_status")
 
 
-def _run_items(
+def _run_lines(
     ledger: Ledger, status: str | None, show_all: bool, sort: str, limit: int | None
-) -> Iterator[dict[str, Any]]:
-    """One dict per run, streamed from one query (imported runs read bernstein's journal)."""
-    notes = status_path(ledger.id)
-    with _status_attached(ledger, notes) as attached, ledger.db.snapshot() as conn:
+) -> Iterator[str]:
+    """One JSON object (text) per run, streamed from one query; an imported run's counts
+    and last event time are bernstein's own (read from its journal)."""
+    with _status_attached(ledger, status_path(ledger.id)) as attached, ledger.db.snapshot() as conn:
         sql, params = _runs_query(attached, status, show_all, sort, limit)
-        for (
-            run_id,
-            entries,
-            head,
-            activities,
-            last_ts,
-            imported,
-            state,
-            verified_at,
-        ) in conn.execute(sql, params):
-            item = {
-                "run": run_id,
-                "source": "bernstein" if imported else "native",
-                "entries": entries,
-                "events": entries,
-                "activities": activities,
-                "last_entry": last_ts,
-                "head": None if head is None else "blake3:" + head.hex(),
-                "status": state,
-                "verified_at": verified_at,
-            }
+        for line, imported in conn.execute(sql, params):
             if imported:
-                found = view.journal_of(conn, run_id)
-                summary = view.summarize(found[2] or b"") if found else view.JournalSummary()
-                item["events"] = summary.events
-                item["activities"] = summary.activities
-                item["last_entry"] = summary.last_ts
-            yield item
+                line = _bernstein_line(conn, line)
+            yield line
+
+
+def _bernstein_line(conn: Any, line: str) -> str:
+    item = json.loads(line)
+    found = view.journal_of(conn, item["run"])
+    summary = view.summarize(found[2] or b"") if found else view.JournalSummary()
+    item.update(events=summary.events, activities=summary.activities, last_entry=summary.last_ts)
+    return json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 STATUS_STYLE = {"clean": "green", "diverged": "red bold", "unverified": "yellow"}
@@ -280,30 +273,29 @@ def runs(
     if jsonl and as_json:
         raise click.UsageError("give --json or --jsonl, not both")
     with app.open_ledger() as ledger:
-        items = _run_items(ledger, status, show_all, sort, limit)
+        lines = _run_lines(ledger, status, show_all, sort, limit)
         if jsonl:
-            _write_jsonl(items)
+            _write_jsonl(lines)
         elif as_json:
-            _write_json_list(items)
+            _write_json_list(lines)
         else:
-            _write_table(app, items)
+            _write_table(app, (json.loads(line) for line in lines))
 
 
-def _write_jsonl(items: Iterator[dict[str, Any]]) -> None:
-    out = sys.stdout
-    encode = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
-    for item in items:
-        out.write(encode(item) + "\n")
+def _write_jsonl(lines: Iterator[str]) -> None:
+    write = sys.stdout.write
+    for line in lines:
+        write(line)
+        write("\n")
 
 
-def _write_json_list(items: Iterator[dict[str, Any]]) -> None:
-    """``{"runs": [...]}`` written as it streams (the same object emit_json would print)."""
-    out = sys.stdout
-    encode = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
-    out.write('{"runs": [')
-    for n, item in enumerate(items):
-        out.write(("\n  " if n == 0 else ",\n  ") + encode(item))
-    out.write("\n]}\n")
+def _write_json_list(lines: Iterator[str]) -> None:
+    """``{"runs": [...]}``, one run a line, written as it streams."""
+    write = sys.stdout.write
+    write('{"runs": [')
+    for n, line in enumerate(lines):
+        write(("\n  " if n == 0 else ",\n  ") + line)
+    write("\n]}\n")
 
 
 def _write_table(app: AppContext, items: Iterator[dict[str, Any]]) -> None:
@@ -350,6 +342,8 @@ def show(app: AppContext, run_id: str, as_json: bool) -> None:
             imported = view.read_imported_run(conn, run_id)
         if imported is None:
             entries = list(run.entries())
+            from agentledger.activity.stages import stage_summaries
+
             stages = stage_summaries(ledger, entries)
     if imported is not None:
         from agentledger.cli.bernstein_show import show_imported
@@ -386,6 +380,9 @@ def show_native(
             }
         )
         return
+    from rich.text import Text
+    from rich.tree import Tree
+
     tree = Tree(Text.assemble(("run ", "dim"), (run_id, "bold"), f"  {len(entries)} entries"))
     for entry in entries:
         node = tree.add(
@@ -410,6 +407,9 @@ RECEIPT_STYLE = {"verified": "green", "missing": "bold red", "untrusted signer":
 
 def stages_tree(stages: list[dict[str, Any]]) -> Tree:
     """Each stage: modality, state and reason; its evidence; its receipt (data/ops)."""
+    from rich.text import Text
+    from rich.tree import Tree
+
     tree = Tree(Text(f"{len(stages)} stage(s)", style="bold"))
     for stage in stages:
         state = stage["terminal_state"]
