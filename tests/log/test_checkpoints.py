@@ -21,19 +21,28 @@ def _count(path: Path) -> int:
         return int(str(rows[0][0]))
 
 
-def test_each_writing_transaction_takes_exactly_one_checkpoint(
+def _sizes(path: Path) -> list[int]:
+    with raw(path) as conn:
+        return [row[0] for row in conn.execute("SELECT size FROM checkpoints ORDER BY id")]
+
+
+def test_each_writing_transaction_signs_one_checkpoint_and_the_history_stays_sparse(
     ledger: Ledger, ledger_path: Path
 ) -> None:
     run = ledger.run("r")
     run.append_many([("step", {"i": i}) for i in range(5)])
-    assert _count(ledger_path) == 1
-    run.append("step", {})
-    assert _count(ledger_path) == 2
+    # The newest, and the powers of two the log passed (signed from the tiles).
+    assert _sizes(ledger_path) == [5, 1, 2, 4]
+    run.append("step", {})  # 5 gives way to 6
+    assert sorted(_sizes(ledger_path)) == [1, 2, 4, 6]
     with ledger.db.write() as conn:  # two appends joined in one transaction: one checkpoint
         run._append_locked(conn, [("step", {"a": 1})])
         ledger.run("s")._append_locked(conn, [("step", {"b": 2})])
-    assert _count(ledger_path) == 3
+    assert sorted(_sizes(ledger_path)) == [1, 2, 4, 8]
     assert latest(ledger).checkpoint.size == 8
+    for i in range(300):
+        run.append("step", {"i": i})
+    assert sorted(_sizes(ledger_path)) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 308]
 
 
 def test_a_failed_transaction_leaves_no_checkpoint(ledger: Ledger, ledger_path: Path) -> None:

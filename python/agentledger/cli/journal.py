@@ -272,7 +272,7 @@ def runs(
     """
     if jsonl and as_json:
         raise click.UsageError("give --json or --jsonl, not both")
-    with app.open_ledger() as ledger:
+    with app.open_ledger(readonly=True) as ledger:
         lines = _run_lines(ledger, status, show_all, sort, limit)
         if jsonl:
             _write_jsonl(lines)
@@ -336,7 +336,7 @@ def show(app: AppContext, run_id: str, as_json: bool) -> None:
       agentledger show run-001 --json | jq '.stages'
       agentledger show run-7 --no-color | less
     """
-    with app.open_ledger() as ledger:
+    with app.open_ledger(readonly=True) as ledger:
         run = ledger.get_run(run_id)
         with ledger.db.snapshot() as conn:
             imported = view.read_imported_run(conn, run_id)

@@ -15,7 +15,8 @@ from rich.text import Text
 
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, json_option
-from agentledger.errors import BadArgument, ExitCode, InvalidInput, NotFound
+from agentledger.errors import ExitCode, InvalidInput, NotFound
+from agentledger.limits import MAX_DOCUMENT_BYTES, read_capped
 from agentledger.phase import (
     DIMENSIONS,
     PhaseCapabilityEvidence,
@@ -52,14 +53,7 @@ def read_json_document(path: Path) -> Any:
     JSON (``NaN``, ``Infinity``, a BOM, invalid UTF-8) is :class:`InvalidInput` (exit 65).
     """
     name = "stdin" if str(path) == "-" else str(path)
-    try:
-        data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
-    except FileNotFoundError:
-        raise BadArgument(f"no such file: {name}") from None
-    except IsADirectoryError:
-        raise BadArgument(f"{name} is a directory, not a JSON file") from None
-    except OSError as error:
-        raise BadArgument(f"cannot read {name}: {error.strerror or error}") from None
+    data = read_capped(path, MAX_DOCUMENT_BYTES, "a JSON document")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

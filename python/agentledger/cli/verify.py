@@ -171,7 +171,7 @@ def verify(
         checkpoint_file=arguments.checkpoint_file(checkpoint_file),
         incremental=incremental,
     )
-    with app.open_ledger() as ledger:
+    with app.open_ledger(readonly=True) as ledger:
         before = run_status.heads(ledger)
         report = run_verify(app, ledger, list(run_ids) or None, options)
         note = run_status.remember(
@@ -214,7 +214,7 @@ def activity_verify(
         audit_key_file=arguments.audit_key_file(audit_key_file),
         compat=compat,
     )
-    with app.open_ledger() as ledger:
+    with app.open_ledger(readonly=True) as ledger:
         report = run_verify(app, ledger, [run_id], options)
     verdict = report.runs[0]
     if verdict.ok and verdict.activities == 0:
