@@ -88,7 +88,7 @@ def test_2_diverged(workspace: Path, env: dict[str, str]) -> None:
         ["activity", "verify", "run-00001", "--trust", "/no/such/trust.keys"],
         ["fsck", "--audit-key", "/no/such/audit.key"],
         ["checkpoint", "--export", "/no/such/dir/cp.txt"],
-        ["archive", "/no/such/dir/out.db"],
+        ["archive", "/dev/null/out.db"],
         ["import", "bernstein", "/no/such/workdir"],
         ["verify-proof", "/no/such/proof.json"],
         ["phase", "compile", "/no/such/input.json"],

@@ -40,10 +40,16 @@ def input_folder(path: Path | str, what: str) -> Path:
     return path
 
 
-def output_file(path: Path | str, what: str, *, may_exist: bool = True) -> Path:
-    """A file that can be written: its folder exists and is writable; not a folder itself."""
+def output_file(
+    path: Path | str, what: str, *, may_exist: bool = True, makes_folder: bool = False
+) -> Path:
+    """A file that can be written: its folder exists and is writable (or, when the command
+    creates it, ``makes_folder``, the nearest existing one is); not a folder itself."""
     path = Path(path)
     parent = path.parent if str(path.parent) else Path(".")
+    if makes_folder:
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
     if path.is_dir():
         raise BadArgument(f"{what} {path}: is a folder, not a file")
     if path.exists():

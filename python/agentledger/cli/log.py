@@ -210,7 +210,7 @@ def archive_command(
       agentledger archive q3.db --since 2025-07-01 --json
       agentledger --ledger review.db verify --all --trust ed25519:3b6a…
     """
-    arguments.output_file(out, "OUT.db")
+    arguments.output_file(out, "OUT.db", makes_folder=True)
     with app.open_ledger() as ledger:
         runs = archives.select_runs(ledger, run_ids, since)
         summary = archives.write_archive(ledger, out, runs)
