@@ -82,6 +82,8 @@ def _cells(path: Path) -> list[tuple[str, str, int]]:
             if not first:
                 continue
             for column in conn.execute("SELECT name FROM pragma_table_info(?)", (table,)):
+                if column[0] == "id":
+                    continue  # a row's identity (its rowid), not data: FORMAT.md §4
                 cells.append((table, column[0], first[0][0]))
         return cells
     finally:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from agentledger.errors import ExitCode, LedgerError
 from agentledger.storage.migrations import SCHEMA_VERSION
-from agentledger.verify import audit, blobs, journal_pass, receipts, runs_table, team
+from agentledger.verify import audit, blobs, bookkeeping, journal_pass, receipts, runs_table, team
 from agentledger.verify import bernstein as bernstein_checks
 from agentledger.verify import log as workspace_log
 from agentledger.verify import phase as phase_checks
@@ -34,6 +34,7 @@ CHECKS: list[Check] = [
     receipts.check_receipts,
     audit.check_audit,
     team.check_team_roles,
+    bookkeeping.check_bookkeeping,
     workspace_log.check_log,
     phase_checks.check_phase,
     bernstein_checks.check_bernstein,
