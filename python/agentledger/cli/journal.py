@@ -16,6 +16,7 @@ import click
 
 from agentledger.bernstein import view
 from agentledger.bernstein.format import BOOKKEEPING_RUN
+from agentledger.bookkeeping import GC_RUN, TEAM_RUN
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.errors import InvalidInput
@@ -27,7 +28,7 @@ from agentledger.run_status import readable, status_path
 if TYPE_CHECKING:
     from rich.tree import Tree
 
-INTERNAL_RUNS = (BOOKKEEPING_RUN,)
+INTERNAL_RUNS = (BOOKKEEPING_RUN, GC_RUN, TEAM_RUN)
 """Bookkeeping runs ``runs`` lists only with --all (never a run an agent wrote)."""
 
 HASH_WIDTH = 18
@@ -262,7 +263,7 @@ def runs(
     run as it is now (a cache outside the ledger: $AGENTLEDGER_CACHE, default
     ~/.cache/agentledger);
     `unverified` when never verified or appended to since. Internal bookkeeping runs
-    (`_bernstein`) are listed only with --all. Rows stream: memory stays bounded.
+    (`_bernstein`, `_gc`, `_team`) are listed only with --all. Rows stream: memory stays bounded.
 
     \b
     Examples:
