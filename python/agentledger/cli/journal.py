@@ -285,9 +285,9 @@ def runs(
 
 def _write_jsonl(lines: Iterator[str]) -> None:
     write = sys.stdout.write
-    for line in lines:
-        write(line)
-        write("\n")
+    while batch := list(islice(lines, 2048)):  # one write per batch, memory still bounded
+        batch.append("")
+        write("\n".join(batch))
 
 
 def _write_json_list(lines: Iterator[str]) -> None:
