@@ -34,10 +34,10 @@ import apsw
 from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey, VerifyKey
 
+from agentledger import signing, tiles
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.keys import parse_public_key, public_key_text
-from agentledger import signing, tiles
 from agentledger.log import current_state, fetch
 
 if TYPE_CHECKING:
@@ -216,9 +216,14 @@ def take(conn: apsw.Connection, ledger: Ledger, *, force: bool = False) -> Store
     state = current_state(conn)
     root = state.root
     newest = newest_checkpoint(conn)
-    if not force and newest is not None and (newest.size_column, newest.root_column) == (
-        state.size,
-        root,
+    if (
+        not force
+        and newest is not None
+        and (newest.size_column, newest.root_column)
+        == (
+            state.size,
+            root,
+        )
     ):
         return newest
     scope = ledger.db.transaction_scope

@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from agentledger import _core, signing, tiles
-from agentledger.bookkeeping import GC_PRUNED, GC_RUN
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
+from agentledger.bookkeeping import GC_PRUNED, GC_RUN
 from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.ids import utc_timestamp
 from agentledger.keys import public_key_text
@@ -252,9 +252,7 @@ class Pruned:
     log_size: int
 
 
-def pruned_digests(
-    conn: apsw.Connection, trusted: set[str], ledger_id: str
-) -> dict[str, Pruned]:
+def pruned_digests(conn: apsw.Connection, trusted: set[str], ledger_id: str) -> dict[str, Pruned]:
     """Digest -> the receipt that removed it, for receipts that bind to this ledger's log:
     signed by a trusted key, naming this ledger, and whose log size and root are those of
     the log's first entries now (the tiles' root at that size)."""

@@ -166,7 +166,9 @@ class Run:
                 "altered (`agentledger verify`); nothing was written",
                 code="schema-altered",
             )
-        log.finish_append(conn, self.ledger, state, log.LogState(size, tuple(frontier)), leaf_hashes)
+        log.finish_append(
+            conn, self.ledger, state, log.LogState(size, tuple(frontier)), leaf_hashes
+        )
         conn.execute(
             "UPDATE runs SET head_seq = ?, head_hash = ? WHERE run_id = ?",
             (first_seq + len(batch) - 1, head_hash, self.id),

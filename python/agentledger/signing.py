@@ -162,7 +162,9 @@ def adopt(conn: apsw.Connection, ledger: Ledger, state: LogState) -> None:
     findings = integrity_findings(verify_ledger(ledger, None, VerifyOptions()))
     other = sorted({d.check for d in findings} - {"checkpoint.missing"})
     if other:
-        raise _refuse(ledger, f"a whole verify finds more than a missing checkpoint ({', '.join(other)})")
+        raise _refuse(
+            ledger, f"a whole verify finds more than a missing checkpoint ({', '.join(other)})"
+        )
     memory_of(ledger).record("verified", state.size, state.root)
 
 

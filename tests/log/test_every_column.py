@@ -46,15 +46,17 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             assert collector.collect(ledger, grace_s=0).removed
             ledger.run("run-0").append("step", {"after": "gc"})
             # The imported workdir's own verdicts (bernstein's checks) are what they are.
-            assert {
-                d.check for d in ledger.verify().workspace
-            } == set(), "the native records verify clean"
+            assert {d.check for d in ledger.verify().workspace} == set(), (
+                "the native records verify clean"
+            )
     return path, home
 
 
 def _findings(path: Path) -> set[tuple[object, ...]]:
     report = verify(path)
-    found = {(d.run_id, d.seq, d.check, d.expected, d.actual) for d in report.workspace}
+    found: set[tuple[object, ...]] = {
+        (d.run_id, d.seq, d.check, d.expected, d.actual) for d in report.workspace
+    }
     for run in report.runs:
         found |= {(d.run_id, d.seq, d.check, d.expected, d.actual) for d in run.divergences}
     return found
@@ -73,9 +75,12 @@ def _cells(path: Path) -> list[tuple[str, str, int]]:
         ]
         cells = []
         for table in tables:
-            without_rowid = "WITHOUT ROWID" in conn.execute(
-                "SELECT sql FROM sqlite_schema WHERE name = ?", (table,)
-            ).fetchall()[0][0].upper()
+            without_rowid = (
+                "WITHOUT ROWID"
+                in conn.execute("SELECT sql FROM sqlite_schema WHERE name = ?", (table,))
+                .fetchall()[0][0]
+                .upper()
+            )
             if without_rowid:
                 continue  # entries: its columns are covered by the journal tests
             first = conn.execute(f"SELECT rowid FROM {table} ORDER BY rowid LIMIT 1").fetchall()

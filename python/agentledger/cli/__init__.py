@@ -91,7 +91,9 @@ def _silence_stdout() -> None:
 def _fail(exc: AgentLedgerError, code: int | None = None) -> int:
     import click
 
-    message = " ".join(exc.message.splitlines())
+    from agentledger.display import safe  # a message may quote ledger or workdir strings
+
+    message = safe(" ".join(exc.message.splitlines()))
     click.echo(f"error [{exc.code}]: {message}", err=True)
     return int(exc.exit_code if code is None else code)
 

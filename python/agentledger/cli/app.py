@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "archive": (("log",), "Write a sealed single-file audit archive of runs."),
     "checkpoint": (("log",), "Sign a checkpoint of the workspace log and show the newest."),
     "demo": (("demo",), "Build a demo ledger, corrupt five things, bulk-verify it."),
+    "explain": (("explain",), "Explain a verification check, or list every check."),
     "export": (("bernstein",), "Write ledger contents out in another tool's format."),
     "fsck": (("log",), "Every check: SQLite integrity, checkpoints, verify, orphan blobs."),
     "gc": (("log",), "Delete blobs nothing reaches; sign a prune receipt."),
@@ -39,14 +40,17 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "phase": (("phase",), "Phase capability profiles: compile, record, transition, show."),
     "prove": (("log",), "Print a proof that an entry is in the signed log."),
     "runs": (("journal",), "List runs: entries, activities, last entry, last verify status."),
-    "show": (("journal",), "Show a run's journal as a tree (kinds, hashes, evidence)."),
+    "show": (("journal",), "Show a run's journal, verified (kinds, hashes, evidence)."),
     "team": (("team",), "Team manifests: which modality each role runs as."),
     "verify": (("verify",), "Bulk-verify runs: chains, entry bytes, evidence sets, blobs."),
     "verify-proof": (("log",), "Check a proof bundle offline, without the ledger."),
 }
 """name -> (modules under agentledger.cli that define it, its short help as ``-h`` lists it)."""
 
-MODULES = ("activity", "bernstein", "demo", "journal", "keys", "log", "phase", "team", "verify")
+MODULES = (
+    "activity", "bernstein", "demo", "explain", "journal", "keys", "log", "phase", "team",
+    "verify",
+)  # fmt: skip
 """Every command module (``load_all`` imports them: a name missing from COMMANDS still works)."""
 
 

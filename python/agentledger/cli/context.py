@@ -58,16 +58,23 @@ class AppContext:
     @property
     def console(self) -> Console:
         """Human output (stdout). Never used together with --json output."""
-        from rich.console import Console
+        from agentledger.display import human_console
 
-        return Console(no_color=True) if self.no_color else Console()
+        console = human_console()
+        if self.no_color:
+            console.no_color = True
+        return console
 
     @property
     def err_console(self) -> Console:
         """Progress and notes (stderr); silent under --quiet."""
-        from rich.console import Console
+        from agentledger.display import human_console
 
-        return Console(stderr=True, quiet=self.quiet, no_color=True if self.no_color else None)
+        console = human_console(stderr=True)
+        console.quiet = self.quiet
+        if self.no_color:
+            console.no_color = True
+        return console
 
 
 def emit_json(obj: Any) -> None:
@@ -97,4 +104,14 @@ def json_option(command: F) -> F:
         is_flag=True,
         callback=_json_or_global,
         help="Print a JSON object on stdout (for machines).",
+    )(command)
+
+
+def width_option(command: F) -> F:
+    """``--width``: the columns of human output (default: the terminal's, else unwrapped)."""
+    return click.option(
+        "--width",
+        type=click.IntRange(min=20),
+        default=None,
+        help="Columns of human output (default: the terminal's, else COLUMNS, else unwrapped).",
     )(command)

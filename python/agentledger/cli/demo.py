@@ -8,15 +8,17 @@ import time
 from pathlib import Path
 
 import click
+from rich.text import Text
 
-from agentledger.cli import arguments
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.cli.verify import run_verify
+from agentledger.cli import arguments
 from agentledger.demo import ENTRIES_PER_RUN, MIN_RUNS, build_workspace, plant_corruptions
+from agentledger.display import safe
 from agentledger.errors import BadArgument, ExitCode
 from agentledger.ledger import Ledger
-from agentledger.report import report_renderable
+from agentledger.report import report_renderable, write_html
 
 
 def _remove(path: Path) -> None:
@@ -36,6 +38,7 @@ def demo(app: AppContext, runs: int, as_json: bool) -> int:
     The ledger is built in a temporary file next to --ledger and moved into place only
     when complete: a failure or Ctrl-C leaves nothing behind. Exits 0 when verify finds
     exactly the planted corruptions and nothing else; 64 when --ledger already exists.
+    The report is also written as report.html next to the ledger.
 
     \b
     Examples:
@@ -71,7 +74,7 @@ def demo(app: AppContext, runs: int, as_json: bool) -> int:
         raise
     for corruption in planted:
         note(f"  planted: {corruption.run_id or 'workspace'}: {corruption.how}")
-    with app.open_ledger() as ledger:
+    with app.open_ledger(readonly=True) as ledger:
         note(f"verifying {ledger.path}")
         report = run_verify(app, ledger, None)
     failing = {run.run_id for run in report.runs if not run.ok}
@@ -79,20 +82,40 @@ def demo(app: AppContext, runs: int, as_json: bool) -> int:
         failing.add(None)  # type: ignore[arg-type]
     expected = {c.run_id for c in planted}
     exact = failing == expected
+    html = app.ledger_path.parent / "report.html"
+    write_html(report, html)
     if as_json:
         emit_json(
             {
                 "report": report.to_json(),
                 "planted": [c.__dict__ for c in planted],
                 "found_exactly": exact,
+                "html": str(html),
             }
         )
     else:
         app.console.print(report_renderable(report))
+        by_check = ", ".join(
+            f"{check} {row['runs'] or 'workspace'}"
+            for check, row in report.findings_by_check().items()
+        )
+        findings = (
+            f"{report.findings:,} findings in {len(report.diverged_runs):,} runs"
+            + (" and the workspace" if report.workspace else "")
+            + f" ({by_check})"
+        )
         if exact:
             app.console.print(
-                f"verify found exactly the {len(planted)} planted corruptions.", style="bold green"
+                Text(
+                    f"verify found exactly the {len(planted)} planted corruptions: {findings}.",
+                    style="bold green",
+                )
             )
         else:
-            app.console.print("verify's findings differ from what was planted!", style="bold red")
+            app.console.print(
+                Text(
+                    f"verify's findings differ from what was planted: {findings}", style="bold red"
+                )
+            )
+        app.console.print(Text(f"HTML report: {safe(str(html))}", style="bold"))
     return int(ExitCode.OK if exact else ExitCode.DIVERGED)

@@ -17,6 +17,7 @@ from agentledger.cli import arguments
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.cli.verify import run_verify, verify_options
+from agentledger.display import styled
 from agentledger.errors import ExitCode
 from agentledger.keys import KeyStore, resolve_trust
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
@@ -218,8 +219,11 @@ def archive_command(
         emit_json(summary.to_json())
     else:
         app.console.print(
-            f"archived {len(summary.runs):,} run(s), {summary.entries:,} entries, "
-            f"{summary.blobs:,} blob(s) to [bold]{summary.path}[/]"
+            styled(
+                f"archived {len(summary.runs):,} run(s), {summary.entries:,} entries, "
+                f"{summary.blobs:,} blob(s) to [bold]{{path}}[/]",
+                path=summary.path,
+            )
         )
     return int(ExitCode.OK)
 

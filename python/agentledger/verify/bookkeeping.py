@@ -63,7 +63,9 @@ def _check_prune_receipts(ctx: VerifyContext) -> None:
         held[receipt_hash(data)] += 1
         problem = _receipt_problem(ctx, reader, trusted, data, signer, signature)
         if problem:
-            _diverged(ctx, "prune.receipt", "a receipt of this ledger's log, signed", problem, subject)
+            _diverged(
+                ctx, "prune.receipt", "a receipt of this ledger's log, signed", problem, subject
+            )
     for name in sorted(set(pinned) | set(held)):
         if pinned[name] != held[name]:
             _diverged(
@@ -85,8 +87,10 @@ def _receipt_problem(
 ) -> str | None:
     if not isinstance(signer, str) or signer not in trusted:
         return f"signed by {str(signer)[:80]}, not a trusted key"
+    if not isinstance(signature, bytes):
+        return "its signature is not bytes"
     try:
-        VerifyKey(parse_public_key(signer)).verify(PRUNE_DOMAIN + data, bytes(signature))  # type: ignore[arg-type]
+        VerifyKey(parse_public_key(signer)).verify(PRUNE_DOMAIN + data, signature)
     except (BadSignatureError, InvalidInput, TypeError, ValueError):
         return "its signature does not verify"
     try:
@@ -113,7 +117,11 @@ def _check_team_roles(ctx: VerifyContext) -> None:
         roles = body.get("roles")
         for item in roles if isinstance(roles, list) else []:
             if isinstance(item, list) and len(item) == 2:
-                loaded[str(item[0])] = (str(item[1]), str(body.get("manifest")), str(body.get("loaded_at")))
+                loaded[str(item[0])] = (
+                    str(item[1]),
+                    str(body.get("manifest")),
+                    str(body.get("loaded_at")),
+                )
     table = {
         str(role): (str(kind), str(manifest), str(at))
         for role, kind, manifest, at in ctx.conn.execute(
