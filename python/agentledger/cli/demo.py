@@ -10,10 +10,10 @@ from pathlib import Path
 import click
 from rich.text import Text
 
+from agentledger.cli import arguments
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.cli.verify import run_verify
-from agentledger.cli import arguments
 from agentledger.demo import ENTRIES_PER_RUN, MIN_RUNS, build_workspace, plant_corruptions
 from agentledger.display import safe
 from agentledger.errors import BadArgument, ExitCode
