@@ -17,7 +17,7 @@ from agentledger.cli import arguments
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.cli.verify import run_verify, verify_options
-from agentledger.display import styled
+from agentledger.display import safe, styled
 from agentledger.errors import ExitCode
 from agentledger.keys import KeyStore, resolve_trust
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
@@ -75,7 +75,9 @@ def checkpoint(app: AppContext, export_file: Path | None, adopt: bool, as_json: 
     if as_json:
         emit_json({**_checkpoint_json(stored), "exported": str(export_file or "") or None})
     else:
-        click.echo(text, nl=False)  # verbatim: a wrapped signature line would not verify
+        # Verbatim (a wrapped signature line would not verify), unless the note holds what
+        # a terminal would act on (a hostile signer name): then escaped, lines kept.
+        click.echo("\n".join(safe(line) for line in text.split("\n")), nl=False)
         if export_file is not None:
             app.err_console.print(f"checkpoint written to {export_file}")
     return int(ExitCode.OK)
