@@ -1,13 +1,12 @@
 # Exact type stub of the compiled extension (rust/python). Keep in sync with the Rust code.
 from collections.abc import Callable, Sequence
-from typing import Literal, TypedDict, TypeVar, final
+from typing import Any, Literal, TypedDict, final
 
 from typing_extensions import Buffer
 
 __version__: str
 
 HashName = Literal["blake3", "sha256"]
-_E = TypeVar("_E")
 
 MAX_DEPTH: int
 """Deepest nesting of arrays/objects that canonicalization accepts."""
@@ -114,9 +113,48 @@ def encode_entries(
 ) -> list[tuple[bytes, bytes]]:
     """Canonical bytes and hash of consecutive entries of one run, each chained to the last."""
 
+@final
+class Entry:
+    """One journal entry as stored, immutable; ``body`` is parsed from ``raw`` on each
+    access (a fresh object), or a copy of the body given to the constructor."""
+
+    def __new__(
+        cls,
+        run_id: str,
+        seq: int,
+        kind: str,
+        hash: str,
+        prev: str,
+        ts: str,
+        body: Any,
+        raw: bytes,
+    ) -> Entry: ...
+    @classmethod
+    def from_row(cls, run_id: str, seq: int, kind: str, digest: bytes, raw: bytes) -> Entry:
+        """The entry of a stored row; ``ValueError``, ``KeyError`` or ``TypeError`` for
+        bytes that are not an entry's JSON object."""
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def seq(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def hash(self) -> str: ...
+    @property
+    def prev(self) -> str: ...
+    @property
+    def ts(self) -> str: ...
+    @property
+    def body(self) -> Any: ...
+    @property
+    def raw(self) -> bytes: ...
+    def __eq__(self, other: object) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __reduce__(self) -> tuple[type[Entry], tuple[Any, ...]]: ...
+
 def append_entries(
     connection: int,
-    entry_type: type[_E],
     run_id: str,
     first_seq: int,
     prev: str,
@@ -124,11 +162,11 @@ def append_entries(
     items: Sequence[tuple[str, object]],
     log_size: int,
     log_frontier: Sequence[bytes],
-) -> tuple[list[_E], bytes, int, list[bytes], bytes]:
+) -> tuple[list[Entry], bytes, int, list[bytes], bytes]:
     """Insert ``items`` (``(kind, body)``) as entries ``first_seq..`` of ``run_id``, chained
     from ``prev``, through the SQLite handle ``connection`` (``storage/native.py``) inside
     its transaction, as the next leaves of the log ``(log_size, log_frontier)``. Returns
-    ``(entries as entry_type instances, last entry's hash, log size, log frontier, leaf
+    ``(entries, last entry's hash, log size, log frontier, leaf
     hashes)``, the leaf hashes concatenated (32 bytes each, for the log's tiles).
     ``CanonicalizationError`` before anything is written; ``SqliteError`` on a failure of
     SQLite (the caller's transaction is then to be rolled back)."""

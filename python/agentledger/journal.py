@@ -8,9 +8,7 @@ workspace log and inserts the rows through this connection, inside its transacti
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -40,27 +38,14 @@ def hash_text(digest: bytes) -> str:
     return HASH_PREFIX + digest.hex()
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One journal entry as stored: its position, hash, kind, body and exact bytes.
+Entry = _core.Entry
+"""One journal entry as stored: its position, hash, kind, body and exact bytes.
 
-    Appends make these in Rust (``rust/python/src/append.rs``), setting each field as the
-    generated ``__init__`` would: a field added here must be added there.
-    """
-
-    run_id: str
-    seq: int
-    kind: str
-    hash: str
-    prev: str
-    ts: str
-    body: Any
-    raw: bytes
-
-    @classmethod
-    def from_row(cls, run_id: str, seq: int, kind: str, digest: bytes, raw: bytes) -> Entry:
-        doc = json.loads(raw)
-        return cls(run_id, seq, kind, hash_text(digest), doc["prev"], doc["ts"], doc["body"], raw)
+An immutable value made in Rust (``rust/python/src/entry.rs``): it holds the entry's bytes
+(``raw``), and ``body`` is parsed from them on each access, so changing the dict given to
+``append``, or the one ``body`` returned, changes no entry. Equal entries have equal fields:
+an appended entry equals the same entry read back (``Entry.from_row``).
+"""
 
 
 def ensure_run_row(conn: Any, run_id: str) -> None:
@@ -145,7 +130,6 @@ class Run:
             with native.sqlite_errors():
                 entries, head_hash, size, frontier, leaf_hashes = _core.append_entries(
                     native.handle(conn),
-                    Entry,
                     self.id,
                     first_seq,
                     prev,

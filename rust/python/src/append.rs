@@ -1,20 +1,17 @@
 //! The journal's write path: a batch of entries of one run encoded, chained, inserted and
 //! added to the workspace log in one call, through the caller's apsw connection and inside
-//! its transaction (`sqlite.rs`), and handed back as the caller's `Entry` objects.
+//! its transaction (`sqlite.rs`), and handed back as `Entry` values (`entry.rs`).
 //!
 //! The GIL is held throughout: bodies are read from Python objects, and while it is held no
 //! other thread can close or use the apsw connection under the statement.
 
-use std::ffi::c_void;
-
 use agentledger_core::journal;
 use agentledger_core::merkle::{HashAlg, IncrementalTree};
 use agentledger_core::Error;
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyInt, PyList, PyString, PyTuple, PyType};
-use pyo3::{ffi, intern};
+use pyo3::types::{PyBytes, PyInt, PyList, PyString};
 
+use crate::entry::Entry;
 use crate::errors::to_py;
 use crate::journal::{canonical_bodies, frontier_nodes};
 use crate::rows_table::{self, Rows};
@@ -42,7 +39,7 @@ type AppendTuple<'py> = (
 /// `prev`, as the next leaves of the log whose state is `(log_size, log_frontier)`.
 ///
 /// Returns `(entries, last entry's hash, log size, log frontier, leaf hashes)`, the entries
-/// as instances of `entry_type` (`journal.Entry`), the leaf hashes (32 bytes each, in leaf
+/// as `Entry` values (`entry.rs`), the leaf hashes (32 bytes each, in leaf
 /// order) for the log's tiles. A body without a canonical form raises
 /// `CanonicalizationError` before anything is written; an SQLite failure raises
 /// `SqliteError` (the statement's rows are undone, and the caller rolls back).
@@ -51,7 +48,6 @@ type AppendTuple<'py> = (
 fn append_entries<'py>(
     py: Python<'py>,
     connection: usize,
-    entry_type: &Bound<'py, PyType>,
     run_id: &Bound<'py, PyString>,
     first_seq: u64,
     prev: &Bound<'py, PyString>,
@@ -99,26 +95,30 @@ fn append_entries<'py>(
         leaf_bytes.extend_from_slice(&leaf_hash);
         log.append_leaf_hash(leaf_hash).map_err(to_py)?;
     }
-    let connection = Connection::from_pointer(connection)?;
+    // SAFETY: `connection` is `storage/native.handle(conn)` of the caller's open apsw
+    // connection, used only during this call, with the GIL held (from_pointer's contract).
+    let connection = unsafe { Connection::from_pointer(connection)? };
     let rows = Rows::new(COLUMNS, &values);
     rows_table::prepare(&connection, INSERT)?.execute(&[Value::Rows(&rows)])?;
 
-    let made = EntryType::of(entry_type)?;
+    // The entries hold only what they were made from here (strings, ints, the encoded
+    // bytes): never a caller's body object, which the caller may change afterwards.
     let entries = PyList::empty(py);
-    let mut prev = prev.clone();
-    for (seq, ((kind, body), (bytes, digest))) in (first_seq..).zip(items.iter().zip(&encoded)) {
-        let hash = PyString::new(py, &journal::prefixed_hex(digest));
-        let fields = [
-            (intern!(py, "run_id"), run_id.as_any()),
-            (intern!(py, "seq"), &PyInt::new(py, seq).into_any()),
-            (intern!(py, "kind"), kind.as_any()),
-            (intern!(py, "hash"), hash.as_any()),
-            (intern!(py, "prev"), prev.as_any()),
-            (intern!(py, "ts"), ts.as_any()),
-            (intern!(py, "body"), body),
-            (intern!(py, "raw"), &PyBytes::new(py, bytes).into_any()),
-        ];
-        entries.append(made.instance(&fields)?)?;
+    let mut prev = prev.clone().into_any().unbind();
+    for (seq, ((kind, _), (bytes, digest))) in (first_seq..).zip(items.iter().zip(&encoded)) {
+        let hash = PyString::new(py, &journal::prefixed_hex(digest))
+            .into_any()
+            .unbind();
+        let entry = Entry::stored(
+            run_id.clone().into_any().unbind(),
+            PyInt::new(py, seq).into_any().unbind(),
+            kind.clone().into_any().unbind(),
+            hash.clone_ref(py),
+            prev,
+            ts.clone().into_any().unbind(),
+            PyBytes::new(py, bytes).into_any().unbind(),
+        );
+        entries.append(Bound::new(py, entry)?)?;
         prev = hash;
     }
     let head = encoded.last().map_or(&[][..], |(_, digest)| &digest[..]);
@@ -136,55 +136,4 @@ fn out_of_range(what: &str, value: u64) -> PyErr {
     to_py(Error::invalid(format!(
         "{what} {value} is past what SQLite stores"
     )))
-}
-
-/// Makes instances of a frozen dataclass (`Entry`) as calling it would (its `tp_new`, then
-/// each field set with `object.__setattr__`), but from Rust: the generated `__init__`'s
-/// eight Python-level calls per entry would cost more than the rest of an append.
-struct EntryType<'a, 'py> {
-    entry_type: &'a Bound<'py, PyType>,
-    new: ffi::newfunc,
-    no_args: Bound<'py, PyTuple>,
-}
-
-impl<'a, 'py> EntryType<'a, 'py> {
-    fn of(entry_type: &'a Bound<'py, PyType>) -> PyResult<Self> {
-        // SAFETY: a live type object; a non-null `tp_new` slot holds a `newfunc`.
-        let slot = unsafe { ffi::PyType_GetSlot(entry_type.as_type_ptr(), ffi::Py_tp_new) };
-        if slot.is_null() {
-            return Err(PyTypeError::new_err(
-                "the entry type cannot be instantiated",
-            ));
-        }
-        Ok(EntryType {
-            entry_type,
-            new: unsafe { std::mem::transmute::<*mut c_void, ffi::newfunc>(slot) },
-            no_args: PyTuple::empty(entry_type.py()),
-        })
-    }
-
-    fn instance(
-        &self,
-        fields: &[(&Bound<'py, PyString>, &Bound<'py, PyAny>)],
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let py = self.entry_type.py();
-        // SAFETY: the type's own `tp_new` with the type and an argument tuple, then the
-        // generic attribute setter (what `object.__setattr__` calls); live objects, GIL held.
-        unsafe {
-            let made = (self.new)(
-                self.entry_type.as_type_ptr(),
-                self.no_args.as_ptr(),
-                std::ptr::null_mut(),
-            );
-            let instance = Bound::from_owned_ptr_or_err(py, made)?;
-            for (name, value) in fields {
-                if ffi::PyObject_GenericSetAttr(instance.as_ptr(), name.as_ptr(), value.as_ptr())
-                    != 0
-                {
-                    return Err(PyErr::fetch(py));
-                }
-            }
-            Ok(instance)
-        }
-    }
 }

@@ -233,7 +233,9 @@ impl BernsteinFiles {
         format: String,
         name_from: usize,
     ) -> PyResult<Self> {
-        let connection = Connection::from_pointer(connection)?;
+        // SAFETY: `connection` is `storage/native.handle(conn)` of an open apsw connection
+        // that the Python caller keeps open while this object lives (from_pointer's contract).
+        let connection = unsafe { Connection::from_pointer(connection)? };
         let mut closing = b"],\"format\":".to_vec();
         let _ = pyjson::write_py_string(format.as_bytes(), true, &mut closing);
         closing.push(b'}');

@@ -50,7 +50,9 @@ impl PendingJournals {
         runs: Vec<(String, Option<String>)>,
         jobs: usize,
     ) -> PyResult<Self> {
-        let connection = Connection::from_pointer(connection)?;
+        // SAFETY: `connection` is `storage/native.handle(conn)` of an open apsw connection
+        // that the Python caller keeps open while this object lives (from_pointer's contract).
+        let connection = unsafe { Connection::from_pointer(connection)? };
         let pool = pool(jobs)?;
         let verifying = Arc::new(Verifying {
             reports: runs.iter().map(|_| Mutex::new(None)).collect(),

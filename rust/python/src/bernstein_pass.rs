@@ -93,7 +93,9 @@ fn bernstein_ledger_pass(
     mirror: Option<Py<BernsteinAuditMirror>>,
     stage_rows: bool,
 ) -> PyResult<(Vec<PyObject>, DigestSet)> {
-    let connection = Connection::from_pointer(connection)?;
+    // SAFETY: `connection` is `storage/native.handle(conn)` of the caller's open apsw
+    // connection, used only during this call, with the GIL held (from_pointer's contract).
+    let connection = unsafe { Connection::from_pointer(connection)? };
     let pool = pool(jobs)?;
     let journals = journals.get();
     let finished = journals.take_finished()?;

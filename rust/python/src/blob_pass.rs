@@ -24,7 +24,9 @@ fn verify_blobs(
     sql: &str,
     queries: Vec<Vec<Param>>,
 ) -> PyResult<(u64, Vec<FindingTuple>)> {
-    let connection = Connection::from_pointer(connection)?;
+    // SAFETY: `connection` is `storage/native.handle(conn)` of the caller's open apsw
+    // connection, used only during this call, with the GIL held (from_pointer's contract).
+    let connection = unsafe { Connection::from_pointer(connection)? };
     py.allow_threads(move || {
         let mut findings = Vec::new();
         let mut checked = 0u64;

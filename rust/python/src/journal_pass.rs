@@ -45,7 +45,9 @@ fn verify_journal(
     progress: Option<PyObject>,
     batch_rows: usize,
 ) -> PyResult<BatchTuple> {
-    let connection = Connection::from_pointer(connection)?;
+    // SAFETY: `connection` is `storage/native.handle(conn)` of the caller's open apsw
+    // connection, used only during this call, with the GIL held (from_pointer's contract).
+    let connection = unsafe { Connection::from_pointer(connection)? };
     let batch_rows = batch_rows.max(1);
     let pool = pool(jobs)?;
     let mut log_guard = log.map(|l| l.borrow_mut());

@@ -18,6 +18,7 @@ mod bernstein_journals;
 mod bernstein_pass;
 mod blob_pass;
 mod canonical;
+mod entry;
 mod errors;
 mod hashing;
 mod journal;
@@ -50,6 +51,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bernstein_pass::register(m)?;
     blob_pass::register(m)?;
     canonical::register(m)?;
+    entry::register(m)?;
     hashing::register(m)?;
     journal::register(m)?;
     journal_pass::register(m)?;

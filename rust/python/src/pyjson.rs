@@ -235,7 +235,9 @@ impl Drop for BernsteinStoreIndex {
 impl BernsteinStoreIndex {
     #[new]
     fn new(py: Python<'_>, connection: usize, sql: &str, name_from: usize) -> PyResult<Self> {
-        let connection = Connection::from_pointer(connection)?;
+        // SAFETY: `connection` is `storage/native.handle(conn)` of the caller's open apsw
+        // connection, used only during this call (from_pointer's contract).
+        let connection = unsafe { Connection::from_pointer(connection)? };
         let map = py.allow_threads(move || -> Result<journal::StoreIndex, Failure> {
             let mut statement = connection.prepare(sql)?;
             statement.start(&[])?;

@@ -122,22 +122,26 @@ unsafe extern "C" fn connect(
     vtab: *mut *mut ffi::sqlite3_vtab,
     _error: *mut *mut c_char,
 ) -> c_int {
+    // SAFETY: SQLite calls `connect` with its live connection; SCHEMA is NUL-terminated.
     let code = unsafe { ffi::sqlite3_declare_vtab(db, SCHEMA.as_ptr()) };
     if code != ffi::SQLITE_OK {
         return code;
     }
     // Never from a trigger or a view: a ledger file's own schema cannot reach it.
+    // SAFETY: inside xConnect on that connection, where vtab_config is allowed.
     unsafe { ffi::sqlite3_vtab_config(db, ffi::SQLITE_VTAB_DIRECTONLY) };
     let table = Box::new(ffi::sqlite3_vtab {
         pModule: ptr::null(),
         nRef: 0,
         zErrMsg: ptr::null_mut(),
     });
+    // SAFETY: `vtab` is SQLite's out-pointer for the new table; `disconnect` frees it.
     unsafe { *vtab = Box::into_raw(table) };
     ffi::SQLITE_OK
 }
 
 unsafe extern "C" fn disconnect(vtab: *mut ffi::sqlite3_vtab) -> c_int {
+    // SAFETY: the table `connect` boxed; SQLite disconnects each table once.
     drop(unsafe { Box::from_raw(vtab) });
     ffi::SQLITE_OK
 }
@@ -147,14 +151,17 @@ unsafe extern "C" fn best_index(
     _vtab: *mut ffi::sqlite3_vtab,
     info: *mut ffi::sqlite3_index_info,
 ) -> c_int {
+    // SAFETY: SQLite passes a valid index_info, ours alone during this call.
     let info = unsafe { &mut *info };
     let count = usize::try_from(info.nConstraint).unwrap_or(0);
     for i in 0..count {
+        // SAFETY: `i < nConstraint`, the length of `aConstraint`.
         let constraint = unsafe { &*info.aConstraint.add(i) };
         if constraint.iColumn == ROWS_COLUMN
             && constraint.op == ffi::SQLITE_INDEX_CONSTRAINT_EQ as u8
             && constraint.usable != 0
         {
+            // SAFETY: `aConstraintUsage` has `nConstraint` entries, like `aConstraint`.
             let usage = unsafe { &mut *info.aConstraintUsage.add(i) };
             usage.argvIndex = 1;
             usage.omit = 1;
@@ -176,11 +183,14 @@ unsafe extern "C" fn open(
         rows: ptr::null(),
         row: 0,
     });
+    // SAFETY: SQLite's out-pointer for the cursor; `Cursor` starts with the base struct
+    // (repr(C)), and `close` frees it.
     unsafe { *cursor = Box::into_raw(state).cast() };
     ffi::SQLITE_OK
 }
 
 unsafe extern "C" fn close(cursor: *mut ffi::sqlite3_vtab_cursor) -> c_int {
+    // SAFETY: the cursor `open` boxed; SQLite closes each cursor once.
     drop(unsafe { Box::from_raw(cursor.cast::<Cursor>()) });
     ffi::SQLITE_OK
 }
@@ -192,8 +202,11 @@ unsafe extern "C" fn filter(
     argc: c_int,
     argv: *mut *mut ffi::sqlite3_value,
 ) -> c_int {
+    // SAFETY: a cursor `open` made, used by SQLite from one thread at a time.
     let cursor = unsafe { &mut *cursor.cast::<Cursor>() };
     cursor.rows = if argc >= 1 {
+        // SAFETY: `argc >= 1`, so `argv[0]` is a live value; a pointer of another type
+        // (or none) reads as null.
         unsafe { ffi::sqlite3_value_pointer(*argv, POINTER_TYPE.as_ptr()) }
             .cast::<Rows<'static>>()
             .cast_const()
@@ -205,11 +218,13 @@ unsafe extern "C" fn filter(
 }
 
 unsafe extern "C" fn next(cursor: *mut ffi::sqlite3_vtab_cursor) -> c_int {
+    // SAFETY: a cursor `open` made, used by SQLite from one thread at a time.
     unsafe { (*cursor.cast::<Cursor>()).row += 1 };
     ffi::SQLITE_OK
 }
 
 unsafe extern "C" fn eof(cursor: *mut ffi::sqlite3_vtab_cursor) -> c_int {
+    // SAFETY: a cursor `open` made, used by SQLite from one thread at a time.
     let cursor = unsafe { &*cursor.cast::<Cursor>() };
     c_int::from(cursor.rows().is_none_or(|rows| cursor.row >= rows.len()))
 }
@@ -219,6 +234,7 @@ unsafe extern "C" fn column(
     context: *mut ffi::sqlite3_context,
     index: c_int,
 ) -> c_int {
+    // SAFETY: a cursor `open` made, used by SQLite from one thread at a time.
     let cursor = unsafe { &*cursor.cast::<Cursor>() };
     let value = cursor.rows().and_then(|rows| {
         let column = usize::try_from(index).ok()?;
@@ -227,6 +243,7 @@ unsafe extern "C" fn column(
     let length = |len: usize| c_int::try_from(len).ok();
     // The values outlive the statement's step (the rows are bound to it), and SQLite
     // copies them into the record it writes: no copy here (SQLITE_STATIC).
+    // SAFETY: `context` is SQLite's for this call; the pointers live as said above.
     unsafe {
         match value {
             Some(Value::Int(n)) => ffi::sqlite3_result_int64(context, *n),
@@ -255,7 +272,9 @@ unsafe extern "C" fn column(
 }
 
 unsafe extern "C" fn rowid(cursor: *mut ffi::sqlite3_vtab_cursor, rowid: *mut i64) -> c_int {
+    // SAFETY: a cursor `open` made; `rowid` is SQLite's out-pointer for this call.
     let cursor = unsafe { &*cursor.cast::<Cursor>() };
+    // SAFETY: as above.
     unsafe { *rowid = i64::try_from(cursor.row).unwrap_or(i64::MAX) };
     ffi::SQLITE_OK
 }

@@ -332,7 +332,9 @@ fn sha256_check_blobs(
     digests: &mut DigestSet,
     jobs: usize,
 ) -> PyResult<(usize, Vec<(String, String)>, Vec<String>)> {
-    let connection = Connection::from_pointer(connection)?;
+    // SAFETY: `connection` is `storage/native.handle(conn)` of the caller's open apsw
+    // connection, used only during this call, with the GIL held (from_pointer's contract).
+    let connection = unsafe { Connection::from_pointer(connection)? };
     let pool = pool(jobs)?;
     digests.settle(py)?;
     let unread: Vec<Sha256Name> = digests.unread.iter().cloned().collect();

@@ -82,7 +82,16 @@ unsafe impl Send for Connection {}
 
 impl Connection {
     /// The connection at `pointer` (`apsw.Connection.sqlite3pointer()`).
-    pub fn from_pointer(pointer: usize) -> PyResult<Self> {
+    ///
+    /// # Safety
+    ///
+    /// `pointer` is 0 or the `sqlite3*` of a connection opened by the SQLite library that
+    /// `storage/native.py` bound (apsw's), open for as long as the returned value (or
+    /// anything holding it) is used, and not used meanwhile by another thread except
+    /// through SQLite's own serialization. Any other integer is undefined behaviour: every
+    /// function of `_core` taking a `connection` is private (`storage/native.handle` is its
+    /// one source), as a `ctypes` pointer would be.
+    pub unsafe fn from_pointer(pointer: usize) -> PyResult<Self> {
         if !sqlite_bound() {
             return Err(PyRuntimeError::new_err(
                 "the host SQLite is not bound (storage/native.py loads it)",
@@ -353,6 +362,7 @@ impl Statement {
 /// `data` is null or readable for `len` bytes for as long as the result is used.
 unsafe fn value_bytes<'a>(data: *const std::ffi::c_void, len: c_int) -> &'a [u8] {
     match usize::try_from(len) {
+        // SAFETY: non-null and readable for `len` bytes (the function's contract).
         Ok(len) if len > 0 && !data.is_null() => unsafe {
             std::slice::from_raw_parts(data.cast(), len)
         },

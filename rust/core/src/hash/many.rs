@@ -430,12 +430,14 @@ pub(super) mod x86 {
     #[inline]
     #[target_feature(enable = "avx2")]
     unsafe fn load8(p: *const u8) -> __m256i {
+        // SAFETY: the caller's contract: AVX2 present, 32 bytes readable at `p`.
         unsafe { _mm256_loadu_si256(p.cast()) }
     }
 
     #[inline]
     #[target_feature(enable = "avx512f")]
     unsafe fn load16(p: *const u8) -> __m512i {
+        // SAFETY: the caller's contract: AVX-512F present, 64 bytes readable at `p`.
         unsafe { _mm512_loadu_si512(p.cast()) }
     }
 

@@ -155,6 +155,7 @@ mod x86 {
     unsafe fn compress16(state: &mut [__m512i; 8], blocks: &[*const u8; 16]) {
         // The blocks' big-endian words, lane by lane, then word by word.
         let big_endian = _mm512_set4_epi32(0x0c0d0e0f, 0x08090a0b, 0x04050607, 0x00010203);
+        // SAFETY: the function's contract: each pointer readable for 64 bytes.
         let rows: [__m512i; 16] =
             std::array::from_fn(|l| unsafe { _mm512_loadu_si512(blocks[l].cast()) });
         let columns = transpose16(rows);
