@@ -29,6 +29,9 @@ test: setup test-rust lint typecheck test-python
 
 test-rust:
 	cargo test --workspace --exclude agentledger-python --release --quiet
+	# Second pass: the portable paths forced (rust/core/src/portable.rs), so each fast
+	# path's reference runs on every machine: the hash lanes, hex readers, lean and clean rows.
+	AGENTLEDGER_PORTABLE=1 cargo test -p agentledger-core --release --quiet -- hash:: journal pyjson
 	cargo clippy --workspace --all-targets --release --quiet -- -D warnings
 	cargo fmt --all -- --check
 

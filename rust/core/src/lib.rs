@@ -15,6 +15,7 @@ pub mod error;
 pub mod hash;
 pub mod journal;
 pub mod merkle;
+pub mod portable;
 pub mod pyjson;
 pub mod signature;
 

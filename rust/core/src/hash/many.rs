@@ -99,7 +99,7 @@ impl Mode {
 pub fn hash_many(mode: &Mode, inputs: &[&[u8]], out: &mut [[u8; 32]]) {
     assert_eq!(inputs.len(), out.len(), "one output per input");
     #[cfg(target_arch = "x86_64")]
-    if inputs.len() > 1 {
+    if inputs.len() > 1 && !crate::portable::forced() {
         // SAFETY: each `compress` runs only where the CPU has its instructions.
         if std::is_x86_feature_detected!("avx512f") {
             return unsafe { in_lanes(mode, inputs, out, x86::compress16) };

@@ -25,10 +25,12 @@ pub use blake3::Hasher as Blake3Hasher;
 
 use crate::error::{Error, Result};
 
+mod hex;
 pub mod many;
 mod name;
 mod sha256_lanes;
 
+pub use hex::{decode64, decode_prefixed, hex64, to_hex_prefixed, write_hex};
 #[cfg(test)]
 pub(crate) use name::repeated_name;
 pub use name::{plain_sha256, Digest32, Sha256Name};
@@ -126,80 +128,9 @@ pub fn hkdf_sha256(ikm: &[u8], salt: Option<&[u8]>, info: &[u8], len: usize) -> 
 /// The algorithm prefix of a content name, `blake3:` or `sha256:` followed by 64 lowercase
 /// hex digits (the form [`to_hex_prefixed`] writes), or `None` for anything else.
 pub fn content_name_prefix(name: &[u8]) -> Option<&'static str> {
-    let prefix = [BLAKE3_PREFIX, SHA256_PREFIX]
+    [BLAKE3_PREFIX, SHA256_PREFIX]
         .into_iter()
-        .find(|prefix| name.starts_with(prefix.as_bytes()))?;
-    let hex = &name[prefix.len()..];
-    let lower_hex = |b: &u8| b.is_ascii_digit() || (b'a'..=b'f').contains(b);
-    (hex.len() == 64 && hex.iter().all(lower_hex)).then_some(prefix)
-}
-
-/// `prefix + lowercase hex(digest)`, e.g. `to_hex_prefixed(BLAKE3_PREFIX, &blake3(b""))`.
-pub fn to_hex_prefixed(prefix: &str, digest: &[u8]) -> String {
-    let mut out = vec![0; prefix.len() + 2 * digest.len()];
-    out[..prefix.len()].copy_from_slice(prefix.as_bytes());
-    write_hex(digest, &mut out[prefix.len()..]);
-    String::from_utf8(out).expect("a str prefix and ASCII hex")
-}
-
-/// Lowercase hex of `bytes` into `out`, which holds two bytes per byte. `hex::encode`
-/// goes a char at a time, which showed in append profiles (the journal writes three hex
-/// digests per appended entry), and a bulk bernstein verify writes two per row: sixteen
-/// bytes at a time in SSE2 (every x86-64 has it), the rest from a table.
-pub fn write_hex(bytes: &[u8], out: &mut [u8]) {
-    assert_eq!(out.len(), 2 * bytes.len(), "two hex digits per byte");
-    #[cfg(target_arch = "x86_64")]
-    let (bytes, out) = {
-        let whole = bytes.len() / 16 * 16;
-        let (chunks, out) = out.split_at_mut(2 * whole);
-        for (chunk, digits) in bytes[..whole]
-            .chunks_exact(16)
-            .zip(chunks.chunks_exact_mut(32))
-        {
-            write_hex_sse2(chunk.try_into().expect("16 bytes"), digits);
-        }
-        (&bytes[whole..], out)
-    };
-    write_hex_table(bytes, out);
-}
-
-fn write_hex_table(bytes: &[u8], out: &mut [u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for (pair, byte) in out.chunks_exact_mut(2).zip(bytes) {
-        pair[0] = DIGITS[usize::from(byte >> 4)];
-        pair[1] = DIGITS[usize::from(byte & 0x0f)];
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-fn write_hex_sse2(bytes: &[u8; 16], out: &mut [u8]) {
-    use std::arch::x86_64::*;
-    assert!(out.len() >= 32);
-    // SAFETY: SSE2 is part of x86-64; one 16-byte load from `bytes`, two 16-byte stores
-    // into the 32 bytes of `out` checked above.
-    unsafe {
-        let v = _mm_loadu_si128(bytes.as_ptr().cast());
-        let low_nibble = _mm_set1_epi8(0x0F);
-        let high = _mm_and_si128(_mm_srli_epi16(v, 4), low_nibble);
-        let low = _mm_and_si128(v, low_nibble);
-        // A nibble's digit: '0' + n, and 39 more ('a' - '0' - 10) above 9.
-        let digit = |n: __m128i| {
-            let letter = _mm_and_si128(_mm_cmpgt_epi8(n, _mm_set1_epi8(9)), _mm_set1_epi8(39));
-            _mm_add_epi8(_mm_add_epi8(n, _mm_set1_epi8(b'0' as i8)), letter)
-        };
-        // Each byte's high digit first.
-        let first = digit(_mm_unpacklo_epi8(high, low));
-        let second = digit(_mm_unpackhi_epi8(high, low));
-        _mm_storeu_si128(out.as_mut_ptr().cast(), first);
-        _mm_storeu_si128(out[16..].as_mut_ptr().cast(), second);
-    }
-}
-
-/// A 32-byte digest as 64 lowercase hex digits, without an allocation.
-pub fn hex64(digest: &[u8; 32]) -> [u8; 64] {
-    let mut text = [0u8; 64];
-    write_hex(digest, &mut text);
-    text
+        .find(|prefix| decode_prefixed(prefix, name).is_some())
 }
 
 /// `"blake3:" + hex(BLAKE3(data))`: the content address of exact bytes.
@@ -488,9 +419,9 @@ mod tests {
         for case in cases {
             let len = case.get("input_len").int() as usize;
             let input = blake3_vector_input(len);
-            let want_hash = hex::decode(case.get("hash").str()).unwrap();
-            let want_keyed = hex::decode(case.get("keyed_hash").str()).unwrap();
-            let want_derive = hex::decode(case.get("derive_key").str()).unwrap();
+            let want_hash = ::hex::decode(case.get("hash").str()).unwrap();
+            let want_keyed = ::hex::decode(case.get("keyed_hash").str()).unwrap();
+            let want_derive = ::hex::decode(case.get("derive_key").str()).unwrap();
 
             // Default 32-byte output and the extended output.
             assert_eq!(&blake3(&input)[..], &want_hash[..32], "hash, len {len}");
@@ -520,7 +451,7 @@ mod tests {
         let bytes: Vec<u8> = (0..=255).collect();
         let mut out = vec![0; 2 * bytes.len()];
         write_hex(&bytes, &mut out);
-        assert_eq!(out, hex::encode(&bytes).into_bytes());
+        assert_eq!(out, ::hex::encode(&bytes).into_bytes());
         assert_eq!(to_hex_prefixed("p:", &[0xab, 0x01]), "p:ab01");
         // Every length and offset around the sixteen-byte steps, every byte in each place.
         for len in 0..50 {
@@ -528,7 +459,7 @@ mod tests {
                 let slice: Vec<u8> = (0..len).map(|i| (i * 37 + start * 101) as u8).collect();
                 let mut out = vec![0; 2 * len];
                 write_hex(&slice, &mut out);
-                assert_eq!(out, hex::encode(&slice).into_bytes(), "{len} {start}");
+                assert_eq!(out, ::hex::encode(&slice).into_bytes(), "{len} {start}");
             }
         }
         assert_eq!(hex64(&[0xf0; 32]), *"f0".repeat(32).as_bytes());
@@ -599,9 +530,9 @@ mod tests {
         let cases = vectors.get("cases").arr();
         assert_eq!(cases.len(), 7);
         for case in cases {
-            let key = hex::decode(case.get("key_hex").str()).unwrap();
-            let data = hex::decode(case.get("data_hex").str()).unwrap();
-            let want = hex::decode(case.get("hmac_sha256_hex").str()).unwrap();
+            let key = ::hex::decode(case.get("key_hex").str()).unwrap();
+            let data = ::hex::decode(case.get("data_hex").str()).unwrap();
+            let want = ::hex::decode(case.get("hmac_sha256_hex").str()).unwrap();
             let got = hmac_sha256(&key, &data);
             // Case 5 is given truncated to 128 bits: compare the leftmost bytes.
             assert_eq!(
@@ -618,18 +549,18 @@ mod tests {
         // RFC 5869 appendix A.1 (basic), A.3 (zero-length salt and info).
         let okm = hkdf_sha256(
             &[0x0b; 22],
-            Some(&hex::decode("000102030405060708090a0b0c").unwrap()),
-            &hex::decode("f0f1f2f3f4f5f6f7f8f9").unwrap(),
+            Some(&::hex::decode("000102030405060708090a0b0c").unwrap()),
+            &::hex::decode("f0f1f2f3f4f5f6f7f8f9").unwrap(),
             42,
         )
         .unwrap();
         assert_eq!(
-            hex::encode(okm),
+            ::hex::encode(okm),
             "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"
         );
         let okm = hkdf_sha256(&[0x0b; 22], None, b"", 42).unwrap();
         assert_eq!(
-            hex::encode(okm),
+            ::hex::encode(okm),
             "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8"
         );
         // An empty salt is the same as the default all-zero salt.

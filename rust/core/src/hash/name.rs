@@ -65,84 +65,8 @@ impl Hash for Digest32 {
 
 /// The 32 bytes of a `sha256:` + 64 lowercase hex text; `None` for any other text.
 pub fn plain_sha256(text: &[u8]) -> Option<[u8; 32]> {
-    let hex: &[u8; 64] = text
-        .strip_prefix(SHA256_PREFIX.as_bytes())?
-        .try_into()
-        .ok()?;
-    // Verify reads hundreds of thousands of these names: sixteen digits at a time in SSE2
-    // (which every x86-64 has), else byte by byte. Every digit is checked.
-    #[cfg(target_arch = "x86_64")]
-    return decode_sse2(hex);
-    #[cfg(not(target_arch = "x86_64"))]
-    return decode_bytes(hex);
+    super::hex::decode_prefixed(SHA256_PREFIX, text)
 }
-
-/// 64 lowercase hex digits as the 32 bytes they spell, byte by byte (the portable reader,
-/// and the SSE2 one's reference in the tests).
-#[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
-fn decode_bytes(hex: &[u8; 64]) -> Option<[u8; 32]> {
-    let mut digest = [0u8; 32];
-    // Branch-free: a non-hex byte sets the high bit of `invalid`.
-    let mut invalid = 0u8;
-    for (byte, pair) in digest.iter_mut().zip(hex.chunks_exact(2)) {
-        let (high, low) = (NIBBLES[pair[0] as usize], NIBBLES[pair[1] as usize]);
-        invalid |= high | low;
-        *byte = (high << 4) | (low & 0x0F);
-    }
-    (invalid & 0x80 == 0).then_some(digest)
-}
-
-/// 64 lowercase hex digits as the 32 bytes they spell, sixteen digits at a time.
-#[cfg(target_arch = "x86_64")]
-fn decode_sse2(hex: &[u8; 64]) -> Option<[u8; 32]> {
-    use std::arch::x86_64::*;
-    // SAFETY: SSE2 is part of x86-64; every load and store is of 16 bytes within the
-    // 64-byte input or the 32-byte output.
-    unsafe {
-        let in_range = |v: __m128i, lo: u8, hi: u8| {
-            // Signed compares: a byte of 0x80 or more is negative, so in no range.
-            let above = _mm_cmpgt_epi8(v, _mm_set1_epi8((lo - 1) as i8));
-            let below = _mm_cmplt_epi8(v, _mm_set1_epi8((hi + 1) as i8));
-            _mm_and_si128(above, below)
-        };
-        // Sixteen digits as eight bytes, each in the low byte of its 16 bits; `None` when
-        // a digit is not `0-9` or `a-f`.
-        let pairs = |at: usize| -> Option<__m128i> {
-            let v = _mm_loadu_si128(hex[at..].as_ptr().cast());
-            let letter = in_range(v, b'a', b'f');
-            let valid = _mm_or_si128(in_range(v, b'0', b'9'), letter);
-            if _mm_movemask_epi8(valid) != 0xFFFF {
-                return None;
-            }
-            // A digit's value is its low nibble, plus 9 for a letter.
-            let nibbles = _mm_add_epi8(
-                _mm_and_si128(v, _mm_set1_epi8(0x0F)),
-                _mm_and_si128(letter, _mm_set1_epi8(9)),
-            );
-            // In each 16 bits: the first digit (low byte) is the high nibble.
-            let high = _mm_slli_epi16(_mm_and_si128(nibbles, _mm_set1_epi16(0x0F)), 4);
-            Some(_mm_or_si128(high, _mm_srli_epi16(nibbles, 8)))
-        };
-        let mut digest = [0u8; 32];
-        for (half, at) in [0, 32].into_iter().enumerate() {
-            let bytes = _mm_packus_epi16(pairs(at)?, pairs(at + 16)?);
-            _mm_storeu_si128(digest[half * 16..].as_mut_ptr().cast(), bytes);
-        }
-        Some(digest)
-    }
-}
-
-/// Each byte's value as a lowercase hex digit, or 0x80 for any other byte.
-#[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
-const NIBBLES: [u8; 256] = {
-    let mut table = [0x80u8; 256];
-    let mut i = 0;
-    while i < 16 {
-        table[b"0123456789abcdef"[i] as usize] = i as u8;
-        i += 1;
-    }
-    table
-};
 
 /// `sha256:` and `fill` repeated to 64 characters (tests).
 #[cfg(test)]
@@ -175,9 +99,9 @@ mod tests {
         }
     }
 
-    /// The byte decoder on a whole name.
+    /// The portable decoder on a whole name.
     fn reference(text: &[u8]) -> Option<[u8; 32]> {
-        decode_bytes(text.strip_prefix(b"sha256:")?.try_into().ok()?)
+        super::super::hex::decode64_portable(text.strip_prefix(b"sha256:")?.try_into().ok()?)
     }
 
     #[test]

@@ -15,6 +15,7 @@ const LANES_WORTH: usize = 8;
 pub fn sha256_many(messages: &[&[u8]]) -> Vec<[u8; 32]> {
     #[cfg(target_arch = "x86_64")]
     if messages.len() >= LANES_WORTH
+        && !crate::portable::forced()
         && std::is_x86_feature_detected!("avx512f")
         && std::is_x86_feature_detected!("avx512bw")
     {
