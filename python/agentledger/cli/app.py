@@ -49,6 +49,7 @@ def _register() -> None:
         activity,
         bernstein,
         demo,
+        fleet,
         journal,
         keys,
         log,

@@ -1,0 +1,167 @@
+"""One fleet task: verify one ledger file where it lies, return a small summary.
+
+This module runs on Dask workers and imports nothing of Dask: a task is a plain function
+of a path and a ``FleetJob``. Everything the verdict depends on travels in the job (the
+trusted keys the client resolved, the exported checkpoints): the worker's own key folder
+is never read, and nothing is ever read from a file under verification but the ledger.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+
+from agentledger.archive import ARCHIVE_META
+from agentledger.errors import AgentLedgerError, ExitCode
+from agentledger.fleet.summary import (
+    CLEAN,
+    DIVERGED,
+    MAX_FINDINGS,
+    UNREADABLE,
+    LedgerSummary,
+)
+from agentledger.ledger import Ledger
+from agentledger.verify import Divergence, VerifyOptions, VerifyReport
+
+MISSING_CHECKPOINT = "fleet.checkpoint"
+"""The check named when ``--checkpoints`` holds no checkpoint for a ledger."""
+
+
+@dataclass(frozen=True, slots=True)
+class FleetJob:
+    """What every task of one fleet run shares. Small: it is sent with the tasks."""
+
+    trust: tuple[str, ...] = ()
+    """The trusted signers, ``ed25519:<hex>``, as the client resolved them."""
+    checkpoints: dict[str, str] | None = None
+    """``--checkpoints``: ledger id → the exported checkpoint's text each ledger must extend
+    (None: no checkpoints given, and none required)."""
+    jobs: int = 1
+    """Verification threads per file: the cluster's parallelism is files, not threads."""
+
+
+def verify_file(path: str, job: FleetJob) -> LedgerSummary:
+    """Verify the ledger file (or archive) at ``path``; never raises for a bad file."""
+    started = time.perf_counter()
+    try:
+        with tempfile.TemporaryDirectory(prefix="agentledger-fleet-") as scratch:
+            summary = _verify_in(Path(path), job, Path(scratch))
+    except AgentLedgerError as exc:
+        summary = _unreadable(path, int(exc.exit_code), exc.code, exc.message)
+    except apsw.Error as exc:
+        # What `agentledger verify` reports for it too (cli/__init__.py): a ledger error.
+        summary = _unreadable(path, int(ExitCode.INVALID_INPUT), "ledger-error", f"SQLite: {exc}")
+    except OSError as exc:
+        summary = _unreadable(path, int(ExitCode.INVALID_INPUT), "io-error", str(exc))
+    summary.elapsed_s = time.perf_counter() - started
+    summary.bytes_read = file_bytes(Path(path))
+    return summary
+
+
+def verify_ledger_file(
+    path: Path, trust: tuple[str, ...], checkpoint_file: Path | None, key_dir: Path, jobs: int
+) -> tuple[str, bool, VerifyReport]:
+    """The one verify call: read-only, trusting exactly ``trust``.
+
+    ``key_dir`` is an empty folder of the task's own, so that the worker's key folder
+    (``$AGENTLEDGER_HOME``) adds no trusted key and no state of its own. Returns the
+    ledger id, whether the file is a sealed archive, and verify's report.
+    """
+    with Ledger.open(path, create=False, readonly=True, key_dir=key_dir) as ledger:
+        options = VerifyOptions(jobs=jobs, trust=trust, checkpoint_file=checkpoint_file)
+        report = ledger.verify(options=options)
+        archive = bool(ledger.db.rows("SELECT 1 FROM ledger_meta WHERE key = ?", (ARCHIVE_META,)))
+        return ledger.id, archive, report
+
+
+def _verify_in(path: Path, job: FleetJob, scratch: Path) -> LedgerSummary:
+    checkpoint_file: Path | None = None
+    missing_checkpoint: str | None = None
+    if job.checkpoints is not None:
+        ledger_id = read_ledger_id(path, scratch / "home")
+        text = job.checkpoints.get(ledger_id)
+        if text is None:
+            missing_checkpoint = ledger_id
+        else:
+            checkpoint_file = scratch / "checkpoint.txt"
+            checkpoint_file.write_text(text, encoding="utf-8")
+    ledger_id, archive, report = verify_ledger_file(
+        path, job.trust, checkpoint_file, scratch / "home", max(1, job.jobs)
+    )
+    summary = summarize(str(path), ledger_id, report)
+    summary.archive = archive
+    if missing_checkpoint is not None:
+        _add(
+            summary,
+            Divergence(
+                None,
+                None,
+                MISSING_CHECKPOINT,
+                "an exported checkpoint of this ledger in --checkpoints",
+                "none",
+                missing_checkpoint,
+            ),
+        )
+    return summary
+
+
+def read_ledger_id(path: Path, key_dir: Path) -> str:
+    with Ledger.open(path, create=False, readonly=True, key_dir=key_dir) as ledger:
+        return ledger.id
+
+
+def summarize(path: str, ledger_id: str, report: VerifyReport) -> LedgerSummary:
+    """A verify report reduced to what the fleet report shows."""
+    kept = list(report.workspace)
+    for run in report.runs:
+        kept.extend(run.divergences)
+    code = int(report.code)
+    summary = LedgerSummary(
+        path=path,
+        status=CLEAN if code == ExitCode.OK else DIVERGED,
+        code=code,
+        ledger_id=ledger_id or None,
+        runs=len(report.runs),
+        entries=report.entries,
+        blobs_checked=report.blobs_checked,
+        divergences=len(report.workspace) + sum(run.divergence_count for run in report.runs),
+        checks=dict(Counter(d.check for d in kept)),
+        findings=[d.to_json() for d in kept[:MAX_FINDINGS]],
+        notes=list(report.notes),
+    )
+    return summary
+
+
+def _add(summary: LedgerSummary, divergence: Divergence) -> None:
+    summary.code = int(ExitCode.DIVERGED)
+    summary.status = DIVERGED
+    summary.divergences += 1
+    summary.checks[divergence.check] = summary.checks.get(divergence.check, 0) + 1
+    if len(summary.findings) < MAX_FINDINGS:
+        summary.findings.append(divergence.to_json())
+
+
+def _unreadable(path: str, code: int, error_code: str, message: str) -> LedgerSummary:
+    return LedgerSummary(
+        path=path,
+        status=UNREADABLE,
+        code=code,
+        error=" ".join(message.splitlines()),
+        error_code=error_code,
+    )
+
+
+def file_bytes(path: Path) -> int:
+    """The size of the file and of its write-ahead log, 0 for what cannot be stat'ed."""
+    total = 0
+    for part in (path, path.with_name(path.name + "-wal")):
+        with contextlib.suppress(OSError):
+            total += os.stat(part).st_size
+    return total
