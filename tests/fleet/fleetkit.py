@@ -149,8 +149,14 @@ class DaskCluster:
     workers: list[subprocess.Popen[bytes]] = field(default_factory=list)
     address: str = ""
 
-    def start(self, workers: int = 2, env: dict[str, str] | None = None) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+    @property
+    def control(self) -> Path:
+        """Write ``delay`` here to slow every task down (slow_tasks.py)."""
+        return self.folder / "control"
+
+    def start(self, workers: int = 2) -> None:
+        self.control.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "FLEET_TEST_CONTROL": str(self.control)}
         scheduler_file = self.folder / "scheduler.json"
         self.scheduler = self._spawn(
             "scheduler.log",
@@ -160,6 +166,8 @@ class DaskCluster:
             "--port",
             "0",
             "--no-dashboard",
+            "--dashboard-address",
+            "127.0.0.1:0",
             "--scheduler-file",
             str(scheduler_file),
         )
@@ -174,8 +182,7 @@ class DaskCluster:
         for index in range(workers):
             self.wait_registered(f"worker-{index}.log")
 
-    def add_worker(self, log: str, env: dict[str, str] | None = None) -> None:
-        extra = ["--preload", str(SLOW_TASKS)] if env and "FLEET_TEST_DELAY" in env else []
+    def add_worker(self, log: str, env: dict[str, str]) -> None:
         self.workers.append(
             self._spawn(
                 log,
@@ -187,9 +194,12 @@ class DaskCluster:
                 "1",
                 "--no-nanny",
                 "--no-dashboard",
+                "--dashboard-address",
+                "127.0.0.1:0",
                 "--memory-limit",
                 "0",
-                *extra,
+                "--preload",
+                str(SLOW_TASKS),
                 env=env,
             )
         )
@@ -231,10 +241,10 @@ class DaskCluster:
 
 
 @contextlib.contextmanager
-def dask_cluster(folder: Path, env: dict[str, str] | None = None) -> Iterator[DaskCluster]:
+def dask_cluster(folder: Path) -> Iterator[DaskCluster]:
     cluster = DaskCluster(folder)
     try:
-        cluster.start(env=env)
+        cluster.start()
         yield cluster
     finally:
         cluster.stop()

@@ -129,14 +129,6 @@ def fleet_verify(
     """
     if scheduler is not None and workers is not None:
         raise click.UsageError("--workers sizes the local cluster: not with --scheduler")
-    try:
-        from agentledger.fleet import cluster
-    except ImportError as exc:
-        raise FleetArgumentError(
-            f"fleet needs Dask distributed ({exc.name} is not installed): "
-            "pip install 'agentledger[fleet]'",
-            code="no-dask",
-        ) from None
     files = expand_paths(paths)
     notes: list[str] = []
     checkpoints: dict[str, str] | None = None
@@ -148,6 +140,14 @@ def fleet_verify(
                 + ", ".join(skipped[:5])
                 + (" …" if len(skipped) > 5 else "")
             )
+    try:
+        from agentledger.fleet import cluster
+    except ImportError as exc:
+        raise FleetArgumentError(
+            f"fleet needs Dask distributed ({exc.name} is not installed): "
+            "pip install 'agentledger[fleet]'",
+            code="no-dask",
+        ) from None
     # Trust is decided here, once: workers trust exactly these keys, and nothing of their own.
     trusted = tuple(sorted(resolve_trust(trust, KeyStore(app.key_dir))))
     job = FleetJob(trust=trusted, checkpoints=checkpoints)

@@ -67,6 +67,7 @@ def verify_fleet(
             n_workers=options.workers,
             threads_per_worker=1,
             processes=True,
+            host="127.0.0.1",
             dashboard_address=None,
             silence_logs=logging.ERROR,
         )
