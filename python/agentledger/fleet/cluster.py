@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from distributed import Client, LocalCluster, as_completed, get_worker
+from distributed.comm.addressing import get_address_host_port
 
 from agentledger.errors import ExitCode
 from agentledger.fleet import task
@@ -88,6 +89,9 @@ def verify_fleet(
 
 def connect(address: str, timeout: float) -> Client:
     try:
+        # A malformed address is refused before a Client exists (a half-made one complains
+        # again when it is collected).
+        get_address_host_port(address)
         return Client(address, timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
         message = " ".join(str(exc).split()) or type(exc).__name__
