@@ -8,6 +8,7 @@ output is ``FleetReport.to_json()``.
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 from rich.console import Console, Group, RenderableType
@@ -26,6 +27,15 @@ def human_bytes(count: float) -> str:
             return f"{count:,.0f} {unit}" if unit == "B" else f"{count:,.1f} {unit}"
         count /= 1000
     return f"{count:,.1f} TB"  # pragma: no cover
+
+
+def shown_path(path: str) -> str:
+    """A path under the current folder is shown relative to it (the JSON keeps it whole)."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if relative.startswith("..") else relative
 
 
 def summary_table(report: FleetReport) -> Table:
@@ -59,7 +69,7 @@ def checks_table(report: FleetReport) -> Table | None:
     table.add_column("files", justify="right")
     for check, count in totals.items():
         files = sum(1 for ledger in report.ledgers if check in ledger.checks)
-        table.add_row(check, f"{count:,}", f"{files:,}")
+        table.add_row(Text(check), f"{count:,}", f"{files:,}")
     return table
 
 
@@ -97,10 +107,11 @@ def worst_table(report: FleetReport) -> Table | None:
     for column in ("file", "status", "ledger", "findings", "first finding / error"):
         table.add_column(column, justify="right" if column == "findings" else "left")
     for ledger in failing[:MAX_WORST]:
+        # Paths and ids are the files' (and the worker's) strings: Text, never markup.
         table.add_row(
-            ledger.path,
+            Text(shown_path(ledger.path)),
             Text(ledger.status, style=STATUS_STYLE[ledger.status]),
-            (ledger.ledger_id or "-")[:12],
+            Text((ledger.ledger_id or "-")[:12]),
             f"{ledger.divergences:,}",
             _what(ledger),
         )
@@ -132,7 +143,7 @@ def fleet_renderable(report: FleetReport) -> RenderableType:
             parts.append(table)
     parts.append(cluster_line(report))
     for note in report.notes:
-        parts.append(Text(f"note: {note}", style="yellow"))
+        parts.append(Text(f"note: {note}", style="yellow"))  # Text: a note may name a file
     verdict = CLEAN if report.code == 0 else DIVERGED
     parts.append(Text(f"verdict: {verdict}", style=STATUS_STYLE[verdict]))
     return Group(*parts)
