@@ -55,6 +55,8 @@ class Sha256Hasher:
 # ---- Merkle trees (RFC 9162 shape) -----------------------------------------------------
 
 def merkle_root(leaves: Sequence[bytes], hash: HashName = "blake3") -> bytes: ...
+def merkle_root_of_hashes(hashes: bytes, hash: HashName = "blake3") -> bytes:
+    """The root of a tree given its leaf hashes, concatenated (32 bytes each)."""
 def inclusion_proof(
     leaves: Sequence[bytes], index: int, hash: HashName = "blake3"
 ) -> list[bytes]: ...
@@ -121,11 +123,12 @@ def append_entries(
     items: Sequence[tuple[str, object]],
     log_size: int,
     log_frontier: Sequence[bytes],
-) -> tuple[list[_E], bytes, int, list[bytes]]:
+) -> tuple[list[_E], bytes, int, list[bytes], bytes]:
     """Insert ``items`` (``(kind, body)``) as entries ``first_seq..`` of ``run_id``, chained
     from ``prev``, through the SQLite handle ``connection`` (``storage/native.py``) inside
     its transaction, as the next leaves of the log ``(log_size, log_frontier)``. Returns
-    ``(entries as entry_type instances, last entry's hash, log size, log frontier)``.
+    ``(entries as entry_type instances, last entry's hash, log size, log frontier, leaf
+    hashes)``, the leaf hashes concatenated (32 bytes each, for the log's tiles).
     ``CanonicalizationError`` before anything is written; ``SqliteError`` on a failure of
     SQLite (the caller's transaction is then to be rolled back)."""
 

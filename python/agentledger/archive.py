@@ -27,6 +27,7 @@ import apsw
 
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
+from agentledger import signing, tiles
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.log import fetch
@@ -49,9 +50,8 @@ OWN_TABLES = {
     "blob_chunks",
     "log_state",
     "checkpoints",
-    "log_verified",
+    "log_tiles",
     "prune_receipts",
-    "blob_births",
 }
 
 
@@ -80,6 +80,8 @@ def is_archive_file(path: Path) -> bool:
     except apsw.Error:
         return False
     try:
+        conn.config(apsw.SQLITE_DBCONFIG_DEFENSIVE, 1)
+        conn.execute("PRAGMA trusted_schema = OFF")
         return bool(
             conn.execute("SELECT 1 FROM ledger_meta WHERE key = ?", (ARCHIVE_META,)).fetchall()
         )
@@ -224,6 +226,8 @@ def write_archive(ledger: Ledger, out: str | os.PathLike[str], runs: list[str]) 
         raise InvalidInput(f"{out} already exists; an archive is always a new file", code="exists")
     if not runs:
         raise NotFound("no run to archive")
+    # The archive carries this install's signature: the source must verify clean first.
+    signing.verify_before_signing(ledger, "archive (and sign) it")
     # Written under a temporary name and linked to ``out`` only once sealed and closed: a
     # crash never leaves at ``out`` a partial file, which would open as an empty ledger.
     partial = out.with_name(f".{out.name}.{secrets.token_hex(6)}.partial")
@@ -235,8 +239,8 @@ def write_archive(ledger: Ledger, out: str | os.PathLike[str], runs: list[str]) 
             note = checkpoints.Checkpoint(ledger.id, state.size, state.root, utc_timestamp())
             signed = checkpoints.sign(note, signer)
             target.execute(
-                "INSERT INTO checkpoints (size, root, note, frontier) VALUES (?, ?, ?, ?)",
-                (state.size, state.root, signed.text(), wslog.pack_frontier(state.frontier)),
+                "INSERT INTO checkpoints (size, root, note) VALUES (?, ?, ?)",
+                (state.size, state.root, signed.text()),
             )
             seal = {"runs": len(runs), "sealed_at": utc_timestamp(), "size": state.size,
                     "source": str(ledger.path)}  # fmt: skip
@@ -298,6 +302,8 @@ def _fill(ledger: Ledger, target_db: Database, runs: list[str]) -> tuple[int, in
                 "VALUES (?, ?, ?, ?, ?, ?)",
                 [(*row, state.size + i) for i, row in enumerate(rows)],
             )
+            hashes = b"".join(tiles.leaf_hash(leaf) for leaf in wslog.leaf_data(leaf_rows))
+            tiles.append(target, state.size, hashes)
             state, _, _ = wslog.extend(state, leaf_rows)
             entries += len(rows)
             for row in rows:
@@ -320,7 +326,7 @@ def _fill(ledger: Ledger, target_db: Database, runs: list[str]) -> tuple[int, in
                     (digest, idx, data),
                 )
         target.execute(
-            "UPDATE log_state SET size = ?, frontier = ?, backfill = 0 WHERE id = 1",
+            "UPDATE log_state SET size = ?, frontier = ? WHERE id = 1",
             (state.size, wslog.pack_frontier(state.frontier)),
         )
     return entries, len(blobs), state

@@ -12,9 +12,11 @@ A checkpoint is a signed note (docs/FORMAT.md, "Checkpoints"):
 The signed bytes are the body: every line above the blank line, each ending in a newline.
 
 Policy: one checkpoint is taken at the end of every write transaction that grew the log
-(``Database.before_commit``), inside that transaction, signed with the install key. A
+(``Database.before_commit``), inside that transaction, signed with the install key, and
+only when the log extends what this install already vouched for (``signing.py``). A
 transaction that appended nothing takes none. ``agentledger checkpoint`` takes one on
-demand (when the log grew since the newest) and exports the newest for safekeeping.
+demand (when the log grew since the newest) and exports the newest for safekeeping. The
+file keeps the newest checkpoint and about one per power of two of its size (``keeps``).
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from nacl.signing import SigningKey, VerifyKey
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.keys import parse_public_key, public_key_text
-from agentledger.log import LogState, current_state, fetch, pack_frontier, unpack_frontier
+from agentledger import signing
+from agentledger.log import current_state, fetch
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -180,17 +183,12 @@ def sign(checkpoint: Checkpoint, signing_key: SigningKey) -> Checkpoint:
 
 @dataclass(frozen=True, slots=True)
 class StoredCheckpoint:
-    """A checkpoint row: its id, the parsed note, and the log frontier at its size."""
+    """A checkpoint row: its id, the parsed note, and the copies of its size and root."""
 
     id: int
     checkpoint: Checkpoint
-    frontier: tuple[bytes, ...]
     size_column: int
     root_column: bytes
-
-    @property
-    def state(self) -> LogState:
-        return LogState(self.checkpoint.size, self.frontier)
 
 
 def signing_key(ledger: Ledger) -> SigningKey:
@@ -210,20 +208,40 @@ def take(conn: apsw.Connection, ledger: Ledger, *, force: bool = False) -> Store
     """Sign and store a checkpoint of the log as it is in this transaction.
 
     Unless ``force``, returns the newest checkpoint instead when it already covers the log.
+    The log must extend what this install vouched for (``signing.py``; checked once per
+    transaction, before its first append). Only a sparse history is kept: the previous
+    newest checkpoint goes unless it is the last of its power-of-two size band, so a
+    ledger holds about log2(n) of them, and the tiles prove any of them from the others.
     """
     state = current_state(conn)
     root = state.root
-    if not force:
-        newest = newest_checkpoint(conn)
-        if newest is not None and (newest.size_column, newest.root_column) == (state.size, root):
-            return newest
+    newest = newest_checkpoint(conn)
+    if not force and newest is not None and (newest.size_column, newest.root_column) == (
+        state.size,
+        root,
+    ):
+        return newest
+    scope = ledger.db.transaction_scope
+    if not scope.get("may_sign"):
+        signing.check_may_sign(conn, ledger, state)
+        scope["may_sign"] = True
     unsigned = Checkpoint(ledger.id, state.size, root, utc_timestamp())
     signed = sign(unsigned, signing_key(ledger))
     conn.execute(
-        "INSERT INTO checkpoints (size, root, note, frontier) VALUES (?, ?, ?, ?)",
-        (state.size, root, signed.text(), pack_frontier(state.frontier)),
+        "INSERT INTO checkpoints (size, root, note) VALUES (?, ?, ?)",
+        (state.size, root, signed.text()),
     )
-    return StoredCheckpoint(conn.last_insert_rowid(), signed, state.frontier, state.size, root)
+    stored = StoredCheckpoint(conn.last_insert_rowid(), signed, state.size, root)
+    if newest is not None and not keeps(newest.size_column, state.size):
+        conn.execute("DELETE FROM checkpoints WHERE id = ?", (newest.id,))
+    signing.remember_signed(ledger, state.size, root)
+    return stored
+
+
+def keeps(older: int, newer: int) -> bool:
+    """Whether a checkpoint of ``older`` leaves stays once one of ``newer`` is signed: it is
+    the last of its power-of-two size band (``[2^k, 2^(k+1))``)."""
+    return older.bit_length() != newer.bit_length()
 
 
 def schedule(ledger: Ledger) -> None:
@@ -243,14 +261,12 @@ class _Pending:
         take(conn, self.ledger, force=True)  # the log grew in this transaction
 
 
-def _row_to_stored(row: tuple[int, int, bytes, str, bytes]) -> StoredCheckpoint:
-    checkpoint_id, size, root, note, frontier = row
-    return StoredCheckpoint(
-        checkpoint_id, Checkpoint.parse(note), tuple(unpack_frontier(frontier)), size, root
-    )
+def _row_to_stored(row: tuple[int, int, bytes, str]) -> StoredCheckpoint:
+    checkpoint_id, size, root, note = row
+    return StoredCheckpoint(checkpoint_id, Checkpoint.parse(note), size, bytes(root))
 
 
-CHECKPOINT_COLUMNS = "SELECT id, size, root, note, frontier FROM checkpoints"
+CHECKPOINT_COLUMNS = "SELECT id, size, root, note FROM checkpoints"
 
 
 def newest_checkpoint(conn: apsw.Connection) -> StoredCheckpoint | None:
@@ -263,9 +279,18 @@ def checkpoint_by_id(conn: apsw.Connection, checkpoint_id: int) -> StoredCheckpo
     return _row_to_stored(rows[0]) if rows else None
 
 
-def take_checkpoint(ledger: Ledger) -> StoredCheckpoint:
-    """``agentledger checkpoint``: a checkpoint covering the whole log (new if it grew)."""
+def take_checkpoint(ledger: Ledger, *, adopt: bool = False) -> StoredCheckpoint:
+    """``agentledger checkpoint``: a checkpoint covering the whole log (new if it grew).
+
+    ``adopt``: sign a ledger that nothing signed vouches for yet (one from before
+    checkpoints), after a whole verify whose only finding is that missing checkpoint.
+    Refused for a ledger this install already signed or verified: there the log must
+    extend what it vouched for, as for every signature.
+    """
     with ledger.db.write() as conn:
+        if adopt:
+            signing.adopt(conn, ledger, current_state(conn))
+            ledger.db.transaction_scope["may_sign"] = True
         return take(conn, ledger)
 
 

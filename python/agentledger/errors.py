@@ -51,3 +51,11 @@ class LedgerError(AgentLedgerError):
 
     exit_code = ExitCode.INVALID_INPUT
     code = "ledger-error"
+
+
+class Diverged(AgentLedgerError):
+    """The ledger is not what was signed, or not what agentledger writes: the operation is
+    refused and nothing was written or signed (exit 2, as verify's divergence)."""
+
+    exit_code = ExitCode.DIVERGED
+    code = "diverged"

@@ -6,9 +6,13 @@ receipts, audit records, phase evidence, imports), or when a reachable blob's by
 (a data/ops receipt names its inputs and outputs). Scanning every column is deliberately
 conservative: a table added later is covered without teaching GC about it.
 
-A blob stored less than ``grace_s`` seconds ago is never collected, reachable or not: a
-writer stores a blob first and references it in a later transaction, and GC must not win
-that race. GC itself runs in one write transaction, so no writer commits in the middle.
+A blob is collected only once garbage collection has seen it unreachable for ``grace_s``
+seconds: a writer stores a blob first and references it in a later transaction, and GC
+must not win that race. When each blob was first seen unreachable is remembered by the
+install, next to its signer's memory (``$AGENTLEDGER_HOME/ledgers/<id>.unreachable.json``),
+not in the ledger: a time in the file is one nothing could check, and an attacker could
+age a blob into collection by editing it. GC itself runs in one write transaction, so no
+writer commits in the middle.
 
 Every collection that removes something records a prune receipt (docs/FORMAT.md, "Prune
 receipts") signed with the install key; verify reports a referenced blob that a trusted
@@ -17,7 +21,9 @@ receipt removed as pruned, not missing.
 
 from __future__ import annotations
 
-import itertools
+import json
+import math
+import os
 import re
 import time
 from collections.abc import Iterable
@@ -26,10 +32,10 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from agentledger import _core
+from agentledger import _core, signing, tiles
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
-from agentledger.errors import InvalidInput
+from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.ids import utc_timestamp
 from agentledger.keys import public_key_text
 from agentledger.log import fetch
@@ -43,7 +49,8 @@ BATCH = 16_384
 DIGEST_BYTES = re.compile(rb"(?:blake3|sha256):[0-9a-f]{64}")
 MAX_SCANNED_BLOB = 64 << 20
 PRUNE_DOMAIN = b"agentledger/v1/prune-receipt\n"
-NOT_REFERENCES = {"blobs", "blob_chunks", "blob_births", "prune_receipts", "sqlite_sequence"}
+NOT_REFERENCES = {"blobs", "blob_chunks", "prune_receipts", "log_tiles", "sqlite_sequence"}
+MAX_SIGHTINGS_BYTES = 64 << 20
 
 
 @dataclass
@@ -66,6 +73,42 @@ class GcResult:
             "bytes_freed": self.bytes_freed,
             "receipt": self.receipt_id,
         }
+
+
+class Sightings:
+    """When this install's GC first saw each blob of a ledger unreachable (unix seconds)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        memory = signing.memory_of(ledger)
+        self.usable = memory.usable
+        self.path = memory.path.with_name(f"{ledger.id}.unreachable.json")
+
+    def read(self) -> dict[str, float]:
+        if not self.usable:
+            return {}
+        try:
+            with open(self.path, "rb") as handle:
+                data = handle.read(MAX_SIGHTINGS_BYTES + 1)
+            document = json.loads(data) if len(data) <= MAX_SIGHTINGS_BYTES else {}
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(document, dict):
+            return {}
+        return {
+            digest: float(when)
+            for digest, when in document.items()
+            if isinstance(when, int | float) and math.isfinite(when)
+        }
+
+    def write(self, seen: dict[str, float]) -> None:
+        if not self.usable:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        temp = self.path.with_name(f".{self.path.name}.tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(seen, handle, sort_keys=True)
+        os.replace(temp, self.path)
 
 
 def _digests_in(values: Iterable[object]) -> set[str]:
@@ -126,30 +169,42 @@ def reachable_blobs(conn: apsw.Connection) -> set[str]:
 
 
 def collect(ledger: Ledger, *, dry_run: bool = False, grace_s: float = DEFAULT_GRACE_S) -> GcResult:
-    """Remove unreachable blobs older than ``grace_s``; sign a receipt of what went."""
+    """Remove unreachable blobs older than ``grace_s``; sign a receipt of what went.
+
+    A ledger that does not verify clean is refused (``Diverged``), nothing removed: a blob
+    an attacker swapped or whose reference was hidden is evidence, and a prune receipt is
+    a signature.
+    """
+    if not math.isfinite(grace_s) or grace_s < 0:
+        raise InvalidInput(f"the grace period must be a number of seconds ≥ 0, not {grace_s}")
     result = GcResult(dry_run=dry_run)
+    if not dry_run:
+        signing.verify_before_signing(ledger, "collect blobs (and sign a prune receipt)")
     context = ledger.db.snapshot() if dry_run else ledger.db.write()
     with context as conn:
         reachable = reachable_blobs(conn)
         result.reachable = len(reachable)
-        births: dict[str, float] = dict(fetch(conn, "SELECT digest, stored_at FROM blob_births"))
         sizes: dict[str, int] = dict(fetch(conn, "SELECT digest, size FROM blobs"))
-        cutoff = time.time() - grace_s
+        sightings = Sightings(ledger)
+        seen = sightings.read()
+        now = time.time()
         for digest in sorted(sizes):
             if digest in reachable:
                 continue
             result.unreachable.append(digest)
-            if births.get(digest, 0.0) > cutoff:
+            first = seen.get(digest, now)
+            if now - first < grace_s or (dry_run and digest not in seen and grace_s > 0):
                 result.kept_young.append(digest)
             else:
                 result.removed.append(digest)
+        if not dry_run:
+            sightings.write({d: seen.get(d, now) for d in result.kept_young})
         result.bytes_freed = sum(sizes[d] for d in result.removed)
         if dry_run or not result.removed:
             return result
         for digest in result.removed:
             conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (digest,))
             conn.execute("DELETE FROM blobs WHERE digest = ?", (digest,))
-            conn.execute("DELETE FROM blob_births WHERE digest = ?", (digest,))
         result.receipt_id = _record_receipt(conn, ledger, result, sizes)
     return result
 
@@ -158,6 +213,7 @@ def _record_receipt(
     conn: apsw.Connection, ledger: Ledger, result: GcResult, sizes: dict[str, int]
 ) -> int:
     state = wslog.read_state(conn)
+    signing.check_may_sign(conn, ledger, state)
     receipt = _core.canonicalize(
         {
             "v": 1,
@@ -178,19 +234,29 @@ def _record_receipt(
     return int(conn.last_insert_rowid())
 
 
-def pruned_digests(conn: apsw.Connection, trusted: set[str]) -> dict[str, int]:
-    """Digest -> receipt id, for every blob a trusted prune receipt says it removed."""
+@dataclass(frozen=True, slots=True)
+class Pruned:
+    """A blob a trusted receipt of this ledger says GC removed, when the log had ``log_size``
+    entries: it excuses only references from entries logged before that."""
+
+    receipt_id: int
+    log_size: int
+
+
+def pruned_digests(
+    conn: apsw.Connection, trusted: set[str], ledger_id: str
+) -> dict[str, Pruned]:
+    """Digest -> the receipt that removed it, for receipts that bind to this ledger's log:
+    signed by a trusted key, naming this ledger, and whose log size and root are those of
+    the log's first entries now (the tiles' root at that size)."""
     from nacl.exceptions import BadSignatureError
     from nacl.signing import VerifyKey
 
     from agentledger.keys import parse_public_key
 
-    pruned: dict[str, int] = {}
-    has_table = conn.execute(
-        "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'prune_receipts'"
-    ).fetchall()
-    if not has_table:
-        return pruned
+    pruned: dict[str, Pruned] = {}
+    reader = tiles.TileReader(conn)
+    size = wslog.read_state(conn).size
     for receipt_id, receipt, signer, signature in conn.execute(
         "SELECT id, receipt, signer, signature FROM prune_receipts ORDER BY id"
     ):
@@ -200,13 +266,23 @@ def pruned_digests(conn: apsw.Connection, trusted: set[str]) -> dict[str, int]:
             VerifyKey(parse_public_key(signer)).verify(
                 PRUNE_DOMAIN + receipt.encode(), bytes(signature)
             )
+            document = json.loads(receipt)
         except (BadSignatureError, ValueError):
             continue
-        import json
-
-        for item in json.loads(receipt).get("removed", []):
+        if not isinstance(document, dict) or document.get("ledger") != ledger_id:
+            continue
+        log_size, log_root = document.get("log_size"), document.get("log_root")
+        if not isinstance(log_size, int) or not 0 <= log_size <= size:
+            continue
+        try:
+            root = "blake3:" + reader.root(log_size).hex()
+        except AgentLedgerError:
+            continue
+        if root != log_root:
+            continue
+        for item in document.get("removed", []):
             if isinstance(item, dict) and isinstance(item.get("digest"), str):
-                pruned[item["digest"]] = int(receipt_id)
+                pruned[item["digest"]] = Pruned(int(receipt_id), log_size)
     return pruned
 
 
@@ -217,49 +293,4 @@ def storage_checks(ledger: Ledger) -> list[str]:
         findings = [] if integrity == ["ok"] else [f"integrity: {line}" for line in integrity]
         for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check"):
             findings.append(f"foreign key: {table} row {rowid} names a missing {parent}")
-    return findings
-
-
-def checkpoint_history(ledger: Ledger, trusted: set[str]) -> list[str]:
-    """Every stored checkpoint, not only the newest: signed by a trusted key, and its root
-    that of the log's first ``size`` leaves as they are now. One pass over the log in leaf
-    order, stopping at each checkpoint's size. Empty when the whole history holds."""
-    from agentledger.checkpoint import Checkpoint
-
-    findings: list[str] = []
-    with ledger.db.snapshot() as conn:
-        rows = fetch(conn, "SELECT id, size, note FROM checkpoints ORDER BY size, id")
-        state = wslog.EMPTY
-        cursor = iter(conn.execute(wslog.LEAF_ROWS, (0,)))
-        for checkpoint_id, size, note in rows:
-            try:
-                parsed = Checkpoint.parse(note)
-            except InvalidInput as exc:
-                findings.append(f"checkpoint {checkpoint_id}: {exc.message}")
-                continue
-            if parsed.signed_by(sorted(trusted)) is None:
-                findings.append(f"checkpoint {checkpoint_id}: not signed by a trusted key")
-            if parsed.size != size:
-                findings.append(
-                    f"checkpoint {checkpoint_id}: size column {size}, note {parsed.size}"
-                )
-            while state.size < parsed.size:
-                batch = list(itertools.islice(cursor, min(BATCH, parsed.size - state.size)))
-                if not batch:
-                    break
-                state, _, gap = wslog.extend(state, batch)
-                if gap is not None:
-                    findings.append(f"log: leaf {gap[0]} out of place (found {gap[1]})")
-                    return findings
-            if state.size < parsed.size:
-                findings.append(
-                    f"checkpoint {checkpoint_id}: commits to {parsed.size} leaves, "
-                    f"the log holds {state.size}"
-                )
-                break
-            if state.root != parsed.root:
-                findings.append(
-                    f"checkpoint {checkpoint_id}: the log's first {parsed.size} leaves "
-                    "no longer hash to its root (history rewritten)"
-                )
     return findings

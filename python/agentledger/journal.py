@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentledger import _core, log
-from agentledger.errors import InvalidInput, NotFound
+from agentledger import _core, log, signing
+from agentledger.errors import Diverged, InvalidInput, NotFound
 from agentledger.ids import check_kind, utc_timestamp
+from agentledger.limits import MAX_SQLITE_INT
 from agentledger.storage import native
 
 if TYPE_CHECKING:
@@ -104,14 +105,17 @@ class Run:
         if not head:
             raise NotFound(f"no run {self.id!r}")
         head_seq, head_hash = head[0]
+        # A new entry chains from the head: it must be the run's last entry, as logged.
+        signing.check_head(conn, self.id, head_seq, head_hash)
         prev = _core.genesis_prev(self.ledger.id, self.id) if head_seq < 0 else hash_text(head_hash)
         ts = utc_timestamp()
         first_seq = head_seq + 1
         # Every entry is also the next leaf of the workspace log (log.py), in this transaction.
         state = log.begin_append(conn, self.ledger, len(batch))
+        changes_before = conn.total_changes()
         try:
             with native.sqlite_errors():
-                entries, head_hash, size, frontier = _core.append_entries(
+                entries, head_hash, size, frontier, leaf_hashes = _core.append_entries(
                     native.handle(conn),
                     Entry,
                     self.id,
@@ -126,7 +130,15 @@ class Run:
             raise InvalidInput(
                 f"entry body is not canonical JSON: {exc}", code="invalid-body"
             ) from None
-        log.finish_append(conn, self.ledger, log.LogState(size, tuple(frontier)))
+        if conn.total_changes() - changes_before != len(batch):
+            # Only an altered schema (a trigger) could make SQLite store other rows.
+            raise Diverged(
+                f"{len(batch)} entries were appended but SQLite changed "
+                f"{conn.total_changes() - changes_before} rows; the ledger's schema was "
+                "altered (`agentledger verify`); nothing was written",
+                code="schema-altered",
+            )
+        log.finish_append(conn, self.ledger, state, log.LogState(size, tuple(frontier)), leaf_hashes)
         conn.execute(
             "UPDATE runs SET head_seq = ?, head_hash = ? WHERE run_id = ?",
             (first_seq + len(batch) - 1, head_hash, self.id),
@@ -135,6 +147,8 @@ class Run:
 
     def entries(self, start: int = 0, kind: str | None = None) -> Iterator[Entry]:
         """The run's entries in order, from ``start``; optionally only one kind."""
+        if not isinstance(start, int) or not 0 <= start <= MAX_SQLITE_INT:
+            raise InvalidInput(f"start must be a sequence number in 0..2^63-1, not {start!r}")
         sql = "SELECT run_id, seq, kind, hash, bytes FROM entries WHERE run_id = ? AND seq >= ?"
         params: tuple[object, ...] = (self.id, start)
         if kind is not None:

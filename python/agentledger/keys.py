@@ -30,6 +30,7 @@ from pathlib import Path
 from nacl.signing import SigningKey
 
 from agentledger.errors import InvalidInput, NotFound
+from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
 
 HOME_ENV = "AGENTLEDGER_HOME"
 INSTALL_KEY = "install.key"
@@ -92,7 +93,10 @@ def _read_private(path: Path) -> bytes:
     check_private_file(path)
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+        data = handle.read(MAX_KEY_FILE_BYTES + 1)
+    if len(data) > MAX_KEY_FILE_BYTES:
+        raise KeyFileError(f"{path}: larger than a key file can be")
+    return data
 
 
 def _create_private(path: Path, content: bytes) -> None:
@@ -229,7 +233,10 @@ def read_trust_file(path: Path) -> list[str]:
         raise NotFound(f"no trust file at {path}") from None
     if info.st_uid != os.geteuid() or info.st_mode & 0o022:
         raise KeyFileError(f"{path}: a trust file must be ours and writable only by us")
-    text = Path(path).read_text("utf-8")
+    try:
+        text = read_capped(path, MAX_KEY_FILE_BYTES, "a trust file").decode("utf-8")
+    except UnicodeDecodeError:
+        raise KeyFileError(f"{path}: not UTF-8 text") from None
     if PEM_BEGIN in text:
         return [public_key_text(_spki_ed25519(text, path))]
     keys = []

@@ -9,6 +9,7 @@ to its size and root, so deleting any entry changes what the log recomputes to.
 The state kept is the tree's frontier: one 32-byte root per set bit of the size, so an
 append costs O(log n) whatever the log's size. It lives in ``log_state`` and is updated in
 the same transaction as the entries it covers; the entry's ``leaf`` column says where it is.
+The whole tree is kept too, as tiles (``tiles.py``), for proofs and earlier roots.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from agentledger import _core
+from agentledger import _core, tiles
 from agentledger.errors import LedgerError
 
 if TYPE_CHECKING:
@@ -95,28 +96,8 @@ def _write_state(conn: apsw.Connection, state: LogState) -> None:
 
 
 def current_state(conn: apsw.Connection) -> LogState:
-    """The log state, first folding in the leaves the schema-3 migration numbered.
-
-    Only leaves below the number the migration recorded are folded in, so an entry slipped
-    into the table later with a made-up leaf number is never adopted by the next append.
-    """
-    rows = fetch(conn, "SELECT size, frontier, backfill FROM log_state WHERE id = 1")
-    if not rows:
-        raise LedgerError("the workspace log's state row is missing", code="log-broken")
-    state = LogState(int(rows[0][0]), tuple(unpack_frontier(rows[0][1])))
-    backfill = int(rows[0][2])
-    if state.size >= backfill:
-        return state
-    rows = fetch(conn, LEAF_RANGE, (state.size, backfill))
-    state, _, gap = extend(state, rows)
-    if gap is not None or state.size != backfill:
-        raise LedgerError(
-            "the entries numbered when the workspace log was added are not leaves "
-            f"0..{backfill - 1} (stopped at leaf {state.size}); run `agentledger fsck`",
-            code="log-broken",
-        )
-    _write_state(conn, state)
-    return state
+    """The log state as the last write left it (its frontier; the tiles hold the rest)."""
+    return read_state(conn)
 
 
 def is_archive(conn: apsw.Connection) -> bool:
@@ -132,8 +113,11 @@ def begin_append(conn: apsw.Connection, ledger: Ledger, count: int) -> LogState:
 
     Called inside the write transaction that inserts the entries (``Run._append_locked``,
     where ``_core.append_entries`` numbers them and extends the state); ``finish_append``
-    stores the result.
+    stores the result. The first append of a transaction checks that the log extends what
+    this install vouched for (``signing.py``): the checkpoint at its end will be signed.
     """
+    from agentledger import signing
+
     if is_archive(conn):
         raise LedgerError(
             f"{ledger.path} is a sealed archive; it cannot be extended", code="archive-sealed"
@@ -143,14 +127,21 @@ def begin_append(conn: apsw.Connection, ledger: Ledger, count: int) -> LogState:
         raise LedgerError(
             f"the workspace log cannot grow past leaf {MAX_LEAVES - 1}", code="log-full"
         )
+    scope = ledger.db.transaction_scope
+    if not scope.get("may_sign"):
+        signing.check_may_sign(conn, ledger, state)
+        scope["may_sign"] = True
     return state
 
 
-def finish_append(conn: apsw.Connection, ledger: Ledger, state: LogState) -> None:
-    """Store the state the appended entries made; schedules the checkpoint taken at the end
-    of the transaction."""
+def finish_append(
+    conn: apsw.Connection, ledger: Ledger, old: LogState, state: LogState, leaf_hashes: bytes
+) -> None:
+    """Store the state the appended entries made and their tiles; schedules the checkpoint
+    taken at the end of the transaction."""
     from agentledger import checkpoint
 
+    tiles.append(conn, old.size, leaf_hashes)
     _write_state(conn, state)
     checkpoint.schedule(ledger)
 

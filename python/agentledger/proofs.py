@@ -18,6 +18,7 @@ from agentledger import _core
 from agentledger import log as wslog
 from agentledger.checkpoint import Checkpoint, newest_checkpoint
 from agentledger.errors import InvalidInput, NotFound
+from agentledger.limits import MAX_SQLITE_INT
 from agentledger.log import fetch
 
 if TYPE_CHECKING:
@@ -124,8 +125,8 @@ def _decode(text: object, what: str) -> bytes:
 
 
 def _int(value: object, what: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise _malformed(f"{what} is not a non-negative integer")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_SQLITE_INT:
+        raise _malformed(f"{what} is not an integer in 0..2^63-1")
     return value
 
 
@@ -152,6 +153,10 @@ def parse_bundle(data: bytes) -> dict[str, Any]:
     for key in ("ledger", "run", "checkpoint"):
         if not isinstance(bundle[key], str):
             raise _malformed(f"{key} is not a string")
+        try:
+            bundle[key].encode("utf-8")
+        except UnicodeEncodeError:
+            raise _malformed(f"{key} holds a lone surrogate (not Unicode text)") from None
     for key in ("seq", "leaf_index", "tree_size"):
         _int(bundle[key], key)
     if not isinstance(bundle["inclusion"], list) or len(bundle["inclusion"]) > MAX_PROOF_NODES:

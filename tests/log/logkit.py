@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -9,7 +10,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from agentledger import Ledger
+from agentledger import Ledger, _core, tiles
 from agentledger.verify import CHECKS, VerifyOptions, VerifyReport
 from agentledger.verify import log as verify_log
 
@@ -54,3 +55,39 @@ def without_log(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         kept = [c for c in CHECKS if c not in (verify_log.plan_log, verify_log.check_log)]
         patch.setattr("agentledger.verify.engine.CHECKS", kept)
         yield
+
+
+def rechain(conn: apsw.Connection, run_id: str, seq: int, body: dict[str, object]) -> None:
+    """What an attacker with the file can do: replace entry ``seq`` of a run with ``body``
+    and re-chain every later entry, so that the run's own chain verifies."""
+    ledger_id = conn.execute("SELECT value FROM ledger_meta WHERE key = 'ledger_id'")
+    ledger_id = ledger_id.fetchall()[0][0]
+    rows = conn.execute(
+        "SELECT seq, kind, bytes, leaf FROM entries WHERE run_id = ? AND seq >= ? ORDER BY seq",
+        (run_id, seq),
+    ).fetchall()
+    before = conn.execute(
+        "SELECT hash FROM entries WHERE run_id = ? AND seq = ?", (run_id, seq - 1)
+    ).fetchall()
+    prev = "blake3:" + before[0][0].hex() if before else _core.genesis_prev(ledger_id, run_id)
+    items = [(kind, json.loads(raw)["body"]) for _, kind, raw, _ in rows]
+    items[0] = (items[0][0], body)
+    encoded = _core.encode_entries(run_id, seq, prev, "2026-01-01T00:00:00.000000Z", items)
+    for (number, _, _, _), (raw, digest) in zip(rows, encoded, strict=True):
+        conn.execute(
+            "UPDATE entries SET bytes = ?, hash = ? WHERE run_id = ? AND seq = ?",
+            (raw, digest, run_id, number),
+        )
+    conn.execute("UPDATE runs SET head_hash = ? WHERE run_id = ?", (encoded[-1][1], run_id))
+
+
+def reforge_log(conn: apsw.Connection) -> None:
+    """Recompute the whole log (tiles and state) from the entries as they are now."""
+    rows = conn.execute("SELECT run_id, seq, hash FROM entries ORDER BY leaf").fetchall()
+    for leaf, (run_id, seq, _) in enumerate(rows):
+        conn.execute("UPDATE entries SET leaf = ? WHERE run_id = ? AND seq = ?", (leaf, run_id, seq))
+    leaves = [tiles.leaf_hash(_core.log_leaf(r, s, h)) for r, s, h in rows]
+    conn.execute("DELETE FROM log_tiles")
+    tiles.append(conn, 0, b"".join(leaves))
+    frontier = b"".join(tiles.TileReader(conn).frontier(len(leaves)))
+    conn.execute("UPDATE log_state SET size = ?, frontier = ?", (len(leaves), frontier))

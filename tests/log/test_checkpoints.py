@@ -21,19 +21,28 @@ def _count(path: Path) -> int:
         return int(str(rows[0][0]))
 
 
-def test_each_writing_transaction_takes_exactly_one_checkpoint(
+def _sizes(path: Path) -> list[int]:
+    with raw(path) as conn:
+        return [row[0] for row in conn.execute("SELECT size FROM checkpoints ORDER BY id")]
+
+
+def test_each_writing_transaction_signs_one_checkpoint_and_the_history_stays_sparse(
     ledger: Ledger, ledger_path: Path
 ) -> None:
     run = ledger.run("r")
     run.append_many([("step", {"i": i}) for i in range(5)])
-    assert _count(ledger_path) == 1
-    run.append("step", {})
-    assert _count(ledger_path) == 2
+    assert _sizes(ledger_path) == [5]
+    run.append("step", {})  # 6 is in 5's power-of-two band [4, 8): 5 gives way
+    assert _sizes(ledger_path) == [6]
     with ledger.db.write() as conn:  # two appends joined in one transaction: one checkpoint
         run._append_locked(conn, [("step", {"a": 1})])
         ledger.run("s")._append_locked(conn, [("step", {"b": 2})])
-    assert _count(ledger_path) == 3
+    assert _sizes(ledger_path) == [6, 8]  # 6 was the last of its band
     assert latest(ledger).checkpoint.size == 8
+    for i in range(300):
+        run.append("step", {"i": i})
+    sizes = _sizes(ledger_path)
+    assert sizes == [6, 15, 31, 63, 127, 255, 308]  # one per power of two, and the newest
 
 
 def test_a_failed_transaction_leaves_no_checkpoint(ledger: Ledger, ledger_path: Path) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from agentledger import Ledger, _core
 from agentledger import gc as collector
 
-from .logkit import raw, verify
+from .logkit import checks, raw, verify
 
 
 def _pin(ledger: Ledger, digest: str) -> None:
@@ -32,7 +32,8 @@ def test_gc_removes_only_unreachable_blobs_and_signs_a_receipt(
     assert kept in ledger.blobs and garbage not in ledger.blobs
     assert result.receipt_id is not None
     trusted = set(ledger.keys.trusted())
-    assert collector.pruned_digests(ledger.db.conn, trusted) == {garbage: result.receipt_id}
+    pruned = collector.pruned_digests(ledger.db.conn, trusted, ledger.id)
+    assert pruned == {garbage: collector.Pruned(result.receipt_id, 1)}
     assert verify(ledger_path).code == 0
 
 
@@ -81,16 +82,16 @@ def test_fsck_fails_on_a_tampered_log(ledger: Ledger, ledger_path: Path, cli: An
     assert cli("fsck").code == 2
 
 
-def test_a_pruned_blob_is_reported_as_pruned_not_missing(ledger: Ledger, ledger_path: Path) -> None:
+def test_a_receipt_excuses_nothing_an_entry_logged_after_it_references(
+    ledger: Ledger, ledger_path: Path
+) -> None:
     digest = ledger.blobs.put(b"collected before anyone pinned it")
     assert collector.collect(ledger, grace_s=0).removed == [digest]
     _pin(ledger, digest)  # a later entry names the collected bytes
     report = verify(ledger_path)
-    assert report.code == 0, report.to_json()
-    assert any("pruned" in note and digest in note for note in report.notes)
-    with raw(ledger_path) as conn:
-        conn.execute("DELETE FROM prune_receipts")
-    assert verify(ledger_path).code == 2  # without the receipt it is simply missing
+    assert report.code == 2
+    assert "blob.missing" in checks(report)
+    assert not any("pruned" in note for note in report.notes)
 
 
 def test_fsck_checks_every_checkpoint_ever_taken(
@@ -101,7 +102,7 @@ def test_fsck_checks_every_checkpoint_ever_taken(
         run.append("step", {"i": i})
     assert cli("fsck", "--json").json()["checkpoints"] == []
     with raw(ledger_path) as conn:  # an old checkpoint's root forged, the newest left alone
-        conn.execute("UPDATE checkpoints SET note = replace(note, '\n2\n', '\n1\n') WHERE size = 2")
+        conn.execute("UPDATE checkpoints SET note = replace(note, '\n3\n', '\n1\n') WHERE size = 3")
     result = cli("fsck", "--json")
     assert result.code == 2
     assert any("checkpoint" in finding for finding in result.json()["checkpoints"])

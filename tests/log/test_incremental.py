@@ -65,11 +65,12 @@ def test_a_rewritten_prefix_fails_the_consistency_proof(ledger: Ledger, ledger_p
     build(ledger, runs=1, entries=3)
     assert verify(ledger_path).code == 0
     ledger.run("run-0").append("step", {})
-    with raw(ledger_path) as conn:  # the verified checkpoint's frontier, forged
+    with raw(ledger_path) as conn:  # the tiles under the state verified clean, forged
         conn.execute(
-            "UPDATE checkpoints SET frontier = zeroblob(length(frontier)) WHERE id = "
-            "(SELECT checkpoint_id FROM log_verified)"
+            "UPDATE log_tiles SET hashes = CAST(zeroblob(32) || substr(hashes, 33) AS BLOB) "
+            "WHERE level = 0 AND idx = 0"
         )
     report = verify(ledger_path, INCREMENTAL)
     assert report.code == 2
-    assert "checkpoint.frontier" in checks(report)
+    assert any("verifying everything" in note for note in report.notes)
+    assert "log.tiles" in checks(report)

@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from agentledger import Ledger
+from agentledger import Ledger, tiles
+from agentledger.checkpoint import install_public_key
+from agentledger.errors import Diverged
+from agentledger.keys import KeyStore
 from agentledger.verify import VerifyOptions
 
 from .logkit import build, checks, raw, verify, without_log
@@ -110,6 +113,8 @@ def test_a_checkpoint_signed_by_an_untrusted_key_does_not_verify(
 ) -> None:
     build(ledger, runs=1, entries=2)
     monkeypatch.setenv("AGENTLEDGER_HOME", str(tmp_path / "someone-else"))
+    # Another install that trusts ours may extend the ledger, signing with its own key.
+    KeyStore(tmp_path / "someone-else").add_trust(install_public_key(ledger))
     with Ledger.open(ledger_path) as other:
         other.run("run-x").append("step", {})  # signed by another install key
     monkeypatch.setenv("AGENTLEDGER_HOME", str(tmp_path / "keys"))
@@ -157,9 +162,10 @@ def test_a_ledger_that_extends_its_exported_checkpoint_verifies(
 
 
 def test_a_forked_ledger_does_not_extend_the_exported_checkpoint(
-    ledger: Ledger, ledger_path: Path, tmp_path: Path, cli: object
+    ledger: Ledger, ledger_path: Path, tmp_path: Path, cli: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     build(ledger, runs=1, entries=2)
+    key = install_public_key(ledger)
     ledger.close()
     before = tmp_path / "before.db"
     shutil.copy(ledger_path, before)
@@ -168,8 +174,15 @@ def test_a_forked_ledger_does_not_extend_the_exported_checkpoint(
     exported = tmp_path / "checkpoint.txt"
     assert cli("checkpoint", "--export", str(exported)).code == 0  # type: ignore[operator]
     shutil.copy(before, ledger_path)
+    with Ledger.open(ledger_path) as other, pytest.raises(Diverged):
+        # This install signed the other branch: it refuses to sign a fork of it.
+        other.run("run-0").append("step", {"branch": "b"})
+    # A second install (trusting the first) forks the old copy; the export catches it.
+    monkeypatch.setenv("AGENTLEDGER_HOME", str(tmp_path / "second"))
+    KeyStore(tmp_path / "second").add_trust(key)
     with Ledger.open(ledger_path) as other:
         other.run("run-0").append_many([("step", {"branch": "b"}), ("step", {})])
+    monkeypatch.setenv("AGENTLEDGER_HOME", str(tmp_path / "keys"))
     result = cli("verify", "--checkpoint", str(exported), "--json")  # type: ignore[operator]
     assert result.code == 2
     assert any(d["check"] == "log.rollback" for d in result.json()["workspace"])
@@ -186,10 +199,9 @@ def test_entries_removed_with_the_checkpoints_covering_them_are_caught_after_a_v
         conn.execute("DELETE FROM entries WHERE run_id = ? AND seq = ?", (run_id, seq))
         _fix_head(conn, str(run_id))
         conn.execute("DELETE FROM checkpoints WHERE size > 3")
-        conn.execute(
-            "UPDATE log_state SET size = 3, frontier = (SELECT frontier FROM checkpoints "
-            "WHERE size = 3 ORDER BY id DESC LIMIT 1)"
-        )
+        frontier = b"".join(tiles.TileReader(conn).frontier(3))
+        conn.execute("UPDATE log_state SET size = 3, frontier = ?", (frontier,))
+        conn.execute("UPDATE log_tiles SET hashes = substr(hashes, 1, 96) WHERE level = 0")
     with without_log(monkeypatch):
         assert verify(ledger_path).code == 0
     report = verify(ledger_path)

@@ -7,7 +7,7 @@ from typing import Any
 
 import apsw
 
-from agentledger import Ledger, _core
+from agentledger import Ledger, _core, tiles
 from agentledger.storage.migrations import APPLICATION_ID, migration_scripts
 
 LEDGER_ID = "00112233445566778899aabbccddeeff"
@@ -46,14 +46,20 @@ def _schema_2_ledger(path: Path) -> None:
     conn.close()
 
 
-def test_an_old_ledger_gets_its_log_and_verifies_after_a_checkpoint(
+def test_an_old_ledger_is_upgraded_by_a_writer_and_signed_only_when_adopted(
     ledger_path: Path, cli: Any
 ) -> None:
     _schema_2_ledger(ledger_path)
-    first = cli("verify", "--json")
-    assert first.code == 2  # numbered, but nothing signed yet
-    assert any(d["check"] == "checkpoint.missing" for d in first.json()["workspace"])
-    assert cli("checkpoint").code == 0
+    before = ledger_path.read_bytes()
+    refused = cli("verify", "--json")
+    assert refused.code == 65  # verify never migrates: an old schema is refused, untouched
+    assert "schema 2" in refused.err
+    assert ledger_path.read_bytes() == before
+    assert cli("checkpoint").code == 2  # nothing vouches for its entries: never signed
+    first = cli("verify", "--json")  # the refused writer still upgraded the file
+    assert first.code == 2
+    assert {d["check"] for d in first.json()["workspace"]} == {"checkpoint.missing"}
+    assert cli("checkpoint", "--adopt").code == 0
     assert cli("verify").code == 0
     with Ledger.open(ledger_path) as ledger:
         leaves = ledger.db.conn.execute("SELECT run_id, seq FROM entries ORDER BY leaf").fetchall()
@@ -62,12 +68,30 @@ def test_an_old_ledger_gets_its_log_and_verifies_after_a_checkpoint(
     assert cli("verify").code == 0
 
 
-def test_an_entry_slipped_in_after_the_migration_is_never_adopted(
+def test_adopting_is_refused_once_this_install_vouched_for_the_ledger(
     ledger_path: Path, cli: Any
 ) -> None:
     _schema_2_ledger(ledger_path)
-    with Ledger.open(ledger_path) as ledger:  # migrates; the log will fold in 6 leaves
-        ledger.db.conn.execute("UPDATE entries SET leaf = 6 WHERE run_id = 'a-run' AND seq = 2")
-        ledger.db.conn.execute("UPDATE log_state SET backfill = 5")
-    assert cli("checkpoint").code == 0
-    assert cli("verify").code == 2
+    cli("checkpoint")
+    assert cli("checkpoint", "--adopt").code == 0
+    with apsw.Connection(str(ledger_path)) as conn:  # an entry cut, the whole log re-forged
+        conn.execute("DELETE FROM entries WHERE run_id = 'a-run' AND seq = 2")
+        digest = conn.execute("SELECT hash FROM entries WHERE run_id = 'a-run' AND seq = 1")
+        conn.execute(
+            "UPDATE runs SET head_seq = 1, head_hash = ? WHERE run_id = 'a-run'",
+            (digest.fetchall()[0][0],),
+        )
+        leaves = [
+            tiles.leaf_hash(_core.log_leaf(run, seq, h))
+            for run, seq, h in conn.execute("SELECT run_id, seq, hash FROM entries ORDER BY leaf")
+        ]
+        conn.execute("DELETE FROM log_tiles")
+        tiles.append(conn, 0, b"".join(leaves))
+        frontier = b"".join(tiles.TileReader(conn).frontier(len(leaves)))
+        conn.execute("UPDATE log_state SET size = ?, frontier = ?", (len(leaves), frontier))
+        conn.execute("DELETE FROM checkpoints")
+    assert cli("checkpoint", "--adopt").code == 2  # this install signed 6 entries, not these
+    assert cli("checkpoint").code == 2
+    report = cli("verify", "--json")
+    assert report.code == 2
+    assert "log.rollback" in {d["check"] for d in report.json()["workspace"]}

@@ -41,7 +41,7 @@ def init(app: AppContext, as_json: bool) -> None:
 @click.pass_obj
 def runs(app: AppContext, as_json: bool) -> None:
     """List runs: entries, activities, last entry and head hash."""
-    with app.open_ledger() as ledger:
+    with app.open_ledger(readonly=True) as ledger:
         rows = ledger.db.conn.execute(
             """
             SELECT r.run_id, r.head_seq + 1, r.head_hash,
@@ -79,7 +79,7 @@ def runs(app: AppContext, as_json: bool) -> None:
 @click.pass_obj
 def show(app: AppContext, run_id: str, as_json: bool) -> None:
     """Show a run's journal as a tree: each entry's kind, hash and body, then its stages."""
-    with app.open_ledger() as ledger:
+    with app.open_ledger(readonly=True) as ledger:
         run = ledger.get_run(run_id)
         entries = list(run.entries())
         stages = stage_summaries(ledger, entries)

@@ -17,6 +17,7 @@ from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.cli.verify import run_verify, verify_options
 from agentledger.errors import ExitCode, InvalidInput, NotFound
 from agentledger.keys import KeyStore, resolve_trust
+from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
 from agentledger.proofs import parse_bundle, prove, verify_bundle
 from agentledger.report import report_renderable
 from agentledger.verify import VerifyOptions
@@ -41,16 +42,28 @@ def _checkpoint_json(stored: Any) -> dict[str, Any]:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also write the newest checkpoint to FILE (keep it elsewhere: verify --checkpoint).",
 )
+@click.option(
+    "--adopt",
+    is_flag=True,
+    help="Sign a ledger nothing signed vouches for yet (one from before checkpoints), after "
+    "a whole verify whose only finding is that missing checkpoint.",
+)
 @json_option
 @click.pass_obj
-def checkpoint(app: AppContext, export_file: Path | None, as_json: bool) -> int:
+def checkpoint(app: AppContext, export_file: Path | None, adopt: bool, as_json: bool) -> int:
     """Sign a checkpoint of the workspace log (if it grew) and show the newest.
 
     Checkpoints are also taken automatically at the end of every write transaction that
-    appends entries. Exit 1 when there is no ledger.
+    appends entries. Nothing is signed unless the log extends what this install already
+    signed or verified (exit 2 otherwise). Exit 1 when there is no ledger.
+
+    \b
+    Examples:
+      agentledger checkpoint --export cp.txt   # keep cp.txt elsewhere
+      agentledger verify --checkpoint cp.txt   # later: the ledger must extend it
     """
     with app.open_ledger() as ledger:
-        stored = latest(ledger) if ledger.db.readonly else take_checkpoint(ledger)
+        stored = latest(ledger) if ledger.db.readonly else take_checkpoint(ledger, adopt=adopt)
     text = stored.checkpoint.text()
     if export_file is not None:
         export_file.write_text(text, encoding="utf-8")
@@ -65,7 +78,7 @@ def checkpoint(app: AppContext, export_file: Path | None, as_json: bool) -> int:
 
 @cli.command("prove")
 @click.argument("run_id", metavar="RUN")
-@click.argument("seq", type=click.IntRange(min=0), metavar="SEQ")
+@click.argument("seq", type=click.IntRange(min=0, max=MAX_SQLITE_INT), metavar="SEQ")
 @click.pass_obj
 def prove_command(app: AppContext, run_id: str, seq: int) -> int:
     """Print a self-contained proof that entry SEQ of RUN is in the signed log (JSON).
@@ -73,7 +86,7 @@ def prove_command(app: AppContext, run_id: str, seq: int) -> int:
     Check it anywhere, without the ledger: `agentledger verify-proof PROOF.json --trust KEY`.
     Exit 1 when the run, the entry or a checkpoint covering it does not exist.
     """
-    with app.open_ledger() as ledger:
+    with app.open_ledger(readonly=True) as ledger:
         ledger.get_run(run_id)
         bundle = prove(ledger, run_id, seq)
     emit_json(bundle)
@@ -97,17 +110,7 @@ def verify_proof(app: AppContext, proof_file: Path, trust: tuple[str, ...], as_j
     No ledger is needed. Exit 0 when it verifies against a trusted key, 2 when it does
     not, 65 when the file is not a proof bundle, 1 when it does not exist.
     """
-    try:
-        data = (
-            proof_file.read_bytes()
-            if str(proof_file) != "-"
-            else click.get_binary_stream("stdin").read()
-        )
-    except FileNotFoundError:
-        raise NotFound(f"{proof_file}: no such file") from None
-    except OSError as exc:
-        raise InvalidInput(f"{proof_file}: cannot read ({exc.strerror})") from None
-    bundle = parse_bundle(data)
+    bundle = parse_bundle(read_capped(proof_file, MAX_DOCUMENT_BYTES, "a proof bundle"))
     trusted = resolve_trust(trust, KeyStore(app.key_dir))
     verdict = verify_bundle(bundle, trusted)
     if as_json:
@@ -159,7 +162,8 @@ def archive_command(
 @click.option(
     "--grace",
     "grace_s",
-    type=click.FloatRange(min=0),
+    type=click.FloatRange(min=0, max=1e12),
+    callback=lambda _ctx, _param, value: _finite(value),
     default=collector.DEFAULT_GRACE_S,
     show_default=True,
     help="Never collect a blob stored less than this many seconds ago.",
@@ -183,6 +187,12 @@ def gc_command(app: AppContext, dry_run: bool, grace_s: float, as_json: bool) ->
     return int(ExitCode.OK)
 
 
+def _finite(value: float) -> float:
+    if value != value:  # NaN passes every range comparison
+        raise click.BadParameter("not a number of seconds")
+    return value
+
+
 @cli.command("fsck")
 @verify_options
 @json_option
@@ -200,16 +210,22 @@ def fsck_command(
     Exit 0 when everything is sound, 2 when anything is damaged or diverged.
     """
     options = VerifyOptions(trust=trust, audit_key_file=audit_key_file, compat=compat)
-    with app.open_ledger() as ledger:
+    with app.open_ledger(readonly=True) as ledger:
         findings = collector.storage_checks(ledger)
-        history = collector.checkpoint_history(ledger, resolve_trust(trust, ledger.keys))
         report = run_verify(app, ledger, None, options)
         with ledger.db.snapshot() as conn:
             orphans = sorted(
                 {row[0] for row in conn.execute("SELECT digest FROM blobs")}
                 - collector.reachable_blobs(conn)
             )
-    code = ExitCode.DIVERGED if findings or history else ExitCode(report.code)
+    # Every stored checkpoint is checked by verify itself (its signature, and the log's
+    # root at its size): the same findings, in the same words.
+    history = [
+        f"{d.subject}: {d.check}: expected {d.expected}, actual {d.actual}"
+        for d in report.workspace
+        if d.check.startswith("checkpoint.")
+    ]
+    code = ExitCode.DIVERGED if findings else ExitCode(report.code)
     if as_json:
         emit_json(
             {
@@ -224,7 +240,9 @@ def fsck_command(
     table = Table(show_edge=False, show_header=False)
     table.add_row("sqlite integrity", "ok" if not findings else "\n".join(findings[:20]))
     table.add_row("checkpoint history", "ok" if not history else "\n".join(history[:20]))
-    table.add_row("orphan blobs", f"{len(orphans)} (collect with `agentledger gc`)")
+    # Collecting a diverged ledger would destroy evidence (and gc refuses it).
+    hint = " (collect with `agentledger gc`)" if code == ExitCode.OK and orphans else ""
+    table.add_row("orphan blobs", f"{len(orphans)}{hint}")
     app.console.print(table)
     app.console.print(report_renderable(report))
     return int(code)

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, json_option
+from agentledger.limits import MAX_DOCUMENT_BYTES, read_capped
 from agentledger.errors import ExitCode, InvalidInput, NotFound
 from agentledger.phase import (
     DIMENSIONS,
@@ -52,14 +53,7 @@ def read_json_document(path: Path) -> Any:
     (``NaN``, ``Infinity``, a BOM, invalid UTF-8) is :class:`InvalidInput` (exit 65).
     """
     name = "stdin" if str(path) == "-" else str(path)
-    try:
-        data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
-    except FileNotFoundError:
-        raise NotFound(f"no such file: {name}") from None
-    except IsADirectoryError:
-        raise InvalidInput(f"{name} is a directory, not a JSON file") from None
-    except OSError as error:
-        raise InvalidInput(f"cannot read {name}: {error.strerror or error}") from None
+    data = read_capped(path, MAX_DOCUMENT_BYTES, "a JSON document")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

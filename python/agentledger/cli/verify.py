@@ -143,7 +143,7 @@ def verify(
         checkpoint_file=checkpoint_file,
         incremental=incremental,
     )
-    with app.open_ledger() as ledger:
+    with app.open_ledger(readonly=True) as ledger:
         report = run_verify(app, ledger, list(run_ids) or None, options)
     return finish(app, report, as_json, html)
 
@@ -171,7 +171,7 @@ def activity_verify(
     Exit 0 clean, 1 no such run (or no activity in it), 2 diverged.
     """
     options = VerifyOptions(trust=trust, audit_key_file=audit_key_file, compat=compat)
-    with app.open_ledger() as ledger:
+    with app.open_ledger(readonly=True) as ledger:
         report = run_verify(app, ledger, [run_id], options)
     verdict = report.runs[0]
     if verdict.ok and verdict.activities == 0:

@@ -1,7 +1,10 @@
 """One SQLite connection to a ledger file: opening safely, pragmas, transactions, errors.
 
 Opening never changes a file that is not already a ledger: the identity (application_id)
-and schema version are read before any pragma that writes (WAL) is set.
+and schema version are read before any pragma that writes (WAL) is set. The file's schema
+is compared with the one its migrations create (``schema_lock.py``); a file whose schema
+was altered is never migrated or written. A read-only open never writes at all: on media
+that cannot be written, and without a ``-wal`` file, it opens the file as immutable.
 """
 
 from __future__ import annotations
@@ -11,14 +14,16 @@ import os
 import random
 import secrets
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import apsw
 
-from agentledger.errors import LedgerError, NotFound
+from agentledger.errors import Diverged, LedgerError, NotFound
 from agentledger.storage.migrations import APPLICATION_ID, SCHEMA_VERSION, migrate
+from agentledger.storage.schema_lock import schema_drift
 
 BUSY_TIMEOUT_MS = 10_000
 """How long a writer waits for another writer before giving up with a clear error."""
@@ -88,6 +93,18 @@ def _translate(exc: apsw.Error, path: Path) -> LedgerError:
     return LedgerError(f"{path}: {exc}", code="ledger-error")
 
 
+def _needs_immutable(path: Path) -> bool:
+    """Whether a read-only open must skip SQLite's locks and ``-shm`` file: the ledger or
+    its folder cannot be written (read-only media, a reviewer's mount, no permission) and
+    no ``-wal`` file holds commits the main file lacks."""
+    if Path(f"{path}-wal").exists():
+        return False
+    writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    return not writable or Path(f"{path}-shm").exists() and not os.access(
+        f"{path}-shm", os.W_OK
+    )
+
+
 def quote_identifier(name: str) -> str:
     """An SQL identifier (a table or column name read from a ledger file) as a quoted
     literal: the name can never end the identifier and add SQL of its own."""
@@ -103,9 +120,20 @@ class Database:
         self.conn = conn
         self.path = path
         self.readonly = readonly
+        self.immutable = False
+        """Opened with SQLite's ``immutable`` flag: read-only media, no locks, no -shm."""
+        self.version = SCHEMA_VERSION
+        self.schema_findings: list[str] = []
+        """How the file's schema differs from the one agentledger creates (verify reports
+        each; a writer refuses the file)."""
         self.before_commit: list[Callable[[apsw.Connection], None]] = []
         """Run once at the end of the outermost write transaction, inside it (the workspace
         log's checkpoint); dropped if the transaction fails."""
+        self.after_commit: list[Callable[[], None]] = []
+        """Run once the outermost write transaction has committed (the signer's memory)."""
+        self._schema_cookie = -1
+        self.transaction_scope: dict[str, object] = {}
+        """What the current write transaction has established (cleared at its end)."""
 
     @classmethod
     def open(
@@ -125,10 +153,19 @@ class Database:
         elif path.is_dir():
             raise LedgerError(f"{path}: is a directory, not a ledger", code="not-a-ledger")
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
+        immutable = readonly and _needs_immutable(path)
         try:
-            conn = apsw.Connection(str(path), flags=flags, vfs=vfs)
+            if immutable:
+                uri = "file:" + urllib.parse.quote(str(path.absolute())) + "?immutable=1"
+                flags |= apsw.SQLITE_OPEN_URI
+                conn = apsw.Connection(uri, flags=flags, vfs=vfs)
+            else:
+                conn = apsw.Connection(str(path), flags=flags, vfs=vfs)
+            # No SQL of the file may change its own schema or reach outside it.
+            conn.config(apsw.SQLITE_DBCONFIG_DEFENSIVE, 1)
             conn.set_busy_handler(_busy_handler(BUSY_TIMEOUT_MS))
             db = cls(conn, path, readonly)
+            db.immutable = immutable
             db._check_identity(fresh, create)
         except apsw.Error as exc:
             raise _translate(exc, path) from None
@@ -166,7 +203,10 @@ class Database:
         # schema must not call functions with side effects (docs/RELIABILITY.md).
         conn.execute("PRAGMA trusted_schema = OFF")
         conn.transaction_mode = "IMMEDIATE"
-        if not self.readonly and version < SCHEMA_VERSION:
+        self.version = version
+        self.schema_findings = schema_drift(conn, version)
+        self._schema_cookie = self._cookie()
+        if not self.readonly and version < SCHEMA_VERSION and not self.schema_findings:
             with conn:
                 # Re-read under the write lock: another process may have migrated meanwhile.
                 current = conn.execute("PRAGMA user_version").fetchall()[0][0]
@@ -177,23 +217,62 @@ class Database:
                             "INSERT INTO ledger_meta (key, value) VALUES ('ledger_id', ?)",
                             (secrets.token_hex(16),),
                         )
+            self.version = SCHEMA_VERSION
+            self.schema_findings = schema_drift(conn, SCHEMA_VERSION)
+            self._schema_cookie = self._cookie()
+
+    def check_writable(self) -> None:
+        """Refuse to write a read-only handle, or a file whose schema was altered."""
+        if self.readonly:
+            raise LedgerError(f"{self.path}: opened read-only", code="ledger-read-only")
+        if self.schema_findings:
+            raise Diverged(
+                f"{self.path}: the ledger's schema is not the one agentledger creates "
+                f"({self.schema_findings[0]}); refusing to write to it "
+                "(`agentledger verify` lists every difference)",
+                code="schema-altered",
+            )
+        if self.version < SCHEMA_VERSION:
+            raise LedgerError(
+                f"{self.path}: schema {self.version} could not be upgraded", code="ledger-old"
+            )
+
+    def _cookie(self) -> int:
+        return int(self.conn.execute("PRAGMA schema_version").fetchall()[0][0])
+
+    def _recheck_schema(self) -> None:
+        """Inside a write transaction: another process may have changed the schema since
+        this handle opened (SQLite bumps its cookie on every change)."""
+        cookie = self._cookie()
+        if cookie != self._schema_cookie:
+            self.schema_findings = schema_drift(self.conn, self.version)
+            self._schema_cookie = cookie
+            self.check_writable()
 
     @contextlib.contextmanager
     def write(self) -> Iterator[apsw.Connection]:
         """One write transaction (BEGIN IMMEDIATE): all of it commits, or none of it."""
-        if self.readonly:
-            raise LedgerError(f"{self.path}: opened read-only", code="ledger-read-only")
+        self.check_writable()
         outermost = not self.conn.in_transaction
+        committed = False
         try:
             with self.conn:
+                if outermost:
+                    self._recheck_schema()
                 yield self.conn
                 while outermost and self.before_commit:
                     self.before_commit.pop(0)(self.conn)
+            committed = outermost
         except apsw.Error as exc:
             raise _translate(exc, self.path) from None
         finally:
             if outermost:
                 self.before_commit.clear()
+                self.transaction_scope.clear()
+                after, self.after_commit = self.after_commit, []
+                if committed:
+                    for action in after:
+                        action()
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[apsw.Connection]:

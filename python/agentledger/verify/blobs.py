@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from agentledger import _core
-from agentledger.cas import DIGEST
+from agentledger.cas import CHUNK_SIZE, DIGEST
+from agentledger.gc import Pruned, pruned_digests
 from agentledger.storage import native
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
@@ -24,24 +25,34 @@ def check_referenced_blobs(ctx: VerifyContext) -> None:
     }
     missing = sorted(ctx.referenced - present)
     pruned = _pruned(ctx) if missing else {}
-    lost = [digest for digest in missing if digest not in pruned]
-    for digest in missing:
-        if digest in pruned:
+    for run_id, seq, digest in _referencing_entries(ctx, missing):
+        receipt = pruned.get(digest)
+        if receipt is not None and _logged_before(ctx, run_id, seq, receipt.log_size):
             ctx.report.notes.append(
-                f"blob {digest} was pruned by signed prune receipt {pruned[digest]}, not lost"
+                f"blob {digest} was pruned by signed prune receipt {receipt.receipt_id}, "
+                "not lost"
             )
-    for run_id, seq, digest in _referencing_entries(ctx, lost):
+            continue
         ctx.diverged(run_id, Divergence(run_id, seq, "blob.missing", digest, "absent", digest))
     if not ctx.whole and present:
         _check_blobs(ctx, ONE_BLOB, [(digest,) for digest in sorted(present)])
 
 
-def _pruned(ctx: VerifyContext) -> dict[str, int]:
-    """Blobs a prune receipt signed by a trusted key says garbage collection removed."""
-    from agentledger.gc import pruned_digests
+def _pruned(ctx: VerifyContext) -> dict[str, Pruned]:
+    """Blobs a trusted prune receipt of this ledger's log says garbage collection removed."""
     from agentledger.keys import resolve_trust
 
-    return pruned_digests(ctx.conn, resolve_trust(ctx.options.trust, ctx.ledger.keys))
+    trusted = resolve_trust(ctx.options.trust, ctx.ledger.keys)
+    return pruned_digests(ctx.conn, trusted, ctx.ledger.id)
+
+
+def _logged_before(ctx: VerifyContext, run_id: str, seq: int, log_size: int) -> bool:
+    """Whether the entry was in the log when the receipt was signed: one appended after
+    it references the blob anew, and the receipt excuses nothing there."""
+    rows = ctx.conn.execute(
+        "SELECT leaf FROM entries WHERE run_id = ? AND seq = ?", (run_id, seq)
+    ).fetchall()
+    return bool(rows) and isinstance(rows[0][0], int) and 0 <= rows[0][0] < log_size
 
 
 def _json_list(items: list[str]) -> str:
@@ -96,6 +107,17 @@ def check_all_blobs(ctx: VerifyContext) -> None:
     if not ctx.whole:
         return
     _check_blobs(ctx, ALL_CHUNKS, [()])
+    # Every writer cuts blobs into chunks of the same length: a single-chunk blob's
+    # chunk_size would otherwise be a value nothing checks.
+    for digest, chunk_size in ctx.conn.execute(
+        "SELECT digest, chunk_size FROM blobs WHERE chunk_size IS NOT ?", (CHUNK_SIZE,)
+    ):
+        ctx.diverged(
+            None,
+            Divergence(
+                None, None, "blob.chunk_size", str(CHUNK_SIZE), str(chunk_size), str(digest)
+            ),
+        )
     orphans = ctx.conn.execute(
         "SELECT DISTINCT digest FROM blob_chunks WHERE digest NOT IN (SELECT digest FROM blobs)"
     ).fetchall()

@@ -10,13 +10,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from agentledger.errors import ExitCode
+from agentledger.errors import ExitCode, LedgerError
+from agentledger.storage.migrations import SCHEMA_VERSION
 from agentledger.verify import audit, blobs, journal_pass, receipts, runs_table, team
 from agentledger.verify import bernstein as bernstein_checks
 from agentledger.verify import log as workspace_log
 from agentledger.verify import phase as phase_checks
 from agentledger.verify.context import VerifyContext, VerifyOptions
-from agentledger.verify.results import RunVerdict, VerifyReport
+from agentledger.verify.results import Divergence, RunVerdict, VerifyReport
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -44,6 +45,14 @@ def verify_ledger(
 ) -> VerifyReport:
     """Verify the whole workspace (``run_ids`` None) or only the named runs."""
     started = time.perf_counter()
+    if ledger.db.version < SCHEMA_VERSION and not ledger.db.schema_findings:
+        # Verify never migrates (it writes nothing); this version reads only its own schema.
+        raise LedgerError(
+            f"{ledger.path}: schema {ledger.db.version}, written by an older agentledger; "
+            f"this version verifies schema {SCHEMA_VERSION}. Any writing command upgrades "
+            "it (its entries are then verified before anything is signed)",
+            code="ledger-old",
+        )
     report = VerifyReport()
     with ledger.db.snapshot() as conn:
         heads = {
@@ -66,8 +75,18 @@ def verify_ledger(
             whole=run_ids is None,
             heads=heads,
         )
-        for check in CHECKS:
-            check(ctx)
+        if ledger.db.schema_findings:
+            # What the file's SQL returns cannot be trusted: its schema is not ours.
+            for finding in ledger.db.schema_findings:
+                ctx.diverged(
+                    None,
+                    Divergence(None, None, "schema.altered", "the schema agentledger creates",
+                               finding, "sqlite_schema"),
+                )
+            report.notes.append("no other check ran: the file's schema was altered")
+        else:
+            for check in CHECKS:
+                check(ctx)
     report.runs = list(ctx.verdicts.values())
     report.elapsed_s = time.perf_counter() - started
     for action in ctx.after_snapshot:

@@ -1,35 +1,38 @@
-"""The workspace log: the newest signed checkpoint commits to exactly the ledger's entries.
+"""The workspace log: the signed checkpoints commit to exactly the ledger's entries.
 
-Full verify rebuilds the log from the rows the journal pass reads anyway: each row's leaf
-hash goes, in Rust, into a ``LogAssembler`` that accepts leaves in any order; the leaves
-must be exactly 0..n-1 and the root and size those of the newest trusted checkpoint. So
-deleting any entry (the last of a run or of the workspace too), or a whole run, changes
-what the log recomputes to. The log must also still extend the checkpoint the last clean
-verify covered, so entries removed together with the checkpoints covering them show too.
+Whole-workspace verify rebuilds the log from the rows the journal pass reads anyway: each
+row's leaf hash goes, in Rust, into a ``LogAssembler`` that accepts leaves in any order;
+the leaves must be exactly 0..n-1, and the root and size those of the newest trusted
+checkpoint. So deleting any entry (the last of a run or of the workspace too), or a whole
+run, changes what the log recomputes to. The stored tiles must be exactly the tree of
+those leaves, and every stored checkpoint (the sparse history) must be signed and be the
+root of the tiles at its size.
 
-``--checkpoint FILE``: the ledger must extend an exported checkpoint (RFC 9162 consistency
-proof from it to the newest), which detects a file rolled back to an older copy.
+Named runs: each entry's leaf is proven (RFC 9162 inclusion, from the tiles) in the newest
+trusted checkpoint, and the file must hold as many logged entries as that checkpoint
+commits to; otherwise the runs cannot be certified complete.
 
-``--incremental``: only the entries appended since the last checkpoint a verify found
+Rollback: the log must extend what this install signed or found clean (its memory,
+outside the file: ``signer_memory.py``), and, with ``--checkpoint FILE``, an exported
+checkpoint; both by consistency proofs from the tiles.
+
+``--incremental``: only the entries appended since the state this install last found
 clean are re-checked (their chains, from the entry before them); the log is extended
-from that checkpoint's stored frontier, and a consistency proof shows the newest
-checkpoint extends it. Cheap whole-table counts catch entries deleted from the prefix;
-edits to the prefix's bytes are left to a full verify.
+from that state's frontier, read from the tiles and checked against the remembered root.
 """
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 
-import apsw
-
-from agentledger import _core
+from agentledger import _core, tiles
 from agentledger import log as wslog
 from agentledger.archive import archive_seal
-from agentledger.checkpoint import Checkpoint, StoredCheckpoint, checkpoint_by_id, newest_checkpoint
+from agentledger.checkpoint import CHECKPOINT_COLUMNS, Checkpoint, StoredCheckpoint, newest_checkpoint
 from agentledger.errors import AgentLedgerError, InvalidInput
-from agentledger.ids import utc_timestamp
 from agentledger.keys import resolve_trust
+from agentledger.signer_memory import Remembered, SignerMemory
 from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
 
@@ -38,19 +41,29 @@ UNLOGGED = (
     "SELECT run_id, seq FROM entries INDEXED BY entries_by_leaf "
     "WHERE leaf IS NULL OR leaf < 0 ORDER BY run_id, seq"
 )
+MAX_MISSING_LEAVES = 1 << 24
+"""How far past the entries' count the assembler looks for leaves (a bitmap of 2 MB)."""
+MAX_CHECKPOINT_BYTES = 16_384
+
+
+@dataclass
+class Base:
+    """Where an incremental verify starts: a state this install found clean."""
+
+    size: int
+    root: bytes
+    frontier: list[bytes]
 
 
 @dataclass
 class LogPlan:
     """What the log check starts from (set up before the journal pass)."""
 
-    base: StoredCheckpoint | None = None
-    """Incremental verify: the last checkpoint found clean (None: full verify)."""
-    verified: StoredCheckpoint | None = None
-    """Full verify: the last checkpoint a verify found clean; the log must still extend it."""
-    verified_missing: int | None = None
-    """The id of a recorded verified checkpoint that is no longer in the ledger."""
     exported: Checkpoint | None = None
+    remembered: Remembered | None = None
+    """The newest state this install signed or found clean (its memory)."""
+    base: Base | None = None
+    """Incremental verify: the state the re-checked tail extends (None: full verify)."""
     covers_workspace: bool = False
     """The whole workspace is verified (fully, or incrementally from ``base``)."""
     assembler: _core.LogAssembler | None = None
@@ -65,12 +78,17 @@ def _trusted(ctx: VerifyContext) -> set[str]:
     return resolve_trust(ctx.options.trust, ctx.ledger.keys)
 
 
+def _memory(ctx: VerifyContext) -> SignerMemory:
+    return SignerMemory(ctx.ledger.keys.home, ctx.ledger.id)
+
+
 def _read_exported(ctx: VerifyContext) -> Checkpoint | None:
     path = ctx.options.checkpoint_file
     if path is None:
         return None
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_CHECKPOINT_BYTES + 1)
     except OSError as exc:
         raise InvalidInput(f"{path}: cannot read the checkpoint ({exc.strerror})") from None
     return Checkpoint.parse(data)
@@ -78,69 +96,104 @@ def _read_exported(ctx: VerifyContext) -> Checkpoint | None:
 
 def plan_log(ctx: VerifyContext) -> None:
     """Before the journal pass: with ``--incremental``, narrow it to the new tail."""
-    plan = LogPlan(exported=_read_exported(ctx), covers_workspace=ctx.whole)
-    ctx.log_plan = plan
-    if not ctx.whole:
-        return
-    marker = wslog.fetch(ctx.conn, "SELECT checkpoint_id FROM log_verified WHERE id = 1")
-    verified = checkpoint_by_id(ctx.conn, marker[0][0]) if marker else None
-    if marker and verified is None:
-        plan.verified_missing = int(marker[0][0])
-    base = verified if ctx.options.incremental else None
-    if ctx.options.incremental and base is None:
-        ctx.report.notes.append("incremental: no verified checkpoint yet, verifying everything")
-    if base is None:
-        plan.verified = verified
-        total = int(wslog.fetch(ctx.conn, "SELECT count(*) FROM entries")[0][0])
-        plan.assembler = _core.LogAssembler(0, [], total)
-        return
-    plan.base = base
-    tail_count = int(
-        wslog.fetch(
-            ctx.conn, "SELECT count(*) FROM entries WHERE leaf >= ?", (base.checkpoint.size,)
-        )[0][0]
+    # An archive keeps its source's id but holds a log of its own: no memory applies.
+    sealed = archive_seal(ctx.conn) is not None
+    memory = {} if sealed else _memory(ctx).read()
+    plan = LogPlan(
+        exported=_read_exported(ctx),
+        remembered=None if sealed else _memory(ctx).base(),
+        covers_workspace=ctx.whole,
     )
-    size = base.checkpoint.size
-    try:
-        plan.assembler = _core.LogAssembler(size, list(base.frontier), size + tail_count)
-    except ValueError:
-        plan.assembler = None  # a malformed frontier: check_log reports the checkpoint
+    ctx.log_plan = plan
+    verified = memory.get("verified")
+    if ctx.options.incremental:
+        plan.base = _base(ctx, verified)
+    if plan.base is None:
+        if ctx.options.incremental:
+            ctx.report.notes.append(
+                "incremental: this install has not verified this ledger clean yet, "
+                "verifying everything"
+            )
+        if ctx.whole:
+            total = int(wslog.fetch(ctx.conn, "SELECT count(*) FROM entries")[0][0])
+            plan.assembler = _core.LogAssembler(0, [], _limit(ctx, total))
+        return
+    base = plan.base
     tail_from = {
         run_id: int(first)
         for run_id, first in ctx.conn.execute(
-            "SELECT run_id, min(seq) FROM entries WHERE leaf >= ? GROUP BY run_id",
-            (base.checkpoint.size,),
+            "SELECT run_id, min(seq) FROM entries WHERE leaf >= ? GROUP BY run_id", (base.size,)
         )
+        if ctx.whole or run_id in ctx.verdicts
     }
+    if ctx.whole:
+        tail_count = int(
+            wslog.fetch(ctx.conn, "SELECT count(*) FROM entries WHERE leaf >= ?", (base.size,))[
+                0
+            ][0]
+        )
+        plan.assembler = _core.LogAssembler(base.size, base.frontier, base.size + tail_count)
+        ctx.verdicts.clear()
+        for run_id in tail_from:
+            ctx.verdict(run_id)
     ctx.whole = False
-    ctx.tail_from = tail_from
-    ctx.verdicts.clear()
-    for run_id in tail_from:
-        ctx.verdict(run_id)
+    # A named run with nothing new is re-read from its last entry (which must be its head).
+    ctx.tail_from = {
+        run_id: tail_from.get(run_id, max(ctx.heads.get(run_id, (0, None))[0], 0))
+        for run_id, verdict in ctx.verdicts.items()
+        if verdict.code != 1
+    }
     ctx.report.notes.append(
-        f"incremental: re-checked the {_plural(len(tail_from), 'run')} appended to since "
-        f"checkpoint {base.id} (log size {base.checkpoint.size})"
+        f"incremental: re-checked what was appended to {_plural(len(tail_from), 'run')} "
+        f"since this install last verified the log clean at {base.size:,} entries"
     )
+
+
+def _base(ctx: VerifyContext, verified: Remembered | None) -> Base | None:
+    """The remembered clean state, its frontier read from the tiles and checked."""
+    if verified is None:
+        return None
+    try:
+        frontier = tiles.TileReader(ctx.conn).frontier(verified.size)
+        root = wslog.LogState(verified.size, tuple(frontier)).root if frontier else None
+    except (AgentLedgerError, ValueError):
+        root = None
+    if verified.size and root != verified.root:
+        ctx.report.notes.append(
+            "incremental: the log no longer holds the state last verified clean; "
+            "verifying everything"
+        )
+        return None
+    return Base(verified.size, verified.root, frontier if verified.size else [])
+
+
+def _limit(ctx: VerifyContext, total: int) -> int:
+    """Leaves the assembler accepts: the entries' count, or the largest leaf if a deletion
+    left it higher (bounded, so a hostile leaf number cannot exhaust memory)."""
+    top = wslog.fetch(ctx.conn, "SELECT max(leaf) FROM entries INDEXED BY entries_by_leaf")
+    highest = top[0][0] if top and isinstance(top[0][0], int) else -1
+    return max(total, min(highest + 1, total + MAX_MISSING_LEAVES))
 
 
 def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
+def _b64(root: bytes) -> str:
+    return base64.b64encode(root).decode()
+
+
 def check_log(ctx: VerifyContext) -> None:
-    """After every other check: the log, its checkpoints, and an exported checkpoint."""
+    """After every other check: the log, its tiles and checkpoints, and rollback."""
     plan = ctx.log_plan
     if not isinstance(plan, LogPlan):
         plan = LogPlan(exported=_read_exported(ctx), covers_workspace=ctx.whole)
-    if not plan.covers_workspace:
-        _check_selected_runs_are_logged(ctx)
-        return
     trusted = _trusted(ctx)
     newest = _newest(ctx)
-    unlogged = _check_unlogged(ctx)
-
-    if plan.base is not None and _base_state(ctx, plan.base, trusted) is None:
+    if not plan.covers_workspace:
+        _check_selected_runs(ctx, plan, newest, trusted)
         return
+    unlogged = _check_unlogged(ctx)
     if plan.assembler is None:
         return
     size, frontier, root, gap = plan.assembler.finish()
@@ -152,6 +205,7 @@ def check_log(ctx: VerifyContext) -> None:
     if total - unlogged != state.size:
         _diverged(ctx, "log.size", f"{state.size:,} logged entries", f"{total - unlogged:,}", "log")
     _check_state_cache(ctx, state)
+    reader = tiles.TileReader(ctx.conn)
     seal = archive_seal(ctx.conn)
     if seal is not None and seal.get("size") != state.size:
         _diverged(
@@ -161,72 +215,138 @@ def check_log(ctx: VerifyContext) -> None:
             f"{state.size:,}: the archive was changed after it was sealed",
             "archive",
         )
+    ok = newest is not None and _check_checkpoint(ctx, newest, trusted)
+    matches = newest is None or (newest.checkpoint.size, newest.checkpoint.root) == (
+        state.size,
+        root,
+    )
+    # Entries deleted or changed explain tiles that no longer fit them: said once, above.
+    tiles_ok = matches and _check_tiles(ctx, reader, state, root, full=plan.base is None)
+    if tiles_ok:
+        _check_history(ctx, reader, trusted, state.size, newest)
     if newest is None:
         if state.size:
             _diverged(
                 ctx,
                 "checkpoint.missing",
-                "a signed checkpoint",
-                "none (a ledger from before the log: run `agentledger checkpoint`)",
+                f"a signed checkpoint of the {state.size:,} logged entries",
+                "none: nothing signed vouches for these entries (checkpoints deleted, or a "
+                "ledger from before checkpoints)",
                 "checkpoints",
             )
+        # An exported checkpoint still binds an emptied or replaced ledger.
+        if plan.exported is not None:
+            _check_exported(ctx, reader, plan.exported, trusted, state.size, root)
+        _check_remembered(ctx, reader, plan, state.size, root)
         return
-    ok = _check_checkpoint(ctx, newest, trusted)
     note = newest.checkpoint
     if note.size != state.size:
-        where = "entries deleted" if state.size < note.size else "entries added after it"
-        _diverged(
-            ctx,
-            "log.size",
-            f"{note.size:,} entries (checkpoint {newest.id})",
-            f"{state.size:,} ({where})",
-            "log",
-        )
+        if state.size < note.size:
+            _diverged(
+                ctx,
+                "log.size",
+                f"{note.size:,} entries (checkpoint {newest.id})",
+                f"{state.size:,}: leaves {state.size}..{note.size - 1} missing "
+                f"after {_entry_at(ctx, state.size - 1)} (entries deleted)",
+                "log",
+            )
+        else:
+            _diverged(
+                ctx,
+                "log.size",
+                f"{note.size:,} entries (checkpoint {newest.id})",
+                f"{state.size:,} (entries added after it, unsigned)",
+                "log",
+            )
     elif note.root != root:
         _diverged(ctx, "log.root", _b64(note.root), _b64(root) + " (entries changed)", "log")
-    elif plan.base is not None:
-        tail = _tail(ctx, plan.base.checkpoint.size)
-        _prove_extends(ctx, plan.base.checkpoint, plan.base.state, tail, note, "log.consistency")
+    # Proofs against the signed log come from the tiles, which must then be its tree.
+    proven_size, proven_root = (state.size, root) if tiles_ok else (note.size, note.root)
     if plan.exported is not None:
-        _check_exported(ctx, plan, trusted, state, note)
-    _check_still_extends_verified(ctx, plan, trusted, state, note)
-    if ok:
-        newest_id = newest.id
-        ctx.after_snapshot.append(lambda: _record_verified(ctx, newest_id))
+        _check_exported(ctx, reader, plan.exported, trusted, proven_size, proven_root)
+    _check_remembered(ctx, reader, plan, proven_size, proven_root)
+    if ok and tiles_ok and seal is None:
+        memory = _memory(ctx)
+        ctx.after_snapshot.append(lambda: _record_verified(ctx, memory, state.size, root))
 
 
-def _check_still_extends_verified(
+def _check_tiles(
+    ctx: VerifyContext, reader: tiles.TileReader, state: wslog.LogState, root: bytes, full: bool
+) -> bool:
+    """The stored tree is the tree of the entries: every tile on a full verify, its root
+    on an incremental one."""
+    problems = tiles.check(ctx.conn, state.size) if full else []
+    if not problems:
+        try:
+            if reader.root(state.size) != root:
+                problems = ["the tiles' root is not the entries' root"]
+        except AgentLedgerError as exc:
+            problems = [exc.message]
+    for problem in problems:
+        _diverged(ctx, "log.tiles", "the tree of the logged entries", problem, "log_tiles")
+    return not problems
+
+
+def _check_history(
     ctx: VerifyContext,
-    plan: LogPlan,
+    reader: tiles.TileReader,
     trusted: set[str],
-    state: wslog.LogState,
-    newest: Checkpoint,
+    size: int,
+    newest: StoredCheckpoint | None,
 ) -> None:
-    """The checkpoint the last clean verify covered is still in the ledger, and the log
-    still extends it: entries and checkpoints removed together are a rollback too."""
-    if plan.verified_missing is not None:
+    """Every stored checkpoint, not only the newest: signed, and the root of the log's
+    first ``size`` leaves as the (checked) tiles hold them."""
+    for row in ctx.conn.execute(CHECKPOINT_COLUMNS + " ORDER BY id"):
+        if newest is not None and row[0] == newest.id:
+            continue  # checked on its own, against the whole log
+        try:
+            stored = StoredCheckpoint(row[0], Checkpoint.parse(row[3]), row[1], bytes(row[2]))
+        except AgentLedgerError as exc:
+            _diverged(ctx, "checkpoint.malformed", "a checkpoint note", exc.message, f"checkpoint {row[0]}")
+            continue
+        if not _check_checkpoint(ctx, stored, trusted):
+            continue
+        note = stored.checkpoint
+        if note.size > size:
+            continue  # the newest's size is compared with the log's on its own
+        try:
+            at_size = reader.root(note.size)
+        except AgentLedgerError:
+            at_size = b""
+        if at_size != note.root:
+            _diverged(
+                ctx,
+                "checkpoint.history",
+                f"{_b64(note.root)} (the log's first {note.size:,} entries, checkpoint {stored.id})",
+                f"{_b64(at_size)}: the log's history was rewritten",
+                f"checkpoint {stored.id}",
+            )
+
+
+def _check_remembered(
+    ctx: VerifyContext, reader: tiles.TileReader, plan: LogPlan, size: int, root: bytes
+) -> None:
+    """The log extends the newest state this install signed or found clean."""
+    remembered = plan.remembered
+    if remembered is None:
+        return
+    expected = (
+        f"a log extending the {remembered.size:,} entries this install signed or verified "
+        f"({remembered.time})"
+    )
+    if remembered.size > size:
         _diverged(
-            ctx,
-            "log.rollback",
-            f"checkpoint {plan.verified_missing} (verified clean earlier)",
-            "no longer in the ledger",
-            "checkpoints",
+            ctx, "log.rollback", expected, f"{size:,} entries (rolled back or deleted)", "log"
         )
         return
-    verified = plan.verified
-    if verified is None or not _check_checkpoint(ctx, verified, trusted):
-        return
-    old = verified.checkpoint
-    if old.size > state.size:
+    try:
+        proof = reader.consistency_proof(remembered.size, size)
+    except AgentLedgerError:
+        proof = []
+    if not _core.verify_consistency(remembered.size, size, remembered.root, root, proof):
         _diverged(
-            ctx,
-            "log.rollback",
-            f"at least {old.size:,} entries (verified clean at checkpoint {verified.id})",
-            f"{state.size:,}",
-            "log",
+            ctx, "log.rollback", expected, "a different history (rewritten or forked)", "log"
         )
-        return
-    _prove_extends(ctx, old, verified.state, _tail(ctx, old.size), newest, "log.rollback")
 
 
 def _newest(ctx: VerifyContext) -> StoredCheckpoint | None:
@@ -235,12 +355,6 @@ def _newest(ctx: VerifyContext) -> StoredCheckpoint | None:
     except AgentLedgerError as exc:
         _diverged(ctx, "checkpoint.malformed", "a checkpoint note", exc.message, "checkpoints")
         return None
-
-
-def _b64(root: bytes) -> str:
-    import base64
-
-    return base64.b64encode(root).decode()
 
 
 def _check_checkpoint(ctx: VerifyContext, stored: StoredCheckpoint, trusted: set[str]) -> bool:
@@ -265,32 +379,14 @@ def _check_checkpoint(ctx: VerifyContext, stored: StoredCheckpoint, trusted: set
             subject,
         )
         ok = False
-    try:
-        frontier_root = stored.state.root
-    except ValueError:
-        frontier_root = b""
-    if frontier_root != note.root:
-        _diverged(ctx, "checkpoint.frontier", _b64(note.root), _b64(frontier_root), subject)
-        ok = False
     return ok
 
 
-def _base_state(
-    ctx: VerifyContext, base: StoredCheckpoint, trusted: set[str]
-) -> wslog.LogState | None:
-    if not _check_checkpoint(ctx, base, trusted):
-        return None
-    return base.state
-
-
-def _tail(ctx: VerifyContext, size: int) -> list[bytes]:
-    """Leaf data of every leaf from ``size`` on (the tail a consistency proof needs)."""
-    return wslog.leaf_data(wslog.fetch(ctx.conn, wslog.LEAF_ROWS, (size,)))
-
-
 def _entry_at(ctx: VerifyContext, leaf: int) -> str:
+    if leaf < 0:
+        return "the start of the log"
     rows = wslog.fetch(ctx.conn, "SELECT run_id, seq FROM entries WHERE leaf = ? LIMIT 1", (leaf,))
-    return f"{rows[0][0]} seq {rows[0][1]}" if rows else "nothing"
+    return f"leaf {leaf} ({rows[0][0]} seq {rows[0][1]})" if rows else f"leaf {leaf} (no entry)"
 
 
 def _report_gap(ctx: VerifyContext, gap: tuple[int, int]) -> None:
@@ -299,9 +395,10 @@ def _report_gap(ctx: VerifyContext, gap: tuple[int, int]) -> None:
     if found < 0:
         actual = f"leaf {expected} missing: the log ends after {_entry_at(ctx, expected - 1)}"
     elif found > expected:
+        missing = f"leaf {expected}" if found == expected + 1 else f"leaves {expected}..{found - 1}"
         actual = (
-            f"leaves {expected}..{found - 1} missing: between {_entry_at(ctx, expected - 1)} "
-            f"and {_entry_at(ctx, found)}"
+            f"{missing} missing: between {_entry_at(ctx, expected - 1)} and "
+            f"{_entry_at(ctx, found)} (entries deleted)"
         )
     else:
         actual = f"leaf {found} appears twice or is out of range ({_entry_at(ctx, found)})"
@@ -318,16 +415,111 @@ def _check_unlogged(ctx: VerifyContext) -> int:
     return count
 
 
-def _check_selected_runs_are_logged(ctx: VerifyContext) -> None:
-    """Verifying named runs: each of their entries must at least hold a leaf of the log."""
-    for run_id, seq in ctx.conn.execute(
-        f"SELECT run_id, seq FROM entries WHERE {IN_SELECTED} AND (leaf IS NULL OR leaf < 0) "
-        "ORDER BY run_id, seq",
-        (ctx.selected_json,),
-    ):
-        ctx.diverged(
-            run_id, Divergence(run_id, seq, "log.unlogged", "a leaf of the workspace log", "none")
+def _check_selected_runs(
+    ctx: VerifyContext, plan: LogPlan, newest: StoredCheckpoint | None, trusted: set[str]
+) -> None:
+    """Named runs: every entry a leaf of the newest trusted checkpoint, and the log whole."""
+    selected = ctx.selected_runs
+    rows = list(
+        ctx.conn.execute(
+            f"SELECT run_id, seq, hash, leaf FROM entries WHERE {IN_SELECTED} "
+            "ORDER BY run_id, seq",
+            (ctx.selected_json,),
         )
+    )
+    for run_id, seq, _, leaf in rows:
+        if not isinstance(leaf, int) or leaf < 0:
+            ctx.diverged(
+                run_id,
+                Divergence(run_id, seq, "log.unlogged", "a leaf of the workspace log", "none"),
+            )
+    if newest is None:
+        if rows:
+            _diverged(
+                ctx,
+                "checkpoint.missing",
+                "a signed checkpoint of the log",
+                "none: nothing signed vouches for these entries",
+                "checkpoints",
+            )
+        state = wslog.read_state(ctx.conn)
+        reader = tiles.TileReader(ctx.conn)
+        if plan.exported is not None:
+            _check_exported(ctx, reader, plan.exported, trusted, state.size, state.root)
+        _check_remembered(ctx, reader, plan, state.size, state.root)
+        return
+    if not _check_checkpoint(ctx, newest, trusted):
+        return
+    note = newest.checkpoint
+    reader = tiles.TileReader(ctx.conn)
+    try:
+        tiles_root = reader.root(note.size)
+    except AgentLedgerError as exc:
+        tiles_root = b""
+        _diverged(ctx, "log.tiles", "the tree of the signed log", exc.message, "log_tiles")
+    if tiles_root and tiles_root != note.root:
+        _diverged(
+            ctx,
+            "log.tiles",
+            f"the tree of checkpoint {newest.id}",
+            "the stored tiles hash to another root",
+            "log_tiles",
+        )
+    tail_from = ctx.tail_from or {}
+    for run_id, seq, digest, leaf in rows:
+        if not isinstance(leaf, int) or leaf < 0 or seq < tail_from.get(run_id, 0):
+            continue
+        if leaf >= note.size:
+            ctx.diverged(
+                run_id,
+                Divergence(
+                    run_id,
+                    seq,
+                    "log.unsigned",
+                    f"an entry of the signed log (checkpoint {newest.id}: {note.size:,} entries)",
+                    f"leaf {leaf}, past the newest checkpoint",
+                ),
+            )
+            continue
+        data = _core.log_leaf(run_id, seq, bytes(digest))
+        try:
+            proof = reader.inclusion_proof(leaf, note.size)
+        except AgentLedgerError:
+            proof = []
+        if not _core.verify_inclusion(data, leaf, note.size, proof, note.root):
+            ctx.diverged(
+                run_id,
+                Divergence(
+                    run_id,
+                    seq,
+                    "log.inclusion",
+                    f"leaf {leaf} of checkpoint {newest.id}",
+                    "not that leaf: the entry was edited, re-chained or added after signing",
+                ),
+            )
+    logged = int(
+        wslog.fetch(
+            ctx.conn,
+            "SELECT count(*) FROM entries WHERE leaf >= 0 AND leaf < ?",
+            (note.size,),
+        )[0][0]
+    )
+    if logged < note.size:
+        for run_id in selected:
+            ctx.diverged(
+                run_id,
+                Divergence(
+                    run_id,
+                    None,
+                    "log.incomplete",
+                    f"the {note.size:,} entries of checkpoint {newest.id}",
+                    f"{note.size - logged:,} missing from the file: this run cannot be "
+                    "certified complete (`verify --all` names the leaves)",
+                ),
+            )
+    if plan.exported is not None:
+        _check_exported(ctx, reader, plan.exported, trusted, note.size, note.root)
+    _check_remembered(ctx, reader, plan, note.size, note.root)
 
 
 def _check_state_cache(ctx: VerifyContext, state: wslog.LogState) -> None:
@@ -346,38 +538,15 @@ def _check_state_cache(ctx: VerifyContext, state: wslog.LogState) -> None:
         )
 
 
-def _prove_extends(
-    ctx: VerifyContext,
-    old: Checkpoint,
-    old_state: wslog.LogState,
-    tail: list[bytes],
-    new: Checkpoint,
-    check: str,
-) -> None:
-    """Verify an RFC 9162 consistency proof from ``old`` to ``new``."""
-    if old.size + len(tail) != new.size or old_state.size != old.size:
-        _diverged(ctx, check, f"{old.size:,} + tail = {new.size:,}", "sizes disagree", "log")
-        return
-    proof = wslog.consistency_proof(old_state, tail)
-    if not _core.verify_consistency(old.size, new.size, old.root, new.root, proof):
-        _diverged(
-            ctx,
-            check,
-            f"log {new.size:,} extends log {old.size:,}",
-            "consistency proof fails",
-            "log",
-        )
-
-
 def _check_exported(
     ctx: VerifyContext,
-    plan: LogPlan,
+    reader: tiles.TileReader,
+    exported: Checkpoint,
     trusted: set[str],
-    state: wslog.LogState,
-    newest: Checkpoint,
+    size: int,
+    root: bytes,
 ) -> None:
-    exported = plan.exported
-    assert exported is not None
+    """The log (``size``, ``root``) extends an exported checkpoint kept elsewhere."""
     subject = "exported checkpoint"
     if exported.signed_by(sorted(trusted)) is None:
         _diverged(ctx, "checkpoint.signature", "signed by a trusted key", "not", subject)
@@ -385,62 +554,37 @@ def _check_exported(
     if exported.ledger_id != ctx.ledger.id:
         _diverged(ctx, "checkpoint.origin", ctx.ledger.id, exported.ledger_id, subject)
         return
-    if exported.size > state.size:
+    if exported.size > size:
         _diverged(
             ctx,
             "log.rollback",
             f"at least {exported.size:,} entries (exported checkpoint)",
-            f"{state.size:,}: the ledger is older than a checkpoint taken from it",
+            f"{size:,}: the ledger is older than a checkpoint taken from it",
             subject,
         )
         return
-    old_state = _state_at(ctx, plan, exported.size)
-    if old_state is None:
-        _diverged(ctx, "log.rollback", "the exported prefix", "not recomputable", subject)
-        return
-    if old_state.root != exported.root:
+    try:
+        proof = reader.consistency_proof(exported.size, size)
+    except AgentLedgerError:
+        proof = []
+    if not _core.verify_consistency(exported.size, size, exported.root, root, proof):
         _diverged(
             ctx,
             "log.rollback",
-            _b64(exported.root),
-            _b64(old_state.root) + " (the ledger's first entries differ: rolled back or forked)",
+            f"a log extending the exported checkpoint ({exported.size:,} entries)",
+            "a different history (rolled back or forked)",
             subject,
         )
-        return
-    tail = _tail(ctx, exported.size)
-    _prove_extends(ctx, exported, old_state, tail, newest, "log.rollback")
 
 
-def _state_at(ctx: VerifyContext, plan: LogPlan, size: int) -> wslog.LogState | None:
-    """The log state at ``size`` (the exported checkpoint's), cheapest way first."""
-    if plan.base is not None and plan.base.checkpoint.size == size:
-        return plan.base.state
-    rows = wslog.fetch(
-        ctx.conn, "SELECT id FROM checkpoints WHERE size = ? ORDER BY id DESC LIMIT 1", (size,)
-    )
-    if rows:
-        stored = checkpoint_by_id(ctx.conn, rows[0][0])
-        if stored is not None and stored.state.root == stored.checkpoint.root:
-            return stored.state
-    state, gap = wslog.state_at(ctx.conn, size)
-    return None if gap is not None else state
-
-
-def _record_verified(ctx: VerifyContext, checkpoint_id: int) -> None:
-    """Remember the checkpoint a clean verify covered, for the next --incremental."""
-    if ctx.report.code != 0 or ctx.ledger.db.readonly:
+def _record_verified(ctx: VerifyContext, memory: SignerMemory, size: int, root: bytes) -> None:
+    """Remember, outside the file, the log state a clean verify covered (for the signer's
+    rule and the next --incremental)."""
+    # A machine without an install folder (a reviewer's) has no memory to keep: verify
+    # never creates one.
+    if ctx.report.code != 0 or not ctx.ledger.keys.home.is_dir():
         return
     try:
-        with ctx.ledger.db.write() as conn:
-            _write_marker(conn, checkpoint_id)
-    except AgentLedgerError:
-        ctx.report.notes.append("could not record the verified checkpoint (ledger busy?)")
-
-
-def _write_marker(conn: apsw.Connection, checkpoint_id: int) -> None:
-    conn.execute(
-        "INSERT INTO log_verified (id, checkpoint_id, verified_at) VALUES (1, ?, ?) "
-        "ON CONFLICT (id) DO UPDATE SET checkpoint_id = excluded.checkpoint_id, "
-        "verified_at = excluded.verified_at",
-        (checkpoint_id, utc_timestamp()),
-    )
+        memory.record("verified", size, root)
+    except OSError as exc:
+        ctx.report.notes.append(f"could not remember the verified log ({exc.strerror})")

@@ -127,6 +127,13 @@ fn leaf_hashes<L: AsRef<[u8]>>(alg: HashAlg, leaves: &[L]) -> Vec<Hash> {
         .collect()
 }
 
+/// Merkle Tree Hash of leaves given by their leaf hashes: the same tree as [`root`],
+/// without hashing the leaves again. The workspace log's tiles hold such hashes, 256 to a
+/// tile, and a subtree's root is rebuilt from the tile that holds its children.
+pub fn root_of_leaf_hashes(alg: HashAlg, leaf_hashes: &[Hash]) -> Hash {
+    subtree_root(alg, leaf_hashes)
+}
+
 /// Merkle Tree Hash of `leaves` (the leaf data, not their hashes).
 pub fn root<L: AsRef<[u8]>>(alg: HashAlg, leaves: &[L]) -> Hash {
     // The frontier walk computes exactly the RFC tree with n - 1 node hashes and no recursion.
@@ -791,6 +798,17 @@ mod tests {
                     }
                 }
                 assert!(consistency_proof(alg, &data[..new_size], new_size as u64 + 1).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn root_of_leaf_hashes_equals_root_of_the_leaves() {
+        for alg in [HashAlg::Blake3, HashAlg::Sha256] {
+            for n in 0..70 {
+                let data = leaves(n);
+                let hashed = leaf_hashes(alg, &data);
+                assert_eq!(root_of_leaf_hashes(alg, &hashed), root(alg, &data), "n = {n}");
             }
         }
     }

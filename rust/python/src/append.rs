@@ -35,13 +35,15 @@ type AppendTuple<'py> = (
     Bound<'py, PyBytes>,
     u64,
     Vec<Bound<'py, PyBytes>>,
+    Bound<'py, PyBytes>,
 );
 
 /// Insert `items` (`(kind, body)`) as entries `first_seq..` of `run_id`, chained from
 /// `prev`, as the next leaves of the log whose state is `(log_size, log_frontier)`.
 ///
-/// Returns `(entries, last entry's hash, log size, log frontier)`, the entries as instances
-/// of `entry_type` (`journal.Entry`). A body without a canonical form raises
+/// Returns `(entries, last entry's hash, log size, log frontier, leaf hashes)`, the entries
+/// as instances of `entry_type` (`journal.Entry`), the leaf hashes (32 bytes each, in leaf
+/// order) for the log's tiles. A body without a canonical form raises
 /// `CanonicalizationError` before anything is written; an SQLite failure raises
 /// `SqliteError` (the statement's rows are undone, and the caller rolls back).
 #[pyfunction]
@@ -79,6 +81,7 @@ fn append_entries<'py>(
             .map(|(&seq, (_, digest))| (run, seq, &digest[..])),
     );
     let mut values = Vec::with_capacity(encoded.len() * COLUMNS);
+    let mut leaf_bytes = Vec::with_capacity(encoded.len() * 32);
     for ((&seq, (kind, _)), ((bytes, digest), leaf_hash)) in seqs
         .iter()
         .zip(&bodies)
@@ -93,6 +96,7 @@ fn append_entries<'py>(
             Value::Blob(bytes),
             Value::Int(leaf),
         ]);
+        leaf_bytes.extend_from_slice(&leaf_hash);
         log.append_leaf_hash(leaf_hash).map_err(to_py)?;
     }
     let connection = Connection::from_pointer(connection)?;
@@ -119,7 +123,13 @@ fn append_entries<'py>(
     }
     let head = encoded.last().map_or(&[][..], |(_, digest)| &digest[..]);
     let frontier = log.frontier().iter().map(|n| PyBytes::new(py, n)).collect();
-    Ok((entries, PyBytes::new(py, head), log.size(), frontier))
+    Ok((
+        entries,
+        PyBytes::new(py, head),
+        log.size(),
+        frontier,
+        PyBytes::new(py, &leaf_bytes),
+    ))
 }
 
 fn out_of_range(what: &str, value: u64) -> PyErr {

@@ -15,6 +15,7 @@ use crate::hashing::BytesArg;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merkle_root, m)?)?;
+    m.add_function(wrap_pyfunction!(merkle_root_of_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(inclusion_proof, m)?)?;
     m.add_function(wrap_pyfunction!(verify_inclusion, m)?)?;
     m.add_function(wrap_pyfunction!(consistency_proof, m)?)?;
@@ -91,6 +92,30 @@ fn merkle_root<'py>(
     let alg = hash_alg(hash)?;
     let leaves = FlatBytes::from_sequence(py, leaves, "leaves")?;
     let root = py.allow_threads(|| merkle::root(alg, &leaves.slices()));
+    Ok(PyBytes::new(py, &root))
+}
+
+/// The root of a tree given its leaf hashes, concatenated (32 bytes each): a tile's
+/// subtree, without hashing the leaves again.
+#[pyfunction]
+#[pyo3(signature = (hashes, hash = "blake3"))]
+fn merkle_root_of_hashes<'py>(
+    py: Python<'py>,
+    hashes: &[u8],
+    hash: &str,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let alg = hash_alg(hash)?;
+    if hashes.len() % HASH_LEN != 0 {
+        return Err(PyValueError::new_err(format!(
+            "{} bytes are not a list of {HASH_LEN}-byte hashes",
+            hashes.len()
+        )));
+    }
+    let nodes: Vec<Hash> = hashes
+        .chunks_exact(HASH_LEN)
+        .map(|chunk| chunk.try_into().expect("chunks of HASH_LEN"))
+        .collect();
+    let root = py.allow_threads(|| merkle::root_of_leaf_hashes(alg, &nodes));
     Ok(PyBytes::new(py, &root))
 }
 

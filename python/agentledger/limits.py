@@ -1,0 +1,43 @@
+"""How much of a file argument is ever read: every input is hostile until parsed.
+
+A proof, a checkpoint, a key or a JSON document handed to a command is read through
+``read_capped``, so a multi-gigabyte file (or an endless pipe) is refused after its first
+bytes instead of exhausting memory. Integers from such input must also fit SQLite's.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from agentledger.errors import InvalidInput, NotFound
+
+MAX_DOCUMENT_BYTES = 64 << 20
+"""JSON documents and proof bundles (a proof carries one entry's bytes, base64)."""
+MAX_KEY_FILE_BYTES = 64 << 10
+"""Key and trust files."""
+MAX_SQLITE_INT = (1 << 63) - 1
+"""The largest integer SQLite stores: sequence numbers, leaves and sizes stay below it."""
+
+
+def read_capped(path: Path | str, limit: int, what: str) -> bytes:
+    """The bytes of ``path`` (``-``: standard input), or ``InvalidInput`` past ``limit``."""
+    name = "stdin" if str(path) == "-" else str(path)
+    try:
+        if str(path) == "-":
+            data = sys.stdin.buffer.read(limit + 1)
+        else:
+            with open(path, "rb") as handle:
+                data = handle.read(limit + 1)
+    except FileNotFoundError:
+        raise NotFound(f"no such file: {name}") from None
+    except IsADirectoryError:
+        raise InvalidInput(f"{name} is a directory, not {what}") from None
+    except OSError as error:
+        raise InvalidInput(f"cannot read {name}: {error.strerror or error}") from None
+    if len(data) > limit:
+        raise InvalidInput(
+            f"{name}: larger than {limit:,} bytes, too large for {what}; not read",
+            code="too-large",
+        )
+    return data

@@ -1,0 +1,236 @@
+"""The workspace log's tree, stored as tiles in the shape of C2SP tlog-tiles.
+
+Level 0 holds the leaf hashes, level ``L`` the roots of the perfect subtrees of ``256**L``
+leaves. Each level is cut into tiles of 256 hashes; the right-most tile of a level is
+partial (1..255 hashes) and grows in place, in the same transaction as the entries. A
+stored hash is never changed, only appended after, so the prefix of a tile is that tile
+at an earlier size: the tree at *every* earlier size is in the tiles, and any node,
+root, inclusion or consistency proof is O(log n) tile reads (``TileReader``).
+
+A node of height ``h = 8L + r`` at index ``k`` (the root of leaves ``[k·2^h, (k+1)·2^h)``)
+is the root of ``2^r`` consecutive level-``L`` hashes, all in one tile: one read and fewer
+than 256 hashes. Proof code asks the reader for nodes and never sees where they live, as
+Go's ``tlog.HashReader`` keeps proofs apart from storage.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import apsw
+
+from agentledger import _core
+from agentledger.errors import LedgerError
+
+HASH_LEN = 32
+TILE_HEIGHT = 8
+TILE_WIDTH = 1 << TILE_HEIGHT
+
+_READ = "SELECT hashes FROM log_tiles WHERE level = ? AND idx = ?"
+_WRITE = (
+    "INSERT INTO log_tiles (level, idx, hashes) VALUES (?, ?, ?) "
+    "ON CONFLICT (level, idx) DO UPDATE SET hashes = excluded.hashes"
+)
+
+
+def node_hash(left: bytes, right: bytes) -> bytes:
+    """``H(0x01 || left || right)``: the root of two leaf hashes is their parent."""
+    return _core.merkle_root_of_hashes(left + right)
+
+
+def leaf_hash(leaf: bytes) -> bytes:
+    """``H(0x00 || leaf)``: a tree of one leaf has its leaf hash as root."""
+    return _core.merkle_root([leaf])
+
+
+def hashes_at(size: int, level: int) -> int:
+    """How many hashes level ``level`` holds in a tree of ``size`` leaves."""
+    return size >> (TILE_HEIGHT * level)
+
+
+def _broken(why: str) -> LedgerError:
+    return LedgerError(f"the workspace log's tiles are damaged: {why}", code="log-broken")
+
+
+class TileReader:
+    """Nodes of the stored tree, read through one connection (tiles cached per reader)."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.conn = conn
+        self._tiles: dict[tuple[int, int], bytes] = {}
+        self._nodes: dict[tuple[int, int], bytes] = {}
+
+    def tile(self, level: int, index: int) -> bytes:
+        key = (level, index)
+        found = self._tiles.get(key)
+        if found is None:
+            rows = self.conn.execute(_READ, key).fetchall()
+            found = bytes(rows[0][0]) if rows else b""
+            if len(found) % HASH_LEN or len(found) > TILE_WIDTH * HASH_LEN:
+                raise _broken(f"tile {level}/{index} is {len(found)} bytes")
+            self._tiles[key] = found
+        return found
+
+    def hashes(self, level: int, start: int, count: int) -> bytes:
+        """``count`` consecutive level-``level`` hashes from ``start`` (within one tile)."""
+        index, offset = divmod(start, TILE_WIDTH)
+        data = self.tile(level, index)[offset * HASH_LEN : (offset + count) * HASH_LEN]
+        if len(data) != count * HASH_LEN:
+            raise _broken(f"level {level} has no hash {start + count - 1}")
+        return data
+
+    def node(self, height: int, index: int) -> bytes:
+        """The root of the perfect subtree of ``2**height`` leaves at ``index``."""
+        key = (height, index)
+        found = self._nodes.get(key)
+        if found is None:
+            level, rest = divmod(height, TILE_HEIGHT)
+            data = self.hashes(level, index << rest, 1 << rest)
+            found = data if rest == 0 else _core.merkle_root_of_hashes(data)
+            self._nodes[key] = found
+        return found
+
+    def range_root(self, start: int, stop: int) -> bytes:
+        """The Merkle tree hash of leaves ``[start, stop)``, ``start`` aligned to the range's
+        largest power of two (the only ranges RFC 9162's proofs and roots use)."""
+        width = stop - start
+        if width & (width - 1) == 0:
+            height = width.bit_length() - 1
+            return self.node(height, start >> height)
+        split = 1 << (width.bit_length() - 1)
+        return node_hash(self.range_root(start, start + split), self.range_root(start + split, stop))
+
+    def frontier(self, size: int) -> list[bytes]:
+        """The perfect subtrees' roots of the tree of ``size`` leaves, largest first."""
+        nodes = []
+        start = 0
+        for height in reversed(range(size.bit_length())):
+            if size >> height & 1:
+                nodes.append(self.node(height, start >> height))
+                start += 1 << height
+        return nodes
+
+    def root(self, size: int) -> bytes:
+        if size == 0:
+            return _core.merkle_root([])
+        return self.range_root(0, size)
+
+    def inclusion_proof(self, index: int, size: int) -> list[bytes]:
+        """RFC 9162 §2.1.3.1 PATH(index, D[0:size]), lowest level first."""
+        if not 0 <= index < size:
+            raise ValueError(f"leaf {index} is not in a tree of {size}")
+        proof: list[bytes] = []
+        start, stop = 0, size
+        while stop - start > 1:
+            split = 1 << ((stop - start - 1).bit_length() - 1)
+            if index - start < split:
+                proof.append(self.range_root(start + split, stop))
+                stop = start + split
+            else:
+                proof.append(self.range_root(start, start + split))
+                start += split
+        proof.reverse()
+        return proof
+
+    def consistency_proof(self, old_size: int, new_size: int) -> list[bytes]:
+        """RFC 9162 §2.1.4.1 PROOF(old_size, D[0:new_size])."""
+        if not 0 <= old_size <= new_size:
+            raise ValueError(f"no consistency proof from {old_size} to {new_size}")
+        if old_size in (0, new_size):
+            return []
+        proof: list[bytes] = []
+        start, stop, complete = 0, new_size, True
+        while True:
+            width = stop - start
+            if old_size - start == width:
+                if not complete:
+                    proof.append(self.range_root(start, stop))
+                break
+            split = 1 << ((width - 1).bit_length() - 1)
+            if old_size - start <= split:
+                proof.append(self.range_root(start + split, stop))
+                stop = start + split
+            else:
+                proof.append(self.range_root(start, start + split))
+                start, complete = start + split, False
+        proof.reverse()
+        return proof
+
+
+def append(conn: apsw.Connection, size: int, leaf_hashes: bytes) -> None:
+    """Add leaves ``size..`` (their hashes, concatenated) to the tiles of a tree of ``size``.
+
+    Runs inside the write transaction that adds the entries. Every tile a level fills
+    hands its root up to the next level.
+    """
+    reader = TileReader(conn)
+    level, start, new = 0, size, leaf_hashes
+    while new:
+        first_tile, offset = divmod(start, TILE_WIDTH)
+        data = reader.tile(level, first_tile) if offset else b""
+        if len(data) != offset * HASH_LEN:
+            raise _broken(f"tile {level}/{first_tile} holds {len(data) // HASH_LEN} hashes, not {offset}")
+        data += new
+        full_roots = []
+        for number, at in enumerate(range(0, len(data), TILE_WIDTH * HASH_LEN)):
+            tile = data[at : at + TILE_WIDTH * HASH_LEN]
+            changes_before = conn.total_changes()
+            conn.execute(_WRITE, (level, first_tile + number, tile))
+            if conn.total_changes() - changes_before != 1:
+                raise _broken(f"tile {level}/{first_tile + number} was not stored")
+            if len(tile) == TILE_WIDTH * HASH_LEN:
+                full_roots.append(_core.merkle_root_of_hashes(tile))
+        level, start, new = level + 1, first_tile, b"".join(full_roots)
+
+
+def check(conn: apsw.Connection, size: int) -> list[str]:
+    """Whether the stored tiles are exactly those of a tree of ``size`` leaves: each level
+    holds the right number of hashes in consecutive tiles, and each hash above level 0 is
+    the root of the full tile below it. Then the tiles' root is the root of the level-0
+    hashes, so a tiles' root equal to the entries' root means level 0 holds the entries'
+    leaf hashes. One pass in (level, index) order, keeping only a level's tile roots.
+    Empty when they are."""
+    problems: list[str] = []
+    by_level = itertools.groupby(
+        conn.execute("SELECT level, idx, hashes FROM log_tiles ORDER BY level, idx"),
+        key=lambda row: int(row[0]),
+    )
+    roots_below: list[bytes] = []
+    want_level = 0
+    for level, rows in by_level:
+        if level != want_level:
+            problems.append(f"level {want_level} of the tiles is missing (found {level})")
+            return problems
+        want = hashes_at(size, level)
+        roots: list[bytes] = []
+        count = 0
+        for _, index, data in rows:
+            data = bytes(data)
+            if index != count // TILE_WIDTH or count % TILE_WIDTH:
+                problems.append(f"tile {level}/{index} is out of place")
+                return problems
+            if not data or len(data) % HASH_LEN or len(data) > TILE_WIDTH * HASH_LEN:
+                problems.append(f"tile {level}/{index} is {len(data)} bytes")
+                return problems
+            if level:
+                for offset in range(0, len(data), HASH_LEN):
+                    position = count + offset // HASH_LEN
+                    if position >= len(roots_below) or roots_below[position] != data[
+                        offset : offset + HASH_LEN
+                    ]:
+                        problems.append(
+                            f"hash {position} of level {level} is not the root of tile "
+                            f"{level - 1}/{position}"
+                        )
+                        return problems
+            count += len(data) // HASH_LEN
+            if len(data) == TILE_WIDTH * HASH_LEN:
+                roots.append(_core.merkle_root_of_hashes(data))
+        if count != want:
+            problems.append(f"level {level} holds {count} hashes; a log of {size:,} has {want}")
+            return problems
+        roots_below = roots
+        want_level += 1
+    if hashes_at(size, want_level):
+        problems.append(f"level {want_level} of the tiles is missing")
+    return problems
