@@ -147,6 +147,29 @@ def test_a_scheduler_that_cannot_be_reached_is_one_line(fleet: Fleet, empty_home
     assert len(lines) == 1 and "cannot reach the Dask scheduler" in lines[0], done.err
 
 
+def test_workers_judge_a_rollback_with_the_clients_memory(
+    fleet: Fleet, tmp_path: Path, empty_home: Path, external: DaskCluster
+) -> None:
+    path = tmp_path / "ws" / "ledger.db"
+    build_ledger(path, fleet.home, runs=2, entries=10)
+    older = tmp_path / "older.db"
+    shutil.copy(path, older)
+    build_ledger(path, fleet.home, runs=3, entries=10)
+    shutil.copy(older, path)  # behind what the signing install remembers
+    plain = main(["--ledger", str(path), "--home", str(fleet.home), "verify", "--all"])
+    assert plain == 2
+    same_install = run_cli(
+        "fleet", "verify", str(path), "--scheduler", external.address, "--json", home=fleet.home
+    )
+    assert same_install.code == 2, same_install.err
+    assert same_install.json()["ledgers"][0]["checks"] == {"log.rollback": 1}
+    elsewhere = run_cli(
+        "fleet", "verify", str(path), "--scheduler", external.address,
+        "--trust", fleet.public_key, "--json", home=empty_home,
+    )  # fmt: skip
+    assert elsewhere.code == 0, elsewhere.out  # another install never signed it
+
+
 def test_bad_arguments_exit_64(
     fleet: Fleet, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

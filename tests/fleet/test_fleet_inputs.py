@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,9 @@ import pytest
 
 from agentledger.errors import ExitCode
 from agentledger.fleet import FleetArgumentError, FleetJob, expand_paths, verify_file
+from agentledger.fleet.inputs import read_signer_memory
 
-from .fleetkit import Fleet
+from .fleetkit import Fleet, build_ledger
 
 
 def test_a_folder_is_searched_for_ledgers_archives_and_damaged_db_files(fleet: Fleet) -> None:
@@ -107,3 +109,18 @@ print(len(names))
     )
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) > 50
+
+
+def test_a_worker_judges_a_rollback_with_the_clients_memory(tmp_path: Path) -> None:
+    home = tmp_path / "signer"
+    path = tmp_path / "ws" / "ledger.db"
+    build_ledger(path, home, runs=2, entries=10)
+    older = tmp_path / "older.db"
+    shutil.copy(path, older)
+    build_ledger(path, home, runs=3, entries=10)  # signed: the install remembers it
+    shutil.copy(older, path)  # rolled back behind what the install signed
+    trust = (home.joinpath("install.pub").read_text().strip(),)
+    remembered = verify_file(str(path), FleetJob(trust=trust, memory=read_signer_memory(home)))
+    assert remembered.checks == {"log.rollback": 1}
+    # Without the client's memory (a worker's own folder is never read) nothing says so.
+    assert verify_file(str(path), FleetJob(trust=trust)).status == "clean"

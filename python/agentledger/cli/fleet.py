@@ -18,7 +18,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
-from agentledger.fleet.inputs import FleetArgumentError, expand_paths, read_checkpoints
+from agentledger.fleet.inputs import (
+    FleetArgumentError,
+    expand_paths,
+    read_checkpoints,
+    read_signer_memory,
+)
 from agentledger.fleet.report import fleet_renderable, human_bytes, write_fleet_html
 from agentledger.fleet.summary import FleetReport, LedgerSummary
 from agentledger.fleet.task import FleetJob
@@ -149,8 +154,10 @@ def fleet_verify(
             code="no-dask",
         ) from None
     # Trust is decided here, once: workers trust exactly these keys, and nothing of their own.
-    trusted = tuple(sorted(resolve_trust(trust, KeyStore(app.key_dir))))
-    job = FleetJob(trust=trusted, checkpoints=checkpoints)
+    # So is what this install signed and verified: a worker judges a rollback as it would.
+    store = KeyStore(app.key_dir)
+    trusted = tuple(sorted(resolve_trust(trust, store)))
+    job = FleetJob(trust=trusted, checkpoints=checkpoints, memory=read_signer_memory(store.home))
     options = cluster.ClusterOptions(
         scheduler=scheduler, workers=workers, connect_timeout=connect_timeout
     )

@@ -108,8 +108,9 @@ def gather(
     on_result: OnResult | None,
 ) -> dict[str, LedgerSummary]:
     run = uuid.uuid4().hex[:12]
-    # Checkpoints can be many: sent to every worker once, not with every task.
-    shared = client.scatter(job, broadcast=True, hash=False) if job.checkpoints else job
+    # Checkpoints and memories can be many: sent to every worker once, not with every task.
+    many = job.checkpoints or job.memory
+    shared = client.scatter(job, broadcast=True, hash=False) if many else job
     futures = client.map(
         run_task,
         files,

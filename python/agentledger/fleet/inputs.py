@@ -146,3 +146,25 @@ def read_checkpoints(folder: Path) -> tuple[dict[str, str], list[str]]:
         if known is None or checkpoint.size > known[0]:
             newest[checkpoint.ledger_id] = (checkpoint.size, data.decode("utf-8"))
     return {ledger_id: text for ledger_id, (_, text) in newest.items()}, skipped
+
+
+def read_signer_memory(home: Path) -> dict[str, bytes]:
+    """This install's memory of what it signed and verified (``signer_memory.py``), per
+    ledger id, as the files' bytes: sent to the workers so that each verifies a ledger as
+    this install would (a ledger rolled back behind what it signed is caught anywhere)."""
+    from agentledger.signer_memory import LEDGER_ID, LEDGERS_DIR, MAX_MEMORY_BYTES
+
+    folder = home / LEDGERS_DIR
+    if not folder.is_dir():
+        return {}
+    memory = {}
+    for path in sorted(folder.glob("*.json")):
+        if not LEDGER_ID.fullmatch(path.stem):
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if len(data) <= MAX_MEMORY_BYTES:
+            memory[path.stem] = data
+    return memory

@@ -28,6 +28,7 @@ from agentledger.fleet.summary import (
     LedgerSummary,
 )
 from agentledger.ledger import Ledger
+from agentledger.signer_memory import LEDGER_ID, LEDGERS_DIR
 from agentledger.verify import Divergence, VerifyOptions, VerifyReport
 
 MISSING_CHECKPOINT = "fleet.checkpoint"
@@ -43,6 +44,9 @@ class FleetJob:
     checkpoints: dict[str, str] | None = None
     """``--checkpoints``: ledger id → the exported checkpoint's text each ledger must extend
     (None: no checkpoints given, and none required)."""
+    memory: dict[str, bytes] | None = None
+    """The client install's memory of what it signed and verified, per ledger id (the
+    ``signer_memory`` files): a worker verifies as the client's own install would."""
     jobs: int = 1
     """Verification threads per file: the cluster's parallelism is files, not threads."""
 
@@ -70,8 +74,9 @@ def verify_ledger_file(
 ) -> tuple[str, bool, VerifyReport]:
     """The one verify call: read-only, trusting exactly ``trust``.
 
-    ``key_dir`` is an empty folder of the task's own, so that the worker's key folder
-    (``$AGENTLEDGER_HOME``) adds no trusted key and no state of its own. Returns the
+    ``key_dir`` is a folder of the task's own, empty but for the client's memory of this
+    ledger: the worker's key folder (``$AGENTLEDGER_HOME``) adds no trusted key and no
+    state of its own, and what verify remembers there is dropped with the task. Returns the
     ledger id, whether the file is a sealed archive, and verify's report.
     """
     with Ledger.open(path, create=False, readonly=True, key_dir=key_dir) as ledger:
@@ -82,10 +87,16 @@ def verify_ledger_file(
 
 
 def _verify_in(path: Path, job: FleetJob, scratch: Path) -> LedgerSummary:
+    home = scratch / "home"
     checkpoint_file: Path | None = None
     missing_checkpoint: str | None = None
+    ledger_id = read_ledger_id(path, home) if job.checkpoints or job.memory else ""
+    remembered = (job.memory or {}).get(ledger_id)
+    if remembered is not None and LEDGER_ID.fullmatch(ledger_id):
+        memory_file = home / LEDGERS_DIR / f"{ledger_id}.json"
+        memory_file.parent.mkdir(parents=True, mode=0o700)
+        memory_file.write_bytes(remembered)
     if job.checkpoints is not None:
-        ledger_id = read_ledger_id(path, scratch / "home")
         text = job.checkpoints.get(ledger_id)
         if text is None:
             missing_checkpoint = ledger_id
@@ -93,7 +104,7 @@ def _verify_in(path: Path, job: FleetJob, scratch: Path) -> LedgerSummary:
             checkpoint_file = scratch / "checkpoint.txt"
             checkpoint_file.write_text(text, encoding="utf-8")
     ledger_id, archive, report = verify_ledger_file(
-        path, job.trust, checkpoint_file, scratch / "home", max(1, job.jobs)
+        path, job.trust, checkpoint_file, home, max(1, job.jobs)
     )
     summary = summarize(str(path), ledger_id, report)
     summary.archive = archive
