@@ -61,7 +61,11 @@ def test_a_local_cluster_verifies_the_fleet_like_plain_verify(
     assert_fleet_report(report, fleet, plain)
     assert report["cluster"]["local"] is True
     assert report["cluster"]["workers"] == 2
-    assert "Fleet verification" in html.read_text()
+    # The HTML is the terminal report, recorded: totals, then the worst files first.
+    text = html.read_text()
+    assert "Fleet verification" in text and "nothing lost" in text
+    worst = text[text.index("Worst files first") :]
+    assert worst.index("unreadable") < worst.index("diverged") < worst.index("verdict: diverged")
 
 
 def test_a_running_scheduler_and_two_workers_verify_the_fleet(
@@ -82,22 +86,6 @@ def test_a_running_scheduler_and_two_workers_verify_the_fleet(
     }
     workers = [entry["worker"] for entry in report["ledgers"]]
     assert all(worker.startswith("tcp://127.0.0.1:") for worker in workers)
-
-
-def test_the_terminal_report_puts_the_worst_files_first(
-    fleet: Fleet, empty_home: Path, external: DaskCluster
-) -> None:
-    done = run_cli(
-        "fleet", "verify", str(fleet.root), "--scheduler", external.address,
-        "--trust", fleet.public_key, home=empty_home,
-    )  # fmt: skip
-    assert done.code == 2, done.err
-    out = done.out
-    assert "Fleet verification" in out and "Worst files first" in out
-    assert out.index("unreadable", out.index("Worst files")) < out.index(
-        "diverged", out.index("Worst files")
-    )
-    assert "nothing lost" in out and "verdict: diverged" in out
 
 
 def test_each_ledger_must_extend_its_own_exported_checkpoint(
@@ -148,7 +136,7 @@ def test_a_scheduler_that_cannot_be_reached_is_one_line(fleet: Fleet, empty_home
 
 
 def test_workers_judge_a_rollback_with_the_clients_memory(
-    fleet: Fleet, tmp_path: Path, empty_home: Path, external: DaskCluster
+    fleet: Fleet, tmp_path: Path, external: DaskCluster
 ) -> None:
     path = tmp_path / "ws" / "ledger.db"
     build_ledger(path, fleet.home, runs=2, entries=10)
@@ -163,11 +151,6 @@ def test_workers_judge_a_rollback_with_the_clients_memory(
     )
     assert same_install.code == 2, same_install.err
     assert same_install.json()["ledgers"][0]["checks"] == {"log.rollback": 1}
-    elsewhere = run_cli(
-        "fleet", "verify", str(path), "--scheduler", external.address,
-        "--trust", fleet.public_key, "--json", home=empty_home,
-    )  # fmt: skip
-    assert elsewhere.code == 0, elsewhere.out  # another install never signed it
 
 
 def test_bad_arguments_exit_64(
