@@ -6,7 +6,9 @@
 
 Each side is the command a user types: (a) ``agentledger fleet verify FOLDER --workers N``
 (starting and stopping its local cluster); (b) ``for f in files: agentledger --ledger f
-verify --all``. Both are sampled ``--repeat`` times, alternately, keeping the best of each.
+verify --all``; and, to tell process start-up from parallelism, (c) the same verifies one
+after the other inside one Python process. All are sampled ``--repeat`` times,
+alternately, keeping the best of each.
 Then Dask's own cost, with no ledger in it: the local cluster's start and stop, one no-op
 task's round trip, and a no-op task's cost when many are in flight.
 The ledgers are built once per size under benches/.data/ (``append_many`` batches).
@@ -86,7 +88,7 @@ def run_fleet(folder: Path, workers: int, env: dict[str, str]) -> tuple[float, d
     command = [*AGENTLEDGER, "fleet", "verify", str(folder), "--workers", str(workers), "--json"]
     seconds, done = timed(command, env)
     if done.returncode != 0:
-        raise SystemExit(f"fleet verify exited {done.returncode}: {done.stderr[-2000:]}")
+        raise SystemExit(f"fleet verify exited {done.returncode}: {done.stdout[-3000:]}")
     return seconds, json.loads(done.stdout)
 
 
@@ -102,6 +104,19 @@ def run_sequential(files: list[Path], env: dict[str, str]) -> float:
         )
         if done.returncode != 0:
             raise SystemExit(f"verify {path} exited {done.returncode}: {done.stderr[-2000:]}")
+    return time.perf_counter() - started
+
+
+def run_in_process(files: list[Path], home: Path) -> float:
+    """(c) The same verifies one after the other in one process, each on every core: the
+    work itself, without a process start per file."""
+    from agentledger.verify import VerifyOptions
+
+    started = time.perf_counter()
+    for path in files:
+        with Ledger.open(path, create=False, readonly=True, key_dir=home) as ledger:
+            if ledger.verify(options=VerifyOptions(jobs=0)).code != 0:
+                raise SystemExit(f"{path} did not verify clean")
     return time.perf_counter() - started
 
 
@@ -160,14 +175,18 @@ def main() -> None:
     env = {**os.environ, "AGENTLEDGER_HOME": str(folder / "keys")}
     fleet_s: list[float] = []
     sequential_s: list[float] = []
+    in_process_s: list[float] = []
     report: dict[str, Any] = {}
+    os.environ["AGENTLEDGER_HOME"] = str(folder / "keys")
     for _ in range(max(1, args.repeat)):
         seconds, report = run_fleet(folder, args.workers, env)
         fleet_s.append(seconds)
         sequential_s.append(run_sequential(files, env))
+        in_process_s.append(run_in_process(files, folder / "keys"))
     overhead = dask_overhead(args.workers, args.noop_tasks)
 
     best_fleet, best_sequential = min(fleet_s), min(sequential_s)
+    best_in_process = min(in_process_s)
     task_s = sum(entry["elapsed_s"] for entry in report["ledgers"])
     results = {
         "ledgers": len(files),
@@ -179,23 +198,28 @@ def main() -> None:
         "fleet_files_per_s": round(len(files) / best_fleet, 2),
         "sequential_files_per_s": round(len(files) / best_sequential, 2),
         "ratio": round(best_sequential / best_fleet, 2),
+        "in_process_s": round(best_in_process, 3),
+        "ratio_to_in_process": round(best_in_process / best_fleet, 2),
         "fleet_tasks_s": round(task_s, 3),
         "fleet_task_mean_ms": round(task_s / len(files) * 1000, 2),
         "fleet_beyond_tasks_s": round(best_fleet - task_s / args.workers, 3),
         "sequential_per_file_ms": round(best_sequential / len(files) * 1000, 2),
         "dask": overhead,
-        "samples": {"fleet_s": fleet_s, "sequential_s": sequential_s},
+        "load_average": os.getloadavg()[0],
+        "samples": {"fleet_s": fleet_s, "sequential_s": sequential_s, "in_process_s": in_process_s},
     }
     if args.json:
         print(json.dumps(results, indent=2))
         return
     print(f"{len(files)} ledgers x {args.entries:,} entries, {args.workers} workers, "
-          f"{os.cpu_count()} cores")  # fmt: skip
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")  # fmt: skip
     print(f"  fleet verify (local cluster) {best_fleet:8.2f}s  "
           f"{results['fleet_files_per_s']:7.2f} files/s")  # fmt: skip
     print(f"  sequential verify --all      {best_sequential:8.2f}s  "
           f"{results['sequential_files_per_s']:7.2f} files/s")  # fmt: skip
     print(f"  ratio (sequential / fleet)   {results['ratio']:8.2f}x")
+    print(f"  one process, verify after verify (jobs=0) {best_in_process:.2f}s: "
+          f"{results['ratio_to_in_process']:.2f}x the fleet's time")  # fmt: skip
     print(f"  fleet: tasks {task_s:.2f}s in all ({results['fleet_task_mean_ms']:.1f} ms each); "
           f"beyond the tasks / workers: {results['fleet_beyond_tasks_s']:.2f}s; "
           f"sequential: {results['sequential_per_file_ms']:.1f} ms a file")  # fmt: skip
