@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from agentledger import Ledger
 from agentledger.errors import ExitCode
 from agentledger.fleet import FleetArgumentError, FleetJob, expand_paths, verify_file
 from agentledger.fleet.inputs import read_signer_memory
@@ -124,3 +125,18 @@ def test_a_worker_judges_a_rollback_with_the_clients_memory(tmp_path: Path) -> N
     assert remembered.checks == {"log.rollback": 1}
     # Without the client's memory (a worker's own folder is never read) nothing says so.
     assert verify_file(str(path), FleetJob(trust=trust)).status == "clean"
+
+
+def test_no_audit_key_travels_and_the_note_says_so(tmp_path: Path) -> None:
+    home = tmp_path / "signer"
+    path = tmp_path / "ws" / "ledger.db"
+    with Ledger.open(path, key_dir=home) as ledger:
+        research = ledger.run("run-7").research("research-0")
+        research.fetch("https://example.org", b"<html>page</html>")
+        research.finish(artifact={"summary": "a page"})
+    trust = (home.joinpath("install.pub").read_text().strip(),)
+    summary = verify_file(str(path), FleetJob(trust=trust))
+    assert summary.status == "clean"
+    [note] = [note for note in summary.notes if note.startswith("audit mirror")]
+    assert "NOT checked" in note and "<the task's empty key folder>" in note
+    assert "agentledger-fleet-" not in note

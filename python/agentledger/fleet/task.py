@@ -108,6 +108,10 @@ def _verify_in(path: Path, job: FleetJob, scratch: Path) -> LedgerSummary:
     )
     summary = summarize(str(path), ledger_id, report)
     summary.archive = archive
+    # A note may name the task's throw-away key folder (e.g. where no audit key was found).
+    summary.notes = [
+        note.replace(str(home), "<the task's empty key folder>") for note in summary.notes
+    ]
     if missing_checkpoint is not None:
         _add(
             summary,
