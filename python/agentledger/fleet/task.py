@@ -69,50 +69,51 @@ def verify_file(path: str, job: FleetJob) -> LedgerSummary:
     return summary
 
 
-def verify_ledger_file(
-    path: Path, trust: tuple[str, ...], checkpoint_file: Path | None, key_dir: Path, jobs: int
-) -> tuple[str, bool, VerifyReport]:
-    """The one verify call: read-only, trusting exactly ``trust``.
+@dataclass(frozen=True, slots=True)
+class Verified:
+    ledger_id: str
+    archive: bool
+    report: VerifyReport
+    missing_checkpoint: bool
 
-    ``key_dir`` is a folder of the task's own, empty but for the client's memory of this
-    ledger: the worker's key folder (``$AGENTLEDGER_HOME``) adds no trusted key and no
-    state of its own, and what verify remembers there is dropped with the task. Returns the
-    ledger id, whether the file is a sealed archive, and verify's report.
+
+def verify_ledger_file(path: Path, job: FleetJob, scratch: Path) -> Verified:
+    """The one verify call: read-only, trusting exactly ``job.trust``.
+
+    The key folder is ``scratch/home``, the task's own, holding only the client's memory of
+    this ledger: the worker's key folder (``$AGENTLEDGER_HOME``) adds no trusted key and no
+    state of its own, and what verify remembers there is dropped with the task.
     """
-    with Ledger.open(path, create=False, readonly=True, key_dir=key_dir) as ledger:
-        options = VerifyOptions(jobs=jobs, trust=trust, checkpoint_file=checkpoint_file)
+    home = scratch / "home"
+    with Ledger.open(path, create=False, readonly=True, key_dir=home) as ledger:
+        # Verify reads the memory and the checkpoint when it runs: staged once the id is known.
+        remembered = (job.memory or {}).get(ledger.id)
+        if remembered is not None and LEDGER_ID.fullmatch(ledger.id):
+            memory_file = home / LEDGERS_DIR / f"{ledger.id}.json"
+            memory_file.parent.mkdir(parents=True, mode=0o700)
+            memory_file.write_bytes(remembered)
+        checkpoint_file: Path | None = None
+        text = (job.checkpoints or {}).get(ledger.id)
+        if text is not None:
+            checkpoint_file = scratch / "checkpoint.txt"
+            checkpoint_file.write_text(text, encoding="utf-8")
+        options = VerifyOptions(
+            jobs=max(1, job.jobs), trust=job.trust, checkpoint_file=checkpoint_file
+        )
         report = ledger.verify(options=options)
         archive = bool(ledger.db.rows("SELECT 1 FROM ledger_meta WHERE key = ?", (ARCHIVE_META,)))
-        return ledger.id, archive, report
+        missing = job.checkpoints is not None and text is None
+        return Verified(ledger.id, archive, report, missing)
 
 
 def _verify_in(path: Path, job: FleetJob, scratch: Path) -> LedgerSummary:
-    home = scratch / "home"
-    checkpoint_file: Path | None = None
-    missing_checkpoint: str | None = None
-    ledger_id = read_ledger_id(path, home) if job.checkpoints or job.memory else ""
-    remembered = (job.memory or {}).get(ledger_id)
-    if remembered is not None and LEDGER_ID.fullmatch(ledger_id):
-        memory_file = home / LEDGERS_DIR / f"{ledger_id}.json"
-        memory_file.parent.mkdir(parents=True, mode=0o700)
-        memory_file.write_bytes(remembered)
-    if job.checkpoints is not None:
-        text = job.checkpoints.get(ledger_id)
-        if text is None:
-            missing_checkpoint = ledger_id
-        else:
-            checkpoint_file = scratch / "checkpoint.txt"
-            checkpoint_file.write_text(text, encoding="utf-8")
-    ledger_id, archive, report = verify_ledger_file(
-        path, job.trust, checkpoint_file, home, max(1, job.jobs)
-    )
-    summary = summarize(str(path), ledger_id, report)
-    summary.archive = archive
+    verified = verify_ledger_file(path, job, scratch)
+    summary = summarize(str(path), verified.ledger_id, verified.report)
+    summary.archive = verified.archive
     # A note may name the task's throw-away key folder (e.g. where no audit key was found).
-    summary.notes = [
-        note.replace(str(home), "<the task's empty key folder>") for note in summary.notes
-    ]
-    if missing_checkpoint is not None:
+    home = str(scratch / "home")
+    summary.notes = [note.replace(home, "<the task's empty key folder>") for note in summary.notes]
+    if verified.missing_checkpoint:
         _add(
             summary,
             Divergence(
@@ -121,15 +122,10 @@ def _verify_in(path: Path, job: FleetJob, scratch: Path) -> LedgerSummary:
                 MISSING_CHECKPOINT,
                 "an exported checkpoint of this ledger in --checkpoints",
                 "none",
-                missing_checkpoint,
+                verified.ledger_id,
             ),
         )
     return summary
-
-
-def read_ledger_id(path: Path, key_dir: Path) -> str:
-    with Ledger.open(path, create=False, readonly=True, key_dir=key_dir) as ledger:
-        return ledger.id
 
 
 def summarize(path: str, ledger_id: str, report: VerifyReport) -> LedgerSummary:
