@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 EXT_SOURCES := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: all setup build test test-rust lint typecheck test-python demo bench reliability clean
+.PHONY: all setup build test test-rust lint typecheck test-python browser demo bench reliability clean
 
 all: test
 
@@ -41,7 +41,12 @@ typecheck: setup
 	$(BIN)/mypy
 	$(PY) -m mypy.stubtest agentledger._core --allowlist tests/stubtest-allowlist.txt
 
-test-python: setup
+# The HTML report is tested in a real browser: Debian's chromium, driven by playwright
+# (never a downloaded browser). Installed here when missing (CI runs as root on Debian).
+browser:
+	@test -x /usr/bin/chromium || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
+
+test-python: setup browser
 	$(BIN)/pytest -q
 
 demo: setup

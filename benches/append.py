@@ -6,7 +6,9 @@
   the same number of pre-encoded rows into the same table shape (no hashing, no JSON).
 - both sampled R times, alternately, each into a fresh file; the best of each is kept.
 - single durable append: ``run.append`` one at a time (each its own fsync'd transaction);
-  median and p99 latency.
+  median and p99 latency. Then the storage that run left: the file's size (WAL folded in)
+  over the canonical entry bytes it holds, and whether a proof from an early checkpoint
+  (the one at 16 entries) to the newest still verifies from the tiles.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import apsw
 
-from agentledger import Ledger
+from agentledger import Ledger, _core, tiles
 
 
 def batched(path: Path, entries: int, batch: int) -> float:
@@ -60,16 +62,40 @@ def singles(path: Path, count: int) -> list[float]:
         run = ledger.run("single")
         for i in range(count):
             started = time.perf_counter()
-            run.append("step", {"n": i})
+            run.append("step", {"n": i, "tool": "edit", "path": f"src/f{i % 17}.py"})
             latencies.append(time.perf_counter() - started)
     return latencies
+
+
+def storage(path: Path) -> dict[str, object]:
+    """The file the single appends left, against the canonical bytes of its entries."""
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    entry_bytes = conn.execute("SELECT sum(length(bytes)) FROM entries").fetchall()[0][0]
+    sizes = [row[0] for row in conn.execute("SELECT size FROM checkpoints ORDER BY size")]
+    newest = conn.execute("SELECT size, root FROM checkpoints ORDER BY size DESC LIMIT 1")
+    size, root = newest.fetchall()[0]
+    early = conn.execute("SELECT size, root FROM checkpoints WHERE size = 16").fetchall()
+    proof_ok = None
+    if early:
+        proof = tiles.TileReader(conn).consistency_proof(16, size)
+        proof_ok = _core.verify_consistency(16, size, early[0][1], root, proof)
+    conn.close()
+    file_bytes = path.stat().st_size
+    return {
+        "file_bytes": file_bytes,
+        "entry_bytes": entry_bytes,
+        "storage_ratio": round(file_bytes / entry_bytes, 3),
+        "checkpoints_kept": len(sizes),
+        "early_checkpoint_proof_ok": proof_ok,
+    }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=200_000)
     parser.add_argument("--batch", type=int, default=1_000)
-    parser.add_argument("--singles", type=int, default=2_000)
+    parser.add_argument("--singles", type=int, default=20_000)
     parser.add_argument(
         "--repeat", type=int, default=3, help="batched and raw samples, alternated (best kept)"
     )
@@ -86,6 +112,7 @@ def main() -> int:
             raw_samples.append(raw_baseline(folder / f"raw{n}.db", args.entries, args.batch))
         ledger_s, raw_s = min(ledger_samples), min(raw_samples)
         latencies = sorted(singles(folder / "s.db", args.singles))
+        stored = storage(folder / "s.db")
     result = {
         "entries": args.entries,
         "batch": args.batch,
@@ -94,6 +121,8 @@ def main() -> int:
         "ratio_to_raw": round(ledger_s / raw_s, 2),
         "single_median_ms": round(statistics.median(latencies) * 1000, 3),
         "single_p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 3),
+        "singles": args.singles,
+        **stored,
         "appends_per_s_samples": [round(args.entries / s) for s in ledger_samples],
         "raw_inserts_per_s_samples": [round(args.entries / s) for s in raw_samples],
     }

@@ -57,6 +57,7 @@ class Sha256Hasher:
 def merkle_root(leaves: Sequence[bytes], hash: HashName = "blake3") -> bytes: ...
 def merkle_root_of_hashes(hashes: bytes, hash: HashName = "blake3") -> bytes:
     """The root of a tree given its leaf hashes, concatenated (32 bytes each)."""
+
 def inclusion_proof(
     leaves: Sequence[bytes], index: int, hash: HashName = "blake3"
 ) -> list[bytes]: ...

@@ -242,6 +242,7 @@ def write_archive(ledger: Ledger, out: str | os.PathLike[str], runs: list[str]) 
                 "INSERT INTO checkpoints (size, root, note) VALUES (?, ?, ?)",
                 (state.size, state.root, signed.text()),
             )
+            checkpoints.sign_history(target, ledger, state.size)
             seal = {"runs": len(runs), "sealed_at": utc_timestamp(), "size": state.size,
                     "source": str(ledger.path)}  # fmt: skip
             target.execute(

@@ -16,7 +16,7 @@ Policy: one checkpoint is taken at the end of every write transaction that grew 
 only when the log extends what this install already vouched for (``signing.py``). A
 transaction that appended nothing takes none. ``agentledger checkpoint`` takes one on
 demand (when the log grew since the newest) and exports the newest for safekeeping. The
-file keeps the newest checkpoint and about one per power of two of its size (``keeps``).
+file keeps the newest checkpoint and one at each power of two below it (``history_sizes``).
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ import apsw
 from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey, VerifyKey
 
+from agentledger import signing, tiles
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.keys import parse_public_key, public_key_text
-from agentledger import signing
 from agentledger.log import current_state, fetch
 
 if TYPE_CHECKING:
@@ -209,39 +209,62 @@ def take(conn: apsw.Connection, ledger: Ledger, *, force: bool = False) -> Store
 
     Unless ``force``, returns the newest checkpoint instead when it already covers the log.
     The log must extend what this install vouched for (``signing.py``; checked once per
-    transaction, before its first append). Only a sparse history is kept: the previous
-    newest checkpoint goes unless it is the last of its power-of-two size band, so a
-    ledger holds about log2(n) of them, and the tiles prove any of them from the others.
+    transaction, before its first append). Only a sparse history is kept: the newest and
+    one at every power of two up to it (``history_sizes``), about log2(n) rows; the tiles
+    prove any of them from the others.
     """
     state = current_state(conn)
     root = state.root
     newest = newest_checkpoint(conn)
-    if not force and newest is not None and (newest.size_column, newest.root_column) == (
-        state.size,
-        root,
+    if (
+        not force
+        and newest is not None
+        and (newest.size_column, newest.root_column)
+        == (
+            state.size,
+            root,
+        )
     ):
         return newest
     scope = ledger.db.transaction_scope
     if not scope.get("may_sign"):
         signing.check_may_sign(conn, ledger, state)
         scope["may_sign"] = True
-    unsigned = Checkpoint(ledger.id, state.size, root, utc_timestamp())
-    signed = sign(unsigned, signing_key(ledger))
-    conn.execute(
-        "INSERT INTO checkpoints (size, root, note) VALUES (?, ?, ?)",
-        (state.size, root, signed.text()),
-    )
-    stored = StoredCheckpoint(conn.last_insert_rowid(), signed, state.size, root)
-    if newest is not None and not keeps(newest.size_column, state.size):
+    stored = _insert(conn, ledger, state.size, root)
+    if newest is not None and not is_kept(newest.size_column):
         conn.execute("DELETE FROM checkpoints WHERE id = ?", (newest.id,))
+    sign_history(conn, ledger, state.size)
     signing.remember_signed(ledger, state.size, root)
     return stored
 
 
-def keeps(older: int, newer: int) -> bool:
-    """Whether a checkpoint of ``older`` leaves stays once one of ``newer`` is signed: it is
-    the last of its power-of-two size band (``[2^k, 2^(k+1))``)."""
-    return older.bit_length() != newer.bit_length()
+def _insert(conn: apsw.Connection, ledger: Ledger, size: int, root: bytes) -> StoredCheckpoint:
+    signed = sign(Checkpoint(ledger.id, size, root, utc_timestamp()), signing_key(ledger))
+    conn.execute(
+        "INSERT INTO checkpoints (size, root, note) VALUES (?, ?, ?)", (size, root, signed.text())
+    )
+    return StoredCheckpoint(conn.last_insert_rowid(), signed, size, root)
+
+
+def is_kept(size: int) -> bool:
+    """Whether a checkpoint stays once a newer one is signed: its size is a power of two."""
+    return size > 0 and size & (size - 1) == 0
+
+
+def history_sizes(size: int) -> list[int]:
+    """The sizes of the checkpoints a log of ``size`` keeps besides its newest: every power
+    of two up to it. Verify can tell exactly which are missing."""
+    return [1 << k for k in range(size.bit_length()) if 1 << k <= size]
+
+
+def sign_history(conn: apsw.Connection, ledger: Ledger, size: int) -> None:
+    """Sign the power-of-two checkpoints the log has passed and that are not stored: their
+    roots come from the tiles, the same tree the newest checkpoint commits to."""
+    have = {int(row[0]) for row in conn.execute("SELECT size FROM checkpoints")}
+    reader = tiles.TileReader(conn)
+    for wanted in history_sizes(size):
+        if wanted not in have:
+            _insert(conn, ledger, wanted, reader.root(wanted))
 
 
 def schedule(ledger: Ledger) -> None:
@@ -270,7 +293,8 @@ CHECKPOINT_COLUMNS = "SELECT id, size, root, note FROM checkpoints"
 
 
 def newest_checkpoint(conn: apsw.Connection) -> StoredCheckpoint | None:
-    rows = fetch(conn, CHECKPOINT_COLUMNS + " ORDER BY id DESC LIMIT 1")
+    # The newest is the largest (the power-of-two history is signed after it, so not by id).
+    rows = fetch(conn, CHECKPOINT_COLUMNS + " ORDER BY size DESC, id DESC LIMIT 1")
     return _row_to_stored(rows[0]) if rows else None
 
 

@@ -35,6 +35,7 @@ import apsw
 from agentledger import _core, signing, tiles
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
+from agentledger.bookkeeping import GC_PRUNED, GC_RUN
 from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.ids import utc_timestamp
 from agentledger.keys import public_key_text
@@ -231,7 +232,15 @@ def _record_receipt(
         "INSERT INTO prune_receipts (receipt, signer, signature) VALUES (?, ?, ?)",
         (receipt.decode(), public_key_text(bytes(key.verify_key)), signature),
     )
-    return int(conn.last_insert_rowid())
+    receipt_id = int(conn.last_insert_rowid())
+    # The receipt is in the signed log too: a receipt row deleted or added later shows.
+    ledger.run(GC_RUN)._append_locked(conn, [(GC_PRUNED, {"receipt": receipt_hash(receipt)})])
+    return receipt_id
+
+
+def receipt_hash(receipt: bytes) -> str:
+    """What a ``gc.pruned`` entry pins: the BLAKE3 name of the receipt's canonical bytes."""
+    return _core.blake3_hex(receipt)
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,9 +252,7 @@ class Pruned:
     log_size: int
 
 
-def pruned_digests(
-    conn: apsw.Connection, trusted: set[str], ledger_id: str
-) -> dict[str, Pruned]:
+def pruned_digests(conn: apsw.Connection, trusted: set[str], ledger_id: str) -> dict[str, Pruned]:
     """Digest -> the receipt that removed it, for receipts that bind to this ledger's log:
     signed by a trusted key, naming this ledger, and whose log size and root are those of
     the log's first entries now (the tiles' root at that size)."""

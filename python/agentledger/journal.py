@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentledger import _core, log, signing
+from agentledger import _core, bookkeeping, log, signing
 from agentledger.errors import Diverged, InvalidInput, NotFound
 from agentledger.ids import check_kind, utc_timestamp
 from agentledger.limits import MAX_SQLITE_INT
@@ -88,6 +88,12 @@ class Run:
         if not batch:
             return []
         for kind in kinds:
+            if kind in bookkeeping.KINDS:
+                raise InvalidInput(
+                    f"entry kind {kind!r} is reserved: only garbage collection and team loading "
+                    "write it",
+                    code="reserved-kind",
+                )
             if kind.startswith(RESERVED_KIND_PREFIXES):
                 raise InvalidInput(
                     f"entry kind {kind!r} is reserved: phase entries are written only by the "
@@ -138,7 +144,9 @@ class Run:
                 "altered (`agentledger verify`); nothing was written",
                 code="schema-altered",
             )
-        log.finish_append(conn, self.ledger, state, log.LogState(size, tuple(frontier)), leaf_hashes)
+        log.finish_append(
+            conn, self.ledger, state, log.LogState(size, tuple(frontier)), leaf_hashes
+        )
         conn.execute(
             "UPDATE runs SET head_seq = ?, head_hash = ? WHERE run_id = ?",
             (first_seq + len(batch) - 1, head_hash, self.id),

@@ -1,65 +1,168 @@
-"""What verification found, rendered for people: a summary table and a tree per failing run.
+"""What verification found, rendered for people in a terminal (or a log).
 
-The same renderables go to the terminal or, through ``Console(record=True)``, to a
-standalone HTML file. Machine output is ``VerifyReport.to_json()``, never this.
+From the top: what was verified (ledger, version, time, trusted keys, the checkpoint
+matched), the summary (runs, entries, clean/diverged, every finding counted by check,
+workspace-level ones included), the workspace findings, a tree per failing run
+(run → step → check, then *expected* in a neutral colour, *actual* in red, and what the file
+holds for an edited entry), what each check found means (``agentledger.checks``), and
+the verdict.
+
+Every string that came from the ledger goes through ``display.safe``; nothing here is
+interpreted as markup. The HTML document is ``report_html``; machine output is
+``VerifyReport.to_json()``, never this.
 """
 
 from __future__ import annotations
 
-import io
 from collections import defaultdict
 from pathlib import Path
 
-from rich.console import Console, Group, RenderableType
-from rich.table import Table
+from rich.console import Group, RenderableType
 from rich.text import Text
 from rich.tree import Tree
 
+from agentledger.checks import RULE, explain
+from agentledger.display import safe
 from agentledger.verify import Divergence, RunVerdict, VerifyReport, status_name
 
 MAX_RUN_TREES = 50
+"""Failing runs drawn in the terminal; the HTML report and --json hold every one."""
 STATUS_STYLE = {"clean": "green", "diverged": "bold red", "missing": "yellow"}
+EXPECTED_STYLE = ""  # neutral: what the anchored record says must be there
+ACTUAL_STYLE = "red"  # what the file holds now
+LABEL_WIDTH = 10
 
 
-def summary_table(report: VerifyReport) -> Table:
-    table = Table(title="Verification", title_justify="left", show_edge=False)
-    for column in ("runs", "entries", "clean", "diverged", "missing", "blobs", "time", "entries/s"):
-        table.add_column(column, justify="right")
-    rate = f"{report.entries / report.elapsed_s:,.0f}" if report.elapsed_s else "-"
-    table.add_row(
-        f"{len(report.runs):,}",
-        f"{report.entries:,}",
-        Text(f"{report.count(0):,}", style="green"),
-        Text(f"{report.count(2):,}", style="red" if report.count(2) else ""),
-        Text(f"{report.count(1):,}", style="yellow" if report.count(1) else ""),
-        f"{report.blobs_checked:,}",
+def _plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{n:,} " + (word if n == 1 else many or word + "s")
+
+
+def _field(label: str, *parts: str | tuple[str, str]) -> Text:
+    return Text.assemble((f"{label:<{LABEL_WIDTH}}", "dim"), " ", *parts)
+
+
+def checkpoint_text(report: VerifyReport) -> list[str | tuple[str, str]]:
+    found = report.checkpoint
+    if found is None:
+        return [("none: ", "yellow"), safe(report.checkpoint_reason or "not checked")]
+    signer: str | tuple[str, str] = (
+        f"signed by {found.trusted_signer}"
+        if found.trusted_signer
+        else ("signed by no trusted key", "bold red")
+    )
+    names = ", ".join(safe(name) for name in found.signers) or "none"
+    return [
+        f"#{found.id}: {found.size:,} entries, root {found.root}, ",
+        signer,
+        f" (signature names: {names}; {safe(found.time)})",
+    ]
+
+
+def header(report: VerifyReport) -> Group:
+    """What was verified: ledger, version, time, trusted keys, the checkpoint matched."""
+    lines = [
+        _field(
+            "ledger",
+            safe(report.ledger_path or "-"),
+            (f"  id {safe(report.ledger_id or '-')}", "dim"),
+        ),
+        _field(
+            "verified",
+            f"{report.verified_at or '-'} by agentledger {report.version or '?'}",
+        ),
+    ]
+    if not report.trusted_keys:
+        lines.append(_field("trusted", ("no keys", "yellow")))
+    for n, key in enumerate(report.trusted_keys):
+        lines.append(
+            _field("trusted" if n == 0 else "", safe(key.key), (f"  {safe(key.source)}", "dim"))
+        )
+    lines.append(_field("checkpoint", *checkpoint_text(report)))
+    return Group(*lines)
+
+
+def summary(report: VerifyReport) -> Group:
+    """The counts, as words that wrap only between numbers (a number is never cut)."""
+    diverged = len(report.diverged_runs)
+    missing = report.count(1)
+    rate = f"{report.entries / report.elapsed_s:,.0f} entries/s" if report.elapsed_s else ""
+    counts = Text.assemble(
+        (_plural(len(report.runs), "run"), "bold"),
+        "  ",
+        _plural(report.entries, "entry", "entries"),
+        "  ",
+        (f"{report.clean_runs:,} clean", "green"),
+        "  ",
+        (f"{diverged:,} diverged", "bold red" if diverged else ""),
+        "  ",
+        (f"{missing:,} missing", "yellow" if missing else ""),
+        "  ",
+        f"{_plural(report.blobs_checked, 'blob')} re-hashed",
+        "  ",
         f"{report.elapsed_s:.2f}s",
+        "  ",
         rate,
     )
-    return table
+    parts: list[RenderableType] = [counts]
+    by_check = report.findings_by_check()
+    if by_check:
+        parts.append(Text(f"{_plural(report.findings, 'finding')} by check:", style="bold"))
+        width = max(len(check) for check in by_check)
+        for check, row in by_check.items():
+            where = []
+            if row["runs"]:
+                where.append(_plural(row["runs"], "run"))
+            if row["workspace"]:
+                where.append("workspace")
+            parts.append(
+                Text.assemble(
+                    "  ",
+                    (f"{safe(check):<{width}}", "bold"),
+                    f"  {', '.join(where)}",
+                    (f"  ({_plural(row['findings'], 'finding')})", "dim"),
+                )
+            )
+    return Group(*parts)
 
 
-def _leaf(divergence: Divergence) -> Text:
+def _sides(node: Tree, divergence: Divergence) -> None:
+    node.add(
+        Text.assemble(
+            ("expected ", "dim"), (safe(divergence.expected), EXPECTED_STYLE), overflow="ignore"
+        )
+    )
+    node.add(
+        Text.assemble(
+            ("actual   ", "dim"), (safe(divergence.actual), ACTUAL_STYLE), overflow="ignore"
+        )
+    )
+    if divergence.detail:
+        node.add(Text.assemble(("holds    ", "dim"), (safe(divergence.detail), ACTUAL_STYLE)))
+
+
+def _finding_label(divergence: Divergence, where: str | None) -> Text:
     text = Text()
-    text.append(divergence.check, style="bold")
+    if where:
+        text.append(where + "  ", style="cyan")
+    text.append(safe(divergence.check), style="bold")
     if divergence.subject:
-        text.append(f" [{divergence.subject}]", style="dim")
-    text.append(": expected ")
-    text.append(divergence.expected, style="green")
-    text.append(", actual ")
-    text.append(divergence.actual, style="red")
+        text.append(f"  {safe(divergence.subject)}", style="dim")
     return text
 
 
 def run_tree(verdict: RunVerdict) -> Tree:
-    """run → step → check: expected vs actual."""
+    """run → step and check → expected, actual (and what an edited entry holds)."""
     status = status_name(verdict.code)
     label = Text.assemble(
         ("run ", "dim"),
-        (verdict.run_id, "bold"),
+        (safe(verdict.run_id), "bold"),
         "  ",
         (status, STATUS_STYLE.get(status, "")),
-        (f"  {verdict.divergence_count} divergence(s), {verdict.entries} entries", "dim"),
+        (
+            f"  {_plural(verdict.divergence_count, 'finding')}, "
+            f"{_plural(verdict.entries, 'entry', 'entries')}",
+            "dim",
+        ),
     )
     tree = Tree(label)
     if verdict.code == 1:
@@ -68,28 +171,52 @@ def run_tree(verdict: RunVerdict) -> Tree:
     by_step: dict[int | None, list[Divergence]] = defaultdict(list)
     for divergence in verdict.divergences:
         by_step[divergence.seq].append(divergence)
-    for seq in sorted(by_step, key=lambda s: (s is None, s or 0)):
-        branch = tree.add(Text("run" if seq is None else f"step {seq}", style="cyan"))
+    for seq in sorted(by_step, key=lambda s: (s is not None, s or 0)):
+        where = "run" if seq is None else f"step {seq}"
         for divergence in by_step[seq]:
-            branch.add(_leaf(divergence))
+            _sides(tree.add(_finding_label(divergence, where)), divergence)
     hidden = verdict.divergence_count - len(verdict.divergences)
     if hidden > 0:
-        tree.add(Text(f"… and {hidden} more", style="dim"))
+        tree.add(Text(f"… and {hidden:,} more (counted, not kept)", style="dim"))
     return tree
 
 
+def workspace_tree(report: VerifyReport) -> Tree:
+    tree = Tree(Text.assemble(("workspace", "bold red"), (f"  {len(report.workspace):,}", "dim")))
+    for divergence in report.workspace:
+        where = None
+        if divergence.run_id is not None:
+            where = f"run {safe(divergence.run_id)}"
+            if divergence.seq is not None:
+                where += f" step {divergence.seq}"
+        _sides(tree.add(_finding_label(divergence, where)), divergence)
+    return tree
+
+
+def explanations(report: VerifyReport) -> Group:
+    """What each check that found something means, and the one rule for both sides."""
+    lines: list[RenderableType] = [Text("what the checks mean", style="bold")]
+    for check in report.findings_by_check():
+        info = explain(check)
+        lines.append(Text.assemble("  ", (safe(check), "bold"), "  ", info.means))
+    lines.append(Text(f"  ({RULE})", style="dim"))
+    return Group(*lines)
+
+
 def report_renderable(report: VerifyReport) -> RenderableType:
-    parts: list[RenderableType] = [summary_table(report)]
+    parts: list[RenderableType] = [header(report), Text(""), summary(report)]
     if report.workspace:
-        workspace = Tree(Text("workspace", style="bold red"))
-        for divergence in report.workspace:
-            workspace.add(_leaf(divergence))
-        parts.append(workspace)
+        parts.append(workspace_tree(report))
     failing = [run for run in report.runs if not run.ok]
     for verdict in failing[:MAX_RUN_TREES]:
         parts.append(run_tree(verdict))
     if len(failing) > MAX_RUN_TREES:
-        parts.append(Text(f"… {len(failing) - MAX_RUN_TREES} more failing runs (see --json)"))
+        parts.append(
+            Text(
+                f"… {len(failing) - MAX_RUN_TREES:,} more failing runs: "
+                "every one is in --html FILE and --json"
+            )
+        )
     if report.receipts_checked or report.audit_records:
         parts.append(
             Text(
@@ -100,14 +227,31 @@ def report_renderable(report: VerifyReport) -> RenderableType:
             )
         )
     for note in report.notes:
-        parts.append(Text(f"note: {note}", style="yellow"))
-    verdict_text = status_name(report.code)
-    parts.append(Text(f"verdict: {verdict_text}", style=STATUS_STYLE.get(verdict_text, "")))
+        parts.append(Text(f"note: {safe(note)}", style="yellow"))
+    if report.findings_by_check():
+        parts.append(explanations(report))
+    parts.append(verdict_line(report))
     return Group(*parts)
 
 
+def verdict_line(report: VerifyReport) -> Text:
+    name = status_name(report.code)
+    text = Text.assemble(("verdict: ", "bold"), (name, STATUS_STYLE.get(name, "")))
+    if report.findings:
+        diverged = report.diverged_runs
+        text.append(
+            f" — {_plural(report.findings, 'finding')}"
+            + (f" in {_plural(len(diverged), 'run')}" if diverged else "")
+            + (" and the workspace" if report.workspace else "")
+        )
+    return text
+
+
 def write_html(report: VerifyReport, path: Path) -> None:
-    """The same report as a standalone HTML file."""
-    console = Console(record=True, file=io.StringIO(), width=120)
-    console.print(report_renderable(report))
-    path.write_text(console.export_html(), encoding="utf-8")
+    """The report as a standalone HTML document (``report_html``)."""
+    from agentledger.report_html import render_html
+
+    path.write_text(render_html(report), encoding="utf-8")
+
+
+__all__ = ["MAX_RUN_TREES", "report_renderable", "run_tree", "write_html"]

@@ -9,21 +9,19 @@ found clean, in ``$AGENTLEDGER_HOME/ledgers/<ledger id>.json``:
 
     {"signed": {"size": 120, "root": "<64 hex>", "time": "..."}, "verified": {...}}
 
-Updates are monotonic (a smaller size never replaces a larger one) and atomic (a
-temporary file renamed over the old one, under an exclusive ``flock``), so concurrent
-writers of one install can only move it forward. It is written after the ledger commits:
-it may lag the file (a crash in between), never lead it (``signing.py`` copes with the lag).
+Updates are monotonic (a smaller size never replaces a larger one) and made under an
+exclusive ``flock``, so concurrent writers of one install can only move it forward. It is
+written after the ledger commits: it may lag the file (a crash in between), never lead it
+(``signing.py`` copes with the lag).
+Verify reads it before its snapshot begins, so it never sees a state newer than the file.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import json
 import os
 import re
-import secrets
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -66,22 +64,10 @@ class SignerMemory:
         """
         if not self.usable:
             return {}
-        try:
-            with open(self.path, "rb") as handle:
-                data = handle.read(MAX_MEMORY_BYTES + 1)
-        except FileNotFoundError:
+        fd = _open(self.path, create=False)
+        if fd is None:
             return {}
-        try:
-            document = json.loads(data) if len(data) <= MAX_MEMORY_BYTES else {}
-        except ValueError:
-            return {}
-        found = {}
-        for kind in ("signed", "verified"):
-            item = document.get(kind) if isinstance(document, dict) else None
-            remembered = _parse(item)
-            if remembered is not None:
-                found[kind] = remembered
-        return found
+        return _decode(os.pread(fd, MAX_MEMORY_BYTES + 1, 0))
 
     def base(self) -> Remembered | None:
         """The newest state this install vouched for: signed, or verified clean."""
@@ -90,38 +76,74 @@ class SignerMemory:
         return max(candidates, key=lambda r: r.size) if candidates else None
 
     def record(self, kind: Kind, size: int, root: bytes) -> None:
-        """Remember ``(size, root)`` as ``kind``, unless a larger state is already there."""
+        """Remember ``(size, root)`` as ``kind``, unless a larger state is already there.
+
+        The record is rewritten in place, padded to one fixed length, under an exclusive
+        ``flock``: one small write per signature, no new file (a write cut by a crash
+        leaves a record that does not parse, which counts as none: the safe direction).
+        Not fsync'd: a memory lost in a crash only lags the file, and the file's own
+        checkpoint signed by this install then covers the gap (signing.py).
+        """
         if not self.usable:
             return
-        with self._locked():
-            known = self.read()
+        fd = _open(self.path, create=True)
+        assert fd is not None
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            known = _decode(os.pread(fd, MAX_MEMORY_BYTES + 1, 0))
             current = known.get(kind)
-            if current is not None and current.size > size:
+            if current is not None and (current.size, current.root) == (size, root):
                 return
-            if current is not None and current.size == size and current.root == root:
+            if current is not None and current.size > size:
                 return
             known[kind] = Remembered(size, root, utc_timestamp())
             document = {name: value.to_json() for name, value in sorted(known.items())}
-            temp = self.path.with_name(f".{self.path.name}.{secrets.token_hex(6)}.tmp")
-            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    json.dump(document, handle, sort_keys=True)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.replace(temp, self.path)
-            finally:
-                temp.unlink(missing_ok=True)
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        lock = os.open(self.path.parent / ".lock", os.O_WRONLY | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            yield
+            data = json.dumps(document, sort_keys=True).encode().ljust(RECORD_BYTES)
+            os.pwrite(fd, data, 0)
+            if len(data) > RECORD_BYTES:
+                os.ftruncate(fd, len(data))
         finally:
-            os.close(lock)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+RECORD_BYTES = 512
+"""The memory is rewritten in place at this length (it needs about 300 bytes)."""
+
+_descriptors: dict[Path, int] = {}
+"""Memory files kept open per process: a signature costs one ``pwrite``, not a new file."""
+
+
+def _open(path: Path, *, create: bool) -> int | None:
+    fd = _descriptors.get(path)
+    if fd is not None:
+        return fd
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        flags = os.O_RDWR | (os.O_CREAT if create else 0) | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(path, flags, 0o600)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        if create:
+            raise
+        return None
+    _descriptors[path] = fd
+    return fd
+
+
+def _decode(data: bytes) -> dict[str, Remembered]:
+    try:
+        document = json.loads(data) if len(data) <= MAX_MEMORY_BYTES else {}
+    except ValueError:
+        return {}
+    found = {}
+    for kind in ("signed", "verified"):
+        item = document.get(kind) if isinstance(document, dict) else None
+        remembered = _parse(item)
+        if remembered is not None:
+            found[kind] = remembered
+    return found
 
 
 def _parse(item: object) -> Remembered | None:

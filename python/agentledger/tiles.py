@@ -98,7 +98,9 @@ class TileReader:
             height = width.bit_length() - 1
             return self.node(height, start >> height)
         split = 1 << (width.bit_length() - 1)
-        return node_hash(self.range_root(start, start + split), self.range_root(start + split, stop))
+        return node_hash(
+            self.range_root(start, start + split), self.range_root(start + split, stop)
+        )
 
     def frontier(self, size: int) -> list[bytes]:
         """The perfect subtrees' roots of the tree of ``size`` leaves, largest first."""
@@ -169,7 +171,9 @@ def append(conn: apsw.Connection, size: int, leaf_hashes: bytes) -> None:
         first_tile, offset = divmod(start, TILE_WIDTH)
         data = reader.tile(level, first_tile) if offset else b""
         if len(data) != offset * HASH_LEN:
-            raise _broken(f"tile {level}/{first_tile} holds {len(data) // HASH_LEN} hashes, not {offset}")
+            raise _broken(
+                f"tile {level}/{first_tile} holds {len(data) // HASH_LEN} hashes, not {offset}"
+            )
         data += new
         full_roots = []
         for number, at in enumerate(range(0, len(data), TILE_WIDTH * HASH_LEN)):
@@ -215,9 +219,10 @@ def check(conn: apsw.Connection, size: int) -> list[str]:
             if level:
                 for offset in range(0, len(data), HASH_LEN):
                     position = count + offset // HASH_LEN
-                    if position >= len(roots_below) or roots_below[position] != data[
-                        offset : offset + HASH_LEN
-                    ]:
+                    if (
+                        position >= len(roots_below)
+                        or roots_below[position] != data[offset : offset + HASH_LEN]
+                    ):
                         problems.append(
                             f"hash {position} of level {level} is not the root of tile "
                             f"{level - 1}/{position}"

@@ -14,7 +14,7 @@ from agentledger.activity import RedundantEvidence
 from agentledger.activity.team import load_manifest_bytes
 from agentledger.errors import ExitCode
 
-from .activity_testkit import PAGE, counts, research_result
+from .activity_testkit import PAGE, counts, research_result, sql
 
 BAD_HASH = "blake3:" + "AB" * 32
 
@@ -135,9 +135,10 @@ def test_each_refusal_has_its_code_and_writes_nothing(
     assert caught.value.exit_code == ExitCode.INVALID_INPUT
     if before is not None:
         assert counts(ledger_path) == before
-    else:  # only the manifest (one blob) was written, never an entry or a record
+    else:  # only the manifest was loaded (a blob and its _team entry), nothing of the stage
         entries, _, records = counts(ledger_path)
-        assert (entries, records) == (0, 0)
+        assert (entries, records) == (1, 0)
+        assert sql(ledger_path, "SELECT run_id FROM entries") == [("_team",)]
 
 
 def test_redundant_evidence_is_refused_and_the_refusal_is_journaled(

@@ -85,7 +85,9 @@ def reforge_log(conn: apsw.Connection) -> None:
     """Recompute the whole log (tiles and state) from the entries as they are now."""
     rows = conn.execute("SELECT run_id, seq, hash FROM entries ORDER BY leaf").fetchall()
     for leaf, (run_id, seq, _) in enumerate(rows):
-        conn.execute("UPDATE entries SET leaf = ? WHERE run_id = ? AND seq = ?", (leaf, run_id, seq))
+        conn.execute(
+            "UPDATE entries SET leaf = ? WHERE run_id = ? AND seq = ?", (leaf, run_id, seq)
+        )
     leaves = [tiles.leaf_hash(_core.log_leaf(r, s, h)) for r, s, h in rows]
     conn.execute("DELETE FROM log_tiles")
     tiles.append(conn, 0, b"".join(leaves))

@@ -31,18 +31,18 @@ def test_each_writing_transaction_signs_one_checkpoint_and_the_history_stays_spa
 ) -> None:
     run = ledger.run("r")
     run.append_many([("step", {"i": i}) for i in range(5)])
-    assert _sizes(ledger_path) == [5]
-    run.append("step", {})  # 6 is in 5's power-of-two band [4, 8): 5 gives way
-    assert _sizes(ledger_path) == [6]
+    # The newest, and the powers of two the log passed (signed from the tiles).
+    assert _sizes(ledger_path) == [5, 1, 2, 4]
+    run.append("step", {})  # 5 gives way to 6
+    assert sorted(_sizes(ledger_path)) == [1, 2, 4, 6]
     with ledger.db.write() as conn:  # two appends joined in one transaction: one checkpoint
         run._append_locked(conn, [("step", {"a": 1})])
         ledger.run("s")._append_locked(conn, [("step", {"b": 2})])
-    assert _sizes(ledger_path) == [6, 8]  # 6 was the last of its band
+    assert sorted(_sizes(ledger_path)) == [1, 2, 4, 8]
     assert latest(ledger).checkpoint.size == 8
     for i in range(300):
         run.append("step", {"i": i})
-    sizes = _sizes(ledger_path)
-    assert sizes == [6, 15, 31, 63, 127, 255, 308]  # one per power of two, and the newest
+    assert sorted(_sizes(ledger_path)) == [1, 2, 4, 8, 16, 32, 64, 128, 256, 308]
 
 
 def test_a_failed_transaction_leaves_no_checkpoint(ledger: Ledger, ledger_path: Path) -> None:

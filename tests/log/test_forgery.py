@@ -149,7 +149,9 @@ def test_the_row_count_of_an_append_is_checked_even_past_the_schema_check(
 ) -> None:
     build(ledger, runs=1, entries=1)
     with raw(ledger_path) as conn:
-        conn.execute("CREATE TRIGGER swallow BEFORE INSERT ON entries BEGIN SELECT RAISE(IGNORE); END")
+        conn.execute(
+            "CREATE TRIGGER swallow BEFORE INSERT ON entries BEGIN SELECT RAISE(IGNORE); END"
+        )
     monkeypatch.setattr(type(ledger.db), "check_writable", lambda self: None)
     with pytest.raises(Diverged, match="changed 0 rows"):
         ledger.run("run-0").append("step", {})
@@ -393,4 +395,3 @@ def test_verify_opens_read_only_and_writes_nothing(
     assert cli("verify").code == 0
     assert cli("verify", "run-0").code == 0
     assert ledger_path.read_bytes() == before
-

@@ -102,7 +102,7 @@ def test_fsck_checks_every_checkpoint_ever_taken(
         run.append("step", {"i": i})
     assert cli("fsck", "--json").json()["checkpoints"] == []
     with raw(ledger_path) as conn:  # an old checkpoint's root forged, the newest left alone
-        conn.execute("UPDATE checkpoints SET note = replace(note, '\n3\n', '\n1\n') WHERE size = 3")
+        conn.execute("UPDATE checkpoints SET note = replace(note, '\n2\n', '\n1\n') WHERE size = 2")
     result = cli("fsck", "--json")
     assert result.code == 2
     assert any("checkpoint" in finding for finding in result.json()["checkpoints"])

@@ -83,10 +83,12 @@ MALFORMED_HASHES = [
 
 
 def file_state(path: Path) -> tuple[str | None, ...]:
-    """Hashes of the ledger file and its WAL/SHM companions (None when absent)."""
+    """Hashes of the ledger file and its WAL/journal companions (None when absent or empty:
+    SQLite reads an empty -wal as no WAL, and a read-only reader may leave one)."""
 
     def digest(p: Path) -> str | None:
-        return hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else None
+        data = p.read_bytes() if p.is_file() else b""
+        return hashlib.sha256(data).hexdigest() if data or p.name == path.name else None
 
     return tuple(digest(Path(f"{path}{suffix}")) for suffix in ("", "-wal", "-journal"))
 

@@ -13,7 +13,8 @@ import pytest
 
 from agentledger import Ledger, keys
 from agentledger.cli import main
-from agentledger.gc import collect
+from agentledger.errors import Diverged
+from agentledger.gc import collect, referenced_digests
 from tests.activity.activity_testkit import ARTIFACT_SECRET, CAPTURED, record_every_modality
 
 
@@ -178,14 +179,21 @@ def test_hostile_table_names_in_a_ledger_file_are_never_run_as_sql(
     conn.execute(f"INSERT INTO {quoted} VALUES ('blake3:' || hex(zeroblob(32)), 'x')")
     before = conn.execute("SELECT count(*) FROM entries").fetchall()[0][0]
     conn.close()
+    # The scan of every table for digests quotes each name it reads.
+    conn = apsw.Connection(str(recorded))
+    assert "blake3:" + "00" * 32 in referenced_digests(conn)
+    assert conn.execute("SELECT count(*) FROM entries").fetchall()[0][0] == before
+    conn.close()
+    # And a table agentledger did not create is a finding: gc and archive refuse the file.
     with Ledger.open(recorded, key_dir=key_home) as ledger:
-        collect(ledger)
+        with pytest.raises(Diverged):
+            collect(ledger)
         assert ledger.db.scalar("SELECT count(*) FROM entries") == before
+        report = ledger.verify(jobs=1)
+        assert {d.check for d in report.workspace} == {"schema.altered"}
     archive = tmp_path / "archive.db"
-    assert main(["--ledger", str(recorded), "archive", str(archive), "run-1"]) == 0
-    with Ledger.open(recorded, key_dir=key_home) as ledger:
-        assert ledger.db.scalar("SELECT count(*) FROM entries") == before
-        assert ledger.verify(jobs=1).code == 0
+    assert main(["--ledger", str(recorded), "archive", str(archive), "run-1"]) == 2
+    assert not archive.exists()
 
 
 def test_hostile_strings_in_a_tampered_ledger_are_shown_escaped_never_as_markup(
@@ -207,9 +215,9 @@ def test_hostile_strings_in_a_tampered_ledger_are_shown_escaped_never_as_markup(
     code, out, _ = _cli(capsys, "--ledger", str(path), "verify", "--html", str(report))
     assert code == 2
     html = report.read_text()
-    for raw in ("<script>", "<img", "<a "):
+    for raw in ("<script>alert", "<img", 'href="https://evil'):
         assert raw not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
     code, out, _ = _cli(capsys, "--ledger", str(path), "show", "r")
-    assert code == 0
+    assert code == 2  # show verifies what it shows: the edited entries diverge
     assert "[link=https://evil.example]click[/link]" in out  # printed as text, not a link

@@ -223,7 +223,7 @@ def check_receipt(doc: object, *, kind: str, run_id: str, stage_id: str) -> Rece
     out.artifact_hashes = [item["content_hash"] for _, item in artifacts]
     recomputed_inputs = sorted(set(input_hashes))
     if claimed_inputs != recomputed_inputs:
-        problem("receipt.plan_inputs", str(recomputed_inputs)[:200], str(claimed_inputs)[:200])
+        problem("receipt.plan_inputs", str(claimed_inputs)[:200], str(recomputed_inputs)[:200])
     try:
         recomputed_plan = plan_hash(input_hashes, steps)
     except (ValueError, TypeError) as exc:
@@ -231,7 +231,7 @@ def check_receipt(doc: object, *, kind: str, run_id: str, stage_id: str) -> Rece
         return out
     out.plan_hash = recomputed_plan
     if claimed_plan != recomputed_plan:
-        problem("receipt.plan_hash", recomputed_plan, str(claimed_plan))
+        problem("receipt.plan_hash", str(claimed_plan), recomputed_plan)
     for role, item in artifacts:
         statement = artifact_statement(
             kind=kind, run_id=run_id, stage_id=stage_id, plan_hash=recomputed_plan,

@@ -17,6 +17,7 @@ import apsw
 
 from agentledger import _core
 from agentledger.activity.result import MODALITIES, STAGE_ID
+from agentledger.bookkeeping import TEAM_LOADED, TEAM_RUN
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 
@@ -87,6 +88,20 @@ def load_manifest_bytes(ledger: Ledger, data: bytes, name: str = "manifest") -> 
     loaded_at = utc_timestamp()
     with ledger.db.write() as conn:
         ledger.blobs.put(data)
+        # Anchored in the signed log: the table is checked against this journal.
+        ledger.run(TEAM_RUN)._append_locked(
+            conn,
+            [
+                (
+                    TEAM_LOADED,
+                    {
+                        "manifest": manifest_hash,
+                        "roles": [[r.role, r.agent_kind] for r in roles],
+                        "loaded_at": loaded_at,
+                    },
+                )
+            ],
+        )
         conn.executemany(
             "INSERT INTO team_roles (role, agent_kind, manifest_hash, loaded_at) "
             "VALUES (?, ?, ?, ?) ON CONFLICT (role) DO UPDATE SET "

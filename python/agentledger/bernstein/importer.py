@@ -305,9 +305,10 @@ def _record(
     manifest_bytes = manifest_of(added)
     manifest = ledger.blobs.put(manifest_bytes, algorithm="sha256")
     conn = ledger.db.conn
+    imported_at = utc_timestamp()
     conn.execute(
         "INSERT INTO bernstein_imports (source, imported_at, manifest) VALUES (?, ?, ?)",
-        (summary.source, utc_timestamp(), manifest),
+        (summary.source, imported_at, manifest),
     )
     import_id = int(conn.last_insert_rowid())
     conn.executemany(
@@ -350,6 +351,8 @@ def _record(
             "manifest": manifest,
             "files": len(added),
             "runs": sorted(journals),
+            "source": summary.source,
+            "imported_at": imported_at,
         },
     )
     summary.import_id = import_id

@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fail(exc: AgentLedgerError) -> int:
-    message = " ".join(exc.message.splitlines())
+    from agentledger.display import safe  # a message may quote ledger or workdir strings
+
+    message = safe(" ".join(exc.message.splitlines()))
     click.echo(f"error [{exc.code}]: {message}", err=True)
     return int(exc.exit_code)
 

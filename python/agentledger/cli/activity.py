@@ -20,6 +20,7 @@ from agentledger.activity.modalities import ActivitySession, DataOpsActivity
 from agentledger.cli.context import AppContext, F, emit_json, json_option
 from agentledger.cli.phase import read_json_document
 from agentledger.cli.verify import activity
+from agentledger.display import styled
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import check_run_id
 from agentledger.journal import Entry, Run
@@ -89,9 +90,16 @@ def _emit(app: AppContext, entry: Entry, as_json: bool) -> None:
         emit_json(info)
     else:
         app.console.print(
-            f"recorded {info['kind']} stage [bold]{info['stage_id']}[/] of run {entry.run_id} "
-            f"at step {entry.seq}: {len(body['observations'])} observation(s), "
-            f"evidence {info['evidence_set_hash']}"
+            styled(
+                "recorded {kind} stage [bold]{stage}[/] of run {run} at step {seq}: "
+                "{observations} observation(s), evidence {evidence}",
+                kind=info["kind"],
+                stage=info["stage_id"],
+                run=entry.run_id,
+                seq=entry.seq,
+                observations=len(body["observations"]),
+                evidence=info["evidence_set_hash"],
+            )
         )
 
 

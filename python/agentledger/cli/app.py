@@ -49,6 +49,7 @@ def _register() -> None:
         activity,
         bernstein,
         demo,
+        explain,
         fleet,
         journal,
         keys,

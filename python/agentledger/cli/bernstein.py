@@ -9,11 +9,13 @@ from pathlib import Path
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.text import Text
 
 from agentledger.bernstein import DirectoryWorkdir, export_workdir, import_workdir
 from agentledger.bernstein.audit_chain import read_master_key, verify_audit
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
+from agentledger.display import safe, styled
 from agentledger.errors import ExitCode, InvalidInput
 
 
@@ -115,36 +117,54 @@ def import_bernstein(
         return code
     console = app.console
     console.print(
-        f"[bold]bernstein import[/] {summary.source}: "
-        f"{len(summary.runs_imported)} run(s) imported, {len(summary.runs_unchanged)} unchanged, "
-        f"{summary.files_added} file(s) added ({summary.bytes_added} bytes), "
-        f"{summary.files_unchanged} unchanged"
+        styled(
+            "[bold]bernstein import[/] {source}: ",
+            source=summary.source,
+        ).append(
+            f"{len(summary.runs_imported)} run(s) imported, {len(summary.runs_unchanged)} "
+            f"unchanged, {summary.files_added} file(s) added ({summary.bytes_added} bytes), "
+            f"{summary.files_unchanged} unchanged"
+        )
     )
     for run_id in summary.runs_changed:
-        console.print(f"[red]changed[/] run {run_id}: differs from the imported copy; not merged")
+        console.print(
+            styled(
+                "[red]changed[/] run {run}: differs from the imported copy; not merged", run=run_id
+            )
+        )
     for path in summary.files_changed:
         if not path.endswith("/journal.jsonl"):
-            console.print(f"[red]changed[/] {path}: differs from the imported copy; not merged")
+            console.print(
+                styled(
+                    "[red]changed[/] {path}: differs from the imported copy; not merged", path=path
+                )
+            )
     for path, reason in summary.refused:
-        console.print(f"[red]refused[/] {path}: {reason}")
+        console.print(styled("[red]refused[/] {path}: {reason}", path=path, reason=reason))
     for run_id in summary.runs_missing:
-        console.print(f"[yellow]missing[/] run {run_id}: not in the workdir")
+        console.print(styled("[yellow]missing[/] run {run}: not in the workdir", run=run_id))
     for run_id, lines in summary.discarded_lines.items():
         shown = ", ".join(str(n) for n in lines[:10])
         console.print(
-            f"[yellow]unparsable[/] run {run_id}: line(s) {shown} kept as evidence; "
-            "bernstein's reader discards them"
+            styled(
+                "[yellow]unparsable[/] run {run}: line(s) {shown} kept as evidence; "
+                "bernstein's reader discards them",
+                run=run_id,
+                shown=shown,
+            )
         )
     if audit_ok is not None:
         console.print(
-            "audit chain: " + ("[green]verifies[/]" if audit_ok else "[red]does not verify[/]")
+            styled(
+                "audit chain: " + ("[green]verifies[/]" if audit_ok else "[red]does not verify[/]")
+            )
         )
         for problem in audit_problems[:20]:
-            console.print(f"  {problem}")
+            console.print(Text(f"  {safe(problem)}"))
     if code == ExitCode.INVALID_INPUT and summary.refused:
         # The report above lists them; stderr gets the one line every failing command prints.
         click.echo(
-            f"error [bernstein-refused]: {len(summary.refused)} path(s) of {summary.source} "
+            f"error [bernstein-refused]: {len(summary.refused)} path(s) of {safe(summary.source)} "
             "refused (symlinks, invalid names); the rest was imported",
             err=True,
         )

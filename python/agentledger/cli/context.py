@@ -29,12 +29,16 @@ class AppContext:
     @property
     def console(self) -> Console:
         """Human output (stdout). Never used together with --json output."""
-        return Console()
+        from agentledger.display import human_console
+
+        return human_console()
 
     @property
     def err_console(self) -> Console:
         """Progress and notes (stderr)."""
-        return Console(stderr=True)
+        from agentledger.display import human_console
+
+        return human_console(stderr=True)
 
 
 def emit_json(obj: Any) -> None:
@@ -50,4 +54,14 @@ def json_option(command: F) -> F:
     """``--json``: print one stable JSON object on stdout instead of the rich report."""
     return click.option(
         "--json", "as_json", is_flag=True, help="Print a JSON object on stdout (for machines)."
+    )(command)
+
+
+def width_option(command: F) -> F:
+    """``--width``: the columns of human output (default: the terminal's, else unwrapped)."""
+    return click.option(
+        "--width",
+        type=click.IntRange(min=20),
+        default=None,
+        help="Columns of human output (default: the terminal's, else COLUMNS, else unwrapped).",
     )(command)

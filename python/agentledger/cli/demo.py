@@ -5,13 +5,15 @@ from __future__ import annotations
 import time
 
 import click
+from rich.text import Text
 
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.cli.verify import run_verify
 from agentledger.demo import ENTRIES_PER_RUN, build_workspace, plant_corruptions
+from agentledger.display import safe
 from agentledger.errors import ExitCode, InvalidInput
-from agentledger.report import report_renderable
+from agentledger.report import report_renderable, write_html
 
 
 @cli.command()
@@ -44,20 +46,40 @@ def demo(app: AppContext, runs: int, as_json: bool) -> int:
         failing.add(None)  # type: ignore[arg-type]
     expected = {c.run_id for c in planted}
     exact = failing == expected
+    html = app.ledger_path.parent / "report.html"
+    write_html(report, html)
     if as_json:
         emit_json(
             {
                 "report": report.to_json(),
                 "planted": [c.__dict__ for c in planted],
                 "found_exactly": exact,
+                "html": str(html),
             }
         )
     else:
         app.console.print(report_renderable(report))
+        by_check = ", ".join(
+            f"{check} {row['runs'] or 'workspace'}"
+            for check, row in report.findings_by_check().items()
+        )
+        findings = (
+            f"{report.findings:,} findings in {len(report.diverged_runs):,} runs"
+            + (" and the workspace" if report.workspace else "")
+            + f" ({by_check})"
+        )
         if exact:
             app.console.print(
-                f"verify found exactly the {len(planted)} planted corruptions.", style="bold green"
+                Text(
+                    f"verify found exactly the {len(planted)} planted corruptions: {findings}.",
+                    style="bold green",
+                )
             )
         else:
-            app.console.print("verify's findings differ from what was planted!", style="bold red")
+            app.console.print(
+                Text(
+                    f"verify's findings differ from what was planted: {findings}", style="bold red"
+                )
+            )
+        app.console.print(Text(f"HTML report: {safe(str(html))}", style="bold"))
     return int(ExitCode.OK if exact else ExitCode.DIVERGED)

@@ -6,6 +6,7 @@ import click
 
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
+from agentledger.display import styled
 from agentledger.errors import NotFound
 from agentledger.keys import KeyStore, public_key_text
 
@@ -35,7 +36,7 @@ def keys_init(app: AppContext, as_json: bool) -> None:
     if as_json:
         emit_json(info)
     else:
-        app.console.print(f"keys in [bold]{store.home}[/]")
+        app.console.print(styled("keys in [bold]{home}[/]", home=store.home))
         app.console.print(f"install public key: {public}")
 
 
@@ -57,11 +58,18 @@ def keys_show(app: AppContext, as_json: bool) -> None:
         emit_json(info)
         return
     console = app.console
-    console.print(f"key folder: [bold]{store.home}[/]")
-    console.print(f"install key: {own or '[yellow]none yet[/] (agentledger keys init)'}")
-    audit = info["audit_key"] or "[yellow]none yet[/] (created when an activity is recorded)"
-    console.print(f"audit key: {audit}")
-    console.print("trusted signers:" + ("" if info["trusted"] else " [yellow]none[/]"))
+    none = "[yellow]none yet[/]"
+    console.print(styled("key folder: [bold]{home}[/]", home=store.home))
+    console.print(
+        styled("install key: {own}", own=own) if own else
+        styled(f"install key: {none} (agentledger keys init)")
+    )  # fmt: skip
+    audit = info["audit_key"]
+    console.print(
+        styled("audit key: {audit}", audit=audit) if audit else
+        styled(f"audit key: {none} (created when an activity is recorded)")
+    )  # fmt: skip
+    console.print(styled("trusted signers:" + ("" if info["trusted"] else " [yellow]none[/]")))
     for key in store.trusted():
         mark = "  (this install)" if key == own else ""
         console.print(f"  {key}{mark}")

@@ -15,7 +15,8 @@ from agentledger.checkpoint import latest, take_checkpoint
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.cli.verify import run_verify, verify_options
-from agentledger.errors import ExitCode, InvalidInput, NotFound
+from agentledger.display import styled
+from agentledger.errors import ExitCode
 from agentledger.keys import KeyStore, resolve_trust
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
 from agentledger.proofs import parse_bundle, prove, verify_bundle
@@ -151,8 +152,11 @@ def archive_command(
         emit_json(summary.to_json())
     else:
         app.console.print(
-            f"archived {len(summary.runs):,} run(s), {summary.entries:,} entries, "
-            f"{summary.blobs:,} blob(s) to [bold]{summary.path}[/]"
+            styled(
+                f"archived {len(summary.runs):,} run(s), {summary.entries:,} entries, "
+                f"{summary.blobs:,} blob(s) to [bold]{{path}}[/]",
+                path=summary.path,
+            )
         )
     return int(ExitCode.OK)
 

@@ -15,8 +15,9 @@ from rich.text import Text
 
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, json_option
-from agentledger.limits import MAX_DOCUMENT_BYTES, read_capped
+from agentledger.display import styled
 from agentledger.errors import ExitCode, InvalidInput, NotFound
+from agentledger.limits import MAX_DOCUMENT_BYTES, read_capped
 from agentledger.phase import (
     DIMENSIONS,
     PhaseCapabilityEvidence,
@@ -309,7 +310,7 @@ def builtins_command(app: AppContext, as_json: bool) -> int:
                 asks.append(f"{dimension:<20}", style="cyan")
                 asks.append(" ".join(_shown(scope) for scope in scopes))
         table.add_row(
-            f"{profile['phase']}\n[dim]{profile['id']}[/dim]",
+            styled("{phase}\n[dim]{id}[/dim]", phase=profile["phase"], id=profile["id"]),
             asks,
             _scopes_lines(profile["approvalRequiredDimensions"]),
             end_section=True,

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.text import Text
 
 from agentledger.cli.app import cli
-from agentledger.cli.context import AppContext, F, emit_json, json_option
+from agentledger.cli.context import AppContext, F, emit_json, json_option, width_option
+from agentledger.display import human_console, safe
 from agentledger.errors import ExitCode
 from agentledger.ledger import Ledger
 from agentledger.report import report_renderable, write_html
@@ -74,15 +76,21 @@ def verify_options(command: F) -> F:
     return command
 
 
-def finish(app: AppContext, report: VerifyReport, as_json: bool, html: Path | None) -> int:
+def finish(
+    app: AppContext,
+    report: VerifyReport,
+    as_json: bool,
+    html: Path | None,
+    width: int | None = None,
+) -> int:
     if html is not None:
         write_html(report, html)
     if as_json:
         emit_json(report.to_json())
     else:
-        app.console.print(report_renderable(report))
+        human_console(width=width).print(report_renderable(report))
         if html is not None:
-            app.err_console.print(f"HTML report written to {html}")
+            app.err_console.print(Text(f"HTML report written to {safe(str(html))}"))
     return int(report.code)
 
 
@@ -112,6 +120,7 @@ def finish(app: AppContext, report: VerifyReport, as_json: bool, html: Path | No
     "--incremental", is_flag=True, help="Re-check only what the last checkpoint does not cover."
 )
 @verify_options
+@width_option
 @json_option
 @click.pass_obj
 def verify(
@@ -125,6 +134,7 @@ def verify(
     trust: tuple[str, ...],
     audit_key_file: Path | None,
     compat: str | None,
+    width: int | None,
     as_json: bool,
 ) -> int:
     """Bulk-verify runs: chains, entry bytes, evidence sets, blobs.
@@ -145,7 +155,7 @@ def verify(
     )
     with app.open_ledger(readonly=True) as ledger:
         report = run_verify(app, ledger, list(run_ids) or None, options)
-    return finish(app, report, as_json, html)
+    return finish(app, report, as_json, html, width)
 
 
 @cli.group()

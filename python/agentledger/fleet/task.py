@@ -95,7 +95,7 @@ def verify_ledger_file(path: Path, job: FleetJob, scratch: Path) -> Verified:
         checkpoint_file: Path | None = None
         text = (job.checkpoints or {}).get(ledger.id)
         if text is not None:
-            checkpoint_file = scratch / "checkpoint.txt"
+            checkpoint_file = scratch / "exported-checkpoint"
             checkpoint_file.write_text(text, encoding="utf-8")
         options = VerifyOptions(
             jobs=max(1, job.jobs), trust=job.trust, checkpoint_file=checkpoint_file

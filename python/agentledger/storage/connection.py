@@ -93,6 +93,15 @@ def _translate(exc: apsw.Error, path: Path) -> LedgerError:
     return LedgerError(f"{path}: {exc}", code="ledger-error")
 
 
+def _remove_empty(created: list[Path]) -> None:
+    """A file that is refused is left as it was: SQLite may have created an empty -wal or
+    -shm beside it while reading its header."""
+    for companion in created:
+        with contextlib.suppress(OSError):
+            if companion.stat().st_size == 0:
+                companion.unlink()
+
+
 def _needs_immutable(path: Path) -> bool:
     """Whether a read-only open must skip SQLite's locks and ``-shm`` file: the ledger or
     its folder cannot be written (read-only media, a reviewer's mount, no permission) and
@@ -100,9 +109,7 @@ def _needs_immutable(path: Path) -> bool:
     if Path(f"{path}-wal").exists():
         return False
     writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-    return not writable or Path(f"{path}-shm").exists() and not os.access(
-        f"{path}-shm", os.W_OK
-    )
+    return not writable or (Path(f"{path}-shm").exists() and not os.access(f"{path}-shm", os.W_OK))
 
 
 def quote_identifier(name: str) -> str:
@@ -154,6 +161,9 @@ class Database:
             raise LedgerError(f"{path}: is a directory, not a ledger", code="not-a-ledger")
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
         immutable = readonly and _needs_immutable(path)
+        companions = [Path(f"{path}{suffix}") for suffix in ("-wal", "-shm")]
+        absent = [companion for companion in companions if not companion.exists()]
+        conn: apsw.Connection | None = None
         try:
             if immutable:
                 uri = "file:" + urllib.parse.quote(str(path.absolute())) + "?immutable=1"
@@ -167,8 +177,13 @@ class Database:
             db = cls(conn, path, readonly)
             db.immutable = immutable
             db._check_identity(fresh, create)
-        except apsw.Error as exc:
-            raise _translate(exc, path) from None
+        except BaseException as exc:
+            if conn is not None:
+                conn.close()
+            _remove_empty(absent)
+            if isinstance(exc, apsw.Error):
+                raise _translate(exc, path) from None
+            raise
         return db
 
     def _check_identity(self, fresh: bool, create: bool = True) -> None:

@@ -23,7 +23,7 @@ _OBJECTS = "SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY type, n
 
 
 def objects(conn: apsw.Connection) -> dict[tuple[str, str], SchemaObject]:
-    return {(row[0], row[1]): tuple(row) for row in conn.execute(_OBJECTS)}  # type: ignore[misc]
+    return {(row[0], row[1]): tuple(row) for row in conn.execute(_OBJECTS)}
 
 
 @functools.cache

@@ -116,7 +116,8 @@ def check_audit(ctx: VerifyContext) -> None:
         columns = {"pos": pos, "run": run_id, "seq": seq, "ledger": ctx.ledger.id}
         for name, value in columns.items():
             if fields[name] != value:
-                diverged(run_id, seq, "audit.record", f"{name} {value!r}", repr(fields[name]), pos)
+                # Expected: what the HMAC-protected record names; actual: where it is filed.
+                diverged(run_id, seq, "audit.record", f"{name} {fields[name]!r}", repr(value), pos)
         if run_id in selected:
             mirror[(run_id, seq)] = (pos, fields)
     ctx.report.audit_records += count

@@ -284,6 +284,15 @@ def _check_journal_anchors(
             )
             continue
         seq, body = pins[run_id]
+        held_import = ctx.conn.execute(
+            "SELECT import_id FROM bernstein_runs WHERE run_id = ?", (run_id,)
+        ).fetchall()
+        if held_import and body.get("import_id") != held_import[0][0]:
+            ctx.diverged(
+                run_id,
+                _div(run_id, seq, "bernstein.anchor.import", str(body.get("import_id")),
+                     str(held_import[0][0]), "import_id"),
+            )  # fmt: skip
         if body.get("path") != path:
             ctx.diverged(
                 run_id,
@@ -309,12 +318,30 @@ def _check_manifests(ctx: VerifyContext, files: _core.BernsteinFiles) -> None:
     ``import.bernstein.workdir`` entry pins; only on a mismatch are the rows compared one
     by one, to name the file."""
     pinned: dict[int, tuple[str, str, int]] = {}
+    details: dict[int, dict[str, Any]] = {}
     for run_id, seq, body in _bodies(ctx, WORKDIR_KIND):
         if run_id == BOOKKEEPING_RUN and isinstance(body.get("import_id"), int):
             pinned[body["import_id"]] = (str(body.get("manifest")), run_id, seq)
-    for import_id, recorded in ctx.conn.execute(
-        "SELECT import_id, manifest FROM bernstein_imports"
-    ).fetchall():
+            details[body["import_id"]] = body
+    rows = ctx.conn.execute(
+        "SELECT import_id, manifest, source, imported_at FROM bernstein_imports"
+    ).fetchall()
+    for import_id in sorted(set(pinned) - {int(row[0]) for row in rows}):
+        ctx.diverged(
+            None,
+            _div(None, None, "bernstein.anchor.import", pinned[import_id][0], "absent",
+                 f"bernstein_imports {import_id}"),
+        )  # fmt: skip
+    for import_id, recorded, source, imported_at in rows:
+        body = details.get(int(import_id), {})
+        # Imports made before these were pinned carry neither (then they are only notes).
+        for field, held in (("source", source), ("imported_at", imported_at)):
+            if field in body and body[field] != held:
+                ctx.diverged(
+                    None,
+                    _div(None, None, "bernstein.anchor.import", str(body[field]), str(held),
+                         f"bernstein_imports {import_id} {field}"),
+                )  # fmt: skip
         if pinned.get(int(import_id), ("",))[0] != recorded:
             ctx.diverged(
                 None,

@@ -29,8 +29,7 @@ def check_referenced_blobs(ctx: VerifyContext) -> None:
         receipt = pruned.get(digest)
         if receipt is not None and _logged_before(ctx, run_id, seq, receipt.log_size):
             ctx.report.notes.append(
-                f"blob {digest} was pruned by signed prune receipt {receipt.receipt_id}, "
-                "not lost"
+                f"blob {digest} was pruned by signed prune receipt {receipt.receipt_id}, not lost"
             )
             continue
         ctx.diverged(run_id, Divergence(run_id, seq, "blob.missing", digest, "absent", digest))

@@ -14,6 +14,7 @@ from agentledger.verify.results import Divergence, RunVerdict, VerifyReport
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
+    from agentledger.signer_memory import Remembered
 
 Progress = Callable[[int], None]
 """Called with the number of entries just verified."""
@@ -51,6 +52,9 @@ class VerifyContext:
     whole: bool
     """True when verifying the whole workspace (not a selection of runs)."""
     heads: dict[str, tuple[int, bytes | None]] = field(default_factory=dict)
+    remembered: dict[str, Remembered] = field(default_factory=dict)
+    """What this install signed and verified for the ledger (``signer_memory.py``), read
+    before the snapshot began."""
     tails: dict[str, tuple[int, bytes]] = field(default_factory=dict)
     referenced: set[str] = field(default_factory=set)
     """Content hashes that verified activity results point at."""

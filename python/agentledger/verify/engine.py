@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentledger.errors import ExitCode, LedgerError
+from agentledger import _core
+from agentledger.errors import AgentLedgerError, ExitCode, LedgerError
+from agentledger.signer_memory import SignerMemory
 from agentledger.storage.migrations import SCHEMA_VERSION
-from agentledger.verify import audit, blobs, journal_pass, receipts, runs_table, team
+from agentledger.verify import audit, blobs, bookkeeping, journal_pass, receipts, runs_table, team
 from agentledger.verify import bernstein as bernstein_checks
 from agentledger.verify import log as workspace_log
 from agentledger.verify import phase as phase_checks
 from agentledger.verify.context import VerifyContext, VerifyOptions
-from agentledger.verify.results import Divergence, RunVerdict, VerifyReport
+from agentledger.verify.results import Divergence, RunVerdict, TrustedKey, VerifyReport
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -34,6 +38,7 @@ CHECKS: list[Check] = [
     receipts.check_receipts,
     audit.check_audit,
     team.check_team_roles,
+    bookkeeping.check_bookkeeping,
     workspace_log.check_log,
     phase_checks.check_phase,
     bernstein_checks.check_bernstein,
@@ -53,7 +58,21 @@ def verify_ledger(
             "it (its entries are then verified before anything is signed)",
             code="ledger-old",
         )
-    report = VerifyReport()
+    report = VerifyReport(
+        ledger_path=str(ledger.path),
+        ledger_id=ledger.id,
+        version=_core.__version__,
+        verified_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        trusted_keys=trusted_keys(ledger, options),
+    )
+    if ledger.db.immutable:
+        report.notes.append(
+            "the ledger cannot be written here: read as immutable (no locks, no -wal); "
+            "nothing was written"
+        )
+    # Read before the snapshot's first read: the memory is written after each commit, so
+    # what it says is then never newer than what the snapshot sees.
+    remembered = SignerMemory(ledger.keys.home, ledger.id).read()
     with ledger.db.snapshot() as conn:
         heads = {
             run_id: (head_seq, head_hash)
@@ -74,21 +93,60 @@ def verify_ledger(
             verdicts=verdicts,
             whole=run_ids is None,
             heads=heads,
+            remembered=remembered,
         )
         if ledger.db.schema_findings:
             # What the file's SQL returns cannot be trusted: its schema is not ours.
             for finding in ledger.db.schema_findings:
                 ctx.diverged(
                     None,
-                    Divergence(None, None, "schema.altered", "the schema agentledger creates",
-                               finding, "sqlite_schema"),
+                    Divergence(
+                        None,
+                        None,
+                        "schema.altered",
+                        "the schema agentledger creates",
+                        finding,
+                        "sqlite_schema",
+                    ),
                 )
             report.notes.append("no other check ran: the file's schema was altered")
         else:
             for check in CHECKS:
                 check(ctx)
     report.runs = list(ctx.verdicts.values())
+    if report.checkpoint is None and report.checkpoint_reason is None:
+        # The log check records the newest checkpoint (or that there is none) when it runs.
+        report.checkpoint_reason = "not matched: the log check did not run (see the findings)"
     report.elapsed_s = time.perf_counter() - started
     for action in ctx.after_snapshot:
         action()
     return report
+
+
+def trusted_keys(ledger: Ledger, options: VerifyOptions) -> list[TrustedKey]:
+    """The keys verification trusts, each with where it came from (read, never created)."""
+    from agentledger.keys import parse_public_key, public_key_text, read_trust_file
+
+    store = ledger.keys
+    found: list[TrustedKey] = []
+
+    def add(key: str, source: str) -> None:
+        if all(known.key != key for known in found):
+            found.append(TrustedKey(key, source))
+
+    try:
+        own = store.install_public_key()
+        if own is not None:
+            add(own, f"this install's key ({store.install_public_key_path})")
+        if store.trust_path.exists():
+            for key in read_trust_file(store.trust_path):
+                add(key, f"trust file {store.trust_path}")
+        for value in options.trust:
+            if value.strip().startswith("ed25519:"):
+                add(public_key_text(parse_public_key(value)), "--trust")
+            else:
+                for key in read_trust_file(Path(value)):
+                    add(key, f"--trust file {value}")
+    except AgentLedgerError as exc:
+        found.append(TrustedKey("-", f"not read: {exc.message}"))
+    return found

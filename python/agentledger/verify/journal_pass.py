@@ -8,10 +8,12 @@ workspace. Python only merges the per-run results into the verdicts.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
 from agentledger import _core
+from agentledger.display import shorten
 from agentledger.storage import native
 from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
@@ -33,6 +35,31 @@ MARKS: dict[str, tuple[tuple[str, ...], bytes]] = {
     "mirrored": (("activity.result", "activity.refused"), b'"mirrored":true'),
 }
 MARKED_LIMIT = 200_000
+
+EDITED_CHECKS = frozenset(
+    {"entry.hash", "entry.json", "entry.canonical", "entry.kind", "activity.evidence_set_hash"}
+)
+"""Findings that mean an entry's bytes were changed: the report shows what they hold now."""
+DETAILS_LIMIT = 10_000
+DETAIL_CHARS = 240
+
+
+def entry_detail(ctx: VerifyContext, run_id: str, seq: int) -> str | None:
+    """The entry's kind and body as the file holds them now, shortened for a report."""
+    rows = ctx.conn.execute(
+        "SELECT kind, bytes FROM entries WHERE run_id = ? AND seq = ?", (run_id, seq)
+    ).fetchall()
+    if not rows:
+        return None
+    kind, raw = rows[0]
+    try:
+        doc = json.loads(raw)
+        body = doc.get("body") if isinstance(doc, dict) else doc
+        # Spaced, so a long body wraps between values and a digest in it is never split.
+        text = json.dumps(body, ensure_ascii=False, sort_keys=True)
+    except (ValueError, RecursionError):
+        text = bytes(raw).decode("utf-8", "replace")
+    return f"{kind} {shorten(text, DETAIL_CHARS)}"
 
 
 def check_journal(ctx: VerifyContext) -> None:
@@ -71,8 +98,13 @@ def check_journal(ctx: VerifyContext) -> None:
             batch_rows=BATCH_ROWS,
         )
     sent = Counter(finding[0] for finding in findings)
+    shown = 0
     for run_id, seq, check, expected, actual in findings:
-        ctx.diverged(run_id, Divergence(run_id, seq, check, expected, actual))
+        detail = None
+        if check in EDITED_CHECKS and seq is not None and shown < DETAILS_LIMIT:
+            shown += 1
+            detail = entry_detail(ctx, run_id, seq)
+        ctx.diverged(run_id, Divergence(run_id, seq, check, expected, actual, detail=detail))
     for run_id, entries, activities, found, last_seq, last_hash in summaries:
         verdict = ctx.verdict(run_id)
         verdict.entries += entries

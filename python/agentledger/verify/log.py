@@ -29,7 +29,13 @@ from dataclasses import dataclass
 from agentledger import _core, tiles
 from agentledger import log as wslog
 from agentledger.archive import archive_seal
-from agentledger.checkpoint import CHECKPOINT_COLUMNS, Checkpoint, StoredCheckpoint, newest_checkpoint
+from agentledger.checkpoint import (
+    CHECKPOINT_COLUMNS,
+    Checkpoint,
+    StoredCheckpoint,
+    history_sizes,
+    newest_checkpoint,
+)
 from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.keys import resolve_trust
 from agentledger.signer_memory import Remembered, SignerMemory
@@ -98,10 +104,11 @@ def plan_log(ctx: VerifyContext) -> None:
     """Before the journal pass: with ``--incremental``, narrow it to the new tail."""
     # An archive keeps its source's id but holds a log of its own: no memory applies.
     sealed = archive_seal(ctx.conn) is not None
-    memory = {} if sealed else _memory(ctx).read()
+    memory = {} if sealed else ctx.remembered
+    known = [memory[kind] for kind in ("signed", "verified") if kind in memory]
     plan = LogPlan(
         exported=_read_exported(ctx),
-        remembered=None if sealed else _memory(ctx).base(),
+        remembered=max(known, key=lambda r: r.size) if known else None,
         covers_workspace=ctx.whole,
     )
     ctx.log_plan = plan
@@ -128,9 +135,9 @@ def plan_log(ctx: VerifyContext) -> None:
     }
     if ctx.whole:
         tail_count = int(
-            wslog.fetch(ctx.conn, "SELECT count(*) FROM entries WHERE leaf >= ?", (base.size,))[
+            wslog.fetch(ctx.conn, "SELECT count(*) FROM entries WHERE leaf >= ?", (base.size,))[0][
                 0
-            ][0]
+            ]
         )
         plan.assembler = _core.LogAssembler(base.size, base.frontier, base.size + tail_count)
         ctx.verdicts.clear()
@@ -190,6 +197,7 @@ def check_log(ctx: VerifyContext) -> None:
         plan = LogPlan(exported=_read_exported(ctx), covers_workspace=ctx.whole)
     trusted = _trusted(ctx)
     newest = _newest(ctx)
+    ctx.report.match_checkpoint(newest, trusted)
     if not plan.covers_workspace:
         _check_selected_runs(ctx, plan, newest, trusted)
         return
@@ -295,14 +303,23 @@ def _check_history(
     newest: StoredCheckpoint | None,
 ) -> None:
     """Every stored checkpoint, not only the newest: signed, and the root of the log's
-    first ``size`` leaves as the (checked) tiles hold them."""
+    first ``size`` leaves as the (checked) tiles hold them; and one at every power of two
+    up to the newest (``checkpoint.history_sizes``), so a deleted row shows."""
+    present: set[int] = set()
     for row in ctx.conn.execute(CHECKPOINT_COLUMNS + " ORDER BY id"):
+        present.add(int(row[1]) if isinstance(row[1], int) else -1)
         if newest is not None and row[0] == newest.id:
             continue  # checked on its own, against the whole log
         try:
             stored = StoredCheckpoint(row[0], Checkpoint.parse(row[3]), row[1], bytes(row[2]))
         except AgentLedgerError as exc:
-            _diverged(ctx, "checkpoint.malformed", "a checkpoint note", exc.message, f"checkpoint {row[0]}")
+            _diverged(
+                ctx,
+                "checkpoint.malformed",
+                "a checkpoint note",
+                exc.message,
+                f"checkpoint {row[0]}",
+            )
             continue
         if not _check_checkpoint(ctx, stored, trusted):
             continue
@@ -317,9 +334,21 @@ def _check_history(
             _diverged(
                 ctx,
                 "checkpoint.history",
-                f"{_b64(note.root)} (the log's first {note.size:,} entries, checkpoint {stored.id})",
+                f"{_b64(note.root)} (the log's first {note.size:,} entries, "
+                f"checkpoint {stored.id})",
                 f"{_b64(at_size)}: the log's history was rewritten",
                 f"checkpoint {stored.id}",
+            )
+    if newest is None:
+        return
+    for wanted in history_sizes(min(newest.checkpoint.size, size)):
+        if wanted not in present:
+            _diverged(
+                ctx,
+                "checkpoint.history_missing",
+                f"a checkpoint of the log's first {wanted:,} entries",
+                "none (deleted; the next signature restores it from the tiles)",
+                "checkpoints",
             )
 
 
@@ -344,9 +373,7 @@ def _check_remembered(
     except AgentLedgerError:
         proof = []
     if not _core.verify_consistency(remembered.size, size, remembered.root, root, proof):
-        _diverged(
-            ctx, "log.rollback", expected, "a different history (rewritten or forked)", "log"
-        )
+        _diverged(ctx, "log.rollback", expected, "a different history (rewritten or forked)", "log")
 
 
 def _newest(ctx: VerifyContext) -> StoredCheckpoint | None:
@@ -368,7 +395,7 @@ def _check_checkpoint(ctx: VerifyContext, stored: StoredCheckpoint, trusted: set
         )
         ok = False
     if note.ledger_id != ctx.ledger.id:
-        _diverged(ctx, "checkpoint.origin", ctx.ledger.id, note.ledger_id, subject)
+        _diverged(ctx, "checkpoint.origin", note.ledger_id, ctx.ledger.id, subject)
         ok = False
     if (stored.size_column, stored.root_column) != (note.size, note.root):
         _diverged(
@@ -422,8 +449,7 @@ def _check_selected_runs(
     selected = ctx.selected_runs
     rows = list(
         ctx.conn.execute(
-            f"SELECT run_id, seq, hash, leaf FROM entries WHERE {IN_SELECTED} "
-            "ORDER BY run_id, seq",
+            f"SELECT run_id, seq, hash, leaf FROM entries WHERE {IN_SELECTED} ORDER BY run_id, seq",
             (ctx.selected_json,),
         )
     )
@@ -552,7 +578,7 @@ def _check_exported(
         _diverged(ctx, "checkpoint.signature", "signed by a trusted key", "not", subject)
         return
     if exported.ledger_id != ctx.ledger.id:
-        _diverged(ctx, "checkpoint.origin", ctx.ledger.id, exported.ledger_id, subject)
+        _diverged(ctx, "checkpoint.origin", exported.ledger_id, ctx.ledger.id, subject)
         return
     if exported.size > size:
         _diverged(

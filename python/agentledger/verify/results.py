@@ -22,6 +22,8 @@ class Divergence:
     actual: str
     subject: str | None = None
     """What the check is about when it is not an entry (a blob digest, a table)."""
+    detail: str | None = None
+    """What the file holds there, for people (an edited entry's kind and body, shortened)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -31,6 +33,7 @@ class Divergence:
             "subject": self.subject,
             "expected": self.expected,
             "actual": self.actual,
+            "detail": self.detail,
         }
 
 
@@ -67,6 +70,42 @@ class RunVerdict:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class TrustedKey:
+    """A signer key verification trusted, and where that trust came from."""
+
+    key: str
+    source: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "source": self.source}
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointMatch:
+    """The signed checkpoint the ledger was matched against (filled by the log check)."""
+
+    id: int
+    size: int
+    root: str
+    """Base64, as in the signed note."""
+    time: str
+    signers: tuple[str, ...]
+    """The signature names the note holds (strings from the ledger)."""
+    trusted_signer: str | None
+    """The trusted key whose signature verifies, or None when none does."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "size": self.size,
+            "root": self.root,
+            "time": self.time,
+            "signers": list(self.signers),
+            "trusted_signer": self.trusted_signer,
+        }
+
+
 def status_name(code: int) -> str:
     return {0: "clean", 1: "missing", 2: "diverged"}.get(code, "error")
 
@@ -84,6 +123,17 @@ class VerifyReport:
     notes: list[str] = field(default_factory=list)
     """What verify could not check and why (e.g. no audit key); never a divergence."""
     elapsed_s: float = 0.0
+    ledger_path: str | None = None
+    ledger_id: str | None = None
+    version: str | None = None
+    """The agentledger version that verified."""
+    verified_at: str | None = None
+    """When verification started (UTC, RFC 3339)."""
+    trusted_keys: list[TrustedKey] = field(default_factory=list)
+    checkpoint: CheckpointMatch | None = None
+    """The newest signed checkpoint the log check matched the ledger against."""
+    checkpoint_reason: str | None = None
+    """Why ``checkpoint`` is None."""
 
     @property
     def entries(self) -> int:
@@ -100,14 +150,82 @@ class VerifyReport:
     def count(self, code: int) -> int:
         return sum(1 for run in self.runs if run.code == code)
 
+    @property
+    def workspace_runs(self) -> set[str]:
+        """Runs named by workspace-level findings (e.g. an audit record of a removed run)."""
+        return {d.run_id for d in self.workspace if d.run_id is not None}
+
+    @property
+    def diverged_runs(self) -> set[str]:
+        """Every run with a finding: its own, or a workspace-level one that names it."""
+        own = {run.run_id for run in self.runs if run.code == ExitCode.DIVERGED}
+        return own | self.workspace_runs
+
+    @property
+    def clean_runs(self) -> int:
+        named = self.workspace_runs
+        return sum(1 for run in self.runs if run.ok and run.run_id not in named)
+
+    @property
+    def findings(self) -> int:
+        """Every finding: the runs' (counted past the per-run cap too) and the workspace's."""
+        return sum(run.divergence_count for run in self.runs) + len(self.workspace)
+
+    def match_checkpoint(self, stored: Any, trusted: set[str]) -> None:
+        """Record the checkpoint (a ``checkpoint.StoredCheckpoint``, or None when the ledger
+        holds none) the log check matches the ledger against."""
+        import base64
+
+        if stored is None:
+            self.checkpoint_reason = "no signed checkpoint in this ledger"
+            return
+        note = stored.checkpoint
+        self.checkpoint = CheckpointMatch(
+            id=int(stored.id),
+            size=int(note.size),
+            root=base64.b64encode(note.root).decode(),
+            time=str(note.time),
+            signers=tuple(str(s.name) for s in note.signatures),
+            trusted_signer=note.signed_by(sorted(trusted)),
+        )
+
+    def findings_by_check(self) -> dict[str, dict[str, int]]:
+        """Per check id: findings kept in the report, runs they touch, workspace findings."""
+        out: dict[str, dict[str, Any]] = {}
+
+        def tally(divergence: Divergence, workspace: bool) -> None:
+            row = out.setdefault(divergence.check, {"findings": 0, "runs": set(), "workspace": 0})
+            row["findings"] += 1
+            if divergence.run_id is not None:
+                row["runs"].add(divergence.run_id)
+            if workspace:
+                row["workspace"] += 1
+
+        for run in self.runs:
+            for divergence in run.divergences:
+                tally(divergence, False)
+        for divergence in self.workspace:
+            tally(divergence, True)
+        ordered = sorted(
+            out.items(), key=lambda item: (-len(item[1]["runs"]), -item[1]["findings"], item[0])
+        )
+        return {
+            check: {
+                "findings": row["findings"],
+                "runs": len(row["runs"]),
+                "workspace": row["workspace"],
+            }
+            for check, row in ordered
+        }
+
     def to_json(self) -> dict[str, Any]:
         return {
             "code": int(self.code),
             "status": status_name(self.code),
             "runs": len(self.runs),
             "entries": self.entries,
-            "clean": self.count(ExitCode.OK),
-            "diverged": self.count(ExitCode.DIVERGED),
+            "clean": self.clean_runs,
+            "diverged": len(self.diverged_runs),
             "missing": self.count(ExitCode.NOT_FOUND),
             "blobs_checked": self.blobs_checked,
             "receipts_checked": self.receipts_checked,
@@ -116,6 +234,14 @@ class VerifyReport:
             "notes": list(self.notes),
             "elapsed_s": round(self.elapsed_s, 6),
             "entries_per_s": round(self.entries / self.elapsed_s) if self.elapsed_s else None,
+            "findings": self.findings,
+            "findings_by_check": self.findings_by_check(),
+            "ledger": {"path": self.ledger_path, "id": self.ledger_id},
+            "version": self.version,
+            "verified_at": self.verified_at,
+            "trusted_keys": [key.to_json() for key in self.trusted_keys],
+            "checkpoint": None if self.checkpoint is None else self.checkpoint.to_json(),
+            "checkpoint_reason": self.checkpoint_reason,
             "workspace": [d.to_json() for d in self.workspace],
             "failures": [run.to_json() for run in self.runs if not run.ok],
             "results": [

@@ -11,7 +11,10 @@ def _hex(digest: bytes | None) -> str:
 
 
 def check_heads(ctx: VerifyContext) -> None:
-    """Each run's cached head (last seq and hash) matches its last entry."""
+    """Each run's cached head (last seq and hash) matches its last entry.
+
+    Expected is the chain's last entry (anchored), actual the cache the runs table holds.
+    """
     for run_id, verdict in list(ctx.verdicts.items()):
         if verdict.code == 1:
             continue
@@ -24,11 +27,11 @@ def check_heads(ctx: VerifyContext) -> None:
         last_seq, last_hash = ctx.tails.get(run_id, (-1, None))
         if head_seq != last_seq:
             ctx.diverged(
-                run_id, Divergence(run_id, None, "run.head_seq", str(head_seq), str(last_seq))
+                run_id, Divergence(run_id, None, "run.head_seq", str(last_seq), str(head_seq))
             )
         if head_hash != last_hash:
             ctx.diverged(
-                run_id, Divergence(run_id, None, "run.head_hash", _hex(head_hash), _hex(last_hash))
+                run_id, Divergence(run_id, None, "run.head_hash", _hex(last_hash), _hex(head_hash))
             )
 
 

@@ -1,0 +1,139 @@
+"""Tables of events outside the runs, against the bookkeeping runs that anchor them.
+
+Every prune receipt must verify (a trusted signer, this ledger, the size and root of this
+log's first entries) and be pinned by exactly one ``gc.pruned`` entry of ``_gc``; the
+``team_roles`` table must be what the ``team.loaded`` entries of ``_team`` load, in order
+(``bookkeeping.py``). A row edited, deleted or added by hand is a difference.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from nacl.exceptions import BadSignatureError
+from nacl.signing import VerifyKey
+
+from agentledger import tiles
+from agentledger.bookkeeping import GC_PRUNED, GC_RUN, TEAM_LOADED, TEAM_RUN
+from agentledger.errors import AgentLedgerError, InvalidInput
+from agentledger.gc import PRUNE_DOMAIN, receipt_hash
+from agentledger.keys import parse_public_key, resolve_trust
+from agentledger.verify.context import VerifyContext
+from agentledger.verify.results import Divergence
+
+
+def _bodies(ctx: VerifyContext, run_id: str, kind: str) -> list[tuple[int, dict[str, Any]]]:
+    found = []
+    for seq, raw in ctx.conn.execute(
+        "SELECT seq, bytes FROM entries WHERE run_id = ? AND kind = ? ORDER BY seq",
+        (run_id, kind),
+    ):
+        try:
+            body = json.loads(raw)["body"]
+        except (ValueError, KeyError, TypeError):
+            continue  # the journal pass reports a malformed entry
+        if isinstance(body, dict):
+            found.append((int(seq), body))
+    return found
+
+
+def _diverged(ctx: VerifyContext, check: str, expected: str, actual: str, subject: str) -> None:
+    ctx.diverged(None, Divergence(None, None, check, expected, actual, subject))
+
+
+def check_bookkeeping(ctx: VerifyContext) -> None:
+    if not ctx.whole:
+        return
+    _check_prune_receipts(ctx)
+    _check_team_roles(ctx)
+
+
+def _check_prune_receipts(ctx: VerifyContext) -> None:
+    pinned = Counter(str(body.get("receipt")) for _, body in _bodies(ctx, GC_RUN, GC_PRUNED))
+    trusted = resolve_trust(ctx.options.trust, ctx.ledger.keys)
+    reader = tiles.TileReader(ctx.conn)
+    held: Counter[str] = Counter()
+    for receipt_id, receipt, signer, signature in ctx.conn.execute(
+        "SELECT id, receipt, signer, signature FROM prune_receipts ORDER BY id"
+    ):
+        subject = f"prune receipt {receipt_id}"
+        data = receipt.encode("utf-8", "surrogateescape") if isinstance(receipt, str) else b""
+        held[receipt_hash(data)] += 1
+        problem = _receipt_problem(ctx, reader, trusted, data, signer, signature)
+        if problem:
+            _diverged(
+                ctx, "prune.receipt", "a receipt of this ledger's log, signed", problem, subject
+            )
+    for name in sorted(set(pinned) | set(held)):
+        if pinned[name] != held[name]:
+            _diverged(
+                ctx,
+                "prune.anchor",
+                f"{pinned[name]} receipt(s) {name} (pinned by {GC_RUN})",
+                f"{held[name]} in prune_receipts",
+                "prune_receipts",
+            )
+
+
+def _receipt_problem(
+    ctx: VerifyContext,
+    reader: tiles.TileReader,
+    trusted: set[str],
+    data: bytes,
+    signer: object,
+    signature: object,
+) -> str | None:
+    if not isinstance(signer, str) or signer not in trusted:
+        return f"signed by {str(signer)[:80]}, not a trusted key"
+    if not isinstance(signature, bytes):
+        return "its signature is not bytes"
+    try:
+        VerifyKey(parse_public_key(signer)).verify(PRUNE_DOMAIN + data, signature)
+    except (BadSignatureError, InvalidInput, TypeError, ValueError):
+        return "its signature does not verify"
+    try:
+        document = json.loads(data)
+    except ValueError:
+        return "not JSON"
+    if not isinstance(document, dict) or document.get("ledger") != ctx.ledger.id:
+        return "a receipt of another ledger"
+    size = document.get("log_size")
+    if not isinstance(size, int) or size < 0:
+        return "no log size"
+    try:
+        root = "blake3:" + reader.root(size).hex()
+    except AgentLedgerError:
+        return f"the log has no first {size} entries"
+    if root != document.get("log_root"):
+        return f"the log's first {size} entries are not the ones it was signed over"
+    return None
+
+
+def _check_team_roles(ctx: VerifyContext) -> None:
+    loaded: dict[str, tuple[str, str, str]] = {}
+    for _, body in _bodies(ctx, TEAM_RUN, TEAM_LOADED):
+        roles = body.get("roles")
+        for item in roles if isinstance(roles, list) else []:
+            if isinstance(item, list) and len(item) == 2:
+                loaded[str(item[0])] = (
+                    str(item[1]),
+                    str(body.get("manifest")),
+                    str(body.get("loaded_at")),
+                )
+    table = {
+        str(role): (str(kind), str(manifest), str(at))
+        for role, kind, manifest, at in ctx.conn.execute(
+            "SELECT role, agent_kind, manifest_hash, loaded_at FROM team_roles"
+        )
+    }
+    for role in sorted(set(loaded) | set(table)):
+        if loaded.get(role) != table.get(role):
+            _diverged(
+                ctx,
+                "team.roles",
+                repr(loaded.get(role)) if role in loaded else f"no role {role!r} (none loaded)",
+                repr(table.get(role)) if role in table else "absent",
+                f"team_roles {role!r}",
+            )

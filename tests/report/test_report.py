@@ -1,0 +1,176 @@
+"""The verify report: one meaning for expected/actual, counts by check, full width, what was
+verified at the top (terminal and JSON)."""
+
+from __future__ import annotations
+
+import io
+import re
+from html import escape as html_escape
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+import agentledger
+from agentledger import Ledger, _core
+from agentledger.checks import explain
+from agentledger.display import human_console
+from agentledger.report import report_renderable
+from agentledger.report_html import render_html
+from agentledger.verify import Divergence, RunVerdict, VerifyReport
+from tests.report.conftest import Demo, as_json
+
+DIGEST = re.compile(r"blake3:[0-9a-f]{64}")
+
+
+def _finding(report: dict[str, Any], run: str, check: str) -> dict[str, Any]:
+    failure = next(f for f in report["failures"] if f["run"] == run)
+    return next(d for d in failure["divergences"] if d["check"] == check)
+
+
+def test_expected_is_the_anchored_record_and_actual_what_the_file_holds(
+    demo: Demo, demo_cli: Any
+) -> None:
+    code, out, _ = demo_cli("verify", "--json")
+    assert code == 2
+    report = as_json(out)
+    head = _finding(report, demo.run("run.head_seq"), "run.head_seq")
+    # The chain ends at step 23; the runs table's cache was edited to 22.
+    assert (head["expected"], head["actual"]) == ("23", "22")
+    edited = demo.run("entry.hash")
+    entry = _finding(report, edited, "entry.hash")
+    with Ledger.open(demo.path, readonly=True) as ledger:
+        stored, raw = ledger.db.rows(
+            "SELECT hash, bytes FROM entries WHERE run_id = ? AND seq = 3", (edited,)
+        )[0]
+    assert entry["expected"] == "blake3:" + bytes(stored).hex()  # the recorded hash
+    assert entry["actual"] == "blake3:" + _core.entry_hash(bytes(raw)).hex()  # the bytes now
+
+
+def test_expected_is_neutral_and_actual_red_on_every_line(demo: Demo, demo_cli: Any) -> None:
+    with Ledger.open(demo.path, readonly=True) as ledger:
+        report = ledger.verify()
+    buffer = io.StringIO()
+    Console(file=buffer, force_terminal=True, color_system="standard", width=300).print(
+        report_renderable(report)
+    )
+    lines = buffer.getvalue().splitlines()
+    expected = [line for line in lines if "expected" in line and DIGEST.search(line)]
+    actual = [line for line in lines if "actual" in line and DIGEST.search(line)]
+    assert expected and actual
+    assert all("\x1b[32m" not in line for line in expected)  # never green
+    assert all("\x1b[31m" not in line for line in expected)
+    assert all("\x1b[31m" in line for line in actual)
+
+
+def test_every_check_found_is_explained_and_an_edit_shows_what_the_file_holds(
+    demo: Demo, demo_cli: Any
+) -> None:
+    code, out, _ = demo_cli("verify")
+    assert code == 2
+    for check in ("entry.hash", "chain.gap", "run.head_seq", "blob.digest"):
+        assert explain(check).means in out
+    assert 'step {"n": 3, "tool": "rm -rf /;' in out  # the edited body, not only two hashes
+    code, out, _ = demo_cli("verify", "--json")
+    entry = _finding(as_json(out), demo.run("entry.hash"), "entry.hash")
+    assert entry["detail"].startswith('step {"n": 3, "tool": "rm -rf /;')
+
+
+def test_the_summary_counts_workspace_findings_by_check(demo: Demo, demo_cli: Any) -> None:
+    code, out, _ = demo_cli("verify", "--json")
+    assert code == 2
+    report = as_json(out)
+    by_check = report["findings_by_check"]
+    assert by_check["blob.digest"]["workspace"] == 1
+    assert by_check["entry.hash"]["runs"] == 1
+    assert report["findings"] >= sum(row["findings"] for row in by_check.values())
+    _, out, _ = demo_cli("verify")
+    summary = out[: out.index("\nworkspace ")]
+    assert re.search(r"blob\.digest +workspace", summary)
+    assert re.search(r"entry\.hash +1 run", summary)
+
+
+def test_a_run_named_only_by_a_workspace_finding_is_counted_diverged() -> None:
+    report = VerifyReport(runs=[RunVerdict("a"), RunVerdict("b")])
+    report.workspace.append(Divergence("b", 3, "audit.orphan", "an activity entry", "none"))
+    assert report.diverged_runs == {"b"}
+    assert report.to_json()["diverged"] == 1 and report.to_json()["clean"] == 1
+    out = io.StringIO()
+    human_console(file=out).print(report_renderable(report))
+    assert "1 clean  1 diverged" in out.getvalue()
+    assert "diverged 0" not in out.getvalue()
+
+
+def _many_runs(n: int) -> VerifyReport:
+    report = VerifyReport(runs=[RunVerdict(f"run-{i:06d}", entries=24) for i in range(n)])
+    report.elapsed_s = 1.5
+    for verdict in report.runs[:201]:
+        verdict.add(Divergence(verdict.run_id, 3, "entry.hash", "blake3:" + "a" * 64,
+                               "blake3:" + "b" * 64))  # fmt: skip
+    return report
+
+
+def test_piped_output_is_never_wrapped_a_digest_never_split_a_number_never_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)
+    report = _many_runs(150_000)
+    out = io.StringIO()  # not a terminal
+    human_console(file=out).print(report_renderable(report))
+    text = out.getvalue()
+    assert "3,600,000 entries" in text
+    assert "149,799 clean" in text
+    assert "entry.hash  201 runs" in text
+    assert "…" not in text.split("what the checks mean")[0].replace("… 151 more", "")
+    assert text.count("blake3:" + "a" * 64) == 50  # every digest shown is whole
+
+
+def test_columns_and_width_are_honoured(
+    demo: Demo, demo_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, out, _ = demo_cli("verify", "--width", "100")
+    assert max(len(line) for line in out.splitlines()) <= 100
+    monkeypatch.setenv("COLUMNS", "90")
+    _, out, _ = demo_cli("show", demo.run("entry.hash"))
+    assert max(len(line) for line in out.splitlines()) <= 90
+    monkeypatch.delenv("COLUMNS")
+    _, out, _ = demo_cli("verify")
+    assert max(len(line) for line in out.splitlines()) > 100  # unwrapped when piped
+
+
+def test_what_was_verified_is_at_the_top_and_in_the_json(ledger_path: Path, cli: Any) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        ledger.run("r").append_many([("step", {"n": n}) for n in range(5)])
+        install_key = ledger.keys.install_public_key()
+        ledger_id = ledger.id
+    result = cli("verify", "--json")
+    assert result.code == 0
+    report = result.json()
+    assert report["ledger"] == {"path": str(ledger_path), "id": ledger_id}
+    assert report["version"] == agentledger.__version__
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", report["verified_at"])
+    assert report["trusted_keys"][0]["key"] == install_key
+    assert "install" in report["trusted_keys"][0]["source"]
+    checkpoint = report["checkpoint"]
+    assert checkpoint["size"] == 5 and checkpoint["trusted_signer"] == install_key
+    assert checkpoint["root"] and checkpoint["signers"]
+    assert report["findings_by_check"] == {} and report["findings"] == 0
+    top = cli("verify").out.splitlines()[:5]
+    assert top[0].startswith("ledger") and str(ledger_path) in top[0] and ledger_id in top[0]
+    assert agentledger.__version__ in top[1]
+    assert install_key is not None and install_key in top[2]
+    assert top[3].startswith("checkpoint") and "5 entries" in top[3]
+    assert f"signed by {install_key}" in top[3]
+
+
+def test_the_html_holds_every_failing_run_and_what_was_verified() -> None:
+    report = _many_runs(300)
+    report.ledger_path, report.ledger_id, report.version = "/x/ledger.db", "abc", "9.9"
+    html = render_html(report)
+    assert "<title>agentledger verify: diverged — /x/ledger.db</title>" in html
+    assert all(f'id="run-run-{i:06d}"' in html for i in range(201))
+    assert 'id="run-run-000003-step-3"' in html
+    assert "see --json" not in html
+    assert "<svg" in html and "http://" not in html.replace("http://www.w3.org/2000/svg", "")
+    assert html_escape(explain("entry.hash").means) in html

@@ -1,0 +1,99 @@
+"""`show` verifies what it shows: tampered data is never presented as normal."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import apsw
+from rich.console import Console
+
+from agentledger import Ledger
+from agentledger.activity.stages import stage_summaries
+from agentledger.cli.journal import stages_tree
+from agentledger.verify.marks import mark_run
+from tests.report.conftest import Demo, as_json
+
+
+def test_show_marks_an_edited_body_and_exits_2(demo: Demo, demo_cli: Any) -> None:
+    run = demo.run("entry.hash")
+    code, out, _ = demo_cli("show", run)
+    assert code == 2
+    step3 = next(line for line in out.splitlines() if " 3 step " in line)
+    assert "edited" in step3 and "clean" not in step3
+    assert "edited (entry.hash)" in out
+    assert "DIVERGED" in out.splitlines()[0]
+    code, out, _ = demo_cli("show", run, "--json")
+    assert code == 2
+    shown = as_json(out)
+    assert shown["code"] == 2 and shown["status"] == "diverged"
+    by_seq = {e["seq"]: e for e in shown["entries"]}
+    assert [m["mark"] for m in by_seq[3]["marks"]] == ["edited"]
+    assert by_seq[3]["marks"][0]["check"] == "entry.hash"
+    assert by_seq[2]["status"] == "clean" and by_seq[2]["marks"] == []
+
+
+def test_show_names_a_deleted_step(demo: Demo, demo_cli: Any) -> None:
+    run = demo.run("chain.gap")
+    code, out, _ = demo_cli("show", run)
+    assert code == 2
+    assert "step 5 missing: deleted from the chain" in out
+    step6 = next(line for line in out.splitlines() if " 6 step " in line)
+    assert "gap before it" in step6
+    code, out, _ = demo_cli("show", run, "--json")
+    assert code == 2
+    by_seq = {e["seq"]: e for e in as_json(out)["entries"]}
+    assert 5 not in by_seq
+    assert by_seq[6]["missing_before"] == [5, 5]
+
+
+def test_show_says_when_the_runs_cached_head_was_edited(demo: Demo, demo_cli: Any) -> None:
+    code, out, _ = demo_cli("show", demo.run("run.head_seq"))
+    assert code == 2
+    assert "run.head_seq" in out
+
+
+def test_a_clean_run_is_shown_clean_and_exits_0(ledger: Ledger, cli: Any) -> None:
+    ledger.run("r").append_many([("step", {"n": n}) for n in range(3)])
+    shown = cli("show", "r")
+    assert shown.code == 0
+    assert "verified clean" in shown.out.splitlines()[0]
+    assert "✗" not in shown.out
+    assert cli("show", "r", "--json").json()["code"] == 0
+
+
+def _research_with_a_lost_blob(path: Path) -> str:
+    with Ledger.open(path) as ledger:
+        research = ledger.run("r").research("research-0")
+        pages = [research.fetch(f"https://example.org/{n}", f"page {n}".encode()) for n in range(3)]
+        research.finish(artifact={"summary": "three pages"})
+    lost = pages[1].content_hash
+    conn = apsw.Connection(str(path))
+    conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (lost,))
+    conn.execute("DELETE FROM blobs WHERE digest = ?", (lost,))
+    conn.close()
+    return lost
+
+
+def test_a_stage_with_2_of_3_blobs_is_incomplete_never_green(ledger_path: Path, cli: Any) -> None:
+    _research_with_a_lost_blob(ledger_path)
+    shown = cli("show", "r")
+    assert shown.code == 2
+    stage_line = next(line for line in shown.out.splitlines() if "research-0  research" in line)
+    assert "stage incomplete" in stage_line
+    assert "2/3 blobs" in shown.out
+    # In colour, "completed" is not green: the stage's state is shown with what is wrong.
+    with Ledger.open(ledger_path) as ledger:
+        stages = stage_summaries(ledger, list(ledger.run("r").entries()))
+        verdict = ledger.verify(["r"]).runs[0]
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, color_system="standard", width=200)
+    console.print(stages_tree(stages, mark_run(verdict, [], stages)))
+    coloured = buffer.getvalue()
+    assert "\x1b[32mcompleted" not in coloured
+    assert "\x1b[31mcompleted" in coloured
+    result = cli("show", "r", "--json").json()
+    assert result["code"] == 2
+    activity = next(e for e in result["entries"] if e["kind"] == "activity.result")
+    assert "stage incomplete" in [m["mark"] for m in activity["marks"]]
