@@ -61,11 +61,13 @@ def test_a_local_cluster_verifies_the_fleet_like_plain_verify(
     assert_fleet_report(report, fleet, plain)
     assert report["cluster"]["local"] is True
     assert report["cluster"]["workers"] == 2
-    # The HTML is the terminal report, recorded: totals, then the worst files first.
+    # The HTML document: what was verified where, then the failing files worst first.
     text = html.read_text()
-    assert "Fleet verification" in text and "nothing lost" in text
-    worst = text[text.index("Worst files first") :]
-    assert worst.index("unreadable") < worst.index("diverged") < worst.index("verdict: diverged")
+    assert "Fleet verification report" in text and "(nothing lost)" in text
+    assert fleet.public_key in text
+    failing = text[text.index("Failing files, worst first (2)") : text.index("Clean files (4)")]
+    assert failing.index("status-missing") < failing.index("status-diverged")
+    assert 'id="check-entry.hash"' in text  # what the checks mean
 
 
 def test_a_running_scheduler_and_two_workers_verify_the_fleet(

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import io
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from agentledger import Ledger
 from agentledger.errors import ExitCode
-from agentledger.fleet import FleetArgumentError, FleetJob, expand_paths, verify_file
+from agentledger.fleet import FleetArgumentError, FleetJob, FleetReport, expand_paths, verify_file
 from agentledger.fleet.inputs import read_signer_memory
+from agentledger.fleet.report import fleet_renderable
 
 from .fleetkit import Fleet, build_ledger
 
@@ -140,3 +143,15 @@ def test_no_audit_key_travels_and_the_note_says_so(tmp_path: Path) -> None:
     [note] = [note for note in summary.notes if note.startswith("audit mirror")]
     assert "NOT checked" in note and "<the task's empty key folder>" in note
     assert "agentledger-fleet-" not in note
+
+
+def test_the_terminal_report_puts_the_worst_files_first(fleet: Fleet) -> None:
+    job = FleetJob(trust=(fleet.public_key,))
+    report = FleetReport(ledgers=[verify_file(path, job) for path in sorted(fleet.kinds)])
+    report.inputs = len(report.ledgers)
+    console = Console(record=True, file=io.StringIO(), width=200)
+    console.print(fleet_renderable(report))
+    out = console.export_text()
+    worst = out[out.index("Worst files first") :]
+    assert worst.index("unreadable") < worst.index("diverged") < worst.index("verdict: diverged")
+    assert "entry.hash" in out and "nothing lost" in out

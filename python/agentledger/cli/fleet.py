@@ -164,6 +164,7 @@ def fleet_verify(
     with live_progress(app, len(files)) as on_result:
         report = cluster.verify_fleet(files, job, options, on_result)
     report.notes.extend(notes)
+    report.trusted = list(trusted)
     if checkpoints is not None:
         matched = {ledger.ledger_id for ledger in report.ledgers}
         unmatched = sorted(set(checkpoints) - matched)

@@ -1,17 +1,16 @@
 """The fleet report for people: totals, findings by check, the worst files first.
 
-Rendered with rich like the single-workspace report (report.py): the same renderable goes
-to the terminal or, through ``Console(record=True)``, to a standalone HTML file. Machine
-output is ``FleetReport.to_json()``.
+Rendered with rich for the terminal like the single-workspace report (report.py); the HTML
+document is ``fleet/report_html.py``, in the style of ``report_html.py``. Machine output is
+``FleetReport.to_json()``.
 """
 
 from __future__ import annotations
 
-import io
 import os
 from pathlib import Path
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -150,7 +149,7 @@ def fleet_renderable(report: FleetReport) -> RenderableType:
 
 
 def write_fleet_html(report: FleetReport, path: Path) -> None:
-    """The same report as a standalone HTML file."""
-    console = Console(record=True, file=io.StringIO(), width=160)
-    console.print(fleet_renderable(report))
-    path.write_text(console.export_html(), encoding="utf-8")
+    """The report as a standalone HTML document, in the workspace report's style."""
+    from agentledger.fleet.report_html import render_fleet_html
+
+    path.write_text(render_fleet_html(report), encoding="utf-8")

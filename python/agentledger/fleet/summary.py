@@ -97,6 +97,8 @@ class FleetReport:
     scheduler: str = ""
     local_cluster: bool = True
     elapsed_s: float = 0.0
+    trusted: list[str] = field(default_factory=list)
+    """The keys every worker trusted (``ed25519:<hex>``), as the client resolved them."""
     notes: list[str] = field(default_factory=list)
 
     def count(self, status: str) -> int:
@@ -156,5 +158,6 @@ class FleetReport:
                 "workers": self.workers,
                 "workers_lost": self.workers_lost,
             },
+            "trusted": list(self.trusted),
             "notes": list(self.notes),
         }
