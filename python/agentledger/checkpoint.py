@@ -215,24 +215,21 @@ def take(conn: apsw.Connection, ledger: Ledger, *, force: bool = False) -> Store
     """
     state = current_state(conn)
     root = state.root
-    newest = newest_checkpoint(conn)
-    if (
-        not force
-        and newest is not None
-        and (newest.size_column, newest.root_column)
-        == (
-            state.size,
-            root,
-        )
-    ):
-        return newest
+    if not force:
+        newest = newest_checkpoint(conn)
+        if newest is not None and (newest.size_column, newest.root_column) == (state.size, root):
+            return newest
     scope = ledger.db.transaction_scope
     if not scope.get("may_sign"):
         signing.check_may_sign(conn, ledger, state)
         scope["may_sign"] = True
+    # Only the previous newest's row and size are needed here: its note is not parsed.
+    previous = conn.execute(
+        "SELECT id, size FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1"
+    ).fetchall()
     stored = _insert(conn, ledger, state.size, root)
-    if newest is not None and not is_kept(newest.size_column):
-        conn.execute("DELETE FROM checkpoints WHERE id = ?", (newest.id,))
+    if previous and not is_kept(previous[0][1]):
+        conn.execute("DELETE FROM checkpoints WHERE id = ?", (previous[0][0],))
     sign_history(conn, ledger, state.size)
     signing.remember_signed(ledger, state.size, root)
     return stored

@@ -185,11 +185,7 @@ def check_head(conn: apsw.Connection, run_id: str, head_seq: int, head_hash: byt
     if bytes(digest) != bytes(head_hash or b"") or not isinstance(leaf, int) or leaf < 0:
         raise _head_refused(run_id, f"its entry {head_seq} is not the head it records")
     expected = tiles.leaf_hash(_core.log_leaf(run_id, head_seq, bytes(digest)))
-    try:
-        stored = tiles.TileReader(conn).hashes(0, leaf, 1)
-    except AgentLedgerError:
-        stored = b""
-    if stored != expected:
+    if tiles.stored_hash(conn, 0, leaf) != expected:
         raise _head_refused(run_id, f"its entry {head_seq} is not the one the log recorded")
 
 

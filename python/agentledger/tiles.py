@@ -52,6 +52,17 @@ def _broken(why: str) -> LedgerError:
     return LedgerError(f"the workspace log's tiles are damaged: {why}", code="log-broken")
 
 
+def stored_hash(conn: apsw.Connection, level: int, index: int) -> bytes:
+    """One stored hash, read without the rest of its tile (b"" when there is none)."""
+    tile, offset = divmod(index, TILE_WIDTH)
+    rows = conn.execute(
+        "SELECT substr(hashes, ?, 32) FROM log_tiles WHERE level = ? AND idx = ?",
+        (offset * HASH_LEN + 1, level, tile),
+    ).fetchall()
+    found = rows[0][0] if rows else b""
+    return bytes(found) if isinstance(found, bytes) and len(found) == HASH_LEN else b""
+
+
 class TileReader:
     """Nodes of the stored tree, read through one connection (tiles cached per reader)."""
 

@@ -18,8 +18,9 @@ import apsw
 from agentledger import _core
 from agentledger.activity.result import MODALITIES, STAGE_ID
 from agentledger.bookkeeping import TEAM_LOADED, TEAM_RUN
-from agentledger.errors import InvalidInput, NotFound
+from agentledger.errors import InvalidInput
 from agentledger.ids import utc_timestamp
+from agentledger.limits import MAX_DOCUMENT_BYTES, read_capped
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -72,13 +73,7 @@ def parse_manifest(data: bytes, name: str = "manifest") -> list[Role]:
 
 def load_manifest(ledger: Ledger, path: str | Path) -> list[Role]:
     """Read a manifest file and record its roles (a later manifest redefines a role)."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise NotFound(f"no such file: {path}") from None
-    except OSError as exc:
-        raise InvalidManifest(f"cannot read {path}: {exc.strerror or exc}") from None
+    data = read_capped(Path(path), MAX_DOCUMENT_BYTES, "a team manifest")
     return load_manifest_bytes(ledger, data, str(path))
 
 

@@ -17,6 +17,7 @@ from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.display import safe, styled
 from agentledger.errors import ExitCode, InvalidInput
+from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
 
 
 @cli.group("import")
@@ -88,7 +89,7 @@ def import_bernstein(
     audit_problems: list[str] = []
     if audit_key_file is not None:
         try:
-            master = read_master_key(audit_key_file.read_bytes())
+            master = read_master_key(read_capped(audit_key_file, MAX_KEY_FILE_BYTES, "a key"))
         except OSError as exc:
             raise InvalidInput(f"cannot read the audit key: {exc}", code="audit-key") from None
         chain = verify_audit(DirectoryWorkdir(workdir).audit_segments(), master)

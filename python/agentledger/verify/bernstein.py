@@ -21,7 +21,8 @@ from agentledger.bernstein.importer import FORMAT, IMPORT_KIND, WORKDIR_KIND, ma
 from agentledger.bernstein.reports import SPKI_ED25519_PREFIX
 from agentledger.bernstein.verifier import RunResult, pending_journals, verify_ledger_runs
 from agentledger.bernstein.workdir import LedgerWorkdir
-from agentledger.errors import ExitCode, InvalidInput
+from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
+from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
 from agentledger.storage import native
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
@@ -184,7 +185,9 @@ def _audit(ctx: VerifyContext, workdir: LedgerWorkdir) -> AuditChain | None:
     master = None
     if ctx.options.audit_key_file is not None:
         try:
-            master = read_master_key(Path(ctx.options.audit_key_file).read_bytes())
+            master = read_master_key(
+                read_capped(Path(ctx.options.audit_key_file), MAX_KEY_FILE_BYTES, "a key")
+            )
         except OSError as exc:
             raise InvalidInput(f"cannot read the audit key: {exc}", code="audit-key") from None
     audit = verify_audit(segments, master)
@@ -213,8 +216,8 @@ def trusted_keys(trust: tuple[str, ...]) -> frozenset[bytes]:
         text = item
         if not item.startswith("ed25519:"):
             try:
-                text = Path(item).read_text("utf-8").strip()
-            except OSError:
+                text = read_capped(Path(item), MAX_KEY_FILE_BYTES, "a key").decode("utf-8").strip()
+            except (OSError, UnicodeDecodeError, AgentLedgerError):
                 raise InvalidInput(
                     f"--trust {item!r}: not ed25519:<hex> nor a readable file", code="bad-trust"
                 ) from None
