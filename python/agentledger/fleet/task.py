@@ -62,6 +62,10 @@ def verify_file(path: str, job: FleetJob) -> LedgerSummary:
     except apsw.Error as exc:
         # What `agentledger verify` reports for it too (cli/__init__.py): a ledger error.
         summary = _unreadable(path, int(ExitCode.INVALID_INPUT), "ledger-error", f"SQLite: {exc}")
+    except RecursionError:
+        summary = _unreadable(
+            path, int(ExitCode.INVALID_INPUT), "too-deep", "input nested too deeply"
+        )
     except OSError as exc:
         summary = _unreadable(path, int(ExitCode.INVALID_INPUT), "io-error", str(exc))
     summary.elapsed_s = time.perf_counter() - started
