@@ -18,6 +18,8 @@ from agentledger.cli import main
 def _isolated_key_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Appends sign checkpoints with the install key: never touch the real key folder."""
     monkeypatch.setenv("AGENTLEDGER_HOME", str(tmp_path / "keys"))
+    # verify's per-run status notes (run_status.py) stay in the test's folder too.
+    monkeypatch.setenv("AGENTLEDGER_CACHE", str(tmp_path / "cache"))
 
 
 @pytest.fixture

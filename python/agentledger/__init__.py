@@ -2,14 +2,55 @@
 
 The compiled core is the private module ``agentledger._core``; its public face is
 ``agentledger.core``. Everything a user needs is importable from here.
+
+The names below are loaded on first use (PEP 562), so that importing a submodule — the
+command line's ``--version`` and ``--help`` above all — does not pay for the compiled core,
+the schema models or the verifier.
 """
 
-from agentledger._core import __version__
-from agentledger.activity import ActivityRejected, ActivityResult, Observation
-from agentledger.errors import AgentLedgerError, InvalidInput, LedgerError, NotFound
-from agentledger.journal import Entry, Run
-from agentledger.ledger import Ledger
-from agentledger.verify import Divergence, RunVerdict, VerifyReport
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from agentledger._version import __version__
+
+if TYPE_CHECKING:
+    from agentledger.activity import ActivityRejected, ActivityResult, Observation
+    from agentledger.errors import AgentLedgerError, InvalidInput, LedgerError, NotFound
+    from agentledger.journal import Entry, Run
+    from agentledger.ledger import Ledger
+    from agentledger.verify import Divergence, RunVerdict, VerifyReport
+
+_EXPORTS = {
+    "ActivityRejected": "agentledger.activity",
+    "ActivityResult": "agentledger.activity",
+    "AgentLedgerError": "agentledger.errors",
+    "Divergence": "agentledger.verify",
+    "Entry": "agentledger.journal",
+    "InvalidInput": "agentledger.errors",
+    "Ledger": "agentledger.ledger",
+    "LedgerError": "agentledger.errors",
+    "NotFound": "agentledger.errors",
+    "Observation": "agentledger.activity",
+    "Run": "agentledger.journal",
+    "RunVerdict": "agentledger.verify",
+    "VerifyReport": "agentledger.verify",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'agentledger' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})
+
 
 __all__ = [
     "ActivityRejected",

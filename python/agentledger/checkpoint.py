@@ -38,7 +38,7 @@ from agentledger import signing, tiles
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.keys import parse_public_key, public_key_text
-from agentledger.log import current_state, fetch
+from agentledger.log import LogState, current_state, fetch
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -213,7 +213,8 @@ def take(conn: apsw.Connection, ledger: Ledger, *, force: bool = False) -> Store
     one at every power of two up to it (``history_sizes``), about log2(n) rows; the tiles
     prove any of them from the others.
     """
-    state = current_state(conn)
+    known = ledger.db.transaction_scope.get("log_state")
+    state = known if isinstance(known, LogState) else current_state(conn)
     root = state.root
     if not force:
         newest = newest_checkpoint(conn)
@@ -230,8 +231,11 @@ def take(conn: apsw.Connection, ledger: Ledger, *, force: bool = False) -> Store
     stored = _insert(conn, ledger, state.size, root)
     if previous and not is_kept(previous[0][1]):
         conn.execute("DELETE FROM checkpoints WHERE id = ?", (previous[0][0],))
-    sign_history(conn, ledger, state.size)
-    signing.remember_signed(ledger, state.size, root)
+    # The history is completed when the log passes a power of two, and on demand (a row
+    # deleted meanwhile is a finding of verify until then).
+    if not force or not previous or previous[0][1].bit_length() != state.size.bit_length():
+        sign_history(conn, ledger, state.size)
+    signing.remember_signed(ledger, state.size, root, stored.checkpoint.time)
     return stored
 
 

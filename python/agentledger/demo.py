@@ -15,6 +15,8 @@ from agentledger import _core
 from agentledger.ledger import Ledger
 
 ENTRIES_PER_RUN = 24
+MIN_RUNS = 10
+"""Five corrupted runs, each from its own fifth of the workspace, need two runs a fifth."""
 RUNS_PER_TRANSACTION = 250
 
 
@@ -99,7 +101,11 @@ def _rechain(ledger: Ledger, run_id: str, from_seq: int) -> None:
 def plant_corruptions(ledger: Ledger) -> list[Corruption]:
     """Damage a handful of runs and one blob; return what verify must report."""
     runs = ledger.runs()
-    pick = [runs[i * len(runs) // 5 + 3] for i in range(5)]
+    if len(runs) < MIN_RUNS:
+        raise ValueError(f"the demo needs at least {MIN_RUNS} runs, not {len(runs)}")
+    # One run from each fifth of the workspace (distinct for any size >= MIN_RUNS).
+    offset = min(3, len(runs) // 5 - 1)
+    pick = [runs[i * len(runs) // 5 + offset] for i in range(5)]
     conn = ledger.db.conn
     planted = []
     with ledger.db.write():

@@ -14,6 +14,10 @@ class ExitCode(IntEnum):
     BLOCKED = 3
     USAGE = 64
     INVALID_INPUT = 65
+    INTERNAL = 70
+    """A bug in agentledger (EX_SOFTWARE): one line, the traceback with --debug."""
+    INTERRUPTED = 130
+    """Ctrl-C (128 + SIGINT, as shells report it); the ledger is left untouched."""
 
 
 class AgentLedgerError(Exception):
@@ -37,6 +41,14 @@ class NotFound(AgentLedgerError):
 
     exit_code = ExitCode.NOT_FOUND
     code = "not-found"
+
+
+class BadArgument(AgentLedgerError):
+    """A file or folder argument that is missing, unreadable or malformed (a key, a trust
+    file, a checkpoint, an input, an output path): a usage error, found before any work."""
+
+    exit_code = ExitCode.USAGE
+    code = "bad-argument"
 
 
 class InvalidInput(AgentLedgerError):

@@ -63,12 +63,31 @@ class Entry:
         return cls(run_id, seq, kind, hash_text(digest), doc["prev"], doc["ts"], doc["body"], raw)
 
 
-class Run:
-    """A handle on one run's journal. Cheap to create; every call reads or writes the ledger."""
+def ensure_run_row(conn: Any, run_id: str) -> None:
+    """The run's row, created inside the caller's write transaction if missing.
 
-    def __init__(self, ledger: Ledger, run_id: str) -> None:
+    A run exists once it has an entry: ``Ledger.run`` only names it, and the first append
+    (of any kind, through any API) creates the row in the same transaction as the entry.
+    """
+    conn.execute(
+        "INSERT OR IGNORE INTO runs (run_id, ordinal) "
+        "VALUES (?, (SELECT coalesce(max(ordinal), 0) + 1 FROM runs))",
+        (run_id,),
+    )
+
+
+class Run:
+    """A handle on one run's journal. Cheap to create; every call reads or writes the ledger.
+
+    A handle from ``Ledger.run`` (``must_exist=False``) may name a run that has no entry
+    yet: it reads as empty, and its first append creates it. Other handles are on existing
+    runs (``NotFound`` if the run is missing).
+    """
+
+    def __init__(self, ledger: Ledger, run_id: str, *, must_exist: bool = True) -> None:
         self.ledger = ledger
         self.id = run_id
+        self._must_exist = must_exist
 
     def __repr__(self) -> str:
         return f"Run({self.id!r})"
@@ -109,7 +128,10 @@ class Run:
             "SELECT head_seq, head_hash FROM runs WHERE run_id = ?", (self.id,)
         ).fetchall()
         if not head:
-            raise NotFound(f"no run {self.id!r}")
+            if self._must_exist:
+                raise NotFound(f"no run {self.id!r}")
+            ensure_run_row(conn, self.id)  # the first entry creates the run
+            head = [(-1, None)]
         head_seq, head_hash = head[0]
         # A new entry chains from the head: it must be the run's last entry, as logged.
         signing.check_head(conn, self.id, head_seq, head_hash)
@@ -173,7 +195,9 @@ class Run:
             "SELECT head_seq, head_hash FROM runs WHERE run_id = ?", (self.id,)
         )
         if not rows:
-            raise NotFound(f"no run {self.id!r}")
+            if self._must_exist:
+                raise NotFound(f"no run {self.id!r}")
+            return -1, None  # named, not yet written
         seq, digest = rows[0]
         return seq, hash_text(digest) if digest is not None else None
 

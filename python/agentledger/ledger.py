@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from agentledger.archive import is_archive_file
 from agentledger.cas import BlobStore
@@ -13,7 +14,11 @@ from agentledger.ids import check_run_id
 from agentledger.journal import Run
 from agentledger.keys import KeyStore
 from agentledger.storage import Database
-from agentledger.verify import Progress, RunVerdict, VerifyOptions, VerifyReport, verify_ledger
+
+if TYPE_CHECKING:
+    # The verifier (and the phase models it loads) is imported when verify runs: commands
+    # that only read or append start without it.
+    from agentledger.verify import Progress, RunVerdict, VerifyOptions, VerifyReport
 
 
 class Ledger:
@@ -70,16 +75,12 @@ class Ledger:
     # ---- runs ---------------------------------------------------------------------------
 
     def run(self, run_id: str) -> Run:
-        """The run called ``run_id``, created if missing."""
+        """The run called ``run_id``: it reads as empty until its first append creates it.
+
+        Only naming a run writes nothing (reading never creates a run).
+        """
         check_run_id(run_id)
-        if not self.has_run(run_id):
-            with self.db.write() as conn:
-                conn.execute(
-                    "INSERT OR IGNORE INTO runs (run_id, ordinal) "
-                    "VALUES (?, (SELECT coalesce(max(ordinal), 0) + 1 FROM runs))",
-                    (run_id,),
-                )
-        return Run(self, run_id)
+        return Run(self, run_id, must_exist=False)
 
     def get_run(self, run_id: str) -> Run:
         """The existing run called ``run_id``; ``NotFound`` if there is none."""
@@ -114,6 +115,8 @@ class Ledger:
         ``jobs`` is the number of verification threads (0: every core); ``options`` carries
         the rest (trusted keys, audit key, compat mode, checkpoint).
         """
+        from agentledger.verify import VerifyOptions, verify_ledger
+
         options = options or VerifyOptions()
         options.jobs = jobs or options.jobs
         options.progress = progress or options.progress

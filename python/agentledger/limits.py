@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from agentledger.errors import InvalidInput, NotFound
+from agentledger.errors import BadArgument, InvalidInput
 
 MAX_DOCUMENT_BYTES = 64 << 20
 """JSON documents and proof bundles (a proof carries one entry's bytes, base64)."""
@@ -29,12 +29,12 @@ def read_capped(path: Path | str, limit: int, what: str) -> bytes:
         else:
             with open(path, "rb") as handle:
                 data = handle.read(limit + 1)
-    except FileNotFoundError:
-        raise NotFound(f"no such file: {name}") from None
+    except FileNotFoundError:  # a file argument: a usage error, the path named (exit 64)
+        raise BadArgument(f"no such file: {name}") from None
     except IsADirectoryError:
-        raise InvalidInput(f"{name} is a directory, not {what}") from None
+        raise BadArgument(f"{name} is a directory, not {what}") from None
     except OSError as error:
-        raise InvalidInput(f"cannot read {name}: {error.strerror or error}") from None
+        raise BadArgument(f"cannot read {name}: {error.strerror or error}") from None
     if len(data) > limit:
         raise InvalidInput(
             f"{name}: larger than {limit:,} bytes, too large for {what}; not read",

@@ -118,10 +118,6 @@ def begin_append(conn: apsw.Connection, ledger: Ledger, count: int) -> LogState:
     """
     from agentledger import signing
 
-    if is_archive(conn):
-        raise LedgerError(
-            f"{ledger.path} is a sealed archive; it cannot be extended", code="archive-sealed"
-        )
     state = current_state(conn)
     if state.size + count > MAX_LEAVES:
         raise LedgerError(
@@ -129,6 +125,10 @@ def begin_append(conn: apsw.Connection, ledger: Ledger, count: int) -> LogState:
         )
     scope = ledger.db.transaction_scope
     if not scope.get("may_sign"):
+        if is_archive(conn):
+            raise LedgerError(
+                f"{ledger.path} is a sealed archive; it cannot be extended", code="archive-sealed"
+            )
         signing.check_may_sign(conn, ledger, state)
         scope["may_sign"] = True
     return state
@@ -143,6 +143,7 @@ def finish_append(
 
     tiles.append(conn, old.size, leaf_hashes)
     _write_state(conn, state)
+    ledger.db.transaction_scope["log_state"] = state  # what the checkpoint will sign
     checkpoint.schedule(ledger)
 
 

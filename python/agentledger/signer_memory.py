@@ -75,7 +75,7 @@ class SignerMemory:
         candidates = [known[kind] for kind in ("signed", "verified") if kind in known]
         return max(candidates, key=lambda r: r.size) if candidates else None
 
-    def record(self, kind: Kind, size: int, root: bytes) -> None:
+    def record(self, kind: Kind, size: int, root: bytes, time: str | None = None) -> None:
         """Remember ``(size, root)`` as ``kind``, unless a larger state is already there.
 
         The record is rewritten in place, padded to one fixed length, under an exclusive
@@ -96,7 +96,7 @@ class SignerMemory:
                 return
             if current is not None and current.size > size:
                 return
-            known[kind] = Remembered(size, root, utc_timestamp())
+            known[kind] = Remembered(size, root, time or utc_timestamp())
             document = {name: value.to_json() for name, value in sorted(known.items())}
             data = json.dumps(document, sort_keys=True).encode().ljust(RECORD_BYTES)
             os.pwrite(fd, data, 0)
@@ -133,6 +133,19 @@ def _open(path: Path, *, create: bool) -> int | None:
 
 
 def _decode(data: bytes) -> dict[str, Remembered]:
+    """The record's states; the last one decoded is kept (it is read at every signature)."""
+    global _last_decoded
+    if _last_decoded is not None and _last_decoded[0] == data:
+        return dict(_last_decoded[1])
+    found = _decode_fresh(data)
+    _last_decoded = (data, dict(found))
+    return found
+
+
+_last_decoded: tuple[bytes, dict[str, Remembered]] | None = None
+
+
+def _decode_fresh(data: bytes) -> dict[str, Remembered]:
     try:
         document = json.loads(data) if len(data) <= MAX_MEMORY_BYTES else {}
     except ValueError:

@@ -25,6 +25,7 @@ run's head is checked too: its last entry must be the one the log recorded
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 import apsw
@@ -40,8 +41,15 @@ if TYPE_CHECKING:
     from agentledger.verify.results import Divergence, VerifyReport
 
 
+_memories: weakref.WeakKeyDictionary[Ledger, SignerMemory] = weakref.WeakKeyDictionary()
+
+
 def memory_of(ledger: Ledger) -> SignerMemory:
-    return SignerMemory(ledger.keys.home, ledger.id)
+    """The memory of this ledger's id under its key folder (one object per handle)."""
+    memory = _memories.get(ledger)
+    if memory is None or memory.ledger_id != ledger.id:
+        memory = _memories[ledger] = SignerMemory(ledger.keys.home, ledger.id)
+    return memory
 
 
 def _refuse(ledger: Ledger, why: str) -> Diverged:
@@ -197,7 +205,7 @@ def _head_refused(run_id: str, why: str) -> Diverged:
     )
 
 
-def remember_signed(ledger: Ledger, size: int, root: bytes) -> None:
+def remember_signed(ledger: Ledger, size: int, root: bytes, time: str) -> None:
     """Once the transaction has committed, remember the state this install signed."""
     memory = memory_of(ledger)
-    ledger.db.after_commit.append(lambda: memory.record("signed", size, root))
+    ledger.db.after_commit.append(lambda: memory.record("signed", size, root, time))

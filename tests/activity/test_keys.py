@@ -54,10 +54,10 @@ def test_keys_show_lists_home_key_and_trusted_signers(cli: Any, key_home: Path) 
     assert "ed25519:" in cli("keys", "show").out
 
 
-def test_trusting_a_malformed_key_is_invalid_input(cli: Any) -> None:
+def test_trusting_a_malformed_key_is_a_usage_error(cli: Any) -> None:
     result = cli("keys", "trust", "ed25519:xyz")
-    assert result.code == 65
-    assert "invalid-key" in result.err
+    assert result.code == 64  # a malformed key argument, like --trust garbage
+    assert "bad-argument" in result.err and "KEY ed25519:" in result.err
 
 
 @pytest.mark.parametrize("name", ["install.key", "audit.key"])
@@ -100,7 +100,7 @@ def test_a_world_writable_trust_file_is_refused(ledger: Ledger, cli: Any, tmp_pa
     trust.write_text("ed25519:" + "cd" * 32 + "\n")
     trust.chmod(0o666)
     result = cli("verify", "--trust", str(trust))
-    assert result.code == 65
+    assert result.code == 64  # a trust file argument that must not be used
     assert "writable only by us" in result.err
     trust.chmod(0o644)
     assert cli("verify", "--trust", str(trust)).code == 0
@@ -143,7 +143,7 @@ def test_trust_accepts_an_ed25519_spki_pem_file(ledger: Ledger, cli: Any, tmp_pa
     assert cli(*elsewhere, "activity", "verify", "run-1").code == 2
     assert cli(*elsewhere, "activity", "verify", "run-1", "--trust", str(pem)).code == 0
     pem.write_text("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
-    assert cli(*elsewhere, "activity", "verify", "run-1", "--trust", str(pem)).code == 65
+    assert cli(*elsewhere, "activity", "verify", "run-1", "--trust", str(pem)).code == 64
 
 
 def test_show_still_shows_stages_when_a_key_file_must_be_refused(

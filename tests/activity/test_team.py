@@ -75,7 +75,7 @@ def test_team_load_through_the_cli(cli: Any, tmp_path: Path) -> None:
     refused = cli("team", "load", str(bad))
     assert refused.code == 65
     assert "poetry" in refused.err
-    assert cli("team", "load", str(tmp_path / "absent.toml")).code == 1
+    assert cli("team", "load", str(tmp_path / "absent.toml")).code == 64  # a missing argument
     page = tmp_path / "page.html"
     page.write_bytes(b"<html>p</html>")
     mismatch = cli("activity", "browser", "r", "b0", "--role", "scout", "--snapshot", f"s1={page}")

@@ -52,9 +52,21 @@ def test_entries_are_canonical_json_bound_to_run_and_position(ledger: Ledger) ->
 
 def test_runs_are_listed_in_creation_order(ledger: Ledger) -> None:
     for name in ["zeta", "alpha", "mid"]:
-        ledger.run(name)
-    ledger.run("alpha")
+        ledger.run(name).append("step", {})
+    ledger.run("alpha").append("step", {})
     assert ledger.runs() == ["zeta", "alpha", "mid"]
+
+
+def test_naming_a_run_to_read_it_creates_nothing(ledger: Ledger) -> None:
+    run = ledger.run("only-read")
+    assert list(run.entries()) == []
+    assert run.head() == (-1, None)
+    assert len(run) == 0
+    assert not ledger.has_run("only-read")
+    assert ledger.runs() == []
+    assert ledger.run("only-read").append("step", {"n": 0}).seq == 0  # the first append creates it
+    assert ledger.runs() == ["only-read"]
+    assert ledger.get_run("only-read").head()[0] == 0
 
 
 @pytest.mark.parametrize("bad", ["", "../etc", "a/b", "x" * 65, "nul\x00", ".", "..", "spa ce"])

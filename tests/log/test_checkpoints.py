@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -127,3 +128,18 @@ def test_the_checkpoint_command_exports_the_newest_note(
     assert result.code == 0
     assert out.read_text() == result.json()["note"]
     assert Checkpoint.parse(out.read_text()).size == 1
+
+
+def test_a_hostile_signer_name_in_a_stored_note_reaches_the_terminal_escaped(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    build(ledger, runs=1, entries=2)
+    ledger.close()
+    with raw(ledger_path) as conn:
+        conn.execute(
+            "UPDATE checkpoints SET note = replace(note, 'agentledger-install', "
+            "'agentledger-install' || char(27) || '[2J') WHERE size = 2"
+        )
+    result = cli("checkpoint")  # the log did not grow: it shows the newest note as stored
+    assert "\x1b" not in result.out
+    assert "\\x1b[2J" in result.out

@@ -71,7 +71,7 @@ def test_verify_proof_cli_needs_no_ledger(
     assert not missing_ledger.exists()
     proof.write_text("{not json")
     assert cli("verify-proof", str(proof), "--trust", key).code == 65
-    assert cli("verify-proof", str(tmp_path / "absent.json"), "--trust", key).code == 1
+    assert cli("verify-proof", str(tmp_path / "absent.json"), "--trust", key).code == 64
 
 
 def test_prove_a_missing_entry_is_not_found(ledger: Ledger, cli: Any) -> None:

@@ -96,14 +96,14 @@ def test_invalid_utf8_exits_65(cli: Any, tmp_path: Path) -> None:
     assert "UTF-8" in result.err
 
 
-def test_missing_file_exits_one(cli: Any, tmp_path: Path) -> None:
+def test_missing_file_is_a_usage_error(cli: Any, tmp_path: Path) -> None:
     result = cli("phase", "compile", str(tmp_path / "nope.json"))
-    assert result.code == 1
+    assert result.code == 64
     assert "nope.json" in result.err
 
 
-def test_directory_is_invalid_input(cli: Any, tmp_path: Path) -> None:
-    assert cli("phase", "compile", str(tmp_path)).code == 65
+def test_directory_is_a_usage_error(cli: Any, tmp_path: Path) -> None:
+    assert cli("phase", "compile", str(tmp_path)).code == 64
 
 
 def test_compile_reads_stdin(cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:

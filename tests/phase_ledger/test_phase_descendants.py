@@ -223,7 +223,7 @@ def test_the_parent_source_cannot_be_supplied_by_the_caller(ledger: Ledger) -> N
 
 def test_an_existing_run_cannot_become_a_descendant(ledger: Ledger) -> None:
     parent = started(ledger, "parent", "explore")
-    ledger.run("child")
+    ledger.run("child").append("step", {})  # a run exists once it has an entry
     with pytest.raises(PhaseRefused) as refused:
         parent.start_descendant("child", relation="fork")
     assert refused.value.code == "run-exists"

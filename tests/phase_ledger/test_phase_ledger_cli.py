@@ -187,7 +187,7 @@ def test_missing_things_exit_1(cli: Any, ledger: Ledger, tmp_path: Path) -> None
     recorded(cli, tmp_path, phase="explore")
     unknown = cli("phase", "approve", "run-a", "runapproval_" + "a" * 24)
     assert unknown.code == ExitCode.NOT_FOUND
-    ledger.run("bare")
+    ledger.run("bare").append("step", {})
     target = write(tmp_path, "t.json", compiler_input("verify"))
     no_evidence = cli(
         "phase", "transition", "bare", target, "--operation", "o", "--reason", "r",
@@ -197,7 +197,7 @@ def test_missing_things_exit_1(cli: Any, ledger: Ledger, tmp_path: Path) -> None
 
 
 def test_show_of_a_run_without_evidence(cli: Any, ledger: Ledger) -> None:
-    ledger.run("bare")
+    ledger.run("bare").append("step", {})
     shown = cli("phase", "show", "bare", "--json")
     assert shown.code == ExitCode.OK
     assert shown.json()["current"] is None and shown.json()["history"] == []

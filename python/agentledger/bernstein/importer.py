@@ -32,6 +32,7 @@ from agentledger.bernstein.format import (
 )
 from agentledger.errors import ExitCode, InvalidInput
 from agentledger.ids import utc_timestamp
+from agentledger.journal import ensure_run_row
 
 FORMAT = "bernstein-3.23.0"
 IMPORT_KIND = "import.bernstein"
@@ -320,6 +321,7 @@ def _record(
         sorted(journals.items()), _reorder(journals, reports), strict=True
     ):
         run = ledger.run(run_id)
+        ensure_run_row(conn, run_id)  # bernstein_runs refers to it before its first entry
         conn.execute(
             "INSERT INTO bernstein_runs (run_id, path, import_id) VALUES (?, ?, ?)",
             (run_id, rel, import_id),

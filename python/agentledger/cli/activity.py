@@ -21,7 +21,7 @@ from agentledger.cli.context import AppContext, F, emit_json, json_option
 from agentledger.cli.phase import read_json_document
 from agentledger.cli.verify import activity
 from agentledger.display import styled
-from agentledger.errors import InvalidInput, NotFound
+from agentledger.errors import BadArgument, InvalidInput
 from agentledger.ids import check_run_id
 from agentledger.journal import Entry, Run
 
@@ -30,9 +30,9 @@ def _read(path: str) -> bytes:
     try:
         return Path(path).read_bytes()
     except FileNotFoundError:
-        raise NotFound(f"no such file: {path}") from None
+        raise BadArgument(f"no such file: {path}") from None
     except OSError as exc:
-        raise InvalidInput(f"cannot read {path}: {exc.strerror or exc}") from None
+        raise BadArgument(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
 def _pairs(values: tuple[str, ...], what: str) -> list[tuple[str, bytes]]:
@@ -134,6 +134,11 @@ def activity_record(
 
     (kind, artifact, artifact_hash, evidence_set_hash, terminal_state, reason_code,
     observations). Its hashes are re-checked; --evidence gives the captured bytes.
+
+    \b
+    Examples:
+      agentledger activity record run-7 coding-0 result.json --evidence diff.patch
+      agentledger activity record run-7 coding-1 result.json --role dev --json
     """
     result = ActivityResult.from_json(read_json_document(result_file))
     captured = {}
@@ -183,7 +188,13 @@ def activity_research(
     app: AppContext, run_id: str, stage_id: str, role: str | None, terminal_state: str,
     reason_code: str, pages: tuple[str, ...], artifact_file: Path | None, as_json: bool,
 ) -> None:  # fmt: skip
-    """Record a research stage: every page content-addressed, then the artifact."""
+    """Record a research stage: every page content-addressed, then the artifact.
+
+    \b
+    Examples:
+      agentledger activity research run-7 research-0 --page https://example.org=page.html
+      agentledger activity research run-7 r-1 --page https://a.test=a.html --artifact a.json --json
+    """
     fetched = _pairs(pages, "--page")
     artifact = _artifact(artifact_file)
 
@@ -223,7 +234,13 @@ def activity_browser(
     reason_code: str, snapshots: tuple[str, ...], receipts: tuple[str, ...],
     artifact_file: Path | None, as_json: bool,
 ) -> None:  # fmt: skip
-    """Record a browser stage: one snapshot per decision step, plus action receipts."""
+    """Record a browser stage: one snapshot per decision step, plus action receipts.
+
+    \b
+    Examples:
+      agentledger activity browser run-7 browser-0 --snapshot https://example.org=snap.html
+      agentledger activity browser run-7 browser-1 --snapshot https://a.test=a.html --json
+    """
     observed = _pairs(snapshots, "--snapshot")
     acted = _pairs(receipts, "--receipt")
     artifact = _artifact(artifact_file)
@@ -245,7 +262,12 @@ def activity_browser(
 def _data_ops_command(kind: str) -> None:
     help_text = (
         f"Record a {kind} stage: signed inputs, one plan (its steps), then signed outputs.\n\n"
-        "Without --step/--steps there is no plan and the stage is refused (no-plan)."
+        "Without --step/--steps there is no plan and the stage is refused (no-plan).\n\n"
+        "\b\nExamples:\n"
+        f'  agentledger activity {kind} run-7 {kind}-0 --input in.csv=in.csv --step "sum b" '
+        "--output out.csv=out.csv\n"
+        f"  agentledger activity {kind} run-7 {kind}-1 --input in.csv=in.csv --steps steps.json "
+        "--output out.csv=out.csv --json\n"
     )
 
     @activity.command(kind, help=help_text)

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from agentledger.bernstein import DirectoryWorkdir, export_workdir, import_workdir
 from agentledger.bernstein.audit_chain import read_master_key, verify_audit
+from agentledger.cli import arguments
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.display import safe, styled
@@ -82,9 +83,14 @@ def import_bernstein(
     Re-import is idempotent; a run that changed since is reported, not merged (exit 2).
     Symlinks and names escaping the workdir are refused (exit 65). Exit 1 when a
     run named with --runs is not in the workdir.
+
+    \b
+    Examples:
+      agentledger import bernstein path/to/workdir
+      agentledger import bernstein workdir --audit-key audit.key --runs run-001,run-002 --json
     """
-    if not workdir.is_dir():
-        raise InvalidInput(f"{workdir}: no such folder", code="not-a-workdir")
+    arguments.input_folder(workdir, "WORKDIR")
+    arguments.audit_key_file(audit_key_file)
     audit_ok: bool | None = None
     audit_problems: list[str] = []
     if audit_key_file is not None:
@@ -181,7 +187,13 @@ def export_bernstein(app: AppContext, outdir: Path, run_ids: tuple[str, ...], as
     """Write imported bernstein runs back out as a workdir, byte-identical to the import.
 
     OUTDIR must be absent or empty. The store and the audit chain are written whole.
+
+    \b
+    Examples:
+      agentledger export bernstein out/
+      agentledger export bernstein out/ run-001 run-002 --json
     """
+    arguments.output_folder(outdir, "OUTDIR")
     with app.open_ledger(readonly=True) as ledger:
         summary = export_workdir(ledger, outdir, list(run_ids) or None)
     if as_json:

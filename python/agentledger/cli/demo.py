@@ -2,44 +2,80 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
+from pathlib import Path
 
 import click
 from rich.text import Text
 
+from agentledger.cli import arguments
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.cli.verify import run_verify
-from agentledger.demo import ENTRIES_PER_RUN, build_workspace, plant_corruptions
+from agentledger.demo import ENTRIES_PER_RUN, MIN_RUNS, build_workspace, plant_corruptions
 from agentledger.display import safe
-from agentledger.errors import ExitCode, InvalidInput
+from agentledger.errors import BadArgument, ExitCode
+from agentledger.ledger import Ledger
 from agentledger.report import report_renderable, write_html
 
 
+def _remove(path: Path) -> None:
+    for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+        leftover.unlink(missing_ok=True)
+
+
 @cli.command()
-@click.option("--runs", type=click.IntRange(min=10), default=3000, show_default=True)
+@click.option(
+    "--runs", type=click.IntRange(min=MIN_RUNS, max=1_000_000), default=3000, show_default=True
+)
 @json_option
 @click.pass_obj
 def demo(app: AppContext, runs: int, as_json: bool) -> int:
     """Build a demo ledger at --ledger, corrupt five things in it, and bulk-verify it.
 
-    Exits 0 when verify finds exactly the planted corruptions and nothing else.
+    The ledger is built in a temporary file next to --ledger and moved into place only
+    when complete: a failure or Ctrl-C leaves nothing behind. Exits 0 when verify finds
+    exactly the planted corruptions and nothing else; 64 when --ledger already exists.
+    The report is also written as report.html next to the ledger.
+
+    \b
+    Examples:
+      agentledger --ledger demo/ledger.db demo
+      agentledger --ledger /tmp/small.db demo --runs 10 --json
+      agentledger --ledger demo/ledger.db demo && agentledger --ledger demo/ledger.db runs
     """
-    if app.ledger_path.exists():
-        raise InvalidInput(
-            f"{app.ledger_path} already exists; the demo writes a fresh ledger "
-            "(choose another --ledger or remove it)",
-            code="exists",
+    target = app.ledger_path
+    if target.exists():
+        raise BadArgument(
+            f"--ledger {target} already exists; the demo writes a fresh ledger "
+            "(choose another --ledger or remove it)"
         )
+    target.parent.mkdir(parents=True, exist_ok=True)
+    arguments.output_file(target, "--ledger", may_exist=False)
     note = app.err_console.print
     started = time.perf_counter()
-    with app.open_ledger(create=True) as ledger:
-        build_workspace(ledger, runs)
-        built = time.perf_counter() - started
-        note(f"built {runs:,} runs × {ENTRIES_PER_RUN} entries in {built:.1f}s at {ledger.path}")
-        planted = plant_corruptions(ledger)
-        for corruption in planted:
-            note(f"  planted: {corruption.run_id or 'workspace'}: {corruption.how}")
+    fd, temporary = tempfile.mkstemp(
+        prefix=f".{target.name}.", suffix=".building", dir=target.parent
+    )
+    os.close(fd)
+    os.unlink(temporary)  # Ledger.open creates it 0600 itself
+    building = Path(temporary)
+    try:
+        with Ledger.open(building, key_dir=app.key_dir) as ledger:
+            build_workspace(ledger, runs)
+            built = time.perf_counter() - started
+            note(f"built {runs:,} runs × {ENTRIES_PER_RUN} entries in {built:.1f}s")
+            planted = plant_corruptions(ledger)
+        os.replace(building, target)  # complete: now it is the ledger at --ledger
+    except BaseException:
+        _remove(building)
+        raise
+    for corruption in planted:
+        note(f"  planted: {corruption.run_id or 'workspace'}: {corruption.how}")
+    with app.open_ledger(readonly=True) as ledger:
+        note(f"verifying {ledger.path}")
         report = run_verify(app, ledger, None)
     failing = {run.run_id for run in report.runs if not run.ok}
     if report.workspace:

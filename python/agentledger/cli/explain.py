@@ -20,6 +20,11 @@ def explain(app: AppContext, check: str | None, as_json: bool) -> None:
     Expected is what the anchored record (the hash chain, a signed checkpoint, a
     recorded hash) says must be there; actual is what the file holds now.
     Exit 1 when there is no such check.
+
+    \b
+    Examples:
+      agentledger explain entry.hash
+      agentledger explain --json
     """
     from rich.table import Table
     from rich.text import Text

@@ -15,9 +15,12 @@ from typing import TYPE_CHECKING
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.text import Text
 
+from agentledger.cli import arguments
 from agentledger.cli.app import cli
-from agentledger.cli.context import AppContext, emit_json, json_option
+from agentledger.cli.context import AppContext, emit_json, json_option, width_option
+from agentledger.display import human_console, safe
 from agentledger.fleet.inputs import (
     FleetArgumentError,
     expand_paths,
@@ -110,6 +113,7 @@ def live_progress(app: AppContext, total: int) -> Iterator[OnResult | None]:
     show_default=True,
     help="Seconds to wait for --scheduler.",
 )
+@width_option
 @json_option
 @click.pass_obj
 def fleet_verify(
@@ -121,6 +125,7 @@ def fleet_verify(
     checkpoints_dir: Path | None,
     html: Path | None,
     connect_timeout: float,
+    width: int | None,
     as_json: bool,
 ) -> int:
     """Verify every ledger file in PATHs on a Dask cluster; one report.
@@ -131,9 +136,21 @@ def fleet_verify(
     same file on every worker (shared storage).
     Exit 0 when every file is clean, 2 when any diverged or is unreadable, 64 on bad
     arguments (including a scheduler that cannot be reached).
+
+    \b
+    Examples:
+      agentledger fleet verify ci-ledgers/ review/archive.db --workers 2
+      agentledger fleet verify ledgers.txt --scheduler tcp://10.0.0.2:8786 --json > fleet.json
+      agentledger fleet verify /shared/ws --checkpoints /shared/cps --html fleet.html
     """
     if scheduler is not None and workers is not None:
         raise click.UsageError("--workers sizes the local cluster: not with --scheduler")
+    # Every file argument is checked before any work starts (exit 64, the path named).
+    arguments.trust_values(trust)
+    if html is not None:
+        arguments.output_file(html, "--html")
+    if checkpoints_dir is not None:
+        arguments.input_folder(checkpoints_dir, "--checkpoints")
     files = expand_paths(paths)
     notes: list[str] = []
     checkpoints: dict[str, str] | None = None
@@ -181,7 +198,10 @@ def fleet_verify(
     if as_json:
         emit_json(report.to_json())
     else:
-        app.console.print(fleet_renderable(report))
+        console = app.console if width is None else human_console(width=width)
+        if app.no_color:
+            console.no_color = True
+        console.print(fleet_renderable(report))
         if html is not None:
-            app.err_console.print(f"HTML report written to {html}")
+            app.err_console.print(Text(f"HTML report written to {safe(str(html))}"))
     return int(report.code)

@@ -1,24 +1,40 @@
-"""`init`, `runs`, `show`: create a ledger and look inside it."""
+"""`init`, `append`, `runs`, `show`: create a ledger, write to it from the shell, look inside."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import chain, islice
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+import apsw
 import click
-from rich.table import Table
-from rich.text import Text
-from rich.tree import Tree
 
-from agentledger.activity.stages import stage_summaries
+from agentledger.bernstein import view
+from agentledger.bernstein.format import BOOKKEEPING_RUN
+from agentledger.bookkeeping import GC_RUN, TEAM_RUN
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option, width_option
 from agentledger.display import human_console, safe, shorten
-from agentledger.errors import AgentLedgerError, ExitCode
+from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
+from agentledger.ids import check_run_id
 from agentledger.journal import Entry, hash_text
 from agentledger.ledger import Ledger
-from agentledger.verify import RunVerdict, VerifyOptions, VerifyReport, status_name
-from agentledger.verify.marks import Mark, RunMarks, mark_run
+from agentledger.run_status import readable, status_path
+
+if TYPE_CHECKING:
+    from rich.text import Text
+    from rich.tree import Tree
+
+    from agentledger.verify import VerifyReport
+    from agentledger.verify.marks import Mark, RunMarks
+
+INTERNAL_RUNS = (BOOKKEEPING_RUN, GC_RUN, TEAM_RUN)
+"""Bookkeeping runs ``runs`` lists only with --all (never a run an agent wrote)."""
 
 HASH_WIDTH = 18
 BODY_CHARS = 200
@@ -33,54 +49,286 @@ def short(digest: str | None) -> str:
 @json_option
 @click.pass_obj
 def init(app: AppContext, as_json: bool) -> None:
-    """Create the ledger file (and its folder) if it does not exist."""
-    existed = app.ledger_path.exists()
+    """Create the ledger file (and its folder) if it does not exist.
+
+    The file is made 0600 (readable by you only), also when it existed and was empty.
+
+    \b
+    Examples:
+      agentledger init
+      agentledger --ledger ws/ledger.db init --json
+      AGENTLEDGER_LEDGER=ws/ledger.db agentledger init
+    """
+    path = app.ledger_path
+    existed = path.exists()
+    was_empty = existed and path.is_file() and path.stat().st_size == 0
     with app.open_ledger(create=True) as ledger:
-        info = {"ledger": str(ledger.path), "id": ledger.id, "created": not existed}
+        info = {"ledger": str(ledger.path), "id": ledger.id, "created": not existed or was_empty}
+    if was_empty:
+        os.chmod(path, 0o600)  # an empty file someone made is a new ledger: ours alone
     if as_json:
         emit_json(info)
     else:
-        verb = "exists" if existed else "created"
+        verb = "created" if info["created"] else "exists"
+        from rich.text import Text
+
         app.console.print(
             Text.assemble(f"ledger {verb}: ", (safe(info["ledger"]), "bold"), f" (id {info['id']})")
         )
 
 
+def _read_body(body: str | None) -> dict[str, Any]:
+    """The entry body: a JSON object given as an argument, ``-`` for stdin, default ``{}``."""
+    if body is None:
+        return {}
+    where = "stdin" if body == "-" else "BODY"
+    raw = click.get_binary_stream("stdin").read() if body == "-" else body.encode("utf-8")
+    try:
+        value = json.loads(raw, parse_constant=_not_json)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{where}: malformed JSON: {exc}", code="invalid-body") from None
+    if not isinstance(value, dict):
+        raise InvalidInput(
+            f"{where}: the body must be a JSON object, not {type(value).__name__}",
+            code="invalid-body",
+        )
+    return value
+
+
+def _not_json(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def entry_json(entry: Entry) -> dict[str, Any]:
+    return {
+        "run": entry.run_id,
+        "seq": entry.seq,
+        "kind": entry.kind,
+        "hash": entry.hash,
+        "prev": entry.prev,
+        "ts": entry.ts,
+        "body": entry.body,
+    }
+
+
 @cli.command()
+@click.argument("run_id", metavar="RUN")
+@click.argument("kind", metavar="KIND")
+@click.argument("body", metavar="[BODY | -]", required=False)
 @json_option
 @click.pass_obj
-def runs(app: AppContext, as_json: bool) -> None:
-    """List runs: entries, activities, last entry and head hash."""
-    with app.open_ledger(readonly=True) as ledger:
-        rows = ledger.db.conn.execute(
-            """
-            SELECT r.run_id, r.head_seq + 1, r.head_hash,
-                   (SELECT count(*) FROM entries e
-                     WHERE e.run_id = r.run_id AND e.kind = 'activity.result')
-              FROM runs r ORDER BY r.ordinal
-            """
-        ).fetchall()
-    items = [
-        {
-            "run": run_id,
-            "entries": entries,
-            "activities": activities,
-            "head": None if head is None else "blake3:" + head.hex(),
-        }
-        for run_id, entries, head, activities in rows
-    ]
+def append(app: AppContext, run_id: str, kind: str, body: str | None, as_json: bool) -> None:
+    """Append one entry to RUN from the shell; the run exists once it has an entry.
+
+    BODY is a JSON object (default {}); `-` reads it from stdin. The entry is durable when
+    the command returns. Exit 65 for a malformed body, kind or run id (nothing written).
+
+    \b
+    Examples:
+      agentledger append run-7 task_claimed '{"task": "t-1"}'
+      echo '{"n": 2}' | agentledger append run-7 step - --json
+      agentledger append run-7 note
+    """
+    check_run_id(run_id)
+    document = _read_body(body)
+    with app.open_ledger(create=True) as ledger:
+        entry = ledger.run(run_id).append(kind, document)
     if as_json:
-        emit_json({"runs": items})
+        emit_json(entry_json(entry))
+    else:
+        click.echo(f"appended {entry.run_id} #{entry.seq} {entry.kind} {entry.hash}")
+
+
+SORTS = {
+    "created": "r.ordinal",
+    "run": "r.run_id",
+    "last": "(SELECT json_extract(l.bytes, '$.ts') FROM entries l"
+    " WHERE l.run_id = r.run_id AND l.seq = r.head_seq) DESC, r.ordinal",
+    "entries": "r.head_seq DESC, r.ordinal",
+}
+
+RUNS_SQL = """
+SELECT json_object(
+         'activities', (SELECT count(*) FROM entries a
+                         WHERE a.kind = 'activity.result' AND a.run_id = r.run_id),
+         'entries', r.head_seq + 1,
+         'events', r.head_seq + 1,
+         'head', 'blake3:' || lower(hex(r.head_hash)),
+         'last_entry', (SELECT json_extract(l.bytes, '$.ts') FROM entries l
+                         WHERE l.run_id = r.run_id AND l.seq = r.head_seq),
+         'run', r.run_id,
+         'source', CASE WHEN b.run_id IS NULL THEN 'native' ELSE 'bernstein' END,
+         'status', {status},
+         'verified_at', {verified_at}
+       ),
+       b.run_id IS NOT NULL
+  FROM runs r LEFT JOIN bernstein_runs b ON b.run_id = r.run_id {join}
+ WHERE r.head_seq >= 0 {where}
+ ORDER BY {order} {limit}
+"""
+"""One JSON object per run, keys sorted, built by SQLite (no Python object per field)."""
+
+STATUS_JOIN = "LEFT JOIN run_status.run_status s ON s.run_id = r.run_id"
+STATUS_KNOWN = "s.status IS NOT NULL AND s.head_hash IS r.head_hash"
+
+
+def _runs_query(
+    status_db: bool, status: str | None, show_all: bool, sort: str, limit: int | None
+) -> tuple[str, tuple[object, ...]]:
+    params: list[object] = []
+    where = ""
+    if not show_all:
+        where += f" AND r.run_id NOT IN ({','.join('?' * len(INTERNAL_RUNS))})"
+        params += INTERNAL_RUNS
+    status_sql = f"CASE WHEN {STATUS_KNOWN} THEN s.status ELSE 'unverified' END"
+    if status is not None:
+        where += f" AND {status_sql} = ?" if status_db else " AND 'unverified' = ?"
+        params.append(status)
+    sql = RUNS_SQL.format(
+        status=status_sql if status_db else "'unverified'",
+        verified_at=f"CASE WHEN {STATUS_KNOWN} THEN s.verified_at END" if status_db else "NULL",
+        join=STATUS_JOIN if status_db else "",
+        where=where,
+        order=SORTS[sort],
+        limit="LIMIT ?" if limit is not None else "",
+    )
+    if limit is not None:
+        params.append(limit)
+    return sql, tuple(params)
+
+
+@contextmanager
+def _status_attached(ledger: Ledger, path: Path) -> Iterator[bool]:
+    """The last-verify notes (run_status.py) attached to the ledger's connection, if any."""
+    conn = ledger.db.conn
+    if not readable(path) or conn.in_transaction:
+        yield False
         return
-    table = Table(show_edge=False)
-    for column in ("run", "entries", "activities", "head"):
-        table.add_column(column, justify="right" if column in {"entries", "activities"} else "left")
-    for item in items:
-        table.add_row(
-            item["run"], str(item["entries"]), str(item["activities"]), short(item["head"])
-        )
-    app.console.print(table)
-    app.console.print(f"{len(items)} run(s)", style="dim")
+    try:
+        conn.execute("ATTACH DATABASE ? AS run_status", (str(path),))
+    except apsw.Error:  # unreadable notes: every run reads as unverified
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        conn.execute("DETACH DATABASE run_status")
+
+
+def _run_lines(
+    ledger: Ledger, status: str | None, show_all: bool, sort: str, limit: int | None
+) -> Iterator[str]:
+    """One JSON object (text) per run, streamed from one query; an imported run's counts
+    and last event time are bernstein's own (read from its journal)."""
+    with _status_attached(ledger, status_path(ledger.id)) as attached, ledger.db.snapshot() as conn:
+        sql, params = _runs_query(attached, status, show_all, sort, limit)
+        for line, imported in conn.execute(sql, params):
+            if imported:
+                line = _bernstein_line(conn, line)
+            yield line
+
+
+def _bernstein_line(conn: Any, line: str) -> str:
+    item = json.loads(line)
+    found = view.journal_of(conn, item["run"])
+    summary = view.summarize(found[2] or b"") if found else view.JournalSummary()
+    item.update(events=summary.events, activities=summary.activities, last_entry=summary.last_ts)
+    return json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+STATUS_STYLE = {"clean": "green", "diverged": "red bold", "unverified": "yellow"}
+RUNS_COLUMNS = ("run", "source", "events", "activities", "last entry", "status", "head")
+
+
+@cli.command()
+@click.option("--limit", type=click.IntRange(min=0), help="At most N runs.")
+@click.option(
+    "--status",
+    type=click.Choice(["clean", "diverged", "unverified"]),
+    help="Only runs whose last verify found this (unverified: never, or changed since).",
+)
+@click.option(
+    "--sort",
+    type=click.Choice(list(SORTS)),
+    default="created",
+    show_default=True,
+    help="created order, run id, last entry (newest first) or entries (most first).",
+)
+@click.option("--all", "show_all", is_flag=True, help="Also list internal bookkeeping runs.")
+@click.option("--jsonl", is_flag=True, help="One JSON object per run per line (streams).")
+@json_option
+@click.pass_obj
+def runs(
+    app: AppContext,
+    limit: int | None,
+    status: str | None,
+    sort: str,
+    show_all: bool,
+    jsonl: bool,
+    as_json: bool,
+) -> None:
+    """List runs: entries, activities, last entry, last verify status and head hash.
+
+    Imported bernstein runs show bernstein's own event and activity counts and last event
+    time. A status is what the last `agentledger verify` of this install found for the
+    run as it is now (a cache outside the ledger: $AGENTLEDGER_CACHE, default
+    ~/.cache/agentledger);
+    `unverified` when never verified or appended to since. Internal bookkeeping runs
+    (`_bernstein`, `_gc`, `_team`) are listed only with --all. Rows stream: memory stays bounded.
+
+    \b
+    Examples:
+      agentledger runs --status diverged
+      agentledger runs --sort last --limit 20
+      agentledger runs --jsonl | jq -r 'select(.activities > 0) | .run'
+    """
+    if jsonl and as_json:
+        raise click.UsageError("give --json or --jsonl, not both")
+    with app.open_ledger(readonly=True) as ledger:
+        lines = _run_lines(ledger, status, show_all, sort, limit)
+        if jsonl:
+            _write_jsonl(lines)
+        elif as_json:
+            _write_json_list(lines)
+        else:
+            _write_table(app, (json.loads(line) for line in lines))
+
+
+def _write_jsonl(lines: Iterator[str]) -> None:
+    write = sys.stdout.write
+    while batch := list(islice(lines, 2048)):  # one write per batch, memory still bounded
+        batch.append("")
+        write("\n".join(batch))
+
+
+def _write_json_list(lines: Iterator[str]) -> None:
+    """``{"runs": [...]}``, one run a line, written as it streams."""
+    write = sys.stdout.write
+    write('{"runs": [')
+    for n, line in enumerate(lines):
+        write(("\n  " if n == 0 else ",\n  ") + line)
+    write("\n]}\n")
+
+
+def _write_table(app: AppContext, items: Iterator[dict[str, Any]]) -> None:
+    """Aligned plain text, streamed (a rich Table would hold every row first)."""
+    color = not app.no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
+    first = list(islice(items, 1000))  # column widths from the first rows
+    width = max([len("run")] + [len(item["run"]) for item in first])
+    echo = click.echo
+    echo(f"{'run':<{width}}  {'source':<9} {'events':>7} {'activities':>10}  "
+         f"{'last entry':<27} {'status':<10}  head")  # fmt: skip
+    count = 0
+    for item in chain(first, items):
+        count += 1
+        state = f"{item['status']:<10}"
+        if color:
+            state = click.style(state, fg={"clean": "green", "diverged": "red"}.get(
+                item["status"], "yellow"))  # fmt: skip
+        echo(f"{item['run']:<{width}}  {item['source']:<9} {item['events']:>7} "
+             f"{item['activities']:>10}  {item['last_entry'] or '-':<27} {state}  "
+             f"{short(item['head'])}")  # fmt: skip
+    app.err_console.print(f"{count:,} run(s)", style="dim")
 
 
 def _entry(run_id: str, seq: int, kind: str, digest: bytes, raw: bytes) -> Entry:
@@ -101,6 +349,8 @@ def _read(ledger: Ledger, run_id: str) -> list[Entry]:
 
 
 def _mark_text(marks: list[Mark]) -> Text:
+    from rich.text import Text
+
     if not marks:
         return Text("✓ clean", style="green")
     names = list(dict.fromkeys(mark.mark for mark in marks))
@@ -119,9 +369,34 @@ def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
     Every step is marked: clean, edited, gap before it, link broken, blob missing,
     stage incomplete. Exit 0 when the run verifies, 1 when there is no such run,
     2 when it diverged (with --json too).
+
+    An imported bernstein run shows bernstein's own journal rows (event, index, event
+    hash, time, payload) and its stages: kind, state, evidence, and whether the stored
+    report is in the imported store (`agentledger verify` verifies it).
+
+    \b
+    Examples:
+      agentledger show run-00042
+      agentledger show run-001 --json | jq '.stages'
+      agentledger show run-7 --no-color | less
     """
+    from rich.text import Text
+    from rich.tree import Tree
+
+    from agentledger.activity.stages import stage_summaries
+    from agentledger.verify import RunVerdict, VerifyOptions, status_name
+    from agentledger.verify.marks import mark_run
+
     with app.open_ledger(readonly=True) as ledger:
         ledger.get_run(run_id)
+        with ledger.db.snapshot() as conn:
+            imported = view.read_imported_run(conn, run_id)
+        if imported is not None:
+            # bernstein's own journal rows and stages (cli/bernstein_show.py)
+            from agentledger.cli.bernstein_show import show_imported
+
+            show_imported(app, imported, as_json)
+            return int(ExitCode.OK)
         entries = _read(ledger, run_id)
         stages = stage_summaries(ledger, entries)
         try:
@@ -220,6 +495,9 @@ def stages_tree(stages: list[dict[str, Any]], marks: RunMarks | None = None) -> 
     A stage shows its recorded state in green only when its entry verifies and every
     evidence blob is present; otherwise the state is shown with what is wrong.
     """
+    from rich.text import Text
+    from rich.tree import Tree
+
     tree = Tree(Text(f"{len(stages)} stage(s)", style="bold"))
     for stage in stages:
         wrong = [] if marks is None else marks.of(stage["seq"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from agentledger.cli import arguments
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.display import styled
@@ -24,7 +25,13 @@ def keys() -> None:
 @json_option
 @click.pass_obj
 def keys_init(app: AppContext, as_json: bool) -> None:
-    """Create the install signing key and the audit key (mode 0600) if missing."""
+    """Create the install signing key and the audit key (mode 0600) if missing.
+
+    \b
+    Examples:
+      agentledger keys init
+      agentledger --home /secure/keys keys init --json
+    """
     store = _store(app)
     created = {
         "install_key": not store.install_key_path.exists(),
@@ -44,7 +51,13 @@ def keys_init(app: AppContext, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def keys_show(app: AppContext, as_json: bool) -> None:
-    """Where the keys are, the install public key, and the trusted signers (creates nothing)."""
+    """Where the keys are, the install public key, and the trusted signers (creates nothing).
+
+    \b
+    Examples:
+      agentledger keys show
+      agentledger keys show --json
+    """
     store = _store(app)
     own = store.install_public_key()
     info = {
@@ -78,7 +91,13 @@ def keys_show(app: AppContext, as_json: bool) -> None:
 @keys.command("export")
 @click.pass_obj
 def keys_export(app: AppContext) -> None:
-    """Print the install public key as ed25519:<64 hex> (for another machine's --trust)."""
+    """Print the install public key as ed25519:<64 hex> (for another machine's --trust).
+
+    \b
+    Examples:
+      agentledger keys export > signer.txt
+      agentledger verify --trust "$(agentledger keys export)"
+    """
     own = _store(app).install_public_key()
     if own is None:
         raise NotFound(
@@ -92,12 +111,19 @@ def keys_export(app: AppContext) -> None:
 @json_option
 @click.pass_obj
 def keys_trust(app: AppContext, key: str, as_json: bool) -> None:
-    """Trust a signer: KEY is 'ed25519:<64 hex>' or a file holding such keys."""
+    """Trust a signer: KEY is 'ed25519:<64 hex>' or a file holding such keys.
+
+    \b
+    Examples:
+      agentledger keys trust ed25519:3b6a…
+      agentledger keys trust signers.txt --json
+    """
     from pathlib import Path
 
     from agentledger.keys import read_trust_file
 
     store = _store(app)
+    arguments.trust_values([key], "KEY")
     candidates = [key] if key.strip().startswith("ed25519:") else read_trust_file(Path(key))
     added = [k for k in candidates if store.add_trust(k)]
     if as_json:

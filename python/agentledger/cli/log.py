@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,11 @@ from rich.text import Text
 from agentledger import archive as archives
 from agentledger import gc as collector
 from agentledger.checkpoint import latest, take_checkpoint
+from agentledger.cli import arguments
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 from agentledger.cli.verify import run_verify, verify_options
-from agentledger.display import styled
+from agentledger.display import safe, styled
 from agentledger.errors import ExitCode
 from agentledger.keys import KeyStore, resolve_trust
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
@@ -63,6 +65,8 @@ def checkpoint(app: AppContext, export_file: Path | None, adopt: bool, as_json: 
       agentledger checkpoint --export cp.txt   # keep cp.txt elsewhere
       agentledger verify --checkpoint cp.txt   # later: the ledger must extend it
     """
+    if export_file is not None:
+        arguments.output_file(export_file, "--export")
     with app.open_ledger() as ledger:
         stored = latest(ledger) if ledger.db.readonly else take_checkpoint(ledger, adopt=adopt)
     text = stored.checkpoint.text()
@@ -71,7 +75,9 @@ def checkpoint(app: AppContext, export_file: Path | None, adopt: bool, as_json: 
     if as_json:
         emit_json({**_checkpoint_json(stored), "exported": str(export_file or "") or None})
     else:
-        click.echo(text, nl=False)  # verbatim: a wrapped signature line would not verify
+        # Verbatim (a wrapped signature line would not verify), unless the note holds what
+        # a terminal would act on (a hostile signer name): then escaped, lines kept.
+        click.echo("\n".join(safe(line) for line in text.split("\n")), nl=False)
         if export_file is not None:
             app.err_console.print(f"checkpoint written to {export_file}")
     return int(ExitCode.OK)
@@ -80,18 +86,44 @@ def checkpoint(app: AppContext, export_file: Path | None, adopt: bool, as_json: 
 @cli.command("prove")
 @click.argument("run_id", metavar="RUN")
 @click.argument("seq", type=click.IntRange(min=0, max=MAX_SQLITE_INT), metavar="SEQ")
+@json_option
 @click.pass_obj
-def prove_command(app: AppContext, run_id: str, seq: int) -> int:
+def prove_command(app: AppContext, run_id: str, seq: int, as_json: bool) -> int:
     """Print a self-contained proof that entry SEQ of RUN is in the signed log (JSON).
 
-    Check it anywhere, without the ledger: `agentledger verify-proof PROOF.json --trust KEY`.
+    The proof is always JSON on stdout (--json is accepted and changes nothing). Check it
+    anywhere, without the ledger: `agentledger verify-proof PROOF.json --trust KEY`.
     Exit 1 when the run, the entry or a checkpoint covering it does not exist.
+
+    \b
+    Examples:
+      agentledger prove run-7 3 > proof.json
+      agentledger prove run-7 0 --json | agentledger verify-proof - --trust ed25519:…
     """
     with app.open_ledger(readonly=True) as ledger:
         ledger.get_run(run_id)
         bundle = prove(ledger, run_id, seq)
     emit_json(bundle)
     return int(ExitCode.OK)
+
+
+def _signatures(bundle: dict[str, Any]) -> list[dict[str, str]]:
+    """Who signed the bundle's checkpoint: each signature's note name and key id."""
+    from agentledger.checkpoint import Checkpoint
+
+    return [
+        {"name": s.name, "key_id": s.key_id.hex()}
+        for s in Checkpoint.parse(bundle["checkpoint"]).signatures
+    ]
+
+
+def _proven_entry(bundle: dict[str, Any]) -> dict[str, Any]:
+    """The proven entry's run, seq, kind, time and body (read once the proof checked out)."""
+    import base64
+    import json
+
+    doc = json.loads(base64.b64decode(bundle["entry"]))
+    return {k: doc.get(k) for k in ("run", "seq", "kind", "ts", "body")}
 
 
 @cli.command("verify-proof")
@@ -108,25 +140,55 @@ def prove_command(app: AppContext, run_id: str, seq: int) -> int:
 def verify_proof(app: AppContext, proof_file: Path, trust: tuple[str, ...], as_json: bool) -> int:
     """Check a proof bundle offline: entry bytes, inclusion proof, checkpoint signature.
 
-    No ledger is needed. Exit 0 when it verifies against a trusted key, 2 when it does
-    not, 65 when the file is not a proof bundle, 1 when it does not exist.
+    No ledger is needed (`-` reads the bundle from stdin). On success it prints what the
+    proven entry says. Exit 0 when it verifies against a trusted key, 2 when it does not
+    (an untrusted signer is named, with how to trust it), 64 when the file is missing,
+    65 when it is not a proof bundle.
+
+    \b
+    Examples:
+      agentledger verify-proof proof.json --trust ed25519:3b6a…
+      agentledger verify-proof proof.json --trust signers.txt --json
+      agentledger prove run-7 3 | agentledger verify-proof - --trust ed25519:3b6a…
     """
+    arguments.input_file(proof_file, "PROOF.json")
+    trust = arguments.trust_values(trust)
     bundle = parse_bundle(read_capped(proof_file, MAX_DOCUMENT_BYTES, "a proof bundle"))
     trusted = resolve_trust(trust, KeyStore(app.key_dir))
     verdict = verify_bundle(bundle, trusted)
+    signatures = _signatures(bundle)
+    entry = _proven_entry(bundle) if verdict.ok else None
     if as_json:
-        emit_json(verdict.to_json())
-    elif verdict.ok:
-        app.console.print(
+        emit_json({**verdict.to_json(), "signatures": signatures, "entry": entry})
+    elif verdict.ok and entry is not None:
+        console = app.console
+        console.print(
             Text(
                 f"✓ entry {verdict.seq} of run {verdict.run} is leaf {verdict.leaf_index} of "
                 f"a log of {verdict.tree_size:,} entries signed by {verdict.signer}",
                 style="green",
             )
         )
+        body = json.dumps(entry["body"], ensure_ascii=False, sort_keys=True)
+        console.print(Text.assemble(("  run  ", "dim"), str(entry["run"])))
+        console.print(Text.assemble(("  seq  ", "dim"), str(entry["seq"])))
+        console.print(Text.assemble(("  kind ", "dim"), (str(entry["kind"]), "cyan")))
+        console.print(Text.assemble(("  time ", "dim"), str(entry["ts"])))
+        console.print(Text.assemble(("  body ", "dim"), body))
     else:
         for problem in verdict.problems:
             app.console.print(Text(f"✗ {problem}", style="red"))
+        if verdict.signer is None:
+            for signature in signatures:
+                app.console.print(
+                    Text(
+                        f"  signed by {signature['name']} (key id {signature['key_id']}): "
+                        "not a key you trust. On the signing machine, `agentledger keys "
+                        "export` prints its public key; pass it with --trust ed25519:<hex> "
+                        "(or `agentledger keys trust KEY` once).",
+                        style="yellow",
+                    )
+                )
     return int(ExitCode.OK if verdict.ok else ExitCode.DIVERGED)
 
 
@@ -144,7 +206,14 @@ def archive_command(
     The archive holds the runs' entries byte for byte, the blobs they reach, their other
     rows, and its own signed checkpoint. Verify it anywhere with only the public key:
     `agentledger --ledger OUT.db verify --all --trust KEY`. Archives open read-only.
+
+    \b
+    Examples:
+      agentledger archive review.db run-7
+      agentledger archive q3.db --since 2025-07-01 --json
+      agentledger --ledger review.db verify --all --trust ed25519:3b6a…
     """
+    arguments.output_file(out, "OUT.db", makes_folder=True)
     with app.open_ledger() as ledger:
         runs = archives.select_runs(ledger, run_ids, since)
         summary = archives.write_archive(ledger, out, runs)
@@ -175,7 +244,13 @@ def archive_command(
 @json_option
 @click.pass_obj
 def gc_command(app: AppContext, dry_run: bool, grace_s: float, as_json: bool) -> int:
-    """Delete blobs no run, receipt or record reaches; sign a prune receipt of them."""
+    """Delete blobs no run, receipt or record reaches; sign a prune receipt of them.
+
+    \b
+    Examples:
+      agentledger gc --dry-run
+      agentledger gc --grace 3600 --json
+    """
     with app.open_ledger() as ledger:
         result = collector.collect(ledger, dry_run=dry_run, grace_s=grace_s)
     if as_json:
@@ -212,8 +287,17 @@ def fsck_command(
     taken (signature, and the log still hashing to its root), a full verify, orphan blobs.
 
     Exit 0 when everything is sound, 2 when anything is damaged or diverged.
+
+    \b
+    Examples:
+      agentledger fsck
+      agentledger fsck --trust ed25519:3b6a… --json
     """
-    options = VerifyOptions(trust=trust, audit_key_file=audit_key_file, compat=compat)
+    options = VerifyOptions(
+        trust=arguments.trust_values(trust),
+        audit_key_file=arguments.audit_key_file(audit_key_file),
+        compat=compat,
+    )
     with app.open_ledger(readonly=True) as ledger:
         findings = collector.storage_checks(ledger)
         report = run_verify(app, ledger, None, options)

@@ -50,8 +50,8 @@ def _reject_constant(name: str) -> NoReturn:
 def read_json_document(path: Path) -> Any:
     """Parse a JSON file (``-`` for stdin) the way ``JSON.parse`` would accept it.
 
-    A missing file is :class:`NotFound` (exit 1); anything unreadable or not strict JSON
-    (``NaN``, ``Infinity``, a BOM, invalid UTF-8) is :class:`InvalidInput` (exit 65).
+    A missing or unreadable file is :class:`BadArgument` (exit 64); anything not strict
+    JSON (``NaN``, ``Infinity``, a BOM, invalid UTF-8) is :class:`InvalidInput` (exit 65).
     """
     name = "stdin" if str(path) == "-" else str(path)
     data = read_capped(path, MAX_DOCUMENT_BYTES, "a JSON document")
@@ -194,11 +194,16 @@ def compile_command(app: AppContext, input_file: Path, as_json: bool) -> int:
     Exit codes:
       0   allowed or narrowed evidence
       3   blocked evidence (the blockers say why)
-      1   INPUT.json does not exist
+      64  INPUT.json does not exist or cannot be read
       65  malformed JSON or a schema violation (the message names the path)
 
     With --json the evidence object is printed exactly as compiled (keys sorted); its
     "digest" is the reference implementation's, so it can be compared across systems.
+
+    \b
+    Examples:
+      agentledger phase compile input.json
+      cat input.json | agentledger phase compile - --json
     """
     document = read_json_document(input_file)
     evidence = compile(document)
@@ -231,6 +236,11 @@ def verify_evidence_command(
 
     Exit 0 when everything matches, 2 when the digest or the recompiled evidence differs,
     65 when a file is not valid JSON or not valid evidence, 1 when a file is missing.
+
+    \b
+    Examples:
+      agentledger phase verify-evidence evidence.json
+      agentledger phase verify-evidence evidence.json --input input.json --json
     """
     evidence = read_json_document(evidence_file)
     validate(PhaseCapabilityEvidence, evidence, "phase evidence")
@@ -276,6 +286,11 @@ def schema_command(name: str, as_json: bool) -> int:
 
     The schemas are generated from the strict models; the models additionally trim
     scopes with JavaScript's trim and count lengths in UTF-16 code units.
+
+    \b
+    Examples:
+      agentledger phase schema input
+      agentledger phase schema evidence > evidence.schema.json
     """
     _emit_json(json_schema(name))
     return int(ExitCode.OK)
@@ -291,6 +306,11 @@ def builtins_command(app: AppContext, as_json: bool) -> int:
     one, or denies every scope asked for, the compile is blocked. "<workspace>" is an
     opaque token a source must list literally (or allow with "*"). Profiles are
     ceilings: the effective authority is always narrowed by the other sources.
+
+    \b
+    Examples:
+      agentledger phase builtins
+      agentledger phase builtins --json
     """
     profiles = builtin_profiles()
     if as_json:
@@ -391,6 +411,11 @@ def record_command(
 
     Exit 0 recorded, 3 recorded but blocked, 1 no ledger or no such file, 65 invalid input
     or evidence that is not what INPUT.json compiles to (nothing is written).
+
+    \b
+    Examples:
+      agentledger phase record run-7 input.json
+      agentledger phase record run-7 input.json --evidence evidence.json --json
     """
     compiler_input = _json_object(input_file, "the compiler input")
     evidence = _json_object(evidence_file, "the evidence") if evidence_file else None
@@ -500,6 +525,11 @@ def transition_command(
       3   not applied: the expansion awaits approval, or the target evidence is blocked
       1   no such run, or no evidence to transition from
       65  refused (stale state, reused operation id, rejected approval, ...) or invalid input
+
+    \b
+    Examples:
+      agentledger phase transition run-7 t.json --operation op-1 --reason ok --manifest sha256:…
+      agentledger phase transition run-7 t.json --operation o2 --reason ok --manifest m --json
     """
     if (override_until is None) != (justification is None):
         raise click.UsageError("--override-until and --justification go together")
@@ -607,6 +637,11 @@ def approve_command(
 
     Exit 0 recorded, 1 no such run or approval, 65 not pending (approved, rejected or
     expired already) or invalid input.
+
+    \b
+    Examples:
+      agentledger phase approve run-7 approval-1 --note "reviewed"
+      agentledger phase approve run-7 approval-1 --reject --json
     """
     with app.open_ledger() as ledger:
         decided = ledger.get_run(run_id).decide_phase_approval(
@@ -636,6 +671,11 @@ def show_command(app: AppContext, run_id: str, as_json: bool) -> int:
 
     Exit 0; 2 when a phase entry's blobs or record do not read back (listed under
     "problems"; run `agentledger verify`); 1 when there is no such run.
+
+    \b
+    Examples:
+      agentledger phase show run-7
+      agentledger phase show run-7 --json
     """
     from agentledger.phase.journal import decision_counts
     from agentledger.phase.ledger import phase_summary
@@ -717,6 +757,11 @@ def authorize_command(
     appended to RUN's chain.
 
     Exit 0 allowed, 3 denied, 1 no such run, 65 invalid input.
+
+    \b
+    Examples:
+      agentledger phase authorize run-7 network.egress pypi.org --evidence sha256:…
+      agentledger phase authorize run-7 filesystem.write src/app.py --evidence sha256:… --json
     """
     with app.open_ledger() as ledger:
         decision = ledger.get_run(run_id).authorize(

@@ -8,6 +8,7 @@ import click
 from rich.table import Table
 
 from agentledger.activity import team as team_manifest
+from agentledger.cli import arguments
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, emit_json, json_option
 
@@ -22,7 +23,14 @@ def team() -> None:
 @json_option
 @click.pass_obj
 def team_load(app: AppContext, manifest: Path, as_json: bool) -> None:
-    """Load a TOML team manifest; activities of a role must then be of its declared kind."""
+    """Load a TOML team manifest; activities of a role must then be of its declared kind.
+
+    \b
+    Examples:
+      agentledger team load team.toml
+      agentledger team load team.toml --json
+    """
+    arguments.input_file(manifest, "FILE")
     with app.open_ledger(create=True) as ledger:
         roles = team_manifest.load_manifest(ledger, manifest)
     items = [{"role": r.role, "agent_kind": r.agent_kind} for r in roles]
@@ -37,7 +45,13 @@ def team_load(app: AppContext, manifest: Path, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def team_show(app: AppContext, as_json: bool) -> None:
-    """The roles loaded in this ledger and their modality."""
+    """The roles loaded in this ledger and their modality.
+
+    \b
+    Examples:
+      agentledger team show
+      agentledger team show --json
+    """
     with app.open_ledger() as ledger:
         items = [{"role": r.role, "agent_kind": r.agent_kind} for r in team_manifest.roles(ledger)]
     if as_json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,6 +12,8 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
+from agentledger import run_status
+from agentledger.cli import arguments
 from agentledger.cli.app import cli
 from agentledger.cli.context import AppContext, F, emit_json, json_option, width_option
 from agentledger.display import human_console, safe
@@ -76,6 +79,22 @@ def verify_options(command: F) -> F:
     return command
 
 
+JOBS_PER_CORE = 4
+
+
+def capped_jobs(app: AppContext, jobs: int) -> int:
+    """At most 4 threads per core: more only queue on the same cores (and cost memory)."""
+    limit = JOBS_PER_CORE * (os.cpu_count() or 1)
+    if jobs > limit:
+        app.err_console.print(
+            f"note: --jobs {jobs} capped to {limit} ({JOBS_PER_CORE}x the {limit // JOBS_PER_CORE}"
+            " cores)",
+            style="yellow",
+        )
+        return limit
+    return jobs
+
+
 def finish(
     app: AppContext,
     report: VerifyReport,
@@ -103,7 +122,7 @@ def finish(
     type=click.IntRange(min=0),
     default=0,
     show_default=True,
-    help="Verification threads (0: every core).",
+    help="Verification threads (0: every core; at most 4x the cores).",
 )
 @click.option(
     "--html",
@@ -142,19 +161,34 @@ def verify(
     \b
     Exit 0 when everything re-derives, 1 when a named run does not exist,
     2 when anything diverged (the report names run, step, check, expected, actual).
+
+    \b
+    Examples:
+      agentledger verify --all --jobs 2
+      agentledger verify run-1 run-2 --json > report.json
+      agentledger verify --checkpoint cp.txt --trust ed25519:3b6a… --html report.html
     """
     if run_ids and all_runs:
         raise click.UsageError("give RUN ids or --all, not both")
+    # Every file argument is checked before any work starts (exit 64, the path named).
+    if html is not None:
+        arguments.output_file(html, "--html")
     options = VerifyOptions(
-        jobs=jobs,
-        trust=trust,
-        audit_key_file=audit_key_file,
+        jobs=capped_jobs(app, jobs),
+        trust=arguments.trust_values(trust),
+        audit_key_file=arguments.audit_key_file(audit_key_file),
         compat=compat,
-        checkpoint_file=checkpoint_file,
+        checkpoint_file=arguments.checkpoint_file(checkpoint_file),
         incremental=incremental,
     )
     with app.open_ledger(readonly=True) as ledger:
+        before = run_status.heads(ledger)
         report = run_verify(app, ledger, list(run_ids) or None, options)
+        note = run_status.remember(
+            ledger, report, f"compat-{compat}" if compat else "strict", before
+        )
+    if note:
+        app.err_console.print(note, style="yellow")
     return finish(app, report, as_json, html, width)
 
 
@@ -179,8 +213,17 @@ def activity_verify(
     """Reconstruct one run in full: chain, evidence sets, reattached blobs.
 
     Exit 0 clean, 1 no such run (or no activity in it), 2 diverged.
+
+    \b
+    Examples:
+      agentledger activity verify run-7
+      agentledger activity verify run-001 --compat bernstein --json
     """
-    options = VerifyOptions(trust=trust, audit_key_file=audit_key_file, compat=compat)
+    options = VerifyOptions(
+        trust=arguments.trust_values(trust),
+        audit_key_file=arguments.audit_key_file(audit_key_file),
+        compat=compat,
+    )
     with app.open_ledger(readonly=True) as ledger:
         report = run_verify(app, ledger, [run_id], options)
     verdict = report.runs[0]

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from agentledger.errors import AgentLedgerError, ExitCode
+from agentledger.errors import AgentLedgerError, BadArgument
 from agentledger.storage.migrations import APPLICATION_ID
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -21,11 +21,8 @@ LEDGER_SUFFIX = ".db"
 MAX_LIST_BYTES = 64 * 1024 * 1024
 
 
-class FleetArgumentError(AgentLedgerError):
+class FleetArgumentError(BadArgument):
     """A fleet argument that cannot be used (no such path, nothing to verify, no scheduler)."""
-
-    exit_code = ExitCode.USAGE
-    code = "usage"
 
 
 def expand_paths(arguments: Iterable[str | os.PathLike[str]]) -> list[str]:

@@ -435,9 +435,11 @@ def authorize(
     requested = _check_request(dimension, scopes, evidence_digest)
     with run.ledger.db.write() as conn:
         if not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run.id,)).fetchall():
-            from agentledger.errors import NotFound
+            if run._must_exist:
+                from agentledger.errors import NotFound
 
-            raise NotFound(f"no run {run.id!r}")
+                raise NotFound(f"no run {run.id!r}")
+            _insert_run(conn, run.id)  # a named run's first entry (a denial) creates it
         state = maintain(run, conn, moment)
         refuse_unreadable(state)
         active = state.effective

@@ -1,0 +1,58 @@
+"""Start-up: `agentledger --version` and `agentledger --help` against a bare interpreter.
+
+    python benches/startup.py [--repeat R] [--json]
+
+Each sample is a whole process (``subprocess.run``), the three commands sampled in turn,
+R times; the best of each is kept (a neighbour's burst slows one sample, not one side).
+Target: both within 6x ``python -c pass``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+AGENTLEDGER = Path(sys.executable).parent / "agentledger"
+
+
+def sample(argv: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    commands = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "agentledger --version": [str(AGENTLEDGER), "--version"],
+        "agentledger --help": [str(AGENTLEDGER), "--help"],
+    }
+    best = dict.fromkeys(commands, float("inf"))
+    for _ in range(args.repeat):
+        for name, argv in commands.items():
+            best[name] = min(best[name], sample(argv))
+    bare = best["python -c pass"]
+    figures = {
+        name: {"best_ms": round(seconds * 1000, 1), "ratio": round(seconds / bare, 2)}
+        for name, seconds in best.items()
+    }
+    if args.json:
+        print(json.dumps({"repeat": args.repeat, "figures": figures}, indent=2))
+        return
+    print(f"best of {args.repeat} whole-process runs each, sampled in turn:")
+    for name, figure in figures.items():
+        print(f"  {name:<24} {figure['best_ms']:>7.1f} ms  {figure['ratio']:>5.2f}x bare python")
+    worst = max(figures["agentledger --version"]["ratio"], figures["agentledger --help"]["ratio"])
+    print(f"target: within 6x bare python — {'met' if worst <= 6 else 'NOT met'} ({worst:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""An imported bernstein run as bernstein wrote it: its journal rows and stages, read back
+from the ledger for ``runs`` and ``show`` (nothing here verifies; ``verify`` does).
+
+The journal is the imported blob, byte for byte; a line bernstein's reader would discard
+(not JSON, not an object) is shown as such. A stage's stored report (the artifact in
+``.sdd/cas``) and its observations are *present* when the imported store holds their bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from agentledger.bernstein.format import ACTIVITY_EVENT, cas_path
+
+CHAIN_FIELDS = ("ts", "elapsed_s", "index", "event", "prev_hash", "payload_hash", "event_hash")
+
+JOURNAL_OF_RUN = (
+    "SELECT r.path, f.digest, c.data FROM bernstein_runs AS r "
+    "JOIN bernstein_files AS f ON f.path = r.path "
+    "LEFT JOIN blob_chunks AS c ON c.digest = f.digest "
+    "WHERE r.run_id = ? ORDER BY c.idx"
+)
+STORED = (
+    "SELECT 1 FROM bernstein_files AS f JOIN blobs AS b ON b.digest = f.digest WHERE f.path = ?"
+)
+
+
+@dataclass
+class JournalSummary:
+    """What ``runs`` lists for an imported run."""
+
+    events: int = 0
+    activities: int = 0
+    discarded: int = 0
+    last_ts: str | None = None
+
+
+@dataclass
+class ImportedRun:
+    run_id: str
+    path: str
+    journal_digest: str | None
+    held: bool
+    """Whether the ledger holds the journal's bytes."""
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    stages: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run": self.run_id,
+            "source": "bernstein",
+            "path": self.path,
+            "journal": self.journal_digest,
+            "journal_held": self.held,
+            "events": sum(1 for row in self.rows if row["parsed"]),
+            "discarded_lines": [row["line"] for row in self.rows if not row["parsed"]],
+            "rows": self.rows,
+            "stages": self.stages,
+        }
+
+
+def unix_time_text(value: object) -> str | None:
+    """bernstein's ``ts`` (unix seconds) as ISO 8601 UTC; ``None`` if it is not a number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        moment = datetime.fromtimestamp(float(value), tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _lines(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        row = json.loads(line)
+    except ValueError:  # bernstein's reader discards the line (and so do we, visibly)
+        return None
+    return row if isinstance(row, dict) else None
+
+
+def summarize(data: bytes) -> JournalSummary:
+    """Event and activity counts and the last event's time, parsing only what it needs."""
+    summary = JournalSummary()
+    last: dict[str, Any] | None = None
+    for line in _lines(data):
+        row = _parse(line) if line.strip() else None
+        if row is None:
+            summary.discarded += 1
+            continue
+        summary.events += 1
+        last = row
+        if row.get("event") == ACTIVITY_EVENT:
+            summary.activities += 1
+    if last is not None:
+        summary.last_ts = unix_time_text(last.get("ts"))
+    return summary
+
+
+def journal_of(conn: Any, run_id: str) -> tuple[str, str | None, bytes | None] | None:
+    """``(path, digest, bytes or None if not held)``; ``None`` if not an imported run."""
+    rows = conn.execute(JOURNAL_OF_RUN, (run_id,)).fetchall()
+    if not rows:
+        return None
+    path, digest = str(rows[0][0]), rows[0][1]
+    chunks = [bytes(row[2]) for row in rows if row[2] is not None]
+    return path, digest, b"".join(chunks) if chunks or digest is None else None
+
+
+def _stored(conn: Any, content_hash: object) -> bool:
+    if not isinstance(content_hash, str):
+        return False
+    path = cas_path(content_hash)
+    return path is not None and bool(conn.execute(STORED, (path,)).fetchall())
+
+
+def _stage(conn: Any, line: int, row: dict[str, Any]) -> dict[str, Any]:
+    observations = row.get("observations")
+    observations = observations if isinstance(observations, list) else []
+    hashes = [o.get("content_hash") for o in observations if isinstance(o, dict)]
+    return {
+        "line": line,
+        "index": row.get("index"),
+        "stage_id": row.get("stage_id"),
+        "kind": row.get("kind"),
+        "terminal_state": row.get("terminal_state"),
+        "reason_code": row.get("reason_code"),
+        "artifact_hash": row.get("artifact_hash"),
+        "report": "present" if _stored(conn, row.get("artifact_hash")) else "absent",
+        "evidence_set_hash": row.get("evidence_set_hash"),
+        "evidence": {
+            "observations": len(observations),
+            "present": sum(1 for h in hashes if _stored(conn, h)),
+        },
+    }
+
+
+def read_imported_run(conn: Any, run_id: str) -> ImportedRun | None:
+    """Every journal row (chain fields, then the payload) and every stage of the run."""
+    found = journal_of(conn, run_id)
+    if found is None:
+        return None
+    path, digest, data = found
+    run = ImportedRun(run_id, path, digest, data is not None)
+    for number, line in enumerate(_lines(data or b""), start=1):
+        row = _parse(line)
+        if row is None:
+            text = line.decode("utf-8", "replace")
+            run.rows.append({"line": number, "parsed": False, "text": text[:200]})
+            continue
+        payload = {k: v for k, v in row.items() if k not in CHAIN_FIELDS}
+        run.rows.append(
+            {
+                "line": number,
+                "parsed": True,
+                "index": row.get("index"),
+                "event": row.get("event"),
+                "ts": unix_time_text(row.get("ts")),
+                "prev_hash": row.get("prev_hash"),
+                "payload_hash": row.get("payload_hash"),
+                "event_hash": row.get("event_hash"),
+                "payload": payload,
+            }
+        )
+        if row.get("event") == ACTIVITY_EVENT:
+            run.stages.append(_stage(conn, number, row))
+    return run
+
+
+__all__ = ["ImportedRun", "JournalSummary", "read_imported_run", "summarize", "unix_time_text"]

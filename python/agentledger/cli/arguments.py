@@ -1,0 +1,135 @@
+"""File and folder arguments, checked before a command starts any work.
+
+One rule for every command (README, "Exit codes"): a file or folder *argument* that is
+missing, unreadable or malformed — a key, a trust file, a checkpoint, an input, an output
+path — is a usage error (64) naming the path, raised before the ledger is opened. Invalid
+*data* inside an input document stays 65, found where the document is parsed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from agentledger.errors import AgentLedgerError, BadArgument
+
+
+def input_file(path: Path | str, what: str) -> Path:
+    """An existing, readable regular file (``-``, stdin, is accepted as is)."""
+    path = Path(path)
+    if str(path) == "-":
+        return path
+    if not path.exists():
+        raise BadArgument(f"{what} {path}: no such file")
+    if path.is_dir():
+        raise BadArgument(f"{what} {path}: is a folder, not a file")
+    if not os.access(path, os.R_OK):
+        raise BadArgument(f"{what} {path}: not readable")
+    return path
+
+
+def input_folder(path: Path | str, what: str) -> Path:
+    path = Path(path)
+    if not path.exists():
+        raise BadArgument(f"{what} {path}: no such folder")
+    if not path.is_dir():
+        raise BadArgument(f"{what} {path}: not a folder")
+    if not os.access(path, os.R_OK | os.X_OK):
+        raise BadArgument(f"{what} {path}: not readable")
+    return path
+
+
+def output_file(
+    path: Path | str, what: str, *, may_exist: bool = True, makes_folder: bool = False
+) -> Path:
+    """A file that can be written: its folder exists and is writable (or, when the command
+    creates it, ``makes_folder``, the nearest existing one is); not a folder itself."""
+    path = Path(path)
+    parent = path.parent if str(path.parent) else Path(".")
+    if makes_folder:
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+    if path.is_dir():
+        raise BadArgument(f"{what} {path}: is a folder, not a file")
+    if path.exists():
+        if not may_exist:
+            raise BadArgument(f"{what} {path}: already exists")
+        if not os.access(path, os.W_OK):
+            raise BadArgument(f"{what} {path}: not writable")
+        return path
+    if not parent.is_dir():
+        raise BadArgument(f"{what} {path}: no such folder {parent}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise BadArgument(f"{what} {path}: folder {parent} is not writable")
+    return path
+
+
+def output_folder(path: Path | str, what: str) -> Path:
+    """A folder to write into: absent (its parent writable) or an empty folder."""
+    path = Path(path)
+    if path.exists():
+        if not path.is_dir():
+            raise BadArgument(f"{what} {path}: not a folder")
+        if any(path.iterdir()):
+            raise BadArgument(f"{what} {path}: not empty")
+        return path
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise BadArgument(f"{what} {path}: cannot be created (in {parent})")
+    return path
+
+
+def trust_values(values: Iterable[str], label: str = "--trust") -> tuple[str, ...]:
+    """Each ``--trust`` value is a public key or a trust file that parses."""
+    from agentledger.keys import parse_public_key, read_trust_file
+
+    checked = tuple(values)
+    for value in checked:
+        try:
+            if value.strip().startswith("ed25519:"):
+                parse_public_key(value)
+            else:
+                read_trust_file(input_file(value, label))
+        except BadArgument:
+            raise
+        except AgentLedgerError as exc:
+            # A malformed key may be a secret pasted by mistake: never echo it.
+            shown = "ed25519:…" if value.strip().startswith("ed25519:") else value
+            raise BadArgument(
+                f"{label} {shown}: {exc.message} (give ed25519:<64 hex> or a trust file)"
+            ) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadArgument(f"{label} {value}: cannot read ({exc})") from None
+    return checked
+
+
+def audit_key_file(path: Path | None) -> Path | None:
+    """``--audit-key``: an existing, readable, non-empty key file."""
+    if path is None:
+        return None
+    input_file(path, "--audit-key")
+    try:
+        if not path.read_bytes().strip():
+            raise BadArgument(f"--audit-key {path}: the file is empty")
+    except OSError as exc:
+        raise BadArgument(f"--audit-key {path}: cannot read ({exc.strerror})") from None
+    return path
+
+
+def checkpoint_file(path: Path | None) -> Path | None:
+    """``--checkpoint``: an existing file holding a checkpoint note that parses."""
+    if path is None:
+        return None
+    from agentledger.checkpoint import Checkpoint
+
+    input_file(path, "--checkpoint")
+    try:
+        Checkpoint.parse(path.read_bytes())
+    except OSError as exc:
+        raise BadArgument(f"--checkpoint {path}: cannot read ({exc.strerror})") from None
+    except AgentLedgerError as exc:
+        raise BadArgument(f"--checkpoint {path}: not a checkpoint ({exc.message})") from None
+    return path

@@ -1,0 +1,108 @@
+"""``show RUN`` for an imported bernstein run: bernstein's own journal rows and stages.
+
+``show`` dispatches here when RUN was imported (a native run is rendered in journal.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+from rich.text import Text
+from rich.tree import Tree
+
+from agentledger.bernstein.view import ImportedRun
+from agentledger.cli.context import AppContext, emit_json
+
+HEX_SHOWN = 16
+
+
+def _short(digest: object) -> str:
+    if not isinstance(digest, str) or not digest:
+        return "-"
+    prefix, _, rest = digest.rpartition(":")
+    head = f"{prefix}:" if prefix else ""
+    return head + (rest[:HEX_SHOWN] + "…" if len(rest) > HEX_SHOWN else rest)
+
+
+def show_imported(app: AppContext, run: ImportedRun, as_json: bool) -> None:
+    if as_json:
+        emit_json(run.to_json())
+        return
+    app.console.print(imported_tree(run))
+
+
+def imported_tree(run: ImportedRun) -> Tree:
+    events = sum(1 for row in run.rows if row["parsed"])
+    discarded = len(run.rows) - events
+    title = Text.assemble(
+        ("run ", "dim"),
+        (run.run_id, "bold"),
+        ("  bernstein import", "cyan"),
+        f"  {events} events",
+        (f", {discarded} discarded line(s)" if discarded else "", "yellow"),
+        (f"  {run.path}", "dim"),
+    )
+    tree = Tree(title)
+    if not run.held:
+        tree.add(Text("the journal's bytes are not in the ledger", style="bold red"))
+    stage_by_line = {stage["line"]: stage for stage in run.stages}
+    for row in run.rows:
+        if not row["parsed"]:
+            tree.add(
+                Text.assemble(
+                    (f"line {row['line']:>4} ", "dim"),
+                    ("discarded by bernstein's reader: ", "yellow"),
+                    row["text"][:120],
+                )
+            )
+            continue
+        node = tree.add(
+            Text.assemble(
+                (f"{row['index']!s:>4} ", "dim"),
+                (str(row["event"]), "cyan bold"),
+                "  ",
+                (_short(row["event_hash"]), "magenta"),
+                "  ",
+                (row["ts"] or "-", "dim"),
+            )
+        )
+        stage = stage_by_line.get(row["line"])
+        if stage is not None:
+            _add_stage(node, stage)
+        else:
+            body = json.dumps(row["payload"], ensure_ascii=False, sort_keys=True)
+            node.add(Text(body if len(body) <= 200 else body[:200] + "…"))
+    return tree
+
+
+def _add_stage(node: Tree, stage: dict[str, object]) -> None:
+    state = str(stage["terminal_state"])
+    node.add(
+        Text.assemble(
+            (str(stage["stage_id"]), "bold"),
+            "  ",
+            (str(stage["kind"]), "cyan"),
+            "  ",
+            (state, "green" if state == "completed" else "red"),
+            (f" ({stage['reason_code']})", "dim"),
+        )
+    )
+    evidence = stage["evidence"]
+    assert isinstance(evidence, dict)
+    node.add(
+        Text.assemble(
+            "evidence ",
+            (_short(stage["evidence_set_hash"]), "magenta"),
+            f"  {evidence['observations']} obs, "
+            f"{evidence['present']}/{evidence['observations']} in the store",
+        )
+    )
+    present = stage["report"] == "present"
+    node.add(
+        Text.assemble(
+            "report ",
+            (_short(stage["artifact_hash"]), "magenta"),
+            "  ",
+            ("stored" if present else "absent from the store", "green" if present else "yellow"),
+        )
+    )

@@ -1,0 +1,224 @@
+"""The command line as a daily tool: global options anywhere, append, runs, show of imported
+runs, init, --jobs, verify-proof (in-process, through the ``cli`` fixture)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentledger import Ledger
+from agentledger.checkpoint import install_public_key
+from agentledger.cli.verify import JOBS_PER_CORE
+from agentledger.demo import build_workspace, plant_corruptions
+
+from ..bernstein.bernstein_testkit import SMALL
+
+
+def build(ledger_path: Path, runs: int = 3, entries: int = 2) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        for n in range(runs):
+            ledger.run(f"run-{n}").append_many([("step", {"n": i}) for i in range(entries)])
+
+
+# ---- 1. global options, before or after the command ---------------------------------------
+
+
+def test_global_options_are_accepted_after_the_command(cli: Any, ledger_path: Path) -> None:
+    build(ledger_path)
+    other = ledger_path.parent / "other.db"
+    build(other, runs=1)
+    after = cli("runs", "--ledger", str(other), "--json")
+    assert after.code == 0, after.err
+    assert [r["run"] for r in after.json()["runs"]] == ["run-0"]
+    before = cli("--json", "runs")
+    assert [r["run"] for r in before.json()["runs"]] == ["run-0", "run-1", "run-2"]
+    assert cli("show", "run-1", "--ledger", str(other)).code == 1  # --ledger after wins
+    assert cli("phase", "show", "run-0", "--ledger", str(other), "--json").code == 0
+
+
+def test_quiet_and_no_color(cli: Any, ledger_path: Path) -> None:
+    build(ledger_path)
+    loud = cli("runs")
+    assert "3 run(s)" in loud.err
+    quiet = cli("runs", "--quiet")
+    assert quiet.err == "" and "run-0" in quiet.out
+    plain = cli("show", "run-0", "--no-color")
+    assert "\x1b[" not in plain.out and "step" in plain.out
+
+
+def test_prove_takes_json(cli: Any, ledger_path: Path) -> None:
+    build(ledger_path)
+    proof = cli("prove", "run-1", "1", "--json")
+    assert proof.code == 0, proof.err
+    assert proof.json()["run"] == "run-1"
+    assert cli("--json", "prove", "run-1", "1").json() == proof.json()
+
+
+# ---- 9. append, init, --jobs, verify-proof --------------------------------------------------
+
+
+def test_append_creates_the_run_at_its_first_entry(
+    cli: Any, ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert cli("init").code == 0
+    shown = cli("append", "run-a", "task_claimed", '{"task": "t-1"}', "--json")
+    assert shown.code == 0, shown.err
+    entry = shown.json()
+    assert (entry["run"], entry["seq"], entry["kind"], entry["body"]) == (
+        "run-a", 0, "task_claimed", {"task": "t-1"}
+    )  # fmt: skip
+    assert entry["hash"].startswith("blake3:")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b'{"n": 2}')))
+    piped = cli("append", "run-a", "step", "-", "--json")
+    assert piped.json()["seq"] == 1 and piped.json()["body"] == {"n": 2}
+    assert cli("append", "run-a", "note").code == 0  # body defaults to {}
+    assert "appended run-a #2 note" in cli("append", "run-a", "note").out.replace("#3", "#2")
+    with Ledger.open(ledger_path) as ledger:
+        assert [e.kind for e in ledger.get_run("run-a").entries()] == [
+            "task_claimed", "step", "note", "note"
+        ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["run-a", "step", "{nope"], 65),
+        (["run-a", "step", "[1, 2]"], 65),
+        (["run-a", "step", '{"x": NaN}'], 65),
+        (["run-a", "phase.evidence", "{}"], 65),
+        (["../etc", "step", "{}"], 65),
+        (["run-a", "bad kind!", "{}"], 65),
+    ],
+)
+def test_append_refuses_bad_data_and_writes_nothing(
+    cli: Any, ledger_path: Path, args: list[str], code: int
+) -> None:
+    cli("init")
+    result = cli("append", *args)
+    assert result.code == code, result.err
+    assert result.err.startswith("error [") and "Traceback" not in result.err
+    with Ledger.open(ledger_path) as ledger:
+        assert ledger.runs() == []
+
+
+def test_init_makes_an_existing_empty_file_private(cli: Any, ledger_path: Path) -> None:
+    ledger_path.parent.mkdir(parents=True)
+    ledger_path.touch(mode=0o644)
+    os.chmod(ledger_path, 0o644)
+    result = cli("init", "--json")
+    assert result.code == 0, result.err
+    assert result.json()["created"] is True
+    assert stat.S_IMODE(ledger_path.stat().st_mode) == 0o600
+
+
+def test_jobs_are_capped_with_a_note(cli: Any, ledger_path: Path) -> None:
+    build(ledger_path)
+    result = cli("verify", "--jobs", "100000", "--json")
+    assert result.code == 0, result.err
+    limit = JOBS_PER_CORE * (os.cpu_count() or 1)
+    assert f"capped to {limit}" in result.err
+    assert json.loads(result.out)["code"] == 0
+
+
+def test_verify_proof_names_an_untrusted_signer_and_shows_a_proven_entry(
+    cli: Any, ledger_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build(ledger_path)
+    proof = tmp_path / "proof.json"
+    proof.write_text(cli("prove", "run-2", "1").out)
+    with Ledger.open(ledger_path) as ledger:
+        key = install_public_key(ledger)
+    monkeypatch.setenv("AGENTLEDGER_HOME", str(tmp_path / "reviewer"))  # trusts nobody
+    untrusted = cli("verify-proof", str(proof))
+    assert untrusted.code == 2
+    assert "signed by" in untrusted.out and "key id" in untrusted.out
+    assert "--trust" in untrusted.out and "keys export" in untrusted.out
+    trusted = cli("verify-proof", str(proof), "--trust", key)
+    assert trusted.code == 0, trusted.err
+    for shown in ("run-2", "step", '{"n": 1}', "time"):
+        assert shown in trusted.out
+    as_json = cli("verify-proof", str(proof), "--trust", key, "--json").json()
+    assert as_json["entry"]["kind"] == "step" and as_json["entry"]["body"] == {"n": 1}
+    assert as_json["signatures"][0]["key_id"]
+
+
+# ---- 6 and 7: runs and show -------------------------------------------------------------------
+
+
+def test_runs_lists_imported_bernstein_runs_first_class(cli: Any, ledger_path: Path) -> None:
+    assert cli("import", "bernstein", str(SMALL)).code == 0
+    listed = {r["run"]: r for r in cli("runs", "--json").json()["runs"]}
+    assert set(listed) == {"run-001", "run-002", "run-003"}  # no _bernstein
+    run = listed["run-001"]
+    assert run["source"] == "bernstein"
+    assert (run["events"], run["activities"]) == (7, 4)
+    assert run["last_entry"].startswith("20") and run["status"] == "unverified"
+    everything = [r["run"] for r in cli("runs", "--all", "--json").json()["runs"]]
+    assert "_bernstein" in everything
+    assert cli("verify", "--compat", "bernstein").code == 0
+    assert {r["status"] for r in cli("runs", "--json").json()["runs"]} == {"clean"}
+
+
+def test_show_of_an_imported_run_shows_bernstein_s_rows_and_stages(
+    cli: Any, ledger_path: Path
+) -> None:
+    assert cli("import", "bernstein", str(SMALL)).code == 0
+    shown = cli("show", "run-001", "--json")
+    assert shown.code == 0, shown.err
+    doc = shown.json()
+    assert doc["source"] == "bernstein" and doc["events"] == 7
+    assert [row["event"] for row in doc["rows"]][:2] == ["run_started", "task_claimed"]
+    assert all(len(row["event_hash"]) == 64 for row in doc["rows"])
+    kinds = [stage["kind"] for stage in doc["stages"]]
+    assert kinds == ["research", "browser", "data", "ops"]
+    reports = {stage["kind"]: stage["report"] for stage in doc["stages"]}
+    assert reports["data"] == "present" and reports["research"] == "absent"
+    assert all(s["evidence"]["present"] == s["evidence"]["observations"] for s in doc["stages"])
+    text = cli("show", "run-001").out
+    assert "bernstein import" in text and "activity.result" in text and "research-0" in text
+
+
+def test_runs_filters_sorts_limits_and_streams(cli: Any, ledger_path: Path) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        build_workspace(ledger, 12)
+    assert cli("verify").code == 0
+    with Ledger.open(ledger_path) as ledger:
+        planted = {c.run_id for c in plant_corruptions(ledger) if c.run_id is not None}
+    assert cli("verify").code == 2
+    changed = sorted(planted)[0]
+    with Ledger.open(ledger_path) as ledger:
+        ledger.run(changed).append("step", {"after": True})  # appended since: unverified
+        ledger.run("fresh").append_many([("step", {})] * 30)  # never verified
+    items = [json.loads(line) for line in cli("runs", "--jsonl").out.splitlines()]
+    assert len(items) == 13 and all(set(i) >= {"run", "status", "last_entry"} for i in items)
+    status = {i["run"]: i["status"] for i in items}
+    assert status[changed] == "unverified"
+    diverged = {r["run"] for r in cli("runs", "--status", "diverged", "--json").json()["runs"]}
+    assert diverged == planted - {changed, "fresh"}
+    clean = [r["run"] for r in cli("runs", "--status", "clean", "--json").json()["runs"]]
+    assert len(clean) == 13 - len(planted) - 1
+    unverified = cli("runs", "--status", "unverified", "--jsonl").out.splitlines()
+    assert {json.loads(x)["run"] for x in unverified} == {changed, "fresh"}
+    limited = cli("runs", "--limit", "3", "--sort", "entries", "--jsonl").out.splitlines()
+    assert len(limited) == 3 and json.loads(limited[0])["run"] == "fresh"
+    newest = json.loads(cli("runs", "--sort", "last", "--limit", "1", "--jsonl").out)
+    assert newest["run"] == "fresh"  # its last entry is the newest
+    by_id = [json.loads(x)["run"] for x in cli("runs", "--sort", "run", "--jsonl").out.split("\n")
+             if x]  # fmt: skip
+    assert by_id == sorted(by_id)
+    table = cli("runs", "--limit", "2").out
+    assert "last entry" in table and "status" in table and len(table.splitlines()) == 3
+
+
+def test_reading_a_run_through_the_cli_never_creates_it(cli: Any, ledger_path: Path) -> None:
+    build(ledger_path, runs=1)
+    assert cli("show", "ghost").code == 1
+    assert cli("activity", "verify", "ghost").code == 1
+    with Ledger.open(ledger_path) as ledger:
+        assert ledger.runs() == ["run-0"]

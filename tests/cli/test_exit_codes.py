@@ -1,0 +1,182 @@
+"""One exit-code rule for every command, through the installed command in a subprocess:
+0 ok, 1 not found, 2 diverged, 64 usage (file arguments checked before any work), 65
+invalid data, 130 interrupted. One line on stderr, never a traceback (``--debug`` shows one).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agentledger import Ledger
+from agentledger.demo import build_workspace, plant_corruptions
+
+AGENTLEDGER = Path(sys.executable).parent / "agentledger"
+
+
+def run(*args: str, env: dict[str, str], stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(AGENTLEDGER), *args],
+        input=stdin.decode(),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "AGENTLEDGER_HOME": str(tmp_path / "keys"),
+        "AGENTLEDGER_CACHE": str(tmp_path / "cache"),
+        "AGENTLEDGER_LEDGER": str(tmp_path / "ws" / "ledger.db"),
+        "NO_COLOR": "1",
+    }
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, env: dict[str, str]) -> Path:
+    path = Path(env["AGENTLEDGER_LEDGER"])
+    with Ledger.open(path) as ledger:
+        build_workspace(ledger, 10)
+    return path
+
+
+def one_line(result: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("error ["), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+
+
+def state(path: Path) -> dict[str, bytes]:
+    """The ledger's bytes: the file and a non-empty WAL (SQLite's shared-memory index and an
+    empty WAL left by a reader say nothing about the content)."""
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(path.parent.iterdir())
+        if not p.name.endswith("-shm") and not (p.name.endswith("-wal") and not p.stat().st_size)
+    }
+
+
+def test_0_ok_and_1_not_found(workspace: Path, env: dict[str, str]) -> None:
+    assert run("runs", "--limit", "1", env=env).returncode == 0
+    missing = run("show", "no-such-run", env=env)
+    assert missing.returncode == 1
+    one_line(missing)
+    no_ledger = run("runs", "--ledger", str(workspace.parent / "absent.db"), env=env)
+    assert no_ledger.returncode == 1
+    one_line(no_ledger)
+
+
+def test_2_diverged(workspace: Path, env: dict[str, str]) -> None:
+    with Ledger.open(workspace) as ledger:
+        plant_corruptions(ledger)
+    assert run("verify", "--json", env=env).returncode == 2
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["verify", "--html", "/no/such/dir/r.html"],
+        ["verify", "--trust", "garbage"],
+        ["verify", "--trust", "ed25519:xyz"],
+        ["verify", "--audit-key", "/no/such/audit.key"],
+        ["verify", "--checkpoint", "/no/such/cp.txt"],
+        ["verify", "--checkpoint", "MALFORMED"],
+        ["activity", "verify", "run-00001", "--trust", "/no/such/trust.keys"],
+        ["fsck", "--audit-key", "/no/such/audit.key"],
+        ["checkpoint", "--export", "/no/such/dir/cp.txt"],
+        ["archive", "/dev/null/out.db"],
+        ["import", "bernstein", "/no/such/workdir"],
+        ["verify-proof", "/no/such/proof.json"],
+        ["phase", "compile", "/no/such/input.json"],
+        ["team", "load", "/no/such/team.toml"],
+        ["runs", "--limit", "-1"],
+        ["runs", "--status", "maybe"],
+        ["no-such-command"],
+    ],
+)
+def test_64_a_bad_argument_is_named_before_any_work(
+    workspace: Path, env: dict[str, str], tmp_path: Path, args: list[str]
+) -> None:
+    if "MALFORMED" in args:
+        bad = tmp_path / "cp.txt"
+        bad.write_text("not a checkpoint\n")
+        args = [str(bad) if a == "MALFORMED" else a for a in args]
+    before = state(workspace)
+    result = run(*args, env=env)
+    assert result.returncode == 64, result.stderr
+    one_line(result)
+    named = [a for a in args if "/" in a]
+    assert all(path in result.stderr for path in named), result.stderr
+    assert state(workspace) == before
+    # Checked before the ledger is opened: the same error with no ledger at all.
+    elsewhere = {**env, "AGENTLEDGER_LEDGER": str(tmp_path / "none" / "ledger.db")}
+    assert run(*args, env=elsewhere).returncode == 64
+    assert not (tmp_path / "none").exists()
+
+
+def test_65_invalid_data_and_debug_shows_a_traceback(workspace: Path, env: dict[str, str]) -> None:
+    before = state(workspace)
+    result = run("append", "run-00001", "step", "{not json", env=env)
+    assert result.returncode == 65
+    one_line(result)
+    piped = run("append", "run-00001", "step", "-", env=env, stdin=b"[1, 2]")
+    assert piped.returncode == 65
+    assert state(workspace) == before
+    debug = run("--debug", "append", "run-00001", "step", "{not json", env=env)
+    assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+def test_130_ctrl_c_leaves_nothing_behind(tmp_path: Path, env: dict[str, str]) -> None:
+    """SIGINT while demo builds its ledger: exit 130, no ledger and no temporary file."""
+    target = tmp_path / "demo" / "ledger.db"
+    process = subprocess.Popen(
+        [str(AGENTLEDGER), "--ledger", str(target), "demo", "--runs", "20000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(target.parent.glob(".ledger.db.*")):
+        time.sleep(0.05)
+    assert any(target.parent.glob(".ledger.db.*")), "the demo never started building"
+    time.sleep(0.3)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err
+    assert list(target.parent.iterdir()) == []
+
+
+def test_130_ctrl_c_during_verify_leaves_the_ledger_untouched(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    path = Path(env["AGENTLEDGER_LEDGER"])
+    with Ledger.open(path) as ledger:
+        build_workspace(ledger, 4000)
+    before = state(path)
+    process = subprocess.Popen(
+        [str(AGENTLEDGER), "verify", "--jobs", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    time.sleep(1.0)  # well into start-up or the verify; either way it is interrupted
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    if process.returncode == 0:
+        pytest.skip("verify finished before the signal arrived (a fast machine)")
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    assert state(path) == before
