@@ -808,7 +808,11 @@ mod tests {
             for n in 0..70 {
                 let data = leaves(n);
                 let hashed = leaf_hashes(alg, &data);
-                assert_eq!(root_of_leaf_hashes(alg, &hashed), root(alg, &data), "n = {n}");
+                assert_eq!(
+                    root_of_leaf_hashes(alg, &hashed),
+                    root(alg, &data),
+                    "n = {n}"
+                );
             }
         }
     }

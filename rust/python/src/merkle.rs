@@ -105,7 +105,7 @@ fn merkle_root_of_hashes<'py>(
     hash: &str,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let alg = hash_alg(hash)?;
-    if hashes.len() % HASH_LEN != 0 {
+    if !hashes.len().is_multiple_of(HASH_LEN) {
         return Err(PyValueError::new_err(format!(
             "{} bytes are not a list of {HASH_LEN}-byte hashes",
             hashes.len()
