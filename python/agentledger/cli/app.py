@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
     "demo": (("demo",), "Build a demo ledger, corrupt five things, bulk-verify it."),
     "explain": (("explain",), "Explain a verification check, or list every check."),
     "export": (("bernstein",), "Write ledger contents out in another tool's format."),
+    "fleet": (("fleet",), "Verify many ledger files on a Dask cluster (agentledger[fleet])."),
     "fsck": (("log",), "Every check: SQLite integrity, checkpoints, verify, orphan blobs."),
     "gc": (("log",), "Delete blobs nothing reaches; sign a prune receipt."),
     "import": (("bernstein",), "Bring another tool's records into the ledger."),
@@ -48,8 +49,8 @@ COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
 """name -> (modules under agentledger.cli that define it, its short help as ``-h`` lists it)."""
 
 MODULES = (
-    "activity", "bernstein", "demo", "explain", "journal", "keys", "log", "phase", "team",
-    "verify",
+    "activity", "bernstein", "demo", "explain", "fleet", "journal", "keys", "log", "phase",
+    "team", "verify",
 )  # fmt: skip
 """Every command module (``load_all`` imports them: a name missing from COMMANDS still works)."""
 
