@@ -104,7 +104,7 @@ def ed25519_verify(public_key: bytes, message: bytes, signature: bytes) -> bool:
 def ed25519_verify_batch(items: Sequence[tuple[bytes, bytes, bytes]]) -> list[bool]:
     """Verify (public_key, message, signature) triples in parallel with the GIL released."""
 
-# ---- run journals (rust/core/src/journal.rs) ---------------------------------------------
+# ---- run journals (rust/core/src/journal/, rust/python/src/entry.rs) ---------------------
 
 MAX_FINDINGS_PER_RUN: int
 
@@ -175,7 +175,7 @@ def genesis_prev(ledger_id: str, run_id: str) -> str: ...
 def evidence_set_hash(hashes: Sequence[str]) -> str: ...
 def entry_hash(data: bytes) -> bytes: ...
 
-# ---- the workspace log (rust/core/src/journal.rs) ----------------------------------------
+# ---- the workspace log (rust/core/src/log.rs) --------------------------------------------
 
 def log_leaf(run_id: str, seq: int, entry_hash: bytes) -> bytes:
     """Leaf data of an entry: ``domain_hash("log-leaf", JCS({"entry", "run", "seq"}))``."""

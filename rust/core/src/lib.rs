@@ -14,6 +14,7 @@ pub mod canonical;
 pub mod error;
 pub mod hash;
 pub mod journal;
+pub mod log;
 pub mod merkle;
 pub mod portable;
 pub mod pyjson;

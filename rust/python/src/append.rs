@@ -71,7 +71,7 @@ fn append_entries<'py>(
         .take(encoded.len())
         .map(|seq| i64::try_from(seq).map_err(|_| out_of_range("seq", seq)))
         .collect::<PyResult<Vec<i64>>>()?;
-    let leaf_hashes = journal::blake3_leaf_hashes(
+    let leaf_hashes = agentledger_core::log::blake3_leaf_hashes(
         seqs.iter()
             .zip(&encoded)
             .map(|(&seq, (_, digest))| (run, seq, &digest[..])),

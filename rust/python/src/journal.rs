@@ -1,8 +1,8 @@
 //! Journal encoding and batch verification. Rows cross the boundary as plain tuples of
 //! str/int/bytes, are copied into Rust memory, and are verified with the GIL released.
 
-use agentledger_core::journal::LogAssembler as CoreAssembler;
-use agentledger_core::journal::{self, Carry, DigestSet, EntryRow, LogRow};
+use agentledger_core::journal::{self, Carry, DigestSet, EntryRow};
+use agentledger_core::log::{self, LogAssembler as CoreAssembler, LogRow};
 use agentledger_core::merkle::{Hash, HashAlg, IncrementalTree};
 use memchr::memmem::Finder;
 use pyo3::prelude::*;
@@ -238,7 +238,7 @@ fn log_leaf<'py>(
     seq: i64,
     entry_hash: &[u8],
 ) -> Bound<'py, PyBytes> {
-    PyBytes::new(py, &journal::log_leaf(run_id, seq, entry_hash))
+    PyBytes::new(py, &log::log_leaf(run_id, seq, entry_hash))
 }
 
 type LogExtendTuple<'py> = (
@@ -273,7 +273,7 @@ fn log_extend<'py>(
         .collect();
     let pool = pool(jobs)?;
     let (tree, gap) = py.allow_threads(move || {
-        let gap = pool.install(|| journal::extend_log(&mut tree, &rows));
+        let gap = pool.install(|| log::extend_log(&mut tree, &rows));
         (tree, gap)
     });
     let frontier = tree

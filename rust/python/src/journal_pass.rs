@@ -303,7 +303,7 @@ fn verify_batches(
             || {
                 leaves
                     .is_some()
-                    .then(|| journal::row_leaf_hashes(HashAlg::Blake3, &rows))
+                    .then(|| agentledger_core::log::row_leaf_hashes(HashAlg::Blake3, &rows))
             },
         );
         if let (Some(leaves), Some(hashes)) = (&leaves, hashes) {
