@@ -111,6 +111,17 @@ fn deepcopy<'py>(value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         .call1((value,))
 }
 
+fn frozen(py: Python<'_>, message: &str) -> PyErr {
+    match py
+        .import("dataclasses")
+        .and_then(|module| module.getattr("FrozenInstanceError"))
+        .and_then(|error| error.call1((message,)))
+    {
+        Ok(error) => PyErr::from_value(error),
+        Err(err) => err,
+    }
+}
+
 #[pymethods]
 impl Entry {
     #[new]
@@ -197,6 +208,15 @@ impl Entry {
             equal = self.body(py)?.eq(other.body(py)?)?;
         }
         (equal == matches!(op, CompareOp::Eq)).into_py_any(py)
+    }
+
+    /// As a frozen dataclass does: `dataclasses.FrozenInstanceError` (an `AttributeError`).
+    fn __setattr__(&self, py: Python<'_>, name: &str, _value: &Bound<'_, PyAny>) -> PyResult<()> {
+        Err(frozen(py, &format!("cannot assign to field '{name}'")))
+    }
+
+    fn __delattr__(&self, py: Python<'_>, name: &str) -> PyResult<()> {
+        Err(frozen(py, &format!("cannot delete field '{name}'")))
     }
 
     fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {

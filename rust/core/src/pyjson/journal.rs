@@ -679,10 +679,8 @@ fn verify_journal_reading(data: &[u8], digest: &[u8; 32], lean_rows: bool) -> Jo
     };
     // bernstein lists duplicate keys of every row before the walk's findings.
     let mut duplicates = Capped::default();
-    let mut walked = Capped::default();
+    let mut walk = ChainWalk::default();
     let mut profile = Some(Profile::PyJsonV1);
-    let mut prev: Vec<u8> = Vec::new();
-    let mut walking = true;
     let mut scratch: Vec<u8> = Vec::with_capacity(4096);
     let mut order: Vec<usize> = Vec::with_capacity(32);
     let mut step: u64 = 0;
@@ -700,7 +698,7 @@ fn verify_journal_reading(data: &[u8], digest: &[u8; 32], lean_rows: bool) -> Jo
             }
         }
         // The rows before this one are walked first.
-        unhashed.walk(&mut report, &mut walked, (&mut prev, &mut walking));
+        unhashed.walk(&mut report, &mut walk);
         let row = match read_line(number as u64, raw) {
             Line::Blank => continue,
             Line::Discarded => {
@@ -750,32 +748,34 @@ fn verify_journal_reading(data: &[u8], digest: &[u8; 32], lean_rows: bool) -> Jo
                     event_type: &view.event_type,
                     index: step,
                     payload_hash: &payload,
-                    prev: &prev,
+                    prev: &walk.prev,
                 };
                 let event = inputs.hash(profile, &mut scratch)?;
                 Ok((payload, event))
             });
-            let walk = (&mut prev, &mut walking);
-            walk_row(
+            walk.row(
                 &mut report,
-                &mut walked,
-                (step, row.line, view, hashes),
-                walk,
+                WalkedRow {
+                    step,
+                    line: row.line,
+                    view,
+                    hashes,
+                },
             );
         }
         step += 1;
     }
-    unhashed.walk(&mut report, &mut walked, (&mut prev, &mut walking));
+    unhashed.walk(&mut report, &mut walk);
     report.count = step;
-    if walking && profile.is_some() {
-        report.head = prev;
+    if walk.walking && profile.is_some() {
+        report.head = walk.prev;
     }
-    report.row_finding_count = duplicates.count + walked.count;
+    report.row_finding_count = duplicates.count + walk.findings.count;
     report.row_findings = duplicates.kept;
     let room = Capped::CAP.saturating_sub(report.row_findings.len());
     report
         .row_findings
-        .extend(walked.kept.into_iter().take(room));
+        .extend(walk.findings.kept.into_iter().take(room));
     report
 }
 
@@ -864,12 +864,7 @@ impl<'d> Unhashed<'d> {
     /// Hash the rows taken, then walk them in order. Each event hash is computed with the
     /// row's stored `prev_hash`, not the walk's: `walk_row` only compares it once they are
     /// equal (and a `py-json-v1` string always canonicalizes), so it is exact.
-    fn walk(
-        &mut self,
-        report: &mut JournalReport,
-        findings: &mut Capped,
-        (prev, walking): (&mut Vec<u8>, &mut bool),
-    ) {
+    fn walk(&mut self, report: &mut JournalReport, walk: &mut ChainWalk) {
         if self.rows.is_empty() {
             return;
         }
@@ -900,11 +895,14 @@ impl<'d> Unhashed<'d> {
                 Some((_, err)) => Err(err),
                 None => Ok((payload, hex64(&expected))),
             };
-            walk_row(
+            walk.row(
                 report,
-                findings,
-                (step, line, view, hashes),
-                (prev, walking),
+                WalkedRow {
+                    step,
+                    line,
+                    view,
+                    hashes,
+                },
             );
         }
         self.payloads.clear();
@@ -926,96 +924,132 @@ fn slices<'b>(bytes: &'b [u8], ends: &[usize]) -> Vec<&'b [u8]> {
 /// A row's payload hash and event hash, in hex, or the error Python would raise.
 type RowHashes = crate::Result<([u8; 64], [u8; 64])>;
 
-/// One kept row of the chain walk: its strict findings, then (while the walk goes on)
-/// bernstein's link and hash comparison. `hashes` are the row's payload hash and event
-/// hash, computed (the event hash is only read when the stored `prev_hash` is `prev`).
-fn walk_row(
-    report: &mut JournalReport,
-    findings: &mut Capped,
-    (step, line, view, hashes): (u64, u64, RowView<'_>, RowHashes),
-    (prev, walking): (&mut Vec<u8>, &mut bool),
-) {
-    let (payload, expected) = match hashes {
-        Ok(pair) => pair,
-        Err(err) => {
-            if *walking {
-                // bernstein's verify_journal raises here: no verdict at all.
-                report.crash = Some(format!("ValueError: {err} (step {step})"));
-                report.chain_consistent = false;
-                *walking = false;
+/// The chain walk's state from row to row: the findings it keeps, the previous row's
+/// event hash (hex), and whether it still walks (bernstein's verify stops at the first
+/// break; the strict findings go on).
+struct ChainWalk {
+    findings: Capped,
+    prev: Vec<u8>,
+    walking: bool,
+}
+
+impl Default for ChainWalk {
+    fn default() -> Self {
+        ChainWalk {
+            findings: Capped::default(),
+            prev: Vec::new(),
+            walking: true,
+        }
+    }
+}
+
+/// One kept row, as the walk takes it: its place, what it stores, and its payload hash
+/// and event hash as computed (the event hash is only read when the stored `prev_hash` is
+/// the walk's `prev`).
+struct WalkedRow<'r> {
+    step: u64,
+    line: u64,
+    view: RowView<'r>,
+    hashes: RowHashes,
+}
+
+impl ChainWalk {
+    /// One kept row: its strict findings, then (while the walk goes on) bernstein's link
+    /// and hash comparison.
+    fn row(&mut self, report: &mut JournalReport, row: WalkedRow<'_>) {
+        let WalkedRow {
+            step,
+            line,
+            view,
+            hashes,
+        } = row;
+        let ChainWalk {
+            findings,
+            prev,
+            walking,
+        } = self;
+        let (payload, expected) = match hashes {
+            Ok(pair) => pair,
+            Err(err) => {
+                if *walking {
+                    // bernstein's verify_journal raises here: no verdict at all.
+                    report.crash = Some(format!("ValueError: {err} (step {step})"));
+                    report.chain_consistent = false;
+                    *walking = false;
+                }
+                return;
             }
+        };
+        let stored_payload = &view.payload_hash;
+        if stored_payload.as_ref() != payload {
+            findings.push(RowFinding {
+                step,
+                line,
+                field: "payload_hash",
+                expected: payload.to_vec(),
+                actual: stored_payload.to_vec(),
+            });
+        }
+        let index_ok = match &view.index {
+            Some((true, digits)) => {
+                std::str::from_utf8(digits)
+                    .ok()
+                    .and_then(|digits| digits.parse::<u64>().ok())
+                    == Some(step)
+            }
+            _ => false,
+        };
+        if !index_ok {
+            let stored_index = match &view.index {
+                Some((_, text)) => text.to_vec(),
+                None => b"None".to_vec(),
+            };
+            findings.push(RowFinding {
+                step,
+                line,
+                field: "index",
+                expected: step.to_string().into_bytes(),
+                actual: stored_index,
+            });
+        }
+        if !*walking {
             return;
         }
-    };
-    let stored_payload = &view.payload_hash;
-    if stored_payload.as_ref() != payload {
-        findings.push(RowFinding {
-            step,
-            line,
-            field: "payload_hash",
-            expected: payload.to_vec(),
-            actual: stored_payload.to_vec(),
-        });
-    }
-    let index_ok = match &view.index {
-        Some((true, digits)) => {
-            std::str::from_utf8(digits)
-                .ok()
-                .and_then(|digits| digits.parse::<u64>().ok())
-                == Some(step)
-        }
-        _ => false,
-    };
-    if !index_ok {
-        let stored_index = match &view.index {
-            Some((_, text)) => text.to_vec(),
-            None => b"None".to_vec(),
-        };
-        findings.push(RowFinding {
-            step,
-            line,
-            field: "index",
-            expected: step.to_string().into_bytes(),
-            actual: stored_index,
-        });
-    }
-    if !*walking {
-        return;
-    }
-    let (stored_prev, stored_event) = (&view.prev_hash, &view.event_hash);
-    let (field, error, want, got) = if stored_prev.as_ref() != prev.as_slice() {
-        (
-            "prev_hash",
-            "prev_hash break",
-            prev.clone(),
-            stored_prev.to_vec(),
-        )
-    } else if stored_event.as_ref() != expected {
-        let field = if stored_payload.as_ref() == payload {
-            "event_hash"
+        let (stored_prev, stored_event) = (&view.prev_hash, &view.event_hash);
+        let (field, error, want, got) = if stored_prev.as_ref() != prev.as_slice() {
+            (
+                "prev_hash",
+                "prev_hash break",
+                prev.clone(),
+                stored_prev.to_vec(),
+            )
+        } else if stored_event.as_ref() != expected {
+            let field = if stored_payload.as_ref() == payload {
+                "event_hash"
+            } else {
+                "payload"
+            };
+            (
+                field,
+                "event_hash mismatch",
+                expected.to_vec(),
+                stored_event.to_vec(),
+            )
         } else {
-            "payload"
+            prev.clear();
+            prev.extend_from_slice(&expected);
+            return;
         };
-        (
-            field,
-            "event_hash mismatch",
-            expected.to_vec(),
-            stored_event.to_vec(),
-        )
-    } else {
-        prev.clear();
-        prev.extend_from_slice(&expected);
-        return;
-    };
-    report.chain_consistent = false;
-    report.divergent_index = Some(step);
-    report.divergent_line = Some(line);
-    report.divergent_field = Some(field);
-    report.expected_hash = Some(want);
-    report.actual_hash = Some(got);
-    report.error = Some(format!("step {step}: {error}"));
-    report.head = prev.clone();
-    *walking = false;
+        report.chain_consistent = false;
+        report.divergent_index = Some(step);
+        report.divergent_line = Some(line);
+        report.divergent_field = Some(field);
+        report.expected_hash = Some(want);
+        report.actual_hash = Some(got);
+        report.error = Some(format!("step {step}: {error}"));
+        report.head = prev.clone();
+        *walking = false;
+    }
 }
 
 /// [`verify_journal`] over many journals in parallel (on the caller's rayon pool).
