@@ -259,4 +259,35 @@ mod tests {
         assert_eq!(hex::encode(digests[1]), two);
         assert!(digests[2..].iter().all(|d| hex::encode(d) == abc));
     }
+
+    /// Random batches (a seeded generator: the same cases everywhere) in the lanes where
+    /// the CPU has them, and through the dispatch, against the `sha2` crate itself.
+    #[test]
+    fn random_batches_agree_with_the_sha2_crate() {
+        use sha2::Digest;
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15);
+        for _ in 0..150 {
+            let count = (next() % 40) as usize;
+            let messages: Vec<Vec<u8>> = (0..count)
+                .map(|_| {
+                    let len = (next() % 600) as usize;
+                    (0..len).map(|_| next() as u8).collect()
+                })
+                .collect();
+            let slices: Vec<&[u8]> = messages.iter().map(Vec::as_slice).collect();
+            let want: Vec<[u8; 32]> = messages
+                .iter()
+                .map(|m| sha2::Sha256::digest(m).into())
+                .collect();
+            assert_eq!(sha256_many(&slices), want);
+            #[cfg(target_arch = "x86_64")]
+            if count >= LANES_WORTH
+                && std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512bw")
+            {
+                // SAFETY: the CPU has the instructions `x86::in_lanes` uses.
+                assert_eq!(unsafe { x86::in_lanes(&slices) }, want);
+            }
+        }
+    }
 }
