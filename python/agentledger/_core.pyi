@@ -190,6 +190,9 @@ def log_extend(
 
 # ---- Python json compatibility and bernstein journals (rust/core/src/pyjson*) ----------
 
+AUDITED_FIELDS: tuple[str, ...]
+"""The activity fields a bernstein audit record repeats, compared with the journal row."""
+
 PyJsonMode = Literal["py-json-v1", "py-json-unicode", "jcs-v2"]
 
 def pyjson_dumps(text: bytes, mode: PyJsonMode) -> bytes:

@@ -51,14 +51,7 @@ STRICT_CHECKS = {
     "bernstein.audit.chain": "the audit chain does not verify",
     "bernstein.crash": "bernstein itself raises on this data",
 }
-AUDITED_FIELDS = (
-    "stage_id",
-    "kind",
-    "artifact_hash",
-    "evidence_set_hash",
-    "terminal_state",
-    "reason_code",
-)
+AUDITED_FIELDS = _core.AUDITED_FIELDS  # the one list, in the Rust core (pyjson/audit.rs)
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,10 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bernstein_audit_clean, m)?)?;
     m.add_class::<BernsteinStoreIndex>()?;
     m.add_class::<BernsteinAuditMirror>()?;
+    m.add(
+        "AUDITED_FIELDS",
+        PyTuple::new(m.py(), audit::AUDITED_FIELDS)?,
+    )?;
     Ok(())
 }
 

@@ -18,16 +18,31 @@ pub const GENESIS: &[u8; 64] = b"00000000000000000000000000000000000000000000000
 pub const SCHEME2_PREFIX: &[u8] = b"bernstein:audit:v2";
 /// Events whose `prev_chain_digest` is not checked.
 const EXEMPT_EVENTS: [&[u8]; 2] = [b"skill.catalog.install", b"skill.catalog.upgrade"];
-/// The `details` members the strict verifier compares with the journal, as `str()`.
-pub const AUDITED: [&str; 7] = [
+/// The activity fields an audit record repeats in its `details`, each compared with the
+/// journal row's as `str()`, in the order the strict verifier reports them. The one list:
+/// `mirror.rs` compares these, and Python reads it as `_core.AUDITED_FIELDS`.
+pub const AUDITED_FIELDS: [&str; 6] = [
     "stage_id",
     "kind",
     "artifact_hash",
     "evidence_set_hash",
     "terminal_state",
     "reason_code",
-    "journal_event_hash",
 ];
+/// The `details` member naming the journal row's event hash, compared after the fields.
+pub const JOURNAL_EVENT_HASH: &str = "journal_event_hash";
+
+/// The `details` members the strict verifier compares with the journal, as `str()`:
+/// [`AUDITED_FIELDS`], then [`JOURNAL_EVENT_HASH`].
+pub const AUDITED: [&str; 7] = {
+    let mut all = [JOURNAL_EVENT_HASH; 7];
+    let mut i = 0;
+    while i < AUDITED_FIELDS.len() {
+        all[i] = AUDITED_FIELDS[i];
+        i += 1;
+    }
+    all
+};
 
 /// One `activity.result` record of a clean chain.
 #[derive(Debug, Clone, PartialEq)]

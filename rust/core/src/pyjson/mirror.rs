@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::audit::ActivityRecord;
+use super::audit::{ActivityRecord, AUDITED_FIELDS, JOURNAL_EVENT_HASH};
 use super::journal::ActivityRow;
 use super::{py_repr, PyValue};
 
@@ -42,19 +42,21 @@ pub fn cross_check(
             });
             continue;
         };
-        let compared: [(&str, &str, &[u8]); 7] = [
-            ("stage_id", "stage_id", &row.stage_id),
-            ("kind", "kind", &row.kind),
-            ("artifact_hash", "artifact_hash", &row.artifact_hash),
-            (
-                "evidence_set_hash",
-                "evidence_set_hash",
-                &row.evidence_set_hash,
-            ),
-            ("terminal_state", "terminal_state", &row.terminal_state),
-            ("reason_code", "reason_code", &row.reason_code),
-            ("journal_event_hash", "event_hash", &row.event_hash),
+        // The row's values of AUDITED_FIELDS, in its order (a test pins the names).
+        let values: [&[u8]; 6] = [
+            &row.stage_id,
+            &row.kind,
+            &row.artifact_hash,
+            &row.evidence_set_hash,
+            &row.terminal_state,
+            &row.reason_code,
         ];
+        let compared = AUDITED_FIELDS
+            .iter()
+            .map(|&name| (name, name))
+            .zip(values)
+            .map(|((audited, field), value)| (audited, field, value))
+            .chain([(JOURNAL_EVENT_HASH, "event_hash", &row.event_hash[..])]);
         for (audited, field, value) in compared {
             let audited = record.field(audited);
             if audited != value {
@@ -174,5 +176,38 @@ mod tests {
             ]
         );
         assert_eq!(last, Some(9));
+    }
+
+    #[test]
+    fn each_audited_field_is_compared_with_the_rows_own_value() {
+        // A record whose every audited member differs from the row: each finding names
+        // its field and carries that field's two values, in AUDITED_FIELDS order.
+        let mut audited = record(2, "s2", "data");
+        for (name, value) in &mut audited.fields {
+            value.insert(0, b'~');
+            assert!(AUDITED_FIELDS.contains(name) || *name == JOURNAL_EVENT_HASH);
+        }
+        let stored = row(2, "s2");
+        let (findings, _) = cross_check(std::slice::from_ref(&stored), &[&audited]);
+        let named: Vec<(String, String, String)> = findings
+            .iter()
+            .map(|f| {
+                let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+                (text(&f.field), text(&f.expected), text(&f.actual))
+            })
+            .collect();
+        let want: Vec<(String, String, String)> = [
+            ("stage_id", "s2"),
+            ("kind", "data"),
+            ("artifact_hash", "a"),
+            ("evidence_set_hash", "s"),
+            ("terminal_state", "completed"),
+            ("reason_code", "ok"),
+            ("event_hash", "e"),
+        ]
+        .iter()
+        .map(|&(field, value)| (field.to_owned(), format!("~{value}"), value.to_owned()))
+        .collect();
+        assert_eq!(named, want);
     }
 }
