@@ -112,7 +112,6 @@ def encode_entries(
     run_id: str, first_seq: int, prev: str, ts: str, items: Sequence[tuple[str, object]]
 ) -> list[tuple[bytes, bytes]]:
     """Canonical bytes and hash of consecutive entries of one run, each chained to the last."""
-
 @final
 class Entry:
     """One journal entry as stored, immutable; ``body`` is parsed from ``raw`` on each
