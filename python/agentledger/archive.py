@@ -28,6 +28,7 @@ import apsw
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
 from agentledger import signing, tiles
+from agentledger.bookkeeping import BERNSTEIN_RUN
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.log import fetch
@@ -138,20 +139,18 @@ def select_runs(ledger: Ledger, run_ids: Iterable[str], since: str | None) -> li
 def _anchoring_runs(conn: apsw.Connection, runs: list[str]) -> set[str]:
     """Runs the selected ones cannot be verified without: the bookkeeping run that pins
     the manifests of imported bernstein runs."""
-    from agentledger.bernstein.format import BOOKKEEPING_RUN
-
     imported = fetch(
         conn,
         "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'bernstein_runs'",
     )
-    if not imported or BOOKKEEPING_RUN in runs:
+    if not imported or BERNSTEIN_RUN in runs:
         return set()
     rows = fetch(
         conn,
         "SELECT 1 FROM bernstein_runs WHERE run_id IN (SELECT value FROM json_each(?)) LIMIT 1",
         (json.dumps(runs),),
     )
-    return {BOOKKEEPING_RUN} if rows else set()
+    return {BERNSTEIN_RUN} if rows else set()
 
 
 def _reachable_blobs(source: apsw.Connection, seeds: set[str]) -> list[str]:

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import apsw
+from nacl.exceptions import BadSignatureError
+from nacl.signing import VerifyKey
 
 from agentledger import _core, signing, tiles
 from agentledger import checkpoint as checkpoints
@@ -38,7 +40,7 @@ from agentledger import log as wslog
 from agentledger.bookkeeping import GC_PRUNED, GC_RUN
 from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.ids import utc_timestamp
-from agentledger.keys import public_key_text
+from agentledger.keys import parse_public_key, public_key_text
 from agentledger.log import fetch
 from agentledger.storage import quote_identifier
 
@@ -256,11 +258,6 @@ def pruned_digests(conn: apsw.Connection, trusted: set[str], ledger_id: str) -> 
     """Digest -> the receipt that removed it, for receipts that bind to this ledger's log:
     signed by a trusted key, naming this ledger, and whose log size and root are those of
     the log's first entries now (the tiles' root at that size)."""
-    from nacl.exceptions import BadSignatureError
-    from nacl.signing import VerifyKey
-
-    from agentledger.keys import parse_public_key
-
     pruned: dict[str, Pruned] = {}
     reader = tiles.TileReader(conn)
     size = wslog.read_state(conn).size

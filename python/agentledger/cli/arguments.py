@@ -123,7 +123,7 @@ def checkpoint_file(path: Path | None) -> Path | None:
     """``--checkpoint``: an existing file holding a checkpoint note that parses."""
     if path is None:
         return None
-    from agentledger.checkpoint import Checkpoint
+    from agentledger.notes import Checkpoint
 
     input_file(path, "--checkpoint")
     try:

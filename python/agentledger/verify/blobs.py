@@ -7,6 +7,7 @@ import re
 from agentledger import _core
 from agentledger.cas import CHUNK_SIZE, DIGEST
 from agentledger.gc import Pruned, pruned_digests
+from agentledger.keys import resolve_trust
 from agentledger.storage import native
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
@@ -39,8 +40,6 @@ def check_referenced_blobs(ctx: VerifyContext) -> None:
 
 def _pruned(ctx: VerifyContext) -> dict[str, Pruned]:
     """Blobs a trusted prune receipt of this ledger's log says garbage collection removed."""
-    from agentledger.keys import resolve_trust
-
     trusted = resolve_trust(ctx.options.trust, ctx.ledger.keys)
     return pruned_digests(ctx.conn, trusted, ctx.ledger.id)
 
