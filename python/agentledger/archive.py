@@ -27,7 +27,7 @@ import apsw
 
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
-from agentledger import signing, tiles
+from agentledger import notes, signing, tiles
 from agentledger.bookkeeping import BERNSTEIN_RUN
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
@@ -235,8 +235,8 @@ def write_archive(ledger: Ledger, out: str | os.PathLike[str], runs: list[str]) 
         entries, blob_count, state = _fill(ledger, target_db, runs)
         signer = checkpoints.signing_key(ledger)
         with target_db.write() as target:
-            note = checkpoints.Checkpoint(ledger.id, state.size, state.root, utc_timestamp())
-            signed = checkpoints.sign(note, signer)
+            note = notes.Checkpoint(ledger.id, state.size, state.root, utc_timestamp())
+            signed = notes.sign(note, signer)
             target.execute(
                 "INSERT INTO checkpoints (size, root, note) VALUES (?, ?, ?)",
                 (state.size, state.root, signed.text()),
