@@ -18,7 +18,7 @@ $(PY):
 
 # Dependencies come from pyproject.toml; the extension is built optimised (release).
 $(STAMP): $(PY) $(EXT_SOURCES)
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,fleet]'
 	touch $(STAMP)
 
 setup: $(STAMP)

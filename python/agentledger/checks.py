@@ -287,6 +287,10 @@ CHECKS: dict[str, CheckInfo] = _table(
      "the anchored hash", "absent"),
     ("bernstein.anchor.manifest", "An import's manifest bytes do not hash to the anchored hash.",
      "the manifest hash the import entry anchors", "the hash of the manifest held now"),
+    # ---- fleet verify (fleet/task.py) -------------------------------------------------
+    ("fleet.checkpoint", "`fleet verify --checkpoints DIR` holds no exported checkpoint of "
+     "this ledger, so nothing shows it was not rolled back.",
+     "an exported checkpoint of this ledger id in the folder", "none"),
 )
 
 UNKNOWN = CheckInfo(

@@ -37,6 +37,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "demo": ("demo", "demo", "Build a demo ledger, corrupt five things, bulk-verify it."),
     "explain": ("explain", "explain", "Explain a verification check, or list every check."),
     "export": ("bernstein", "export_group", "Write ledger contents out in another tool's format."),
+    "fleet": (
+        "fleet",
+        "fleet",
+        "Verify many ledger files on a Dask cluster (agentledger[fleet]).",
+    ),
     "fsck": (
         "log",
         "fsck_command",

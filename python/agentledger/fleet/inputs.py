@@ -1,0 +1,167 @@
+"""From the command line's PATHs to the list of files a fleet verifies.
+
+Each PATH is a ledger file or an archive (verified), a folder (searched for ledgers), or a
+text file listing such paths one per line. Paths are made absolute here: workers read the
+files themselves, so a path must mean the same file on every machine (shared storage).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from agentledger.errors import AgentLedgerError, BadArgument
+from agentledger.storage.migrations import APPLICATION_ID
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+APPLICATION_ID_OFFSET = 68
+"""Where SQLite keeps ``PRAGMA application_id`` in the file header (big-endian)."""
+LEDGER_SUFFIX = ".db"
+MAX_LIST_BYTES = 64 * 1024 * 1024
+
+
+class FleetArgumentError(BadArgument):
+    """A fleet argument that cannot be used (no such path, nothing to verify, no scheduler)."""
+
+
+def expand_paths(arguments: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """Every file to verify, absolute, in argument order, each once."""
+    found: list[str] = []
+    for argument in arguments:
+        path = Path(argument)
+        if path.is_dir():
+            found.extend(search_folder(path))
+        elif path.is_file():
+            listed = read_list_file(path)
+            found.extend(_expand_listed(listed) if listed is not None else [_absolute(path)])
+        else:
+            raise FleetArgumentError(f"{argument}: no such file or folder")
+    unique = list(dict.fromkeys(found))
+    if not unique:
+        shown = ", ".join(str(a) for a in arguments) or "(none)"
+        raise FleetArgumentError(f"no ledger files to verify in {shown}")
+    return unique
+
+
+def search_folder(folder: Path) -> Iterator[str]:
+    """Ledgers and archives under ``folder``, in path order.
+
+    A file is taken when its SQLite header says it is an agentledger file, or when it is
+    named ``*.db`` and is not an SQLite file of another application: a damaged ledger is
+    then reported as unreadable rather than silently skipped.
+    """
+    for root, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            path = Path(root) / name
+            if looks_like_ledger(path):
+                yield _absolute(path)
+
+
+def looks_like_ledger(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(APPLICATION_ID_OFFSET + 4)
+    except OSError:
+        return path.name.endswith(LEDGER_SUFFIX)
+    if header.startswith(SQLITE_HEADER) and len(header) == APPLICATION_ID_OFFSET + 4:
+        application_id = int.from_bytes(header[APPLICATION_ID_OFFSET:], "big")
+        return application_id == APPLICATION_ID
+    return path.name.endswith(LEDGER_SUFFIX)
+
+
+def read_list_file(path: Path) -> list[str] | None:
+    """The paths a list file names, or None when ``path`` is not a list file.
+
+    A list file is UTF-8 text (no NUL byte, not SQLite) whose first line that is not blank
+    or a ``#`` comment names an existing file or folder. Relative paths are relative to
+    the list file's folder. Anything else given as a PATH is a file to verify.
+    """
+    try:
+        if path.stat().st_size > MAX_LIST_BYTES:
+            return None
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if data.startswith(SQLITE_HEADER) or b"\x00" in data:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    entries = []
+    for line in text.splitlines():
+        entry = line.strip()
+        if not entry or entry.startswith("#"):
+            continue
+        entries.append(str(path.parent / entry))
+    if not entries or not Path(entries[0]).exists():
+        return None
+    return entries
+
+
+def _expand_listed(entries: list[str]) -> Iterator[str]:
+    # A listed folder is searched; a listed file is verified as it is (lists do not nest,
+    # and a listed path that does not exist is reported by the worker, not dropped here).
+    for entry in entries:
+        path = Path(entry)
+        if path.is_dir():
+            yield from search_folder(path)
+        else:
+            yield _absolute(path)
+
+
+def _absolute(path: Path) -> str:
+    return os.path.abspath(path)
+
+
+def read_checkpoints(folder: Path) -> tuple[dict[str, str], list[str]]:
+    """``--checkpoints DIR``: ledger id → the text of its newest exported checkpoint.
+
+    Every file directly in ``folder`` that parses as a checkpoint counts, whatever its name
+    (a checkpoint names its ledger). For a ledger with several, the largest log size is the
+    one its file must extend. Returns the map and the names of the files that are not
+    checkpoints (skipped; a ledger left without one is reported by its task).
+    """
+    from agentledger.notes import Checkpoint
+
+    if not folder.is_dir():
+        raise FleetArgumentError(f"--checkpoints {folder}: no such folder")
+    newest: dict[str, tuple[int, str]] = {}
+    skipped: list[str] = []
+    for path in sorted(folder.iterdir()):
+        if not path.is_file():
+            continue
+        try:
+            data = path.read_bytes()
+            checkpoint = Checkpoint.parse(data)
+        except (AgentLedgerError, OSError):
+            skipped.append(path.name)
+            continue
+        known = newest.get(checkpoint.ledger_id)
+        if known is None or checkpoint.size > known[0]:
+            newest[checkpoint.ledger_id] = (checkpoint.size, data.decode("utf-8"))
+    return {ledger_id: text for ledger_id, (_, text) in newest.items()}, skipped
+
+
+def read_signer_memory(home: Path) -> dict[str, bytes]:
+    """This install's memory of what it signed and verified (``signer_memory.py``), per
+    ledger id, as the files' bytes: sent to the workers so that each verifies a ledger as
+    this install would (a ledger rolled back behind what it signed is caught anywhere)."""
+    from agentledger.signer_memory import LEDGER_ID, LEDGERS_DIR, MAX_MEMORY_BYTES
+
+    folder = home / LEDGERS_DIR
+    if not folder.is_dir():
+        return {}
+    memory = {}
+    for path in sorted(folder.glob("*.json")):
+        if not LEDGER_ID.fullmatch(path.stem):
+            continue
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if len(data) <= MAX_MEMORY_BYTES:
+            memory[path.stem] = data
+    return memory

@@ -1,0 +1,157 @@
+"""PATH arguments become files to verify; one task's verdict, without a cluster."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from agentledger import Ledger
+from agentledger.errors import ExitCode
+from agentledger.fleet import FleetArgumentError, FleetJob, FleetReport, expand_paths, verify_file
+from agentledger.fleet.inputs import read_signer_memory
+from agentledger.fleet.report import fleet_renderable
+
+from .fleetkit import Fleet, build_ledger
+
+
+def test_a_folder_is_searched_for_ledgers_archives_and_damaged_db_files(fleet: Fleet) -> None:
+    sqlite_of_another_app = fleet.root / "other" / "app.sqlite"
+    sqlite_of_another_app.parent.mkdir(exist_ok=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import apsw; apsw.Connection({str(sqlite_of_another_app)!r})"
+            ".execute('CREATE TABLE t(x)')",
+        ],
+        check=True,
+    )
+    assert set(expand_paths([fleet.root])) == set(fleet.kinds)
+
+
+def test_a_list_file_names_paths_relative_to_itself(fleet: Fleet, tmp_path: Path) -> None:
+    listed = sorted(fleet.kinds)[:2]
+    listing = tmp_path / "ledgers.txt"
+    lines = ["# nightly", *listed, "", str(tmp_path / "gone.db")]
+    listing.write_text("\n".join(lines) + "\n")
+    assert expand_paths([listing]) == [*listed, str(tmp_path / "gone.db")]
+
+
+def test_a_text_file_that_lists_nothing_is_a_file_to_verify(tmp_path: Path) -> None:
+    note = tmp_path / "notes.txt"
+    note.write_text("hello, not a ledger\n")
+    assert expand_paths([note]) == [str(note)]
+
+
+def test_a_path_that_does_not_exist_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(FleetArgumentError) as raised:
+        expand_paths([tmp_path / "nope"])
+    assert raised.value.exit_code == ExitCode.USAGE
+
+
+def test_a_folder_without_ledgers_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(FleetArgumentError, match="no ledger files"):
+        expand_paths([tmp_path])
+
+
+def test_one_task_gives_the_plain_verdict_of_each_kind_of_file(
+    fleet: Fleet, plain: dict[str, int]
+) -> None:
+    job = FleetJob(trust=(fleet.public_key,))
+    for path, kind in fleet.kinds.items():
+        summary = verify_file(path, job)
+        assert summary.code == plain[path], (kind, summary)
+        assert summary.bytes_read > 0
+        assert summary.status == {"tampered": "diverged", "junk": "unreadable"}.get(kind, "clean")
+        if kind == "tampered":
+            assert summary.checks and summary.findings[0]["run"] == "run-1"
+        if kind == "archive":
+            assert summary.archive and summary.ledger_id
+        if kind == "junk":
+            assert summary.error and summary.error_code == "not-a-ledger"
+
+
+def test_a_worker_trusts_only_the_keys_in_the_job(
+    fleet: Fleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker's own key folder holds the signer: it must not count.
+    monkeypatch.setenv("AGENTLEDGER_HOME", str(fleet.home))
+    clean = next(path for path, kind in fleet.kinds.items() if kind == "clean")
+    untrusted = verify_file(clean, FleetJob(trust=()))
+    assert untrusted.status == "diverged"
+    assert "checkpoint.signature" in untrusted.checks
+    assert verify_file(clean, FleetJob(trust=(fleet.public_key,))).status == "clean"
+
+
+def test_a_missing_file_is_reported_not_raised(tmp_path: Path) -> None:
+    summary = verify_file(str(tmp_path / "gone.db"), FleetJob())
+    assert (summary.status, summary.code) == ("unreadable", ExitCode.NOT_FOUND)
+
+
+def test_nothing_but_the_cluster_module_imports_distributed() -> None:
+    script = """
+import importlib, pkgutil, sys
+import agentledger
+names = [m.name for m in pkgutil.walk_packages(agentledger.__path__, "agentledger.")]
+assert "agentledger.fleet.cluster" in names
+for name in names:
+    if name != "agentledger.fleet.cluster":
+        importlib.import_module(name)
+from agentledger.cli import main
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("distributed", "dask"))
+assert not loaded, loaded
+print(len(names))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) > 50
+
+
+def test_a_worker_judges_a_rollback_with_the_clients_memory(tmp_path: Path) -> None:
+    home = tmp_path / "signer"
+    path = tmp_path / "ws" / "ledger.db"
+    build_ledger(path, home, runs=2, entries=10)
+    older = tmp_path / "older.db"
+    shutil.copy(path, older)
+    build_ledger(path, home, runs=3, entries=10)  # signed: the install remembers it
+    shutil.copy(older, path)  # rolled back behind what the install signed
+    trust = (home.joinpath("install.pub").read_text().strip(),)
+    remembered = verify_file(str(path), FleetJob(trust=trust, memory=read_signer_memory(home)))
+    assert remembered.checks == {"log.rollback": 1}
+    # Without the client's memory (a worker's own folder is never read) nothing says so.
+    assert verify_file(str(path), FleetJob(trust=trust)).status == "clean"
+
+
+def test_no_audit_key_travels_and_the_note_says_so(tmp_path: Path) -> None:
+    home = tmp_path / "signer"
+    path = tmp_path / "ws" / "ledger.db"
+    with Ledger.open(path, key_dir=home) as ledger:
+        research = ledger.run("run-7").research("research-0")
+        research.fetch("https://example.org", b"<html>page</html>")
+        research.finish(artifact={"summary": "a page"})
+    trust = (home.joinpath("install.pub").read_text().strip(),)
+    summary = verify_file(str(path), FleetJob(trust=trust))
+    assert summary.status == "clean"
+    [note] = [note for note in summary.notes if note.startswith("audit mirror")]
+    assert "NOT checked" in note and "<the task's empty key folder>" in note
+    assert "agentledger-fleet-" not in note
+
+
+def test_the_terminal_report_puts_the_worst_files_first(fleet: Fleet) -> None:
+    job = FleetJob(trust=(fleet.public_key,))
+    report = FleetReport(ledgers=[verify_file(path, job) for path in sorted(fleet.kinds)])
+    report.inputs = len(report.ledgers)
+    console = Console(record=True, file=io.StringIO(), width=200)
+    console.print(fleet_renderable(report))
+    out = console.export_text()
+    worst = out[out.index("Worst files first") :]
+    assert worst.index("unreadable") < worst.index("diverged") < worst.index("verdict: diverged")
+    assert "entry.hash" in out and "nothing lost" in out
