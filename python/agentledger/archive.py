@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
 from agentledger import notes, signing, tiles
 from agentledger.bookkeeping import BERNSTEIN_RUN
+from agentledger.cas import DIGEST_BYTES
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.log import fetch
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from agentledger.ledger import Ledger
 
 ARCHIVE_META = "archive"
-DIGEST_BYTES = re.compile(rb"(?:blake3|sha256):[0-9a-f]{64}")
 MAX_SCANNED_BLOB = 64 << 20
 """Blobs up to this size are scanned for the digests of further blobs (receipts name theirs)."""
 

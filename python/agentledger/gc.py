@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from agentledger import _core, signing, tiles
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
 from agentledger.bookkeeping import GC_PRUNED, GC_RUN
+from agentledger.cas import DIGEST_BYTES
 from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.ids import utc_timestamp
 from agentledger.keys import parse_public_key, public_key_text
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
 
 DEFAULT_GRACE_S = 3600.0
 BATCH = 16_384
-DIGEST_BYTES = re.compile(rb"(?:blake3|sha256):[0-9a-f]{64}")
 MAX_SCANNED_BLOB = 64 << 20
 PRUNE_DOMAIN = b"agentledger/v1/prune-receipt\n"
 NOT_REFERENCES = {"blobs", "blob_chunks", "prune_receipts", "log_tiles", "sqlite_sequence"}
