@@ -1,6 +1,6 @@
 """bernstein 3.23.0's on-disk format: names, paths, and the canonical forms Python gives it.
 
-Everything here follows ``BERNSTEIN-FORMAT.md`` (the section numbers below are its own).
+Everything here follows docs/BERNSTEIN.md (the section numbers below are its own).
 """
 
 from __future__ import annotations
