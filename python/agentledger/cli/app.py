@@ -25,51 +25,31 @@ if TYPE_CHECKING:
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
-COMMANDS: dict[str, tuple[str, str, str]] = {
-    "activity": ("activity", "activity", "Record and verify activities in runs."),
-    "append": ("journal", "append", "Append one entry to a run (JSON body argument or stdin)."),
-    "archive": ("log", "archive_command", "Write a sealed single-file audit archive of runs."),
-    "checkpoint": (
-        "log",
-        "checkpoint",
-        "Sign a checkpoint of the workspace log and show the newest.",
-    ),
-    "demo": ("demo", "demo", "Build a demo ledger, corrupt five things, bulk-verify it."),
-    "explain": ("explain", "explain", "Explain a verification check, or list every check."),
-    "export": ("bernstein", "export_group", "Write ledger contents out in another tool's format."),
-    "fleet": (
-        "fleet",
-        "fleet",
-        "Verify many ledger files on a Dask cluster (agentledger[fleet]).",
-    ),
-    "fsck": (
-        "log",
-        "fsck_command",
-        "Every check: SQLite integrity, checkpoints, verify, orphan blobs.",
-    ),
-    "gc": ("log", "gc_command", "Delete blobs nothing reaches; sign a prune receipt."),
-    "import": ("bernstein", "import_group", "Bring another tool's records into the ledger."),
-    "init": ("journal", "init", "Create the ledger file (and its folder) if it does not exist."),
-    "keys": ("keys", "keys", "Signing and audit keys, kept outside the ledger."),
-    "phase": ("phase", "phase", "Phase capability profiles: compile, record, transition, show."),
-    "prove": ("log", "prove_command", "Print a proof that an entry is in the signed log."),
-    "runs": (
-        "journal",
-        "runs",
-        "List runs: entries, activities, last entry, last verify status.",
-    ),
-    "show": ("journal", "show", "Show a run's journal, verified (kinds, hashes, evidence)."),
-    "team": ("team", "team", "Team manifests: which modality each role runs as."),
-    "verify": (
-        "verify",
-        "verify",
-        "Bulk-verify runs: chains, entry bytes, evidence sets, blobs.",
-    ),
-    "verify-proof": ("log", "verify_proof", "Check a proof bundle offline, without the ledger."),
+COMMANDS: dict[str, tuple[str, str]] = {
+    "activity": ("activity:activity", "Record and verify activities in runs."),
+    "append": ("journal:append", "Append one entry to a run (JSON body argument or stdin)."),
+    "archive": ("log:archive_command", "Write a sealed single-file audit archive of runs."),
+    "checkpoint": ("log:checkpoint", "Sign a checkpoint of the workspace log and show the newest."),
+    "demo": ("demo:demo", "Build a demo ledger, corrupt five things, bulk-verify it."),
+    "explain": ("explain:explain", "Explain a verification check, or list every check."),
+    "export": ("bernstein:export_group", "Write ledger contents out in another tool's format."),
+    "fleet": ("fleet:fleet", "Verify many ledger files on a Dask cluster (agentledger[fleet])."),
+    "fsck": ("log:fsck", "Every check: SQLite integrity, checkpoints, verify, orphan blobs."),
+    "gc": ("log:gc_command", "Delete blobs nothing reaches; sign a prune receipt."),
+    "import": ("bernstein:import_group", "Bring another tool's records into the ledger."),
+    "init": ("journal:init", "Create the ledger file (and its folder) if it does not exist."),
+    "keys": ("keys:keys", "Signing and audit keys, kept outside the ledger."),
+    "phase": ("phase:phase", "Phase capability profiles: compile, record, transition, show."),
+    "prove": ("log:prove_command", "Print a proof that an entry is in the signed log."),
+    "runs": ("journal:runs", "List runs: entries, activities, last entry, last verify status."),
+    "show": ("journal:show", "Show a run's journal, verified (kinds, hashes, evidence)."),
+    "team": ("team:team", "Team manifests: which modality each role runs as."),
+    "verify": ("verify:verify", "Bulk-verify runs: chains, entry bytes, evidence sets, blobs."),
+    "verify-proof": ("log:verify_proof", "Check a proof bundle offline, without the ledger."),
 }
-"""The one list of commands: name -> (module under agentledger.cli, the command object's
-name in it, its short help as ``-h`` lists it). The root imports a command's module when
-the command is used; command modules never import this one."""
+"""The one list of commands: name -> ("module:object", its short help as ``-h`` lists it),
+the module being under agentledger.cli. The root imports a command's module when the
+command is used; command modules never import this one."""
 
 
 class RootGroup(AppGroup):
@@ -84,7 +64,8 @@ class RootGroup(AppGroup):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in self.lazy:
-            module_name, attribute, short_help = self.lazy[cmd_name]
+            where, short_help = self.lazy[cmd_name]
+            module_name, attribute = where.split(":")
             module = importlib.import_module(f"agentledger.cli.{module_name}")
             command: click.Command = getattr(module, attribute)
             if command.short_help is None:
@@ -94,7 +75,7 @@ class RootGroup(AppGroup):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # The listing comes from COMMANDS so that `-h` imports no command module.
-        rows = [(name, self.lazy[name][2]) for name in self.list_commands(ctx) if name in self.lazy]
+        rows = [(name, self.lazy[name][1]) for name in self.list_commands(ctx) if name in self.lazy]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

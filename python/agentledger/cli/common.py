@@ -125,6 +125,13 @@ def verify_options(command: F) -> F:
     return command
 
 
+html_option = click.option(
+    "--html",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Also write the report as a standalone HTML file.",
+)
+"""``--html FILE``: the report also as a standalone HTML document (verify, fleet verify)."""
+
 JOBS_PER_CORE = 4
 
 

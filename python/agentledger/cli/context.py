@@ -156,21 +156,11 @@ def _set_flag(name: str) -> Any:
 def _global_options() -> list[click.Parameter]:
     """The global options as a sub-command takes them (hidden: the root's help lists them)."""
     flag: dict[str, Any] = {"is_flag": True, "expose_value": False, "hidden": True}
+    ledger, home = click.Path(dir_okay=False), click.Path(file_okay=False)
+    path: dict[str, Any] = {"expose_value": False, "hidden": True}
     return [
-        click.Option(
-            ["--ledger"],
-            type=click.Path(dir_okay=False),
-            expose_value=False,
-            hidden=True,
-            callback=_set_ledger,
-        ),
-        click.Option(
-            ["--home"],
-            type=click.Path(file_okay=False),
-            expose_value=False,
-            hidden=True,
-            callback=_set_home,
-        ),
+        click.Option(["--ledger"], type=ledger, callback=_set_ledger, **path),
+        click.Option(["--home"], type=home, callback=_set_home, **path),
         click.Option(["--json"], callback=_set_flag("json"), **flag),
         click.Option(["--quiet", "-q"], callback=_set_flag("quiet"), **flag),
         click.Option(["--no-color"], callback=_set_flag("no_color"), **flag),

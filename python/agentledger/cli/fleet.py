@@ -18,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
 from agentledger.cli import arguments
+from agentledger.cli.common import html_option
 from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option, width_option
 from agentledger.display import human_console, safe
 from agentledger.fleet.inputs import (
@@ -100,11 +101,7 @@ def live_progress(app: AppContext, total: int) -> Iterator[OnResult | None]:
     type=click.Path(path_type=Path),
     help="A folder of exported checkpoints: each ledger must extend its own.",
 )
-@click.option(
-    "--html",
-    type=click.Path(dir_okay=False, writable=True, path_type=Path),
-    help="Also write the report as a standalone HTML file.",
-)
+@html_option
 @click.option(
     "--connect-timeout",
     type=click.FloatRange(min=0.1),

@@ -275,7 +275,7 @@ def _finite(value: float) -> float:
 @verify_options
 @json_option
 @click.pass_obj
-def fsck_command(
+def fsck(
     app: AppContext,
     trust: tuple[str, ...],
     audit_key_file: Path | None,

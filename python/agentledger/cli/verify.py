@@ -8,7 +8,7 @@ import click
 
 from agentledger import run_status
 from agentledger.cli import arguments
-from agentledger.cli.common import capped_jobs, finish, run_verify, verify_options
+from agentledger.cli.common import capped_jobs, finish, html_option, run_verify, verify_options
 from agentledger.cli.context import AppCommand, AppContext, json_option, width_option
 from agentledger.verify import VerifyOptions
 
@@ -24,11 +24,7 @@ from agentledger.verify import VerifyOptions
     show_default=True,
     help="Verification threads (0: every core; at most 4x the cores).",
 )
-@click.option(
-    "--html",
-    type=click.Path(dir_okay=False, writable=True, path_type=Path),
-    help="Also write the report as a standalone HTML file.",
-)
+@html_option
 @click.option(
     "--checkpoint",
     "checkpoint_file",
