@@ -119,7 +119,7 @@ def keys_trust(app: AppContext, key: str, as_json: bool) -> None:
     """
     from pathlib import Path
 
-    from agentledger.keys import read_trust_file
+    from agentledger.keys import read_trust_file  # this sub-command only
 
     store = _store(app)
     arguments.trust_values([key], "KEY")

@@ -108,7 +108,7 @@ def prove_command(app: AppContext, run_id: str, seq: int, as_json: bool) -> int:
 
 def _signatures(bundle: dict[str, Any]) -> list[dict[str, str]]:
     """Who signed the bundle's checkpoint: each signature's note name and key id."""
-    from agentledger.notes import Checkpoint
+    from agentledger.notes import Checkpoint  # verify-proof only
 
     return [
         {"name": s.name, "key_id": s.key_id.hex()}

@@ -392,6 +392,7 @@ def record_command(
     """
     compiler_input = _json_object(input_file, "the compiler input")
     evidence = _json_object(evidence_file, "the evidence") if evidence_file else None
+    # `phase compile` and the others start without the ledger's modules; `record` loads them.
     from agentledger.journal import Run
     from agentledger.phase.ledger import record_evidence
 
