@@ -35,9 +35,12 @@ test-rust:
 	cargo clippy --workspace --all-targets --release --quiet -- -D warnings
 	cargo fmt --all -- --check
 
+# lint-imports: the import contracts in pyproject.toml (no cycles; the layers of
+# docs/ARCHITECTURE.md).
 lint: setup
 	$(BIN)/ruff check python tests benches
 	$(BIN)/ruff format --check python tests benches
+	$(BIN)/lint-imports --no-cache
 
 # mypy, then the extension's stub checked against the built extension (stubtest).
 typecheck: setup

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,7 +26,9 @@ import apsw
 
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
-from agentledger import signing, tiles
+from agentledger import notes, signing, tiles
+from agentledger.bookkeeping import BERNSTEIN_RUN
+from agentledger.cas import DIGEST_BYTES
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.log import fetch
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from agentledger.ledger import Ledger
 
 ARCHIVE_META = "archive"
-DIGEST_BYTES = re.compile(rb"(?:blake3|sha256):[0-9a-f]{64}")
 MAX_SCANNED_BLOB = 64 << 20
 """Blobs up to this size are scanned for the digests of further blobs (receipts name theirs)."""
 
@@ -138,20 +138,18 @@ def select_runs(ledger: Ledger, run_ids: Iterable[str], since: str | None) -> li
 def _anchoring_runs(conn: apsw.Connection, runs: list[str]) -> set[str]:
     """Runs the selected ones cannot be verified without: the bookkeeping run that pins
     the manifests of imported bernstein runs."""
-    from agentledger.bernstein.format import BOOKKEEPING_RUN
-
     imported = fetch(
         conn,
         "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'bernstein_runs'",
     )
-    if not imported or BOOKKEEPING_RUN in runs:
+    if not imported or BERNSTEIN_RUN in runs:
         return set()
     rows = fetch(
         conn,
         "SELECT 1 FROM bernstein_runs WHERE run_id IN (SELECT value FROM json_each(?)) LIMIT 1",
         (json.dumps(runs),),
     )
-    return {BOOKKEEPING_RUN} if rows else set()
+    return {BERNSTEIN_RUN} if rows else set()
 
 
 def _reachable_blobs(source: apsw.Connection, seeds: set[str]) -> list[str]:
@@ -236,8 +234,8 @@ def write_archive(ledger: Ledger, out: str | os.PathLike[str], runs: list[str]) 
         entries, blob_count, state = _fill(ledger, target_db, runs)
         signer = checkpoints.signing_key(ledger)
         with target_db.write() as target:
-            note = checkpoints.Checkpoint(ledger.id, state.size, state.root, utc_timestamp())
-            signed = checkpoints.sign(note, signer)
+            note = notes.Checkpoint(ledger.id, state.size, state.root, utc_timestamp())
+            signed = notes.sign(note, signer)
             target.execute(
                 "INSERT INTO checkpoints (size, root, note) VALUES (?, ?, ?)",
                 (state.size, state.root, signed.text()),

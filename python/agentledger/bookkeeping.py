@@ -4,11 +4,14 @@ A table that records an event — a prune receipt, a team manifest loaded — is
 an entry of a bookkeeping run, appended in the same transaction: so the row is in the
 signed log, and a row edited, deleted or added later shows as a difference between the
 table and the journal (``verify/bookkeeping.py``). Their ids start with ``_``, which no
-run an agent writes uses by convention; imported bernstein workdirs have their own
-(``_bernstein``, ``bernstein/format.py``).
+run an agent writes uses by convention. Imported bernstein workdirs have their own,
+``BERNSTEIN_RUN``: its entries pin each import's file manifest (``bernstein/importer.py``).
 """
 
 from __future__ import annotations
+
+BERNSTEIN_RUN = "_bernstein"
+"""The native run whose entries pin each import's file manifest (never a bernstein run)."""
 
 GC_RUN = "_gc"
 GC_PRUNED = "gc.pruned"

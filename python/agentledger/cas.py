@@ -22,7 +22,12 @@ if TYPE_CHECKING:
     from agentledger.storage import Database
 
 CHUNK_SIZE = 1 << 20
-DIGEST = re.compile(r"(blake3|sha256):[0-9a-f]{64}")
+CONTENT_HASH = r"(?:blake3|sha256):[0-9a-f]{64}"
+"""A content hash, the name of a blob: ``blake3:`` or ``sha256:`` then 64 lower-case hex
+digits (docs/FORMAT.md). The one pattern: ``DIGEST`` checks a name, ``DIGEST_BYTES``
+finds the names held in stored bytes (a receipt names the blobs it covers)."""
+DIGEST = re.compile(CONTENT_HASH)
+DIGEST_BYTES = re.compile(CONTENT_HASH.encode())
 Hasher = _core.Blake3Hasher | _core.Sha256Hasher
 
 

@@ -24,21 +24,23 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import apsw
+from nacl.exceptions import BadSignatureError
+from nacl.signing import VerifyKey
 
 from agentledger import _core, signing, tiles
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
 from agentledger.bookkeeping import GC_PRUNED, GC_RUN
+from agentledger.cas import DIGEST_BYTES
 from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.ids import utc_timestamp
-from agentledger.keys import public_key_text
+from agentledger.keys import parse_public_key, public_key_text
 from agentledger.log import fetch
 from agentledger.storage import quote_identifier
 
@@ -47,7 +49,6 @@ if TYPE_CHECKING:
 
 DEFAULT_GRACE_S = 3600.0
 BATCH = 16_384
-DIGEST_BYTES = re.compile(rb"(?:blake3|sha256):[0-9a-f]{64}")
 MAX_SCANNED_BLOB = 64 << 20
 PRUNE_DOMAIN = b"agentledger/v1/prune-receipt\n"
 NOT_REFERENCES = {"blobs", "blob_chunks", "prune_receipts", "log_tiles", "sqlite_sequence"}
@@ -256,11 +257,6 @@ def pruned_digests(conn: apsw.Connection, trusted: set[str], ledger_id: str) -> 
     """Digest -> the receipt that removed it, for receipts that bind to this ledger's log:
     signed by a trusted key, naming this ledger, and whose log size and root are those of
     the log's first entries now (the tiles' root at that size)."""
-    from nacl.exceptions import BadSignatureError
-    from nacl.signing import VerifyKey
-
-    from agentledger.keys import parse_public_key
-
     pruned: dict[str, Pruned] = {}
     reader = tiles.TileReader(conn)
     size = wslog.read_state(conn).size

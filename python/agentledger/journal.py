@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentledger import _core, bookkeeping, log, signing
+from agentledger import _core, activity, bookkeeping, checkpoint, log, signing
 from agentledger.errors import Diverged, InvalidInput, NotFound
 from agentledger.ids import check_kind, utc_timestamp
 from agentledger.limits import MAX_SQLITE_INT
@@ -124,7 +124,8 @@ class Run:
         ts = utc_timestamp()
         first_seq = head_seq + 1
         # Every entry is also the next leaf of the workspace log (log.py), in this transaction.
-        state = log.begin_append(conn, self.ledger, len(batch))
+        state = log.begin_append(conn, len(batch))
+        signing.check_may_append(conn, self.ledger, state)
         changes_before = conn.total_changes()
         try:
             with native.sqlite_errors():
@@ -153,6 +154,7 @@ class Run:
         log.finish_append(
             conn, self.ledger, state, log.LogState(size, tuple(frontier)), leaf_hashes
         )
+        checkpoint.schedule(self.ledger)
         conn.execute(
             "UPDATE runs SET head_seq = ?, head_hash = ? WHERE run_id = ?",
             (first_seq + len(batch) - 1, head_hash, self.id),
@@ -194,35 +196,29 @@ class Run:
         self, result: ActivityResult, *, stage_id: str, role: str | None = None
     ) -> Entry:
         """Validate, pin and audit-mirror one activity result, or raise ``ActivityRejected``."""
-        from agentledger.activity import record_activity
-
-        return record_activity(self, result, stage_id=stage_id, role=role)
+        return activity.record_activity(self, result, stage_id=stage_id, role=role)
 
     def research(self, stage_id: str, *, role: str | None = None) -> ResearchActivity:
         """A research stage: ``fetch(url, page)`` then ``finish(artifact)``."""
-        from agentledger.activity import ResearchActivity
-
-        return ResearchActivity(self, stage_id, role)
+        return activity.research(self, stage_id, role=role)
 
     def browser(self, stage_id: str, *, role: str | None = None) -> BrowserActivity:
         """A browser stage: ``observe(step, snapshot)``, ``receipt(step, bytes)``, ``finish``."""
-        from agentledger.activity import BrowserActivity
-
-        return BrowserActivity(self, stage_id, role)
+        return activity.browser(self, stage_id, role=role)
 
     def data(self, stage_id: str, *, role: str | None = None) -> DataOpsActivity:
         """A data stage: ``add_input`` → ``plan(steps)`` → ``add_output`` → ``finish``."""
-        from agentledger.activity import DataOpsActivity
-
-        return DataOpsActivity(self, stage_id, "data", role)
+        return activity.data(self, stage_id, role=role)
 
     def ops(self, stage_id: str, *, role: str | None = None) -> DataOpsActivity:
         """An ops stage: like ``data``, for activities that change systems."""
-        from agentledger.activity import DataOpsActivity
-
-        return DataOpsActivity(self, stage_id, "ops", role)
+        return activity.ops(self, stage_id, role=role)
 
     # ---- phase capability (agentledger.phase.ledger, agentledger.phase.journal) ----------
+    # Each method delegates to its entry point, imported on first use for start-up only: the
+    # phase models load pydantic, which appending and reading never need. The phase modules
+    # import this module only for types, so these imports point one way (the import lint
+    # in pyproject.toml keeps it so).
 
     def record_phase_evidence(
         self, evidence: Mapping[str, Any] | None, *, compiler_input: Mapping[str, Any]

@@ -115,6 +115,7 @@ class Ledger:
         ``jobs`` is the number of verification threads (0: every core); ``options`` carries
         the rest (trusted keys, audit key, compat mode, checkpoint).
         """
+        # On first use, for start-up: commands that only read or append never load it.
         from agentledger.verify import VerifyOptions, verify_ledger
 
         options = options or VerifyOptions()

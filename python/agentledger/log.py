@@ -108,43 +108,30 @@ MAX_LEAVES = 1 << 63
 """The ``leaf`` column is a signed 64-bit integer."""
 
 
-def begin_append(conn: apsw.Connection, ledger: Ledger, count: int) -> LogState:
+def begin_append(conn: apsw.Connection, count: int) -> LogState:
     """The state that ``count`` entries about to be appended extend, as its next leaves.
 
     Called inside the write transaction that inserts the entries (``Run._append_locked``,
     where ``_core.append_entries`` numbers them and extends the state); ``finish_append``
-    stores the result. The first append of a transaction checks that the log extends what
-    this install vouched for (``signing.py``): the checkpoint at its end will be signed.
+    stores the result. The caller then checks that the log extends what this install
+    vouched for (``signing.check_may_append``): the checkpoint at its end will be signed.
     """
-    from agentledger import signing
-
     state = current_state(conn)
     if state.size + count > MAX_LEAVES:
         raise LedgerError(
             f"the workspace log cannot grow past leaf {MAX_LEAVES - 1}", code="log-full"
         )
-    scope = ledger.db.transaction_scope
-    if not scope.get("may_sign"):
-        if is_archive(conn):
-            raise LedgerError(
-                f"{ledger.path} is a sealed archive; it cannot be extended", code="archive-sealed"
-            )
-        signing.check_may_sign(conn, ledger, state)
-        scope["may_sign"] = True
     return state
 
 
 def finish_append(
     conn: apsw.Connection, ledger: Ledger, old: LogState, state: LogState, leaf_hashes: bytes
 ) -> None:
-    """Store the state the appended entries made and their tiles; schedules the checkpoint
-    taken at the end of the transaction."""
-    from agentledger import checkpoint
-
+    """Store the state the appended entries made and their tiles (the caller schedules the
+    checkpoint taken at the end of the transaction: ``checkpoint.schedule``)."""
     tiles.append(conn, old.size, leaf_hashes)
     _write_state(conn, state)
     ledger.db.transaction_scope["log_state"] = state  # what the checkpoint will sign
-    checkpoint.schedule(ledger)
 
 
 def leaf_data(rows: Iterable[LeafRow]) -> list[bytes]:

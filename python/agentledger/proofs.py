@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from agentledger import _core
 from agentledger import log as wslog
-from agentledger.checkpoint import Checkpoint, newest_checkpoint
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.limits import MAX_SQLITE_INT
 from agentledger.log import fetch
+from agentledger.notes import Checkpoint, newest_checkpoint
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger

@@ -249,7 +249,7 @@ def verdict_line(report: VerifyReport) -> Text:
 
 def write_html(report: VerifyReport, path: Path) -> None:
     """The report as a standalone HTML document (``report_html``)."""
-    from agentledger.report_html import render_html
+    from agentledger.report_html import render_html  # only `--html` pays for it
 
     path.write_text(render_html(report), encoding="utf-8")
 

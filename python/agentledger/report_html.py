@@ -300,20 +300,27 @@ def _runs(report: VerifyReport) -> str:
 
 
 def _explanations(report: VerifyReport) -> str:
-    found = list(report.findings_by_check())
-    if not found:
+    return checks_section(
+        list(report.findings_by_check()),
+        " <em>Expected</em> is shown in the text colour, <em>actual</em> in red. Every check: "
+        "<code>agentledger explain</code>, docs/CHECKS.md.",
+    )
+
+
+def checks_section(checks: list[str], note: str = "") -> str:
+    """The section "What the checks mean", a row per check found (this report's and the
+    fleet's); ``note`` is HTML that follows the rule."""
+    if not checks:
         return ""
     rows = "".join(
         f'<tr id="check-{anchor(check)}"><td><code>{_e(check)}</code></td>'
         f"<td>{_e(explain(check).means)}</td><td class=expected>{_e(explain(check).expected)}</td>"
         f"<td class=actual>{_e(explain(check).actual)}</td></tr>"
-        for check in found
+        for check in checks
     )
     return (
         '<h2 id="checks">What the checks mean</h2>'
-        f"<p>{html.escape(RULE[0].upper() + RULE[1:])} <em>Expected</em> is shown in the "
-        "text colour, <em>actual</em> in red. Every check: <code>agentledger explain</code>, "
-        "docs/CHECKS.md.</p>"
+        f"<p>{html.escape(RULE[0].upper() + RULE[1:])}{note}</p>"
         '<table><colgroup><col style="width:22%"><col style="width:34%"><col><col></colgroup>'
         "<thead><tr><th>check</th><th>means</th><th>expected</th><th>actual</th></tr></thead>"
         f"<tbody>{rows}</tbody></table>"

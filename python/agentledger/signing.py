@@ -31,8 +31,10 @@ from typing import TYPE_CHECKING
 import apsw
 
 from agentledger import _core, tiles
-from agentledger.errors import AgentLedgerError, Diverged
+from agentledger.errors import AgentLedgerError, Diverged, LedgerError
 from agentledger.keys import resolve_trust
+from agentledger.log import is_archive
+from agentledger.notes import newest_checkpoint
 from agentledger.signer_memory import Remembered, SignerMemory
 
 if TYPE_CHECKING:
@@ -95,8 +97,6 @@ def _check_growth(
     conn: apsw.Connection, ledger: Ledger, base: Remembered, size: int, root: bytes
 ) -> None:
     """Entries past ``base`` are acceptable only under a trusted checkpoint extending it."""
-    from agentledger.checkpoint import newest_checkpoint
-
     unsigned = _refuse(
         ledger,
         f"{size - base.size:,} entries were added after the {base.size:,} this install "
@@ -143,9 +143,7 @@ def integrity_findings(report: VerifyReport) -> list[Divergence]:
 
 def verify_before_signing(ledger: Ledger, what: str) -> None:
     """A whole verify whose integrity findings are none, or ``Diverged``: nothing signed."""
-    from agentledger.verify import VerifyOptions, verify_ledger
-
-    findings = integrity_findings(verify_ledger(ledger, None, VerifyOptions()))
+    findings = integrity_findings(ledger.verify())
     if findings:
         checks = ", ".join(sorted({d.check for d in findings})[:6])
         raise Diverged(
@@ -162,18 +160,30 @@ def _verify_first(ledger: Ledger) -> None:
 
 def adopt(conn: apsw.Connection, ledger: Ledger, state: LogState) -> None:
     """``checkpoint --adopt``: a ledger nothing vouches for, clean but for that, is signed."""
-    from agentledger.verify import VerifyOptions, verify_ledger
-
     if memory_of(ledger).base() is not None:
         check_may_sign(conn, ledger, state)
         return
-    findings = integrity_findings(verify_ledger(ledger, None, VerifyOptions()))
+    findings = integrity_findings(ledger.verify())
     other = sorted({d.check for d in findings} - {"checkpoint.missing"})
     if other:
         raise _refuse(
             ledger, f"a whole verify finds more than a missing checkpoint ({', '.join(other)})"
         )
     memory_of(ledger).record("verified", state.size, state.root)
+
+
+def check_may_append(conn: apsw.Connection, ledger: Ledger, state: LogState) -> None:
+    """The first append of a write transaction: the ledger is no sealed archive and its log
+    extends what this install vouched for, so the checkpoint at the end may be signed."""
+    scope = ledger.db.transaction_scope
+    if scope.get("may_sign"):
+        return
+    if is_archive(conn):
+        raise LedgerError(
+            f"{ledger.path} is a sealed archive; it cannot be extended", code="archive-sealed"
+        )
+    check_may_sign(conn, ledger, state)
+    scope["may_sign"] = True
 
 
 def check_head(conn: apsw.Connection, run_id: str, head_seq: int, head_hash: bytes) -> None:

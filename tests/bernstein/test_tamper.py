@@ -3,7 +3,7 @@
 The workdir is ``bernstein-3.23.0`` (bernstein's own output). ``run-001`` holds rows
 0 run_started, 1 task_claimed, 2 research-0, 3 browser-0, 4 data-0 (signed receipt),
 5 ops-0 (signed receipt), 6 run_finished; the audit chain mirrors rows 2-5 of each run.
-Compat expectations follow bernstein's algorithm (BERNSTEIN-FORMAT.md §2, §8).
+Compat expectations follow bernstein's algorithm (docs/BERNSTEIN.md §2, §8).
 """
 
 from __future__ import annotations

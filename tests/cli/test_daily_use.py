@@ -14,7 +14,7 @@ import pytest
 
 from agentledger import Ledger
 from agentledger.checkpoint import install_public_key
-from agentledger.cli.verify import JOBS_PER_CORE
+from agentledger.cli.common import JOBS_PER_CORE
 from agentledger.demo import build_workspace, plant_corruptions
 
 from ..bernstein.bernstein_testkit import SMALL

@@ -10,8 +10,9 @@ import pytest
 
 from agentledger import Ledger, _core
 from agentledger import log as wslog
-from agentledger.checkpoint import Checkpoint, install_public_key, latest
+from agentledger.checkpoint import install_public_key, latest
 from agentledger.errors import InvalidInput
+from agentledger.notes import Checkpoint
 
 from .logkit import build, raw
 

@@ -20,7 +20,7 @@ from nacl.signing import SigningKey
 
 from agentledger import _core
 from agentledger import log as wslog
-from agentledger.checkpoint import KEY_NAME, Checkpoint, sign
+from agentledger.notes import KEY_NAME, Checkpoint, sign
 
 VECTORS = Path(__file__).parent.parent.parent / "docs" / "vectors" / "log-v1.json"
 LEDGER_ID = "000102030405060708090a0b0c0d0e0f"

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from agentledger import _core
 from agentledger.activity import ActivityResult, Observation
 from agentledger.activity.team import InvalidManifest, parse_manifest
-from agentledger.checkpoint import Checkpoint
 from agentledger.errors import InvalidInput
+from agentledger.notes import Checkpoint
 from agentledger.phase import compile as compile_phase
 from agentledger.proofs import parse_bundle
 

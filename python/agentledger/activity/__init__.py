@@ -11,6 +11,10 @@ from agentledger.activity.modalities import (
     BrowserActivity,
     DataOpsActivity,
     ResearchActivity,
+    browser,
+    data,
+    ops,
+    research,
 )
 from agentledger.activity.result import (
     MODALITIES,
@@ -33,5 +37,9 @@ __all__ = [
     "Observation",
     "RedundantEvidence",
     "ResearchActivity",
+    "browser",
+    "data",
+    "ops",
     "record_activity",
+    "research",
 ]

@@ -215,3 +215,26 @@ class DataOpsActivity(ActivitySession):
                 "no-plan", f"stage {self.stage_id!r}: a {self.kind} activity needs its plan"
             )
         return self._record(self.receipt(), terminal_state, reason_code)
+
+
+# The entry points: one stage of ``run`` per call (``Run.research`` and the others delegate).
+
+
+def research(run: Run, stage_id: str, *, role: str | None = None) -> ResearchActivity:
+    """A research stage: ``fetch(url, page)`` then ``finish(artifact)``."""
+    return ResearchActivity(run, stage_id, role)
+
+
+def browser(run: Run, stage_id: str, *, role: str | None = None) -> BrowserActivity:
+    """A browser stage: ``observe(step, snapshot)``, ``receipt(step, bytes)``, ``finish``."""
+    return BrowserActivity(run, stage_id, role)
+
+
+def data(run: Run, stage_id: str, *, role: str | None = None) -> DataOpsActivity:
+    """A data stage: ``add_input`` → ``plan(steps)`` → ``add_output`` → ``finish``."""
+    return DataOpsActivity(run, stage_id, "data", role)
+
+
+def ops(run: Run, stage_id: str, *, role: str | None = None) -> DataOpsActivity:
+    """An ops stage: like ``data``, for activities that change systems."""
+    return DataOpsActivity(run, stage_id, "ops", role)

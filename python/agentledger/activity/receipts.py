@@ -18,6 +18,7 @@ from typing import Any
 from nacl.signing import SigningKey
 
 from agentledger import _core
+from agentledger.cas import DIGEST
 from agentledger.keys import PUBLIC_KEY, public_key_text
 
 RECEIPT_TYPE = "agentledger/data-ops-receipt"
@@ -26,7 +27,6 @@ ARTIFACT_DOMAIN = "agentledger/v1/data-ops-artifact"
 SEAL_DOMAIN = "agentledger/v1/data-ops-receipt"
 PLAN_DOMAIN = "data-ops-plan"
 SIGNATURE = re.compile(r"[0-9a-f]{128}")
-CONTENT_HASH = re.compile(r"(blake3|sha256):[0-9a-f]{64}")
 RECEIPT_FIELDS = {
     "v",
     "type",
@@ -213,7 +213,7 @@ def check_receipt(doc: object, *, kind: str, run_id: str, stage_id: str) -> Rece
                 or item["role"] != role
                 or not isinstance(item["ref"], str)
                 or not isinstance(item["content_hash"], str)
-                or not CONTENT_HASH.fullmatch(item["content_hash"])
+                or not DIGEST.fullmatch(item["content_hash"])
                 or not isinstance(item["signature"], str)
             ):
                 problem("receipt.structure", f"a signed {role}", repr(item)[:120])

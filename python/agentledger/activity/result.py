@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentledger import _core
+from agentledger.cas import DIGEST
 from agentledger.errors import InvalidInput
 
 MODALITIES = ("coding", "research", "browser", "data", "ops")
@@ -23,7 +24,6 @@ SIGNED_MODALITIES = ("data", "ops")
 """Modalities that change the world: their artifact is a signed DataOpsReceipt."""
 TERMINAL_STATES = ("completed", "refused", "failed", "timed_out")
 
-CONTENT_HASH = re.compile(r"(blake3|sha256):[0-9a-f]{64}")
 STAGE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
 MAX_LABEL = 256
 
@@ -179,7 +179,7 @@ def _check_observation(observation: object) -> Observation:
     if not isinstance(observation.ref, str):
         raise ActivityRejected("invalid-observation", "an observation's ref must be a string")
     digest = observation.content_hash
-    if not isinstance(digest, str) or not CONTENT_HASH.fullmatch(digest):
+    if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
         raise ActivityRejected(
             "malformed-observation-hash",
             f"observation {observation.ref!r}: content hash {digest!r} is not "
@@ -233,9 +233,7 @@ def check_result(result: object) -> ActivityResult:
     _check_label(result.reason_code, "the reason code", "invalid-reason-code")
     for observation in result.observations:
         _check_observation(observation)
-    if not isinstance(result.artifact_hash, str) or not CONTENT_HASH.fullmatch(
-        result.artifact_hash
-    ):
+    if not isinstance(result.artifact_hash, str) or not DIGEST.fullmatch(result.artifact_hash):
         raise ActivityRejected(
             "artifact-hash-mismatch",
             f"artifact hash {result.artifact_hash!r} is not blake3:<64 lowercase hex>",

@@ -1,7 +1,7 @@
 """bernstein interop: import, verify (bernstein's verdict and a stricter one) and export.
 
 bernstein is an orchestrator whose ``.sdd`` workdirs hold run journals, a flat
-content-addressed store and an HMAC audit chain (``../shared/BERNSTEIN-FORMAT.md``).
+content-addressed store and an HMAC audit chain (docs/BERNSTEIN.md).
 The ledger keeps every imported byte exactly, anchors it in its own chain, verifies it
 as bernstein would (``--compat bernstein``) or more strictly (the default), and writes
 it back out byte for byte.

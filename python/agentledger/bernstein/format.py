@@ -1,6 +1,6 @@
 """bernstein 3.23.0's on-disk format: names, paths, and the canonical forms Python gives it.
 
-Everything here follows ``BERNSTEIN-FORMAT.md`` (the section numbers below are its own).
+Everything here follows docs/BERNSTEIN.md (the section numbers below are its own).
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ import json
 import posixpath
 import re
 from typing import Any
+
+from agentledger.bookkeeping import BERNSTEIN_RUN
 
 RUN_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -24,8 +26,8 @@ TOP_DIRS = (RUNS_DIR, CAS_DIR, AUDIT_DIR)
 JOURNAL_NAME = "journal.jsonl"
 ACTIVITY_EVENT = "activity.result"
 
-BOOKKEEPING_RUN = "_bernstein"
-"""The native run whose entries pin each import's file manifest (never a bernstein run)."""
+BOOKKEEPING_RUN = BERNSTEIN_RUN
+"""The native run whose entries pin each import's file manifest (``bookkeeping.py``)."""
 
 
 def valid_run_id(run_id: str) -> bool:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentledger import _core
 from agentledger.bernstein.audit_chain import ActivityRecord, AuditChain
-from agentledger.bernstein.format import HEX64, artifact_hex, valid_run_id
+from agentledger.bernstein.format import HEX64, artifact_hex, content_hash, valid_run_id
 from agentledger.bernstein.reports import (
     ReceiptVerdict,
     Verified,
@@ -571,8 +571,6 @@ def _stored_artifact(
     data = workdir.read(f".sdd/cas/{name}")
     if data is None:
         return "", None
-    from agentledger.bernstein.format import content_hash
-
     if content_hash(data) != artifact:
         return f"{noun} bytes do not match anchored artifact_hash {artifact!r}", None
     return "", data

@@ -7,6 +7,7 @@ ledger and bernstein on the exported directory read exactly the same bytes.
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import posixpath
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from agentledger.bernstein.format import (
     journal_path,
     valid_run_id,
 )
+from agentledger.cas import DIGEST
 from agentledger.storage import native
 
 if TYPE_CHECKING:
@@ -247,10 +249,6 @@ class LedgerWorkdir:
     def prefetch(self, paths: list[str]) -> None:
         """Every listed file whose blob is held, in one query (chunks joined in order); a
         path left out (absent, or a digest the store would refuse) is read as before."""
-        import json
-
-        from agentledger.cas import DIGEST
-
         found: dict[str, list[bytes]] = {}
         rows = self.conn.execute(
             "SELECT f.path, f.digest, c.data FROM bernstein_files AS f "

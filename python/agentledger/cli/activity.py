@@ -1,4 +1,5 @@
-"""`agentledger activity record|research|browser|data|ops`: cross the boundary from a shell.
+"""`agentledger activity record|research|browser|data|ops`: cross the boundary from a shell;
+`agentledger activity verify`: reconstruct one run in full.
 
 Each command records one stage through the same boundary as the Python API (validation,
 redundancy refusal, pinning, audit mirror) and prints the pinned entry. A refusal exits 65
@@ -17,13 +18,60 @@ import click
 
 from agentledger.activity import ActivityResult, Observation
 from agentledger.activity.modalities import ActivitySession, DataOpsActivity
-from agentledger.cli.context import AppContext, F, emit_json, json_option
-from agentledger.cli.phase import read_json_document
-from agentledger.cli.verify import activity
+from agentledger.cli import arguments
+from agentledger.cli.common import finish, read_json_document, run_verify, verify_options
+from agentledger.cli.context import AppContext, AppGroup, F, emit_json, json_option
 from agentledger.display import styled
-from agentledger.errors import BadArgument, InvalidInput
+from agentledger.errors import BadArgument, ExitCode, InvalidInput
 from agentledger.ids import check_run_id
 from agentledger.journal import Entry, Run
+from agentledger.verify import VerifyOptions
+
+
+@click.group(cls=AppGroup)
+def activity() -> None:
+    """Activities recorded in runs."""
+
+
+@activity.command("verify")
+@click.argument("run_id", metavar="RUN")
+@verify_options
+@json_option
+@click.pass_obj
+def activity_verify(
+    app: AppContext,
+    run_id: str,
+    trust: tuple[str, ...],
+    audit_key_file: Path | None,
+    compat: str | None,
+    as_json: bool,
+) -> int:
+    """Reconstruct one run in full: chain, evidence sets, reattached blobs.
+
+    Exit 0 clean, 1 no such run (or no activity in it), 2 diverged.
+
+    \b
+    Examples:
+      agentledger activity verify run-7
+      agentledger activity verify run-001 --compat bernstein --json
+    """
+    options = VerifyOptions(
+        trust=arguments.trust_values(trust),
+        audit_key_file=arguments.audit_key_file(audit_key_file),
+        compat=compat,
+    )
+    with app.open_ledger(readonly=True) as ledger:
+        report = run_verify(app, ledger, [run_id], options)
+    verdict = report.runs[0]
+    if verdict.ok and verdict.activities == 0:
+        if as_json:
+            emit_json(
+                {**report.to_json(), "code": int(ExitCode.NOT_FOUND), "status": "no-activity"}
+            )
+        else:
+            app.console.print(f"run {run_id}: no activity results to verify", style="yellow")
+        return int(ExitCode.NOT_FOUND)
+    return finish(app, report, as_json, None)
 
 
 def _read(path: str) -> bytes:

@@ -1,12 +1,13 @@
-"""The root command group. Sub-command groups live in their own modules and attach here.
+"""The root command group, and the one list of commands it registers.
 
-Commands are loaded lazily: ``agentledger --version`` and ``--help`` import click and this
-module, nothing else (no rich, no pydantic, no compiled core). ``COMMANDS`` names each
-command's module and its one-line help; a test keeps it equal to the commands themselves.
+Commands are loaded lazily: ``agentledger --version`` and ``--help`` import click, this
+module and ``context``, nothing else (no rich, no pydantic, no compiled core). ``COMMANDS``
+names each command's module, the command object in it and its one-line help; a test keeps
+it equal to the commands themselves. Command modules never import this module.
 
 The global options (``--ledger``, ``--home``, ``--json``, ``--quiet``, ``--no-color``,
 ``--debug``) are accepted before the command or after it: ``AppCommand`` and ``AppGroup``
-add them, hidden, to every sub-command.
+(``context.py``) add them, hidden, to every sub-command.
 """
 
 from __future__ import annotations
@@ -17,145 +18,62 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from agentledger._version import __version__
-from agentledger.cli.context import DEFAULT_LEDGER, AppContext
+from agentledger.cli.context import DEFAULT_LEDGER, AppContext, AppGroup, path_or_none
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    pass
 
 CONTEXT_SETTINGS: dict[str, Any] = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
-COMMANDS: dict[str, tuple[tuple[str, ...], str]] = {
-    "activity": (("verify", "activity"), "Record and verify activities in runs."),
-    "append": (("journal",), "Append one entry to a run (JSON body argument or stdin)."),
-    "archive": (("log",), "Write a sealed single-file audit archive of runs."),
-    "checkpoint": (("log",), "Sign a checkpoint of the workspace log and show the newest."),
-    "demo": (("demo",), "Build a demo ledger, corrupt five things, bulk-verify it."),
-    "explain": (("explain",), "Explain a verification check, or list every check."),
-    "export": (("bernstein",), "Write ledger contents out in another tool's format."),
-    "fleet": (("fleet",), "Verify many ledger files on a Dask cluster (agentledger[fleet])."),
-    "fsck": (("log",), "Every check: SQLite integrity, checkpoints, verify, orphan blobs."),
-    "gc": (("log",), "Delete blobs nothing reaches; sign a prune receipt."),
-    "import": (("bernstein",), "Bring another tool's records into the ledger."),
-    "init": (("journal",), "Create the ledger file (and its folder) if it does not exist."),
-    "keys": (("keys",), "Signing and audit keys, kept outside the ledger."),
-    "phase": (("phase",), "Phase capability profiles: compile, record, transition, show."),
-    "prove": (("log",), "Print a proof that an entry is in the signed log."),
-    "runs": (("journal",), "List runs: entries, activities, last entry, last verify status."),
-    "show": (("journal",), "Show a run's journal, verified (kinds, hashes, evidence)."),
-    "team": (("team",), "Team manifests: which modality each role runs as."),
-    "verify": (("verify",), "Bulk-verify runs: chains, entry bytes, evidence sets, blobs."),
-    "verify-proof": (("log",), "Check a proof bundle offline, without the ledger."),
+COMMANDS: dict[str, tuple[str, str]] = {
+    "activity": ("activity:activity", "Record and verify activities in runs."),
+    "append": ("journal:append", "Append one entry to a run (JSON body argument or stdin)."),
+    "archive": ("log:archive_command", "Write a sealed single-file audit archive of runs."),
+    "checkpoint": ("log:checkpoint", "Sign a checkpoint of the workspace log and show the newest."),
+    "demo": ("demo:demo", "Build a demo ledger, corrupt five things, bulk-verify it."),
+    "explain": ("explain:explain", "Explain a verification check, or list every check."),
+    "export": ("bernstein:export_group", "Write ledger contents out in another tool's format."),
+    "fleet": ("fleet:fleet", "Verify many ledger files on a Dask cluster (agentledger[fleet])."),
+    "fsck": ("log:fsck", "Every check: SQLite integrity, checkpoints, verify, orphan blobs."),
+    "gc": ("log:gc_command", "Delete blobs nothing reaches; sign a prune receipt."),
+    "import": ("bernstein:import_group", "Bring another tool's records into the ledger."),
+    "init": ("journal:init", "Create the ledger file (and its folder) if it does not exist."),
+    "keys": ("keys:keys", "Signing and audit keys, kept outside the ledger."),
+    "phase": ("phase:phase", "Phase capability profiles: compile, record, transition, show."),
+    "prove": ("log:prove_command", "Print a proof that an entry is in the signed log."),
+    "runs": ("journal:runs", "List runs: entries, activities, last entry, last verify status."),
+    "show": ("journal:show", "Show a run's journal, verified (kinds, hashes, evidence)."),
+    "team": ("team:team", "Team manifests: which modality each role runs as."),
+    "verify": ("verify:verify", "Bulk-verify runs: chains, entry bytes, evidence sets, blobs."),
+    "verify-proof": ("log:verify_proof", "Check a proof bundle offline, without the ledger."),
 }
-"""name -> (modules under agentledger.cli that define it, its short help as ``-h`` lists it)."""
-
-MODULES = (
-    "activity", "bernstein", "demo", "explain", "fleet", "journal", "keys", "log", "phase",
-    "team", "verify",
-)  # fmt: skip
-"""Every command module (``load_all`` imports them: a name missing from COMMANDS still works)."""
+"""The one list of commands: name -> ("module:object", its short help as ``-h`` lists it),
+the module being under agentledger.cli. The root imports a command's module when the
+command is used; command modules never import this one."""
 
 
-def _app(ctx: click.Context) -> AppContext:
-    app = ctx.find_object(AppContext)
-    if app is None:  # a sub-command invoked on its own (tests of a single command)
-        app = ctx.ensure_object(AppContext)
-    return app
+class RootGroup(AppGroup):
+    """The root: it registers each command from ``COMMANDS`` when it is first asked for."""
 
-
-def _path(value: str | None) -> Path | None:
-    # pathlib is imported only when a path is given: `--help` never pays for it.
-    from pathlib import Path
-
-    return None if value is None else Path(value)
-
-
-def _set_ledger(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-    if value is not None:
-        _app(ctx).ledger_path = _path(value) or _app(ctx).ledger_path
-
-
-def _set_home(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
-    if value is not None:
-        _app(ctx).key_dir = _path(value)
-
-
-def _set_flag(name: str) -> Any:
-    def callback(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-        if value:
-            setattr(_app(ctx), name, True)
-
-    return callback
-
-
-def _global_options() -> list[click.Parameter]:
-    """The global options as a sub-command takes them (hidden: the root's help lists them)."""
-    flag: dict[str, Any] = {"is_flag": True, "expose_value": False, "hidden": True}
-    return [
-        click.Option(
-            ["--ledger"],
-            type=click.Path(dir_okay=False),
-            expose_value=False,
-            hidden=True,
-            callback=_set_ledger,
-        ),
-        click.Option(
-            ["--home"],
-            type=click.Path(file_okay=False),
-            expose_value=False,
-            hidden=True,
-            callback=_set_home,
-        ),
-        click.Option(["--json"], callback=_set_flag("json"), **flag),
-        click.Option(["--quiet", "-q"], callback=_set_flag("quiet"), **flag),
-        click.Option(["--no-color"], callback=_set_flag("no_color"), **flag),
-        click.Option(["--debug"], callback=_set_flag("debug"), **flag),
-    ]
-
-
-def _with_globals(params: list[click.Parameter]) -> list[click.Parameter]:
-    taken = {opt for param in params for opt in getattr(param, "opts", ())}
-    return params + [p for p in _global_options() if not taken & set(p.opts)]
-
-
-class AppCommand(click.Command):
-    """A command that also takes the global options after its name."""
-
-    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
-        return _with_globals(super().get_params(ctx))
-
-
-class AppGroup(click.Group):
-    """A group whose commands take the global options; the root also loads them lazily."""
-
-    command_class = AppCommand
-    group_class = type  # sub-groups are AppGroups too
-
-    def __init__(self, *args: Any, lazy: dict[str, tuple[tuple[str, ...], str]] | None = None,
-                 **kwargs: Any) -> None:  # fmt: skip
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.lazy = lazy or {}
-
-    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
-        params = super().get_params(ctx)
-        return params if ctx.parent is None else _with_globals(params)
+        self.lazy = COMMANDS
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*self.lazy, *self.commands})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name not in self.commands and self.lazy:
-            modules = self.lazy[cmd_name][0] if cmd_name in self.lazy else MODULES
-            for module in modules:
-                importlib.import_module(f"agentledger.cli.{module}")
-        command = self.commands.get(cmd_name)
-        if command is not None and cmd_name in self.lazy and command.short_help is None:
-            command.short_help = self.lazy[cmd_name][1]  # listed the same, loaded or not
-        return command
+        if cmd_name not in self.commands and cmd_name in self.lazy:
+            where, short_help = self.lazy[cmd_name]
+            module_name, attribute = where.split(":")
+            module = importlib.import_module(f"agentledger.cli.{module_name}")
+            command: click.Command = getattr(module, attribute)
+            if command.short_help is None:
+                command.short_help = short_help  # listed the same, loaded or not
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        if not self.lazy:
-            super().format_commands(ctx, formatter)
-            return
         # The listing comes from COMMANDS so that `-h` imports no command module.
         rows = [(name, self.lazy[name][1]) for name in self.list_commands(ctx) if name in self.lazy]
         with formatter.section("Commands"):
@@ -163,12 +81,13 @@ class AppGroup(click.Group):
 
 
 def load_all() -> None:
-    """Import every command module (tests, completion of every name)."""
-    for module in MODULES:
-        importlib.import_module(f"agentledger.cli.{module}")
+    """Register every command (tests, completion of every name)."""
+    context = click.Context(cli)
+    for name in COMMANDS:
+        cli.get_command(context, name)
 
 
-@click.group(cls=AppGroup, lazy=COMMANDS, context_settings=CONTEXT_SETTINGS)
+@click.group(cls=RootGroup, context_settings=CONTEXT_SETTINGS)
 @click.option(
     "--ledger",
     "ledger_path",
@@ -220,9 +139,9 @@ def cli(
       agentledger verify --all --json > report.json
     """
     ctx.obj = AppContext(
-        ledger_path=_path(ledger_path),
+        ledger_path=path_or_none(ledger_path),
         debug=debug,
-        key_dir=_path(key_dir),
+        key_dir=path_or_none(key_dir),
         json=as_json,
         quiet=quiet,
         no_color=no_color,

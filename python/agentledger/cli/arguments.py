@@ -84,7 +84,7 @@ def output_folder(path: Path | str, what: str) -> Path:
 
 def trust_values(values: Iterable[str], label: str = "--trust") -> tuple[str, ...]:
     """Each ``--trust`` value is a public key or a trust file that parses."""
-    from agentledger.keys import parse_public_key, read_trust_file
+    from agentledger.keys import parse_public_key, read_trust_file  # only with --trust
 
     checked = tuple(values)
     for value in checked:
@@ -123,7 +123,7 @@ def checkpoint_file(path: Path | None) -> Path | None:
     """``--checkpoint``: an existing file holding a checkpoint note that parses."""
     if path is None:
         return None
-    from agentledger.checkpoint import Checkpoint
+    from agentledger.notes import Checkpoint  # only with --checkpoint
 
     input_file(path, "--checkpoint")
     try:

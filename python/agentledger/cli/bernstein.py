@@ -14,19 +14,18 @@ from rich.text import Text
 from agentledger.bernstein import DirectoryWorkdir, export_workdir, import_workdir
 from agentledger.bernstein.audit_chain import read_master_key, verify_audit
 from agentledger.cli import arguments
-from agentledger.cli.app import cli
-from agentledger.cli.context import AppContext, emit_json, json_option
+from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option
 from agentledger.display import safe, styled
 from agentledger.errors import ExitCode, InvalidInput
 from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
 
 
-@cli.group("import")
+@click.group("import", cls=AppGroup)
 def import_group() -> None:
     """Bring another tool's records into the ledger."""
 
 
-@cli.group("export")
+@click.group("export", cls=AppGroup)
 def export_group() -> None:
     """Write ledger contents out in another tool's format."""
 

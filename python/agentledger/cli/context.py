@@ -1,4 +1,5 @@
-"""State shared by every command: which ledger, and how to print.
+"""State shared by every command: which ledger, and how to print; the command classes that
+take the global options wherever they are given.
 
 Imports here stay light (no rich, no ledger): ``agentledger --version`` loads this module.
 """
@@ -115,3 +116,76 @@ def width_option(command: F) -> F:
         default=None,
         help="Columns of human output (default: the terminal's, else COLUMNS, else unwrapped).",
     )(command)
+
+
+# ---- commands that take the global options ----------------------------------------------
+
+
+def _app(ctx: click.Context) -> AppContext:
+    app = ctx.find_object(AppContext)
+    if app is None:  # a sub-command invoked on its own (tests of a single command)
+        app = ctx.ensure_object(AppContext)
+    return app
+
+
+def path_or_none(value: str | None) -> Path | None:
+    # pathlib is imported only when a path is given: `--help` never pays for it.
+    from pathlib import Path
+
+    return None if value is None else Path(value)
+
+
+def _set_ledger(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        _app(ctx).ledger_path = path_or_none(value) or _app(ctx).ledger_path
+
+
+def _set_home(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value is not None:
+        _app(ctx).key_dir = path_or_none(value)
+
+
+def _set_flag(name: str) -> Any:
+    def callback(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+        if value:
+            setattr(_app(ctx), name, True)
+
+    return callback
+
+
+def _global_options() -> list[click.Parameter]:
+    """The global options as a sub-command takes them (hidden: the root's help lists them)."""
+    flag: dict[str, Any] = {"is_flag": True, "expose_value": False, "hidden": True}
+    ledger, home = click.Path(dir_okay=False), click.Path(file_okay=False)
+    path: dict[str, Any] = {"expose_value": False, "hidden": True}
+    return [
+        click.Option(["--ledger"], type=ledger, callback=_set_ledger, **path),
+        click.Option(["--home"], type=home, callback=_set_home, **path),
+        click.Option(["--json"], callback=_set_flag("json"), **flag),
+        click.Option(["--quiet", "-q"], callback=_set_flag("quiet"), **flag),
+        click.Option(["--no-color"], callback=_set_flag("no_color"), **flag),
+        click.Option(["--debug"], callback=_set_flag("debug"), **flag),
+    ]
+
+
+def _with_globals(params: list[click.Parameter]) -> list[click.Parameter]:
+    taken = {opt for param in params for opt in getattr(param, "opts", ())}
+    return params + [p for p in _global_options() if not taken & set(p.opts)]
+
+
+class AppCommand(click.Command):
+    """A command that also takes the global options after its name."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        return _with_globals(super().get_params(ctx))
+
+
+class AppGroup(click.Group):
+    """A group whose commands take the global options (so do its sub-groups)."""
+
+    command_class = AppCommand
+    group_class = type  # sub-groups are AppGroups too
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        params = super().get_params(ctx)
+        return params if ctx.parent is None else _with_globals(params)

@@ -11,9 +11,8 @@ import click
 from rich.text import Text
 
 from agentledger.cli import arguments
-from agentledger.cli.app import cli
-from agentledger.cli.context import AppContext, emit_json, json_option
-from agentledger.cli.verify import run_verify
+from agentledger.cli.common import run_verify
+from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option
 from agentledger.demo import ENTRIES_PER_RUN, MIN_RUNS, build_workspace, plant_corruptions
 from agentledger.display import safe
 from agentledger.errors import BadArgument, ExitCode
@@ -26,7 +25,7 @@ def _remove(path: Path) -> None:
         leftover.unlink(missing_ok=True)
 
 
-@cli.command()
+@click.command(cls=AppCommand)
 @click.option(
     "--runs", type=click.IntRange(min=MIN_RUNS, max=1_000_000), default=3000, show_default=True
 )

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import click
 
-from agentledger.cli.app import cli
-from agentledger.cli.context import AppContext, emit_json, json_option
+from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option
 from agentledger.errors import NotFound
 
 
-@cli.command()
+@click.command(cls=AppCommand)
 @click.argument("check", required=False, metavar="[CHECK]")
 @json_option
 @click.pass_obj

@@ -18,8 +18,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
 from agentledger.cli import arguments
-from agentledger.cli.app import cli
-from agentledger.cli.context import AppContext, emit_json, json_option, width_option
+from agentledger.cli.common import html_option
+from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option, width_option
 from agentledger.display import human_console, safe
 from agentledger.fleet.inputs import (
     FleetArgumentError,
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from agentledger.fleet.cluster import OnResult
 
 
-@cli.group()
+@click.group(cls=AppGroup)
 def fleet() -> None:
     """Many ledgers at once, spread over a Dask cluster (needs agentledger[fleet])."""
 
@@ -101,11 +101,7 @@ def live_progress(app: AppContext, total: int) -> Iterator[OnResult | None]:
     type=click.Path(path_type=Path),
     help="A folder of exported checkpoints: each ledger must extend its own.",
 )
-@click.option(
-    "--html",
-    type=click.Path(dir_okay=False, writable=True, path_type=Path),
-    help="Also write the report as a standalone HTML file.",
-)
+@html_option
 @click.option(
     "--connect-timeout",
     type=click.FloatRange(min=0.1),

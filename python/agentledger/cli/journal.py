@@ -17,8 +17,7 @@ import click
 from agentledger.bernstein import view
 from agentledger.bernstein.format import BOOKKEEPING_RUN
 from agentledger.bookkeeping import GC_RUN, TEAM_RUN
-from agentledger.cli.app import cli
-from agentledger.cli.context import AppContext, emit_json, json_option, width_option
+from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option, width_option
 from agentledger.display import human_console, safe, shorten
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
 from agentledger.ids import check_run_id
@@ -45,7 +44,7 @@ def short(digest: str | None) -> str:
     return "-" if not digest else safe(digest[: len("blake3:") + HASH_WIDTH - 7]) + "…"
 
 
-@cli.command()
+@click.command(cls=AppCommand)
 @json_option
 @click.pass_obj
 def init(app: AppContext, as_json: bool) -> None:
@@ -111,7 +110,7 @@ def entry_json(entry: Entry) -> dict[str, Any]:
     }
 
 
-@cli.command()
+@click.command(cls=AppCommand)
 @click.argument("run_id", metavar="RUN")
 @click.argument("kind", metavar="KIND")
 @click.argument("body", metavar="[BODY | -]", required=False)
@@ -240,7 +239,7 @@ STATUS_STYLE = {"clean": "green", "diverged": "red bold", "unverified": "yellow"
 RUNS_COLUMNS = ("run", "source", "events", "activities", "last entry", "status", "head")
 
 
-@cli.command()
+@click.command(cls=AppCommand)
 @click.option("--limit", type=click.IntRange(min=0), help="At most N runs.")
 @click.option(
     "--status",
@@ -357,7 +356,7 @@ def _mark_text(marks: list[Mark]) -> Text:
     return Text("✗ " + ", ".join(names), style="bold red")
 
 
-@cli.command()
+@click.command(cls=AppCommand)
 @click.argument("run_id", metavar="RUN")
 @width_option
 @json_option

@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from agentledger.cli import arguments
-from agentledger.cli.app import cli
-from agentledger.cli.context import AppContext, emit_json, json_option
+from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option
 from agentledger.display import styled
 from agentledger.errors import NotFound
 from agentledger.keys import KeyStore, public_key_text
@@ -16,7 +15,7 @@ def _store(app: AppContext) -> KeyStore:
     return KeyStore(app.key_dir)
 
 
-@cli.group()
+@click.group(cls=AppGroup)
 def keys() -> None:
     """Signing and audit keys, kept outside the ledger (--home / $AGENTLEDGER_HOME)."""
 
@@ -120,7 +119,7 @@ def keys_trust(app: AppContext, key: str, as_json: bool) -> None:
     """
     from pathlib import Path
 
-    from agentledger.keys import read_trust_file
+    from agentledger.keys import read_trust_file  # this sub-command only
 
     store = _store(app)
     arguments.trust_values([key], "KEY")

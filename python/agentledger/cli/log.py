@@ -14,9 +14,8 @@ from agentledger import archive as archives
 from agentledger import gc as collector
 from agentledger.checkpoint import latest, take_checkpoint
 from agentledger.cli import arguments
-from agentledger.cli.app import cli
-from agentledger.cli.context import AppContext, emit_json, json_option
-from agentledger.cli.verify import run_verify, verify_options
+from agentledger.cli.common import run_verify, verify_options
+from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option
 from agentledger.display import safe, styled
 from agentledger.errors import ExitCode
 from agentledger.keys import KeyStore, resolve_trust
@@ -38,7 +37,7 @@ def _checkpoint_json(stored: Any) -> dict[str, Any]:
     }
 
 
-@cli.command()
+@click.command(cls=AppCommand)
 @click.option(
     "--export",
     "export_file",
@@ -83,7 +82,7 @@ def checkpoint(app: AppContext, export_file: Path | None, adopt: bool, as_json: 
     return int(ExitCode.OK)
 
 
-@cli.command("prove")
+@click.command("prove", cls=AppCommand)
 @click.argument("run_id", metavar="RUN")
 @click.argument("seq", type=click.IntRange(min=0, max=MAX_SQLITE_INT), metavar="SEQ")
 @json_option
@@ -109,7 +108,7 @@ def prove_command(app: AppContext, run_id: str, seq: int, as_json: bool) -> int:
 
 def _signatures(bundle: dict[str, Any]) -> list[dict[str, str]]:
     """Who signed the bundle's checkpoint: each signature's note name and key id."""
-    from agentledger.checkpoint import Checkpoint
+    from agentledger.notes import Checkpoint  # verify-proof only
 
     return [
         {"name": s.name, "key_id": s.key_id.hex()}
@@ -126,7 +125,7 @@ def _proven_entry(bundle: dict[str, Any]) -> dict[str, Any]:
     return {k: doc.get(k) for k in ("run", "seq", "kind", "ts", "body")}
 
 
-@cli.command("verify-proof")
+@click.command("verify-proof", cls=AppCommand)
 @click.argument("proof_file", metavar="PROOF.json", type=click.Path(path_type=Path))
 @click.option(
     "--trust",
@@ -192,7 +191,7 @@ def verify_proof(app: AppContext, proof_file: Path, trust: tuple[str, ...], as_j
     return int(ExitCode.OK if verdict.ok else ExitCode.DIVERGED)
 
 
-@cli.command("archive")
+@click.command("archive", cls=AppCommand)
 @click.argument("out", metavar="OUT.db", type=click.Path(dir_okay=False, path_type=Path))
 @click.argument("run_ids", metavar="[RUN]...", nargs=-1)
 @click.option("--since", metavar="DATE", help="Only runs with an entry at or after DATE (ISO).")
@@ -230,7 +229,7 @@ def archive_command(
     return int(ExitCode.OK)
 
 
-@cli.command("gc")
+@click.command("gc", cls=AppCommand)
 @click.option("--dry-run", is_flag=True, help="Only report what would be removed.")
 @click.option(
     "--grace",
@@ -272,11 +271,11 @@ def _finite(value: float) -> float:
     return value
 
 
-@cli.command("fsck")
+@click.command("fsck", cls=AppCommand)
 @verify_options
 @json_option
 @click.pass_obj
-def fsck_command(
+def fsck(
     app: AppContext,
     trust: tuple[str, ...],
     audit_key_file: Path | None,

@@ -6,18 +6,17 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from agentledger.cli.app import cli
-from agentledger.cli.context import AppContext, json_option
+from agentledger.cli.common import read_json_document
+from agentledger.cli.context import AppContext, AppGroup, json_option
 from agentledger.display import styled
 from agentledger.errors import ExitCode, InvalidInput, NotFound
-from agentledger.limits import MAX_DOCUMENT_BYTES, read_capped
 from agentledger.phase import (
     DIMENSIONS,
     PhaseCapabilityEvidence,
@@ -41,32 +40,6 @@ def _emit_json(obj: Any) -> None:
     text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False)
     text = _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
     sys.stdout.write(text + "\n")
-
-
-def _reject_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not JSON")
-
-
-def read_json_document(path: Path) -> Any:
-    """Parse a JSON file (``-`` for stdin) the way ``JSON.parse`` would accept it.
-
-    A missing or unreadable file is :class:`BadArgument` (exit 64); anything not strict
-    JSON (``NaN``, ``Infinity``, a BOM, invalid UTF-8) is :class:`InvalidInput` (exit 65).
-    """
-    name = "stdin" if str(path) == "-" else str(path)
-    data = read_capped(path, MAX_DOCUMENT_BYTES, "a JSON document")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InvalidInput(f"{name}: not UTF-8 (byte offset {error.start})") from None
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as error:
-        raise InvalidInput(
-            f"{name}: malformed JSON: {error.msg} (line {error.lineno}, column {error.colno})"
-        ) from None
-    except ValueError as error:
-        raise InvalidInput(f"{name}: malformed JSON: {error}") from None
 
 
 def _shown(value: str) -> str:
@@ -152,7 +125,7 @@ def evidence_renderable(evidence: dict[str, Any]) -> Group:
     return Group(*parts)
 
 
-@cli.group()
+@click.group(cls=AppGroup)
 def phase() -> None:
     """Phase capability profiles: compile a phase's effective authority.
 
@@ -419,6 +392,7 @@ def record_command(
     """
     compiler_input = _json_object(input_file, "the compiler input")
     evidence = _json_object(evidence_file, "the evidence") if evidence_file else None
+    # `phase compile` and the others start without the ledger's modules; `record` loads them.
     from agentledger.journal import Run
     from agentledger.phase.ledger import record_evidence
 

@@ -9,11 +9,10 @@ from rich.table import Table
 
 from agentledger.activity import team as team_manifest
 from agentledger.cli import arguments
-from agentledger.cli.app import cli
-from agentledger.cli.context import AppContext, emit_json, json_option
+from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option
 
 
-@cli.group()
+@click.group(cls=AppGroup)
 def team() -> None:
     """Team manifests: [[roles]] with role and agent_kind (default coding)."""
 

@@ -124,7 +124,7 @@ def read_checkpoints(folder: Path) -> tuple[dict[str, str], list[str]]:
     one its file must extend. Returns the map and the names of the files that are not
     checkpoints (skipped; a ledger left without one is reported by its task).
     """
-    from agentledger.checkpoint import Checkpoint
+    from agentledger.notes import Checkpoint  # loaded only when --checkpoints is given
 
     if not folder.is_dir():
         raise FleetArgumentError(f"--checkpoints {folder}: no such folder")
@@ -149,7 +149,7 @@ def read_signer_memory(home: Path) -> dict[str, bytes]:
     """This install's memory of what it signed and verified (``signer_memory.py``), per
     ledger id, as the files' bytes: sent to the workers so that each verifies a ledger as
     this install would (a ledger rolled back behind what it signed is caught anywhere)."""
-    from agentledger.signer_memory import LEDGER_ID, LEDGERS_DIR, MAX_MEMORY_BYTES
+    from agentledger.signer_memory import LEDGER_ID, LEDGERS_DIR, MAX_MEMORY_BYTES  # on use
 
     folder = home / LEDGERS_DIR
     if not folder.is_dir():

@@ -150,6 +150,6 @@ def fleet_renderable(report: FleetReport) -> RenderableType:
 
 def write_fleet_html(report: FleetReport, path: Path) -> None:
     """The report as a standalone HTML document, in the workspace report's style."""
-    from agentledger.fleet.report_html import render_fleet_html
+    from agentledger.fleet.report_html import render_fleet_html  # only `--html` pays for it
 
     path.write_text(render_fleet_html(report), encoding="utf-8")

@@ -12,10 +12,10 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from agentledger.checks import RULE, explain
+from agentledger.checks import explain
 from agentledger.display import safe
 from agentledger.fleet.summary import CLEAN, DIVERGED, UNREADABLE, FleetReport, LedgerSummary
-from agentledger.report_html import SCRIPT, STYLE, anchor
+from agentledger.report_html import SCRIPT, STYLE, anchor, checks_section
 
 VERDICT_CLASS = {CLEAN: "clean", DIVERGED: "diverged", UNREADABLE: "missing"}
 """The workspace report's badge colours: green, red, and yellow for what could not be read."""
@@ -160,22 +160,7 @@ def _files(report: FleetReport) -> str:
 
 
 def _explanations(report: FleetReport) -> str:
-    found = list(report.by_check())
-    if not found:
-        return ""
-    rows = "".join(
-        f'<tr id="check-{anchor(check)}"><td><code>{_e(check)}</code></td>'
-        f"<td>{_e(explain(check).means)}</td><td class=expected>{_e(explain(check).expected)}</td>"
-        f"<td class=actual>{_e(explain(check).actual)}</td></tr>"
-        for check in found
-    )
-    return (
-        '<h2 id="checks">What the checks mean</h2>'
-        f"<p>{html.escape(RULE[0].upper() + RULE[1:])}</p>"
-        '<table><colgroup><col style="width:22%"><col style="width:34%"><col><col></colgroup>'
-        "<thead><tr><th>check</th><th>means</th><th>expected</th><th>actual</th></tr></thead>"
-        f"<tbody>{rows}</tbody></table>"
-    )
+    return checks_section(list(report.by_check()))
 
 
 def render_fleet_html(report: FleetReport) -> str:

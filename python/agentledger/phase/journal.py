@@ -43,6 +43,7 @@ from agentledger.phase.digest import stable_stringify, verify_evidence_digest
 from agentledger.phase.jscompat import js_trim, to_js_string
 from agentledger.phase.models import validate
 from agentledger.phase.transitions import (
+    ApprovalRecord,
     PhaseTransitionRecord,
     TransitionRefused,
     approval_id,
@@ -679,6 +680,4 @@ def decide(
 
 def check_approval(approval: Mapping[str, Any]) -> None:
     """Schema-check a stored approval (verify uses it)."""
-    from agentledger.phase.transitions import ApprovalRecord
-
     validate(ApprovalRecord, approval, "approval")

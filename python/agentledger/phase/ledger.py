@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from agentledger.errors import InvalidInput
+from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import check_run_id
 from agentledger.phase.compiler import ARTIFACT_DIMENSION, HARNESS_EXACT_PATH_SCOPE, compile
 from agentledger.phase.digest import verify_evidence_digest
@@ -255,8 +255,6 @@ def start_descendant(
     evidence is missing, tampered or blocked; a parent whose evidence is no longer
     ``expected_parent_evidence_digest``; a child that already exists; blocked child evidence.
     """
-    from agentledger.journal import Run
-
     moment = now_or_utc(now)
     check_run_id(child_id)
     if relation not in RELATIONS:
@@ -295,7 +293,7 @@ def start_descendant(
                 blockers=[blocker["code"] for blocker in evidence["blockers"]],
             )
         _insert_run(conn, child_id)
-        child = Run(ledger, child_id)
+        child = type(parent)(ledger, child_id)  # a run like its parent (no import of journal)
         input_blob = put_json(child, child_input, "the compiler input")
         evidence_blob = put_json(child, evidence, "the phase evidence")
         descent = {
@@ -436,8 +434,6 @@ def authorize(
     with run.ledger.db.write() as conn:
         if not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run.id,)).fetchall():
             if run._must_exist:
-                from agentledger.errors import NotFound
-
                 raise NotFound(f"no run {run.id!r}")
             _insert_run(conn, run.id)  # a named run's first entry (a denial) creates it
         state = maintain(run, conn, moment)

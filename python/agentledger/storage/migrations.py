@@ -13,6 +13,9 @@ from importlib import resources
 
 import apsw
 
+from agentledger import _core, tiles
+from agentledger.errors import LedgerError
+
 APPLICATION_ID = 0x41474C44  # "AGLD"
 
 
@@ -37,9 +40,6 @@ def _tiles_from_entries(conn: apsw.Connection) -> None:
     must be 0..n-1. What this rebuilds is checked like any log: the signed checkpoints
     must still match it, and this install signs nothing before verifying it.
     """
-    from agentledger import _core, tiles
-    from agentledger.errors import LedgerError
-
     size, frontier, hashes = 0, [], []
     for leaf, run_id, seq, digest in conn.execute(
         "SELECT leaf, run_id, seq, hash FROM entries WHERE leaf IS NOT NULL ORDER BY leaf"

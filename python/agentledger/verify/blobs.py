@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import re
-
 from agentledger import _core
-from agentledger.cas import CHUNK_SIZE, DIGEST
+from agentledger.cas import CHUNK_SIZE, DIGEST, DIGEST_BYTES
 from agentledger.gc import Pruned, pruned_digests
+from agentledger.keys import resolve_trust
 from agentledger.storage import native
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
@@ -39,8 +38,6 @@ def check_referenced_blobs(ctx: VerifyContext) -> None:
 
 def _pruned(ctx: VerifyContext) -> dict[str, Pruned]:
     """Blobs a trusted prune receipt of this ledger's log says garbage collection removed."""
-    from agentledger.keys import resolve_trust
-
     trusted = resolve_trust(ctx.options.trust, ctx.ledger.keys)
     return pruned_digests(ctx.conn, trusted, ctx.ledger.id)
 
@@ -79,7 +76,7 @@ def _referencing_entries(ctx: VerifyContext, digests: list[str]) -> list[tuple[s
             "ORDER BY run_id, seq"
         ):
             if run_id in selected:
-                names = {m.decode() for m in _NAME.findall(raw)}
+                names = {m.decode() for m in DIGEST_BYTES.findall(raw)}
                 found.extend((run_id, seq, d) for d in sorted(names & many))
     for digest in one_by_one:
         for run_id, seq in ctx.conn.execute(
@@ -94,7 +91,6 @@ def _referencing_entries(ctx: VerifyContext, digests: list[str]) -> list[tuple[s
 
 
 FEW_MISSING = 16
-_NAME = re.compile(rb"(?:blake3|sha256):[0-9a-f]{64}")
 
 
 def check_all_blobs(ctx: VerifyContext) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from agentledger import _core
 from agentledger.errors import AgentLedgerError, ExitCode, LedgerError
+from agentledger.keys import parse_public_key, public_key_text, read_trust_file
 from agentledger.signer_memory import SignerMemory
 from agentledger.storage.migrations import SCHEMA_VERSION
 from agentledger.verify import audit, blobs, bookkeeping, journal_pass, receipts, runs_table, team
@@ -125,8 +126,6 @@ def verify_ledger(
 
 def trusted_keys(ledger: Ledger, options: VerifyOptions) -> list[TrustedKey]:
     """The keys verification trusts, each with where it came from (read, never created)."""
-    from agentledger.keys import parse_public_key, public_key_text, read_trust_file
-
     store = ledger.keys
     found: list[TrustedKey] = []
 

@@ -29,15 +29,10 @@ from dataclasses import dataclass
 from agentledger import _core, tiles
 from agentledger import log as wslog
 from agentledger.archive import archive_seal
-from agentledger.checkpoint import (
-    CHECKPOINT_COLUMNS,
-    Checkpoint,
-    StoredCheckpoint,
-    history_sizes,
-    newest_checkpoint,
-)
+from agentledger.checkpoint import history_sizes
 from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.keys import resolve_trust
+from agentledger.notes import CHECKPOINT_COLUMNS, Checkpoint, StoredCheckpoint, newest_checkpoint
 from agentledger.signer_memory import Remembered, SignerMemory
 from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence

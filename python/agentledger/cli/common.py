@@ -1,0 +1,175 @@
+"""Helpers command modules share: reading a JSON document argument, and the plumbing of
+every verifying command (options, progress bar, the report at the end).
+
+Command modules import this module, ``context`` (the invocation's state, the command
+classes) and ``arguments`` (file arguments); never ``app`` nor one another: ``app``
+imports them, from its ``COMMANDS`` table. No rich, ledger or verifier at module level:
+``phase`` and ``activity record`` load this module without verifying anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+from agentledger.cli.context import AppContext, F, emit_json
+from agentledger.errors import InvalidInput
+from agentledger.limits import MAX_DOCUMENT_BYTES, read_capped
+
+if TYPE_CHECKING:
+    from agentledger.ledger import Ledger
+    from agentledger.verify import Progress as ProgressCallback
+    from agentledger.verify import VerifyOptions, VerifyReport
+
+
+# ---- a JSON document argument --------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
+def read_json_document(path: Path) -> Any:
+    """Parse a JSON file (``-`` for stdin) the way ``JSON.parse`` would accept it.
+
+    A missing or unreadable file is :class:`BadArgument` (exit 64); anything not strict
+    JSON (``NaN``, ``Infinity``, a BOM, invalid UTF-8) is :class:`InvalidInput` (exit 65).
+    """
+    name = "stdin" if str(path) == "-" else str(path)
+    data = read_capped(path, MAX_DOCUMENT_BYTES, "a JSON document")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InvalidInput(f"{name}: not UTF-8 (byte offset {error.start})") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as error:
+        raise InvalidInput(
+            f"{name}: malformed JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+        ) from None
+    except ValueError as error:
+        raise InvalidInput(f"{name}: malformed JSON: {error}") from None
+
+
+# ---- verifying commands (verify, activity verify, demo, checkpoint, fsck) -----------------
+
+
+@contextmanager
+def progress_bar(app: AppContext, total: int) -> Iterator[ProgressCallback | None]:
+    """A live bar on stderr, only when stderr is a terminal."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    # Loaded only for a terminal's bar: piped and --json runs never need it.
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (
+        TextColumn("verifying"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=app.err_console, transient=True) as progress:
+        task = progress.add_task("verify", total=total)
+        yield lambda n: progress.advance(task, n)
+
+
+def run_verify(
+    app: AppContext,
+    ledger: Ledger,
+    run_ids: list[str] | None,
+    options: VerifyOptions | None = None,
+) -> VerifyReport:
+    total = ledger.db.scalar("SELECT coalesce(sum(head_seq + 1), 0) FROM runs")
+    with progress_bar(app, int(total or 0)) as progress:
+        return ledger.verify(run_ids, progress=progress, options=options)
+
+
+def verify_options(command: F) -> F:
+    """The options every verifying command shares (keys come from outside the ledger)."""
+    decorators = [
+        click.option(
+            "--trust",
+            "trust",
+            multiple=True,
+            metavar="KEY",
+            help="Trust this signer: 'ed25519:<64 hex>' or a file holding it (repeatable).",
+        ),
+        click.option(
+            "--audit-key",
+            "audit_key_file",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="The audit HMAC key file, to cross-check the audit mirror.",
+        ),
+        click.option(
+            "--compat",
+            type=click.Choice(["bernstein"]),
+            help="Reproduce another tool's verdict for imported runs.",
+        ),
+    ]
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
+
+
+html_option = click.option(
+    "--html",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Also write the report as a standalone HTML file.",
+)
+"""``--html FILE``: the report also as a standalone HTML document (verify, fleet verify)."""
+
+JOBS_PER_CORE = 4
+
+
+def capped_jobs(app: AppContext, jobs: int) -> int:
+    """At most 4 threads per core: more only queue on the same cores (and cost memory)."""
+    limit = JOBS_PER_CORE * (os.cpu_count() or 1)
+    if jobs > limit:
+        app.err_console.print(
+            f"note: --jobs {jobs} capped to {limit} ({JOBS_PER_CORE}x the {limit // JOBS_PER_CORE}"
+            " cores)",
+            style="yellow",
+        )
+        return limit
+    return jobs
+
+
+def finish(
+    app: AppContext,
+    report: VerifyReport,
+    as_json: bool,
+    html: Path | None,
+    width: int | None = None,
+) -> int:
+    """Print a verify report (``--json``, or the terminal report), write ``--html``; the exit
+    code is the report's."""
+    # The report renderer loads after the verify it shows: commands that share this module
+    # without verifying (phase, activity record) never import it.
+    from rich.text import Text
+
+    from agentledger.display import human_console, safe
+    from agentledger.report import report_renderable, write_html
+
+    if html is not None:
+        write_html(report, html)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        human_console(width=width).print(report_renderable(report))
+        if html is not None:
+            app.err_console.print(Text(f"HTML report written to {safe(str(html))}"))
+    return int(report.code)

@@ -1,0 +1,196 @@
+"""The signed note a checkpoint is, modelled on C2SP tlog-checkpoint, and its stored rows.
+
+A checkpoint is a signed note (docs/FORMAT.md, "Checkpoints"):
+
+    agentledger/v1/ledger/<ledger id>
+    <log size>
+    <base64 root>
+    time <RFC 3339 UTC>
+
+    — agentledger-install <base64(key id || Ed25519 signature)>
+
+The signed bytes are the body: every line above the blank line, each ending in a newline.
+When checkpoints are taken and who may sign is ``checkpoint.py``'s and ``signing.py``'s;
+this module only parses, prints, signs and reads them, so both can use it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import apsw
+from nacl.exceptions import BadSignatureError
+from nacl.signing import SigningKey, VerifyKey
+
+from agentledger.errors import InvalidInput
+from agentledger.keys import parse_public_key
+from agentledger.log import fetch
+
+ORIGIN_PREFIX = "agentledger/v1/ledger/"
+KEY_NAME = "agentledger-install"
+SIGNATURE_PREFIX = "\u2014 "  # "— ", the signed-note signature line marker
+ED25519_ALGORITHM = b"\x01"
+MAX_NOTE_BYTES = 16_384
+
+_SIGNATURE_LINE = re.compile(r"\u2014 ([^ \n+]+) ([A-Za-z0-9+/=]+)")
+_TIME_LINE = re.compile(r"time (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)")
+
+
+def key_id(name: str, public_key: bytes) -> bytes:
+    """The signed-note key id: ``SHA-256(name || "\\n" || 0x01 || public key)[:4]``."""
+    return hashlib.sha256(name.encode() + b"\n" + ED25519_ALGORITHM + public_key).digest()[:4]
+
+
+@dataclass(frozen=True, slots=True)
+class NoteSignature:
+    name: str
+    key_id: bytes
+    signature: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One checkpoint: what it commits to, and the signatures over it."""
+
+    ledger_id: str
+    size: int
+    root: bytes
+    time: str
+    signatures: tuple[NoteSignature, ...] = ()
+
+    @property
+    def origin(self) -> str:
+        return ORIGIN_PREFIX + self.ledger_id
+
+    def body(self) -> bytes:
+        """The signed bytes."""
+        root = base64.b64encode(self.root).decode()
+        return f"{self.origin}\n{self.size}\n{root}\ntime {self.time}\n".encode()
+
+    def text(self) -> str:
+        """The whole note: body, blank line, one signature line per signature."""
+        lines = [
+            f"{SIGNATURE_PREFIX}{s.name} {base64.b64encode(s.key_id + s.signature).decode()}\n"
+            for s in self.signatures
+        ]
+        return self.body().decode() + "\n" + "".join(lines)
+
+    def signed_by(self, trusted: Iterable[str]) -> str | None:
+        """The first trusted key (``ed25519:<hex>``) with a valid signature, else None."""
+        body = self.body()
+        for key_text in trusted:
+            public_key = parse_public_key(key_text)
+            for signature in self.signatures:
+                if signature.key_id != key_id(signature.name, public_key):
+                    continue
+                try:
+                    VerifyKey(public_key).verify(body, signature.signature)
+                except BadSignatureError:
+                    continue
+                return key_text
+        return None
+
+    @classmethod
+    def parse(cls, text: str | bytes) -> Checkpoint:
+        """Parse a note; ``InvalidInput`` (code ``malformed-checkpoint``) if it is not one."""
+        if isinstance(text, bytes):
+            if len(text) > MAX_NOTE_BYTES:
+                raise _malformed("longer than a checkpoint can be")
+            try:
+                text = text.decode("utf-8")
+            except UnicodeDecodeError:
+                raise _malformed("not UTF-8") from None
+        if len(text) > MAX_NOTE_BYTES:
+            raise _malformed("longer than a checkpoint can be")
+        body, sep, signature_block = text.partition("\n\n")
+        if not sep:
+            raise _malformed("no blank line between the body and the signatures")
+        lines = body.split("\n")
+        if len(lines) != 4:
+            raise _malformed(f"the body has {len(lines)} lines, expected 4")
+        origin, size_text, root_text, time_line = lines
+        if not origin.startswith(ORIGIN_PREFIX) or len(origin) == len(ORIGIN_PREFIX):
+            raise _malformed(f"origin {origin[:80]!r} is not {ORIGIN_PREFIX}<ledger id>")
+        if not re.fullmatch(r"0|[1-9][0-9]{0,18}", size_text):
+            raise _malformed(f"size {size_text[:40]!r} is not a decimal number")
+        try:
+            root = base64.b64decode(root_text, validate=True)
+        except binascii.Error:
+            root = b""
+        if len(root) != 32 or base64.b64encode(root).decode() != root_text:
+            raise _malformed("the root is not 32 bytes of base64")
+        time_match = _TIME_LINE.fullmatch(time_line)
+        if not time_match:
+            raise _malformed(f"{time_line[:80]!r} is not a 'time <RFC 3339 UTC>' line")
+        signatures = []
+        for line in signature_block.split("\n"):
+            if not line:
+                continue
+            match = _SIGNATURE_LINE.fullmatch(line)
+            if not match:
+                raise _malformed(f"{line[:80]!r} is not a signature line")
+            try:
+                raw = base64.b64decode(match.group(2), validate=True)
+            except binascii.Error:
+                raise _malformed("a signature is not base64") from None
+            if len(raw) != 4 + 64:
+                raise _malformed("an Ed25519 note signature is 4 + 64 bytes")
+            signatures.append(NoteSignature(match.group(1), raw[:4], raw[4:]))
+        if not signatures:
+            raise _malformed("no signature")
+        if not text.endswith("\n"):
+            raise _malformed("a note ends with a newline")
+        return cls(
+            origin[len(ORIGIN_PREFIX) :],
+            int(size_text),
+            root,
+            time_match.group(1),
+            tuple(signatures),
+        )
+
+
+def _malformed(why: str) -> InvalidInput:
+    return InvalidInput(f"not a checkpoint: {why}", code="malformed-checkpoint")
+
+
+def sign(checkpoint: Checkpoint, signing_key: SigningKey) -> Checkpoint:
+    public_key = bytes(signing_key.verify_key)
+    signature = signing_key.sign(checkpoint.body()).signature
+    added = NoteSignature(KEY_NAME, key_id(KEY_NAME, public_key), signature)
+    return Checkpoint(
+        checkpoint.ledger_id, checkpoint.size, checkpoint.root, checkpoint.time, (added,)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCheckpoint:
+    """A checkpoint row: its id, the parsed note, and the copies of its size and root."""
+
+    id: int
+    checkpoint: Checkpoint
+    size_column: int
+    root_column: bytes
+
+
+def _row_to_stored(row: tuple[int, int, bytes, str]) -> StoredCheckpoint:
+    checkpoint_id, size, root, note = row
+    return StoredCheckpoint(checkpoint_id, Checkpoint.parse(note), size, bytes(root))
+
+
+CHECKPOINT_COLUMNS = "SELECT id, size, root, note FROM checkpoints"
+
+
+def newest_checkpoint(conn: apsw.Connection) -> StoredCheckpoint | None:
+    # The newest is the largest (the power-of-two history is signed after it, so not by id).
+    rows = fetch(conn, CHECKPOINT_COLUMNS + " ORDER BY size DESC, id DESC LIMIT 1")
+    return _row_to_stored(rows[0]) if rows else None
+
+
+def checkpoint_by_id(conn: apsw.Connection, checkpoint_id: int) -> StoredCheckpoint | None:
+    rows = fetch(conn, CHECKPOINT_COLUMNS + " WHERE id = ?", (checkpoint_id,))
+    return _row_to_stored(rows[0]) if rows else None
