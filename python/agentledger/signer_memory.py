@@ -102,6 +102,7 @@ class SignerMemory:
             os.pwrite(fd, data, 0)
             if len(data) > RECORD_BYTES:
                 os.ftruncate(fd, len(data))
+            _remember_decoded(data, known)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
@@ -133,13 +134,18 @@ def _open(path: Path, *, create: bool) -> int | None:
 
 
 def _decode(data: bytes) -> dict[str, Remembered]:
-    """The record's states; the last one decoded is kept (it is read at every signature)."""
-    global _last_decoded
+    """The record's states; the last one decoded or written is kept (it is read at every
+    signature)."""
     if _last_decoded is not None and _last_decoded[0] == data:
         return dict(_last_decoded[1])
     found = _decode_fresh(data)
-    _last_decoded = (data, dict(found))
+    _remember_decoded(data, found)
     return found
+
+
+def _remember_decoded(data: bytes, found: dict[str, Remembered]) -> None:
+    global _last_decoded
+    _last_decoded = (data, dict(found))
 
 
 _last_decoded: tuple[bytes, dict[str, Remembered]] | None = None
