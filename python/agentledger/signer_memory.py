@@ -44,8 +44,11 @@ class Remembered:
     root: bytes
     time: str
 
-    def to_json(self) -> dict[str, object]:
-        return {"size": self.size, "root": self.root.hex(), "time": self.time}
+    def to_json(self) -> str:
+        """Its JSON object, keys sorted (written at every signature: formatted directly)."""
+        return (
+            f'{{"root": "{self.root.hex()}", "size": {self.size}, "time": {json.dumps(self.time)}}}'
+        )
 
 
 class SignerMemory:
@@ -97,8 +100,10 @@ class SignerMemory:
             if current is not None and current.size > size:
                 return
             known[kind] = Remembered(size, root, time or utc_timestamp())
-            document = {name: value.to_json() for name, value in sorted(known.items())}
-            data = json.dumps(document, sort_keys=True).encode().ljust(RECORD_BYTES)
+            document = ", ".join(
+                f'"{name}": {value.to_json()}' for name, value in sorted(known.items())
+            )
+            data = ("{" + document + "}").encode().ljust(RECORD_BYTES)
             os.pwrite(fd, data, 0)
             if len(data) > RECORD_BYTES:
                 os.ftruncate(fd, len(data))
@@ -110,6 +115,7 @@ class SignerMemory:
 RECORD_BYTES = 512
 """The memory is rewritten in place at this length (it needs about 300 bytes)."""
 
+MAX_OPEN_MEMORIES = 32
 _descriptors: dict[Path, int] = {}
 """Memory files kept open per process: a signature costs one ``pwrite``, not a new file."""
 
@@ -129,6 +135,8 @@ def _open(path: Path, *, create: bool) -> int | None:
         if create:
             raise
         return None
+    if len(_descriptors) >= MAX_OPEN_MEMORIES:  # a process touching many ledgers
+        os.close(_descriptors.pop(next(iter(_descriptors))))
     _descriptors[path] = fd
     return fd
 
