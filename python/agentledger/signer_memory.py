@@ -44,8 +44,11 @@ class Remembered:
     root: bytes
     time: str
 
-    def to_json(self) -> dict[str, object]:
-        return {"size": self.size, "root": self.root.hex(), "time": self.time}
+    def to_json(self) -> str:
+        """Its JSON object, keys sorted (written at every signature: formatted directly)."""
+        return (
+            f'{{"root": "{self.root.hex()}", "size": {self.size}, "time": {json.dumps(self.time)}}}'
+        )
 
 
 class SignerMemory:
@@ -97,11 +100,14 @@ class SignerMemory:
             if current is not None and current.size > size:
                 return
             known[kind] = Remembered(size, root, time or utc_timestamp())
-            document = {name: value.to_json() for name, value in sorted(known.items())}
-            data = json.dumps(document, sort_keys=True).encode().ljust(RECORD_BYTES)
+            document = ", ".join(
+                f'"{name}": {value.to_json()}' for name, value in sorted(known.items())
+            )
+            data = ("{" + document + "}").encode().ljust(RECORD_BYTES)
             os.pwrite(fd, data, 0)
             if len(data) > RECORD_BYTES:
                 os.ftruncate(fd, len(data))
+            _remember_decoded(data, known)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
@@ -109,6 +115,7 @@ class SignerMemory:
 RECORD_BYTES = 512
 """The memory is rewritten in place at this length (it needs about 300 bytes)."""
 
+MAX_OPEN_MEMORIES = 32
 _descriptors: dict[Path, int] = {}
 """Memory files kept open per process: a signature costs one ``pwrite``, not a new file."""
 
@@ -128,18 +135,25 @@ def _open(path: Path, *, create: bool) -> int | None:
         if create:
             raise
         return None
+    if len(_descriptors) >= MAX_OPEN_MEMORIES:  # a process touching many ledgers
+        os.close(_descriptors.pop(next(iter(_descriptors))))
     _descriptors[path] = fd
     return fd
 
 
 def _decode(data: bytes) -> dict[str, Remembered]:
-    """The record's states; the last one decoded is kept (it is read at every signature)."""
-    global _last_decoded
+    """The record's states; the last one decoded or written is kept (it is read at every
+    signature)."""
     if _last_decoded is not None and _last_decoded[0] == data:
         return dict(_last_decoded[1])
     found = _decode_fresh(data)
-    _last_decoded = (data, dict(found))
+    _remember_decoded(data, found)
     return found
+
+
+def _remember_decoded(data: bytes, found: dict[str, Remembered]) -> None:
+    global _last_decoded
+    _last_decoded = (data, dict(found))
 
 
 _last_decoded: tuple[bytes, dict[str, Remembered]] | None = None

@@ -193,18 +193,26 @@ def check_head(conn: apsw.Connection, run_id: str, head_seq: int, head_hash: byt
         if rows.fetchall():
             raise _head_refused(run_id, "it has entries, but its head says it is empty")
         return
-    rows = conn.execute(
-        "SELECT hash, leaf FROM entries WHERE run_id = ? AND seq >= ? ORDER BY seq LIMIT 2",
-        (run_id, head_seq),
-    ).fetchall()
-    if len(rows) != 1:
+    rows = conn.execute(HEAD_AS_LOGGED, (run_id, head_seq, run_id, head_seq)).fetchall()
+    if not rows or rows[0][3]:
         raise _head_refused(run_id, f"its entry {head_seq} is not its last")
-    digest, leaf = rows[0]
+    digest, leaf, stored, _ = rows[0]
     if bytes(digest) != bytes(head_hash or b"") or not isinstance(leaf, int) or leaf < 0:
         raise _head_refused(run_id, f"its entry {head_seq} is not the head it records")
     expected = tiles.leaf_hash(_core.log_leaf(run_id, head_seq, bytes(digest)))
-    if tiles.stored_hash(conn, 0, leaf) != expected:
+    if not isinstance(stored, bytes) or stored != expected:
         raise _head_refused(run_id, f"its entry {head_seq} is not the one the log recorded")
+
+
+HEAD_AS_LOGGED = f"""
+SELECT e.hash, e.leaf,
+       (SELECT CAST(substr(t.hashes, (e.leaf % {tiles.TILE_WIDTH}) * 32 + 1, 32) AS BLOB)
+          FROM log_tiles t WHERE t.level = 0 AND t.idx = e.leaf / {tiles.TILE_WIDTH}),
+       EXISTS (SELECT 1 FROM entries x WHERE x.run_id = ? AND x.seq > ?)
+  FROM entries e WHERE e.run_id = ? AND e.seq = ?
+"""
+"""The head entry, its leaf hash as the tiles hold it, and whether any entry follows it:
+one statement per append."""
 
 
 def _head_refused(run_id: str, why: str) -> Diverged:

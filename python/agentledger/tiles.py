@@ -27,10 +27,6 @@ TILE_HEIGHT = 8
 TILE_WIDTH = 1 << TILE_HEIGHT
 
 _READ = "SELECT hashes FROM log_tiles WHERE level = ? AND idx = ?"
-_WRITE = (
-    "INSERT INTO log_tiles (level, idx, hashes) VALUES (?, ?, ?) "
-    "ON CONFLICT (level, idx) DO UPDATE SET hashes = excluded.hashes"
-)
 
 
 def node_hash(left: bytes, right: bytes) -> bytes:
@@ -173,29 +169,50 @@ class TileReader:
 def append(conn: apsw.Connection, size: int, leaf_hashes: bytes) -> None:
     """Add leaves ``size..`` (their hashes, concatenated) to the tiles of a tree of ``size``.
 
-    Runs inside the write transaction that adds the entries. Every tile a level fills
-    hands its root up to the next level.
+    Runs inside the write transaction that adds the entries. The edge tile of a level is
+    extended in SQL (a hash is appended, the tile is not read back), new tiles inserted;
+    every tile a level fills hands its root up to the next level.
     """
-    reader = TileReader(conn)
     level, start, new = 0, size, leaf_hashes
     while new:
         first_tile, offset = divmod(start, TILE_WIDTH)
-        data = reader.tile(level, first_tile) if offset else b""
-        if len(data) != offset * HASH_LEN:
-            raise _broken(
-                f"tile {level}/{first_tile} holds {len(data) // HASH_LEN} hashes, not {offset}"
+        room = (TILE_WIDTH - offset) * HASH_LEN
+        roots = []
+        if offset:
+            _store(
+                conn, _EXTEND, (new[:room], level, first_tile, offset * HASH_LEN), level, first_tile
             )
-        data += new
-        full_roots = []
-        for number, at in enumerate(range(0, len(data), TILE_WIDTH * HASH_LEN)):
-            tile = data[at : at + TILE_WIDTH * HASH_LEN]
-            changes_before = conn.total_changes()
-            conn.execute(_WRITE, (level, first_tile + number, tile))
-            if conn.total_changes() - changes_before != 1:
-                raise _broken(f"tile {level}/{first_tile + number} was not stored")
+            if len(new) >= room:  # the edge tile is full now: its root goes up a level
+                roots.append(_core.merkle_root_of_hashes(TileReader(conn).tile(level, first_tile)))
+            rest, number = new[room:], first_tile + 1
+        else:
+            rest, number = new, first_tile
+        for at in range(0, len(rest), TILE_WIDTH * HASH_LEN):
+            tile = rest[at : at + TILE_WIDTH * HASH_LEN]
+            _store(conn, _INSERT, (level, number, tile), level, number)
             if len(tile) == TILE_WIDTH * HASH_LEN:
-                full_roots.append(_core.merkle_root_of_hashes(tile))
-        level, start, new = level + 1, first_tile, b"".join(full_roots)
+                roots.append(_core.merkle_root_of_hashes(tile))
+            number += 1
+        # Hash k of the level above is the root of tile k of this one.
+        level, start, new = level + 1, first_tile, b"".join(roots)
+
+
+_INSERT = "INSERT INTO log_tiles (level, idx, hashes) VALUES (?, ?, ?)"
+# SQLite's || makes text of blobs (the bytes kept as they are); the CAST makes it a blob again.
+_EXTEND = (
+    "UPDATE log_tiles SET hashes = CAST(hashes || ? AS BLOB) "
+    "WHERE level = ? AND idx = ? AND length(hashes) = ?"
+)
+
+
+def _store(
+    conn: apsw.Connection, sql: str, params: tuple[object, ...], level: int, index: int
+) -> None:
+    """One tile written: exactly one row changed, or the tiles are not what the state says."""
+    before = conn.total_changes()
+    conn.execute(sql, params)
+    if conn.total_changes() - before != 1:
+        raise _broken(f"tile {level}/{index} is not where the log's state says it ends")
 
 
 def check(conn: apsw.Connection, size: int) -> list[str]:

@@ -93,3 +93,13 @@ def reforge_log(conn: apsw.Connection) -> None:
     tiles.append(conn, 0, b"".join(leaves))
     frontier = b"".join(tiles.TileReader(conn).frontier(len(leaves)))
     conn.execute("UPDATE log_state SET size = ?, frontier = ?", (len(leaves), frontier))
+
+
+def fix_head(conn: apsw.Connection, run_id: str) -> None:
+    """Make the runs table agree with the entries left, as a careful tamperer would."""
+    conn.execute(
+        "UPDATE runs SET head_seq = (SELECT coalesce(max(seq), -1) FROM entries e "
+        "WHERE e.run_id = runs.run_id), head_hash = (SELECT hash FROM entries e "
+        "WHERE e.run_id = runs.run_id ORDER BY seq DESC LIMIT 1) WHERE run_id = ?",
+        (run_id,),
+    )

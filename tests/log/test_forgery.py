@@ -19,7 +19,7 @@ from agentledger import gc as collector
 from agentledger.errors import Diverged, InvalidInput
 from agentledger.verify import VerifyOptions
 
-from .logkit import build, checks, raw, rechain, reforge_log, verify
+from .logkit import build, checks, fix_head, raw, rechain, reforge_log, verify
 
 
 def _forge(path: Path) -> None:
@@ -33,6 +33,10 @@ def _forge(path: Path) -> None:
 def _count(path: Path, table: str) -> int:
     with raw(path) as conn:
         return int(conn.execute(f"SELECT count(*) FROM {table}").fetchall()[0][0])
+
+
+def _failing_checks(result: Any) -> set[str]:
+    return {d["check"] for run in result.json()["failures"] for d in run["divergences"]}
 
 
 def _pin(ledger: Ledger, run_id: str, digest: str) -> None:
@@ -257,7 +261,7 @@ def test_a_named_run_rechained_by_hand_fails_against_the_signed_log(
     for extra in [(), ("--checkpoint", str(exported)), ("--incremental",)]:
         result = cli("verify", "run-0", *extra, "--json")
         assert result.code == 2, extra
-        found = {d["check"] for run in result.json()["failures"] for d in run["divergences"]}
+        found = _failing_checks(result)
         assert "log.inclusion" in found, extra
     assert cli("activity", "verify", "run-0").code in (1, 2)
     assert cli("verify", "run-1").code == 0
@@ -286,7 +290,7 @@ def test_a_forged_extra_entry_in_a_named_run_is_not_certified(
         reforge_log(conn)
     result = cli("verify", "run-0", "--json")
     assert result.code == 2
-    found = {d["check"] for run in result.json()["failures"] for d in run["divergences"]}
+    found = _failing_checks(result)
     assert "log.unsigned" in found
 
 
@@ -296,14 +300,10 @@ def test_a_named_run_with_its_tail_cut_is_not_certified_complete(
     build(ledger, runs=2, entries=3)
     with raw(ledger_path) as conn:
         conn.execute("DELETE FROM entries WHERE run_id = 'run-1' AND seq = 2")
-        digest = conn.execute("SELECT hash FROM entries WHERE run_id = 'run-1' AND seq = 1")
-        conn.execute(
-            "UPDATE runs SET head_seq = 1, head_hash = ? WHERE run_id = 'run-1'",
-            (digest.fetchall()[0][0],),
-        )
+        fix_head(conn, "run-1")
     result = cli("verify", "run-1", "--json")
     assert result.code == 2
-    found = {d["check"] for run in result.json()["failures"] for d in run["divergences"]}
+    found = _failing_checks(result)
     assert "log.incomplete" in found
 
 
@@ -333,11 +333,7 @@ def test_incremental_verify_does_not_trust_the_file_for_what_was_verified(
     ledger.run("run-0").append_many([("step", {"late": i}) for i in range(2)])
     with raw(ledger_path) as conn:  # the tail cut, its checkpoints deleted, the log re-forged
         conn.execute("DELETE FROM entries WHERE run_id = 'run-0' AND seq >= 2")
-        digest = conn.execute("SELECT hash FROM entries WHERE run_id = 'run-0' AND seq = 1")
-        conn.execute(
-            "UPDATE runs SET head_seq = 1, head_hash = ? WHERE run_id = 'run-0'",
-            (digest.fetchall()[0][0],),
-        )
+        fix_head(conn, "run-0")
         conn.execute("DELETE FROM checkpoints WHERE size > 4")
         reforge_log(conn)
     report = verify(ledger_path, VerifyOptions(incremental=True))

@@ -13,22 +13,12 @@ from agentledger.errors import Diverged
 from agentledger.keys import KeyStore
 from agentledger.verify import VerifyOptions
 
-from .logkit import build, checks, raw, verify, without_log
-
-
-def _fix_head(conn: object, run_id: str) -> None:
-    """Make the runs table agree with what is left, as a careful tamperer would."""
-    conn.execute(  # type: ignore[attr-defined]
-        "UPDATE runs SET head_seq = (SELECT coalesce(max(seq), -1) FROM entries e "
-        "WHERE e.run_id = runs.run_id), head_hash = (SELECT hash FROM entries e "
-        "WHERE e.run_id = runs.run_id ORDER BY seq DESC LIMIT 1) WHERE run_id = ?",
-        (run_id,),
-    )
+from .logkit import build, checks, fix_head, raw, verify, without_log
 
 
 def _delete_last_entry_of_a_run(conn: object) -> None:
     conn.execute("DELETE FROM entries WHERE run_id = 'run-0' AND seq = 3")  # type: ignore[attr-defined]
-    _fix_head(conn, "run-0")
+    fix_head(conn, "run-0")
 
 
 def _delete_last_entry_of_the_workspace(conn: object) -> None:
@@ -36,7 +26,7 @@ def _delete_last_entry_of_the_workspace(conn: object) -> None:
         "SELECT run_id, seq FROM entries ORDER BY leaf DESC LIMIT 1"
     ).fetchall()[0]
     conn.execute("DELETE FROM entries WHERE run_id = ? AND seq = ?", last)  # type: ignore[attr-defined]
-    _fix_head(conn, last[0])
+    fix_head(conn, last[0])
 
 
 def _delete_a_whole_run(conn: object) -> None:
@@ -47,7 +37,7 @@ def _delete_a_whole_run(conn: object) -> None:
 def _truncate_every_run(conn: object) -> None:
     conn.execute("DELETE FROM entries WHERE seq >= 2")  # type: ignore[attr-defined]
     for run_id in ("run-0", "run-1", "run-2"):
-        _fix_head(conn, run_id)
+        fix_head(conn, run_id)
 
 
 TAMPERINGS = {
@@ -197,7 +187,7 @@ def test_entries_removed_with_the_checkpoints_covering_them_are_caught_after_a_v
         last = conn.execute("SELECT run_id, seq FROM entries ORDER BY leaf DESC LIMIT 1")
         run_id, seq = last.fetchall()[0]
         conn.execute("DELETE FROM entries WHERE run_id = ? AND seq = ?", (run_id, seq))
-        _fix_head(conn, str(run_id))
+        fix_head(conn, str(run_id))
         conn.execute("DELETE FROM checkpoints WHERE size > 3")
         frontier = b"".join(tiles.TileReader(conn).frontier(3))
         conn.execute("UPDATE log_state SET size = 3, frontier = ?", (frontier,))

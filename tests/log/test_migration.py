@@ -10,6 +10,8 @@ import apsw
 from agentledger import Ledger, _core, tiles
 from agentledger.storage.migrations import APPLICATION_ID, migration_scripts
 
+from .logkit import fix_head
+
 LEDGER_ID = "00112233445566778899aabbccddeeff"
 
 
@@ -76,11 +78,7 @@ def test_adopting_is_refused_once_this_install_vouched_for_the_ledger(
     assert cli("checkpoint", "--adopt").code == 0
     with apsw.Connection(str(ledger_path)) as conn:  # an entry cut, the whole log re-forged
         conn.execute("DELETE FROM entries WHERE run_id = 'a-run' AND seq = 2")
-        digest = conn.execute("SELECT hash FROM entries WHERE run_id = 'a-run' AND seq = 1")
-        conn.execute(
-            "UPDATE runs SET head_seq = 1, head_hash = ? WHERE run_id = 'a-run'",
-            (digest.fetchall()[0][0],),
-        )
+        fix_head(conn, "a-run")
         leaves = [
             tiles.leaf_hash(_core.log_leaf(run, seq, h))
             for run, seq, h in conn.execute("SELECT run_id, seq, hash FROM entries ORDER BY leaf")

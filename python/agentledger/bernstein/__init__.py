@@ -9,8 +9,9 @@ it back out byte for byte.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agentledger._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentledger.bernstein.exporter import export_workdir
@@ -25,27 +26,18 @@ if TYPE_CHECKING:
     from agentledger.bernstein.workdir import DirectoryWorkdir, LedgerWorkdir, Workdir
 
 # Loaded on first use: `runs` and `show` need only bernstein.view, not the verifier.
-_HOME = {
-    "export_workdir": "exporter",
-    "ImportSummary": "importer",
-    "import_workdir": "importer",
-    "Finding": "verifier",
-    "RunResult": "verifier",
-    "StageVerdict": "verifier",
-    "verify_ledger_runs": "verifier",
-    "verify_runs": "verifier",
-    "DirectoryWorkdir": "workdir",
-    "LedgerWorkdir": "workdir",
-    "Workdir": "workdir",
+_EXPORTS = {
+    name: f"agentledger.bernstein.{module}"
+    for module, names in {
+        "exporter": ["export_workdir"],
+        "importer": ["ImportSummary", "import_workdir"],
+        "verifier": ["Finding", "RunResult", "StageVerdict", "verify_ledger_runs", "verify_runs"],
+        "workdir": ["DirectoryWorkdir", "LedgerWorkdir", "Workdir"],
+    }.items()
+    for name in names
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module 'agentledger.bernstein' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"agentledger.bernstein.{module}"), name)
-
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "DirectoryWorkdir",

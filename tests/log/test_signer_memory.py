@@ -1,0 +1,33 @@
+"""The signer's memory: monotonic, per ledger id, and a damaged record counts as none."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentledger.signer_memory import SignerMemory
+
+LEDGER_ID = "00112233445566778899aabbccddeeff"
+
+
+def test_a_record_only_moves_forward_and_reads_back(tmp_path: Path) -> None:
+    memory = SignerMemory(tmp_path, LEDGER_ID)
+    assert memory.read() == {} and memory.base() is None
+    memory.record("signed", 10, b"\x01" * 32, "t1")
+    memory.record("signed", 7, b"\x02" * 32, "t2")  # older: ignored
+    memory.record("verified", 12, b"\x03" * 32, "t3")
+    again = SignerMemory(tmp_path, LEDGER_ID).read()
+    assert (again["signed"].size, again["signed"].root) == (10, b"\x01" * 32)
+    assert again["verified"].size == 12
+    base = memory.base()
+    assert base is not None and base.size == 12
+
+
+def test_a_damaged_record_counts_as_none_and_an_odd_id_names_no_file(tmp_path: Path) -> None:
+    memory = SignerMemory(tmp_path, "11" * 16)
+    memory.record("signed", 3, b"\x01" * 32)
+    memory.path.write_bytes(b"{not json")
+    assert SignerMemory(tmp_path, "11" * 16).read() == {}
+    hostile = SignerMemory(tmp_path, "../../etc/passwd")
+    assert not hostile.usable
+    hostile.record("signed", 1, b"\x00" * 32)
+    assert not (tmp_path.parent / "etc").exists()
