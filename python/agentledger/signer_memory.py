@@ -117,6 +117,8 @@ RECORD_BYTES = 512
 
 MAX_OPEN_MEMORIES = 32
 _descriptors: dict[Path, int] = {}
+# A forked child opens its own: an inherited descriptor would share its flock with the parent.
+os.register_at_fork(after_in_child=_descriptors.clear)
 """Memory files kept open per process: a signature costs one ``pwrite``, not a new file."""
 
 

@@ -25,6 +25,9 @@ from agentledger.errors import LedgerError
 HASH_LEN = 32
 TILE_HEIGHT = 8
 TILE_WIDTH = 1 << TILE_HEIGHT
+TILE_BYTES = TILE_WIDTH * HASH_LEN
+EMPTY_SLOT = bytes(HASH_LEN)
+"""A free slot of an edge tile (no hash is 32 zero bytes)."""
 
 _READ = "SELECT hashes FROM log_tiles WHERE level = ? AND idx = ?"
 
@@ -72,9 +75,9 @@ class TileReader:
         found = self._tiles.get(key)
         if found is None:
             rows = self.conn.execute(_READ, key).fetchall()
-            found = bytes(rows[0][0]) if rows else b""
-            if len(found) % HASH_LEN or len(found) > TILE_WIDTH * HASH_LEN:
-                raise _broken(f"tile {level}/{index} is {len(found)} bytes")
+            found = bytes(rows[0][0]) if rows and isinstance(rows[0][0], bytes) else b""
+            if len(found) != TILE_BYTES:
+                raise _broken(f"tile {level}/{index} is {len(found)} bytes, not {TILE_BYTES}")
             self._tiles[key] = found
         return found
 
@@ -82,7 +85,7 @@ class TileReader:
         """``count`` consecutive level-``level`` hashes from ``start`` (within one tile)."""
         index, offset = divmod(start, TILE_WIDTH)
         data = self.tile(level, index)[offset * HASH_LEN : (offset + count) * HASH_LEN]
-        if len(data) != count * HASH_LEN:
+        if len(data) != count * HASH_LEN or data[-HASH_LEN:] == EMPTY_SLOT:
             raise _broken(f"level {level} has no hash {start + count - 1}")
         return data
 
@@ -169,28 +172,29 @@ class TileReader:
 def append(conn: apsw.Connection, size: int, leaf_hashes: bytes) -> None:
     """Add leaves ``size..`` (their hashes, concatenated) to the tiles of a tree of ``size``.
 
-    Runs inside the write transaction that adds the entries. The edge tile of a level is
-    extended in SQL (a hash is appended, the tile is not read back), new tiles inserted;
-    every tile a level fills hands its root up to the next level.
+    Runs inside the write transaction that adds the entries. A tile is stored at its full
+    length, its free slots zero, so that a new hash is written into the edge tile in place
+    (SQLite's incremental blob I/O: one page, no row rewritten); whole tiles are inserted.
+    Every tile a level fills hands its root up to the next level.
     """
     level, start, new = 0, size, leaf_hashes
     while new:
         first_tile, offset = divmod(start, TILE_WIDTH)
-        room = (TILE_WIDTH - offset) * HASH_LEN
         roots = []
+        rest, number = new, first_tile
         if offset:
-            _store(
-                conn, _EXTEND, (new[:room], level, first_tile, offset * HASH_LEN), level, first_tile
-            )
-            if len(new) >= room:  # the edge tile is full now: its root goes up a level
-                roots.append(_core.merkle_root_of_hashes(TileReader(conn).tile(level, first_tile)))
+            room = TILE_BYTES - offset * HASH_LEN
+            full = _write_into(conn, level, first_tile, offset, new[:room])
+            if full is not None:  # the edge tile is full now: its root goes up a level
+                roots.append(_core.merkle_root_of_hashes(full))
             rest, number = new[room:], first_tile + 1
-        else:
-            rest, number = new, first_tile
-        for at in range(0, len(rest), TILE_WIDTH * HASH_LEN):
-            tile = rest[at : at + TILE_WIDTH * HASH_LEN]
-            _store(conn, _INSERT, (level, number, tile), level, number)
-            if len(tile) == TILE_WIDTH * HASH_LEN:
+        for at in range(0, len(rest), TILE_BYTES):
+            tile = rest[at : at + TILE_BYTES]
+            before = conn.total_changes()
+            conn.execute(_INSERT, (level, number, tile.ljust(TILE_BYTES, b"\0")))
+            if conn.total_changes() - before != 1:
+                raise _broken(f"tile {level}/{number} was not stored")
+            if len(tile) == TILE_BYTES:
                 roots.append(_core.merkle_root_of_hashes(tile))
             number += 1
         # Hash k of the level above is the root of tile k of this one.
@@ -198,30 +202,45 @@ def append(conn: apsw.Connection, size: int, leaf_hashes: bytes) -> None:
 
 
 _INSERT = "INSERT INTO log_tiles (level, idx, hashes) VALUES (?, ?, ?)"
-# SQLite's || makes text of blobs (the bytes kept as they are); the CAST makes it a blob again.
-_EXTEND = (
-    "UPDATE log_tiles SET hashes = CAST(hashes || ? AS BLOB) "
-    "WHERE level = ? AND idx = ? AND length(hashes) = ?"
-)
 
 
-def _store(
-    conn: apsw.Connection, sql: str, params: tuple[object, ...], level: int, index: int
-) -> None:
-    """One tile written: exactly one row changed, or the tiles are not what the state says."""
-    before = conn.total_changes()
-    conn.execute(sql, params)
-    if conn.total_changes() - before != 1:
-        raise _broken(f"tile {level}/{index} is not where the log's state says it ends")
+def _write_into(
+    conn: apsw.Connection, level: int, index: int, offset: int, hashes: bytes
+) -> bytes | None:
+    """Write ``hashes`` into slots ``offset..`` of a stored tile; the whole tile when it is
+    full then. The tile must end exactly where the log's state says (slot ``offset - 1``
+    used, slot ``offset`` free)."""
+    rows = conn.execute(_ROWID, (level, index)).fetchall()
+    if not rows:
+        raise _broken(f"tile {level}/{index} is missing")
+    blob = conn.blob_open("main", "log_tiles", "hashes", rows[0][0], True)
+    try:
+        if blob.length() != TILE_BYTES:
+            raise _broken(f"tile {level}/{index} is {blob.length()} bytes, not {TILE_BYTES}")
+        blob.seek((offset - 1) * HASH_LEN)
+        around = blob.read(2 * HASH_LEN)
+        if around[:HASH_LEN] == EMPTY_SLOT or around[HASH_LEN:] != EMPTY_SLOT:
+            raise _broken(f"tile {level}/{index} does not end at slot {offset}")
+        blob.seek(offset * HASH_LEN)
+        blob.write(hashes)
+        if offset * HASH_LEN + len(hashes) < TILE_BYTES:
+            return None
+        blob.seek(0)
+        return bytes(blob.read(TILE_BYTES))
+    finally:
+        blob.close()
+
+
+_ROWID = "SELECT rowid FROM log_tiles WHERE level = ? AND idx = ?"
 
 
 def check(conn: apsw.Connection, size: int) -> list[str]:
     """Whether the stored tiles are exactly those of a tree of ``size`` leaves: each level
-    holds the right number of hashes in consecutive tiles, and each hash above level 0 is
-    the root of the full tile below it. Then the tiles' root is the root of the level-0
-    hashes, so a tiles' root equal to the entries' root means level 0 holds the entries'
-    leaf hashes. One pass in (level, index) order, keeping only a level's tile roots.
-    Empty when they are."""
+    holds the right number of hashes in consecutive full-length tiles, the free slots of
+    its edge tile zero, and each hash above level 0 is the root of the full tile below it.
+    Then the tiles' root is the root of the level-0 hashes, so a tiles' root equal to the
+    entries' root means level 0 holds the entries' leaf hashes. One pass in (level, index)
+    order, keeping only a level's tile roots. Empty when they are."""
     problems: list[str] = []
     by_level = itertools.groupby(
         conn.execute("SELECT level, idx, hashes FROM log_tiles ORDER BY level, idx"),
@@ -230,37 +249,35 @@ def check(conn: apsw.Connection, size: int) -> list[str]:
     roots_below: list[bytes] = []
     want_level = 0
     for level, rows in by_level:
-        if level != want_level:
-            problems.append(f"level {want_level} of the tiles is missing (found {level})")
-            return problems
         want = hashes_at(size, level)
+        if level != want_level or not want:
+            problems.append(
+                f"level {level} of the tiles should not exist (or {want_level} is missing)"
+            )
+            return problems
         roots: list[bytes] = []
-        count = 0
+        expected_index = 0
         for _, index, data in rows:
-            data = bytes(data)
-            if index != count // TILE_WIDTH or count % TILE_WIDTH:
+            data = bytes(data) if isinstance(data, bytes) else b""
+            used = min(TILE_WIDTH, want - index * TILE_WIDTH) * HASH_LEN
+            if index != expected_index or used <= 0:
                 problems.append(f"tile {level}/{index} is out of place")
                 return problems
-            if not data or len(data) % HASH_LEN or len(data) > TILE_WIDTH * HASH_LEN:
-                problems.append(f"tile {level}/{index} is {len(data)} bytes")
+            if len(data) != TILE_BYTES or any(data[used:]):
+                problems.append(f"tile {level}/{index} is not {used // HASH_LEN} hashes and zeros")
                 return problems
-            if level:
-                for offset in range(0, len(data), HASH_LEN):
-                    position = count + offset // HASH_LEN
-                    if (
-                        position >= len(roots_below)
-                        or roots_below[position] != data[offset : offset + HASH_LEN]
-                    ):
-                        problems.append(
-                            f"hash {position} of level {level} is not the root of tile "
-                            f"{level - 1}/{position}"
-                        )
-                        return problems
-            count += len(data) // HASH_LEN
-            if len(data) == TILE_WIDTH * HASH_LEN:
+            if level and data[:used] != b"".join(
+                roots_below[index * TILE_WIDTH : index * TILE_WIDTH + used // HASH_LEN]
+            ):
+                problems.append(f"a hash of tile {level}/{index} is not the root of its tile below")
+                return problems
+            if used == TILE_BYTES:
                 roots.append(_core.merkle_root_of_hashes(data))
-        if count != want:
-            problems.append(f"level {level} holds {count} hashes; a log of {size:,} has {want}")
+            expected_index += 1
+        if expected_index * TILE_WIDTH < want:
+            problems.append(
+                f"level {level} holds fewer than the {want} hashes of a log of {size:,}"
+            )
             return problems
         roots_below = roots
         want_level += 1
