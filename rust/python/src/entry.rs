@@ -136,16 +136,9 @@ impl Entry {
         body: &Bound<'_, PyAny>,
         raw: PyObject,
     ) -> PyResult<Self> {
-        Ok(Entry {
-            run_id,
-            seq,
-            kind,
-            hash,
-            prev,
-            ts,
-            raw,
-            given_body: Some(deepcopy(body)?.unbind()),
-        })
+        let mut entry = Entry::stored(run_id, seq, kind, hash, prev, ts, raw);
+        entry.given_body = Some(deepcopy(body)?.unbind());
+        Ok(entry)
     }
 
     /// The entry of a stored row (`run_id, seq, kind, hash, bytes`): `prev` and `ts` read
