@@ -31,7 +31,8 @@ test-rust:
 	cargo test --workspace --exclude agentledger-python --release --quiet
 	# Second pass: the portable paths forced (rust/core/src/portable.rs), so each fast
 	# path's reference runs on every machine: the hash lanes, hex readers, lean and clean rows.
-	AGENTLEDGER_PORTABLE=1 cargo test -p agentledger-core --release --quiet -- hash:: journal log:: pyjson
+	AGENTLEDGER_PORTABLE=1 cargo test -p agentledger-core --release --quiet -- hash:: journal log::
+	AGENTLEDGER_PORTABLE=1 cargo test -p agentledger-bernstein --release --quiet
 	cargo clippy --workspace --all-targets --release --quiet -- -D warnings
 	cargo fmt --all -- --check
 

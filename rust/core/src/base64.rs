@@ -1,9 +1,7 @@
 //! Base64, standard (padded) or URL-safe (unpadded), read only in its canonical form.
 
-pub(crate) const STANDARD: &[u8; 64] =
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-pub(crate) const URL_SAFE: &[u8; 64] =
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+pub const STANDARD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+pub const URL_SAFE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 /// Each byte's value in an alphabet, or [`NOT_A_DIGIT`].
 const fn values_of(alphabet: &[u8; 64]) -> [u8; 256] {
@@ -23,7 +21,7 @@ const URL_SAFE_VALUES: [u8; 256] = values_of(URL_SAFE);
 /// Base64 in `alphabet` that is exactly the encoding of its bytes (padded with `=` for
 /// the standard alphabet, unpadded for the URL-safe one): every decoder reads the same
 /// bytes from it, Python's lenient ones included.
-pub(crate) fn decode(text: &[u8], alphabet: &[u8; 64]) -> Option<Vec<u8>> {
+pub fn decode(text: &[u8], alphabet: &[u8; 64]) -> Option<Vec<u8>> {
     let digits = if alphabet == STANDARD {
         let unpadded = text.strip_suffix(b"==").or_else(|| text.strip_suffix(b"="));
         unpadded.unwrap_or(text)
@@ -56,7 +54,7 @@ pub(crate) fn decode(text: &[u8], alphabet: &[u8; 64]) -> Option<Vec<u8>> {
     (encode(&out, alphabet) == text).then_some(out)
 }
 
-pub(crate) fn encode(data: &[u8], alphabet: &[u8; 64]) -> Vec<u8> {
+pub fn encode(data: &[u8], alphabet: &[u8; 64]) -> Vec<u8> {
     let mut out = Vec::with_capacity(data.len().div_ceil(3) * 4);
     for chunk in data.chunks(3) {
         let n = chunk

@@ -3,12 +3,11 @@
 //! - [`canonical`]: RFC 8785 (JCS) canonical JSON, from a parsed text or a built [`canonical::Value`].
 //! - [`hash`]: BLAKE3 / SHA-256 / HMAC / HKDF and the ledger's domain-separated hash scheme.
 //! - [`merkle`]: RFC 9162-shaped Merkle trees, proofs, and an incremental append-only tree.
-//! - [`pyjson`]: Python `json` compatibility and bernstein's journal chain (imported workdirs).
 //! - [`signature`]: Ed25519 verification with libsodium-compatible strictness, single and batch.
 //!
 //! Every fallible function returns [`Error`]; the binding crate maps it to Python exceptions in one place.
 
-mod base64;
+pub mod base64;
 pub mod blob_check;
 pub mod canonical;
 pub mod error;
@@ -17,7 +16,6 @@ pub mod journal;
 pub mod log;
 pub mod merkle;
 pub mod portable;
-pub mod pyjson;
 pub mod signature;
 
 pub use error::{Error, Result};

@@ -1,7 +1,7 @@
 //! The properties each fuzz target checks, shared so a plain test can replay a corpus.
 
 use agentledger_core::canonical::{canonicalize_json, is_canonical};
-use agentledger_core::pyjson;
+use agentledger_bernstein::pyjson;
 
 /// RFC 8785: whatever the input, no panic; an accepted text canonicalizes to bytes that
 /// are themselves canonical and canonicalize to themselves (idempotence).

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::{mpsc, Mutex, OnceLock};
 
+use agentledger_bernstein::{journal, pyjson};
 use agentledger_core::hash::{to_hex_prefixed, Sha256Hasher, SHA256_PREFIX};
-use agentledger_core::pyjson::{self, journal};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;

@@ -7,7 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
-use agentledger_core::pyjson::journal::{self, JournalReport};
+use agentledger_bernstein::journal::{self, JournalReport};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 

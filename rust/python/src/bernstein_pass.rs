@@ -15,10 +15,10 @@
 
 use std::sync::{mpsc, Arc, OnceLock};
 
+use agentledger_bernstein::journal::{self, ActivityRow, JournalReport, StoreIndex};
+use agentledger_bernstein::mirror::cross_check;
+use agentledger_bernstein::receipt::{settle_receipt, SettledReceipt};
 use agentledger_core::hash::Sha256Name;
-use agentledger_core::pyjson::journal::{self, ActivityRow, JournalReport, StoreIndex};
-use agentledger_core::pyjson::mirror::cross_check;
-use agentledger_core::pyjson::receipt::{settle_receipt, SettledReceipt};
 use agentledger_core::signature;
 use pyo3::prelude::*;
 use pyo3::types::PyList;

@@ -7,8 +7,8 @@
 
 use std::collections::HashMap;
 
+use agentledger_bernstein::{audit, journal, pyjson};
 use agentledger_core::hash::plain_sha256;
-use agentledger_core::pyjson::{self, audit, journal};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};

@@ -13,7 +13,7 @@ mod number;
 mod parse;
 pub(crate) mod raw;
 mod scan;
-pub(crate) use scan::{skip_plain, skip_printable_ascii};
+pub use scan::{skip_plain, skip_printable_ascii};
 mod serialize;
 mod value;
 

@@ -24,7 +24,7 @@ fn is_special(byte: u8) -> bool {
 
 /// The index of the first `"`, `\` or control byte at or after `i`, or `bytes.len()`.
 #[inline]
-pub(crate) fn skip_plain(bytes: &[u8], i: usize) -> usize {
+pub fn skip_plain(bytes: &[u8], i: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
     let i = match skip_sse2::<false>(bytes, i) {
         Ok(found) => return found,
@@ -97,7 +97,7 @@ fn skip_plain_words(bytes: &[u8], mut i: usize) -> usize {
 /// The index of the first byte at or after `i` that `json.dumps` (ASCII-escaped) does
 /// not copy as it is: `"`, `\`, or anything outside U+0020..U+007E; or `bytes.len()`.
 #[inline]
-pub(crate) fn skip_printable_ascii(bytes: &[u8], i: usize) -> usize {
+pub fn skip_printable_ascii(bytes: &[u8], i: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
     let mut i = match skip_sse2::<true>(bytes, i) {
         Ok(found) => return found,

@@ -31,8 +31,6 @@ mod name;
 mod sha256_lanes;
 
 pub use hex::{decode64, decode_prefixed, hex64, to_hex_prefixed, write_hex};
-#[cfg(test)]
-pub(crate) use name::repeated_name;
 pub use name::{plain_sha256, Digest32, Sha256Name};
 pub use sha256_lanes::sha256_many;
 

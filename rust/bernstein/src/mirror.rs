@@ -4,9 +4,9 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::audit::{ActivityRecord, AUDITED_FIELDS, JOURNAL_EVENT_HASH};
-use super::journal::ActivityRow;
-use super::{py_repr, PyValue};
+use crate::audit::{ActivityRecord, AUDITED_FIELDS, JOURNAL_EVENT_HASH};
+use crate::journal::ActivityRow;
+use crate::pyjson::{py_repr, PyValue};
 
 /// One strict finding: the step, the check, the field, expected and actual (WTF-8).
 #[derive(Debug, Clone, PartialEq)]
@@ -96,7 +96,7 @@ fn stage(stage_id: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pyjson::journal::Reattach;
+    use crate::journal::Reattach;
 
     fn row(step: u64, stage_id: &str) -> ActivityRow {
         ActivityRow {

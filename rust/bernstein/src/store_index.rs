@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use foldhash::fast::RandomState;
 
-use crate::hash::{plain_sha256, Digest32};
+use agentledger_core::hash::{plain_sha256, Digest32};
 
 /// What is stored under a plain key.
 #[derive(Debug, Clone, PartialEq)]
@@ -82,7 +82,6 @@ impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for StoreIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hash::repeated_name as hash;
 
     #[test]
     fn plain_and_other_keys_answer_with_their_stored_text() {
@@ -111,5 +110,10 @@ mod tests {
         let (lower, upper) = (hash("ab"), hash("AB"));
         let index: StoreIndex = [(lower.clone(), lower.clone())].into_iter().collect();
         assert_eq!(index.get(&upper), None);
+    }
+
+    /// `sha256:` and `fill` repeated to 64 characters.
+    fn hash(fill: &str) -> Vec<u8> {
+        format!("sha256:{}", fill.repeat(64 / fill.len())).into_bytes()
     }
 }

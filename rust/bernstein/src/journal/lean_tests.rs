@@ -3,7 +3,6 @@
 //! row, and the walk must see the same fields, payload bytes and activity.
 
 use super::*;
-use crate::hash::testutil::xorshift;
 
 /// Random row text in the shapes bernstein writes, and in many it never does.
 struct Rows {
@@ -324,4 +323,14 @@ fn journals_verify_alike_whichever_path_reads_their_rows() {
         consistent += usize::from(report.chain_consistent);
     }
     assert!(consistent > 50, "{consistent}");
+}
+
+/// A deterministic xorshift64 stream from `seed` (non-zero), for randomized tests.
+fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
 }

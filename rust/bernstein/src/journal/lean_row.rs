@@ -12,8 +12,8 @@
 //! The walk then takes the general path for that row (`parse`, `dumps_sorted`), so the
 //! two paths never have to agree on anything but what both read.
 
-use super::{json_float, push_short_escape, MAX_INT_DIGITS};
-use crate::canonical::skip_printable_ascii;
+use crate::pyjson::{json_float, push_short_escape, MAX_INT_DIGITS};
+use agentledger_core::canonical::skip_printable_ascii;
 
 /// Nested deeper than this, a row takes the general path (which allows 990 levels).
 const MAX_DEPTH: usize = 32;

@@ -6,9 +6,9 @@
 //! shape, and any check that fails, is `None`: the Python verifier then re-reads the
 //! receipt and gives bernstein's reason.
 
-use super::{dumps_sorted, parse, write_py_string, PyValue};
-use crate::base64::{decode, STANDARD, URL_SAFE};
-use crate::hash::sha256;
+use crate::pyjson::{dumps_sorted, parse, write_py_string, PyValue};
+use agentledger_core::base64::{decode, STANDARD, URL_SAFE};
+use agentledger_core::hash::sha256;
 
 /// DER of an Ed25519 SubjectPublicKeyInfo, up to the 32 key bytes.
 pub const SPKI_ED25519_PREFIX: [u8; 12] = [
@@ -157,7 +157,7 @@ fn pem_key(pem: &[u8]) -> Option<[u8; 32]> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base64::encode;
+    use agentledger_core::base64::encode;
 
     const KEY: [u8; 32] = [7; 32];
 

@@ -9,8 +9,8 @@
 
 use rayon::prelude::*;
 
-use super::{float_repr, parse, py_str, write_py_string, PyValue};
-use crate::hash::{hex64, hmac_sha256};
+use crate::pyjson::{float_repr, parse, py_str, write_py_string, PyValue};
+use agentledger_core::hash::{hex64, hmac_sha256};
 
 /// The head before the first record.
 pub const GENESIS: &[u8; 64] = b"0000000000000000000000000000000000000000000000000000000000000000";

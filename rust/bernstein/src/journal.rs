@@ -10,10 +10,12 @@ use std::io::Write as _;
 
 use rayon::prelude::*;
 
-use super::lean_row::{Kind, LeanReader, LeanRow};
-use super::{dumps_jcs, dumps_sorted, parse, py_repr, py_str, write_py_string, PyValue};
-use crate::canonical::write_string;
-use crate::hash::{hex64, sha256, sha256_many};
+mod lean_row;
+
+use crate::pyjson::{dumps_jcs, dumps_sorted, parse, py_repr, py_str, write_py_string, PyValue};
+use agentledger_core::canonical::write_string;
+use agentledger_core::hash::{hex64, sha256, sha256_many};
+use lean_row::{Kind, LeanReader, LeanRow};
 
 /// The fields of a row that bernstein does not hash.
 pub const ENVELOPE: [&str; 6] = [
@@ -105,7 +107,7 @@ pub struct ActivityRow {
 
 /// What the store holds, by content hash (only plain names are listed; anything else is
 /// left to the caller: `Unresolved`).
-pub use super::store_index::StoreIndex;
+pub use crate::store_index::StoreIndex;
 
 /// The first observation that does not reattach (bernstein checks them in row order).
 #[derive(Debug, Clone, PartialEq)]
@@ -367,7 +369,7 @@ fn payload_hash_in(
                 to_utf8(key(at))?;
             }
             order.sort_unstable_by(|&a, &b| {
-                crate::canonical::compare_keys_utf16(
+                agentledger_core::canonical::compare_keys_utf16(
                     std::str::from_utf8(key(a)).unwrap_or(""),
                     std::str::from_utf8(key(b)).unwrap_or(""),
                 )
@@ -651,7 +653,7 @@ pub fn verify_journal(data: &[u8]) -> JournalReport {
 /// [`verify_journal`] of a file whose SHA-256 is already known (`digest`): files hashed
 /// side by side in [`sha256_many`]'s lanes.
 pub fn verify_journal_digested(data: &[u8], digest: &[u8; 32]) -> JournalReport {
-    verify_journal_reading(data, digest, !crate::portable::forced())
+    verify_journal_reading(data, digest, !agentledger_core::portable::forced())
 }
 
 /// [`verify_journal`] in groups of sixteen, each group's files hashed side by side: the
@@ -672,7 +674,10 @@ fn verify_journal_reading(data: &[u8], digest: &[u8; 32], lean_rows: bool) -> Jo
     let lines = physical_lines(data);
     let mut report = JournalReport {
         physical_lines: lines.len() as u64,
-        file_sha256: crate::hash::to_hex_prefixed(crate::hash::SHA256_PREFIX, digest),
+        file_sha256: agentledger_core::hash::to_hex_prefixed(
+            agentledger_core::hash::SHA256_PREFIX,
+            digest,
+        ),
         chain_consistent: true,
         profile: b"py-json-v1".to_vec(),
         ..Default::default()

@@ -18,21 +18,14 @@
 //! encoded as the three bytes UTF-8 would give them. Byte order of WTF-8 is code-point
 //! order, which is Python's `str` order, so `sort_keys` is a byte sort.
 
-pub mod audit;
-pub mod journal;
-mod lean_row;
-pub mod mirror;
-pub mod receipt;
-pub mod store_index;
-
 use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
-use crate::canonical::{
+use agentledger_core::canonical::{
     compare_keys_utf16, skip_plain, skip_printable_ascii, write_number, write_string,
 };
-use crate::error::{Error, Result};
+use agentledger_core::error::{Error, Result};
 
 /// Python's default limit on the digits of an `int` parsed from text (`sys.int_info`).
 pub const MAX_INT_DIGITS: usize = 4300;
@@ -502,7 +495,7 @@ pub fn write_py_string(s: &[u8], ensure_ascii: bool, out: &mut Vec<u8>) -> Resul
     Ok(())
 }
 
-fn push_short_escape(code: u32, out: &mut Vec<u8>) {
+pub(crate) fn push_short_escape(code: u32, out: &mut Vec<u8>) {
     let short = match code {
         0x22 => b'"',
         0x5C => b'\\',

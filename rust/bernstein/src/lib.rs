@@ -1,0 +1,18 @@
+//! agentledger-bernstein: bernstein's on-disk format and its verification rules, with no
+//! Python in sight (the binding crate only converts). See docs/BERNSTEIN.md.
+//!
+//! - [`pyjson`]: Python `json`'s data model, parser and serializer (bernstein hashes
+//!   values re-serialized by Python, so its hashes need Python's model, not JSON's).
+//! - [`journal`]: the tolerant journal reader and the chain walk, batch and parallel.
+//! - [`audit`] and [`mirror`]: the HMAC audit chain and its cross-check with the journals.
+//! - [`receipt`]: signed DataOps receipts.
+//! - [`store_index`]: the content store's index (content hash → digest of the bytes held).
+
+pub mod audit;
+pub mod journal;
+pub mod mirror;
+pub mod pyjson;
+pub mod receipt;
+pub mod store_index;
+
+pub use agentledger_core::{Error, Result};
