@@ -5,7 +5,8 @@
 //!   values re-serialized by Python, so its hashes need Python's model, not JSON's).
 //! - [`journal`]: the tolerant journal reader and the chain walk, batch and parallel.
 //! - [`audit`] and [`mirror`]: the HMAC audit chain and its cross-check with the journals.
-//! - [`receipt`]: signed DataOps receipts.
+//! - [`receipt`]: signed DataOps receipts; [`report`]: stored research and browser reports.
+//! - [`store`]: the content store as the verifiers read it (on disk or in a ledger).
 //! - [`store_index`]: the content store's index (content hash → digest of the bytes held).
 
 pub mod audit;
@@ -13,6 +14,13 @@ pub mod journal;
 pub mod mirror;
 pub mod pyjson;
 pub mod receipt;
+pub mod report;
+pub mod store;
 pub mod store_index;
 
 pub use agentledger_core::{Error, Result};
+
+/// What bernstein's own code would raise while checking (it gives no verdict then): the
+/// exception as Python prints it (`KeyError: 'x'`), for a `bernstein.crash` finding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Crash(pub String);

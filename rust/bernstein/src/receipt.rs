@@ -154,6 +154,29 @@ fn pem_key(pem: &[u8]) -> Option<[u8; 32]> {
     key.try_into().ok()
 }
 
+/// A receipt's verdict (`reports.ReceiptVerdict`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReceiptVerdict {
+    pub ok: bool,
+    /// bernstein's reason (empty when ok).
+    pub reason: Vec<u8>,
+    /// The raw Ed25519 key the receipt embeds, when its PEM parses.
+    pub signer: Option<[u8; 32]>,
+    /// Every content hash the receipt's inputs and outputs pin (`str()` of each).
+    pub references: Vec<Vec<u8>>,
+}
+
+/// `reports.verify_receipt` for a receipt already parsed by `json.loads`: the plan
+/// projection, then every signature, then (with a `store`) the reattachment of every
+/// input and output.
+pub fn verify_receipt(
+    receipt: &PyValue<'_>,
+    store: Option<&dyn crate::store::Store>,
+) -> Result<ReceiptVerdict, crate::Crash> {
+    let _ = (receipt, store);
+    todo!("receipt verdict")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
