@@ -1079,7 +1079,7 @@ pub fn verify_journals(journals: &[Vec<u8>], store: Option<&StoreIndex>) -> Vec<
 mod lean_tests;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn row(index: u64, event: &str, prev: &str, payload: &str, extra: &str) -> String {
@@ -1089,7 +1089,7 @@ mod tests {
     }
 
     /// Build a valid py-json-v1 journal by computing the hashes the way bernstein does.
-    pub(super) fn journal(events: &[(&str, &str)]) -> Vec<u8> {
+    pub(crate) fn journal(events: &[(&str, &str)]) -> Vec<u8> {
         let mut prev = String::new();
         let mut out = String::new();
         for (i, (event, extra)) in events.iter().enumerate() {

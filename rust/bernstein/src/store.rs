@@ -37,9 +37,7 @@ pub fn cas_path(content_hash: &[u8]) -> Option<String> {
         match part {
             "" | "." => {}
             ".." => {
-                if parts.pop().is_none() {
-                    return None;
-                }
+                parts.pop()?;
             }
             other => parts.push(other),
         }
