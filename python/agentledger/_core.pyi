@@ -220,10 +220,6 @@ class BernsteinActivity(TypedDict):
     artifact_stored: str | None
     """With a store index: the digest stored under ``artifact_hash`` ("" if none)."""
 
-BernsteinSettled = tuple[int, str, str, str, bool, str, str, str, str]
-"""A settled stage (``compact``): ``(step, stage_id, kind, artifact_hash, has_observations,
-evidence_set_hash, terminal_state, reason_code, event_hash)``."""
-
 class BernsteinJournal(TypedDict):
     profile: str
     chain_consistent: bool
@@ -241,10 +237,7 @@ class BernsteinJournal(TypedDict):
     discarded_lines: list[int]
     row_findings: list[tuple[int, int, str, str, str]]
     row_finding_count: int
-    activities: list[BernsteinActivity | BernsteinSettled]
-    """Only dicts unless ``compact``."""
-    settled_referenced: list[str]
-    """``compact``: the content hashes of the settled stages' observations."""
+    activities: list[BernsteinActivity]
 
 @final
 class BernsteinStoreIndex:
@@ -252,7 +245,7 @@ class BernsteinStoreIndex:
     kind, digest`` rows of ``bernstein_files`` that ``sql`` selects on the SQLite handle
     ``connection``: each ``cas`` file whose name (the path after ``name_from`` characters)
     has no ``/``, keyed ``sha256:<name>``. ``bernstein_verify_journals`` and
-    ``bernstein_ledger_pass`` take it as it is."""
+    ``BernsteinOptions`` take it as it is."""
 
     def __new__(cls, connection: int, sql: str, name_from: int) -> BernsteinStoreIndex: ...
     def get(self, content_hash: str) -> str | None: ...
@@ -262,20 +255,24 @@ def bernstein_verify_journals(
     journals: Sequence[bytes],
     jobs: int = 0,
     store: BernsteinStoreIndex | dict[str, str] | None = None,
-    compact: bool = False,
 ) -> list[BernsteinJournal]:
-    """bernstein's reader and chain walk over each journal file, in parallel, GIL released.
+    """bernstein's reader and chain walk over each journal file, in parallel, GIL released
+    (the import's summaries, and the journal pass of the tests' reference verifier).
 
     ``store`` (content hash -> digest of the bytes stored under it) makes each activity's
-    ``reattach`` the first observation that is missing or mismatching (``("ok", -1)``).
-    ``compact`` (with ``store``): a stage settled by this pass alone (evidence set
-    recomputes, observations reattach, no stored report or receipt) is a tuple."""
+    ``reattach`` the first observation that is missing or mismatching (``("ok", -1)``)."""
 
 def sha256_hex_many(items: Sequence[bytes], jobs: int = 0) -> list[str]:
     """``"sha256:<hex>"`` of each buffer, in parallel with the GIL released."""
 @final
 class BernsteinAuditMirror:
-    """A clean audit chain's ``activity.result`` records, kept in Rust."""
+    """An audit chain's ``activity.result`` records, kept in Rust: a clean chain's
+    (``bernstein_audit_clean``), or those a Python walk found, given as ``(run_id,
+    journal_index, [(audited name, str(value))])`` with strings as WTF-8 bytes."""
+
+    def __new__(
+        cls, records: Sequence[tuple[bytes, int, Sequence[tuple[str, bytes]]]]
+    ) -> BernsteinAuditMirror: ...
 
     def records(
         self, run_id: str | None = None
@@ -309,74 +306,175 @@ class BernsteinFiles:
     def manifest_hash(self, import_id: int) -> str:
         """``content_hash(manifest(import_id))``, hashed in Rust without a copy."""
 
-@final
-class DigestSet:
-    """Content digests (``sha256:<hex>`` names of ledger blobs), held in Rust."""
-
-    def __new__(cls) -> DigestSet: ...
-    def update(self, digests: Sequence[str]) -> None: ...
-    def __len__(self) -> int: ...
-
 def sha256_check_blobs(
-    connection: int, sql: str, digests: DigestSet, jobs: int = 0
+    connection: int, sql: str, digests: Sequence[str], jobs: int = 0
 ) -> tuple[int, list[tuple[str, str]], list[str]]:
     """Re-hash the blob of each digest, read on the SQLite handle ``connection`` by ``sql``
     (``digest, data, idx`` of the chunks of the digests in the JSON array it is given, in
     digest then chunk order) and hashed in parallel: the number of blobs found,
     ``(digest, "sha256:<hex>")`` of each whose bytes hash otherwise, the digests absent."""
-@final
-class CleanRun:
-    """A run bernstein verifies clean, every stage settled in Rust."""
-
-    rows: int
-    file_sha256: str
-    head: str
-    stages: int
-    unstored_reports: int
-    """Research/browser stages whose report is not in the store."""
-    notes: list[tuple[int, Literal["absent", "signer"], str]]
-    """In stage order: a data/ops stage without a stored receipt (its ``artifact_hash``),
-    a verified receipt (its key, hex)."""
-    settled: list[BernsteinSettled] | None
-    """The stages, when ``stage_rows`` was given."""
-    audit: tuple[list[tuple[int, str, str, str, str]], int | None] | None
-    """With a ``mirror``: the strict cross-check's findings ``(step, check, field,
-    expected, actual)``, and the last journal index the run's records audit."""
 
 @final
-class PendingJournals:
-    """The journals of imported runs (``runs``: each id and its journal's path in
-    ``bernstein_files``, or ``None``), read on ``connection`` by Rust (``sql`` selects a
-    path's chunks in order) and verifying on the pool in the background once this returns;
-    ``bernstein_ledger_pass`` finishes them."""
+class BernsteinOptions:
+    """How ``bernstein_verify`` reads and what it keeps."""
 
-    runs: list[tuple[str, str | None]]
+    trusted: list[bytes]
+    """Raw Ed25519 keys whose receipts are not self-asserted (``--trust``)."""
+    store: BernsteinStoreIndex | None
+    """The store's index; ``None``: the workdir has no ``.sdd/cas``."""
+    audit: BernsteinAuditMirror | None
+    """The audit chain's records, when it holds anything (runs are cross-checked)."""
+    stages: bool
+    """Keep every stage's verdict (``BernsteinRun.stages``)."""
+    referenced: bool
+    """Keep the content hashes reattachment trusted (``BernsteinRun.referenced``)."""
+    jobs: int
 
     def __new__(
-        cls, connection: int, sql: str, runs: Sequence[tuple[str, str | None]], jobs: int = 0
-    ) -> PendingJournals: ...
+        cls,
+        *,
+        trusted: Sequence[bytes] = (),
+        store: BernsteinStoreIndex | None = None,
+        audit: BernsteinAuditMirror | None = None,
+        stages: bool = False,
+        referenced: bool = False,
+        jobs: int = 0,
+    ) -> BernsteinOptions: ...
 
-def bernstein_ledger_pass(
-    connection: int,
-    journals: PendingJournals,
-    blob_sql: str,
-    store: BernsteinStoreIndex | None,
-    jobs: int = 0,
-    *,
-    store_blobs_sql: str | None = None,
-    mirror: BernsteinAuditMirror | None = None,
-    stage_rows: bool = False,
-) -> tuple[list[CleanRun | BernsteinJournal | None], DigestSet]:
-    """bernstein's verify of imported runs, read from SQLite on ``connection`` by Rust:
-    their ``journals`` (each pending object once), and ``blob_sql`` selects a blob's
-    chunks by digest. Per run of ``journals.runs``: ``None`` when it has no journal, a
-    ``CleanRun`` when every stage settles here (receipts included), else the report of
-    ``bernstein_verify_journals`` (``compact`` with a store). Also the digests the clean
-    runs reattached, to re-hash (``sha256_check_blobs``); ``store_blobs_sql`` (``digest,
-    data, idx`` of every stored blob, each blob's chunks in order) has the store read and hashed
-    meanwhile, so that re-hashing reads no more. ``mirror``: clean runs are cross-checked
-    with these audit records in Rust (``CleanRun.audit``); ``stage_rows``: clean runs list
-    their stages, for a cross-check in Python."""
+@final
+class BernsteinFinding:
+    """One divergence: ``step`` (kept-row index) or ``None``, ``check``, ``field``,
+    ``expected`` (what the anchored record says), ``actual`` (what the data holds)."""
+
+    @property
+    def step(self) -> int | None: ...
+    @property
+    def check(self) -> str: ...
+    @property
+    def field(self) -> str: ...
+    @property
+    def expected(self) -> str: ...
+    @property
+    def actual(self) -> str: ...
+    @property
+    def strict_only(self) -> bool:
+        """A finding bernstein's own verdict ignores (strict mode only)."""
+
+@final
+class BernsteinClaim:
+    """One claim of a stored research report."""
+
+    @property
+    def claim_id(self) -> str: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def citations_checked(self) -> int: ...
+    @property
+    def reason(self) -> str: ...
+
+@final
+class BernsteinBrowser:
+    """A stored browser flow report's verdict."""
+
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def head_anchor_ok(self) -> bool: ...
+    @property
+    def reason(self) -> str: ...
+    def to_json(self) -> dict[str, Any]:
+        """bernstein's ``browser_verdict`` object (steps and checks included)."""
+
+@final
+class BernsteinStage:
+    """One ``activity.result`` stage's verdict."""
+
+    @property
+    def stage_id(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def step(self) -> int: ...
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def evidence_reattached(self) -> bool: ...
+    @property
+    def signed_receipt_verified(self) -> bool: ...
+    @property
+    def claim_verdicts(self) -> list[BernsteinClaim]: ...
+    @property
+    def browser_verdict(self) -> BernsteinBrowser | None: ...
+    def to_json(self) -> dict[str, Any]:
+        """The stage in bernstein's ``activity verify --json`` shape."""
+
+@final
+class BernsteinRun:
+    """One run's verdicts: bernstein's own (``compat_code``) and the strict findings."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def found(self) -> bool:
+        """Any ``activity.result`` row (bernstein's ``found``)."""
+    @property
+    def ok(self) -> bool: ...
+    @property
+    def chain_ok(self) -> bool: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def crash(self) -> str | None:
+        """What bernstein's own code would raise on this run instead of answering."""
+    @property
+    def rows(self) -> int:
+        """Kept journal rows."""
+    @property
+    def activities(self) -> int:
+        """``activity.result`` stages verified."""
+    @property
+    def has_journal(self) -> bool: ...
+    @property
+    def file_sha256(self) -> str | None:
+        """``sha256:<hex>`` of the journal file (what the ledger's anchor pins)."""
+    @property
+    def head(self) -> str | None: ...
+    @property
+    def findings(self) -> list[BernsteinFinding]: ...
+    @property
+    def limits(self) -> list[str]:
+        """What no check can see in this run, in words."""
+    @property
+    def unstored_reports(self) -> int: ...
+    @property
+    def stages(self) -> list[BernsteinStage]:
+        """Every stage, when the options kept them."""
+    @property
+    def referenced(self) -> list[str]:
+        """The content hashes reattachment trusted, when the options kept them."""
+    @property
+    def compat_code(self) -> int:
+        """bernstein's exit code for ``activity verify``: 0 ok, 1 not found (or bernstein
+        itself raises), 2 not ok."""
+    def compat_json(self) -> dict[str, Any]:
+        """bernstein's ``activity verify --json`` object (the stages when kept)."""
+
+def bernstein_verify(
+    connection: int, runs: Sequence[tuple[str, str | None]], options: BernsteinOptions
+) -> list[BernsteinRun]:
+    """Verify the imported runs ``runs`` (``(run id, journal path or None)``, in order) of
+    the ledger open on the SQLite handle ``connection``: the journals read on this thread,
+    the pool verifying each (chain, evidence sets, stored reports, receipts, audit
+    cross-check) as it arrives. Ctrl-C is seen between journals."""
+
+def bernstein_verify_workdir(
+    root: str, run_ids: Sequence[str], options: BernsteinOptions
+) -> list[BernsteinRun]:
+    """Verify the runs ``run_ids`` of the workdir at ``root`` in place, read the way
+    bernstein reads it (``options.store`` is not used)."""
 
 def verify_journal(
     connection: int,

@@ -16,7 +16,7 @@ from agentledger.bernstein import (
     LedgerWorkdir,
     export_workdir,
     import_workdir,
-    verify_runs,
+    verify_ledger_runs,
 )
 from agentledger.bernstein.audit_chain import verify_audit
 from agentledger.verify import VerifyOptions
@@ -70,10 +70,12 @@ def test_stage_flags_claims_and_browser_verdicts_match_bernsteins_json(
 ) -> None:
     expected = VERDICTS[run_id]
     with Ledger.open(shapes_ledger) as ledger, ledger.db.snapshot() as conn:
-        result = verify_runs(LedgerWorkdir(conn, ledger.blobs), [run_id])[0]
-    assert result.journal is not None
-    assert result.journal["head"] == expected["journal"]["head"]
-    assert result.journal["count"] == expected["journal"]["count"]
+        workdir = LedgerWorkdir(conn, ledger.blobs)
+        (result,) = verify_ledger_runs(
+            conn, {run_id: workdir.runs[run_id]}, store=workdir.store_index(), stages=True
+        )
+    assert result.head == expected["journal"]["head"]
+    assert result.rows == expected["journal"]["count"]
     ours = result.compat_json()
     theirs: dict[str, Any] = expected["cli_json"]
     assert (ours["found"], ours["ok"], ours["chain_ok"]) == (

@@ -16,13 +16,7 @@ from agentledger._lazy import lazy_exports
 if TYPE_CHECKING:
     from agentledger.bernstein.exporter import export_workdir
     from agentledger.bernstein.importer import ImportSummary, import_workdir
-    from agentledger.bernstein.verifier import (
-        Finding,
-        RunResult,
-        StageVerdict,
-        verify_ledger_runs,
-        verify_runs,
-    )
+    from agentledger.bernstein.verifier import verify_ledger_runs, verify_runs
     from agentledger.bernstein.workdir import DirectoryWorkdir, LedgerWorkdir, Workdir
 
 # Loaded on first use: `runs` and `show` need only bernstein.view, not the verifier.
@@ -31,7 +25,7 @@ _EXPORTS = {
     for module, names in {
         "exporter": ["export_workdir"],
         "importer": ["ImportSummary", "import_workdir"],
-        "verifier": ["Finding", "RunResult", "StageVerdict", "verify_ledger_runs", "verify_runs"],
+        "verifier": ["verify_ledger_runs", "verify_runs"],
         "workdir": ["DirectoryWorkdir", "LedgerWorkdir", "Workdir"],
     }.items()
     for name in names
@@ -41,11 +35,8 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "DirectoryWorkdir",
-    "Finding",
     "ImportSummary",
     "LedgerWorkdir",
-    "RunResult",
-    "StageVerdict",
     "Workdir",
     "export_workdir",
     "import_workdir",

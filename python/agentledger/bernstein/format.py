@@ -71,3 +71,7 @@ def acanon(value: Any) -> bytes:
 
 def artifact_hex(artifact_hash: str) -> str:
     return artifact_hash.split(":", 1)[1] if ":" in artifact_hash else artifact_hash
+
+
+SPKI_ED25519_PREFIX = bytes.fromhex("302a300506032b6570032100")
+"""DER of an Ed25519 SubjectPublicKeyInfo, up to the 32 key bytes (§7)."""

@@ -1,725 +1,112 @@
-"""Verify bernstein runs: bernstein's own verdict (compat) and the stricter one.
+"""Verify bernstein runs: bernstein's own verdict (compat) and the stricter one, in one
+Rust call (``_core.bernstein_verify``): journals, evidence sets, stored reports,
+receipts and the audit cross-check are all decided there, on every core. This module
+only gathers what the call needs; ``verify/bernstein.py`` reports the results.
 
-The journal chain and the evidence sets are recomputed in Rust for every run at once
-(``_core.bernstein_verify_journals``, GIL released, parallel); stored reports and
-receipts are re-checked here with Python's own ``json`` so that bernstein's parsing
-quirks are reproduced by the very code that has them. Inside the ledger,
-``verify_ledger_runs`` also settles in Rust the receipts written in bernstein's own shape,
-and a run with nothing else left to check never reaches Python stage by stage; whatever
-Rust cannot settle is finished here, by the same code.
-
-Compat mode (``verify_activities`` in bernstein): exit 0 clean, 1 not found / no
-activity rows / bernstein itself would raise, 2 not ok. Strict mode adds findings for
-what bernstein lets through (see ``STRICT_CHECKS``) and answers 2 for them.
+Each result (``_core.BernsteinRun``) carries both verdicts: ``compat_code`` is
+bernstein's exit code for ``activity verify`` (0 clean, 1 not found / no activity rows /
+bernstein itself would raise, 2 not ok), and ``findings`` the strict findings, those
+bernstein's verdict ignores marked ``strict_only``. The plain Python verifier the Rust
+one is held to lives in the tests (``tests/bernstein/reference.py``).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from agentledger import _core
-from agentledger.bernstein.audit_chain import ActivityRecord, AuditChain
-from agentledger.bernstein.format import HEX64, artifact_hex, content_hash, valid_run_id
-from agentledger.bernstein.reports import (
-    ReceiptVerdict,
-    Verified,
-    store_reader,
-    verify_browser_report,
-    verify_receipt,
-    verify_research_report,
-    verify_signatures,
-)
-from agentledger.bernstein.workdir import LedgerWorkdir, Workdir
-from agentledger.errors import ExitCode
+from agentledger.bernstein.audit_chain import AuditChain
+from agentledger.bernstein.format import valid_run_id
+from agentledger.bernstein.workdir import DirectoryWorkdir
 from agentledger.storage import native
 
 if TYPE_CHECKING:
     import apsw
 
-STRICT_CHECKS = {
-    "bernstein.index": "stored index differs from the row's position",
-    "bernstein.payload_hash": "stored payload_hash differs from the recomputed one",
-    "bernstein.duplicate_key": "a line repeats a key; only the last value is hashed",
-    "bernstein.blob.missing": "the journal references bytes the store lacks",
-    "bernstein.receipt.self_asserted": "the receipt's only signer is the key it embeds",
-    "bernstein.audit.missing_record": "a journal activity has no audit record",
-    "bernstein.audit.missing_from_journal": "an audited stage is not in the journal",
-    "bernstein.audit.mismatch": "an audit record disagrees with the journal row",
-    "bernstein.audit.chain": "the audit chain does not verify",
-    "bernstein.crash": "bernstein itself raises on this data",
-}
-AUDITED_FIELDS = _core.AUDITED_FIELDS  # the one list, in the Rust core (pyjson/audit.rs)
+AUDITED_FIELDS = _core.AUDITED_FIELDS  # the one list, in the Rust crate (audit.rs)
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One divergence: the run step (kept-row index), the check, the field, expected/actual."""
-
-    step: int | None
-    check: str
-    field: str
-    expected: str
-    actual: str
-    strict_only: bool = False
-
-
-@dataclass
-class StageVerdict:
-    """One ``activity.result`` stage, in bernstein's ``--json`` shape plus its step."""
-
-    stage_id: str
-    kind: str
-    step: int
-    ok: bool = False
-    reason: str = ""
-    evidence_reattached: bool = False
-    signed_receipt_verified: bool = False
-    claim_verdicts: list[dict[str, Any]] = field(default_factory=list)
-    browser_verdict: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "stage_id": self.stage_id,
-            "kind": self.kind,
-            "ok": self.ok,
-            "evidence_reattached": self.evidence_reattached,
-            "signed_receipt_verified": self.signed_receipt_verified,
-            "claim_verdicts": self.claim_verdicts,
-            "browser_verdict": self.browser_verdict,
-            "reason": self.reason,
-        }
-
-
-@dataclass
-class RunResult:
-    run_id: str
-    found: bool = False
-    ok: bool = False
-    chain_ok: bool = False
-    reason: str = ""
-    crash: str | None = None
-    rows: int = 0
-    journal: dict[str, Any] | None = None
-    stages: list[StageVerdict] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    limits: list[str] = field(default_factory=list)
-    unstored_reports: int = 0
-    """Research/browser stages whose report is not in the store (legacy writers never
-    store one; bernstein skips the check, and so no data can say more)."""
-    referenced: set[str] = field(default_factory=set)
-    """Content hashes whose stored digest was trusted for reattachment (to re-hash)."""
-    settled: int = 0
-    """Stages ``verify_ledger_runs`` settled ok in Rust without listing them in ``stages``."""
-
-    @property
-    def activities(self) -> int:
-        return len(self.stages) + self.settled
-
-    @property
-    def compat_code(self) -> int:
-        """bernstein's exit code for ``activity verify`` on this run."""
-        if self.crash is not None or not self.found:
-            return ExitCode.NOT_FOUND
-        return ExitCode.OK if self.ok else ExitCode.DIVERGED
-
-    @property
-    def strict_code(self) -> int:
-        """0 clean (activities or not), 1 no journal, 2 any finding."""
-        if self.journal is None:
-            return ExitCode.NOT_FOUND
-        return ExitCode.DIVERGED if self.findings else ExitCode.OK
-
-    def compat_json(self) -> dict[str, Any]:
-        """bernstein's ``activity verify --json`` object."""
-        return {
-            "run": self.run_id,
-            "found": self.found,
-            "ok": self.ok,
-            "chain_ok": self.chain_ok,
-            "reason": self.reason,
-            "stages": [stage.to_json() for stage in self.stages],
-        }
-
-
-def verify_runs(
-    workdir: Workdir,
-    run_ids: Iterable[str],
+def options(
     *,
-    audit: AuditChain | None = None,
-    trusted: frozenset[bytes] = frozenset(),
-    jobs: int = 0,
-) -> list[RunResult]:
-    """Verify runs; every result carries both the compat verdict and the strict findings.
+    store: _core.BernsteinStoreIndex | None,
+    audit: AuditChain | None,
+    trusted: Iterable[bytes],
+    jobs: int,
+    stages: bool = False,
+    referenced: bool = False,
+) -> _core.BernsteinOptions:
+    """``_core.BernsteinOptions``: ``store`` None when the workdir has no ``.sdd/cas``;
+    runs are cross-checked with ``audit`` when it holds anything."""
+    return _core.BernsteinOptions(
+        trusted=sorted(trusted),
+        store=store,
+        audit=audit_mirror(audit),
+        stages=stages,
+        referenced=referenced,
+        jobs=jobs,
+    )
 
-    ``audit``: the workdir's audit chain, already walked (``None``: no cross-check).
-    ``trusted``: raw Ed25519 public keys whose receipts are not self-asserted.
-    """
-    results = [RunResult(run_id) for run_id in run_ids]
-    journals: list[bytes] = []
-    present: list[RunResult] = []
-    for result, data in zip(results, workdir.journals([r.run_id for r in results]), strict=True):
-        if data is None:
-            result.reason = f"no run journal for {result.run_id!r}"
-            continue
-        journals.append(data)
-        present.append(result)
-    index = workdir.store_index()
-    has_store = workdir.has_store()
-    # With a store, stages Rust settles on its own come back as tuples (``_settled``).
-    reports = _core.bernstein_verify_journals(journals, jobs, index, has_store) if journals else []
-    read = store_reader(workdir.read)
-    verified = _prefetch_receipts(workdir, reports) if has_store else {}
-    for result, report in zip(present, reports, strict=True):
-        result.journal = dict(report)
-        _verify_run(result, report, workdir, has_store, read, trusted, verified)
-        _audit_and_limits(result, report["activities"], audit)
-    return results
+
+def audit_mirror(audit: AuditChain | None) -> _core.BernsteinAuditMirror | None:
+    """The chain's ``activity.result`` records as the Rust cross-check reads them, when
+    the chain holds anything (``None``: runs are not cross-checked)."""
+    if audit is None or not (audit.records or audit.problems):
+        return None
+    if audit.mirror is not None:
+        return audit.mirror
+    return _core.BernsteinAuditMirror(
+        [
+            (
+                record.run_id.encode("utf-8", "surrogatepass"),
+                # A record whose journal_index is not an integer audits no row; its
+                # mismatch is reported with the chain's problems.
+                record.journal_index if _is_int(record.journal_index) else -1,
+                [
+                    (name, str(record.details[name]).encode("utf-8", "surrogatepass"))
+                    for name in (*AUDITED_FIELDS, "journal_event_hash")
+                    if name in record.details
+                ],
+            )
+            for record in audit.walked
+        ]
+    )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def verify_ledger_runs(
-    workdir: LedgerWorkdir,
+    conn: apsw.Connection,
+    journals: Mapping[str, str],
+    *,
+    store: _core.BernsteinStoreIndex | None,
+    audit: AuditChain | None = None,
+    trusted: Iterable[bytes] = (),
+    jobs: int = 0,
+    stages: bool = False,
+    referenced: bool = False,
+) -> list[_core.BernsteinRun]:
+    """The imported runs ``journals`` (run id -> journal path in ``bernstein_files``),
+    verified from the ledger open on ``conn``, in that order."""
+    runs = [(run_id, path if valid_run_id(run_id) else None) for run_id, path in journals.items()]
+    chosen = options(
+        store=store, audit=audit, trusted=trusted, jobs=jobs, stages=stages, referenced=referenced
+    )
+    with native.sqlite_errors():
+        return _core.bernstein_verify(native.handle(conn), runs, chosen)
+
+
+def verify_runs(
+    workdir: DirectoryWorkdir,
     run_ids: Iterable[str],
     *,
     audit: AuditChain | None = None,
-    trusted: frozenset[bytes] = frozenset(),
+    trusted: Iterable[bytes] = (),
     jobs: int = 0,
-    rehash: bool = True,
-    journals: _core.PendingJournals | None = None,
-    strict: bool = True,
-) -> tuple[list[RunResult], _core.DigestSet]:
-    """``verify_runs`` over the imported workdir, read and settled in Rust: the journals
-    and the stored receipts come straight from SQLite (``_core.bernstein_ledger_pass``),
-    and a run bernstein verifies clean comes back as a few numbers, its stages counted in
-    ``RunResult.settled``. Every other run is finished here exactly as ``verify_runs``
-    finishes it. Also returns the content hashes the clean runs reattached (to re-hash;
-    the others' are in their ``referenced``); ``rehash``: they will be, so the pass may
-    read the store's blobs ahead. ``journals``: the runs' journals, already handed to the
-    pool (``pending_journals``). ``strict=False`` (bernstein's verdict only): a clean run
-    gets no strict-only findings nor limits, which that verdict never reads."""
-    results = [RunResult(run_id) for run_id in run_ids]
-    selected = [r.run_id for r in results]
-    if journals is None:
-        journals = pending_journals(workdir.conn, workdir.runs, selected, jobs)
-    elif [run_id for run_id, _ in journals.runs] != selected:
-        raise ValueError("the pending journals are not those of these runs")
-    has_store = workdir.has_store()
-    # A clean audit chain stays in Rust, where clean runs are cross-checked with it.
-    cross_checked = audit is not None and _cross_checks(audit)
-    mirror = audit.mirror if audit is not None and cross_checked else None
-    # With every imported run, nearly every stored blob is referenced: one ordered scan
-    # of them all, read while the journals verify, costs less than reading them after.
-    everything = rehash and has_store and set(workdir.runs) <= {r.run_id for r in results}
-    with native.sqlite_errors():
-        outcomes, digests = _core.bernstein_ledger_pass(
-            native.handle(workdir.conn),
-            journals,
-            workdir.BLOB_CHUNKS,
-            workdir.store_index() if has_store else None,
-            jobs,
-            store_blobs_sql=workdir.STORE_BLOBS if everything else None,
-            mirror=mirror,
-            stage_rows=cross_checked and mirror is None,
-        )
-    reports = [o for o in outcomes if isinstance(o, dict)]
-    read = store_reader(workdir.read)
-    verified = _prefetch_receipts(workdir, reports) if has_store else {}
-    for result, outcome in zip(results, outcomes, strict=True):
-        if outcome is None:
-            result.reason = f"no run journal for {result.run_id!r}"
-            continue
-        activities: Sequence[Mapping[str, Any] | tuple[Any, ...]]
-        if isinstance(outcome, dict):
-            result.journal = dict(outcome)
-            _verify_run(result, outcome, workdir, has_store, read, trusted, verified)
-            activities = outcome["activities"]
-        elif outcome.audit is not None:
-            _clean_run(result, outcome, trusted)
-            findings, last = outcome.audit
-            for step, check, name, expected, actual in findings:
-                _strict(result, step, check, name, expected, actual)
-            _state_limits(result, last)
-            continue
-        elif not strict:
-            _clean_run(result, outcome, None)
-            continue
-        else:
-            _clean_run(result, outcome, trusted)
-            activities = outcome.settled or []
-        _audit_and_limits(result, activities, audit)
-    return results, digests
-
-
-def pending_journals(
-    conn: apsw.Connection, paths: Mapping[str, str], run_ids: list[str], jobs: int = 0
-) -> _core.PendingJournals:
-    """Read the journals of the imported runs ``run_ids`` (``paths``: each run's journal
-    path) and hand them to the pool, which verifies them while the caller goes on."""
-    runs = [(run_id, paths.get(run_id) if valid_run_id(run_id) else None) for run_id in run_ids]
-    with native.sqlite_errors():
-        return _core.PendingJournals(native.handle(conn), LedgerWorkdir.JOURNAL_CHUNKS, runs, jobs)
-
-
-def _clean_run(result: RunResult, clean: _core.CleanRun, trusted: frozenset[bytes] | None) -> None:
-    """A run Rust settled: every stage ok, so only the strict notes are left to apply
-    (none when ``trusted`` is None: bernstein's verdict only)."""
-    result.found = result.ok = result.chain_ok = True
-    result.rows = clean.rows
-    result.journal = {"file_sha256": clean.file_sha256, "head": clean.head, "count": clean.rows}
-    result.settled = clean.stages
-    result.unstored_reports = clean.unstored_reports
-    if trusted is None:
-        return
-    for step, note, value in clean.notes:
-        if note == "absent":
-            _strict(result, step, "bernstein.blob.missing", "receipt", value, "absent")
-        elif bytes.fromhex(value) not in trusted:
-            _self_asserted(result, step, value)
-
-
-def _cross_checks(audit: AuditChain) -> bool:
-    """Whether runs are cross-checked with the chain (it holds something)."""
-    return bool(audit.records or audit.problems)
-
-
-def _audit_and_limits(
-    result: RunResult,
-    activities: Sequence[Mapping[str, Any] | tuple[Any, ...]],
-    audit: AuditChain | None,
-) -> None:
-    records = [] if audit is None else audit.activity_of(result.run_id)
-    if audit is not None and _cross_checks(audit):
-        _cross_check_audit(result, activities, records)
-        for problem in audit.problems:
-            if problem.run_id == result.run_id:
-                where = f"{problem.segment} line {problem.line}"
-                _strict(
-                    result,
-                    None,
-                    "bernstein.audit.chain",
-                    where,
-                    "a verifying record",
-                    problem.reason,
-                )
-    indexes = (r.journal_index for r in records)
-    _state_limits(result, max((i for i in indexes if isinstance(i, int)), default=None))
-
-
-def _prefetch_receipts(workdir: Workdir, reports: Iterable[Mapping[str, Any]]) -> Verified:
-    """The stored receipts the stages will re-check, read in one go, and every signature
-    they carry decided in one Rust batch (``_check_receipt`` still decides the rest)."""
-    paths = [
-        f".sdd/cas/{row['artifact_hash'][7:]}"
-        for report in reports
-        for row in report["activities"]
-        if not isinstance(row, tuple)
-        and row["kind"] in ("data", "ops")
-        and row["artifact_stored"]
-        and row["artifact_hash"].startswith("sha256:")
-        and HEX64.fullmatch(row["artifact_hash"][7:])
-    ]
-    if not paths:
-        return {}
-    workdir.prefetch(paths)
-    receipts = []
-    for path in paths:
-        data = workdir.read(path)
-        if data is not None:
-            try:
-                receipts.append(json.loads(data))
-            except ValueError:
-                continue
-    return verify_signatures(receipts)
-
-
-def _verify_run(
-    result: RunResult,
-    report: Mapping[str, Any],
-    workdir: Workdir,
-    has_store: bool,
-    read: Any,
-    trusted: frozenset[bytes],
-    verified: Verified,
-) -> None:
-    add = result.findings.append
-    result.rows = int(report["count"])
-    discarded = list(report["discarded_lines"])
-    result.chain_ok = bool(report["chain_consistent"]) and not discarded
-    if report["crash"]:
-        result.crash = str(report["crash"])
-        add(Finding(None, "bernstein.crash", "journal", "a verdict", result.crash, True))
-    if report["error"] and report["divergent_index"] is None and not report["crash"]:
-        add(
-            Finding(
-                None,
-                "bernstein.chain",
-                "hash_profile",
-                "py-json-v1 or jcs-v2",
-                str(report["profile"]),
-            )
-        )
-    if report["divergent_index"] is not None:
-        add(
-            Finding(
-                int(report["divergent_index"]),
-                "bernstein.chain",
-                str(report["divergent_field"]),
-                str(report["expected_hash"]),
-                str(report["actual_hash"]),
-            )
-        )
-    for line in discarded:
-        add(
-            Finding(None, "bernstein.line.discarded", f"line {line}", "a JSON object", "unparsable")
-        )
-    for step, _line, name, expected, actual in report["row_findings"]:
-        add(Finding(step, f"bernstein.{name}", name, expected, actual, True))
-    activities = report["activities"]
-    if not activities:
-        result.reason = "run journal holds no activity.result entries"
-        return
-    result.found = True
-    if result.chain_ok:
-        result.referenced.update(report.get("settled_referenced", ()))
-    for row in activities:
-        if isinstance(row, tuple):
-            stage = _settled(row, result)
-        else:
-            stage = _verify_stage(row, result, workdir, has_store, read, trusted, verified)
-        result.stages.append(stage)
-        if not stage.ok:
-            add(
-                Finding(
-                    stage.step, "bernstein.stage", f"stage {stage.stage_id!r}", "ok", stage.reason
-                )
-            )
-    result.ok = result.chain_ok and all(stage.ok for stage in result.stages) and not result.crash
-    if not result.ok and not result.reason:
-        failing = next((s for s in result.stages if not s.ok), None)
-        result.reason = failing.reason if failing else "journal Merkle chain diverges"
-
-
-def _strict(
-    result: RunResult, step: int | None, check: str, field_name: str, expected: str, actual: str
-) -> None:
-    result.findings.append(Finding(step, check, field_name, expected, actual, True))
-
-
-def _verify_stage(
-    row: dict[str, Any],
-    result: RunResult,
-    workdir: Workdir,
-    has_store: bool,
-    read: Any,
-    trusted: frozenset[bytes],
-    verified: Verified,
-) -> StageVerdict:
-    stage = StageVerdict(stage_id=row["stage_id"], kind=row["kind"], step=int(row["step"]))
-    step = stage.step
-    if row["recompute_error"] is not None:
-        result.crash = result.crash or f"evidence set hash raises: {row['recompute_error']}"
-        stage.reason = str(row["recompute_error"])
-        return stage
-    anchored, recomputed = row["evidence_set_hash"], row["recomputed_evidence_set_hash"]
-    if anchored != recomputed:
-        stage.reason = (
-            f"evidence_set_hash mismatch: anchored {anchored!r}, recomputed {recomputed!r}"
-        )
-        return stage
-    observations = row["observations"]
-    if not has_store:
-        for _kind, ref, digest in observations:
-            _strict(
-                result,
-                step,
-                "bernstein.blob.missing",
-                f"observation {ref!r}",
-                digest,
-                "no .sdd/cas",
-            )
-    if not result.chain_ok:
-        stage.reason = "journal Merkle chain diverges"
-        return stage
-    artifact = row["artifact_hash"]
-    kind = stage.kind
-    if has_store and _fast_path(stage, row, observations, artifact, result):
-        return stage
-    if has_store and kind in ("research", "browser"):
-        reason = _check_report(stage, artifact, workdir, read, result)
-        if reason:
-            stage.reason = reason
-            return stage
-    if has_store:
-        reason = _reattach(stage, row, observations, workdir, result)
-        if reason:
-            stage.reason = reason
-            return stage
-        stage.evidence_reattached = bool(observations)
-    if kind in ("data", "ops"):
-        if not has_store:
-            _strict(result, step, "bernstein.blob.missing", "receipt", artifact, "no .sdd/cas")
-        else:
-            reason = _check_receipt(stage, artifact, workdir, read, result, trusted, verified)
-            if reason:
-                stage.reason = reason
-                return stage
-    stage.ok = True
-    return stage
-
-
-ARTIFACT_KINDS = frozenset({"research", "browser", "data", "ops"})
-
-
-SETTLED_FIELDS = (
-    "step",
-    "stage_id",
-    "kind",
-    "artifact_hash",
-    "has_observations",
-    "evidence_set_hash",
-    "terminal_state",
-    "reason_code",
-    "event_hash",
-)
-"""The fields of a settled stage's tuple, in order."""
-
-
-def _settled(row: tuple[Any, ...], result: RunResult) -> StageVerdict:
-    """A stage Rust settled (``_fast_path``'s conditions, decided there; its observations
-    are in the report's ``settled_referenced``): only the chain verdict is left to apply."""
-    step, stage_id, kind, artifact, has_observations = row[:5]
-    if not result.chain_ok:
-        return StageVerdict(stage_id, kind, step, False, "journal Merkle chain diverges")
-    if kind in ("data", "ops"):
-        _strict(result, step, "bernstein.blob.missing", "receipt", artifact, "absent")
-    elif kind in ARTIFACT_KINDS:
-        result.unstored_reports += 1
-    return StageVerdict(stage_id, kind, step, True, "", has_observations)
-
-
-def _fast_path(
-    stage: StageVerdict,
-    row: Mapping[str, Any],
-    observations: list[tuple[str, str, str]],
-    artifact: str,
-    result: RunResult,
-) -> bool:
-    """The common stage, settled from what Rust already checked: every observation
-    reattached, and no stored report or receipt to re-check (bernstein skips a missing
-    one). Anything else takes the full path below."""
-    if row["reattach"] != ("ok", -1):
-        return False
-    if stage.kind in ARTIFACT_KINDS:
-        well_formed = artifact.startswith("sha256:") and HEX64.fullmatch(artifact[7:])
-        if not well_formed or row["artifact_stored"] != "":
-            return False
-        if stage.kind in ("data", "ops"):
-            _strict(result, stage.step, "bernstein.blob.missing", "receipt", artifact, "absent")
-        else:
-            result.unstored_reports += 1
-    result.referenced.update(o[2] for o in observations)
-    stage.evidence_reattached = bool(observations)
-    stage.ok = True
-    return True
-
-
-def _reattach(
-    stage: StageVerdict,
-    row: Mapping[str, Any],
-    observations: list[tuple[str, str, str]],
-    workdir: Workdir,
-    result: RunResult,
-) -> str:
-    """bernstein's step 5: every observation's bytes exist and hash to its content hash."""
-    known = row["reattach"]
-    if known is not None and known[0] == "ok":
-        result.referenced.update(o[2] for o in observations)
-        return ""
-    if known is not None and known[0] in ("missing", "mismatch"):
-        # Rust found the first failing observation against the store index.
-        result.referenced.update(o[2] for o in observations[: known[1]])
-        checked = observations[known[1] :]
-    else:
-        checked = observations
-    for _kind, ref, digest in checked:
-        stored = workdir.stored_digest(digest)
-        if stored is None:
-            _strict(
-                result,
-                stage.step,
-                "bernstein.blob.missing",
-                f"observation {ref!r}",
-                digest,
-                "absent",
-            )
-            return f"evidence bytes missing from store for {ref!r}"
-        if stored != digest:
-            return f"content hash mismatch reattaching {ref!r}"
-        result.referenced.add(digest)
-    return ""
-
-
-def _stored_artifact(
-    stage: StageVerdict, artifact: str, workdir: Workdir, what: str, noun: str
-) -> tuple[str, bytes | None]:
-    """bernstein's common artifact steps: format, presence, hash. ``(reason, bytes)``."""
-    name = artifact_hex(artifact)
-    if not HEX64.fullmatch(name):
-        return f"malformed artifact_hash for {what} stage: {artifact!r}", None
-    data = workdir.read(f".sdd/cas/{name}")
-    if data is None:
-        return "", None
-    if content_hash(data) != artifact:
-        return f"{noun} bytes do not match anchored artifact_hash {artifact!r}", None
-    return "", data
-
-
-def _check_report(
-    stage: StageVerdict, artifact: str, workdir: Workdir, read: Any, result: RunResult
-) -> str:
-    research = stage.kind == "research"
-    what, noun = ("research", "report") if research else ("browser", "flow report")
-    reason, data = _stored_artifact(stage, artifact, workdir, what, noun)
-    if reason or data is None:
-        if not reason:
-            result.unstored_reports += 1
-        return reason
-    try:
-        report = json.loads(data)
-    except ValueError as exc:
-        label = "report" if research else "flow report"
-        return f"stored {label} is not valid JSON: {type(exc).__name__}"
-    if research:
-        ok, reason, claims = verify_research_report(report, read)
-        stage.claim_verdicts = claims
-        return "" if ok else reason
-    verdict = verify_browser_report(report, read)
-    stage.browser_verdict = verdict.to_json()
-    return "" if verdict.ok else verdict.reason
-
-
-def _check_receipt(
-    stage: StageVerdict,
-    artifact: str,
-    workdir: Workdir,
-    read: Any,
-    result: RunResult,
-    trusted: frozenset[bytes],
-    verified: Verified,
-) -> str:
-    reason, data = _stored_artifact(stage, artifact, workdir, "data/ops", "receipt")
-    if reason:
-        return reason
-    if data is None:
-        _strict(result, stage.step, "bernstein.blob.missing", "receipt", artifact, "absent")
-        return ""
-    try:
-        receipt = json.loads(data)
-    except ValueError as exc:
-        return f"stored receipt is not valid JSON: {type(exc).__name__}"
-    verdict: ReceiptVerdict = verify_receipt(receipt, workdir.stored_digest, verified)
-    result.referenced.update(verdict.references)
-    if verdict.ok and (
-        verdict.signer_public_key is None or verdict.signer_public_key not in trusted
-    ):
-        signer = verdict.signer_public_key.hex() if verdict.signer_public_key else "unparsable"
-        _self_asserted(result, stage.step, signer)
-    stage.signed_receipt_verified = verdict.ok
-    return verdict.reason
-
-
-def _self_asserted(result: RunResult, step: int, signer: str) -> None:
-    _strict(
-        result,
-        step,
-        "bernstein.receipt.self_asserted",
-        "signer_public_key_pem",
-        "a trusted key (--trust)",
-        f"ed25519:{signer}",
-    )
-
-
-# ---- the audit mirror -----------------------------------------------------------------
-
-
-def _cross_check_audit(
-    result: RunResult,
-    activities: Sequence[Mapping[str, Any] | tuple[Any, ...]],
-    records: list[ActivityRecord],
-) -> None:
-    by_index: dict[int, ActivityRecord] = {}
-    for record in records:
-        index = record.journal_index
-        if isinstance(index, int) and not isinstance(index, bool):
-            by_index.setdefault(index, record)
-        else:
-            _strict(
-                result, None, "bernstein.audit.mismatch", "journal_index", "an integer", repr(index)
-            )
-    rows = {
-        int(row["step"]): row
-        for row in (
-            dict(zip(SETTLED_FIELDS, item, strict=True)) if isinstance(item, tuple) else item
-            for item in activities
-        )
-    }
-    for step, row in rows.items():
-        found = by_index.get(step)
-        if found is None:
-            _strict(
-                result,
-                step,
-                "bernstein.audit.missing_record",
-                f"stage {row['stage_id']!r}",
-                "an audit record",
-                "none",
-            )
-            continue
-        for name in AUDITED_FIELDS:
-            audited = str(found.details.get(name, ""))
-            if audited != row[name]:
-                _strict(result, step, "bernstein.audit.mismatch", name, audited, row[name])
-        audited_hash = str(found.details.get("journal_event_hash", ""))
-        if audited_hash != row["event_hash"]:
-            _strict(
-                result,
-                step,
-                "bernstein.audit.mismatch",
-                "event_hash",
-                audited_hash,
-                row["event_hash"],
-            )
-    for index, record in sorted(by_index.items()):
-        if index not in rows:
-            _strict(
-                result,
-                index,
-                "bernstein.audit.missing_from_journal",
-                f"stage {record.stage_id!r}",
-                f"an activity.result row at step {index}",
-                "none",
-            )
-
-
-def _state_limits(result: RunResult, last: int | None) -> None:
-    """What no check can see in this run; ``last``: the last journal index audited."""
-    if result.unstored_reports:
-        result.limits.append(
-            f"{result.unstored_reports} research/browser report(s) are not in the store: "
-            "their claims and steps cannot be re-checked (bernstein skips them too)"
-        )
-    result.limits.append(
-        "ts and elapsed_s are outside every hash: an edit to them cannot be detected"
-    )
-    rows = result.rows
-    if last is None:
-        result.limits.append(
-            "no audit record covers this run: a cut tail cannot be told from a shorter run"
-        )
-    elif rows - 1 > last:
-        result.limits.append(
-            f"{rows - 1 - last} row(s) after the last audited activity (step {last}) could be "
-            "cut or appended without trace"
-        )
+    stages: bool = True,
+) -> list[_core.BernsteinRun]:
+    """Runs of a workdir on disk, verified in place and read the way bernstein reads it."""
+    chosen = options(store=None, audit=audit, trusted=trusted, jobs=jobs, stages=stages)
+    return _core.bernstein_verify_workdir(str(workdir.root), list(run_ids), chosen)

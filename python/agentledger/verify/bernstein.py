@@ -11,15 +11,15 @@ leaves most of those bytes unhashed.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from agentledger import _core
 from agentledger.bernstein.audit_chain import AuditChain, read_master_key, verify_audit
-from agentledger.bernstein.format import BOOKKEEPING_RUN, content_hash
+from agentledger.bernstein.format import BOOKKEEPING_RUN, SPKI_ED25519_PREFIX, content_hash
 from agentledger.bernstein.importer import FORMAT, IMPORT_KIND, WORKDIR_KIND, manifest_of
-from agentledger.bernstein.reports import SPKI_ED25519_PREFIX
-from agentledger.bernstein.verifier import RunResult, pending_journals, verify_ledger_runs
+from agentledger.bernstein.verifier import verify_ledger_runs
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
 from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
@@ -45,16 +45,11 @@ def check_bernstein(ctx: VerifyContext) -> None:
     ]
     if not (ctx.whole or selected or BOOKKEEPING_RUN in ctx.verdicts):
         return
-    # The journals first: the pool verifies them while this thread reads the files table.
-    journals = None
-    if selected:
-        journals = pending_journals(ctx.conn, imported, selected, ctx.options.jobs)
     # The files table, read once: the manifests' rows, absent blobs, the store index.
     with native.sqlite_errors():
         files = _core.BernsteinFiles(
             native.handle(ctx.conn), LedgerWorkdir.FILES, FORMAT, LedgerWorkdir.NAME_FROM
         )
-    # Read while another thread makes sense of the files table.
     pins = _journal_pins(ctx) if selected else {}
     _check_manifests(ctx, files)
     if not selected:
@@ -63,35 +58,31 @@ def check_bernstein(ctx: VerifyContext) -> None:
     workdir = LedgerWorkdir(ctx.conn, ctx.ledger.blobs, files.store_index)
     # bernstein's activity verify never reads the audit chain; strict mode cross-checks it.
     audit = None if compat else _audit(ctx, workdir)
-    trusted = trusted_keys(ctx.options.trust)
-    # A whole-workspace verify re-hashes every blob anyway (verify/blobs.py).
-    results, referenced = verify_ledger_runs(
-        workdir,
-        selected,
+    results = verify_ledger_runs(
+        ctx.conn,
+        {run_id: imported[run_id] for run_id in selected},
+        store=files.store_index if workdir.has_store() else None,
         audit=audit,
-        trusted=trusted,
+        trusted=trusted_keys(ctx.options.trust),
         jobs=ctx.options.jobs,
-        rehash=not ctx.whole,
-        journals=journals,
-        strict=not compat,
+        # A whole-workspace verify re-hashes every blob anyway (verify/blobs.py).
+        referenced=not ctx.whole,
     )
     _check_journal_anchors(ctx, results, imported, pins)
-    _rehash_referenced(ctx, referenced, results)
+    _rehash_referenced(ctx, results)
+    from_chain = audit_findings(audit)
     for result in results:
-        _apply(ctx, result, compat)
+        _apply(ctx, result, compat, from_chain.get(result.run_id, ()))
     _notes(ctx, results, audit, compat)
 
 
-def _rehash_referenced(
-    ctx: VerifyContext, referenced: _core.DigestSet, results: list[RunResult]
-) -> None:
+def _rehash_referenced(ctx: VerifyContext, results: list[_core.BernsteinRun]) -> None:
     """Reattachment compared stored digests; here the bytes behind them are re-hashed, in
-    Rust (what the ledger pass read ahead is not read again), while whole-workspace
-    verify re-hashes every blob anyway."""
+    Rust, while whole-workspace verify re-hashes every blob anyway."""
     if ctx.whole:
         return
-    # A referenced hash that reattached is the digest of the bytes stored for it.
-    referenced.update(sorted(set().union(*(r.referenced for r in results))))
+    referenced = _core.DigestSet()
+    referenced.update(sorted({digest for r in results for digest in r.referenced}))
     with native.sqlite_errors():
         found, mismatches, missing = _core.sha256_check_blobs(
             native.handle(ctx.conn), LedgerWorkdir.LISTED_BLOBS, referenced, ctx.options.jobs
@@ -109,12 +100,40 @@ def _div(
     return Divergence(run_id, step, check, expected, actual, subject)
 
 
-def _apply(ctx: VerifyContext, result: RunResult, compat: bool) -> None:
+def audit_findings(audit: AuditChain | None) -> dict[str, list[Divergence]]:
+    """By run, what the audit chain's own walk found: its records that do not verify, and
+    records whose ``journal_index`` is not an integer (they audit no row)."""
+    by_run: dict[str, list[Divergence]] = {}
+    if audit is None or not (audit.records or audit.problems):
+        return by_run
+    for problem in audit.problems:
+        if problem.run_id is not None:
+            where = f"{problem.segment} line {problem.line}"
+            by_run.setdefault(problem.run_id, []).append(
+                _div(problem.run_id, None, "bernstein.audit.chain", "a verifying record",
+                     problem.reason, where)
+            )  # fmt: skip
+    for record in audit.walked:
+        index = record.journal_index
+        if not isinstance(index, int) or isinstance(index, bool):
+            by_run.setdefault(record.run_id, []).append(
+                _div(record.run_id, None, "bernstein.audit.mismatch", "an integer", repr(index),
+                     "journal_index")
+            )  # fmt: skip
+    return by_run
+
+
+def _apply(
+    ctx: VerifyContext,
+    result: _core.BernsteinRun,
+    compat: bool,
+    audit_findings: Iterable[Divergence],
+) -> None:
     run_id = result.run_id
     verdict = ctx.verdict(run_id)
     verdict.entries += result.rows
     verdict.activities += result.activities
-    if result.journal is None:
+    if not result.has_journal:
         ctx.diverged(
             run_id,
             _div(run_id, None, "bernstein.journal", "the imported journal", "absent", "journal"),
@@ -137,10 +156,12 @@ def _apply(ctx: VerifyContext, result: RunResult, compat: bool) -> None:
                 run_id, finding.step, finding.check, finding.expected, finding.actual, finding.field
             ),
         )
+    for divergence in audit_findings:
+        ctx.diverged(run_id, divergence)
 
 
 def _notes(
-    ctx: VerifyContext, results: list[RunResult], audit: AuditChain | None, compat: bool
+    ctx: VerifyContext, results: list[_core.BernsteinRun], audit: AuditChain | None, compat: bool
 ) -> None:
     notes: list[str] | None = getattr(ctx.report, "notes", None)
     if notes is None:
@@ -271,7 +292,7 @@ def _journal_pins(ctx: VerifyContext) -> dict[str, tuple[int, dict[str, Any]]]:
 
 def _check_journal_anchors(
     ctx: VerifyContext,
-    results: list[RunResult],
+    results: list[_core.BernsteinRun],
     imported: dict[str, str],
     pins: dict[str, tuple[int, dict[str, Any]]],
 ) -> None:
@@ -301,7 +322,7 @@ def _check_journal_anchors(
                 run_id,
                 _div(run_id, seq, "bernstein.anchor.path", str(body.get("path")), path, "path"),
             )
-        actual = result.journal["file_sha256"] if result.journal is not None else "absent"
+        actual = result.file_sha256 or "absent"
         if body.get("journal") != actual:
             ctx.diverged(
                 run_id,

@@ -6,12 +6,14 @@
 //! - [`journal`]: the tolerant journal reader and the chain walk, batch and parallel.
 //! - [`audit`] and [`mirror`]: the HMAC audit chain and its cross-check with the journals.
 //! - [`receipt`]: signed DataOps receipts; [`report`]: stored research and browser reports.
+//! - [`directory`]: a workdir on disk, verified in place.
 //! - [`store`]: the content store as the verifiers read it (on disk or in a ledger).
 //! - [`pipeline`]: the one pipeline (a reader thread and the pool) over a [`pipeline::Source`].
 //! - [`verify`]: one run's verdicts, bernstein's and the strict one, every stage decided.
 //! - [`store_index`]: the content store's index (content hash → digest of the bytes held).
 
 pub mod audit;
+pub mod directory;
 pub mod journal;
 pub mod mirror;
 pub mod pipeline;

@@ -124,7 +124,7 @@ mod tests {
         fn get(&self, content_hash: &[u8]) -> Option<Cow<'_, [u8]>> {
             self.blobs.get(content_hash).map(|b| Cow::Borrowed(&b[..]))
         }
-        fn stored_digest(&self, hash: &[u8]) -> Option<Cow<'_, [u8]>> {
+        fn stored_digest<'a>(&'a self, hash: &'a [u8]) -> Option<Cow<'a, [u8]>> {
             self.blobs.get(hash).map(|b| Cow::Owned(content_hash(b)))
         }
     }
@@ -253,7 +253,7 @@ mod tests {
                 std::thread::sleep(std::time::Duration::from_millis(1));
                 self.memory.get(hash)
             }
-            fn stored_digest(&self, hash: &[u8]) -> Option<Cow<'_, [u8]>> {
+            fn stored_digest<'a>(&'a self, hash: &'a [u8]) -> Option<Cow<'a, [u8]>> {
                 self.memory.stored_digest(hash)
             }
         }

@@ -15,7 +15,7 @@ pub trait Store: Sync {
 
     /// `sha256:<hex>` of the bytes [`Store::get`] would return, `None` when there are none.
     /// A ledger answers from its index of the store without reading the bytes.
-    fn stored_digest(&self, content_hash: &[u8]) -> Option<Cow<'_, [u8]>>;
+    fn stored_digest<'a>(&'a self, content_hash: &'a [u8]) -> Option<Cow<'a, [u8]>>;
 }
 
 /// Where `ContentStore` looks for `content_hash`, relative to the workdir and normalised

@@ -13,9 +13,8 @@ use pyo3::prelude::*;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod append;
+mod bernstein;
 mod bernstein_files;
-mod bernstein_journals;
-mod bernstein_pass;
 mod blob_pass;
 mod canonical;
 mod entry;
@@ -46,9 +45,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
     append::register(m)?;
+    bernstein::register(m)?;
     bernstein_files::register(m)?;
-    bernstein_journals::register(m)?;
-    bernstein_pass::register(m)?;
     blob_pass::register(m)?;
     canonical::register(m)?;
     entry::register(m)?;

@@ -8,7 +8,6 @@
 use std::collections::HashMap;
 
 use agentledger_bernstein::{audit, journal, pyjson};
-use agentledger_core::hash::plain_sha256;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -122,59 +121,7 @@ fn activity_dict<'py>(py: Python<'py>, a: &journal::ActivityRow) -> PyResult<Bou
     Ok(d)
 }
 
-/// A stage the verifier settles from this pass alone (given a store): the evidence set
-/// recomputes, every observation reattached, and no stored report or receipt to re-check
-/// (bernstein skips a missing one). The stage verifier's `_fast_path`, decided here.
-pub(crate) fn settled(a: &journal::ActivityRow) -> bool {
-    if !evidence_settled(a) {
-        return false;
-    }
-    if !matches!(
-        a.kind.as_slice(),
-        b"research" | b"browser" | b"data" | b"ops"
-    ) {
-        return true;
-    }
-    well_formed_artifact(&a.artifact_hash) && a.artifact_stored.as_deref() == Some(&b""[..])
-}
-
-/// The evidence set recomputes and every observation reattached.
-pub(crate) fn evidence_settled(a: &journal::ActivityRow) -> bool {
-    matches!(&a.recomputed_evidence_set_hash, Ok(h) if h.as_bytes() == a.evidence_set_hash.as_slice())
-        && a.reattach == journal::Reattach::Ok
-}
-
-/// `sha256:` and 64 lowercase hex digits: an artifact name bernstein looks up.
-pub(crate) fn well_formed_artifact(hash: &[u8]) -> bool {
-    // `sha256:` + 64 lowercase hex, read the fast way.
-    plain_sha256(hash).is_some()
-}
-
-/// A settled stage as a tuple: `(step, stage_id, kind, artifact_hash, has_observations,
-/// evidence_set_hash, terminal_state, reason_code, event_hash)`.
-pub(crate) fn settled_tuple<'py>(
-    py: Python<'py>,
-    a: &journal::ActivityRow,
-) -> PyResult<Bound<'py, PyTuple>> {
-    let item = (
-        a.step,
-        py_text(py, &a.stage_id)?,
-        py_text(py, &a.kind)?,
-        py_text(py, &a.artifact_hash)?,
-        !a.observations.is_empty(),
-        py_text(py, &a.evidence_set_hash)?,
-        py_text(py, &a.terminal_state)?,
-        py_text(py, &a.reason_code)?,
-        py_text(py, &a.event_hash)?,
-    );
-    item.into_pyobject(py)
-}
-
-pub(crate) fn report_dict<'py>(
-    py: Python<'py>,
-    r: &journal::JournalReport,
-    compact: bool,
-) -> PyResult<Bound<'py, PyDict>> {
+fn report_dict<'py>(py: Python<'py>, r: &journal::JournalReport) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("profile", py_text(py, &r.profile)?)?;
     d.set_item("chain_consistent", r.chain_consistent)?;
@@ -204,19 +151,10 @@ pub(crate) fn report_dict<'py>(
     d.set_item("row_findings", findings)?;
     d.set_item("row_finding_count", r.row_finding_count)?;
     let activities = PyList::empty(py);
-    let referenced = PyList::empty(py);
     for a in &r.activities {
-        if compact && settled(a) {
-            for (_, _, hash) in &a.observations {
-                referenced.append(py_text(py, hash)?)?;
-            }
-            activities.append(settled_tuple(py, a)?)?;
-        } else {
-            activities.append(activity_dict(py, a)?)?;
-        }
+        activities.append(activity_dict(py, a)?)?;
     }
     d.set_item("activities", activities)?;
-    d.set_item("settled_referenced", referenced)?;
     Ok(d)
 }
 
@@ -272,20 +210,16 @@ impl BernsteinStoreIndex {
 
 /// Verify bernstein journals (file bytes) in parallel; one report dict per journal.
 /// `store` maps content hashes to the digest of the bytes the store holds under them,
-/// so observations are reattached here too. `compact` (with a store) gives each settled
-/// stage as a tuple `(step, stage_id, kind, artifact_hash, has_observations, …)` instead of
-/// a dict, and their observations' content hashes in `settled_referenced`.
-/// (The tuple goes on with `evidence_set_hash, terminal_state, reason_code, event_hash`.)
+/// so observations are reattached here too. The import reads its summaries from these,
+/// and the tests' Python reference verifier its journal pass.
 #[pyfunction]
-#[pyo3(signature = (journals, jobs = 0, store = None, compact = false))]
+#[pyo3(signature = (journals, jobs = 0, store = None))]
 fn bernstein_verify_journals<'py>(
     py: Python<'py>,
     journals: Vec<Bound<'py, PyBytes>>,
     jobs: usize,
     store: Option<Bound<'py, PyAny>>,
-    compact: bool,
 ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-    let compact = compact && store.is_some();
     // A `BernsteinStoreIndex` is used as it is; a dict is converted.
     let (built, converted): (Option<Py<BernsteinStoreIndex>>, Option<journal::StoreIndex>) =
         match store {
@@ -310,7 +244,7 @@ fn bernstein_verify_journals<'py>(
     });
     reports
         .iter()
-        .map(|r| report_dict(py, r, compact))
+        .map(|r| report_dict(py, r))
         .collect()
 }
 
@@ -360,6 +294,9 @@ fn bernstein_audit_clean<'py>(
     Ok(chain.map(|chain| (chain.records, BernsteinAuditMirror::new(chain.activity))))
 }
 
+/// `(run_id, journal_index, [(audited name, value)])` of a record walked in Python.
+type WalkedRecord = (Vec<u8>, i64, Vec<(String, Vec<u8>)>);
+
 /// A clean audit chain's `activity.result` records, kept in Rust: the ledger pass
 /// cross-checks runs with them there, and Python reads them only when it asks.
 #[pyclass(frozen, module = "agentledger._core")]
@@ -388,6 +325,31 @@ impl BernsteinAuditMirror {
 
 #[pymethods]
 impl BernsteinAuditMirror {
+    /// The mirror of records walked in Python (a chain `bernstein_audit_clean` would not
+    /// settle): `(run_id, journal_index, [(audited name, str(value))])`, strings as WTF-8
+    /// bytes, in chain order. Names outside `AUDITED` are ignored.
+    #[new]
+    fn walked(records: Vec<WalkedRecord>) -> Self {
+        let records = records
+            .into_iter()
+            .enumerate()
+            .map(|(line, (run_id, journal_index, fields))| audit::ActivityRecord {
+                segment: 0,
+                line: line as u64,
+                run_id: Some(run_id),
+                journal_index,
+                fields: fields
+                    .into_iter()
+                    .filter_map(|(name, value)| {
+                        let name = audit::AUDITED.iter().find(|known| **known == name)?;
+                        Some((*name, value))
+                    })
+                    .collect(),
+            })
+            .collect();
+        Self::new(records)
+    }
+
     /// `(segment, line, run_id, journal_index, {audited name: str(value)})` of each
     /// record in chain order; only those of `run_id` when it is given.
     #[pyo3(signature = (run_id = None))]

@@ -1,5 +1,6 @@
-"""Re-checking the artifacts bernstein stores: research reports (§5), browser flow reports
-(§6) and DataOps receipts (§7), with bernstein's parsing quirks and reason strings."""
+"""The reference (plain Python) re-check of the artifacts bernstein stores: research
+reports (§5), browser flow reports (§6) and DataOps receipts (§7), with bernstein's
+parsing quirks and reason strings."""
 
 from __future__ import annotations
 

@@ -1,0 +1,513 @@
+"""The plain Python verifier of bernstein runs: the reference the Rust verifier
+(``_core.bernstein_verify``, ``rust/bernstein/src/verify.rs``) is held to.
+
+Stage by stage, in bernstein's order, with Python's own ``json`` so that bernstein's
+parsing quirks are reproduced by the very code that has them. The journal pass (chain
+walk, evidence sets) is the Rust one (``_core.bernstein_verify_journals``), which has
+its own tests against Python's ``json``.
+
+Compat mode (``verify_activities`` in bernstein): exit 0 clean, 1 not found / no
+activity rows / bernstein itself would raise, 2 not ok. Strict mode adds findings for
+what bernstein lets through and answers 2 for them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentledger import _core
+from agentledger.bernstein.audit_chain import ActivityRecord, AuditChain
+from agentledger.bernstein.format import HEX64, artifact_hex, content_hash
+from agentledger.bernstein.workdir import Workdir
+from agentledger.errors import ExitCode
+from tests.bernstein.reference_reports import (
+    ReceiptVerdict,
+    store_reader,
+    verify_browser_report,
+    verify_receipt,
+    verify_research_report,
+)
+
+STRICT_CHECKS = {
+    "bernstein.index": "stored index differs from the row's position",
+    "bernstein.payload_hash": "stored payload_hash differs from the recomputed one",
+    "bernstein.duplicate_key": "a line repeats a key; only the last value is hashed",
+    "bernstein.blob.missing": "the journal references bytes the store lacks",
+    "bernstein.receipt.self_asserted": "the receipt's only signer is the key it embeds",
+    "bernstein.audit.missing_record": "a journal activity has no audit record",
+    "bernstein.audit.missing_from_journal": "an audited stage is not in the journal",
+    "bernstein.audit.mismatch": "an audit record disagrees with the journal row",
+    "bernstein.audit.chain": "the audit chain does not verify",
+    "bernstein.crash": "bernstein itself raises on this data",
+}
+AUDITED_FIELDS = _core.AUDITED_FIELDS  # the one list, in the Rust crate (audit.rs)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One divergence: the run step (kept-row index), the check, the field, expected/actual."""
+
+    step: int | None
+    check: str
+    field: str
+    expected: str
+    actual: str
+    strict_only: bool = False
+
+
+@dataclass
+class StageVerdict:
+    """One ``activity.result`` stage, in bernstein's ``--json`` shape plus its step."""
+
+    stage_id: str
+    kind: str
+    step: int
+    ok: bool = False
+    reason: str = ""
+    evidence_reattached: bool = False
+    signed_receipt_verified: bool = False
+    claim_verdicts: list[dict[str, Any]] = field(default_factory=list)
+    browser_verdict: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stage_id": self.stage_id,
+            "kind": self.kind,
+            "ok": self.ok,
+            "evidence_reattached": self.evidence_reattached,
+            "signed_receipt_verified": self.signed_receipt_verified,
+            "claim_verdicts": self.claim_verdicts,
+            "browser_verdict": self.browser_verdict,
+            "reason": self.reason,
+        }
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    found: bool = False
+    ok: bool = False
+    chain_ok: bool = False
+    reason: str = ""
+    crash: str | None = None
+    rows: int = 0
+    journal: dict[str, Any] | None = None
+    stages: list[StageVerdict] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    limits: list[str] = field(default_factory=list)
+    unstored_reports: int = 0
+    """Research/browser stages whose report is not in the store (legacy writers never
+    store one; bernstein skips the check, and so no data can say more)."""
+    referenced: set[str] = field(default_factory=set)
+    """Content hashes whose stored digest was trusted for reattachment (to re-hash)."""
+
+    @property
+    def activities(self) -> int:
+        return len(self.stages)
+
+    @property
+    def compat_code(self) -> int:
+        """bernstein's exit code for ``activity verify`` on this run."""
+        if self.crash is not None or not self.found:
+            return ExitCode.NOT_FOUND
+        return ExitCode.OK if self.ok else ExitCode.DIVERGED
+
+    @property
+    def strict_code(self) -> int:
+        """0 clean (activities or not), 1 no journal, 2 any finding."""
+        if self.journal is None:
+            return ExitCode.NOT_FOUND
+        return ExitCode.DIVERGED if self.findings else ExitCode.OK
+
+    def compat_json(self) -> dict[str, Any]:
+        """bernstein's ``activity verify --json`` object."""
+        return {
+            "run": self.run_id,
+            "found": self.found,
+            "ok": self.ok,
+            "chain_ok": self.chain_ok,
+            "reason": self.reason,
+            "stages": [stage.to_json() for stage in self.stages],
+        }
+
+
+def verify_runs(
+    workdir: Workdir,
+    run_ids: Iterable[str],
+    *,
+    audit: AuditChain | None = None,
+    trusted: frozenset[bytes] = frozenset(),
+    jobs: int = 0,
+) -> list[RunResult]:
+    """Verify runs; every result carries both the compat verdict and the strict findings.
+
+    ``audit``: the workdir's audit chain, already walked (``None``: no cross-check).
+    ``trusted``: raw Ed25519 public keys whose receipts are not self-asserted.
+    """
+    results = [RunResult(run_id) for run_id in run_ids]
+    journals: list[bytes] = []
+    present: list[RunResult] = []
+    for result, data in zip(results, workdir.journals([r.run_id for r in results]), strict=True):
+        if data is None:
+            result.reason = f"no run journal for {result.run_id!r}"
+            continue
+        journals.append(data)
+        present.append(result)
+    index = workdir.store_index()
+    has_store = workdir.has_store()
+    reports = _core.bernstein_verify_journals(journals, jobs, index) if journals else []
+    read = store_reader(workdir.read)
+    for result, report in zip(present, reports, strict=True):
+        result.journal = dict(report)
+        _verify_run(result, report, workdir, has_store, read, trusted)
+        _audit_and_limits(result, report["activities"], audit)
+    return results
+
+
+def _cross_checks(audit: AuditChain) -> bool:
+    """Whether runs are cross-checked with the chain (it holds something)."""
+    return bool(audit.records or audit.problems)
+
+
+def _audit_and_limits(
+    result: RunResult,
+    activities: Sequence[Mapping[str, Any]],
+    audit: AuditChain | None,
+) -> None:
+    records = [] if audit is None else audit.activity_of(result.run_id)
+    if audit is not None and _cross_checks(audit):
+        _cross_check_audit(result, activities, records)
+        for problem in audit.problems:
+            if problem.run_id == result.run_id:
+                where = f"{problem.segment} line {problem.line}"
+                _strict(
+                    result,
+                    None,
+                    "bernstein.audit.chain",
+                    where,
+                    "a verifying record",
+                    problem.reason,
+                )
+    indexes = (r.journal_index for r in records)
+    _state_limits(result, max((i for i in indexes if isinstance(i, int)), default=None))
+
+
+def _verify_run(
+    result: RunResult,
+    report: Mapping[str, Any],
+    workdir: Workdir,
+    has_store: bool,
+    read: Any,
+    trusted: frozenset[bytes],
+) -> None:
+    add = result.findings.append
+    result.rows = int(report["count"])
+    discarded = list(report["discarded_lines"])
+    result.chain_ok = bool(report["chain_consistent"]) and not discarded
+    if report["crash"]:
+        result.crash = str(report["crash"])
+        add(Finding(None, "bernstein.crash", "journal", "a verdict", result.crash, True))
+    if report["error"] and report["divergent_index"] is None and not report["crash"]:
+        add(
+            Finding(
+                None,
+                "bernstein.chain",
+                "hash_profile",
+                "py-json-v1 or jcs-v2",
+                str(report["profile"]),
+            )
+        )
+    if report["divergent_index"] is not None:
+        add(
+            Finding(
+                int(report["divergent_index"]),
+                "bernstein.chain",
+                str(report["divergent_field"]),
+                str(report["expected_hash"]),
+                str(report["actual_hash"]),
+            )
+        )
+    for line in discarded:
+        add(
+            Finding(None, "bernstein.line.discarded", f"line {line}", "a JSON object", "unparsable")
+        )
+    for step, _line, name, expected, actual in report["row_findings"]:
+        add(Finding(step, f"bernstein.{name}", name, expected, actual, True))
+    activities = report["activities"]
+    if not activities:
+        result.reason = "run journal holds no activity.result entries"
+        return
+    result.found = True
+    for row in activities:
+        stage = _verify_stage(row, result, workdir, has_store, read, trusted)
+        result.stages.append(stage)
+        if not stage.ok:
+            add(
+                Finding(
+                    stage.step, "bernstein.stage", f"stage {stage.stage_id!r}", "ok", stage.reason
+                )
+            )
+    result.ok = result.chain_ok and all(stage.ok for stage in result.stages) and not result.crash
+    if not result.ok and not result.reason:
+        failing = next((s for s in result.stages if not s.ok), None)
+        result.reason = failing.reason if failing else "journal Merkle chain diverges"
+
+
+def _strict(
+    result: RunResult, step: int | None, check: str, field_name: str, expected: str, actual: str
+) -> None:
+    result.findings.append(Finding(step, check, field_name, expected, actual, True))
+
+
+def _verify_stage(
+    row: dict[str, Any],
+    result: RunResult,
+    workdir: Workdir,
+    has_store: bool,
+    read: Any,
+    trusted: frozenset[bytes],
+) -> StageVerdict:
+    stage = StageVerdict(stage_id=row["stage_id"], kind=row["kind"], step=int(row["step"]))
+    step = stage.step
+    if row["recompute_error"] is not None:
+        result.crash = result.crash or f"evidence set hash raises: {row['recompute_error']}"
+        stage.reason = str(row["recompute_error"])
+        return stage
+    anchored, recomputed = row["evidence_set_hash"], row["recomputed_evidence_set_hash"]
+    if anchored != recomputed:
+        stage.reason = (
+            f"evidence_set_hash mismatch: anchored {anchored!r}, recomputed {recomputed!r}"
+        )
+        return stage
+    observations = row["observations"]
+    if not has_store:
+        for _kind, ref, digest in observations:
+            _strict(
+                result,
+                step,
+                "bernstein.blob.missing",
+                f"observation {ref!r}",
+                digest,
+                "no .sdd/cas",
+            )
+    if not result.chain_ok:
+        stage.reason = "journal Merkle chain diverges"
+        return stage
+    artifact = row["artifact_hash"]
+    kind = stage.kind
+    if has_store and kind in ("research", "browser"):
+        reason = _check_report(stage, artifact, workdir, read, result)
+        if reason:
+            stage.reason = reason
+            return stage
+    if has_store:
+        reason = _reattach(stage, row, observations, workdir, result)
+        if reason:
+            stage.reason = reason
+            return stage
+        stage.evidence_reattached = bool(observations)
+    if kind in ("data", "ops"):
+        if not has_store:
+            _strict(result, step, "bernstein.blob.missing", "receipt", artifact, "no .sdd/cas")
+        else:
+            reason = _check_receipt(stage, artifact, workdir, result, trusted)
+            if reason:
+                stage.reason = reason
+                return stage
+    stage.ok = True
+    return stage
+
+
+def _reattach(
+    stage: StageVerdict,
+    row: Mapping[str, Any],
+    observations: list[tuple[str, str, str]],
+    workdir: Workdir,
+    result: RunResult,
+) -> str:
+    """bernstein's step 5: every observation's bytes exist and hash to its content hash."""
+    known = row["reattach"]
+    if known is not None and known[0] == "ok":
+        result.referenced.update(o[2] for o in observations)
+        return ""
+    if known is not None and known[0] in ("missing", "mismatch"):
+        # Rust found the first failing observation against the store index.
+        result.referenced.update(o[2] for o in observations[: known[1]])
+        checked = observations[known[1] :]
+    else:
+        checked = observations
+    for _kind, ref, digest in checked:
+        stored = workdir.stored_digest(digest)
+        if stored is None:
+            _strict(
+                result,
+                stage.step,
+                "bernstein.blob.missing",
+                f"observation {ref!r}",
+                digest,
+                "absent",
+            )
+            return f"evidence bytes missing from store for {ref!r}"
+        if stored != digest:
+            return f"content hash mismatch reattaching {ref!r}"
+        result.referenced.add(digest)
+    return ""
+
+
+def _stored_artifact(
+    stage: StageVerdict, artifact: str, workdir: Workdir, what: str, noun: str
+) -> tuple[str, bytes | None]:
+    """bernstein's common artifact steps: format, presence, hash. ``(reason, bytes)``."""
+    name = artifact_hex(artifact)
+    if not HEX64.fullmatch(name):
+        return f"malformed artifact_hash for {what} stage: {artifact!r}", None
+    data = workdir.read(f".sdd/cas/{name}")
+    if data is None:
+        return "", None
+    if content_hash(data) != artifact:
+        return f"{noun} bytes do not match anchored artifact_hash {artifact!r}", None
+    return "", data
+
+
+def _check_report(
+    stage: StageVerdict, artifact: str, workdir: Workdir, read: Any, result: RunResult
+) -> str:
+    research = stage.kind == "research"
+    what, noun = ("research", "report") if research else ("browser", "flow report")
+    reason, data = _stored_artifact(stage, artifact, workdir, what, noun)
+    if reason or data is None:
+        if not reason:
+            result.unstored_reports += 1
+        return reason
+    try:
+        report = json.loads(data)
+    except ValueError as exc:
+        label = "report" if research else "flow report"
+        return f"stored {label} is not valid JSON: {type(exc).__name__}"
+    if research:
+        ok, reason, claims = verify_research_report(report, read)
+        stage.claim_verdicts = claims
+        return "" if ok else reason
+    verdict = verify_browser_report(report, read)
+    stage.browser_verdict = verdict.to_json()
+    return "" if verdict.ok else verdict.reason
+
+
+def _check_receipt(
+    stage: StageVerdict,
+    artifact: str,
+    workdir: Workdir,
+    result: RunResult,
+    trusted: frozenset[bytes],
+) -> str:
+    reason, data = _stored_artifact(stage, artifact, workdir, "data/ops", "receipt")
+    if reason:
+        return reason
+    if data is None:
+        _strict(result, stage.step, "bernstein.blob.missing", "receipt", artifact, "absent")
+        return ""
+    try:
+        receipt = json.loads(data)
+    except ValueError as exc:
+        return f"stored receipt is not valid JSON: {type(exc).__name__}"
+    verdict: ReceiptVerdict = verify_receipt(receipt, workdir.stored_digest)
+    result.referenced.update(verdict.references)
+    if verdict.ok and (
+        verdict.signer_public_key is None or verdict.signer_public_key not in trusted
+    ):
+        signer = verdict.signer_public_key.hex() if verdict.signer_public_key else "unparsable"
+        _self_asserted(result, stage.step, signer)
+    stage.signed_receipt_verified = verdict.ok
+    return verdict.reason
+
+
+def _self_asserted(result: RunResult, step: int, signer: str) -> None:
+    _strict(
+        result,
+        step,
+        "bernstein.receipt.self_asserted",
+        "signer_public_key_pem",
+        "a trusted key (--trust)",
+        f"ed25519:{signer}",
+    )
+
+
+# ---- the audit mirror -----------------------------------------------------------------
+
+
+def _cross_check_audit(
+    result: RunResult,
+    activities: Sequence[Mapping[str, Any]],
+    records: list[ActivityRecord],
+) -> None:
+    by_index: dict[int, ActivityRecord] = {}
+    for record in records:
+        index = record.journal_index
+        if isinstance(index, int) and not isinstance(index, bool):
+            by_index.setdefault(index, record)
+        else:
+            _strict(
+                result, None, "bernstein.audit.mismatch", "journal_index", "an integer", repr(index)
+            )
+    rows = {int(row["step"]): row for row in activities}
+    for step, row in rows.items():
+        found = by_index.get(step)
+        if found is None:
+            _strict(
+                result,
+                step,
+                "bernstein.audit.missing_record",
+                f"stage {row['stage_id']!r}",
+                "an audit record",
+                "none",
+            )
+            continue
+        for name in AUDITED_FIELDS:
+            audited = str(found.details.get(name, ""))
+            if audited != row[name]:
+                _strict(result, step, "bernstein.audit.mismatch", name, audited, row[name])
+        audited_hash = str(found.details.get("journal_event_hash", ""))
+        if audited_hash != row["event_hash"]:
+            _strict(
+                result,
+                step,
+                "bernstein.audit.mismatch",
+                "event_hash",
+                audited_hash,
+                row["event_hash"],
+            )
+    for index, record in sorted(by_index.items()):
+        if index not in rows:
+            _strict(
+                result,
+                index,
+                "bernstein.audit.missing_from_journal",
+                f"stage {record.stage_id!r}",
+                f"an activity.result row at step {index}",
+                "none",
+            )
+
+
+def _state_limits(result: RunResult, last: int | None) -> None:
+    """What no check can see in this run; ``last``: the last journal index audited."""
+    if result.unstored_reports:
+        result.limits.append(
+            f"{result.unstored_reports} research/browser report(s) are not in the store: "
+            "their claims and steps cannot be re-checked (bernstein skips them too)"
+        )
+    result.limits.append(
+        "ts and elapsed_s are outside every hash: an edit to them cannot be detected"
+    )
+    rows = result.rows
+    if last is None:
+        result.limits.append(
+            "no audit record covers this run: a cut tail cannot be told from a shorter run"
+        )
+    elif rows - 1 > last:
+        result.limits.append(
+            f"{rows - 1 - last} row(s) after the last audited activity (step {last}) could be "
+            "cut or appended without trace"
+        )
