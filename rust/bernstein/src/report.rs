@@ -3,17 +3,32 @@
 //! bernstein's parsing quirks and reason strings (`reports.py` is the reference).
 //!
 //! Strings are WTF-8 (see [`crate::pyjson`]); reasons are the exact text bernstein gives.
+//! Both checks take a report already parsed by `json.loads` and read the content store
+//! through [`Store::get`], as `reports.store_reader` does.
 
-use crate::pyjson::PyValue;
+mod browser;
+mod research;
+
+pub use browser::verify_browser;
+pub use research::verify_research;
+
+use std::borrow::Cow;
+
+use agentledger_core::hash::{hex64, sha256};
+
+use crate::pyjson::{py_repr, py_str, PyValue};
+#[cfg(doc)]
 use crate::store::Store;
-use crate::Crash;
 
 /// One claim's verdict (`claim_verdicts` in bernstein's `--json`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ClaimVerdict {
+    /// `str()` of the claim's `claim_id` (`""` when missing).
     pub claim_id: Vec<u8>,
     pub ok: bool,
+    /// The citations that passed before the first failing one.
     pub citations_checked: u64,
+    /// bernstein's reason (empty when ok).
     pub reason: Vec<u8>,
 }
 
@@ -21,7 +36,9 @@ pub struct ClaimVerdict {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Research {
     pub ok: bool,
+    /// The first failing claim's reason, or `research report holds no claims`.
     pub reason: Vec<u8>,
+    /// One verdict per claim, in order; one synthetic verdict when there are none.
     pub claims: Vec<ClaimVerdict>,
 }
 
@@ -39,6 +56,7 @@ pub struct StepVerdict {
 pub struct CheckVerdict {
     pub check_id: Vec<u8>,
     pub ok: bool,
+    /// The recorded `passed`, by Python truthiness.
     pub passed: bool,
     pub reason: Vec<u8>,
 }
@@ -49,18 +67,47 @@ pub struct Browser {
     pub ok: bool,
     pub head_anchor_ok: bool,
     pub reason: Vec<u8>,
+    /// The steps replayed, up to and including the first failing one.
     pub steps: Vec<StepVerdict>,
     pub checks: Vec<CheckVerdict>,
 }
 
-/// `verify_research_report(report, read)` for a report already parsed by `json.loads`.
-pub fn verify_research(report: &PyValue<'_>, store: &dyn Store) -> Result<Research, Crash> {
-    let _ = (report, store);
-    todo!("research report check")
+/// `str(obj.get(key, ""))`: a field through Python's `str()`, `""` when missing.
+fn field(obj: &PyValue<'_>, key: &str) -> Vec<u8> {
+    obj.get(key).map(py_str).unwrap_or_default()
 }
 
-/// `verify_browser_report(report, read)` for a report already parsed by `json.loads`.
-pub fn verify_browser(report: &PyValue<'_>, store: &dyn Store) -> Result<Browser, Crash> {
-    let _ = (report, store);
-    todo!("browser flow report check")
+/// The dicts of `value` when it is a list (`[x for x in _list(value) if isinstance(x,
+/// dict)]`): anything else holds none.
+fn dicts<'v, 'a>(value: Option<&'v PyValue<'a>>) -> impl Iterator<Item = &'v PyValue<'a>> {
+    let items: &[PyValue<'a>] = match value {
+        Some(PyValue::Array(items)) => items,
+        _ => &[],
+    };
+    items
+        .iter()
+        .filter(|item| matches!(item, PyValue::Object(_)))
 }
+
+/// `repr()` of a string, as an f-string's `{x!r}` writes it.
+fn repr(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len() + 2);
+    py_repr(&PyValue::Str(Cow::Borrowed(s)), &mut out);
+    out
+}
+
+/// `hashlib.sha256(data).hexdigest()`.
+fn sha256_hex(data: &[u8]) -> [u8; 64] {
+    hex64(&sha256(data))
+}
+
+/// `CH(data)`: `sha256:` and the hex digest.
+fn content_hash(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(71);
+    out.extend_from_slice(b"sha256:");
+    out.extend_from_slice(&sha256_hex(data));
+    out
+}
+
+#[cfg(test)]
+mod tests;
