@@ -176,11 +176,11 @@ fn settle_line(segment: usize, number: u64, raw: &[u8]) -> Option<Line> {
         Some(ActivityRecord {
             segment,
             line: number,
-            run_id: details.get("run_id").map(py_str),
+            run_id: details.get("run_id").map(|v| py_str(v).into_owned()),
             journal_index,
             fields: AUDITED
                 .iter()
-                .filter_map(|&name| details.get(name).map(|v| (name, py_str(v))))
+                .filter_map(|&name| details.get(name).map(|v| (name, py_str(v).into_owned())))
                 .collect(),
         })
     } else {

@@ -5,8 +5,7 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use crate::pipeline::Source;
-use crate::store::{cas_path, Store};
-use crate::verify::content_hash;
+use crate::store::{cas_path, content_hash, Store};
 
 /// The workdir at `root`, for the runs named (in order).
 pub struct Directory {
@@ -72,7 +71,10 @@ impl Source for Directory {
             return Ok(None);
         }
         // Valid run ids are ASCII.
-        let relative = format!(".sdd/runs/{}/journal.jsonl", String::from_utf8_lossy(run_id));
+        let relative = format!(
+            ".sdd/runs/{}/journal.jsonl",
+            String::from_utf8_lossy(run_id)
+        );
         if !inside(&self.root.join(".sdd/runs"), &self.root.join(&relative)) {
             return Ok(None);
         }

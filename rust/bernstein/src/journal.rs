@@ -269,14 +269,14 @@ fn hex_sha256(data: &[u8]) -> [u8; 64] {
 }
 
 fn str_field(row: &PyValue<'_>, key: &str) -> Vec<u8> {
-    row.get(key).map(py_str).unwrap_or_default()
+    crate::pyjson::field(row, key).into_owned()
 }
 
 /// `str(value)` of a member that may be absent (`""`), without copying a string.
 fn str_of<'v>(value: Option<&'v PyValue<'_>>) -> std::borrow::Cow<'v, [u8]> {
     match value {
         Some(PyValue::Str(s)) => std::borrow::Cow::Borrowed(s.as_ref()),
-        Some(other) => std::borrow::Cow::Owned(py_str(other)),
+        Some(other) => py_str(other),
         None => std::borrow::Cow::Borrowed(b""),
     }
 }
@@ -632,7 +632,7 @@ impl Capped {
 /// The hash profile named by the first kept row (`str(hash_profile)`, else `py-json-v1`).
 fn profile_of(first: &PyValue<'_>) -> (Vec<u8>, Option<Profile>) {
     let name = match first.get("hash_profile") {
-        Some(value) => py_str(value),
+        Some(value) => py_str(value).into_owned(),
         None => b"py-json-v1".to_vec(),
     };
     let profile = match name.as_slice() {
@@ -800,7 +800,7 @@ impl<'r> RowView<'r> {
             event_type: str_of(fields.event),
             index: fields
                 .index
-                .map(|value| (matches!(value, PyValue::Int(_)), Cow::Owned(py_str(value)))),
+                .map(|value| (matches!(value, PyValue::Int(_)), py_str(value))),
             payload_hash: str_of(fields.payload_hash),
             prev_hash: str_of(fields.prev_hash),
             event_hash: str_of(fields.event_hash),

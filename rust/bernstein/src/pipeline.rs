@@ -108,7 +108,7 @@ mod tests {
 
     use super::*;
     use crate::journal::tests::journal;
-    use crate::verify::content_hash;
+    use crate::store::content_hash;
 
     /// A workdir in memory; counts the journals read and not yet dropped.
     struct Memory {

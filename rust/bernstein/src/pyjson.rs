@@ -507,22 +507,17 @@ fn push_u_escape(unit: u32, out: &mut Vec<u8>) {
 /// is escaped (astral characters as surrogate pairs). Otherwise only `"`, `\` and
 /// controls below U+0020 are, and a lone surrogate is an error (Python cannot encode it).
 pub fn write_py_string(s: &[u8], ensure_ascii: bool, out: &mut Vec<u8>) -> Result<()> {
-    out.push(b'"');
     if !ensure_ascii {
         if has_surrogate(s) {
             return Err(Error::canonical(
                 "'utf-8' codec can't encode character: surrogates not allowed",
             ));
         }
-        let mut start = 0;
-        loop {
-            let i = skip_plain(s, start);
-            out.extend_from_slice(&s[start..i]);
-            let Some(&b) = s.get(i) else { break };
-            push_short_escape(b as u32, out);
-            start = i + 1;
-        }
-    } else {
+        write_json_str(s, out);
+        return Ok(());
+    }
+    out.push(b'"');
+    {
         // Runs of printable ASCII other than `"` and `\` are copied as they are.
         let mut i = 0;
         while i < s.len() {
@@ -546,6 +541,52 @@ pub fn write_py_string(s: &[u8], ensure_ascii: bool, out: &mut Vec<u8>) -> Resul
     }
     out.push(b'"');
     Ok(())
+}
+
+/// A string quoted by `json.encoder.encode_basestring` (what `json.dumps` uses with
+/// `ensure_ascii=False`): `"`, `\` and the controls below U+0020 escaped, the rest as it
+/// is, a lone surrogate included (only [`encode_utf8`] refuses it).
+pub fn write_json_str(s: &[u8], out: &mut Vec<u8>) {
+    out.push(b'"');
+    let mut start = 0;
+    loop {
+        let i = skip_plain(s, start);
+        out.extend_from_slice(&s[start..i]);
+        let Some(&b) = s.get(i) else { break };
+        push_short_escape(b as u32, out);
+        start = i + 1;
+    }
+    out.push(b'"');
+}
+
+/// `text.encode()` (UTF-8, strict): the bytes themselves, or the `UnicodeEncodeError`
+/// Python raises at the first run of lone surrogates (positions count code points).
+pub fn encode_utf8(text: Vec<u8>) -> std::result::Result<Vec<u8>, crate::Crash> {
+    if std::str::from_utf8(&text).is_ok() {
+        return Ok(text);
+    }
+    let is_surrogate = |code: u32| (0xD800..=0xDFFF).contains(&code);
+    let mut run: Option<(usize, u32, usize)> = None; // (start, first surrogate, end)
+    for (position, code) in code_points(&text).enumerate() {
+        match (&mut run, is_surrogate(code)) {
+            (None, true) => run = Some((position, code, position + 1)),
+            (Some((_, _, end)), true) => *end = position + 1,
+            (Some(_), false) => break,
+            (None, false) => {}
+        }
+    }
+    let (start, first, end) = run.expect("text that is not UTF-8 holds a lone surrogate");
+    let message = if end == start + 1 {
+        format!("'utf-8' codec can't encode character '\\u{first:04x}' in position {start}")
+    } else {
+        format!(
+            "'utf-8' codec can't encode characters in position {start}-{}",
+            end - 1
+        )
+    };
+    Err(crate::Crash(format!(
+        "UnicodeEncodeError: {message}: surrogates not allowed"
+    )))
 }
 
 pub(crate) fn push_short_escape(code: u32, out: &mut Vec<u8>) {
@@ -806,15 +847,42 @@ pub fn dumps_jcs(value: &PyValue<'_>, out: &mut Vec<u8>) -> Result<()> {
 }
 
 /// Python's `str(v)` as WTF-8 bytes: strings unchanged, everything else its `repr`.
-pub fn py_str(value: &PyValue<'_>) -> Vec<u8> {
+pub fn py_str<'v>(value: &'v PyValue<'_>) -> Cow<'v, [u8]> {
     match value {
-        PyValue::Str(s) => s.to_vec(),
+        PyValue::Str(s) => Cow::Borrowed(s),
         other => {
             let mut out = Vec::new();
             py_repr(other, &mut out);
-            out
+            Cow::Owned(out)
         }
     }
+}
+
+/// `str(d.get(key, ""))` for a `dict` (any other value holds no key).
+pub fn field<'v>(value: &'v PyValue<'_>, key: &str) -> Cow<'v, [u8]> {
+    value.get(key).map_or(Cow::Borrowed(&b""[..]), py_str)
+}
+
+/// The items of a list (`x if isinstance(x, list) else []`): none for anything else.
+pub fn list<'v, 'a>(value: Option<&'v PyValue<'a>>) -> &'v [PyValue<'a>] {
+    match value {
+        Some(PyValue::Array(items)) => items,
+        _ => &[],
+    }
+}
+
+/// The dicts among the items of a list (`[x for x in _list(v) if isinstance(x, dict)]`).
+pub fn dicts<'v, 'a>(value: Option<&'v PyValue<'a>>) -> impl Iterator<Item = &'v PyValue<'a>> {
+    list(value)
+        .iter()
+        .filter(|item| matches!(item, PyValue::Object(_)))
+}
+
+/// `repr()` of a string, as an f-string's `{x!r}` writes it.
+pub fn repr_text(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len() + 2);
+    repr_str(s, &mut out);
+    out
 }
 
 /// Python's `repr` of a parsed value. Non-ASCII characters follow `str.isprintable()`
@@ -852,19 +920,10 @@ pub fn py_repr(value: &PyValue<'_>, out: &mut Vec<u8>) {
     }
 }
 
-/// `str.isprintable()` for one non-ASCII code point. Exact for the C1 controls, the
-/// separators (Zs other than space, Zl, Zp), surrogates, private use and the common
-/// format characters; unassigned code points (which need Unicode's database) are
-/// taken as printable. Only `str()` of a non-string journal value depends on it.
-fn is_printable(code: u32) -> bool {
-    !matches!(code,
-        0x80..=0xA0 | 0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x1680 | 0x180E
-        | 0x2000..=0x200F | 0x2028..=0x202F | 0x205F..=0x2064 | 0x2066..=0x206F | 0x3000
-        | 0xD800..=0xF8FF | 0xFEFF | 0xFFF9..=0xFFFB | 0x110BD | 0x1BCA0..=0x1BCA3
-        | 0x1D173..=0x1D17A | 0xE0001 | 0xE0020..=0xE007F | 0xF0000..)
-}
-
-fn repr_str(s: &[u8], out: &mut Vec<u8>) {
+/// Python's `repr(str)`: single quotes unless the text holds `'` and no `"`; the quote
+/// and `\` escaped, `\t \n \r` by name, other ASCII controls and whatever
+/// `str.isprintable()` refuses as `\xXX`, `\uXXXX` or `\UXXXXXXXX`.
+pub fn repr_str(s: &[u8], out: &mut Vec<u8>) {
     let quote = if s.contains(&b'\'') && !s.contains(&b'"') {
         b'"'
     } else {
@@ -908,6 +967,10 @@ fn write_hex(out: &mut Vec<u8>, prefix: &[u8], code: u32, width: u32) -> Option<
 pub fn compare_py_str(a: &[u8], b: &[u8]) -> Ordering {
     a.cmp(b)
 }
+
+pub(crate) mod printable;
+
+use printable::is_printable;
 
 #[cfg(test)]
 mod tests;

@@ -12,11 +12,8 @@ mod research;
 pub use browser::verify_browser;
 pub use research::verify_research;
 
-use std::borrow::Cow;
-
 use agentledger_core::hash::{hex64, sha256};
 
-use crate::pyjson::{py_repr, py_str, PyValue};
 #[cfg(doc)]
 use crate::store::Store;
 
@@ -72,41 +69,9 @@ pub struct Browser {
     pub checks: Vec<CheckVerdict>,
 }
 
-/// `str(obj.get(key, ""))`: a field through Python's `str()`, `""` when missing.
-fn field(obj: &PyValue<'_>, key: &str) -> Vec<u8> {
-    obj.get(key).map(py_str).unwrap_or_default()
-}
-
-/// The dicts of `value` when it is a list (`[x for x in _list(value) if isinstance(x,
-/// dict)]`): anything else holds none.
-fn dicts<'v, 'a>(value: Option<&'v PyValue<'a>>) -> impl Iterator<Item = &'v PyValue<'a>> {
-    let items: &[PyValue<'a>] = match value {
-        Some(PyValue::Array(items)) => items,
-        _ => &[],
-    };
-    items
-        .iter()
-        .filter(|item| matches!(item, PyValue::Object(_)))
-}
-
-/// `repr()` of a string, as an f-string's `{x!r}` writes it.
-fn repr(s: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(s.len() + 2);
-    py_repr(&PyValue::Str(Cow::Borrowed(s)), &mut out);
-    out
-}
-
 /// `hashlib.sha256(data).hexdigest()`.
 fn sha256_hex(data: &[u8]) -> [u8; 64] {
     hex64(&sha256(data))
-}
-
-/// `CH(data)`: `sha256:` and the hex digest.
-fn content_hash(data: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(71);
-    out.extend_from_slice(b"sha256:");
-    out.extend_from_slice(&sha256_hex(data));
-    out
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 
 use std::borrow::Cow;
 
+use agentledger_core::hash::{hex64, sha256};
+
 /// The flat content store `.sdd/cas`, looked up the way bernstein's `ContentStore` does.
 pub trait Store: Sync {
     /// Whether `.sdd/cas` exists (without it bernstein skips every byte check).
@@ -16,6 +18,15 @@ pub trait Store: Sync {
     /// `sha256:<hex>` of the bytes [`Store::get`] would return, `None` when there are none.
     /// A ledger answers from its index of the store without reading the bytes.
     fn stored_digest<'a>(&'a self, content_hash: &'a [u8]) -> Option<Cow<'a, [u8]>>;
+}
+
+/// `CH(data)`: `sha256:` and the hex SHA-256 of the bytes, the name the store keeps
+/// them under (§4).
+pub fn content_hash(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(71);
+    out.extend_from_slice(b"sha256:");
+    out.extend_from_slice(&hex64(&sha256(data)));
+    out
 }
 
 /// Where `ContentStore` looks for `content_hash`, relative to the workdir and normalised

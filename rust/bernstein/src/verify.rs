@@ -8,12 +8,11 @@
 use crate::audit::ActivityRecord;
 use crate::journal::{ActivityRow, JournalReport, Reattach};
 use crate::mirror::cross_check;
-use crate::pyjson::{loads, py_repr, PyValue};
+use crate::pyjson::{loads, repr_text as repr};
 use crate::receipt::verify_receipt;
 use crate::report::{verify_browser, verify_research, Browser, ClaimVerdict};
-use crate::store::Store;
+use crate::store::{content_hash, Store};
 use crate::Crash;
-use agentledger_core::hash::sha256;
 
 /// One divergence: the step (kept-row index), the check, the field, expected and actual.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,8 +115,7 @@ pub fn verify_run(
 ) -> Run {
     let mut run = Run::default();
     let Some(report) = report else {
-        run.reason = b"no run journal for ".to_vec();
-        py_repr(&PyValue::Str(run_id.into()), &mut run.reason);
+        run.reason = concat(&[b"no run journal for ", &repr(run_id)]);
         return run;
     };
     run.journal = Some(Journal {
@@ -137,12 +135,10 @@ pub fn verify_run(
             run.activities += 1;
             if !stage.ok {
                 all_ok = false;
-                let mut field = b"stage ".to_vec();
-                py_repr(&PyValue::Str(stage.stage_id.as_slice().into()), &mut field);
                 run.findings.push(Finding {
                     step: Some(stage.step as i64),
                     check: "bernstein.stage".into(),
-                    field,
+                    field: concat(&[b"stage ", &repr(&stage.stage_id)]),
                     expected: b"ok".to_vec(),
                     actual: stage.reason.clone(),
                     strict_only: false,
@@ -269,22 +265,8 @@ fn strict(
     });
 }
 
-/// `repr()` of a WTF-8 string.
-fn repr(text: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(text.len() + 2);
-    py_repr(&PyValue::Str(text.into()), &mut out);
-    out
-}
-
 fn concat(parts: &[&[u8]]) -> Vec<u8> {
     parts.concat()
-}
-
-/// `"sha256:" + hex(SHA-256(data))`.
-pub fn content_hash(data: &[u8]) -> Vec<u8> {
-    let mut out = b"sha256:".to_vec();
-    out.extend_from_slice(hex::encode(sha256(data)).as_bytes());
-    out
 }
 
 /// One stage (`_verify_stage`): evidence set, reports, reattachment, receipt, in

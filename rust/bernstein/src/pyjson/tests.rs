@@ -125,7 +125,7 @@ fn str_of_non_strings_is_python_repr() {
     };
     let shown: Vec<String> = items
         .iter()
-        .map(|v| String::from_utf8(py_str(v)).unwrap())
+        .map(|v| String::from_utf8(py_str(v).into_owned()).unwrap())
         .collect();
     assert_eq!(
         shown,

@@ -6,9 +6,11 @@ use std::collections::HashMap;
 
 use memchr::memmem;
 
-use super::{content_hash, dicts, field, repr, sha256_hex, Browser, CheckVerdict, StepVerdict};
-use crate::pyjson::{code_points, push_short_escape, PyValue};
-use crate::store::Store;
+use super::{sha256_hex, Browser, CheckVerdict, StepVerdict};
+use crate::pyjson::{
+    code_points, dicts, encode_utf8, field, repr_text as repr, write_json_str, PyValue,
+};
+use crate::store::{content_hash, Store};
 use crate::Crash;
 
 const ACTION_KINDS: [&[u8]; 9] = [
@@ -180,34 +182,34 @@ fn parse_flow(report: &PyValue<'_>) -> Result<Flow, Raised> {
     let mut steps = Vec::new();
     for raw in dicts(report.get("steps")) {
         steps.push(Step {
-            action_kind: field(raw, "action_kind"),
-            action_target: field(raw, "action_target"),
-            action_value_digest: field(raw, "action_value_digest"),
-            screenshot_content_hash: field(raw, "screenshot_content_hash"),
-            dom_content_hash: field(raw, "dom_content_hash"),
-            dom_digest: field(raw, "dom_digest"),
-            observation_hash: field(raw, "observation_hash"),
-            prev_anchor: field(raw, "prev_anchor"),
-            anchor: field(raw, "anchor"),
+            action_kind: field(raw, "action_kind").into_owned(),
+            action_target: field(raw, "action_target").into_owned(),
+            action_value_digest: field(raw, "action_value_digest").into_owned(),
+            screenshot_content_hash: field(raw, "screenshot_content_hash").into_owned(),
+            dom_content_hash: field(raw, "dom_content_hash").into_owned(),
+            dom_digest: field(raw, "dom_digest").into_owned(),
+            observation_hash: field(raw, "observation_hash").into_owned(),
+            prev_anchor: field(raw, "prev_anchor").into_owned(),
+            anchor: field(raw, "anchor").into_owned(),
             index: py_int(raw.get("index"))?,
         });
     }
     let mut checks = Vec::new();
     for raw in dicts(report.get("checks")) {
-        let kind = field(raw, "kind");
+        let kind = field(raw, "kind").into_owned();
         if !CHECK_KINDS.contains(&kind.as_slice()) {
             return Err(VALUE_ERROR);
         }
         checks.push(Check {
-            check_id: field(raw, "check_id"),
+            check_id: field(raw, "check_id").into_owned(),
             kind,
-            operand: field(raw, "operand"),
+            operand: field(raw, "operand").into_owned(),
             step_index: py_int(raw.get("step_index"))?,
             passed: truthy(raw.get("passed")),
         });
     }
     Ok(Flow {
-        head_anchor: field(report, "head_anchor"),
+        head_anchor: field(report, "head_anchor").into_owned(),
         steps,
         checks,
     })
@@ -247,10 +249,7 @@ fn replay_step(n: usize, step: &Step, prev: &[u8], store: &dyn Store) -> Result<
     if !ACTION_KINDS.contains(&step.action_kind.as_slice()) {
         return fail(&[&b"unknown action kind "[..], &repr(&step.action_kind)].concat());
     }
-    let anchor_doc = anchor_doc(step, &observation, prev);
-    if let Some(crash) = surrogate_error(&anchor_doc) {
-        return Err(crash);
-    }
+    let anchor_doc = encode_utf8(anchor_doc(step, &observation, prev))?;
     if sha256_hex(&anchor_doc)[..] != step.anchor {
         return fail(b"anchor mismatch");
     }
@@ -278,57 +277,17 @@ fn pinned_bytes<'s>(
 fn anchor_doc(step: &Step, observation: &[u8], prev: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(320);
     out.extend_from_slice(b"{\"action\":{\"kind\":");
-    write_json_string(&step.action_kind, &mut out);
+    write_json_str(&step.action_kind, &mut out);
     out.extend_from_slice(b",\"target\":");
-    write_json_string(&step.action_target, &mut out);
+    write_json_str(&step.action_target, &mut out);
     out.extend_from_slice(b",\"value_digest\":");
-    write_json_string(&step.action_value_digest, &mut out);
+    write_json_str(&step.action_value_digest, &mut out);
     out.extend_from_slice(b"},\"observation_hash\":");
-    write_json_string(observation, &mut out);
+    write_json_str(observation, &mut out);
     out.extend_from_slice(b",\"prev_anchor\":");
-    write_json_string(prev, &mut out);
+    write_json_str(prev, &mut out);
     out.push(b'}');
     out
-}
-
-/// A string as `json.dumps(ensure_ascii=False)` writes it: `"`, `\` and the controls
-/// below U+0020 escaped, everything else (a lone surrogate too) as it is.
-fn write_json_string(s: &[u8], out: &mut Vec<u8>) {
-    out.push(b'"');
-    for &b in s {
-        if b == b'"' || b == b'\\' || b < 0x20 {
-            push_short_escape(b as u32, out);
-        } else {
-            out.push(b);
-        }
-    }
-    out.push(b'"');
-}
-
-/// The `UnicodeEncodeError` that `text.encode("utf-8")` raises on WTF-8 `text` holding a
-/// lone surrogate: it names the first run of surrogates by code-point position.
-pub(super) fn surrogate_error(text: &[u8]) -> Option<Crash> {
-    // In WTF-8 a surrogate is ED A0..BF xx; 0xED never continues another character.
-    let first = text
-        .windows(2)
-        .position(|pair| pair[0] == 0xED && pair[1] >= 0xA0)?;
-    let start = text[..first].iter().filter(|&&b| b & 0xC0 != 0x80).count();
-    let run: Vec<u32> = text[first..]
-        .chunks(3)
-        .take_while(|c| c.len() == 3 && c[0] == 0xED && c[1] >= 0xA0)
-        .map(|c| 0xD000 | ((c[1] as u32 & 0x3F) << 6) | (c[2] as u32 & 0x3F))
-        .collect();
-    let message = if run.len() == 1 {
-        format!(
-            "character '\\u{:04x}' in position {start}",
-            run.first().copied().unwrap_or_default()
-        )
-    } else {
-        format!("characters in position {start}-{}", start + run.len() - 1)
-    };
-    Some(Crash(format!(
-        "UnicodeEncodeError: 'utf-8' codec can't encode {message}: surrogates not allowed"
-    )))
 }
 
 /// `norm()`: the pieces between runs of ASCII whitespace, joined by single spaces.

@@ -3,8 +3,9 @@
 
 use memchr::memmem;
 
-use super::{content_hash, dicts, field, repr, ClaimVerdict, Research};
-use crate::pyjson::PyValue;
+use super::{ClaimVerdict, Research};
+use crate::pyjson::{dicts, field, repr_text as repr, PyValue};
+use crate::store::content_hash;
 use crate::store::Store;
 use crate::Crash;
 
@@ -58,7 +59,7 @@ fn verify_claim(claim: &PyValue<'_>, store: &dyn Store) -> ClaimVerdict {
         checked += 1;
     }
     ClaimVerdict {
-        claim_id,
+        claim_id: claim_id.into_owned(),
         ok: reason.is_empty(),
         citations_checked: checked,
         reason,
@@ -70,7 +71,9 @@ fn check_citation(citation: &PyValue<'_>, store: &dyn Store) -> Vec<u8> {
     let page_hash = field(citation, "page_content_hash");
     let why: &[u8] = match store.get(&page_hash) {
         None => b"cited page bytes missing from store for ",
-        Some(page) if content_hash(&page) != page_hash => b"cited page content hash mismatch for ",
+        Some(page) if content_hash(&page)[..] != page_hash[..] => {
+            b"cited page content hash mismatch for "
+        }
         // `quote.encode("utf-8", "surrogatepass")` is the WTF-8 text as it is.
         Some(page) if memmem::find(&page, &field(citation, "quote")).is_none() => {
             b"quote not found in cited page "

@@ -134,7 +134,7 @@ const NOT_PRINTABLE: [u32; 1400] = [
 ];
 
 /// Whether Python's `repr` writes the code point (above U+007F) as it is.
-pub(super) fn is_printable(code: u32) -> bool {
+pub(crate) fn is_printable(code: u32) -> bool {
     // The number of range bounds at or below `code`: odd when it lies in a range before
     // that range's last point, even past a range (or on its last point, counted too).
     let bounds = NOT_PRINTABLE.partition_point(|&b| b <= code);
