@@ -81,8 +81,7 @@ def _rehash_referenced(ctx: VerifyContext, results: list[_core.BernsteinRun]) ->
     Rust, while whole-workspace verify re-hashes every blob anyway."""
     if ctx.whole:
         return
-    referenced = _core.DigestSet()
-    referenced.update(sorted({digest for r in results for digest in r.referenced}))
+    referenced = sorted({digest for r in results for digest in r.referenced})
     with native.sqlite_errors():
         found, mismatches, missing = _core.sha256_check_blobs(
             native.handle(ctx.conn), LedgerWorkdir.LISTED_BLOBS, referenced, ctx.options.jobs
