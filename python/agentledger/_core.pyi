@@ -273,7 +273,6 @@ class BernsteinAuditMirror:
     def __new__(
         cls, records: Sequence[tuple[bytes, int, Sequence[tuple[str, bytes]]]]
     ) -> BernsteinAuditMirror: ...
-
     def records(
         self, run_id: str | None = None
     ) -> list[tuple[int, int, str | None, int, dict[str, str]]]:
@@ -313,7 +312,6 @@ def sha256_check_blobs(
     (``digest, data, idx`` of the chunks of the digests in the JSON array it is given, in
     digest then chunk order) and hashed in parallel: the number of blobs found,
     ``(digest, "sha256:<hex>")`` of each whose bytes hash otherwise, the digests absent."""
-
 @final
 class BernsteinOptions:
     """How ``bernstein_verify`` reads and what it keeps."""
@@ -333,7 +331,7 @@ class BernsteinOptions:
     def __new__(
         cls,
         *,
-        trusted: Sequence[bytes] = (),
+        trusted: Sequence[bytes] = ...,
         store: BernsteinStoreIndex | None = None,
         audit: BernsteinAuditMirror | None = None,
         stages: bool = False,

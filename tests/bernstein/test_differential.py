@@ -102,17 +102,21 @@ def _numeric_step(receipt: dict[str, Any]) -> None:
     receipt["plan"]["steps"].append(7)
 
 
+def _write(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+
+
 TAMPERS: dict[str, Tamper] = {
     "none": lambda wd: None,
     "drop-page": lambda wd: cas(wd, PAGE).unlink(),
-    "edit-page": lambda wd: cas(wd, PAGE).write_bytes(b"edited"),
+    "edit-page": lambda wd: _write(cas(wd, PAGE), b"edited"),
     "drop-receipt": lambda wd: cas(wd, RECEIPT).unlink(),
     "drop-store": lambda wd: shutil.rmtree(wd / ".sdd" / "cas"),
     "edit-row": lambda wd: edit_row(wd, "run-001", 3, reason_code="forged"),
     "escaping-name": _escape_name,
     "drop-receipt-input": lambda wd: cas(wd, INPUT).unlink(),
     "drop-unobserved-input": _drop_unobserved_input,
-    "edit-receipt-input": lambda wd: cas(wd, INPUT).write_bytes(b"edited"),
+    "edit-receipt-input": lambda wd: _write(cas(wd, INPUT), b"edited"),
     "bad-signature": lambda wd: _restore_receipt(wd, _flip_signature),
     "numeric-step": lambda wd: _restore_receipt(wd, _numeric_step),
     "resigned-receipt": lambda wd: _restore_receipt(wd, _resign_receipt),
@@ -123,7 +127,10 @@ TAMPERS: dict[str, Tamper] = {
 # ---- what is compared ------------------------------------------------------------------
 
 
-def _finding(step: int | None, check: str, field: str, expected: str, actual: str) -> tuple:
+Compared = tuple[int, str, str, str, str]
+
+
+def _finding(step: int | None, check: str, field: str, expected: str, actual: str) -> Compared:
     return (-1 if step is None else step, check, field, expected, actual)
 
 
@@ -132,7 +139,7 @@ def rust_summary(
 ) -> list[tuple[object, ...]]:
     """The Rust verdicts, with the audit chain's own findings as ``verify`` adds them."""
     extra = audit_findings(audit)
-    out = []
+    out: list[tuple[object, ...]] = []
     for r in results:
         findings = [
             _finding(f.step, f.check, f.field, f.expected, f.actual) for f in r.findings

@@ -55,13 +55,13 @@ def audit_mirror(audit: AuditChain | None) -> _core.BernsteinAuditMirror | None:
         return None
     if audit.mirror is not None:
         return audit.mirror
+    # A record whose journal_index is not an integer audits no row; verify reports it
+    # with the chain's own findings (``verify.bernstein.audit_findings``).
     return _core.BernsteinAuditMirror(
         [
             (
                 record.run_id.encode("utf-8", "surrogatepass"),
-                # A record whose journal_index is not an integer audits no row; its
-                # mismatch is reported with the chain's problems.
-                record.journal_index if _is_int(record.journal_index) else -1,
+                record.journal_index,
                 [
                     (name, str(record.details[name]).encode("utf-8", "surrogatepass"))
                     for name in (*AUDITED_FIELDS, "journal_event_hash")
@@ -69,12 +69,9 @@ def audit_mirror(audit: AuditChain | None) -> _core.BernsteinAuditMirror | None:
                 ],
             )
             for record in audit.walked
+            if isinstance(record.journal_index, int) and not isinstance(record.journal_index, bool)
         ]
     )
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def verify_ledger_runs(
