@@ -260,10 +260,19 @@ CHECKS: dict[str, CheckInfo] = _table(
      "each key once", "the repeated key"),
     ("bernstein.blob.missing", "The journal references bytes the workdir's store lacks.",
      "the referenced hash", "absent"),
+    ("bernstein.report.missing", "A browser stage's stored flow report is not in the "
+     "store, though its observations are those of bernstein's flow worker, which always "
+     "stores the report: it was removed (bernstein skips a missing report silently). "
+     "Research stages are never reported: nothing tells the worker that stores a report "
+     "from a legacy writer that never did.",
+     "the anchored artifact_hash", "absent (or no .sdd/cas)"),
     ("bernstein.receipt.self_asserted", "The receipt's only signer is the key it embeds, so "
      "anyone could have signed it.",
      "a trusted signer", "the embedded key"),
-    ("bernstein.audit.missing_record", "A journal activity has no audit record.",
+    ("bernstein.audit.missing_record", "A journal activity has no audit record at its "
+     "index, though the workdir's audit chain mirrors activities: its record was cut (cutting "
+     "the chain's last records leaves it valid), or the run was written without the mirror; "
+     "the two cannot be told apart, and nothing vouches for the row.",
      "an audit record", "none"),
     ("bernstein.audit.missing_from_journal", "An audited stage is not in the journal.",
      "a journal row", "none"),

@@ -36,8 +36,10 @@ STRICT_CHECKS = {
     "bernstein.payload_hash": "stored payload_hash differs from the recomputed one",
     "bernstein.duplicate_key": "a line repeats a key; only the last value is hashed",
     "bernstein.blob.missing": "the journal references bytes the store lacks",
+    "bernstein.report.missing": "a report its writer always stores is not in the store",
     "bernstein.receipt.self_asserted": "the receipt's only signer is the key it embeds",
-    "bernstein.audit.missing_record": "a journal activity has no audit record",
+    "bernstein.audit.missing_record": "a journal activity has no audit record, though the "
+    "audit chain mirrors activities",
     "bernstein.audit.missing_from_journal": "an audited stage is not in the journal",
     "bernstein.audit.mismatch": "an audit record disagrees with the journal row",
     "bernstein.audit.chain": "the audit chain does not verify",
@@ -99,8 +101,9 @@ class RunResult:
     findings: list[Finding] = field(default_factory=list)
     limits: list[str] = field(default_factory=list)
     unstored_reports: int = 0
-    """Research/browser stages whose report is not in the store (legacy writers never
-    store one; bernstein skips the check, and so no data can say more)."""
+    """Research/browser stages whose report is not in the store and need not be
+    (``_report_required``: a legacy writer may never have stored one; bernstein skips the
+    check, and no data tells a removed report from one never stored)."""
     referenced: set[str] = field(default_factory=set)
     """Content hashes whose stored digest was trusted for reattachment (to re-hash)."""
 
@@ -167,18 +170,16 @@ def verify_runs(
     return results
 
 
-def _cross_checks(audit: AuditChain) -> bool:
-    """Whether runs are cross-checked with the chain (it holds something)."""
-    return bool(audit.records or audit.problems)
-
-
 def _audit_and_limits(
     result: RunResult,
     activities: Sequence[Mapping[str, Any]],
     audit: AuditChain | None,
 ) -> None:
+    """The audit rule: when the workdir's chain mirrors activities at all, every run's
+    rows are cross-checked with their records (``_cross_check_audit``), so that a row with
+    no record is a finding wherever it stands; then the run's limits."""
     records = [] if audit is None else audit.activity_of(result.run_id)
-    if audit is not None and _cross_checks(audit):
+    if audit is not None and audit.mirrors_activities:
         _cross_check_audit(result, activities, records)
         for problem in audit.problems:
             if problem.run_id == result.run_id:
@@ -293,13 +294,15 @@ def _verify_stage(
                 digest,
                 "no .sdd/cas",
             )
+        if _report_required(stage.kind, observations):
+            _absent_report(result, step, row["artifact_hash"], True, "no .sdd/cas")
     if not result.chain_ok:
         stage.reason = "journal Merkle chain diverges"
         return stage
     artifact = row["artifact_hash"]
     kind = stage.kind
     if has_store and kind in ("research", "browser"):
-        reason = _check_report(stage, artifact, workdir, read, result)
+        reason = _check_report(stage, artifact, observations, workdir, read, result)
         if reason:
             stage.reason = reason
             return stage
@@ -373,14 +376,20 @@ def _stored_artifact(
 
 
 def _check_report(
-    stage: StageVerdict, artifact: str, workdir: Workdir, read: Any, result: RunResult
+    stage: StageVerdict,
+    artifact: str,
+    observations: list[tuple[str, str, str]],
+    workdir: Workdir,
+    read: Any,
+    result: RunResult,
 ) -> str:
     research = stage.kind == "research"
     what, noun = ("research", "report") if research else ("browser", "flow report")
     reason, data = _stored_artifact(stage, artifact, workdir, what, noun)
     if reason or data is None:
         if not reason:
-            result.unstored_reports += 1
+            required = _report_required(stage.kind, observations)
+            _absent_report(result, stage.step, artifact, required)
         return reason
     try:
         report = json.loads(data)
@@ -422,6 +431,59 @@ def _check_receipt(
         _self_asserted(result, stage.step, signer)
     stage.signed_receipt_verified = verdict.ok
     return verdict.reason
+
+
+# ---- research and browser reports the store lacks --------------------------------------
+
+
+def _report_required(kind: str, observations: Sequence[tuple[str, str, str]]) -> bool:
+    """Whether a research or browser stage's report must be in the store: its writer
+    stores one always, so an absent report was removed (bernstein skips a missing report
+    silently, §8). Rust's ``report::report_required`` is its port.
+
+    - browser: the observations are exactly those ``BrowserWorker``'s flow session
+      captures (``browser_worker._FlowSession.anchor``): for each step ``i`` from 0, a
+      ``snapshot`` named ``i:screenshot``, a ``snapshot`` named ``i:dom`` and an
+      ``action_receipt`` named ``i:action``, in that order. That worker stores the flow
+      report before it builds the result, on every path that yields one. A stage written
+      with ``BrowserActivity`` directly (the legacy shape) names its observations as its
+      caller likes, and may never have stored a report.
+    - research: never. ``ResearchWorker`` stores its report, but its stages (``page``
+      observations named by source, ``completed``/``ok``) are of the very shape
+      ``ResearchActivity`` used directly gives, which stores none; nothing in the row, its
+      audit record or the store tells the two apart.
+    - a stage without observations (a refused flow) can come from either writer: never.
+    """
+    return kind == "browser" and _flow_session_observations(observations)
+
+
+def _flow_session_observations(observations: Sequence[tuple[str, str, str]]) -> bool:
+    """``(snapshot, i:screenshot), (snapshot, i:dom), (action_receipt, i:action)`` for
+    ``i`` = 0, 1, …: what ``BrowserWorker`` captures, and nothing else."""
+    if not observations or len(observations) % 3:
+        return False
+    captured = [(kind, ref) for kind, ref, _digest in observations]
+    expected = [
+        pair
+        for step in range(len(observations) // 3)
+        for pair in (
+            ("snapshot", f"{step}:screenshot"),
+            ("snapshot", f"{step}:dom"),
+            ("action_receipt", f"{step}:action"),
+        )
+    ]
+    return captured == expected
+
+
+def _absent_report(
+    result: RunResult, step: int, artifact: str, required: bool, actual: str = "absent"
+) -> None:
+    """A research or browser stage whose report the store lacks (or there is no store):
+    a finding when its writer always stores one (``_report_required``), else a limit."""
+    if required:
+        _strict(result, step, "bernstein.report.missing", "flow report", artifact, actual)
+    else:
+        result.unstored_reports += 1
 
 
 def _self_asserted(result: RunResult, step: int, signer: str) -> None:
@@ -496,7 +558,9 @@ def _state_limits(result: RunResult, last: int | None) -> None:
     if result.unstored_reports:
         result.limits.append(
             f"{result.unstored_reports} research/browser report(s) are not in the store: "
-            "their claims and steps cannot be re-checked (bernstein skips them too)"
+            "their claims and steps cannot be re-checked (bernstein skips them too), and a "
+            "removed report cannot be told from one a legacy writer never stored (research "
+            "stages, browser stages not written by BrowserWorker)"
         )
     result.limits.append(
         "ts and elapsed_s are outside every hash: an edit to them cannot be detected"

@@ -183,10 +183,10 @@ def reference_summary(results: list[reference.RunResult]) -> list[tuple[object, 
 
 def both_ways(
     workdir: Path, ledger_path: Path, trusted: frozenset[bytes], master: bytes | None
-) -> None:
+) -> list[_core.BernsteinRun]:
     """Every run of ``workdir`` (and one that does not exist), verified by the reference
     and by Rust, from the ledger it is imported into and from the disk: all must agree,
-    down to the content hashes left to re-hash."""
+    down to the content hashes left to re-hash. Returns Rust's verdicts in the ledger."""
     with Ledger.open(ledger_path) as ledger:
         import_workdir(ledger, workdir)
         with ledger.db.snapshot() as conn:
@@ -207,10 +207,11 @@ def both_ways(
     assert rust_summary(got, audit) == reference_summary(expected)
     assert {h for r in got for h in r.referenced} == set().union(*(r.referenced for r in expected))
     on_disk = DirectoryWorkdir(workdir)
-    audit = verify_audit(on_disk.audit_segments(), master)
-    expected = reference.verify_runs(on_disk, runs, audit=audit, trusted=trusted)
-    got = rust.verify_runs(on_disk, runs, audit=audit, trusted=trusted)
-    assert rust_summary(got, audit) == reference_summary(expected)
+    disk_audit = verify_audit(on_disk.audit_segments(), master)
+    expected = reference.verify_runs(on_disk, runs, audit=disk_audit, trusted=trusted)
+    from_disk = rust.verify_runs(on_disk, runs, audit=disk_audit, trusted=trusted)
+    assert rust_summary(from_disk, disk_audit) == reference_summary(expected)
+    return got
 
 
 def _signer(text: str) -> bytes:

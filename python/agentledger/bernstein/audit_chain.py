@@ -69,6 +69,16 @@ class AuditChain:
         return not self.problems
 
     @property
+    def mirrors_activities(self) -> bool:
+        """Whether the chain mirrors activities at all: it holds an ``activity.result``
+        record (a damaged one that still names its run counts too). Only then are journals
+        cross-checked with it: bernstein's own activity commands never mirror, and the
+        chain also holds the orchestrator's other events."""
+        if self.mirror is not None:
+            return len(self.mirror) > 0
+        return bool(self.walked) or any(p.run_id is not None for p in self.problems)
+
+    @property
     def activity(self) -> list[ActivityRecord]:
         """Every ``activity.result`` record, in chain order."""
         return self.walked if self.mirror is None else self._mirrored(None)

@@ -37,7 +37,7 @@ def options(
     referenced: bool = False,
 ) -> _core.BernsteinOptions:
     """``_core.BernsteinOptions``: ``store`` None when the workdir has no ``.sdd/cas``;
-    runs are cross-checked with ``audit`` when it holds anything."""
+    runs are cross-checked with ``audit`` when it mirrors activities."""
     return _core.BernsteinOptions(
         trusted=sorted(trusted),
         store=store,
@@ -50,8 +50,8 @@ def options(
 
 def audit_mirror(audit: AuditChain | None) -> _core.BernsteinAuditMirror | None:
     """The chain's ``activity.result`` records as the Rust cross-check reads them, when
-    the chain holds anything (``None``: runs are not cross-checked)."""
-    if audit is None or not (audit.records or audit.problems):
+    the chain mirrors activities (``None``: runs are not cross-checked)."""
+    if audit is None or not audit.mirrors_activities:
         return None
     if audit.mirror is not None:
         return audit.mirror

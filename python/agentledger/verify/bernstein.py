@@ -103,7 +103,7 @@ def audit_findings(audit: AuditChain | None) -> dict[str, list[Divergence]]:
     """By run, what the audit chain's own walk found: its records that do not verify, and
     records whose ``journal_index`` is not an integer (they audit no row)."""
     by_run: dict[str, list[Divergence]] = {}
-    if audit is None or not (audit.records or audit.problems):
+    if audit is None or not audit.mirrors_activities:
         return by_run
     for problem in audit.problems:
         if problem.run_id is not None:
@@ -176,6 +176,11 @@ def _notes(
     if audit is None:
         notes.append(
             "bernstein: no audit chain imported; journals cannot be cross-checked against it"
+        )
+    elif not audit.mirrors_activities:
+        notes.append(
+            "bernstein: the audit chain holds no activity.result record (its writer did not "
+            "mirror activities); journals cannot be cross-checked against it"
         )
     elif not audit.authenticated:
         notes.append("bernstein: audit chain read but not authenticated (give --audit-key)")

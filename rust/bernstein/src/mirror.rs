@@ -1,6 +1,14 @@
 //! The strict cross-check of a run's `activity.result` rows with the `activity.result`
 //! records of a clean audit chain (`verifier._cross_check_audit`, same findings in the
 //! same order): every row audited with the same fields, every audited step in the journal.
+//!
+//! It applies to every run of a workdir whose chain mirrors activities, that is holds at
+//! least one `activity.result` record (`AuditChain.mirrors_activities`; bernstein's own
+//! activity commands never mirror, and the chain also holds other events). Then a row
+//! with no record is a finding wherever it stands: after the run's last audited row (the
+//! chain's last records cut, which leaves the chain valid) or in a run none of whose rows
+//! has a record (all of its records cut, or written without the mirror: the two cannot be
+//! told apart, and either way nothing vouches for the row).
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -176,6 +184,31 @@ mod tests {
             ]
         );
         assert_eq!(last, Some(9));
+    }
+
+    #[test]
+    fn a_row_after_the_last_audited_one_without_its_record_is_missing() {
+        // The chain's last record (step 6) was cut: the chain still verifies.
+        let records = [record(3, "s3", "data")];
+        let refs: Vec<&ActivityRecord> = records.iter().collect();
+        let (findings, last) = cross_check(&[row(3, "s3"), row(6, "s6")], &refs);
+        let named: Vec<(i64, &str)> = findings.iter().map(|f| (f.step, f.check)).collect();
+        assert_eq!(named, vec![(6, "bernstein.audit.missing_record")]);
+        assert_eq!(last, Some(3));
+    }
+
+    #[test]
+    fn a_run_whose_every_record_was_cut_has_every_row_missing() {
+        let (findings, last) = cross_check(&[row(3, "s3"), row(6, "s6")], &[]);
+        let named: Vec<(i64, &str)> = findings.iter().map(|f| (f.step, f.check)).collect();
+        assert_eq!(
+            named,
+            vec![
+                (3, "bernstein.audit.missing_record"),
+                (6, "bernstein.audit.missing_record")
+            ]
+        );
+        assert_eq!(last, None);
     }
 
     #[test]

@@ -74,5 +74,46 @@ fn sha256_hex(data: &[u8]) -> [u8; 64] {
     hex64(&sha256(data))
 }
 
+/// Whether a research or browser stage's report must be in the store, its writer storing
+/// it always, so that an absent one was removed (`tests/bernstein/reference.py` `_report_required` is
+/// the reference; bernstein itself skips a missing report silently, BERNSTEIN-FORMAT.md §8).
+///
+/// - **browser**: the observations are exactly those `BrowserWorker`'s flow session
+///   (`browser_worker._FlowSession.anchor`) captures: for each step `i` from 0, a
+///   `snapshot` named `i:screenshot`, a `snapshot` named `i:dom` and an `action_receipt`
+///   named `i:action`, in that order, at least one step. That worker stores the flow
+///   report before it builds the result, on every path that yields one; a browser stage
+///   written another way (`BrowserActivity` used directly, the legacy shape) names its
+///   observations as its caller likes and may never have stored a report.
+/// - **research**: never. `ResearchWorker` stores its report, but its stages (`page`
+///   observations named by source, `completed`/`ok`) look like those of
+///   `ResearchActivity` used directly, which stores none: nothing in the row, the audit
+///   record or the store tells the two apart.
+/// - Stages without observations (a refused flow) can come from either writer: never.
+pub fn report_required(kind: &[u8], observations: &[(Vec<u8>, Vec<u8>, Vec<u8>)]) -> bool {
+    kind == b"browser" && flow_session_observations(observations)
+}
+
+/// `BrowserWorker`'s observations: `(snapshot, i:screenshot)`, `(snapshot, i:dom)`,
+/// `(action_receipt, i:action)` for `i` = 0, 1, … (see [`report_required`]).
+fn flow_session_observations(observations: &[(Vec<u8>, Vec<u8>, Vec<u8>)]) -> bool {
+    if observations.is_empty() || !observations.len().is_multiple_of(3) {
+        return false;
+    }
+    observations.chunks(3).enumerate().all(|(step, captured)| {
+        let expected: [(&[u8], String); 3] = [
+            (b"snapshot", format!("{step}:screenshot")),
+            (b"snapshot", format!("{step}:dom")),
+            (b"action_receipt", format!("{step}:action")),
+        ];
+        captured
+            .iter()
+            .zip(&expected)
+            .all(|((kind, name, _), (want_kind, want_name))| {
+                kind == want_kind && name == want_name.as_bytes()
+            })
+    })
+}
+
 #[cfg(test)]
 mod tests;

@@ -10,7 +10,7 @@ use crate::journal::{ActivityRow, JournalReport, Reattach};
 use crate::mirror::cross_check;
 use crate::pyjson::{loads, repr_text as repr};
 use crate::receipt::verify_receipt;
-use crate::report::{verify_browser, verify_research, Browser, ClaimVerdict};
+use crate::report::{report_required, verify_browser, verify_research, Browser, ClaimVerdict};
 use crate::store::{content_hash, Store};
 use crate::Crash;
 
@@ -314,6 +314,9 @@ fn verify_stage(
                 b"no .sdd/cas".to_vec(),
             );
         }
+        if report_required(&row.kind, &row.observations) {
+            absent_report(run, row, true, b"no .sdd/cas");
+        }
     }
     if !run.chain_ok {
         stage.reason = b"journal Merkle chain diverges".to_vec();
@@ -322,7 +325,7 @@ fn verify_stage(
     let kind = row.kind.as_slice();
     let artifact = row.artifact_hash.as_slice();
     if has_store && matches!(kind, b"research" | b"browser") {
-        let reason = check_report(run, &mut stage, artifact, store);
+        let reason = check_report(run, &mut stage, row, store);
         if !reason.is_empty() {
             stage.reason = reason;
             return stage;
@@ -426,7 +429,8 @@ fn stored_artifact<'s>(
 }
 
 /// A stored research or browser report, re-checked (`_check_report`).
-fn check_report(run: &mut Run, stage: &mut Stage, artifact: &[u8], store: &dyn Store) -> Vec<u8> {
+fn check_report(run: &mut Run, stage: &mut Stage, row: &ActivityRow, store: &dyn Store) -> Vec<u8> {
+    let artifact = row.artifact_hash.as_slice();
     let research = stage.kind == b"research";
     let (what, noun) = if research {
         ("research", "report")
@@ -436,7 +440,12 @@ fn check_report(run: &mut Run, stage: &mut Stage, artifact: &[u8], store: &dyn S
     let data = match stored_artifact(artifact, store, what, noun) {
         Err(reason) => return reason,
         Ok(None) => {
-            run.unstored_reports += 1;
+            absent_report(
+                run,
+                row,
+                report_required(&row.kind, &row.observations),
+                b"absent",
+            );
             return Vec::new();
         }
         Ok(Some(data)) => data,
@@ -475,6 +484,23 @@ fn check_report(run: &mut Run, stage: &mut Stage, artifact: &[u8], store: &dyn S
             }
             Err(crash) => crashed(run, crash),
         }
+    }
+}
+
+/// A research or browser stage whose report the store lacks (or there is no store): a
+/// finding when its writer always stores one ([`report_required`]), else a limit.
+fn absent_report(run: &mut Run, row: &ActivityRow, required: bool, actual: &[u8]) {
+    if required {
+        strict(
+            run,
+            Some(row.step as i64),
+            "bernstein.report.missing",
+            b"flow report".to_vec(),
+            row.artifact_hash.clone(),
+            actual.to_vec(),
+        );
+    } else {
+        run.unstored_reports += 1;
     }
 }
 
@@ -551,7 +577,9 @@ fn state_limits(run: &mut Run, last: Option<i64>) {
     if run.unstored_reports > 0 {
         run.limits.push(format!(
             "{} research/browser report(s) are not in the store: their claims and steps \
-             cannot be re-checked (bernstein skips them too)",
+             cannot be re-checked (bernstein skips them too), and a removed report cannot \
+             be told from one a legacy writer never stored (research stages, browser \
+             stages not written by BrowserWorker)",
             run.unstored_reports
         ));
     }

@@ -242,10 +242,7 @@ fn bernstein_verify_journals<'py>(
         };
         pool.install(|| journal::verify_journals(&journals, store))
     });
-    reports
-        .iter()
-        .map(|r| report_dict(py, r))
-        .collect()
+    reports.iter().map(|r| report_dict(py, r)).collect()
 }
 
 /// `"sha256:<hex>"` of each buffer, computed in parallel with the GIL released (bulk
@@ -333,19 +330,21 @@ impl BernsteinAuditMirror {
         let records = records
             .into_iter()
             .enumerate()
-            .map(|(line, (run_id, journal_index, fields))| audit::ActivityRecord {
-                segment: 0,
-                line: line as u64,
-                run_id: Some(run_id),
-                journal_index,
-                fields: fields
-                    .into_iter()
-                    .filter_map(|(name, value)| {
-                        let name = audit::AUDITED.iter().find(|known| **known == name)?;
-                        Some((*name, value))
-                    })
-                    .collect(),
-            })
+            .map(
+                |(line, (run_id, journal_index, fields))| audit::ActivityRecord {
+                    segment: 0,
+                    line: line as u64,
+                    run_id: Some(run_id),
+                    journal_index,
+                    fields: fields
+                        .into_iter()
+                        .filter_map(|(name, value)| {
+                            let name = audit::AUDITED.iter().find(|known| **known == name)?;
+                            Some((*name, value))
+                        })
+                        .collect(),
+                },
+            )
             .collect();
         Self::new(records)
     }

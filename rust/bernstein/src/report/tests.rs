@@ -203,3 +203,62 @@ fn passed_is_python_truthiness() {
     }
     assert!(!truthy(None));
 }
+
+// ---- which stages must keep their report -------------------------------------------
+
+use super::report_required;
+
+fn observed(items: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>, Vec<u8>)> {
+    items
+        .iter()
+        .map(|&(kind, name)| (kind.into(), name.into(), b"sha256:00".to_vec()))
+        .collect()
+}
+
+fn flow(steps: usize) -> Vec<(&'static str, String)> {
+    (0..steps)
+        .flat_map(|i| {
+            [
+                ("snapshot", format!("{i}:screenshot")),
+                ("snapshot", format!("{i}:dom")),
+                ("action_receipt", format!("{i}:action")),
+            ]
+        })
+        .collect()
+}
+
+fn required(kind: &str, items: &[(&str, String)]) -> bool {
+    let items: Vec<(&str, &str)> = items.iter().map(|(k, n)| (*k, n.as_str())).collect();
+    report_required(kind.as_bytes(), &observed(&items))
+}
+
+#[test]
+fn a_flow_sessions_browser_stage_must_have_its_report() {
+    assert!(required("browser", &flow(1)));
+    assert!(required("browser", &flow(3)));
+}
+
+#[test]
+fn any_other_shape_may_be_a_legacy_stage() {
+    assert!(!required("browser", &flow(0)));
+    assert!(!required("research", &flow(2)));
+    let mut reordered = flow(2);
+    reordered.swap(0, 1);
+    assert!(!required("browser", &reordered));
+    let mut cut = flow(2);
+    cut.pop();
+    assert!(!required("browser", &cut));
+    let mut renumbered = flow(2);
+    renumbered.drain(..3);
+    assert!(!required("browser", &renumbered));
+    let mut relabelled = flow(1);
+    relabelled[2].0 = "snapshot";
+    assert!(!required("browser", &relabelled));
+    let legacy = [
+        ("snapshot", "step-0".to_owned()),
+        ("action_receipt", "step-0".to_owned()),
+    ];
+    assert!(!required("browser", &legacy));
+    let pages = [("page", "https://example.test/p0".to_owned())];
+    assert!(!required("research", &pages));
+}
