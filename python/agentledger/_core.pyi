@@ -262,8 +262,6 @@ def bernstein_verify_journals(
     ``store`` (content hash -> digest of the bytes stored under it) makes each activity's
     ``reattach`` the first observation that is missing or mismatching (``("ok", -1)``)."""
 
-def sha256_hex_many(items: Sequence[bytes], jobs: int = 0) -> list[str]:
-    """``"sha256:<hex>"`` of each buffer, in parallel with the GIL released."""
 @final
 class BernsteinAuditMirror:
     """An audit chain's ``activity.result`` records, kept in Rust: a clean chain's

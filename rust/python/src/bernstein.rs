@@ -15,8 +15,10 @@ use agentledger_bernstein::verify::{Finding, Options, Run, Stage};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+use crate::bernstein_audit::BernsteinAuditMirror;
+use crate::bernstein_files::BernsteinStoreIndex;
 use crate::pools::{drop_later, pool};
-use crate::pyjson::{py_text, BernsteinAuditMirror, BernsteinStoreIndex};
+use crate::pyjson::py_text;
 use crate::sqlite::{Connection, Failure, Param, Statement};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

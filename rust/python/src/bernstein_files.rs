@@ -14,7 +14,6 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::pools::drop_later;
-use crate::pyjson::BernsteinStoreIndex;
 use crate::sqlite::{Connection, Failure};
 
 /// How every manifest starts.
@@ -22,6 +21,7 @@ const FILES: &[u8] = b"{\"files\":[";
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BernsteinFiles>()?;
+    m.add_class::<BernsteinStoreIndex>()?;
     Ok(())
 }
 
@@ -323,5 +323,55 @@ impl BernsteinFiles {
     #[getter]
     fn store_index(&self, py: Python<'_>) -> PyResult<Py<BernsteinStoreIndex>> {
         Ok(self.settled(py)?.store_index.clone_ref(py))
+    }
+}
+
+/// `content hash -> digest of the stored bytes`, built in Rust from the `path, kind,
+/// digest` rows of `bernstein_files` that `sql` selects on the connection (no Python object
+/// per row; the rows of the index are those `bernstein_files::store_key` keys): handed to
+/// `bernstein_verify_journals` and `BernsteinOptions` without conversion.
+#[pyclass(frozen, module = "agentledger._core")]
+pub(crate) struct BernsteinStoreIndex {
+    pub(crate) map: journal::StoreIndex,
+}
+
+impl Drop for BernsteinStoreIndex {
+    fn drop(&mut self) {
+        drop_later(std::mem::take(&mut self.map));
+    }
+}
+
+#[pymethods]
+impl BernsteinStoreIndex {
+    #[new]
+    fn new(py: Python<'_>, connection: usize, sql: &str, name_from: usize) -> PyResult<Self> {
+        // SAFETY: `connection` is `storage/native.handle(conn)` of the caller's open apsw
+        // connection, used only during this call (from_pointer's contract).
+        let connection = unsafe { Connection::from_pointer(connection)? };
+        let map = py.allow_threads(move || -> Result<journal::StoreIndex, Failure> {
+            let mut statement = connection.prepare(sql)?;
+            statement.start(&[])?;
+            let mut map = journal::StoreIndex::default();
+            let mut key = Vec::new();
+            while statement.step()? {
+                let (path, kind) = (statement.bytes(0), statement.bytes(1));
+                if !statement.is_null(2) && store_key(path, kind, name_from, &mut key) {
+                    map.insert(&key, statement.bytes(2));
+                }
+            }
+            Ok(map)
+        })?;
+        Ok(Self { map })
+    }
+
+    /// The digest stored under `content_hash`, or `None`.
+    fn get(&self, content_hash: &str) -> Option<String> {
+        self.map
+            .get(content_hash.as_bytes())
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    }
+
+    fn __len__(&self) -> usize {
+        self.map.len()
     }
 }

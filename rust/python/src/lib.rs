@@ -14,7 +14,9 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod append;
 mod bernstein;
+mod bernstein_audit;
 mod bernstein_files;
+mod bernstein_journals;
 mod blob_pass;
 mod canonical;
 mod entry;
@@ -46,7 +48,9 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     append::register(m)?;
     bernstein::register(m)?;
+    bernstein_audit::register(m)?;
     bernstein_files::register(m)?;
+    bernstein_journals::register(m)?;
     blob_pass::register(m)?;
     canonical::register(m)?;
     entry::register(m)?;
