@@ -410,3 +410,27 @@ def test_sha256_check_blobs_reports_each_digest_once_in_order(tmp_path: Path) ->
                 native.handle(conn), LedgerWorkdir.LISTED_BLOBS, digests
             )
     assert (found, mismatches, missing) == (3, [], [absent])
+
+
+def test_ctrl_c_stops_the_verify_between_journals(tmp_path: Path) -> None:
+    """SIGINT during the one Rust call ends in KeyboardInterrupt, with nothing left
+    running: the next call on the same pool works. (That the reading stops at the next
+    journal is the pipeline's own test, ``an_error_between_journals_stops_the_reading``.)"""
+    import signal
+    import threading
+
+    with Ledger.open(tmp_path / "ledger.db") as ledger:
+        import_workdir(ledger, SMALL)
+        with ledger.db.snapshot() as conn:
+            workdir = LedgerWorkdir(conn, ledger.blobs)
+            journals = [("run-001", workdir.runs["run-001"])] * 50_000
+            options = rust.options(store=workdir.store_index(), audit=None, trusted=(), jobs=1)
+            timer = threading.Timer(0.1, signal.raise_signal, (signal.SIGINT,))
+            timer.start()
+            try:
+                with pytest.raises(KeyboardInterrupt):
+                    _core.bernstein_verify(native.handle(conn), journals, options)
+            finally:
+                timer.cancel()
+            again = _core.bernstein_verify(native.handle(conn), journals[:3], options)
+    assert [r.compat_code for r in again] == [0, 0, 0]
