@@ -302,6 +302,7 @@ def _check_journal_anchors(
 ) -> None:
     """Each run's ``import.bernstein`` entry (``pins``) pins the digest of the journal
     bytes held."""
+    held_imports = dict(ctx.conn.execute("SELECT run_id, import_id FROM bernstein_runs"))
     for result in results:
         run_id = result.run_id
         path = imported[run_id]
@@ -312,14 +313,11 @@ def _check_journal_anchors(
             )
             continue
         seq, body = pins[run_id]
-        held_import = ctx.conn.execute(
-            "SELECT import_id FROM bernstein_runs WHERE run_id = ?", (run_id,)
-        ).fetchall()
-        if held_import and body.get("import_id") != held_import[0][0]:
+        if run_id in held_imports and body.get("import_id") != held_imports[run_id]:
             ctx.diverged(
                 run_id,
                 _div(run_id, seq, "bernstein.anchor.import", str(body.get("import_id")),
-                     str(held_import[0][0]), "import_id"),
+                     str(held_imports[run_id]), "import_id"),
             )  # fmt: skip
         if body.get("path") != path:
             ctx.diverged(
