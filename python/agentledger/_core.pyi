@@ -261,7 +261,6 @@ def bernstein_verify_journals(
 
     ``store`` (content hash -> digest of the bytes stored under it) makes each activity's
     ``reattach`` the first observation that is missing or mismatching (``("ok", -1)``)."""
-
 @final
 class BernsteinAuditMirror:
     """An audit chain's ``activity.result`` records, kept in Rust: a clean chain's
