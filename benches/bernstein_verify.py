@@ -1,316 +1,388 @@
-"""bernstein workdirs: import time, and bulk verify against a straightforward Python
-verifier of bernstein's semantics, side by side in one run.
+"""bernstein runs: what users run, side by side with bernstein 3.23.0's own verifier.
 
-    python benches/bernstein_verify.py [--runs N] [--rows M] [--jobs J] [--repeat R] [--json]
+    .venv/bin/python benches/bernstein_verify.py [--runs N] [--rows M] [--repeat R] [--jobs J]
+                                                 [--seed S] [--cache DIR] [--keep DIR]
+                                                 [--timeout SECONDS] [--json]
 
-A workdir of N runs x M rows is generated in bernstein's format (a third of the rows
-``activity.result``: research pages, browser snapshots, and data/ops stages
-with a signed receipt in 3% of them), with its HMAC audit chain. Then:
+1. bernstein 3.23.0's wheel comes from PyPI (``pip download``) into the cache, once, and
+   is imported on this Python through a small shim (``bernstein_peer.py``).
+2. A workdir of N runs x M rows (default 2,000 x 100) is written by bernstein's own writers,
+   seeded and on a fake clock, with every run shape of the fixture
+   ``../shared/fixtures/bernstein-3.23.0-shapes``; it is cached, keyed by N, M and the seed.
+   bernstein's ``verify_run_activities`` must accept it (exit 0 for every run with
+   activities, 1 for the plain-only runs) or the bench reports nothing.
+3. ``agentledger import bernstein`` copies it into a fresh ledger (timed once, not compared).
+4. One extra ``--json`` run of each of ours: the compat verdict must equal bernstein's for
+   every run, and strict must be clean. A disagreement is printed and the bench exits 2
+   (after the timings, unless ours crashed or hung: then nothing is timed).
+5. Three whole processes, alternated, R times each (medians are reported):
+   - peer: a fresh interpreter running bernstein's ``verify_run_activities`` over every run
+     (``bernstein_peer.py verify``: start-up, imports and the verify loop);
+   - ``agentledger verify --compat bernstein`` (bernstein's verdicts, from the ledger);
+   - ``agentledger verify --audit-key KEY --trust ed25519:...`` (strict, the signers of
+     the receipts trusted).
+   Each process's peak RSS comes from ``wait4``; a process still running after
+   ``--timeout`` seconds is killed and counted as a failure.
 
-(a) ``import bernstein`` into a fresh ledger (timed);
-(b) the baseline: bernstein's ``activity verify`` semantics, one run after the other,
-    in plain Python (json, hashlib, cryptography), reading the workdir on disk;
-(c) ``ledger.verify(runs, compat="bernstein")`` over the imported runs (one Rust pass
-    reads the journals, receipts and blobs from SQLite while a thread pool verifies them;
-    clean runs never reach Python stage by stage), and the strict mode.
-
-(b) and (c) are sampled R times, alternately, and each keeps its best time. Both
-verifiers must return the same exit code for every run; the ratio (b)/(c) is printed.
+Without the wheel (no network), the workdir is written by ``agentledger.bernstein.writer``
+and the peer is agentledger's Python reference verifier; the output says so.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
-import binascii
-import hashlib
 import json
 import os
-import random
+import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentledger import Ledger
-from agentledger.bernstein import import_workdir
-from agentledger.bernstein.writer import WorkdirWriter, sign_receipt
-from agentledger.verify import VerifyOptions
+sys.path.insert(0, str(Path(__file__).parent))
 
-AUDIT_MASTER = b"0" * 64
-SIGNING_SEED = hashlib.sha256(b"bench-signer").digest()
+import bernstein_peer as peer_code
 
-
-def generate(root: Path, runs: int, rows: int) -> None:
-    rng = random.Random(7)
-    writer = WorkdirWriter(root, audit_master=AUDIT_MASTER)
-    for n in range(runs):
-        run = writer.run(f"run-{n:06d}")
-        run.record(
-            "run_started", goal=f"goal {n} \u2014 caf\u00e9", plan_hash="sha256:" + "ab" * 32
-        )
-        for i in range(1, rows - 1):
-            if i % 3 != 2:
-                run.record(
-                    "tool_call", n=i, tool="edit", path=f"src/f{i % 17}.py", cost=rng.random()
-                )
-                continue
-            stage = f"stage-{i}"
-            choice = rng.random()
-            if choice < 0.03:
-                inputs = [(f"in/{n}/{i}", rng.randbytes(64))]
-                outputs = [(f"out/{n}/{i}", rng.randbytes(64))]
-                receipt = sign_receipt("data", inputs, outputs, ["load", "join"], SIGNING_SEED)
-                observations = [("input", r, d) for r, d in inputs] + [
-                    ("output", r, d) for r, d in outputs
-                ]
-                run.activity(stage, "data", receipt, observations, store_artifact=True)
-            elif choice < 0.5:
-                pages = [
-                    ("page", f"https://example.org/{n}/{i}/{j}", rng.randbytes(600))
-                    for j in range(2)
-                ]
-                run.activity(stage, "research", {"query": f"q{i}", "claims": []}, pages)
-            else:
-                shots = [
-                    ("snapshot", f"snap/{n}/{i}", rng.randbytes(900)),
-                    ("action_receipt", f"act/{n}/{i}", rng.randbytes(120)),
-                ]
-                run.activity(stage, "browser", {"flow_id": f"f{i}", "steps": []}, shots)
-        run.record("run_finished", status="ok")
-        run.close()
+PEER_SCRIPT = Path(peer_code.__file__).resolve()
+TARGETS = {"compat": 15.0, "strict": 10.0}
+COUNTERS = ("runs", "entries", "blobs_checked", "receipts_checked", "audit_records")
 
 
-# ---- (b) the baseline: bernstein's semantics, straightforwardly ---------------------
+@dataclass
+class Sample:
+    """One whole process: wall time, peak resident set, exit code, what it printed."""
 
-ENVELOPE = {"ts", "elapsed_s", "index", "prev_hash", "payload_hash", "event_hash"}
+    wall_s: float
+    peak_rss_mb: float
+    code: int
+    stdout: str
+    stderr: str
+    timed_out: bool
 
-
-def _canon(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
-
-
-def _acanon(value: Any) -> bytes:
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True, default=str)
-    return text.encode()
-
-
-def _ch(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def _load_events(path: Path) -> tuple[list[dict[str, Any]], list[int]]:
-    rows, discarded = [], []
-    with path.open(encoding="utf-8", errors="surrogateescape") as handle:
-        for number, line in enumerate(handle):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                line.encode("utf-8")
-                row = json.loads(line)
-            except ValueError:
-                discarded.append(number)
-                continue
-            if isinstance(row, dict):
-                rows.append(row)
-            else:
-                discarded.append(number)
-    return rows, discarded
+    def failure(self, name: str) -> str:
+        if self.timed_out:
+            return f"{name}: still running after the timeout, killed"
+        return f"{name}: exit {self.code}; stderr ends: {self.stderr.strip()[-400:]!r}"
 
 
-def _chain_ok(rows: list[dict[str, Any]]) -> bool:
-    prev = ""
-    for index, row in enumerate(rows):
-        event_type = str(row.get("event", ""))
-        payload = {k: v for k, v in row.items() if k not in ENVELOPE}
-        payload["event"] = event_type
-        payload_hash = hashlib.sha256(_canon(payload)).hexdigest()
-        preimage = {
-            "prev_hash": prev,
-            "event_type": event_type,
-            "payload_hash": payload_hash,
-            "index": index,
-        }
-        expected = hashlib.sha256(_canon(preimage)).hexdigest()
-        if str(row.get("prev_hash", "")) != prev or str(row.get("event_hash", "")) != expected:
-            return False
-        prev = str(row.get("event_hash", ""))
-    return True
+def run_process(command: list[str], scratch: Path, name: str, timeout: float) -> Sample:
+    """Run ``command`` to completion; its output goes to files, its rusage through wait4."""
+    out_path, err_path = scratch / f"{name}.out", scratch / f"{name}.err"
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stdout=out, stderr=err)
+        killer = threading.Timer(timeout, process.kill)
+        killer.start()
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+        killer.cancel()
+    process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    return Sample(
+        wall_s=wall,
+        peak_rss_mb=usage.ru_maxrss / 1024,  # kilobytes on Linux
+        code=process.returncode,
+        stdout=out_path.read_text(errors="replace"),
+        stderr=err_path.read_text(errors="replace"),
+        timed_out=wall >= timeout,
+    )
 
 
-def _read_cas(cas: Path, digest: str) -> bytes | None:
+def peer_report(sample: Sample) -> dict[str, Any]:
+    for line in sample.stdout.splitlines():
+        if line.startswith("PEER "):
+            report: dict[str, Any] = json.loads(line[5:])
+            return report
+    sys.exit("the peer printed no verdicts: " + sample.failure("peer"))
+
+
+def json_report(sample: Sample) -> dict[str, Any] | None:
     try:
-        return (cas / (digest.split(":", 1)[1] if ":" in digest else digest)).read_bytes()
-    except OSError:
+        report: dict[str, Any] = json.loads(sample.stdout)
+    except ValueError:
         return None
+    return report
 
 
-def _receipt_ok(receipt: dict[str, Any], cas: Path) -> bool:
-    from nacl.exceptions import BadSignatureError
-    from nacl.signing import VerifyKey
-
-    inputs, outputs = receipt.get("inputs", []), receipt.get("outputs", [])
-    plan = receipt.get("plan", {})
-    hashes = sorted({str(a["content_hash"]) for a in inputs})
-    projection = {"input_hashes": hashes, "steps": [str(s) for s in plan.get("steps", [])]}
-    if _ch(_acanon(projection)) != plan.get("plan_hash"):
-        return False
-    pem_lines = str(receipt["signer_public_key_pem"]).strip().splitlines()
-    der = base64.b64decode("".join(pem_lines[1:-1]))
-    key = VerifyKey(der[12:])
-    for artifact in inputs + outputs:
-        message = _acanon({k: str(artifact[k]) for k in ("role", "ref", "content_hash")})
-        signature = str(artifact["signature"])
-        try:
-            key.verify(message, base64.urlsafe_b64decode(signature + "=" * (-len(signature) % 4)))
-        except (BadSignatureError, binascii.Error, ValueError):
-            return False
-    for artifact in inputs + outputs:
-        data = _read_cas(cas, str(artifact["content_hash"]))
-        if data is None or _ch(data) != artifact["content_hash"]:
-            return False
-    return True
+def aggregate(codes: dict[str, int]) -> int:
+    values = set(codes.values())
+    return 2 if 2 in values else 1 if 1 in values else 0
 
 
-def baseline_verify_run(workdir: Path, run_id: str) -> int:
-    path = workdir / ".sdd" / "runs" / run_id / "journal.jsonl"
-    if not path.is_file():
-        return 1
-    rows, discarded = _load_events(path)
-    chain_ok = _chain_ok(rows) and not discarded
-    activities = [r for r in rows if r.get("event") == "activity.result"]
-    if not activities:
-        return 1
-    cas = workdir / ".sdd" / "cas"
-    store = cas.is_dir()
-    ok = chain_ok
-    for row in activities:
-        listed = row.get("observations")
-        observations: list[Any] = listed if isinstance(listed, list) else []
-        hashes = sorted({str(o.get("content_hash", "")) for o in observations})
-        if _ch(_acanon(hashes)) != str(row.get("evidence_set_hash", "")) or not chain_ok:
-            ok = False
-            continue
-        if store:
-            for o in observations:
-                data = _read_cas(cas, str(o.get("content_hash", "")))
-                if data is None or _ch(data) != str(o.get("content_hash", "")):
-                    ok = False
-            if row.get("kind") in ("data", "ops"):
-                blob = _read_cas(cas, str(row.get("artifact_hash", "")))
-                if blob is not None and (
-                    _ch(blob) != row["artifact_hash"] or not _receipt_ok(json.loads(blob), cas)
-                ):
-                    ok = False
-    return 0 if ok else 2
-
-
-# ---- the run ----------------------------------------------------------------------
-
-
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--runs", type=int, default=1000)
-    parser.add_argument("--rows", type=int, default=100)
-    parser.add_argument("--jobs", type=int, default=0)
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--rows", type=int, default=100, help="rows per run")
+    parser.add_argument("--repeat", type=int, default=3, help="timed samples of each process")
+    parser.add_argument("--jobs", type=int, default=None, help="passed to agentledger verify")
+    parser.add_argument("--seed", type=int, default=peer_code.DEFAULT_SEED)
     parser.add_argument(
-        "--repeat", type=int, default=3, help="samples of each verify, alternated (best kept)"
+        "--cache",
+        type=Path,
+        default=peer_code.DEFAULT_CACHE,
+        help="the wheel and the generated workdirs (default %(default)s)",
     )
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
+    parser.add_argument(
+        "--keep", type=Path, help="keep the ledger and the processes' output in this folder"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=1800.0, help="seconds before a process is killed"
+    )
+    parser.add_argument("--json", action="store_true", help="print every figure as JSON")
+    return parser.parse_args()
+
+
+@dataclass
+class Workdir:
+    path: Path
+    manifest: dict[str, Any]
+    generated_now: bool
+    reference: bool  # the peer is agentledger's reference verifier, not bernstein
+    notes: list[str]
+
+
+def prepare_workdir(args: argparse.Namespace, python: str) -> Workdir:
+    """bernstein's wheel and a workdir written by its writers, or the labelled fallbacks."""
+    notes: list[str] = []
+
+    def warn(note: str) -> None:
+        notes.append(note)
+        print("WARNING: " + note, file=sys.stderr)
+
+    try:
+        peer_code.fetch_peer(args.cache, python)
+        writer, reference = "wheel", False
+    except peer_code.PeerUnavailable as exc:
+        writer, reference = "agentledger", True
+        warn(
+            f"bernstein {peer_code.BERNSTEIN_VERSION}'s wheel could not be had ({exc}): the "
+            "peer below is agentledger's Python reference verifier, NOT bernstein"
+        )
+    try:
+        path, manifest, generated = peer_code.ensure_workdir(
+            args.cache, args.runs, args.rows, args.seed, writer, python
+        )
+    except subprocess.CalledProcessError:
+        if writer != "wheel":
+            raise
+        warn("driving bernstein's writers failed: agentledger's writer wrote the workdir")
+        path, manifest, generated = peer_code.ensure_workdir(
+            args.cache, args.runs, args.rows, args.seed, "agentledger", python
+        )
+    return Workdir(path, manifest, generated, reference, notes + manifest["notes"])
+
+
+def main() -> None:
+    args = parse_args()
+    python = sys.executable
+    agentledger = Path(python).with_name("agentledger")
+    if not agentledger.exists():
+        sys.exit(f"{agentledger} is missing: run `make setup` first")
+    progress = print if sys.stderr.isatty() and not args.json else _quiet
+    if not args.json:
+        print(
+            f"workdir: {args.runs:,} runs x {args.rows} rows, seed {args.seed} (cached once made)"
+        )
+    workdir = prepare_workdir(args, python)
+    manifest = workdir.manifest
+    expected = {r: 1 if s == "plain" else 0 for r, s in manifest["run_shapes"].items()}
+
     with tempfile.TemporaryDirectory(prefix="bernstein-bench-") as tmp:
-        workdir = Path(tmp) / "workdir"
-        started = time.perf_counter()
-        generate(workdir, args.runs, args.rows)
-        generated = time.perf_counter() - started
-        key_file = Path(tmp) / "audit.key"
-        key_file.write_bytes(AUDIT_MASTER)
+        scratch = Path(tmp)
+        if args.keep is not None:
+            shutil.rmtree(args.keep, ignore_errors=True)
+            args.keep.mkdir(parents=True)
+            scratch = args.keep
+
+        def run(command: list[str], name: str) -> Sample:
+            return run_process(command, scratch, name, args.timeout)
+
+        key_file = scratch / "audit.key"
+        key_file.write_bytes((workdir.path / "audit.key").read_bytes())
         key_file.chmod(0o600)
-        run_ids = sorted(os.listdir(workdir / ".sdd" / "runs"))
+        base = [str(agentledger), "--home", str(scratch / "home")]
+        base += ["--ledger", str(scratch / "ledger.db")]
+        jobs = [] if args.jobs is None else ["--jobs", str(args.jobs)]
+        trust = [arg for key in manifest["trust"] for arg in ("--trust", key)]
+        peer = [python, str(PEER_SCRIPT), "verify", str(workdir.path), "--cache", str(args.cache)]
+        commands = {
+            "peer": peer + (["--reference"] if workdir.reference else []),
+            "compat": [*base, "verify", "--compat", "bernstein", *jobs],
+            "strict": [*base, "verify", "--audit-key", str(key_file), *trust, *jobs],
+        }
 
-        with Ledger.open(Path(tmp) / "ledger.db") as ledger:
-            started = time.perf_counter()
-            summary = import_workdir(ledger, workdir)
-            import_s = time.perf_counter() - started
+        # bernstein must accept its own workdir (untimed; also warms the page cache).
+        check = peer_report(run(commands["peer"], "peer-check"))
+        peer_codes: dict[str, int] = check["codes"]
+        rejected = {r: c for r, c in peer_codes.items() if c != expected.get(r)}
+        if rejected or set(peer_codes) != set(expected):
+            sample = dict(list(rejected.items())[:5])
+            sys.exit(
+                f"REFUSED: {check['verifier']} does not accept the generated workdir as expected "
+                f"({len(rejected)} run(s) differ, e.g. {sample}); no figures reported"
+            )
 
-            options = VerifyOptions(jobs=args.jobs, compat="bernstein")
-            signer = "ed25519:" + _signer_hex()
-            strict = VerifyOptions(jobs=args.jobs, audit_key_file=key_file, trust=(signer,))
-            # The three alternate, and each keeps its best sample: on a shared machine a
-            # neighbour's burst then slows one sample, not one side of the comparison.
-            baseline_samples: list[tuple[float, float]] = []
-            compat_samples: list[tuple[float, float]] = []
-            strict_samples: list[float] = []
-            for _ in range(args.repeat):
-                started, cpu = time.perf_counter(), time.process_time()
-                baseline = {run_id: baseline_verify_run(workdir, run_id) for run_id in run_ids}
-                baseline_samples.append((time.perf_counter() - started, time.process_time() - cpu))
+        imported = run([*base, "import", "bernstein", str(workdir.path)], "import")
+        if imported.code != 0:
+            sys.exit("import failed: " + imported.failure("import"))
 
-                started, cpu = time.perf_counter(), time.process_time()
-                report = ledger.verify(run_ids, options=options)
-                compat_samples.append((time.perf_counter() - started, time.process_time() - cpu))
-                ours = {verdict.run_id: int(verdict.code) for verdict in report.runs}
+        # Verdicts, from one extra --json run of each of ours.
+        disagreements: list[str] = []
+        compat_sample = run([*commands["compat"], "--json"], "compat-json")
+        strict_sample = run([*commands["strict"], "--json"], "strict-json")
+        compat, strict = json_report(compat_sample), json_report(strict_sample)
+        if compat is None or strict is None:
+            for sample, name in ((compat_sample, "compat"), (strict_sample, "strict")):
+                if json_report(sample) is None:
+                    print("MISMATCH: no verdicts from " + sample.failure(name), file=sys.stderr)
+            sys.exit(2)
+        ours = {r["run"]: r["code"] for r in compat["results"]}
+        for run_id, code in sorted(peer_codes.items()):
+            if ours.get(run_id) != code:
+                disagreements.append(f"{run_id}: bernstein exits {code}, ours {ours.get(run_id)}")
+        if strict_sample.code != 0:
+            disagreements.append(
+                f"strict: exit {strict_sample.code} on untampered data, "
+                f"findings {strict.get('findings_by_check')}"
+            )
+        expected_code = {"peer": aggregate(peer_codes), "compat": aggregate(peer_codes)}
+        expected_code["strict"] = 0
 
-                started = time.perf_counter()
-                strict_report = ledger.verify(run_ids, options=strict)
-                strict_samples.append(time.perf_counter() - started)
-            baseline_s, baseline_cpu = min(baseline_samples)
-            compat_s, compat_cpu = min(compat_samples)
-            strict_s = min(strict_samples)
+        # The timed processes, alternated: each round starts one further along.
+        samples: dict[str, list[Sample]] = {name: [] for name in commands}
+        names = list(commands)
+        for round_ in range(args.repeat):
+            for name in names[round_ % 3 :] + names[: round_ % 3]:
+                progress(
+                    f"  round {round_ + 1}/{args.repeat}: {name:<8}", end="\r", file=sys.stderr
+                )
+                sample = run(commands[name], f"{name}-{round_}")
+                samples[name].append(sample)
+                if sample.code != expected_code[name] or sample.timed_out:
+                    disagreements.append(
+                        sample.failure(name) + f" (expected exit {expected_code[name]})"
+                    )
+        progress(" " * 40, end="\r", file=sys.stderr)
 
-    disagreements = [r for r in run_ids if baseline[r] != ours[r]]
-    rows = args.runs * args.rows
-    result = {
-        "runs": args.runs,
-        "rows": rows,
-        "files_imported": summary.files_added,
-        "generate_s": round(generated, 3),
-        "import_s": round(import_s, 3),
-        "import_rows_per_s": round(rows / import_s),
-        "baseline_verify_s": round(baseline_s, 3),
-        "compat_verify_s": round(compat_s, 3),
-        "strict_verify_s": round(strict_s, 3),
-        "compat_speedup": round(baseline_s / compat_s, 1),
-        "baseline_cpu_s": round(baseline_cpu, 3),
-        "compat_cpu_s": round(compat_cpu, 3),
-        "compat_cpu_ratio": round(baseline_cpu / compat_cpu, 1),
-        "load_average": os.getloadavg()[0],
-        "strict_speedup": round(baseline_s / strict_s, 1),
-        "baseline_samples_s": [round(wall, 3) for wall, _ in baseline_samples],
-        "compat_samples_s": [round(wall, 3) for wall, _ in compat_samples],
-        "verdicts_agree": not disagreements,
-        "strict_code": int(strict_report.code),
-    }
+    result = figures(args, workdir, check, imported, samples, strict, disagreements)
     if args.json:
-        print(json.dumps(result, indent=2))
+        print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
-        print(
-            f"{args.runs:,} runs x {args.rows} rows ({rows:,} rows, {summary.files_added:,} files)"
-        )
-        print(f"  import                {import_s:8.3f} s  ({rows / import_s:,.0f} rows/s)")
-        print(f"  baseline (Python)     {baseline_s:8.3f} s")
-        print(f"  verify --compat       {compat_s:8.3f} s  -> {baseline_s / compat_s:5.1f}x faster")
-        print(
-            f"  CPU time: baseline {baseline_cpu:.3f} s, compat {compat_cpu:.3f} s "
-            f"(all threads) -> {baseline_cpu / compat_cpu:.1f}x less work; "
-            f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
-        )
-        print(f"  verify (strict)       {strict_s:8.3f} s  -> {baseline_s / strict_s:5.1f}x faster")
-        print(
-            f"  verdicts agree on every run: {not disagreements}; strict exit {strict_report.code}"
-        )
+        print_table(result)
     if disagreements:
-        sys.exit(f"verdicts differ for {len(disagreements)} run(s), e.g. {disagreements[:3]}")
+        print(f"\nMISMATCH ({len(disagreements)}):", file=sys.stderr)
+        for line in disagreements[:20]:
+            print("  " + line, file=sys.stderr)
+        sys.exit(2)
 
 
-def _signer_hex() -> str:
-    from nacl.signing import SigningKey
+def figures(
+    args: argparse.Namespace,
+    workdir: Workdir,
+    check: dict[str, Any],
+    imported: Sample,
+    samples: dict[str, list[Sample]],
+    strict: dict[str, Any],
+    disagreements: list[str],
+) -> dict[str, Any]:
+    manifest = workdir.manifest
+    wall = {name: statistics.median(s.wall_s for s in runs) for name, runs in samples.items()}
+    in_process = [peer_report(s) for s in samples["peer"]]
+    codes: dict[str, int] = {}
+    for code in check["codes"].values():
+        codes[str(code)] = codes.get(str(code), 0) + 1
+    copied = ("runs", "rows", "activity_rows", "shapes", "stages", "terminal_states", "blobs")
+    return {
+        "peer": check["verifier"],
+        "reference": workdir.reference,
+        "workdir": str(workdir.path),
+        "workdir_generated_now": workdir.generated_now,
+        "writer": manifest["writer"],
+        "notes": workdir.notes,
+        **{key: manifest[key] for key in copied},
+        "refused_redundant": manifest["refused_redundant"],
+        "audit_records": manifest["audit_records"],
+        "audit_files": manifest["audit_files"],
+        "generate_s": manifest["generate_s"],
+        "peer_codes": dict(sorted(codes.items())),
+        "import_s": round(imported.wall_s, 3),
+        "import_peak_rss_mb": round(imported.peak_rss_mb, 1),
+        "repeat": args.repeat,
+        "jobs": args.jobs,
+        "peer_s": round(wall["peer"], 3),
+        "peer_in_process_import_s": statistics.median(r["import_s"] for r in in_process),
+        "peer_in_process_verify_s": statistics.median(r["verify_s"] for r in in_process),
+        "compat_s": round(wall["compat"], 3),
+        "strict_s": round(wall["strict"], 3),
+        "peer_over_compat": round(wall["peer"] / wall["compat"], 1),
+        "peer_over_strict": round(wall["peer"] / wall["strict"], 1),
+        "targets": TARGETS,
+        "peak_rss_mb": {n: round(max(s.peak_rss_mb for s in r), 1) for n, r in samples.items()},
+        "samples_s": {n: [round(s.wall_s, 3) for s in r] for n, r in samples.items()},
+        "exit_codes": {n: sorted({s.code for s in r}) for n, r in samples.items()},
+        "strict_counters": {key: strict.get(key) for key in COUNTERS},
+        "verdicts_agree": not disagreements,
+        "disagreements": disagreements[:20],
+        "load_average": os.getloadavg()[0],
+        "cpus": os.cpu_count(),
+    }
 
-    return bytes(SigningKey(SIGNING_SEED).verify_key).hex()
+
+def _quiet(*_: Any, **__: Any) -> None:
+    pass
+
+
+def print_table(r: dict[str, Any]) -> None:
+    share = r["activity_rows"] / r["rows"]
+    print(
+        f"  {r['runs']:,} runs, {r['rows']:,} rows ({r['activity_rows']:,} activity.result, "
+        f"{share:.0%}), {r['blobs']:,} blobs, {r['audit_records']:,} audit records in "
+        f"{r['audit_files']} day file(s)"
+    )
+    how = f"generated in {r['generate_s']} s" if r["workdir_generated_now"] else "cached"
+    print(f"  written by {r['writer']}; {how}: {r['workdir']}")
+    print("  shapes: " + ", ".join(f"{k} {v}" for k, v in r["shapes"].items()))
+    print("  stages: " + ", ".join(f"{k} {v}" for k, v in r["stages"].items()))
+    print("  states: " + ", ".join(f"{k} {v}" for k, v in r["terminal_states"].items()))
+    codes = ", ".join(f"exit {c}: {n:,} runs" for c, n in r["peer_codes"].items())
+    print(f"  {r['peer']} accepts it: {codes}")
+    print(
+        f"import into the ledger (once, not compared): {r['import_s']:.2f} s "
+        f"({r['rows'] / r['import_s']:,.0f} rows/s), peak RSS {r['import_peak_rss_mb']:.0f} MB"
+    )
+    rows = [
+        ("peer", r["peer"]),
+        ("compat", "agentledger verify --compat bernstein"),
+        ("strict", "agentledger verify --audit-key --trust (strict)"),
+    ]
+    width = max(len(label) for _, label in rows)
+    title = f"whole processes, median of {r['repeat']}, alternated"
+    print(f"\n{title:<{width + 2}}   wall s  peak RSS MB")
+    for key, label in rows:
+        print(f"  {label:<{width}} {r[key + '_s']:8.2f}  {r['peak_rss_mb'][key]:11.0f}")
+    print(
+        f"  (the peer inside its process: imports {r['peer_in_process_import_s']:.2f} s, "
+        f"verify loop {r['peer_in_process_verify_s']:.2f} s)"
+    )
+    peer = "reference" if r["reference"] else "bernstein"
+    for key in ("compat", "strict"):
+        ratio, target = r[f"peer_over_{key}"], r["targets"][key]
+        verdict = "met" if ratio >= target else "NOT met"
+        print(f"  {peer} / {key:<6} {ratio:6.1f}x   (target >= {target:.0f}x: {verdict})")
+    if r["verdicts_agree"]:
+        print("verdicts: compat agrees with the peer on every run; strict is clean (exit 0)")
+    else:
+        print(f"verdicts: MISMATCH ({len(r['disagreements'])} listed on stderr)")
+    print(f"strict counters: {r['strict_counters']}")
+    for note in r["notes"]:
+        print(f"note: {note}")
+    print(f"load average {r['load_average']:.1f} on {r['cpus']} CPUs")
 
 
 if __name__ == "__main__":
