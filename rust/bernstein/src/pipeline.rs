@@ -54,6 +54,9 @@ pub fn verify_runs<S: Source>(
             in_flight.enter(limit);
             let (verdicts, in_flight) = (&verdicts, &in_flight);
             scope.spawn(move |_| {
+                // Leaves the flight even when the verify panics: the reader must not wait
+                // for it (the scope then hands the panic to the caller).
+                let _leave = Leave(in_flight);
                 let report = journal
                     .as_deref()
                     .map(|data| verify_journal_with(data, source.index()));
@@ -62,7 +65,6 @@ pub fn verify_runs<S: Source>(
                 let audit = records.as_deref().map(|records| Audit { records });
                 let run = verify_run(run_id, report.as_ref(), source, audit, options);
                 let _ = verdicts[n].set(run);
-                in_flight.leave();
             });
         }
         Ok(())
@@ -97,6 +99,15 @@ impl Flight {
     fn leave(&self) {
         *self.count.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
         self.changed.notify_one();
+    }
+}
+
+/// A journal's place in the flight, given back when dropped.
+struct Leave<'f>(&'f Flight);
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        self.0.leave();
     }
 }
 
@@ -295,5 +306,46 @@ mod tests {
             most <= threads * AHEAD_PER_THREAD + 1,
             "{most} journals in flight"
         );
+    }
+
+    #[test]
+    fn a_panic_while_verifying_reaches_the_caller_instead_of_hanging() {
+        struct Panicking(Memory);
+        impl Store for Panicking {
+            fn exists(&self) -> bool {
+                true
+            }
+            fn get(&self, _: &[u8]) -> Option<Cow<'_, [u8]>> {
+                panic!("a bug in a check")
+            }
+            fn stored_digest<'a>(&'a self, hash: &'a [u8]) -> Option<Cow<'a, [u8]>> {
+                self.0.stored_digest(hash)
+            }
+        }
+        impl Source for Panicking {
+            type Error = String;
+            fn journal(&self, run: usize) -> Result<Option<Vec<u8>>, String> {
+                self.0.journal(run)
+            }
+        }
+        let page = b"x".to_vec();
+        let research = journal(&[("activity.result", &activity(&page, "research"))]);
+        let (memory, _) = workdir(0);
+        let source = Panicking(Memory {
+            journals: vec![Some(research); 100],
+            ..memory
+        });
+        let ids: Vec<Vec<u8>> = (0..100).map(|n| vec![b'r', n as u8]).collect();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            verify_runs(
+                &source,
+                &ids,
+                None,
+                Options::default(),
+                &pool(2),
+                |_| Ok(()),
+            )
+        }));
+        assert!(outcome.is_err(), "the panic must reach the caller");
     }
 }
