@@ -45,6 +45,11 @@ const FILE_SQL: &str = "SELECT c.data FROM bernstein_files AS f \
      WHERE f.path = ? ORDER BY c.idx";
 /// A listed file's digest by path.
 const DIGEST_SQL: &str = "SELECT digest FROM bernstein_files WHERE path = ?";
+/// A blob's chunks in order, by the digest the store index gives (one index search instead
+/// of [`FILE_SQL`]'s three).
+const CHUNKS_SQL: &str = "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx";
+/// Whether a blob is held (an empty one has no chunk).
+const BLOB_SQL: &str = "SELECT size FROM blobs WHERE digest = ?";
 
 /// How `bernstein_verify` reads and what it keeps.
 #[pyclass(frozen, get_all, module = "agentledger._core")]
@@ -99,6 +104,8 @@ struct Statements {
     journal: Statement,
     file: Statement,
     digest: Statement,
+    chunks: Statement,
+    blob: Statement,
 }
 
 impl Ledger<'_> {
@@ -124,8 +131,20 @@ impl Store for Ledger<'_> {
     }
 
     fn get(&self, content_hash: &[u8]) -> Option<Cow<'_, [u8]>> {
-        let path = cas_path(content_hash)?;
         // A failing read is an absent file here; the workspace checks report the table.
+        if let Some(digest) = self.index.and_then(|index| index.get(content_hash)) {
+            let digest = std::str::from_utf8(digest).ok()?;
+            let mut statements = self.statements();
+            return match Self::read(&mut statements.chunks, digest).ok()? {
+                Some(data) => Some(Cow::Owned(data)),
+                // No chunk: an empty blob, or none at all.
+                None => {
+                    let held = Self::read(&mut statements.blob, digest).ok()?;
+                    held.map(|_| Cow::Owned(Vec::new()))
+                }
+            };
+        }
+        let path = cas_path(content_hash)?;
         Self::read(&mut self.statements().file, &path)
             .ok()
             .flatten()
@@ -179,6 +198,8 @@ fn bernstein_verify(
         journal: connection.prepare(JOURNAL_SQL)?,
         file: connection.prepare(FILE_SQL)?,
         digest: connection.prepare(DIGEST_SQL)?,
+        chunks: connection.prepare(CHUNKS_SQL)?,
+        blob: connection.prepare(BLOB_SQL)?,
     };
     let index = options.store.as_ref().map(|s| &s.get().map);
     let (ids, paths): (Vec<String>, Vec<Option<String>>) = runs.into_iter().unzip();
