@@ -445,6 +445,12 @@ class BernsteinRun:
     @property
     def unstored_reports(self) -> int: ...
     @property
+    def receipts(self) -> int:
+        """Stored DataOps receipts re-checked."""
+    @property
+    def signatures(self) -> int:
+        """Signatures of the receipts that verified."""
+    @property
     def stages(self) -> list[BernsteinStage]:
         """Every stage, when the options kept them."""
     @property

@@ -166,7 +166,7 @@ def run_tree(verdict: RunVerdict) -> Tree:
     )
     tree = Tree(label)
     if verdict.code == 1:
-        tree.add(Text("no such run in this ledger", style="yellow"))
+        tree.add(Text(safe(verdict.not_found or "no such run in this ledger"), style="yellow"))
         return tree
     by_step: dict[int | None, list[Divergence]] = defaultdict(list)
     for divergence in verdict.divergences:

@@ -231,7 +231,8 @@ def _run(verdict: RunVerdict, extra: list[Divergence]) -> str:
         by_step[divergence.seq].append(divergence)
     steps = []
     if verdict.code == 1:
-        steps.append("<p class=status-missing>no such run in this ledger</p>")
+        why = verdict.not_found or "no such run in this ledger"
+        steps.append(f"<p class=status-missing>{_e(why)}</p>")
     for seq in sorted(by_step, key=lambda s: (s is not None, s or 0)):
         step_anchor = anchor("run", verdict.run_id, "run" if seq is None else f"step-{seq}")
         title = "the run" if seq is None else f"step {seq}"

@@ -228,3 +228,17 @@ def test_cli_import_checks_the_audit_chain_with_the_given_key(cli: Any, tmp_path
     result = cli("import", "bernstein", str(SMALL), "--audit-key", str(wrong), "--json")
     assert result.code == 2
     assert result.json()["audit_ok"] is False
+
+
+def test_a_run_bernstein_answers_1_says_why_and_receipts_are_counted(shapes_ledger: Path) -> None:
+    with Ledger.open(shapes_ledger) as ledger:
+        report = ledger.verify(options=VerifyOptions(compat="bernstein"))
+    plain = next(v for v in report.runs if v.run_id == "r0000-plain")
+    assert plain.code == 1
+    assert plain.not_found == "run journal holds no activity.result entries (bernstein exits 1)"
+    assert plain.to_json()["not_found"] == plain.not_found
+    # Every stored receipt of the fixture is re-checked, and its signatures counted.
+    stored = [s for v in VERDICTS.values() for s in v["cli_json"].get("stages", [])]
+    verified = [s for s in stored if s["signed_receipt_verified"]]
+    assert report.receipts_checked == len(verified) > 0
+    assert report.signatures_checked >= report.receipts_checked

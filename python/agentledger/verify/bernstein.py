@@ -138,11 +138,14 @@ def _apply(
             _div(run_id, None, "bernstein.journal", "the imported journal", "absent", "journal"),
         )
         return
+    ctx.report.receipts_checked += result.receipts
+    ctx.report.signatures_checked += result.signatures
     if compat:
         code = result.compat_code
         if code == ExitCode.NOT_FOUND:
             if verdict.code == ExitCode.OK:
                 verdict.code = ExitCode.NOT_FOUND
+                verdict.not_found = f"{result.crash or result.reason} (bernstein exits 1)"
             return
         if code == ExitCode.OK:
             return
@@ -166,13 +169,7 @@ def _notes(
     if notes is None:
         return
     if compat:
-        for result in results:
-            if result.compat_code == ExitCode.NOT_FOUND:
-                notes.append(
-                    f"bernstein run {result.run_id}: {result.crash or result.reason} "
-                    "(bernstein exits 1)"
-                )
-        return
+        return  # a run bernstein answers 1 says why itself (``RunVerdict.not_found``)
     if audit is None:
         notes.append(
             "bernstein: no audit chain imported; journals cannot be cross-checked against it"

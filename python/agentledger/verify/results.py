@@ -47,6 +47,9 @@ class RunVerdict:
     activities: int = 0
     divergence_count: int = 0
     divergences: list[Divergence] = field(default_factory=list)
+    not_found: str | None = None
+    """Why a run that exists is answered 1 (``code``), in words: bernstein's own verdict
+    on a run with no activity, or on data its code raises on. ``None``: no such run."""
 
     @property
     def ok(self) -> bool:
@@ -67,6 +70,7 @@ class RunVerdict:
             "activities": self.activities,
             "divergence_count": self.divergence_count,
             "divergences": [d.to_json() for d in self.divergences],
+            **({"not_found": self.not_found} if self.not_found is not None else {}),
         }
 
 

@@ -72,6 +72,10 @@ pub struct Run {
     pub unstored_reports: u64,
     /// Content hashes whose stored digest reattachment trusted (to re-hash).
     pub referenced: Vec<Vec<u8>>,
+    /// Stored DataOps receipts re-checked.
+    pub receipts: u64,
+    /// Signatures of the receipts that verified (each of their inputs and outputs).
+    pub signatures: u64,
 }
 
 impl Run {
@@ -550,6 +554,10 @@ fn check_receipt(
         Err(crash) => return crashed(run, crash),
     };
     run.referenced.extend(verdict.references.iter().cloned());
+    run.receipts += 1;
+    if verdict.ok {
+        run.signatures += verdict.references.len() as u64;
+    }
     if verdict.ok
         && !verdict
             .signer

@@ -361,6 +361,16 @@ impl BernsteinRun {
     fn unstored_reports(&self) -> u64 {
         self.run.unstored_reports
     }
+    /// Stored DataOps receipts re-checked.
+    #[getter]
+    fn receipts(&self) -> u64 {
+        self.run.receipts
+    }
+    /// Signatures of the receipts that verified.
+    #[getter]
+    fn signatures(&self) -> u64 {
+        self.run.signatures
+    }
     /// Every stage, when the options asked to keep them.
     #[getter]
     fn stages(&self) -> Vec<BernsteinStage> {
