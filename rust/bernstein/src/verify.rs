@@ -8,7 +8,7 @@
 use crate::audit::ActivityRecord;
 use crate::journal::{ActivityRow, JournalReport, Reattach};
 use crate::mirror::cross_check;
-use crate::pyjson::{loads, repr_text as repr};
+use crate::pyjson::{loads, repr_text as repr, Parsed};
 use crate::receipt::verify_receipt;
 use crate::report::{report_required, verify_browser, verify_research, Browser, ClaimVerdict};
 use crate::store::{content_hash, Store};
@@ -454,14 +454,9 @@ fn check_report(run: &mut Run, stage: &mut Stage, row: &ActivityRow, store: &dyn
         }
         Ok(Some(data)) => data,
     };
-    let parsed = match loads(&data) {
+    let parsed = match load_stored(run, &data, noun) {
         Ok(parsed) => parsed,
-        Err(error) => {
-            return match error.crash() {
-                Some(crash) => crashed(run, crash),
-                None => format!("stored {noun} is not valid JSON: {}", error.name()).into_bytes(),
-            }
-        }
+        Err(reason) => return reason,
     };
     if research {
         match verify_research(&parsed.value, store) {
@@ -489,6 +484,16 @@ fn check_report(run: &mut Run, stage: &mut Stage, row: &ActivityRow, store: &dyn
             Err(crash) => crashed(run, crash),
         }
     }
+}
+
+/// `json.loads` of a stored artifact's bytes: the value, or bernstein's reason
+/// (`stored <noun> is not valid JSON: <exception>`), or its crash when Python would not
+/// catch the exception.
+fn load_stored<'d>(run: &mut Run, data: &'d [u8], noun: &str) -> Result<Parsed<'d>, Vec<u8>> {
+    loads(data).map_err(|error| match error.crash() {
+        Some(crash) => crashed(run, crash),
+        None => format!("stored {noun} is not valid JSON: {}", error.name()).into_bytes(),
+    })
 }
 
 /// A research or browser stage whose report the store lacks (or there is no store): a
@@ -540,14 +545,9 @@ fn check_receipt(
         }
         Ok(Some(data)) => data,
     };
-    let parsed = match loads(&data) {
+    let parsed = match load_stored(run, &data, "receipt") {
         Ok(parsed) => parsed,
-        Err(error) => {
-            return match error.crash() {
-                Some(crash) => crashed(run, crash),
-                None => format!("stored receipt is not valid JSON: {}", error.name()).into_bytes(),
-            }
-        }
+        Err(reason) => return reason,
     };
     let verdict = match verify_receipt(&parsed.value, Some(store)) {
         Ok(verdict) => verdict,
