@@ -27,7 +27,7 @@ pub trait Source: Store {
     }
 }
 
-/// The audit records of one run, by run id (a chain that holds something), or `None`.
+/// The audit records of one run, by run id (a chain that mirrors activities), or `None`.
 pub type AuditRecords<'a> = Option<&'a (dyn Fn(&[u8]) -> Vec<&'a ActivityRecord> + Sync)>;
 
 /// Journals read ahead of the pool, per pool thread.

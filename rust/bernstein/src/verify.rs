@@ -101,15 +101,15 @@ pub struct Options<'a> {
     pub stages: bool,
 }
 
-/// The audit chain as one run sees it: whether the chain holds anything at all (then
-/// the run is cross-checked with it), and the run's `activity.result` records.
+/// The audit chain as one run sees it: the run's `activity.result` records, given when the
+/// chain mirrors activities at all (then every row must have its record).
 #[derive(Debug, Clone, Copy)]
 pub struct Audit<'a> {
     pub records: &'a [&'a ActivityRecord],
 }
 
 /// Verify one run from its journal pass (`None`: no journal). `audit`: the run's records
-/// of an audit chain that holds something (`None`: no cross-check).
+/// of an audit chain that mirrors activities (`None`: no cross-check).
 pub fn verify_run(
     run_id: &[u8],
     report: Option<&JournalReport>,
