@@ -70,7 +70,8 @@ pub struct Run {
     pub limits: Vec<String>,
     /// Research/browser stages whose report is not in the store (bernstein skips them).
     pub unstored_reports: u64,
-    /// Content hashes whose stored digest reattachment trusted (to re-hash).
+    /// Content hashes whose stored digest reattachment trusted (to re-hash), when
+    /// [`Options::referenced`] asks for them.
     pub referenced: Vec<Vec<u8>>,
     /// Stored DataOps receipts re-checked.
     pub receipts: u64,
@@ -99,6 +100,9 @@ pub struct Options<'a> {
     pub trusted: &'a [[u8; 32]],
     /// Keep each stage's verdict in [`Run::stages`] (else only counted).
     pub stages: bool,
+    /// Keep the content hashes reattachment trusted in [`Run::referenced`] (a caller that
+    /// re-hashes every blob anyway does not ask for them).
+    pub referenced: bool,
 }
 
 /// The audit chain as one run sees it: the run's `activity.result` records, given when the
@@ -287,7 +291,6 @@ fn verify_stage(
         step: row.step,
         ..Stage::default()
     };
-    let step = Some(row.step as i64);
     let recomputed = match &row.recomputed_evidence_set_hash {
         Ok(hash) => hash.as_bytes(),
         Err(error) => {
@@ -309,13 +312,12 @@ fn verify_stage(
     let has_store = store.exists();
     if !has_store {
         for (_, reference, digest) in &row.observations {
-            strict(
+            missing(
                 run,
-                step,
-                "bernstein.blob.missing",
+                row,
                 concat(&[b"observation ", &repr(reference)]),
-                digest.clone(),
-                b"no .sdd/cas".to_vec(),
+                digest,
+                b"no .sdd/cas",
             );
         }
         if report_required(&row.kind, &row.observations) {
@@ -336,7 +338,7 @@ fn verify_stage(
         }
     }
     if has_store {
-        let reason = reattach(run, row, store);
+        let reason = reattach(run, row, store, options);
         if !reason.is_empty() {
             stage.reason = reason;
             return stage;
@@ -345,16 +347,9 @@ fn verify_stage(
     }
     if matches!(kind, b"data" | b"ops") {
         if !has_store {
-            strict(
-                run,
-                step,
-                "bernstein.blob.missing",
-                b"receipt".to_vec(),
-                artifact.to_vec(),
-                b"no .sdd/cas".to_vec(),
-            );
+            missing(run, row, b"receipt".to_vec(), artifact, b"no .sdd/cas");
         } else {
-            let reason = check_receipt(run, &mut stage, artifact, store, options);
+            let reason = check_receipt(run, &mut stage, row, store, options);
             if !reason.is_empty() {
                 stage.reason = reason;
                 return stage;
@@ -367,35 +362,26 @@ fn verify_stage(
 
 /// bernstein's step 5: every observation's bytes exist and hash to its content hash
 /// (the journal pass already looked them up in the store's index, when it had one).
-fn reattach(run: &mut Run, row: &ActivityRow, store: &dyn Store) -> Vec<u8> {
+fn reattach(run: &mut Run, row: &ActivityRow, store: &dyn Store, options: Options<'_>) -> Vec<u8> {
     let observations = &row.observations;
     let from = match row.reattach {
         Reattach::Ok => observations.len(),
         Reattach::Missing(i) | Reattach::Mismatch(i) => i,
         Reattach::NotChecked | Reattach::Unresolved(_) => 0,
     };
-    run.referenced.extend(
-        observations[..from]
-            .iter()
-            .map(|(_, _, digest)| digest.clone()),
-    );
+    let digests = observations[..from].iter().map(|(_, _, digest)| digest);
+    trusted(run, options, digests);
     for (_, reference, digest) in &observations[from..] {
         match store.stored_digest(digest) {
             None => {
-                strict(
-                    run,
-                    Some(row.step as i64),
-                    "bernstein.blob.missing",
-                    concat(&[b"observation ", &repr(reference)]),
-                    digest.clone(),
-                    b"absent".to_vec(),
-                );
+                let field = concat(&[b"observation ", &repr(reference)]);
+                missing(run, row, field, digest, b"absent");
                 return concat(&[b"evidence bytes missing from store for ", &repr(reference)]);
             }
             Some(stored) if stored.as_ref() != digest.as_slice() => {
                 return concat(&[b"content hash mismatch reattaching ", &repr(reference)]);
             }
-            Some(_) => run.referenced.push(digest.clone()),
+            Some(_) => trusted(run, options, [digest]),
         }
     }
     Vec::new()
@@ -486,6 +472,31 @@ fn check_report(run: &mut Run, stage: &mut Stage, row: &ActivityRow, store: &dyn
     }
 }
 
+/// A strict `bernstein.blob.missing`: the bytes `field` names (an observation, the
+/// receipt) are not in the store under `digest` (`actual`: absent, or no store at all).
+fn missing(run: &mut Run, row: &ActivityRow, field: Vec<u8>, digest: &[u8], actual: &[u8]) {
+    let step = Some(row.step as i64);
+    strict(
+        run,
+        step,
+        "bernstein.blob.missing",
+        field,
+        digest.to_vec(),
+        actual.to_vec(),
+    );
+}
+
+/// Note content hashes whose stored digest reattachment trusted, when asked for.
+fn trusted<'d>(
+    run: &mut Run,
+    options: Options<'_>,
+    digests: impl IntoIterator<Item = &'d Vec<u8>>,
+) {
+    if options.referenced {
+        run.referenced.extend(digests.into_iter().cloned());
+    }
+}
+
 /// `json.loads` of a stored artifact's bytes: the value, or bernstein's reason
 /// (`stored <noun> is not valid JSON: <exception>`), or its crash when Python would not
 /// catch the exception.
@@ -525,22 +536,16 @@ fn crashed(run: &mut Run, crash: Crash) -> Vec<u8> {
 fn check_receipt(
     run: &mut Run,
     stage: &mut Stage,
-    artifact: &[u8],
+    row: &ActivityRow,
     store: &dyn Store,
     options: Options<'_>,
 ) -> Vec<u8> {
+    let artifact = row.artifact_hash.as_slice();
     let step = Some(stage.step as i64);
     let data = match stored_artifact(artifact, store, "data/ops", "receipt") {
         Err(reason) => return reason,
         Ok(None) => {
-            strict(
-                run,
-                step,
-                "bernstein.blob.missing",
-                b"receipt".to_vec(),
-                artifact.to_vec(),
-                b"absent".to_vec(),
-            );
+            missing(run, row, b"receipt".to_vec(), artifact, b"absent");
             return Vec::new();
         }
         Ok(Some(data)) => data,
@@ -553,7 +558,7 @@ fn check_receipt(
         Ok(verdict) => verdict,
         Err(crash) => return crashed(run, crash),
     };
-    run.referenced.extend(verdict.references.iter().cloned());
+    trusted(run, options, &verdict.references);
     run.receipts += 1;
     if verdict.ok {
         run.signatures += verdict.references.len() as u64;

@@ -17,8 +17,8 @@ use pyo3::types::{PyDict, PyList};
 
 use crate::bernstein_audit::BernsteinAuditMirror;
 use crate::bernstein_files::BernsteinStoreIndex;
-use crate::pools::{drop_later, pool};
-use crate::pyjson::py_text;
+use crate::pools::pool;
+use crate::pyjson::py_text as text;
 use crate::sqlite::{Connection, Failure, Param, Statement};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -217,7 +217,7 @@ fn bernstein_verify(
             Ok(())
         }
     })?;
-    Ok(finish(verdicts, ids, options.referenced))
+    Ok(finish(verdicts, ids))
 }
 
 /// Verify the runs `run_ids` of the workdir at `root`, in place (`options.store` is not
@@ -233,7 +233,7 @@ fn bernstein_verify_workdir(
     let ids: Vec<Vec<u8>> = run_ids.iter().map(|id| id.as_bytes().to_vec()).collect();
     let directory = Directory::new(root, ids.clone());
     let runs = run(py, &directory, &ids, options, |_| Ok(()))?;
-    Ok(finish(runs, run_ids, options.referenced))
+    Ok(finish(runs, run_ids))
 }
 
 /// The pipeline over `source`, with the GIL released.
@@ -256,6 +256,7 @@ where
     let verify = Options {
         trusted: &trusted,
         stages: options.stages,
+        referenced: options.referenced,
     };
     let pool = pool(options.jobs)?;
     let of_run = |run_id: &[u8]| mirror.map_or_else(Vec::new, |m| m.of_run(run_id));
@@ -268,17 +269,11 @@ where
     Ok(verdicts?)
 }
 
-/// The verdicts as Python objects (the content hashes reattachment trusted dropped,
-/// off this thread, unless asked for).
-fn finish(runs: Vec<Run>, run_ids: Vec<String>, keep_referenced: bool) -> Vec<BernsteinRun> {
+/// The verdicts as Python objects.
+fn finish(runs: Vec<Run>, run_ids: Vec<String>) -> Vec<BernsteinRun> {
     runs.into_iter()
         .zip(run_ids)
-        .map(|(mut run, run_id)| {
-            if !keep_referenced {
-                drop_later(std::mem::take(&mut run.referenced));
-            }
-            BernsteinRun { run_id, run }
-        })
+        .map(|(run, run_id)| BernsteinRun { run_id, run })
         .collect()
 }
 
@@ -288,10 +283,6 @@ pub struct BernsteinRun {
     #[pyo3(get)]
     run_id: String,
     run: Run,
-}
-
-fn text<'py>(py: Python<'py>, wtf8: &[u8]) -> PyResult<Bound<'py, PyAny>> {
-    py_text(py, wtf8)
 }
 
 #[pymethods]
