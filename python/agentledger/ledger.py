@@ -7,6 +7,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from agentledger import log_upgrade
 from agentledger.archive import is_archive_file
 from agentledger.cas import BlobStore
 from agentledger.errors import NotFound
@@ -52,7 +53,11 @@ class Ledger:
         # A sealed archive (archive.py) opens read-only: it cannot be extended by accident.
         readonly = readonly or (path.is_file() and is_archive_file(path))
         db = Database.open(path, create=create, readonly=readonly)
-        return cls(db, KeyStore(key_dir) if key_dir is not None else None)
+        ledger = cls(db, KeyStore(key_dir) if key_dir is not None else None)
+        if db.upgraded_from and db.upgraded_from < log_upgrade.C2SP_SCHEMA:
+            # The log's tree was rebuilt as a C2SP log: carry the signer over to it.
+            log_upgrade.sign_upgraded(ledger)
+        return ledger
 
     @property
     def path(self) -> Path:

@@ -13,7 +13,7 @@ from importlib import resources
 
 import apsw
 
-from agentledger import _core, tiles
+from agentledger import _core, log_upgrade, tiles
 from agentledger.errors import LedgerError
 
 APPLICATION_ID = 0x41474C44  # "AGLD"
@@ -62,7 +62,10 @@ def _tiles_from_entries(conn: apsw.Connection) -> None:
     conn.execute("ALTER TABLE log_state DROP COLUMN backfill")
 
 
-PYTHON_STEPS: dict[int, Callable[[apsw.Connection], None]] = {5: _tiles_from_entries}
+PYTHON_STEPS: dict[int, Callable[[apsw.Connection], None]] = {
+    5: _tiles_from_entries,
+    log_upgrade.C2SP_SCHEMA: log_upgrade.rebuild_tree,
+}
 
 
 def migrate(conn: apsw.Connection, current: int, target: int = SCHEMA_VERSION) -> None:

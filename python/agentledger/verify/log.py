@@ -26,7 +26,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
-from agentledger import _core, tiles
+from agentledger import _core, log_upgrade, tiles
 from agentledger import log as wslog
 from agentledger.archive import archive_seal
 from agentledger.checkpoint import history_sizes
@@ -584,11 +584,17 @@ def _check_exported(
             subject,
         )
         return
-    try:
-        proof = reader.consistency_proof(exported.size, size)
-    except AgentLedgerError:
-        proof = []
-    if not _core.verify_consistency(exported.size, size, exported.root, root, proof):
+    if exported.legacy:
+        # Signed over the BLAKE3 tree before schema 6: that tree's leaves are the same
+        # entries, so recomputed from them it must have the exported root (log_upgrade.py).
+        extends = log_upgrade.legacy_root(reader.conn, exported.size) == exported.root
+    else:
+        try:
+            proof = reader.consistency_proof(exported.size, size)
+        except AgentLedgerError:
+            proof = []
+        extends = _core.verify_consistency(exported.size, size, exported.root, root, proof)
+    if not extends:
         _diverged(
             ctx,
             "log.rollback",

@@ -1,0 +1,172 @@
+"""Schema 6: the workspace log becomes a C2SP log (RFC 6962, SHA-256), and what vouched for
+the BLAKE3 tree before it carries over.
+
+The migration (``rebuild_tree``, schema 6's Python step) rebuilds the tiles and the state
+from the entries, in leaf order, never from the old tiles, and drops the checkpoints signed
+over the old tree. The leaves are the same entries in the same order, so whatever vouched
+for the old tree at size ``n`` (this install's memory, an exported checkpoint) is checked by
+recomputing the old tree's root at ``n`` from the entries (``legacy_root``): equal, the
+entries under it are exactly the ones the new tree holds at leaves ``0..n-1``.
+
+Once the migrated file is committed, ``sign_upgraded`` (run by ``Ledger.open``) carries
+the install's memory over to the new tree, has the new tree signed under the same rules as
+any signature (``signing.py``: a clean whole verify first) and says what it did.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import apsw
+
+from agentledger import _core, tiles
+from agentledger import log as wslog
+from agentledger.errors import AgentLedgerError, LedgerError
+
+if TYPE_CHECKING:
+    from agentledger.ledger import Ledger
+
+C2SP_SCHEMA = 6
+"""The first schema whose log is RFC 6962 with SHA-256."""
+
+_old_checkpoints: dict[str, list[str]] = {}
+"""The notes a migration dropped, per file, until ``sign_upgraded`` of this process reads
+them (a trusted one may vouch for entries past this install's memory)."""
+
+
+def rebuild_tree(conn: apsw.Connection) -> None:
+    """Schema 6's Python step: the tiles and state of the SHA-256 tree, from the entries.
+
+    The leaves must be 0..n-1 (as every earlier schema numbered them); the checkpoints of
+    the old tree are kept aside for ``sign_upgraded`` and removed from the file.
+    """
+    notes = [str(row[0]) for row in conn.execute("SELECT note FROM checkpoints ORDER BY id")]
+    _old_checkpoints[conn.filename] = notes
+    conn.execute("DELETE FROM checkpoints")
+    conn.execute("DELETE FROM log_tiles")
+    size = 0
+    while True:
+        rows = wslog.fetch(conn, wslog.LEAF_ROWS + " LIMIT ?", (size, wslog.BATCH_ROWS))
+        if not rows:
+            break
+        hashes = []
+        for leaf, run_id, seq, digest in rows:
+            if leaf != size:
+                raise LedgerError(
+                    f"cannot upgrade the ledger: its entries are not leaves 0..n-1 of the log "
+                    f"(leaf {leaf} where {size} was due); `agentledger verify --all` shows why",
+                    code="log-broken",
+                )
+            hashes.append(tiles.leaf_hash(_core.log_leaf(run_id, seq, bytes(digest))))
+            size += 1
+        tiles.append(conn, size - len(hashes), b"".join(hashes))
+    unlogged = conn.execute("SELECT count(*) FROM entries WHERE leaf IS NULL").fetchall()[0][0]
+    if unlogged:
+        raise LedgerError(
+            f"cannot upgrade the ledger: {unlogged} entries are in no leaf of the log; "
+            "`agentledger verify --all` shows why",
+            code="log-broken",
+        )
+    frontier = tiles.TileReader(conn).frontier(size) if size else []
+    conn.execute(
+        "UPDATE log_state SET size = ?, frontier = ? WHERE id = 1", (size, b"".join(frontier))
+    )
+
+
+def legacy_root(conn: apsw.Connection, size: int) -> bytes | None:
+    """The root of the BLAKE3 tree (the log before schema 6) over the first ``size``
+    entries in leaf order, or None when the entries are not leaves ``0..size-1``.
+    O(size): it is read only to check what vouched for the old tree."""
+    state = wslog.EMPTY
+    root = _core.merkle_root([], hash="blake3")
+    while state.size < size:
+        rows = wslog.fetch(
+            conn, wslog.LEAF_RANGE + " LIMIT ?", (state.size, size, wslog.BATCH_ROWS)
+        )
+        if not rows:
+            return None
+        size_now, frontier, root, gap = _core.log_extend(
+            state.size, list(state.frontier), rows, legacy=True
+        )
+        if gap is not None:
+            return None
+        state = wslog.LogState(size_now, tuple(frontier))
+    return root
+
+
+def sign_upgraded(ledger: Ledger) -> list[str]:
+    """After the migration to schema 6: carry this install's memory over to the new tree,
+    then sign the new tree if a whole verify is clean. Returns (and prints to stderr) what
+    it did; refusing to sign is said, never raised (the ledger stays readable)."""
+    from agentledger import checkpoint, signing  # the signer needs the whole ledger
+
+    said: list[str] = [
+        f"{ledger.path}: upgraded to schema {C2SP_SCHEMA}: the workspace log's tree was "
+        "rebuilt from the entries as an RFC 6962 SHA-256 (C2SP) log"
+    ]
+    notes = _old_checkpoints.pop(ledger.db.conn.filename, [])
+    memory = signing.memory_of(ledger)
+    try:
+        said += _carry_memory(ledger, memory, notes)
+        if memory.base() is None:
+            said.append(
+                "the new tree was not signed: this install never vouched for this ledger "
+                "(`agentledger checkpoint --adopt` signs it after a clean whole verify)"
+            )
+            return _say(said)
+        stored = checkpoint.take_checkpoint(ledger)
+        said.append(
+            f"signed the new tree: {stored.checkpoint.size:,} entries, root "
+            f"{stored.checkpoint.root.hex()}"
+        )
+    except AgentLedgerError as exc:
+        said.append(f"the new tree was not signed: {exc}")
+    return _say(said)
+
+
+def _say(said: list[str]) -> list[str]:
+    for line in said:
+        print(line, file=sys.stderr)
+    return said
+
+
+def _carry_memory(ledger: Ledger, memory: object, notes: list[str]) -> list[str]:
+    """Each state this install remembers for the old tree (``signed``, ``verified``) is
+    replaced by the new tree's root at the same size when the old tree recomputed from the
+    entries has the remembered root; a trusted old checkpoint of this ledger extending it
+    moves ``signed`` to its size. A state that does not match stays: signing then refuses."""
+    from agentledger.keys import resolve_trust
+    from agentledger.notes import Checkpoint
+    from agentledger.signer_memory import SignerMemory
+
+    assert isinstance(memory, SignerMemory)
+    said = []
+    with ledger.db.snapshot() as conn:
+        known = memory.read()
+        carried: dict[str, tuple[int, bytes]] = {}
+        for kind, state in known.items():
+            if legacy_root(conn, state.size) == state.root:
+                carried[kind] = (state.size, wslog.state_at(conn, state.size)[0].root)
+            else:
+                said.append(
+                    f"this install's {kind} state ({state.size:,} entries) is not the old tree "
+                    "recomputed from the entries: kept as it is"
+                )
+        base = max(carried.values(), default=None)
+        trusted = sorted(resolve_trust((), ledger.keys))
+        for text in reversed(notes):
+            try:
+                note = Checkpoint.parse(text)
+            except AgentLedgerError:
+                continue
+            if base is None or note.size <= base[0] or note.ledger_id != ledger.id:
+                continue
+            if note.legacy and note.signed_by(trusted) and legacy_root(conn, note.size) == note.root:
+                carried["signed"] = (note.size, wslog.state_at(conn, note.size)[0].root)
+                said.append(f"a trusted checkpoint of the old tree covers {note.size:,} entries")
+                break
+    for kind, (size, root) in sorted(carried.items()):
+        memory.record("signed" if kind == "signed" else "verified", size, root)
+        said.append(f"this install's {kind} state ({size:,} entries) carried over to the new tree")
+    return said
