@@ -42,7 +42,8 @@ def rebuild_tree(conn: apsw.Connection) -> None:
     the old tree are kept aside for ``sign_upgraded`` and removed from the file.
     """
     notes = [str(row[0]) for row in conn.execute("SELECT note FROM checkpoints ORDER BY id")]
-    _old_checkpoints[conn.filename] = notes
+    if notes:
+        _old_checkpoints[conn.filename] = notes
     conn.execute("DELETE FROM checkpoints")
     conn.execute("DELETE FROM log_tiles")
     size = 0

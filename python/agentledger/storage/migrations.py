@@ -13,8 +13,7 @@ from importlib import resources
 
 import apsw
 
-from agentledger import _core, log_upgrade, tiles
-from agentledger.errors import LedgerError
+from agentledger import log_upgrade
 
 APPLICATION_ID = 0x41474C44  # "AGLD"
 
@@ -33,37 +32,15 @@ SCHEMA_VERSION = max(version for version, _ in migration_scripts())
 """The newest schema this version of agentledger knows: the highest numbered script."""
 
 
-def _tiles_from_entries(conn: apsw.Connection) -> None:
-    """Schema 5: the tiles of the log as the entries number it, then ``backfill`` dropped.
-
-    The leaves schema 3 numbered and every later one are folded in, in leaf order; they
-    must be 0..n-1. What this rebuilds is checked like any log: the signed checkpoints
-    must still match it, and this install signs nothing before verifying it.
-    """
-    size, frontier, hashes = 0, [], []
-    for leaf, run_id, seq, digest in conn.execute(
-        "SELECT leaf, run_id, seq, hash FROM entries WHERE leaf IS NOT NULL ORDER BY leaf"
-    ):
-        if leaf != size:
-            raise LedgerError(
-                f"cannot upgrade the ledger: its entries are not leaves 0..n-1 of the log "
-                f"(leaf {leaf} where {size} was due); `agentledger verify --all` shows why",
-                code="log-broken",
-            )
-        data = _core.log_leaf(run_id, seq, digest)
-        hashes.append(_core.merkle_root([data]))
-        size += 1
-    if hashes:
-        tiles.append(conn, 0, b"".join(hashes))
-        frontier = tiles.TileReader(conn).frontier(size)
-    conn.execute(
-        "UPDATE log_state SET size = ?, frontier = ? WHERE id = 1", (size, b"".join(frontier))
-    )
+def _drop_backfill(conn: apsw.Connection) -> None:
+    """Schema 5: ``log_state.backfill`` dropped. Schema 5 also filled the tiles from the
+    entries; schema 6 rebuilds them as a C2SP tree (``log_upgrade.rebuild_tree``), and
+    every upgrade goes on to it, so they are not computed twice."""
     conn.execute("ALTER TABLE log_state DROP COLUMN backfill")
 
 
 PYTHON_STEPS: dict[int, Callable[[apsw.Connection], None]] = {
-    5: _tiles_from_entries,
+    5: _drop_backfill,
     log_upgrade.C2SP_SCHEMA: log_upgrade.rebuild_tree,
 }
 
