@@ -1,4 +1,5 @@
-"""RFC 6962 Merkle trees (SHA-256 by default; BLAKE3 for the log before schema 6): roots, inclusion and consistency proofs, incremental tree.
+"""RFC 6962 Merkle trees (SHA-256 by default; BLAKE3 for the log before schema 6): roots,
+inclusion and consistency proofs, their leaf ranges, incremental tree.
 
 Oracles: the RFC 6962 reference tree and the transparency-dev/merkle probe files (SHA-256),
 and a tiny recursive implementation of RFC 9162 §2.1.1 below.
@@ -159,7 +160,7 @@ def test_proof_ranges_are_the_rfc_definitions() -> None:
     assert inclusion_proof_ranges(big - 1, big) == _oracle_path(big - 1, 0, big)
     assert consistency_proof_ranges(big - 7, big) == _oracle_subproof(big - 7, 0, big, True)
     for bad in (lambda: inclusion_proof_ranges(3, 3), lambda: consistency_proof_ranges(4, 3)):
-        with pytest.raises(ValueError, match="out of range|exceeds"):
+        with pytest.raises(ValueError, match=r"out of range|exceeds"):
             bad()
 
 

@@ -163,7 +163,8 @@ def _carry_memory(ledger: Ledger, memory: object, notes: list[str]) -> list[str]
                 continue
             if base is None or note.size <= base[0] or note.ledger_id != ledger.id:
                 continue
-            if note.legacy and note.signed_by(trusted) and legacy_root(conn, note.size) == note.root:
+            vouched = note.legacy and note.signed_by(trusted) is not None
+            if vouched and legacy_root(conn, note.size) == note.root:
                 carried["signed"] = (note.size, wslog.state_at(conn, note.size)[0].root)
                 said.append(f"a trusted checkpoint of the old tree covers {note.size:,} entries")
                 break

@@ -19,9 +19,8 @@ from typing import Any
 import blake3
 from nacl.signing import SigningKey
 
-from agentledger import _core
+from agentledger import _core, log_upgrade
 from agentledger import log as wslog
-from agentledger import log_upgrade
 from agentledger.notes import Checkpoint, sign, vkey
 
 VECTORS = Path(__file__).parent.parent.parent / "docs" / "vectors" / "log-v2.json"
