@@ -45,7 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("journal:show", "Show a run's journal, verified (kinds, hashes, evidence)."),
     "team": ("team:team", "Team manifests: which modality each role runs as."),
     "verify": ("verify:verify", "Bulk-verify runs: chains, entry bytes, evidence sets, blobs."),
-    "verify-proof": ("log:verify_proof", "Check a proof bundle offline, without the ledger."),
+    "verify-proof": ("log:verify_proof_command", "Check a proof offline, without the ledger."),
 }
 """The one list of commands: name -> ("module:object", its short help as ``-h`` lists it),
 the module being under agentledger.cli. The root imports a command's module when the
