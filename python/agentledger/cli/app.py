@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("bernstein:import_group", "Bring another tool's records into the ledger."),
     "init": ("journal:init", "Create the ledger file (and its folder) if it does not exist."),
     "keys": ("keys:keys", "Signing and audit keys, kept outside the ledger."),
+    "log": ("log:log_group", "The workspace log as a C2SP log: export it as static tiles."),
     "phase": ("phase:phase", "Phase capability profiles: compile, record, transition, show."),
     "prove": ("log:prove_command", "Print a proof that an entry is in the signed log."),
     "runs": ("journal:runs", "List runs: entries, activities, last entry, last verify status."),

@@ -1,4 +1,5 @@
-"""`checkpoint`, `prove`, `verify-proof`, `archive`, `gc`, `fsck`: the workspace log at work."""
+"""`checkpoint`, `prove`, `verify-proof`, `archive`, `gc`, `fsck`, `log export`: the workspace
+log at work."""
 
 from __future__ import annotations
 
@@ -15,9 +16,9 @@ from agentledger import gc as collector
 from agentledger.checkpoint import latest, take_checkpoint
 from agentledger.cli import arguments
 from agentledger.cli.common import run_verify, verify_options
-from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option
+from agentledger.cli.context import AppCommand, AppContext, AppGroup, emit_json, json_option
 from agentledger.display import safe, styled
-from agentledger.errors import ExitCode
+from agentledger.errors import BadArgument, ExitCode
 from agentledger.keys import KeyStore, resolve_trust
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
 from agentledger.proofs import Proof, parse_proof, prove, verify_proof
@@ -338,3 +339,59 @@ def fsck(
     app.console.print(table)
     app.console.print(report_renderable(report))
     return int(code)
+
+
+@click.group("log", cls=AppGroup)
+def log_group() -> None:
+    """The workspace log as a C2SP log (tlog-tiles): export it as static files."""
+
+
+@log_group.command("export", cls=AppCommand)
+@click.argument("folder", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--since",
+    type=click.IntRange(min=0, max=MAX_SQLITE_INT),
+    metavar="SIZE",
+    help="Write only the tiles holding leaves from SIZE on (default: from the size of the "
+    "checkpoint DIR already holds).",
+)
+@json_option
+@click.pass_obj
+def log_export_command(app: AppContext, folder: Path, since: int | None, as_json: bool) -> int:
+    """Write the log, as of its newest checkpoint, as static C2SP tlog-tiles files.
+
+    DIR gets `checkpoint`, `tile/<L>/<N>[.p/<W>]` and `tile/entries/<N>[.p/<W>]`, served
+    as they are by any web server or object store; a C2SP client (Go's sumdb/tlog, a
+    monitor, a witness) reads them with the key from `agentledger keys export --vkey`.
+    A second export writes only the new tiles and the new checkpoint (full tiles are
+    never rewritten). Exit 1 without a ledger or checkpoint, 2 when DIR holds a log this
+    ledger does not extend (or another ledger's), 64 when DIR cannot be written.
+
+    \b
+    Examples:
+      agentledger log export /srv/ledger-log
+      agentledger log export /srv/ledger-log --json   # what was written
+    """
+    from agentledger.log_export import export  # this command only
+
+    if folder.exists() and not folder.is_dir():
+        raise BadArgument(f"DIR {folder}: not a folder")
+    arguments.output_file(folder / "checkpoint", "DIR", makes_folder=True)
+    with app.open_ledger(readonly=True) as ledger:
+        summary = export(ledger, folder, since=since)
+    if as_json:
+        emit_json(summary.to_json())
+    else:
+        app.console.print(
+            styled(
+                "exported a log of {size} entries to [bold]{folder}[/]: {tiles} tiles, "
+                "{bundles} entry bundles, {bytes} bytes written (previous export: {previous})",
+                size=f"{summary.size:,}",
+                folder=summary.folder,
+                tiles=len(summary.tiles),
+                bundles=len(summary.entry_bundles),
+                bytes=f"{summary.bytes_written:,}",
+                previous=f"{summary.previous_size:,} entries",
+            )
+        )
+    return int(ExitCode.OK)
