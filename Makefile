@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 EXT_SOURCES := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: all setup build test test-rust lint typecheck test-python browser demo bench reliability clean
+.PHONY: all setup build test test-rust lint typecheck test-python browser go-interop demo bench reliability clean
 
 all: test
 
@@ -53,7 +53,15 @@ typecheck: setup
 browser:
 	@test -x /usr/bin/chromium || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
 
-test-python: setup browser
+# The workspace log is checked by Go's golang.org/x/mod/sumdb/tlog and sumdb/note
+# (tests/interop/): Debian's Go and its packaged x/mod, built offline. Installed here when
+# missing (CI runs as root on Debian).
+go-interop:
+	@test -x /usr/bin/go -a -d /usr/share/gocode/src/golang.org/x/mod/sumdb/tlog || { \
+	  echo "installing Debian's golang-go and golang-golang-x-mod-dev for tests/interop"; \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y golang-go golang-golang-x-mod-dev; }
+
+test-python: setup browser go-interop
 	$(BIN)/pytest -q
 
 demo: setup
