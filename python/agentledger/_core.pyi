@@ -79,13 +79,12 @@ def verify_consistency(
     proof: Sequence[bytes],
     hash: HashName = "sha256",
 ) -> bool: ...
-@final
 def inclusion_proof_ranges(index: int, size: int) -> list[tuple[int, int]]:
     """The leaf ranges ``(start, stop)`` whose roots make leaf ``index``'s audit path."""
 
 def consistency_proof_ranges(old_size: int, new_size: int) -> list[tuple[int, int]]:
     """The leaf ranges whose roots make the consistency proof from ``old_size``."""
-
+@final
 class IncrementalMerkleTree:
     """Append-only Merkle tree keeping only O(log n) state (the right frontier)."""
 

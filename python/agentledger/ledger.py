@@ -15,6 +15,7 @@ from agentledger.ids import check_run_id
 from agentledger.journal import Run
 from agentledger.keys import KeyStore
 from agentledger.storage import Database
+from agentledger.storage.migrations import C2SP_SCHEMA
 
 if TYPE_CHECKING:
     # The verifier (and the phase models it loads) is imported when verify runs: commands
@@ -54,7 +55,7 @@ class Ledger:
         readonly = readonly or (path.is_file() and is_archive_file(path))
         db = Database.open(path, create=create, readonly=readonly)
         ledger = cls(db, KeyStore(key_dir) if key_dir is not None else None)
-        if db.upgraded_from and db.upgraded_from < log_upgrade.C2SP_SCHEMA:
+        if db.upgraded_from and db.upgraded_from < C2SP_SCHEMA:
             # The log's tree was rebuilt as a C2SP log: carry the signer over to it.
             log_upgrade.sign_upgraded(ledger)
         return ledger

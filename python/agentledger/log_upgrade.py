@@ -1,12 +1,13 @@
 """Schema 6: the workspace log becomes a C2SP log (RFC 6962, SHA-256), and what vouched for
 the BLAKE3 tree before it carries over.
 
-The migration (``rebuild_tree``, schema 6's Python step) rebuilds the tiles and the state
-from the entries, in leaf order, never from the old tiles, and drops the checkpoints signed
-over the old tree. The leaves are the same entries in the same order, so whatever vouched
-for the old tree at size ``n`` (this install's memory, an exported checkpoint) is checked by
-recomputing the old tree's root at ``n`` from the entries (``legacy_root``): equal, the
-entries under it are exactly the ones the new tree holds at leaves ``0..n-1``.
+The migration (``storage.migrations.rebuild_c2sp_tree``, schema 6's Python step) rebuilds
+the tiles and the state from the entries, in leaf order, never from the old tiles, and
+drops the checkpoints signed over the old tree. The leaves are the same entries in the
+same order, so whatever vouched for the old tree at size ``n`` (this install's memory, an
+exported checkpoint) is checked by recomputing the old tree's root at ``n`` from the
+entries (``legacy_root``): equal, the entries under it are exactly the ones the new tree
+holds at leaves ``0..n-1``.
 
 Once the migrated file is committed, ``sign_upgraded`` (run by ``Ledger.open``) carries
 the install's memory over to the new tree, has the new tree signed under the same rules as
@@ -20,59 +21,13 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from agentledger import _core, tiles
+from agentledger import _core
 from agentledger import log as wslog
-from agentledger.errors import AgentLedgerError, LedgerError
+from agentledger.errors import AgentLedgerError
+from agentledger.storage.migrations import C2SP_SCHEMA, DROPPED_CHECKPOINTS
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
-
-C2SP_SCHEMA = 6
-"""The first schema whose log is RFC 6962 with SHA-256."""
-
-_old_checkpoints: dict[str, list[str]] = {}
-"""The notes a migration dropped, per file, until ``sign_upgraded`` of this process reads
-them (a trusted one may vouch for entries past this install's memory)."""
-
-
-def rebuild_tree(conn: apsw.Connection) -> None:
-    """Schema 6's Python step: the tiles and state of the SHA-256 tree, from the entries.
-
-    The leaves must be 0..n-1 (as every earlier schema numbered them); the checkpoints of
-    the old tree are kept aside for ``sign_upgraded`` and removed from the file.
-    """
-    notes = [str(row[0]) for row in conn.execute("SELECT note FROM checkpoints ORDER BY id")]
-    if notes:
-        _old_checkpoints[conn.filename] = notes
-    conn.execute("DELETE FROM checkpoints")
-    conn.execute("DELETE FROM log_tiles")
-    size = 0
-    while True:
-        rows = wslog.fetch(conn, wslog.LEAF_ROWS + " LIMIT ?", (size, wslog.BATCH_ROWS))
-        if not rows:
-            break
-        hashes = []
-        for leaf, run_id, seq, digest in rows:
-            if leaf != size:
-                raise LedgerError(
-                    f"cannot upgrade the ledger: its entries are not leaves 0..n-1 of the log "
-                    f"(leaf {leaf} where {size} was due); `agentledger verify --all` shows why",
-                    code="log-broken",
-                )
-            hashes.append(tiles.leaf_hash(_core.log_leaf(run_id, seq, bytes(digest))))
-            size += 1
-        tiles.append(conn, size - len(hashes), b"".join(hashes))
-    unlogged = conn.execute("SELECT count(*) FROM entries WHERE leaf IS NULL").fetchall()[0][0]
-    if unlogged:
-        raise LedgerError(
-            f"cannot upgrade the ledger: {unlogged} entries are in no leaf of the log; "
-            "`agentledger verify --all` shows why",
-            code="log-broken",
-        )
-    frontier = tiles.TileReader(conn).frontier(size) if size else []
-    conn.execute(
-        "UPDATE log_state SET size = ?, frontier = ? WHERE id = 1", (size, b"".join(frontier))
-    )
 
 
 def legacy_root(conn: apsw.Connection, size: int) -> bytes | None:
@@ -106,7 +61,7 @@ def sign_upgraded(ledger: Ledger) -> list[str]:
         f"{ledger.path}: upgraded to schema {C2SP_SCHEMA}: the workspace log's tree was "
         "rebuilt from the entries as an RFC 6962 SHA-256 (C2SP) log"
     ]
-    notes = _old_checkpoints.pop(ledger.db.conn.filename, [])
+    notes = DROPPED_CHECKPOINTS.pop(ledger.db.conn.filename, [])
     memory = signing.memory_of(ledger)
     try:
         said += _carry_memory(ledger, memory, notes)
