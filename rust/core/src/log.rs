@@ -97,7 +97,11 @@ pub fn legacy_leaf_hashes<'a>(
     let starts = std::iter::once(0).chain(ends.iter().copied());
     let inputs: Vec<&[u8]> = starts.zip(&ends).map(|(a, &b)| &messages[a..b]).collect();
     let mut leaves = vec![[0u8; 32]; count];
-    many::hash_many(&many::Mode::domain(LEGACY_LEAF_DOMAIN), &inputs, &mut leaves);
+    many::hash_many(
+        &many::Mode::domain(LEGACY_LEAF_DOMAIN),
+        &inputs,
+        &mut leaves,
+    );
     let prefixed: Vec<[u8; 33]> = leaves
         .iter()
         .map(|leaf| {
@@ -422,7 +426,11 @@ mod tests {
         let entries: Vec<(String, i64, Vec<u8>)> = (0..40)
             .map(|i| (format!("r{}", i % 3), i / 3, vec![i as u8; 32]))
             .collect();
-        let view = || entries.iter().map(|(r, s, h)| (r.as_str(), *s, h.as_slice()));
+        let view = || {
+            entries
+                .iter()
+                .map(|(r, s, h)| (r.as_str(), *s, h.as_slice()))
+        };
         for ((run, seq, digest), got) in view().zip(log_leaf_hashes(view())) {
             let mut prefixed = vec![0u8];
             prefixed.extend(log_leaf(run, seq, digest));

@@ -275,7 +275,11 @@ fn log_extend<'py>(
     legacy: bool,
 ) -> PyResult<LogExtendTuple<'py>> {
     let frontier = frontier_nodes(&frontier)?;
-    let alg = if legacy { HashAlg::Blake3 } else { log::LOG_ALG };
+    let alg = if legacy {
+        HashAlg::Blake3
+    } else {
+        log::LOG_ALG
+    };
     let mut tree = IncrementalTree::from_state(alg, size, frontier).map_err(to_py)?;
     let rows: Vec<LogRow> = rows
         .into_iter()
