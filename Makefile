@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 EXT_SOURCES := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: all setup build test test-rust lint typecheck test-python browser go-interop demo bench reliability clean
+.PHONY: all setup build dist test test-rust lint typecheck test-python browser go-interop demo bench reliability clean
 
 all: test
 
@@ -24,6 +24,13 @@ $(STAMP): $(PY) $(EXT_SOURCES)
 setup: $(STAMP)
 
 build: setup
+
+# What a reviewer installs without a Rust toolchain: one abi3 wheel (CPython >= 3.11, a
+# manylinux tag maturin checks for this machine) and the sdist, in dist/.
+dist: setup
+	rm -rf dist
+	$(BIN)/maturin build --release --out dist
+	$(BIN)/maturin sdist --out dist
 
 test: setup test-rust lint typecheck test-python
 
@@ -76,4 +83,4 @@ reliability: setup
 	$(BIN)/pytest -q -m slow
 
 clean:
-	rm -rf $(VENV) target .demo .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) target dist .demo .pytest_cache .mypy_cache .ruff_cache .hypothesis
