@@ -53,8 +53,8 @@ def _reviewer_env(folder: Path, wheel: Path) -> dict[str, str]:
 def test_the_wheel_verifies_a_proof_and_an_archive_without_rust(
     ledger: Ledger, tmp_path: Path, cli: Any
 ) -> None:
-    for run in ("run-a", "run-b"):
-        ledger.run(run).append_many([("step", {"i": i}) for i in range(40)])
+    for name in ("run-a", "run-b"):
+        ledger.run(name).append_many([("step", {"i": i}) for i in range(40)])
     key = install_public_key(ledger)
     proof = tmp_path / "entry.tlog-proof"
     proof.write_text(cli("prove", "run-b", "7").out)
