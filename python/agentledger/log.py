@@ -153,6 +153,39 @@ def state_at(conn: apsw.Connection, size: int) -> tuple[LogState, tuple[int, int
     return state, None
 
 
+def legacy_root(conn: apsw.Connection, size: int) -> bytes | None:
+    """The root of the BLAKE3 tree (the log before schema 6) over the first ``size``
+    entries in leaf order, or None when the entries are not leaves ``0..size-1``.
+    O(size): it is read only to check what vouched for the old tree."""
+    state = EMPTY
+    root = _core.merkle_root([], hash="blake3")
+    while state.size < size:
+        rows = fetch(conn, LEAF_RANGE + " LIMIT ?", (state.size, size, BATCH_ROWS))
+        if not rows:
+            return None
+        size_now, frontier, root, gap = _core.log_extend(
+            state.size, list(state.frontier), rows, legacy=True
+        )
+        if gap is not None:
+            return None
+        state = LogState(size_now, tuple(frontier))
+    return root
+
+
+def names_root(conn: apsw.Connection, size: int, root: bytes, named: object) -> bool:
+    """Whether ``named``, the ``log_root`` a signed record states (a prune receipt), names
+    the log's first ``size`` entries, whose root is ``root``: ``sha256:<hex>``; or
+    ``blake3:<hex>`` of the BLAKE3 tree for a record signed before schema 6, recomputed
+    from the entries. (``blake3:`` + the SHA-256 root is accepted as well: the label GC's
+    receipts kept after schema 6 until they say ``sha256:``.)"""
+    if named in ("sha256:" + root.hex(), "blake3:" + root.hex()):
+        return True
+    if not isinstance(named, str) or not named.startswith("blake3:"):
+        return False
+    old = legacy_root(conn, size)
+    return old is not None and named == "blake3:" + old.hex()
+
+
 def _perfect_subtrees(state: LogState) -> dict[tuple[int, int], bytes]:
     """``(start, width) -> root`` for the perfect subtrees the frontier stands for."""
     subtrees = {}

@@ -6,7 +6,7 @@ the tiles and the state from the entries, in leaf order, never from the old tile
 drops the checkpoints signed over the old tree. The leaves are the same entries in the
 same order, so whatever vouched for the old tree at size ``n`` (this install's memory, an
 exported checkpoint) is checked by recomputing the old tree's root at ``n`` from the
-entries (``legacy_root``): equal, the entries under it are exactly the ones the new tree
+entries (``log.legacy_root``): equal, the entries under it are exactly the ones the new tree
 holds at leaves ``0..n-1``.
 
 Once the migrated file is committed, ``sign_upgraded`` (run by ``Ledger.open``) carries
@@ -19,36 +19,12 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-import apsw
-
-from agentledger import _core
 from agentledger import log as wslog
 from agentledger.errors import AgentLedgerError
 from agentledger.storage.migrations import C2SP_SCHEMA, DROPPED_CHECKPOINTS
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
-
-
-def legacy_root(conn: apsw.Connection, size: int) -> bytes | None:
-    """The root of the BLAKE3 tree (the log before schema 6) over the first ``size``
-    entries in leaf order, or None when the entries are not leaves ``0..size-1``.
-    O(size): it is read only to check what vouched for the old tree."""
-    state = wslog.EMPTY
-    root = _core.merkle_root([], hash="blake3")
-    while state.size < size:
-        rows = wslog.fetch(
-            conn, wslog.LEAF_RANGE + " LIMIT ?", (state.size, size, wslog.BATCH_ROWS)
-        )
-        if not rows:
-            return None
-        size_now, frontier, root, gap = _core.log_extend(
-            state.size, list(state.frontier), rows, legacy=True
-        )
-        if gap is not None:
-            return None
-        state = wslog.LogState(size_now, tuple(frontier))
-    return root
 
 
 def sign_upgraded(ledger: Ledger) -> list[str]:
@@ -102,7 +78,7 @@ def _carry_memory(ledger: Ledger, memory: object, notes: list[str]) -> list[str]
         known = memory.read()
         carried: dict[str, tuple[int, bytes]] = {}
         for kind, state in known.items():
-            if legacy_root(conn, state.size) == state.root:
+            if wslog.legacy_root(conn, state.size) == state.root:
                 carried[kind] = (state.size, wslog.state_at(conn, state.size)[0].root)
             else:
                 said.append(
@@ -119,7 +95,7 @@ def _carry_memory(ledger: Ledger, memory: object, notes: list[str]) -> list[str]
             if base is None or note.size <= base[0] or note.ledger_id != ledger.id:
                 continue
             vouched = note.legacy and note.signed_by(trusted) is not None
-            if vouched and legacy_root(conn, note.size) == note.root:
+            if vouched and wslog.legacy_root(conn, note.size) == note.root:
                 carried["signed"] = (note.size, wslog.state_at(conn, note.size)[0].root)
                 said.append(f"a trusted checkpoint of the old tree covers {note.size:,} entries")
                 break

@@ -9,6 +9,7 @@ from typing import Any
 import apsw
 
 from agentledger import Ledger, _core, tiles
+from agentledger import log as wslog
 from agentledger.keys import KeyStore
 from agentledger.notes import Checkpoint, sign
 from agentledger.signer_memory import SignerMemory
@@ -219,3 +220,21 @@ def test_a_schema_5_ledger_rewritten_behind_the_installs_back_is_upgraded_but_no
     remembered = SignerMemory(home, LEDGER_ID).read()["signed"]
     assert remembered.size == 6  # the install's memory is kept as it was
     assert cli("verify").code == 2
+
+
+def test_a_record_signed_over_the_old_tree_still_names_the_upgraded_log(
+    ledger_path: Path, tmp_path: Path, cli: Any
+) -> None:
+    _, old_root = _schema_5_ledger(ledger_path, tmp_path / "keys")
+    assert cli("checkpoint").code == 0
+    with Ledger.open(ledger_path, readonly=True) as ledger:
+        conn = ledger.db.conn
+        new_root = tiles.TileReader(conn).root(6)
+        assert wslog.legacy_root(conn, 6) == old_root
+        assert wslog.names_root(conn, 6, new_root, "blake3:" + old_root.hex())  # a receipt
+        assert wslog.names_root(conn, 6, new_root, "sha256:" + new_root.hex())
+        assert not wslog.names_root(
+            conn, 5, tiles.TileReader(conn).root(5), "blake3:" + old_root.hex()
+        )
+        assert not wslog.names_root(conn, 6, new_root, "sha256:" + old_root.hex())
+        assert wslog.legacy_root(conn, 7) is None  # no seventh entry

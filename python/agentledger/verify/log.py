@@ -26,7 +26,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
-from agentledger import _core, log_upgrade, tiles
+from agentledger import _core, tiles
 from agentledger import log as wslog
 from agentledger.archive import archive_seal
 from agentledger.checkpoint import history_sizes
@@ -586,8 +586,8 @@ def _check_exported(
         return
     if exported.legacy:
         # Signed over the BLAKE3 tree before schema 6: that tree's leaves are the same
-        # entries, so recomputed from them it must have the exported root (log_upgrade.py).
-        extends = log_upgrade.legacy_root(reader.conn, exported.size) == exported.root
+        # entries, so recomputed from them it must have the exported root (docs/FORMAT.md §7).
+        extends = wslog.legacy_root(reader.conn, exported.size) == exported.root
     else:
         try:
             proof = reader.consistency_proof(exported.size, size)
