@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
+from agentledger import checkpoint, signing
 from agentledger import log as wslog
 from agentledger.errors import AgentLedgerError
 from agentledger.storage.migrations import C2SP_SCHEMA, DROPPED_CHECKPOINTS
@@ -29,10 +30,9 @@ if TYPE_CHECKING:
 
 def sign_upgraded(ledger: Ledger) -> list[str]:
     """After the migration to schema 6: carry this install's memory over to the new tree,
-    then sign the new tree if a whole verify is clean. Returns (and prints to stderr) what
-    it did; refusing to sign is said, never raised (the ledger stays readable)."""
-    from agentledger import checkpoint, signing  # the signer needs the whole ledger
-
+    then, after a clean whole verify, sign the new tree under the usual rules. Returns (and
+    prints to stderr) what it did; refusing to sign is said, never raised (the ledger stays
+    readable)."""
     said: list[str] = [
         f"{ledger.path}: upgraded to schema {C2SP_SCHEMA}: the workspace log's tree was "
         "rebuilt from the entries as an RFC 6962 SHA-256 (C2SP) log"
@@ -45,6 +45,16 @@ def sign_upgraded(ledger: Ledger) -> list[str]:
             said.append(
                 "the new tree was not signed: this install never vouched for this ledger "
                 "(`agentledger checkpoint --adopt` signs it after a clean whole verify)"
+            )
+            return _say(said)
+        # The rebuilt file is verified whole before its first signature, as a ledger this
+        # install never signed would be: only the checkpoint the upgrade dropped may lack.
+        found = signing.integrity_findings(ledger.verify())
+        checks = sorted({d.check for d in found} - {"checkpoint.missing"})
+        if checks:
+            said.append(
+                f"the new tree was not signed: a whole verify finds {', '.join(checks[:6])} "
+                "(`agentledger verify --all` shows what differs)"
             )
             return _say(said)
         stored = checkpoint.take_checkpoint(ledger)

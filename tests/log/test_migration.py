@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import pytest
 
 from agentledger import Ledger, _core, tiles
 from agentledger import log as wslog
@@ -238,3 +239,16 @@ def test_a_record_signed_over_the_old_tree_still_names_the_upgraded_log(
         )
         assert not wslog.names_root(conn, 6, new_root, "sha256:" + old_root.hex())
         assert wslog.legacy_root(conn, 7) is None  # no seventh entry
+
+
+def test_an_upgraded_ledger_that_does_not_verify_clean_is_not_signed_by_the_upgrade(
+    ledger_path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _schema_5_ledger(ledger_path, tmp_path / "keys")
+    with apsw.Connection(str(ledger_path)) as conn:  # outside the log: the runs' listing
+        conn.execute("UPDATE runs SET ordinal = 7 WHERE run_id = 'a-run'")
+    with Ledger.open(ledger_path, key_dir=tmp_path / "keys") as ledger:  # a writer upgrades
+        assert not ledger.db.conn.execute("SELECT 1 FROM checkpoints").fetchall()
+    said = capsys.readouterr().err
+    assert "the new tree was not signed: a whole verify finds runs.ordinal" in said
+    assert "carried over to the new tree" in said  # the log itself was vouched for
