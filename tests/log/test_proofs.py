@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nacl.signing import SigningKey
 
-from agentledger import Ledger
+from agentledger import Ledger, _core
 from agentledger.checkpoint import install_public_key, latest
 from agentledger.errors import InvalidInput
+from agentledger.notes import Checkpoint, sign
 from agentledger.proofs import Proof, parse_proof, prove, verify_proof
 
 from .logkit import build
@@ -126,3 +128,39 @@ def test_prove_a_missing_entry_is_not_found(ledger: Ledger, cli: Any) -> None:
     build(ledger, runs=1, entries=1)
     assert cli("prove", "run-0", "7").code == 1
     assert cli("prove", "nope", "0").code == 1
+
+
+def test_a_json_bundle_of_the_blake3_log_before_schema_6_still_verifies() -> None:
+    """An `agentledger-proof/v1` bundle as earlier versions wrote it: its note has a time
+    line, its leaves are D("log-leaf", document) in a BLAKE3 tree."""
+    key = SigningKey(bytes(range(32)))
+    ledger_id = "00112233445566778899aabbccddeeff"
+    encoded = _core.encode_entries(
+        "r", 0, _core.genesis_prev(ledger_id, "r"), "2026-01-01T00:00:00.000000Z",
+        [("step", {"i": i}) for i in range(5)],
+    )  # fmt: skip
+    leaves = [_core.legacy_log_leaf("r", seq, digest) for seq, (_, digest) in enumerate(encoded)]
+    root = _core.merkle_root(leaves, hash="blake3")
+    note = sign(Checkpoint(ledger_id, 5, root, "2026-01-01T00:00:01.000000Z", legacy=True), key)
+    bundle = {
+        "format": "agentledger-proof/v1",
+        "ledger": ledger_id,
+        "run": "r",
+        "seq": 3,
+        "entry": base64.b64encode(encoded[3][0]).decode(),
+        "leaf_index": 3,
+        "tree_size": 5,
+        "inclusion": [
+            base64.b64encode(n).decode() for n in _core.inclusion_proof(leaves, 3, hash="blake3")
+        ],
+        "checkpoint": note.text(),
+    }
+    trusted = ["ed25519:" + bytes(key.verify_key).hex()]
+    verdict = verify_proof(parse_proof(json.dumps(bundle).encode()), trusted)
+    assert verdict.ok, verdict.problems
+    assert (verdict.run, verdict.seq, verdict.tree_size) == ("r", 3, 5)
+    bundle["leaf_index"] = 2
+    assert not verify_proof(parse_proof(json.dumps(bundle).encode()), trusted).ok
+    bundle.update(leaf_index=3, seq=4)
+    problems = verify_proof(parse_proof(json.dumps(bundle).encode()), trusted).problems
+    assert problems == ("the entry bytes are not entry 4 of run 'r'",)
