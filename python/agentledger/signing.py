@@ -102,11 +102,9 @@ def integrity_findings(report: VerifyReport) -> list[Divergence]:
     ]
 
 
-def verify_before_signing(
-    ledger: Ledger, what: str, allowed: frozenset[str] = frozenset()
-) -> Proven:
-    """A whole verify, in the current transaction, whose integrity findings are none (but
-    ``allowed``): the log it rebuilt, proven. Otherwise ``Diverged``: nothing signed."""
+def require_clean(ledger: Ledger, what: str, allowed: frozenset[str] = frozenset()) -> VerifyReport:
+    """A whole verify whose integrity findings are none (but ``allowed``), or
+    ``Diverged``: nothing signed, exported or written."""
     report = ledger.verify()
     findings = [d for d in integrity_findings(report) if d.check not in allowed]
     if findings:
@@ -116,7 +114,14 @@ def verify_before_signing(
             "nothing was written; `agentledger verify --all` shows what differs",
             code="signing-refused",
         )
-    state = report.proven
+    return report
+
+
+def verify_before_signing(
+    ledger: Ledger, what: str, allowed: frozenset[str] = frozenset()
+) -> Proven:
+    """``require_clean`` in the current transaction: the log that verify rebuilt, proven."""
+    state = require_clean(ledger, what, allowed).proven
     if not isinstance(state, Proven) or not state.current(ledger.db):
         raise Unproven(ledger.path, "the verify did not rebuild the whole log in this transaction")
     ledger.db.transaction_scope[PROVEN] = state

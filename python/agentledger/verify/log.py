@@ -69,6 +69,9 @@ class LogPlan:
     """The whole workspace is verified (fully, or incrementally from ``base``)."""
     assembler: _core.LogAssembler | None = None
     """Rebuilds the log from the journal pass's own rows (no second read)."""
+    archive: str = ""
+    """The archive id the file's seal names ("" for a ledger): its checkpoints must name
+    it, and they alone make the file an archive (not the seal row, which anyone can add)."""
 
 
 def _diverged(ctx: VerifyContext, check: str, expected: str, actual: str, subject: str) -> None:
@@ -97,14 +100,19 @@ def _read_exported(ctx: VerifyContext) -> Checkpoint | None:
 
 def plan_log(ctx: VerifyContext) -> None:
     """Before the journal pass: with ``--incremental``, narrow it to the new tail."""
-    # An archive keeps its source's id but holds a log of its own: no memory applies.
-    sealed = archive_seal(ctx.conn) is not None
-    memory = {} if sealed else ctx.remembered
+    # An archive keeps its source's id but holds a log of its own, signed under its own
+    # origin: the install's memory of the source does not apply to it. A seal row alone
+    # (anyone can add one) changes nothing: the file is judged as the ledger it claims.
+    seal = archive_seal(ctx.conn)
+    archive = seal.get("archive") if seal else None
+    archive = archive if isinstance(archive, str) else ""
+    memory = {} if archive and _newest_names(ctx, archive) else ctx.remembered
     known = [memory[kind] for kind in ("signed", "verified") if kind in memory]
     plan = LogPlan(
         exported=_read_exported(ctx),
         remembered=max(known, key=lambda r: r.size) if known else None,
         covers_workspace=ctx.whole,
+        archive=archive,
     )
     ctx.log_plan = plan
     verified = memory.get("verified")
@@ -147,8 +155,20 @@ def plan_log(ctx: VerifyContext) -> None:
     }
     ctx.report.notes.append(
         f"incremental: re-checked what was appended to {_plural(len(tail_from), 'run')} "
-        f"since this install last verified the log clean at {base.size:,} entries"
+        f"since this install last verified the log clean at {base.size:,} entries; of "
+        "those, each position was proven to hold the entry hash verified there, but their "
+        "bytes were not re-read (a full `verify --all` does)"
     )
+
+
+def _newest_names(ctx: VerifyContext, archive: str) -> bool:
+    """Whether the newest checkpoint is one of the archive ``archive`` (its signature is
+    checked with the rest of the log)."""
+    try:
+        newest = newest_checkpoint(ctx.conn)
+    except AgentLedgerError:
+        return False
+    return newest is not None and newest.checkpoint.archive == archive
 
 
 def _base(ctx: VerifyContext, verified: Remembered | None) -> Base | None:
@@ -207,6 +227,18 @@ def check_log(ctx: VerifyContext) -> None:
     if plan.base is None:
         # Rebuilt from every entry in this snapshot: the state a signature may extend.
         ctx.report.proven = proven.verified(ctx.ledger.db, ctx.ledger.id, size, state.frontier)
+    else:
+        # The verified prefix is not re-read, but each of its positions must still hold
+        # the entry (run, seq, hash) verified there: a count would be padded by junk.
+        changed = _unproven_prefix(ctx, plan.base.size, plan.base.root)
+        if changed is not None:
+            _diverged(
+                ctx,
+                "log.rollback",
+                f"the {plan.base.size:,} entries this install verified clean, each at its position",
+                changed,
+                "log",
+            )
     total = int(wslog.fetch(ctx.conn, "SELECT count(*) FROM entries")[0][0])
     if total - unlogged != state.size:
         _diverged(ctx, "log.size", f"{state.size:,} logged entries", f"{total - unlogged:,}", "log")
@@ -392,8 +424,11 @@ def _check_checkpoint(ctx: VerifyContext, stored: StoredCheckpoint, trusted: set
             ctx, "checkpoint.signature", "signed by a trusted key", f"not ({signers})", subject
         )
         ok = False
-    if note.ledger_id != ctx.ledger.id:
-        _diverged(ctx, "checkpoint.origin", note.ledger_id, ctx.ledger.id, subject)
+    plan = ctx.log_plan
+    archive = plan.archive if isinstance(plan, LogPlan) else ""
+    expected = Checkpoint(ctx.ledger.id, 0, b"", "", archive=archive).origin
+    if note.origin != expected:
+        _diverged(ctx, "checkpoint.origin", expected, _origin_words(note), subject)
         ok = False
     if (stored.size_column, stored.root_column) != (note.size, note.root):
         _diverged(
@@ -405,6 +440,13 @@ def _check_checkpoint(ctx: VerifyContext, stored: StoredCheckpoint, trusted: set
         )
         ok = False
     return ok
+
+
+def _origin_words(note: Checkpoint) -> str:
+    """A note's origin, saying what it means when it is an archive's."""
+    if note.archive:
+        return f"{note.origin} (a checkpoint of an archive, not of a ledger's workspace log)"
+    return note.origin
 
 
 def _entry_at(ctx: VerifyContext, leaf: int) -> str:
@@ -521,14 +563,8 @@ def _check_selected_runs(
                     "not that leaf: the entry was edited, re-chained or added after signing",
                 ),
             )
-    logged = int(
-        wslog.fetch(
-            ctx.conn,
-            "SELECT count(*) FROM entries WHERE leaf >= 0 AND leaf < ?",
-            (note.size,),
-        )[0][0]
-    )
-    if logged < note.size:
+    missing = _unproven_prefix(ctx, note.size, note.root)
+    if missing is not None:
         for run_id in selected:
             ctx.diverged(
                 run_id,
@@ -536,14 +572,32 @@ def _check_selected_runs(
                     run_id,
                     None,
                     "log.incomplete",
-                    f"the {note.size:,} entries of checkpoint {newest.id}",
-                    f"{note.size - logged:,} missing from the file: this run cannot be "
-                    "certified complete (`verify --all` names the leaves)",
+                    f"the {note.size:,} entries of checkpoint {newest.id}, each at its position",
+                    f"{missing}: this run cannot be certified complete (`verify --all` names "
+                    "the leaves)",
                 ),
             )
     if plan.exported is not None:
         _check_exported(ctx, reader, plan.exported, trusted, note.size, note.root)
     _check_remembered(ctx, reader, plan, note.size, note.root)
+
+
+def _unproven_prefix(ctx: VerifyContext, size: int, root: bytes) -> str | None:
+    """Why the file's first ``size`` log positions are not exactly the signed log of that
+    ``root`` (None when they are): every position present once, holding the entry the
+    signed tree holds there. Rebuilt from each entry's (run, seq, hash) in leaf order,
+    never counted: a count is padded by one junk row."""
+    state, gap = wslog.state_at(ctx.conn, size)
+    if gap is not None:
+        expected, found = gap
+        if found < 0:
+            return f"leaves {expected:,}..{size - 1:,} missing from the file"
+        if found > expected:
+            return f"leaf {expected:,} missing from the file (entries deleted)"
+        return f"leaf {found:,} appears twice (an entry added at a signed position)"
+    if state.root != root:
+        return "the entries at the signed positions are not the signed ones (entries replaced)"
+    return None
 
 
 def _check_state_cache(ctx: VerifyContext, state: wslog.LogState) -> None:
