@@ -70,9 +70,6 @@ def test_history_checkpoints_are_signed_only_over_proven_roots(
     if victim == "checkpoint":
         assert cli("checkpoint").code == 0  # the log itself is the one the install signed
     else:
-        # run-1's head is leaf 9: its inclusion proof runs through the forged leaves
-        with pytest.raises(Diverged, match="refusing to append"):
-            ledger.run("run-1").append("step", {"routine": True})
         ledger.run("fresh").append("step", {"routine": True})  # no head to prove
     signed = _signed_checkpoints(ledger_path, key)
     assert {note.size for note in signed} >= {10 if victim == "checkpoint" else 11}
@@ -316,3 +313,58 @@ def test_a_proven_state_is_made_only_by_its_doors_and_only_for_its_transaction(
         fresh = proven.prove(ledger.db, ledger.id, signing.memory_of(ledger), keys)
         assert fresh is not None and fresh.root == state.root
         signing.require_current(conn, ledger.id, fresh)
+
+
+# ---- the head check's fast path agrees with its proof --------------------------------------
+
+
+def _head_verdict(ledger: Ledger, run_id: str, *, cached: bool) -> str:
+    """``check_head`` on ``run_id`` as an append would run it: "ok" or the refusal."""
+    saved = dict(signing._own_heads(ledger))
+    if not cached:
+        signing._own_heads(ledger).clear()
+    try:
+        with ledger.db.write() as conn:
+            state = signing.current_proven(ledger)
+            head_seq, head_hash = conn.execute(
+                "SELECT head_seq, head_hash FROM runs WHERE run_id = ?", (run_id,)
+            ).fetchall()[0]
+            signing.check_head(conn, ledger, state, run_id, head_seq, head_hash)
+            return "ok"
+    except Diverged as exc:
+        return "refused" if "refusing to append" in exc.message else exc.message
+    finally:
+        signing._own_heads(ledger).update(saved)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_head_checks_cache_and_its_inclusion_proof_agree(
+    ledger: Ledger, ledger_path: Path, seed: int
+) -> None:
+    import random
+
+    rng = random.Random(seed)
+    runs = [f"run-{i}" for i in range(4)]
+    for _ in range(rng.randint(5, 40)):
+        ledger.run(rng.choice(runs)).append_many(
+            [("step", {"n": rng.random()})] * rng.randint(1, 3)
+        )
+    victim = rng.choice(ledger.runs())
+    tamper = rng.choice(["none", "rechain", "rechain+tile", "tile"])
+    with raw(ledger_path) as conn:
+        seq, leaf = conn.execute(
+            "SELECT head_seq, (SELECT leaf FROM entries WHERE run_id = ? AND seq = head_seq) "
+            "FROM runs WHERE run_id = ?",
+            (victim, victim),
+        ).fetchall()[0]
+        if "rechain" in tamper:
+            rechain(conn, victim, seq, {"forged": seed})
+        if "tile" in tamper:
+            digest = conn.execute(
+                "SELECT hash FROM entries WHERE run_id = ? AND seq = ?", (victim, seq)
+            ).fetchall()[0][0]
+            _overwrite_tile(conn, leaf, tiles.leaf_hash(_core.log_leaf(victim, seq, bytes(digest))))
+    fast = _head_verdict(ledger, victim, cached=True)
+    reference = _head_verdict(ledger, victim, cached=False)
+    assert fast == reference, tamper
+    assert (fast == "ok") == (tamper in ("none", "tile")), tamper
