@@ -221,7 +221,7 @@ def check_log(ctx: VerifyContext) -> None:
         return
     size, frontier, root, gap = plan.assembler.finish()
     if gap is not None:
-        _report_gap(ctx, gap)
+        _report_gaps(ctx, newest)
         return
     state = wslog.LogState(size, tuple(frontier))
     if plan.base is None:
@@ -456,20 +456,111 @@ def _entry_at(ctx: VerifyContext, leaf: int) -> str:
     return f"leaf {leaf} ({rows[0][0]} seq {rows[0][1]})" if rows else f"leaf {leaf} (no entry)"
 
 
-def _report_gap(ctx: VerifyContext, gap: tuple[int, int]) -> None:
-    """Name the first leaf out of place and the entries around it."""
-    expected, found = gap
-    if found < 0:
-        actual = f"leaf {expected} missing: the log ends after {_entry_at(ctx, expected - 1)}"
-    elif found > expected:
-        missing = f"leaf {expected}" if found == expected + 1 else f"leaves {expected}..{found - 1}"
-        actual = (
-            f"{missing} missing: between {_entry_at(ctx, expected - 1)} and "
-            f"{_entry_at(ctx, found)} (entries deleted)"
+@dataclass
+class LeafScan:
+    """Every log position the file's entries claim, read in leaf order: what is missing,
+    what is repeated, and where each run's last entry stands."""
+
+    missing: list[tuple[int, int]]
+    """Ranges ``[first, last]`` of positions no entry holds."""
+    repeated: list[tuple[int, list[tuple[str, int]]]]
+    """Positions held by more than one entry, with those entries ``(run, seq)``."""
+    last_leaf: dict[str, int]
+    """Each run's highest leaf."""
+    at: dict[int, tuple[str, int]]
+    """``(run, seq)`` just before and after each missing range (the neighbours named)."""
+
+
+def scan_leaves(ctx: VerifyContext, size: int) -> LeafScan:
+    """One pass over the leaf column (only when the log is already known to be broken)."""
+    scan = LeafScan([], [], {}, {})
+    expected = 0
+    previous: tuple[int, str, int] | None = None
+    for leaf, run_id, seq in ctx.conn.execute(
+        "SELECT leaf, run_id, seq FROM entries WHERE leaf >= 0 ORDER BY leaf, run_id, seq"
+    ):
+        scan.last_leaf[run_id] = max(scan.last_leaf.get(run_id, -1), leaf)
+        if previous is not None and previous[0] == leaf:
+            if scan.repeated and scan.repeated[-1][0] == leaf:
+                scan.repeated[-1][1].append((run_id, seq))
+            else:
+                scan.repeated.append((leaf, [(previous[1], previous[2]), (run_id, seq)]))
+        elif leaf > expected:
+            scan.missing.append((expected, leaf - 1))
+            if previous is not None:
+                scan.at[expected - 1] = (previous[1], previous[2])
+            scan.at[leaf] = (run_id, seq)
+        expected = max(expected, leaf + 1)
+        previous = (leaf, run_id, seq)
+    if expected < size:
+        scan.missing.append((expected, size - 1))
+        if previous is not None:
+            scan.at[expected - 1] = (previous[1], previous[2])
+    return scan
+
+
+def _leaves(first: int, last: int) -> str:
+    return f"leaf {first:,}" if first == last else f"leaves {first:,}..{last:,}"
+
+
+def _neighbour(scan: LeafScan, leaf: int) -> str:
+    if leaf < 0:
+        return "the start of the log"
+    found = scan.at.get(leaf)
+    return f"{found[0]} seq {found[1]} (leaf {leaf:,})" if found else f"leaf {leaf:,}"
+
+
+def _report_gaps(ctx: VerifyContext, newest: StoredCheckpoint | None) -> None:
+    """Name every missing and every repeated position, not only the first, and every run
+    that could own a missing one (its last entry comes before it: a cut tail or a deleted
+    run leaves no other trace), so no damaged run is counted clean."""
+    size = newest.checkpoint.size if newest is not None else 0
+    scan = scan_leaves(ctx, size)
+    for first, last in scan.missing:
+        after = _neighbour(scan, first - 1)
+        if last + 1 in scan.at:
+            where = f"between {after} and {_neighbour(scan, last + 1)}"
+        else:
+            where = f"after {after}, at the end of the signed log"
+        _diverged(
+            ctx,
+            "log.leaf",
+            _leaves(first, last),
+            f"{_leaves(first, last)} missing, {where} "
+            f"({last - first + 1:,} {'entry' if first == last else 'entries'} deleted)",
+            "log",
         )
-    else:
-        actual = f"leaf {found} appears twice or is out of range ({_entry_at(ctx, found)})"
-    _diverged(ctx, "log.leaf", f"leaf {expected}", actual, "log")
+    for leaf, holders in scan.repeated:
+        names = ", ".join(f"{run} seq {seq}" for run, seq in holders[:4])
+        _diverged(
+            ctx,
+            "log.leaf",
+            f"leaf {leaf:,} once",
+            f"leaf {leaf:,} held {len(holders)} times: {names}",
+            "log",
+        )
+    if not scan.missing:
+        return
+    top = scan.missing[-1][1]
+    for run_id, last_leaf in scan.last_leaf.items():
+        if last_leaf > top or run_id not in ctx.verdicts:
+            continue  # entries after every gap: a deletion there would have broken its chain
+        after = [(first, last) for first, last in scan.missing if first > last_leaf]
+        ranges = ", ".join(_leaves(first, last) for first, last in after[:4])
+        if len(after) > 4:
+            ranges += f" and {len(after) - 4:,} more ranges"
+        ctx.diverged(
+            run_id,
+            Divergence(
+                run_id,
+                None,
+                "log.incomplete",
+                "every entry the log held after this run's last one (leaf "
+                f"{last_leaf:,}) still in the file",
+                f"{ranges} deleted: entries of this run may be among them (its tail cut), so "
+                "it cannot be certified complete",
+            ),
+        )
 
 
 def _check_unlogged(ctx: VerifyContext) -> int:
