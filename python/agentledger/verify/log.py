@@ -545,10 +545,10 @@ def _report_gaps(ctx: VerifyContext, newest: StoredCheckpoint | None) -> None:
     for run_id, last_leaf in scan.last_leaf.items():
         if last_leaf > top or run_id not in ctx.verdicts:
             continue  # entries after every gap: a deletion there would have broken its chain
-        after = [(first, last) for first, last in scan.missing if first > last_leaf]
-        ranges = ", ".join(_leaves(first, last) for first, last in after[:4])
-        if len(after) > 4:
-            ranges += f" and {len(after) - 4:,} more ranges"
+        later = [(first, last) for first, last in scan.missing if first > last_leaf]
+        ranges = ", ".join(_leaves(first, last) for first, last in later[:4])
+        if len(later) > 4:
+            ranges += f" and {len(later) - 4:,} more ranges"
         ctx.diverged(
             run_id,
             Divergence(
