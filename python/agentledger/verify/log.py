@@ -115,6 +115,7 @@ def plan_log(ctx: VerifyContext) -> None:
         archive=archive,
     )
     ctx.log_plan = plan
+    ctx.report.scope = _scope(ctx, seal if archive else None)
     verified = memory.get("verified")
     if ctx.options.incremental:
         plan.base = _base(ctx, verified)
@@ -153,11 +154,34 @@ def plan_log(ctx: VerifyContext) -> None:
         for run_id, verdict in ctx.verdicts.items()
         if verdict.code != 1
     }
+    ctx.report.scope = (
+        f"what was appended since entry {base.size:,} in full; the first {base.size:,} "
+        "proven in place by hash, their bytes not re-read"
+        + ("" if plan.covers_workspace else f", of {_plural(len(ctx.verdicts), 'named run')}")
+    )
     ctx.report.notes.append(
         f"incremental: re-checked what was appended to {_plural(len(tail_from), 'run')} "
         f"since this install last verified the log clean at {base.size:,} entries; of "
         "those, each position was proven to hold the entry hash verified there, but their "
         "bytes were not re-read (a full `verify --all` does)"
+    )
+
+
+def _scope(ctx: VerifyContext, seal: dict[str, object] | None) -> str:
+    """What a verify of this file covers, in words."""
+    if ctx.whole:
+        covered = "the whole ledger"
+    else:
+        names = ", ".join(list(ctx.verdicts)[:3])
+        more = len(ctx.verdicts) - 3
+        covered = f"named runs {names}" + (f" and {more:,} more" if more > 0 else "")
+    if seal is None:
+        return covered
+    runs = seal.get("runs")
+    holding = f", holding {runs} runs" if isinstance(runs, int) else ""
+    return (
+        f"{covered}: an archive (id {str(seal.get('archive'))[:12]}…) of ledger "
+        f"{ctx.ledger.id}{holding}, sealed {seal.get('sealed_at')}, signed under its own origin"
     )
 
 
@@ -722,6 +746,16 @@ def _check_exported(
         return
     if exported.ledger_id != ctx.ledger.id:
         _diverged(ctx, "checkpoint.origin", exported.ledger_id, ctx.ledger.id, subject)
+        return
+    plan = ctx.log_plan
+    if isinstance(plan, LogPlan) and plan.archive and not exported.archive:
+        # A reviewer holds the source's checkpoint: an archive is a selection of that
+        # ledger with a log of its own, not an older copy of it.
+        ctx.report.notes.append(
+            f"--checkpoint: the exported checkpoint ({exported.size:,} entries) is one of the "
+            f"source ledger {exported.ledger_id}; this file is an archive of it, whose own log "
+            "is signed under the archive's origin and is not compared with the source's"
+        )
         return
     if exported.size > size:
         _diverged(
