@@ -22,6 +22,9 @@ from typing import TYPE_CHECKING
 from agentledger import checkpoint, signing
 from agentledger import log as wslog
 from agentledger.errors import AgentLedgerError
+from agentledger.keys import resolve_trust
+from agentledger.notes import Checkpoint
+from agentledger.signer_memory import SignerMemory
 from agentledger.storage.migrations import C2SP_SCHEMA, DROPPED_CHECKPOINTS
 
 if TYPE_CHECKING:
@@ -49,14 +52,7 @@ def sign_upgraded(ledger: Ledger) -> list[str]:
             return _say(said)
         # The rebuilt file is verified whole before its first signature, as a ledger this
         # install never signed would be: only the checkpoint the upgrade dropped may lack.
-        found = signing.integrity_findings(ledger.verify())
-        checks = sorted({d.check for d in found} - {"checkpoint.missing"})
-        if checks:
-            said.append(
-                f"the new tree was not signed: a whole verify finds {', '.join(checks[:6])} "
-                "(`agentledger verify --all` shows what differs)"
-            )
-            return _say(said)
+        signing.require_clean(ledger, "sign the upgraded log", frozenset({"checkpoint.missing"}))
         stored = checkpoint.take_checkpoint(ledger)
         said.append(
             f"signed the new tree: {stored.checkpoint.size:,} entries, root "
@@ -73,43 +69,51 @@ def _say(said: list[str]) -> list[str]:
     return said
 
 
-def _carry_memory(ledger: Ledger, memory: object, notes: list[str]) -> list[str]:
+def _carry_memory(ledger: Ledger, memory: SignerMemory, notes: list[str]) -> list[str]:
     """Each state this install remembers for the old tree (``signed``, ``verified``) is
-    replaced by the new tree's root at the same size when the old tree recomputed from the
-    entries has the remembered root; a trusted old checkpoint of this ledger extending it
-    moves ``signed`` to its size. A state that does not match stays: signing then refuses."""
-    from agentledger.keys import resolve_trust
-    from agentledger.notes import Checkpoint
-    from agentledger.signer_memory import SignerMemory
-
-    assert isinstance(memory, SignerMemory)
+    replaced by the new tree's state at the same size when the old tree recomputed from the
+    entries has the remembered root; a trusted old checkpoint of this ledger (not of an
+    archive) extending it moves ``signed`` to its size. A state that does not match stays:
+    signing then refuses."""
     said = []
     with ledger.db.snapshot() as conn:
         known = memory.read()
-        carried: dict[str, tuple[int, bytes]] = {}
+        carried: dict[str, wslog.LogState] = {}
         for kind, state in known.items():
             if wslog.legacy_root(conn, state.size) == state.root:
-                carried[kind] = (state.size, wslog.state_at(conn, state.size)[0].root)
+                carried[kind] = wslog.state_at(conn, state.size)[0]
             else:
                 said.append(
                     f"this install's {kind} state ({state.size:,} entries) is not the old tree "
                     "recomputed from the entries: kept as it is"
                 )
-        base = max(carried.values(), default=None)
+        base = max((state.size for state in carried.values()), default=None)
         trusted = sorted(resolve_trust((), ledger.keys))
         for text in reversed(notes):
             try:
                 note = Checkpoint.parse(text)
             except AgentLedgerError:
                 continue
-            if base is None or note.size <= base[0] or note.ledger_id != ledger.id:
+            if (
+                base is None
+                or note.size <= base
+                or (note.ledger_id, note.archive)
+                != (
+                    ledger.id,
+                    "",
+                )
+            ):
                 continue
             vouched = note.legacy and note.signed_by(trusted) is not None
             if vouched and wslog.legacy_root(conn, note.size) == note.root:
-                carried["signed"] = (note.size, wslog.state_at(conn, note.size)[0].root)
+                carried["signed"] = wslog.state_at(conn, note.size)[0]
                 said.append(f"a trusted checkpoint of the old tree covers {note.size:,} entries")
                 break
-    for kind, (size, root) in sorted(carried.items()):
-        memory.record("signed" if kind == "signed" else "verified", size, root)
-        said.append(f"this install's {kind} state ({size:,} entries) carried over to the new tree")
+    for kind, state in sorted(carried.items()):
+        memory.record(
+            "signed" if kind == "signed" else "verified", state.size, state.root, state.frontier
+        )
+        said.append(
+            f"this install's {kind} state ({state.size:,} entries) carried over to the new tree"
+        )
     return said

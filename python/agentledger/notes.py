@@ -36,6 +36,8 @@ from agentledger.keys import parse_public_key
 from agentledger.log import fetch
 
 ORIGIN_PREFIX = "agentledger/v1/ledger/"
+ARCHIVE_INFIX = "/archive/"
+_ARCHIVE_ID = re.compile(r"[0-9a-f]{32}")
 LEGACY_KEY_NAME = "agentledger-install"
 """The key name of checkpoints signed before schema 6 (now the key name is the origin)."""
 SIGNATURE_PREFIX = "\u2014 "  # "— ", the signed-note signature line marker
@@ -77,11 +79,17 @@ class Checkpoint:
     root: bytes
     time: str = ""
     signatures: tuple[NoteSignature, ...] = ()
+    archive: str = ""
+    """An archive's own log: the archive's id ("" for a ledger's workspace log). An
+    archive keeps its source's ledger id, and its checkpoints name the archive too, so a
+    note of one is never taken for a note of the other."""
     legacy: bool = False
 
     @property
     def origin(self) -> str:
-        return ORIGIN_PREFIX + self.ledger_id
+        return (
+            ORIGIN_PREFIX + self.ledger_id + (ARCHIVE_INFIX + self.archive if self.archive else "")
+        )
 
     @property
     def key_name(self) -> str:
@@ -171,12 +179,16 @@ class Checkpoint:
             raise _malformed("no signature")
         if not text.endswith("\n"):
             raise _malformed("a note ends with a newline")
+        ledger_id, infix, archive = origin[len(ORIGIN_PREFIX) :].partition(ARCHIVE_INFIX)
+        if infix and not _ARCHIVE_ID.fullmatch(archive):
+            raise _malformed(f"origin {origin[:80]!r} names no archive id")
         return cls(
-            origin[len(ORIGIN_PREFIX) :],
+            ledger_id,
             int(size_text),
             root,
             time,
             tuple(signatures),
+            archive,
             legacy=len(lines) == 4,
         )
 

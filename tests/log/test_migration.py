@@ -250,5 +250,5 @@ def test_an_upgraded_ledger_that_does_not_verify_clean_is_not_signed_by_the_upgr
     with Ledger.open(ledger_path, key_dir=tmp_path / "keys") as ledger:  # a writer upgrades
         assert not ledger.db.conn.execute("SELECT 1 FROM checkpoints").fetchall()
     said = capsys.readouterr().err
-    assert "the new tree was not signed: a whole verify finds runs.ordinal" in said
+    assert "the new tree was not signed" in said and "(runs.ordinal)" in said
     assert "carried over to the new tree" in said  # the log itself was vouched for
