@@ -33,6 +33,7 @@ MARKS: dict[str, tuple[tuple[str, ...], bytes]] = {
     "receipt_data": (("activity.result",), b'"kind":"data"'),
     "receipt_ops": (("activity.result",), b'"kind":"ops"'),
     "mirrored": (("activity.result", "activity.refused"), b'"mirrored":true'),
+    "stage": (("activity.result", "activity.refused"), b'"kind":"activity.'),
 }
 MARKED_LIMIT = 200_000
 
