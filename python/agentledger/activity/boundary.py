@@ -36,6 +36,7 @@ from agentledger.activity.result import (
     check_stage_id,
 )
 from agentledger.audit import append_record
+from agentledger.bookkeeping import TEAM_RUN
 from agentledger.journal_view import RunView, read_run
 from agentledger.keys import resolve_trust
 
@@ -97,7 +98,7 @@ def record_activity(
     master = ledger.keys.audit_key(create=True)
     refusal: RedundantEvidence | None = None
     with ledger.db.write() as conn:
-        manifest = _check_role(conn, ledger.id, role, result.kind)
+        manifest = _check_role(conn, run, role, result.kind)
         if manifest is not None:
             # The manifest that allowed this role's kind, pinned: verify re-checks it offline.
             body["team_manifest"] = manifest
@@ -149,11 +150,16 @@ def earlier_result(journal: RunView, member: str, value: str) -> tuple[int, str]
     return None
 
 
-def _check_role(conn: apsw.Connection, ledger_id: str, role: str | None, kind: str) -> str | None:
-    """Refuse a kind the role was not declared with; the hash of the manifest that declares it."""
+def _check_role(conn: apsw.Connection, run: Run, role: str | None, kind: str) -> str | None:
+    """Refuse a kind the role was not declared with; the hash of the manifest that declares it.
+
+    The team is the ``_team`` journal's, verified from its bytes up to its head, and that
+    head is the one the log recorded (as an append to it would check).
+    """
     if role is None:
         return None
-    loaded = team.loaded_team(conn, ledger_id)
+    run.ledger.run(TEAM_RUN)._check_logged_head(conn)
+    loaded = team.loaded_team(conn, run.ledger.id)
     if not loaded:
         return None
     declared = loaded.get(role)
