@@ -26,7 +26,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
-from agentledger import _core, tiles
+from agentledger import _core, proven, tiles
 from agentledger import log as wslog
 from agentledger.archive import archive_seal
 from agentledger.checkpoint import history_sizes
@@ -204,6 +204,9 @@ def check_log(ctx: VerifyContext) -> None:
         _report_gap(ctx, gap)
         return
     state = wslog.LogState(size, tuple(frontier))
+    if plan.base is None:
+        # Rebuilt from every entry in this snapshot: the state a signature may extend.
+        ctx.report.proven = proven.verified(ctx.ledger.db, ctx.ledger.id, size, state.frontier)
     total = int(wslog.fetch(ctx.conn, "SELECT count(*) FROM entries")[0][0])
     if total - unlogged != state.size:
         _diverged(ctx, "log.size", f"{state.size:,} logged entries", f"{total - unlogged:,}", "log")
@@ -270,7 +273,7 @@ def check_log(ctx: VerifyContext) -> None:
     _check_remembered(ctx, reader, plan, proven_size, proven_root)
     if ok and tiles_ok and seal is None:
         memory = _memory(ctx)
-        ctx.after_snapshot.append(lambda: _record_verified(ctx, memory, state.size, root))
+        ctx.after_snapshot.append(lambda: _record_verified(ctx, memory, state))
 
 
 def _check_tiles(
@@ -598,7 +601,7 @@ def _check_exported(
         )
 
 
-def _record_verified(ctx: VerifyContext, memory: SignerMemory, size: int, root: bytes) -> None:
+def _record_verified(ctx: VerifyContext, memory: SignerMemory, state: wslog.LogState) -> None:
     """Remember, outside the file, the log state a clean verify covered (for the signer's
     rule and the next --incremental)."""
     # A machine without an install folder (a reviewer's) has no memory to keep: verify
@@ -606,6 +609,6 @@ def _record_verified(ctx: VerifyContext, memory: SignerMemory, size: int, root: 
     if ctx.report.code != 0 or not ctx.ledger.keys.home.is_dir():
         return
     try:
-        memory.record("verified", size, root)
+        memory.record("verified", state.size, state.root, state.frontier)
     except OSError as exc:
         ctx.report.notes.append(f"could not remember the verified log ({exc.strerror})")

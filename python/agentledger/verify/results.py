@@ -138,6 +138,9 @@ class VerifyReport:
     """The newest signed checkpoint the log check matched the ledger against."""
     checkpoint_reason: str | None = None
     """Why ``checkpoint`` is None."""
+    proven: object = field(default=None, repr=False)
+    """A whole verify: the log it rebuilt from every entry (a ``proven.Proven`` of the
+    transaction it ran in), which the signer may extend if the report is clean."""
 
     @property
     def entries(self) -> int:
