@@ -158,7 +158,7 @@ def _check_role(conn: apsw.Connection, run: Run, role: str | None, kind: str) ->
     """
     if role is None:
         return None
-    run.ledger.run(TEAM_RUN)._check_logged_head(conn)
+    run.ledger.run(TEAM_RUN)._prove_head(conn)
     loaded = team.loaded_team(conn, run.ledger.id)
     if not loaded:
         return None

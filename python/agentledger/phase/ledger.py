@@ -274,7 +274,7 @@ def start_descendant(
         if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (child_id,)).fetchall():
             raise PhaseRefused("run-exists", f"run {child_id!r} already exists")
         parent_state = maintain(parent, conn, moment)
-        parent._check_logged_head(conn)  # the journal read is the one the log recorded
+        parent._prove_head(conn)  # the journal read is the one the log recorded
         stored = _trusted_parent(parent_state, parent.id)
         if (
             expected_parent_evidence_digest is not None
