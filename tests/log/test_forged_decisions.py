@@ -77,7 +77,7 @@ def test_a_forged_team_load_is_refused_not_obeyed(
     load_manifest_bytes(ledger, MANIFEST)
     forged = _plant_forged_manifest(ledger)
     with raw(ledger_path) as conn:
-        body = {"manifest": forged, "roles": [["scout", "coding"]], "loaded_at": "x"}
+        body: dict[str, object] = {"manifest": forged, "roles": [["scout", "coding"]]}
         rechain(conn, "_team", 0, body)
         conn.execute("UPDATE team_roles SET agent_kind = 'coding', manifest_hash = ?", (forged,))
         if log == "reforged":

@@ -145,12 +145,14 @@ def check_phase(ctx: VerifyContext) -> None:
                 replay.diverge(f"a well-formed {kind} entry", f"malformed ({exc!r})")
 
 
-def _kind_of(raw: bytes) -> object:
+def _kind_of(raw: bytes) -> str:
+    """The kind an entry's bytes name ("" when they name none)."""
     try:
         doc = json.loads(raw)
     except (ValueError, RecursionError):
-        return None
-    return doc.get("kind") if isinstance(doc, dict) else None
+        return ""
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    return kind if isinstance(kind, str) else ""
 
 
 def _check_evidence(replay: _Replay, body: dict[str, Any]) -> None:
@@ -205,7 +207,7 @@ def _parent_evidence(replay: _Replay, body: dict[str, Any]) -> dict[str, Any]:
     elif kind == TRANSITION_KIND:
         evidence = replay.blob(parent_body["record_blob"], "parent transition")["effectiveEvidence"]
     else:
-        raise replay.diverge("a parent phase.evidence or phase.transition entry", str(kind))
+        raise replay.diverge("a parent phase.evidence or phase.transition entry", kind)
     if evidence.get("digest") != body["parent_evidence_digest"]:
         raise replay.diverge(
             f"parent evidence {body['parent_evidence_digest']}", str(evidence.get("digest"))

@@ -86,11 +86,12 @@ def _history(ctx: VerifyContext) -> _TeamHistory:
     return history
 
 
-def _rows(ctx: VerifyContext) -> Iterable[tuple[str, int, bytes, Any]]:
+def _rows(ctx: VerifyContext) -> Iterable[Any]:
     if ctx.whole:
         # The journal pass marked exactly the rows ALL_STAGES selects.
         return ctx.marked_rows(("stage",), "run_id, seq, bytes, leaf", ALL_STAGES)
-    return ctx.conn.execute(RUN_STAGES, (ctx.selected_json,))
+    rows: Iterable[Any] = ctx.conn.execute(RUN_STAGES, (ctx.selected_json,))
+    return rows
 
 
 def check_stage_decisions(ctx: VerifyContext) -> None:
