@@ -9,8 +9,8 @@ that the bytes are canonical and name this run and position, chains each entry t
 before from the run's genesis, and checks the last one is the head the run records (which
 an append then proves against the log). Kinds and bodies come from those bytes only.
 
-A view that does not verify says where (``problem``); ``require`` turns it into
-``JournalTampered`` (exit 2): nothing is decided, nothing is written.
+A view that does not verify says where (``problem``); ``require`` turns it into a
+``Diverged`` error (code ``journal-tampered``, exit 2): nothing is decided, nothing written.
 """
 
 from __future__ import annotations
@@ -33,10 +33,9 @@ _ROWS = "SELECT seq, kind, hash, bytes, leaf FROM entries WHERE run_id = ? ORDER
 _HEAD = "SELECT head_seq, head_hash FROM runs WHERE run_id = ?"
 
 
-class JournalTampered(Diverged):
-    """A decision was asked of a journal whose rows do not verify; nothing was written."""
-
-    code = "journal-tampered"
+TAMPERED = "journal-tampered"
+"""The code of the ``Diverged`` error (exit 2) a decision on a journal that does not verify
+raises: nothing was decided or written."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,12 +62,14 @@ class RunView:
         return (entry for entry in self.entries if entry.kind in kinds)
 
     def require(self) -> RunView:
-        """This view, or ``JournalTampered`` when any row of the run does not verify."""
+        """This view, or ``Diverged`` (``journal-tampered``) when any row of the run does not
+        verify."""
         if self.problem is not None:
             seq, why = self.problem
-            raise JournalTampered(
+            raise Diverged(
                 f"run {self.run_id!r} step {seq}: {why} (tampered); nothing was decided or "
-                "written; `agentledger verify` shows what differs"
+                "written; `agentledger verify` shows what differs",
+                code=TAMPERED,
             )
         return self
 
@@ -129,4 +130,4 @@ def _read(
     return doc["kind"], doc["body"], computed
 
 
-__all__ = ["JournalTampered", "RunView", "VerifiedEntry", "read_run"]
+__all__ = ["TAMPERED", "RunView", "VerifiedEntry", "read_run"]

@@ -89,6 +89,21 @@ def test_a_forged_team_load_is_refused_not_obeyed(
     assert counts(ledger_path) == before
 
 
+def test_a_team_manifest_that_does_not_read_back_decides_nothing(
+    ledger: Ledger, ledger_path: Path
+) -> None:
+    """The manifest blob a load pins is edited: no role is decided against it."""
+    load_manifest_bytes(ledger, MANIFEST)
+    with raw(ledger_path) as conn:
+        conn.execute("UPDATE blob_chunks SET data = ? WHERE data = ?", (FORGED_MANIFEST, MANIFEST))
+    before = counts(ledger_path)
+    with pytest.raises(Diverged) as caught:
+        ledger.run("r").record_activity(research_result(), stage_id="s1", role="scout")
+    assert caught.value.code == "journal-tampered"
+    assert "do not hash" in caught.value.message
+    assert counts(ledger_path) == before
+
+
 def _fooled_boundary(monkeypatch: pytest.MonkeyPatch, manifest: str | None) -> None:
     """The boundary as an edited table fooled it: the role decision returns ``manifest``."""
     monkeypatch.setattr(boundary, "_check_role", lambda *args: manifest)

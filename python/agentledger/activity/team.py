@@ -23,9 +23,9 @@ import apsw
 from agentledger import _core
 from agentledger.activity.result import MODALITIES, STAGE_ID
 from agentledger.bookkeeping import TEAM_LOADED, TEAM_RUN
-from agentledger.errors import InvalidInput
+from agentledger.errors import Diverged, InvalidInput
 from agentledger.ids import utc_timestamp
-from agentledger.journal_view import JournalTampered, VerifiedEntry, read_run
+from agentledger.journal_view import TAMPERED, VerifiedEntry, read_run
 from agentledger.limits import MAX_DOCUMENT_BYTES, read_capped
 
 if TYPE_CHECKING:
@@ -134,8 +134,8 @@ def team_in_force(entries: Iterable[VerifiedEntry]) -> Declared:
 
 
 def loaded_team(conn: apsw.Connection, ledger_id: str) -> Declared:
-    """The team in force, from the ``_team`` journal's verified bytes (``JournalTampered``
-    if any of its rows does not verify)."""
+    """The team in force, from the ``_team`` journal's verified bytes (``Diverged``,
+    ``journal-tampered``, if any of its rows does not verify)."""
     return team_in_force(read_run(conn, ledger_id, TEAM_RUN).require().entries)
 
 
@@ -159,9 +159,10 @@ def confirm_manifest(conn: apsw.Connection, manifest: str, role: str, kind: str)
     roles = manifest_roles(conn, manifest)
     if isinstance(roles, str) or roles.get(role) != kind:
         why = roles if isinstance(roles, str) else f"it declares {role!r} as {roles.get(role)!r}"
-        raise JournalTampered(
+        raise Diverged(
             f"team manifest {manifest}, which loaded role {role!r} as {kind!r}: {why} "
-            "(tampered); nothing was written; `agentledger verify` shows what differs"
+            "(tampered); nothing was written; `agentledger verify` shows what differs",
+            code=TAMPERED,
         )
 
 
