@@ -16,6 +16,7 @@ A view that does not verify says where (``problem``); ``require`` turns it into 
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,9 @@ HASH_PREFIX = "blake3:"
 ENVELOPE = frozenset({"body", "kind", "prev", "run", "seq", "ts", "v"})
 """The members of an entry's bytes (docs/FORMAT.md §3)."""
 
-_ROWS = "SELECT seq, kind, hash, bytes, leaf FROM entries WHERE run_id = ? ORDER BY seq"
+_ROWS = (
+    "SELECT seq, kind, hash, bytes, leaf FROM entries WHERE run_id = ? AND seq >= ? ORDER BY seq"
+)
 _HEAD = "SELECT head_seq, head_hash FROM runs WHERE run_id = ?"
 
 
@@ -76,10 +79,17 @@ class RunView:
 
 def read_run(conn: apsw.Connection, ledger_id: str, run_id: str) -> RunView:
     """Every entry of ``run_id``, verified from its bytes (inside the caller's snapshot or
-    write transaction, so the decision and what it read are one state)."""
-    entries: list[VerifiedEntry] = []
-    prev = _core.genesis_prev(ledger_id, run_id)
-    for seq, column_kind, digest, raw, leaf in conn.execute(_ROWS, (run_id,)):
+    write transaction, so the decision and what it read are one state).
+
+    The entries this process already verified are reused while the file still holds the
+    last of them at its place: the rows after it must chain from its hash, so the run read
+    is that verified prefix and what follows it, and a decision costs the same however
+    long the run is. Bodies are shared between views: read them, never change them.
+    """
+    key = (conn.filename, ledger_id, run_id)
+    entries, prev = _verified_prefix(conn, key)
+    rows = conn.execute(_ROWS, (run_id, len(entries)))
+    for seq, column_kind, digest, raw, leaf in rows:
         read = _read(run_id, len(entries), seq, digest, raw, prev)
         if isinstance(read, str):
             return RunView(run_id, tuple(entries), (len(entries), read))
@@ -100,7 +110,32 @@ def read_run(conn: apsw.Connection, ledger_id: str, run_id: str) -> RunView:
         if (head_seq, recorded) != last:
             why = f"the run records step {head_seq} as its head, not its last entry"
             return RunView(run_id, tuple(entries), (max(last[0], 0), why))
-    return RunView(run_id, tuple(entries))
+    view = RunView(run_id, tuple(entries))
+    _VERIFIED[key] = view
+    _VERIFIED.move_to_end(key)
+    while len(_VERIFIED) > VERIFIED_RUNS:
+        _VERIFIED.popitem(last=False)
+    return view
+
+
+VERIFIED_RUNS = 256
+"""How many runs' verified entries this process keeps (the least recently read go first)."""
+_VERIFIED: OrderedDict[tuple[str, str, str], RunView] = OrderedDict()
+_AT = "SELECT hash FROM entries WHERE run_id = ? AND seq = ?"
+
+
+def _verified_prefix(
+    conn: apsw.Connection, key: tuple[str, str, str]
+) -> tuple[list[VerifiedEntry], str]:
+    """The run's entries this process verified, and the hash the next row must chain from;
+    none when the file no longer holds the last of them (rolled back, another file)."""
+    known = _VERIFIED.get(key)
+    if known is not None and known.entries:
+        last = known.entries[-1]
+        row = conn.execute(_AT, (key[2], last.seq)).fetchall()
+        if row and isinstance(row[0][0], bytes) and HASH_PREFIX + row[0][0].hex() == last.hash:
+            return list(known.entries), last.hash
+    return [], _core.genesis_prev(key[1], key[2])
 
 
 def _read(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import apsw
@@ -118,3 +120,29 @@ def test_another_ledgers_run_does_not_chain_here(tmp_path: Path) -> None:
     _ledger(path)
     view = read_run_of(path, "0" * 32)
     assert view.problem == (0, "it does not chain to the entry before it")
+
+
+def test_rows_this_process_verified_are_read_as_they_were(tmp_path: Path) -> None:
+    """Verified once, a row's kind and body are those its bytes had: a cell edited since
+    misleads no decision (verify reports the edit)."""
+    path = tmp_path / "l.db"
+    ledger_id = _ledger(path)
+    assert read_run_of(path, ledger_id).problem is None
+    _edit(path, ("UPDATE entries SET kind = 'x' WHERE run_id = 'r' AND seq = 1", ()))
+    view = read_run_of(path, ledger_id)
+    assert view.problem is None
+    assert [e.kind for e in view.entries] == ["a", "b", "c"]
+
+
+def test_a_file_rolled_back_under_the_process_is_read_again(tmp_path: Path) -> None:
+    path = tmp_path / "l.db"
+    ledger_id = _ledger(path)
+    older = tmp_path / "older.db"
+    shutil.copyfile(path, older)
+    with Ledger.open(path) as ledger:
+        ledger.run("r").append_many([("d", {"n": 3}), ("e", {"n": 4})])
+    assert len(read_run_of(path, ledger_id).entries) == 5
+    os.replace(older, path)
+    view = read_run_of(path, ledger_id)
+    assert view.problem is None
+    assert [e.kind for e in view.entries] == ["a", "b", "c"]
