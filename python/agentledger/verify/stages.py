@@ -47,6 +47,7 @@ _STAGES = (
 )
 ALL_STAGES = _STAGES.format(where="")
 RUN_STAGES = _STAGES.format(where=f"AND {IN_SELECTED}")
+_STAGE_AT = "SELECT run_id, seq, bytes, leaf FROM entries WHERE run_id = ? AND seq = ?"
 
 
 @dataclass
@@ -87,9 +88,17 @@ def _history(ctx: VerifyContext) -> _TeamHistory:
 
 
 def _rows(ctx: VerifyContext) -> Iterable[Any]:
+    stages, mirrored = ctx.marked.get("stage"), ctx.marked.get("mirrored")
+    if ctx.whole and stages is not None and mirrored is not None:
+        # Marked by the journal pass: only runs with a decision of the boundary (a result
+        # or refusal it mirrored) are read, each of their activity entries fetched by key.
+        decided = {run_id for run_id, _ in mirrored}
+        return (
+            row for key in stages if key[0] in decided for row in ctx.conn.execute(_STAGE_AT, key)
+        )
     if ctx.whole:
-        # The journal pass marked exactly the rows ALL_STAGES selects.
-        return ctx.marked_rows(("stage",), "run_id, seq, bytes, leaf", ALL_STAGES)
+        scan: Iterable[Any] = ctx.conn.execute(ALL_STAGES)
+        return scan
     rows: Iterable[Any] = ctx.conn.execute(RUN_STAGES, (ctx.selected_json,))
     return rows
 
