@@ -121,7 +121,7 @@ class Run:
             head = [(-1, None)]
         head_seq, head_hash = head[0]
         # A new entry chains from the head: it must be the run's last entry, as logged.
-        signing.check_head(conn, state, self.id, head_seq, head_hash)
+        signing.check_head(conn, self.ledger, state, self.id, head_seq, head_hash)
         prev = _core.genesis_prev(self.ledger.id, self.id) if head_seq < 0 else hash_text(head_hash)
         ts = utc_timestamp()
         first_seq = head_seq + 1
@@ -155,6 +155,9 @@ class Run:
         grown = log.LogState(size, tuple(frontier))
         log.finish_append(conn, state.size, grown, leaf_hashes)
         signing.extend_proven(self.ledger, grown.size, grown.frontier)
+        signing.remember_head(
+            self.ledger, self.id, first_seq + len(batch) - 1, bytes(head_hash), grown.size - 1
+        )
         checkpoint.schedule(self.ledger)
         conn.execute(
             "UPDATE runs SET head_seq = ?, head_hash = ? WHERE run_id = ?",

@@ -102,11 +102,9 @@ def integrity_findings(report: VerifyReport) -> list[Divergence]:
     ]
 
 
-def verify_before_signing(
-    ledger: Ledger, what: str, allowed: frozenset[str] = frozenset()
-) -> Proven:
-    """A whole verify, in the current transaction, whose integrity findings are none (but
-    ``allowed``): the log it rebuilt, proven. Otherwise ``Diverged``: nothing signed."""
+def require_clean(ledger: Ledger, what: str, allowed: frozenset[str] = frozenset()) -> VerifyReport:
+    """A whole verify whose integrity findings are none (but ``allowed``), or
+    ``Diverged``: nothing signed, exported or written."""
     report = ledger.verify()
     findings = [d for d in integrity_findings(report) if d.check not in allowed]
     if findings:
@@ -116,7 +114,14 @@ def verify_before_signing(
             "nothing was written; `agentledger verify --all` shows what differs",
             code="signing-refused",
         )
-    state = report.proven
+    return report
+
+
+def verify_before_signing(
+    ledger: Ledger, what: str, allowed: frozenset[str] = frozenset()
+) -> Proven:
+    """``require_clean`` in the current transaction: the log that verify rebuilt, proven."""
+    state = require_clean(ledger, what, allowed).proven
     if not isinstance(state, Proven) or not state.current(ledger.db):
         raise Unproven(ledger.path, "the verify did not rebuild the whole log in this transaction")
     ledger.db.transaction_scope[PROVEN] = state
@@ -150,7 +155,12 @@ def check_may_append(conn: apsw.Connection, ledger: Ledger) -> Proven:
 
 
 def check_head(
-    conn: apsw.Connection, state: Proven, run_id: str, head_seq: int, head_hash: bytes | None
+    conn: apsw.Connection,
+    ledger: Ledger,
+    state: Proven,
+    run_id: str,
+    head_seq: int,
+    head_hash: bytes | None,
 ) -> None:
     """The run's cached head must be its last entry, and that entry the leaf the proven
     log holds at its position (an inclusion proof checked against the proven root)."""
@@ -165,6 +175,8 @@ def check_head(
     digest, leaf, _ = rows[0]
     if bytes(digest) != bytes(head_hash or b"") or not isinstance(leaf, int):
         raise _head_refused(run_id, f"its entry {head_seq} is not the head it records")
+    if _own_heads(ledger).get(run_id) == (head_seq, bytes(digest), leaf) and leaf < state.size:
+        return  # this process appended it there itself (see ``remember_head``)
     data = _core.log_leaf(run_id, head_seq, bytes(digest))
     if not proven.includes(conn, state, leaf, data):
         raise _head_refused(
@@ -177,6 +189,25 @@ SELECT e.hash, e.leaf, EXISTS (SELECT 1 FROM entries x WHERE x.run_id = ? AND x.
   FROM entries e WHERE e.run_id = ? AND e.seq = ?
 """
 """The head entry and whether any entry follows it: one statement per append."""
+
+
+_heads: dict[tuple[str, str], dict[str, tuple[int, bytes, int]]] = {}
+"""Per (key folder, ledger id): each run's last entry as this process appended it and saw
+committed, ``(seq, hash, leaf)``. Every log state this install proves for a ledger id
+extends every earlier one (it only ever signs extensions), so a leaf this process wrote
+into a proven state is in every later one: its head needs no inclusion proof. A file
+rewritten meanwhile makes the cached head differ from the file's, and the proof runs.
+The fast path of ``check_head``; the proof is its reference, and the tests compare them."""
+
+
+def _own_heads(ledger: Ledger) -> dict[str, tuple[int, bytes, int]]:
+    return _heads.setdefault((str(ledger.keys.home), ledger.id), {})
+
+
+def remember_head(ledger: Ledger, run_id: str, seq: int, digest: bytes, leaf: int) -> None:
+    """Once the transaction commits: this process appended ``run_id``'s head at ``leaf``."""
+    heads = _own_heads(ledger)
+    ledger.db.after_commit.append(lambda: heads.__setitem__(run_id, (seq, digest, leaf)))
 
 
 def _head_refused(run_id: str, why: str) -> Diverged:

@@ -22,6 +22,7 @@ from agentledger.keys import KeyStore, resolve_trust
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
 from agentledger.proofs import parse_bundle, prove, verify_bundle
 from agentledger.report import report_renderable
+from agentledger.signing import require_clean
 from agentledger.verify import VerifyOptions
 
 
@@ -57,7 +58,8 @@ def checkpoint(app: AppContext, export_file: Path | None, adopt: bool, as_json: 
 
     Checkpoints are also taken automatically at the end of every write transaction that
     appends entries. Nothing is signed unless the log extends what this install already
-    signed or verified (exit 2 otherwise). Exit 1 when there is no ledger.
+    signed or verified (exit 2 otherwise); --export first verifies the whole ledger and
+    refuses one that does not verify clean (exit 2). Exit 1 when there is no ledger.
 
     \b
     Examples:
@@ -67,6 +69,10 @@ def checkpoint(app: AppContext, export_file: Path | None, adopt: bool, as_json: 
     if export_file is not None:
         arguments.output_file(export_file, "--export")
     with app.open_ledger() as ledger:
+        if export_file is not None:
+            # An exported checkpoint is what a reviewer will hold the ledger to: only a
+            # ledger that verifies clean is exported.
+            require_clean(ledger, "export its checkpoint")
         stored = latest(ledger) if ledger.db.readonly else take_checkpoint(ledger, adopt=adopt)
     text = stored.checkpoint.text()
     if export_file is not None:
