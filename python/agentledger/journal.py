@@ -175,7 +175,7 @@ class Run:
         if head:
             # The log as proven in this transaction (the one an append would extend).
             state = signing.current_proven(self.ledger)
-            signing.check_head(conn, state, self.id, head[0][0], head[0][1])
+            signing.check_head(conn, self.ledger, state, self.id, head[0][0], head[0][1])
 
     def entries(self, start: int = 0, kind: str | None = None) -> Iterator[Entry]:
         """The run's entries in order, from ``start``; optionally only one kind."""
