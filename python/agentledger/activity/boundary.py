@@ -15,7 +15,7 @@ Every other refusal is raised before anything is written; steps 2-4 share one wr
 transaction, so a crash leaves either all of them or none. The role, duplicate-stage and
 redundancy decisions read the run's and the ``_team`` run's journals as their verified
 bytes say, in that transaction (``journal_view.py``), never the ``kind`` column or the
-``team_roles`` table; verify re-checks each decision (``verify/team.py``).
+``team_roles`` table; verify re-checks each decision (``verify/stages.py``).
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def _check_role(conn: apsw.Connection, run: Run, role: str | None, kind: str) ->
     """Refuse a kind the role was not declared with; the hash of the manifest that declares it.
 
     The team is the ``_team`` journal's, verified from its bytes up to its head, and that
-    head is the one the log recorded (as an append to it would check).
+    head is proven in the signed log (as an append to it would be).
     """
     if role is None:
         return None
