@@ -5,9 +5,11 @@ id already used, an evidence set already pinned, the roles a team loaded, the ph
 evidence in force. Those decisions must not come from cells an attacker can edit (the
 ``kind`` column, a side table such as ``team_roles``). ``read_run`` reads every row of a
 run inside the caller's transaction, recomputes each entry's hash from its bytes, checks
-that the bytes are canonical and name this run and position, chains each entry to the one
-before from the run's genesis, and checks the last one is the head the run records (which
-an append then proves against the log). Kinds and bodies come from those bytes only.
+that the bytes are canonical and name this run and position and that the ``kind`` column
+says what they say, chains each entry to the one before from the run's genesis, and checks
+the last one is the head the run records (which the append recording the decision, or
+``Run._prove_head``, then proves in the signed log). Kinds and bodies come from those
+bytes only.
 
 A view that does not verify says where (``problem``); ``require`` turns it into a
 ``Diverged`` error (code ``journal-tampered``, exit 2): nothing is decided, nothing written.
