@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agentledger import ActivityRejected, Ledger, _core
+from agentledger import ActivityRejected, Ledger, _core, journal_view
 from agentledger.activity import boundary
 from agentledger.activity.team import load_manifest_bytes
 from agentledger.errors import AgentLedgerError, Diverged, ExitCode
@@ -33,6 +33,11 @@ def _coding_stage(ledger: Ledger, stage: str = "s1", page: bytes = b"p1") -> Any
     return ledger.run("r").record_activity(
         research_result(page=page, kind="coding"), stage_id=stage, role="scout"
     )
+
+
+def _fresh_process() -> None:
+    """Forget the rows this process verified (``journal_view``), as a new command would."""
+    journal_view._VERIFIED.clear()
 
 
 def _plant_forged_manifest(ledger: Ledger) -> str:
@@ -151,24 +156,37 @@ def test_a_stage_before_any_team_load_is_not_a_finding(ledger: Ledger, ledger_pa
 # ---- stage uniqueness and redundancy: the run's journal, never its kind column ----------
 
 
+@pytest.mark.parametrize("process", ["fresh", "warm"])
 @pytest.mark.parametrize("second", ["same stage id", "same evidence"])
 def test_an_edited_kind_cell_does_not_hide_an_earlier_stage(
-    ledger: Ledger, ledger_path: Path, second: str
+    ledger: Ledger, ledger_path: Path, second: str, process: str
 ) -> None:
+    """A fresh process refuses the journal; one that verified the earlier stage before
+    still sees it, as its bytes said, and refuses the second stage for what it is."""
     run = ledger.run("r")
     first = run.record_activity(research_result(), stage_id="s1")
+    with ledger.db.snapshot() as conn:
+        journal_view.read_run(conn, ledger.id, "r")
     with raw(ledger_path) as conn:
         conn.execute(
             "UPDATE entries SET kind = 'step' WHERE run_id = 'r' AND seq = ?", (first.seq,)
         )
+    if process == "fresh":
+        _fresh_process()
     before = counts(ledger_path)
-    with pytest.raises(Diverged) as caught:
+    with pytest.raises(ActivityRejected if process == "warm" else Diverged) as caught:
         if second == "same stage id":
             run.record_activity(research_result(page=b"other"), stage_id="s1")
         else:
             run.record_activity(research_result(), stage_id="s2")
-    assert caught.value.code == "journal-tampered"
-    assert counts(ledger_path) == before
+    if process == "fresh":
+        assert caught.value.code == "journal-tampered"
+        assert counts(ledger_path) == before
+    elif second == "same stage id":
+        assert caught.value.code == "duplicate-stage"
+        assert counts(ledger_path) == before
+    else:
+        assert caught.value.code == "redundant-evidence"  # the one refusal journaled
 
 
 def test_verify_finds_a_duplicate_and_a_redundant_stage(
@@ -212,23 +230,34 @@ def test_a_refusal_naming_no_earlier_result_is_a_finding(
 # ---- phase authority: the run's journal, never its kind column --------------------------
 
 
+@pytest.mark.parametrize("process", ["fresh", "warm"])
 def test_a_hidden_narrowing_does_not_widen_phase_authority(
-    ledger: Ledger, ledger_path: Path
+    ledger: Ledger, ledger_path: Path, process: str
 ) -> None:
     """The kind cell of a narrowing transition edited: read by the column, the wider
-    evidence before it would be in force, and the victim would sign an allowed decision."""
+    evidence before it would be in force, and the victim would sign an allowed decision.
+    A fresh process refuses the journal; one that verified the transition before decides
+    from what its bytes said (a stale digest: denied)."""
     run = started(ledger, "run-a", "implement")
     wide = run.phase_state().effective
     assert wide is not None
     move(run, compiler_input("verify"), operation="narrow")
+    run.phase_state()  # this process verifies the run up to the transition
     with raw(ledger_path) as conn:
         conn.execute("UPDATE entries SET kind = 'step' WHERE kind = 'phase.transition'")
-    before = counts(ledger_path)
-    with pytest.raises(AgentLedgerError) as caught:
-        run.authorize("credential.access", ["vault:prod"], evidence_digest=wide["digest"])
-    assert caught.value.code == "phase-state-tampered"
-    assert caught.value.exit_code == ExitCode.DIVERGED
-    assert counts(ledger_path) == before
+    if process == "fresh":
+        _fresh_process()
+        before = counts(ledger_path)
+        with pytest.raises(AgentLedgerError) as caught:
+            run.authorize("credential.access", ["vault:prod"], evidence_digest=wide["digest"])
+        assert caught.value.code == "phase-state-tampered"
+        assert caught.value.exit_code == ExitCode.DIVERGED
+        assert counts(ledger_path) == before
+    else:
+        decision = run.authorize(
+            "credential.access", ["vault:prod"], evidence_digest=wide["digest"]
+        )
+        assert (decision.allowed, decision.reason) == (False, "stale-evidence")
 
 
 def test_a_relabelled_entry_grants_no_phase_authority(ledger: Ledger, ledger_path: Path) -> None:
@@ -257,3 +286,40 @@ def test_a_relabelled_entry_grants_no_phase_authority(ledger: Ledger, ledger_pat
         "credential.access", ["vault:prod"], evidence_digest=evidence["digest"]
     )
     assert (decision.allowed, decision.reason) == (False, "no-phase-evidence")
+
+
+# ---- the command line: a refusal is exit 2, one line, nothing written ---------------------
+
+
+def test_the_commands_refuse_a_tampered_journal_with_exit_2(
+    ledger: Ledger, ledger_path: Path, cli: Any, tmp_path: Path
+) -> None:
+    run = started(ledger, "run-a", "implement")
+    wide = run.phase_state().effective
+    assert wide is not None
+    move(run, compiler_input("verify"), operation="narrow")
+    run.record_activity(research_result(), stage_id="s1")
+    with raw(ledger_path) as conn:
+        conn.execute("UPDATE entries SET kind = 'step' WHERE kind = 'phase.transition'")
+    _fresh_process()
+    before = counts(ledger_path)
+    page = tmp_path / "page.html"
+    page.write_bytes(b"<html>another page</html>")
+    research = cli("activity", "research", "run-a", "s2", "--page", f"https://e.org={page}")
+    assert research.code == 2
+    assert research.err.startswith("error [journal-tampered]:")
+    authorize = cli(
+        "phase",
+        "authorize",
+        "run-a",
+        "credential.access",
+        "vault:prod",
+        "--evidence",
+        wide["digest"],
+    )
+    assert authorize.code == 2
+    assert authorize.err.startswith("error [phase-state-tampered]:")
+    shown = cli("phase", "show", "run-a", "--json")
+    assert shown.code == 2
+    assert "kind column" in shown.json()["problems"][0]["problem"]
+    assert counts(ledger_path) == before
