@@ -18,6 +18,7 @@ A view that does not verify says where (``problem``); ``require`` turns it into 
 from __future__ import annotations
 
 import json
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ _ROWS = (
     "SELECT seq, kind, hash, bytes, leaf FROM entries WHERE run_id = ? AND seq >= ? ORDER BY seq"
 )
 _HEAD = "SELECT head_seq, head_hash FROM runs WHERE run_id = ?"
+_AT = "SELECT hash FROM entries WHERE run_id = ? AND seq = ?"
 
 
 TAMPERED = "journal-tampered"
@@ -113,22 +115,53 @@ def read_run(conn: apsw.Connection, ledger_id: str, run_id: str) -> RunView:
             why = f"the run records step {head_seq} as its head, not its last entry"
             return RunView(run_id, tuple(entries), (max(last[0], 0), why))
     view = RunView(run_id, tuple(entries))
-    _VERIFIED[key] = view
-    _VERIFIED.move_to_end(key)
-    while len(_VERIFIED) > VERIFIED_RUNS:
-        _VERIFIED.popitem(last=False)
+    _VERIFIED.put(key, view)
     return view
 
 
-VERIFIED_RUNS = 256
-"""How many runs' verified entries this process keeps (the least recently read go first)."""
-_VERIFIED: OrderedDict[tuple[str, str, str], RunView] = OrderedDict()
-_AT = "SELECT hash FROM entries WHERE run_id = ? AND seq = ?"
+VERIFIED_ENTRIES = 200_000
+"""How many verified entries this process keeps, over all runs (the runs read least
+recently are forgotten first; a longer run is verified whole on each read)."""
+
+Key = tuple[str, str, str]
+"""``(file, ledger id, run id)``."""
 
 
-def _verified_prefix(
-    conn: apsw.Connection, key: tuple[str, str, str]
-) -> tuple[list[VerifiedEntry], str]:
+class _Verified:
+    """The runs this process verified, as views, the least recently read first."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.views: OrderedDict[Key, RunView] = OrderedDict()
+        self.entries = 0
+        self.lock = threading.Lock()
+
+    def get(self, key: Key) -> RunView | None:
+        with self.lock:
+            return self.views.get(key)
+
+    def put(self, key: Key, view: RunView) -> None:
+        with self.lock:
+            known = self.views.pop(key, None)
+            self.entries -= len(known.entries) if known is not None else 0
+            if len(view.entries) > self.limit:
+                return
+            self.views[key] = view
+            self.entries += len(view.entries)
+            while self.entries > self.limit:
+                _, dropped = self.views.popitem(last=False)
+                self.entries -= len(dropped.entries)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.views.clear()
+            self.entries = 0
+
+
+_VERIFIED = _Verified(VERIFIED_ENTRIES)
+
+
+def _verified_prefix(conn: apsw.Connection, key: Key) -> tuple[list[VerifiedEntry], str]:
     """The run's entries this process verified, and the hash the next row must chain from;
     none when the file no longer holds the last of them (rolled back, another file)."""
     known = _VERIFIED.get(key)

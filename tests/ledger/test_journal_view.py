@@ -9,7 +9,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from agentledger import Ledger, _core
+from agentledger import Ledger, _core, journal_view
 from agentledger.errors import Diverged, ExitCode
 from agentledger.journal_view import RunView, read_run
 
@@ -146,3 +146,20 @@ def test_a_file_rolled_back_under_the_process_is_read_again(tmp_path: Path) -> N
     view = read_run_of(path, ledger_id)
     assert view.problem is None
     assert [e.kind for e in view.entries] == ["a", "b", "c"]
+
+
+def test_the_verified_entries_kept_are_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "l.db"
+    ledger_id = _ledger(path)  # r: 3 entries, s: 1
+    monkeypatch.setattr(journal_view._VERIFIED, "limit", 3)
+    journal_view._VERIFIED.clear()
+    read_run_of(path, ledger_id, "s")
+    read_run_of(path, ledger_id, "r")  # 4 in all: s, read first, is forgotten
+    keys = [key[2] for key in journal_view._VERIFIED.views]
+    assert (keys, journal_view._VERIFIED.entries) == (["r"], 3)
+    with Ledger.open(path) as ledger:
+        ledger.run("r").append("d", {"n": 3})
+    assert len(read_run_of(path, ledger_id, "r").entries) == 4  # too long to keep: read whole
+    assert journal_view._VERIFIED.entries == 0
