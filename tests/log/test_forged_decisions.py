@@ -21,7 +21,7 @@ from agentledger.errors import AgentLedgerError, Diverged, ExitCode
 from agentledger.phase import compile
 
 from ..activity.activity_testkit import counts, research_result
-from ..phase_ledger.ledger_testkit import compiler_input, move, started
+from ..phase_ledger.ledger_testkit import REVIEWER, T0, compiler_input, move, started
 from .logkit import checks, raw, rechain, reforge_log, verify
 
 MANIFEST = b'[[roles]]\nrole = "scout"\nagent_kind = "research"\n'
@@ -258,6 +258,27 @@ def test_a_hidden_narrowing_does_not_widen_phase_authority(
             "credential.access", ["vault:prod"], evidence_digest=wide["digest"]
         )
         assert (decision.allowed, decision.reason) == (False, "stale-evidence")
+
+
+def test_a_hidden_rejection_does_not_let_an_approval_be_approved(
+    ledger: Ledger, ledger_path: Path
+) -> None:
+    """The kind cell of the entry that rejected an approval edited: read by the column, the
+    approval would still be pending, and the victim would sign its approval."""
+    run = started(ledger, "run-a", "explore")
+    approval = move(run, compiler_input("implement"), operation="widen").approval
+    run.decide_phase_approval(approval["id"], "rejected", actor=REVIEWER, note="No.", now=T0)
+    with raw(ledger_path) as conn:
+        conn.execute(
+            "UPDATE entries SET kind = 'step' WHERE run_id = 'run-a' AND seq = "
+            "(SELECT max(seq) FROM entries WHERE run_id = 'run-a')"
+        )
+    _fresh_process()
+    before = counts(ledger_path)
+    with pytest.raises(AgentLedgerError) as caught:
+        run.decide_phase_approval(approval["id"], "approved", actor=REVIEWER, now=T0)
+    assert caught.value.code == "phase-state-tampered"
+    assert counts(ledger_path) == before
 
 
 def test_a_relabelled_entry_grants_no_phase_authority(ledger: Ledger, ledger_path: Path) -> None:

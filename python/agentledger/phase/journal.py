@@ -662,6 +662,7 @@ def decide(
     decided: dict[str, Any] | None = None
     with run.ledger.db.write() as conn:
         state = maintain(run, conn, moment)
+        refuse_unreadable(state)  # an approval's history is the verified journal's
         stored = state.approvals.get(approval)
         try:
             if stored is None:
