@@ -109,11 +109,11 @@ def _carry_memory(ledger: Ledger, memory: SignerMemory, notes: list[str]) -> lis
                 carried["signed"] = wslog.state_at(conn, note.size)[0]
                 said.append(f"a trusted checkpoint of the old tree covers {note.size:,} entries")
                 break
-    for kind, state in sorted(carried.items()):
+    for kind, new in sorted(carried.items()):
         memory.record(
-            "signed" if kind == "signed" else "verified", state.size, state.root, state.frontier
+            "signed" if kind == "signed" else "verified", new.size, new.root, new.frontier
         )
         said.append(
-            f"this install's {kind} state ({state.size:,} entries) carried over to the new tree"
+            f"this install's {kind} state ({new.size:,} entries) carried over to the new tree"
         )
     return said

@@ -157,7 +157,9 @@ def _schema_5_ledger(path: Path, home: Path) -> tuple[str, bytes]:
             (old_tree.root(), note.text()),
         )
     conn.close()
-    SignerMemory(home, LEDGER_ID).record("signed", 6, old_tree.root(), OLD_TIME)
+    SignerMemory(home, LEDGER_ID).record(
+        "signed", 6, old_tree.root(), tuple(old_tree.frontier()), OLD_TIME
+    )
     return note.text(), old_tree.root()
 
 
