@@ -100,3 +100,15 @@ def test_a_note_signed_before_schema_6_still_parses_and_verifies(ledger: Ledger)
     assert parsed.signed_by([install_public_key(ledger)]) == install_public_key(ledger)
     with pytest.raises(InvalidInput, match="expected 3"):
         Checkpoint.parse(old.text().replace("time ", "time 1\nx ", 1))
+
+
+def test_an_archives_vkey_names_its_own_origin(ledger: Ledger, tmp_path: Path, cli: Any) -> None:
+    build(ledger, runs=2, entries=2)
+    archive = tmp_path / "audit.db"
+    assert cli("archive", str(archive), "run-0").code == 0
+    vkey = cli("keys", "export", "--vkey", ledger=archive).out.strip()
+    assert vkey.startswith(f"agentledger/v1/ledger/{ledger.id}/archive/")
+    with Ledger.open(archive) as sealed:
+        note = latest(sealed).checkpoint
+    assert vkey.split("+")[0] == note.origin
+    assert _verify_like_a_note_client(note.text(), vkey)

@@ -98,8 +98,8 @@ def keys_export(app: AppContext, vkey: bool) -> None:
     """Print the install public key as ed25519:<64 hex> (for another machine's --trust).
 
     With --vkey, the signed-note verifier key <origin>+<key id>+<key> the current ledger's
-    checkpoints verify with, as C2SP clients (Go's sumdb/note, witnesses) take it; --trust
-    accepts it too.
+    checkpoints verify with (an archive's: under its own origin), as C2SP clients (Go's
+    sumdb/note, witnesses) take it; --trust accepts it too.
 
     \b
     Examples:
@@ -116,11 +116,13 @@ def keys_export(app: AppContext, vkey: bool) -> None:
         click.echo(own)
         return
     from agentledger.keys import parse_public_key  # --vkey only
-    from agentledger.notes import ORIGIN_PREFIX
+    from agentledger.notes import ORIGIN_PREFIX, newest_checkpoint
     from agentledger.notes import vkey as verifier_key
 
-    with app.open_ledger(readonly=True) as ledger:
-        origin = ORIGIN_PREFIX + ledger.id
+    with app.open_ledger(readonly=True) as ledger, ledger.db.snapshot() as conn:
+        # An archive signs under an origin of its own (its newest checkpoint names it).
+        newest = newest_checkpoint(conn)
+        origin = newest.checkpoint.origin if newest is not None else ORIGIN_PREFIX + ledger.id
     click.echo(verifier_key(origin, parse_public_key(own)))
 
 
