@@ -116,7 +116,7 @@ def _previous_export(folder: Path, note: Checkpoint, reader: tiles.TileReader) -
         raise Diverged(
             f"{path}: not an export's checkpoint ({exc})", code="export-foreign"
         ) from None
-    if old.ledger_id != note.ledger_id or old.legacy:
+    if old.origin != note.origin or old.legacy:
         raise Diverged(
             f"{folder} holds an export of another log ({old.origin}); export into a new folder",
             code="export-foreign",

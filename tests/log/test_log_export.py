@@ -156,3 +156,19 @@ def test_log_export_refusals_have_their_exit_codes(tmp_path: Path, cli: Any, whe
     else:
         result = cli("log", "export", str(tmp_path / "site"), ledger=tmp_path / "none.db")
         assert result.code == 1
+
+
+def test_an_archive_exports_under_its_own_origin_not_into_its_sources_folder(
+    ledger: Ledger, tmp_path: Path, cli: Any
+) -> None:
+    _append(ledger, 3)
+    folder = tmp_path / "site"
+    assert cli("log", "export", str(folder)).code == 0
+    archive = tmp_path / "audit.db"
+    assert cli("archive", str(archive), "alpha").code == 0
+    refused = cli("log", "export", str(folder), ledger=archive)
+    assert refused.code == 2 and "another log" in refused.err
+    own = tmp_path / "archive-site"
+    assert cli("log", "export", str(own), ledger=archive).code == 0
+    origin = (own / "checkpoint").read_text().split("\n")[0]
+    assert origin.startswith(f"agentledger/v1/ledger/{ledger.id}/archive/")
