@@ -17,8 +17,16 @@ from typing import Any
 
 from agentledger import _core
 from agentledger.bernstein.audit_chain import AuditChain, read_master_key, verify_audit
-from agentledger.bernstein.format import BOOKKEEPING_RUN, SPKI_ED25519_PREFIX, content_hash
+from agentledger.bernstein.audit_verdict import read_folder
+from agentledger.bernstein.format import (
+    BOOKKEEPING_RUN,
+    SPKI_ED25519_PREFIX,
+    content_hash,
+    journal_path,
+    valid_run_id,
+)
 from agentledger.bernstein.importer import FORMAT, IMPORT_KIND, WORKDIR_KIND, manifest_of
+from agentledger.bernstein.sealed_history import sealed_history
 from agentledger.bernstein.verifier import verify_ledger_runs
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
@@ -28,14 +36,13 @@ from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
 
 COMPAT = "bernstein"
+RECEIPT_FILES = "a signed run receipt (.sdd/runs/<run>/run-receipt.json) or the lineage spine"
 IMPORT_FILES = "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path"
 
 
 def check_bernstein(ctx: VerifyContext) -> None:
-    imported = {
-        str(run_id): str(path)
-        for run_id, path in ctx.conn.execute("SELECT run_id, path FROM bernstein_runs")
-    }
+    pins = _journal_pins(ctx)
+    imported, rows = _imported_runs(ctx, pins)
     if not imported and not ctx.whole:
         return
     selected = [
@@ -50,14 +57,25 @@ def check_bernstein(ctx: VerifyContext) -> None:
         files = _core.BernsteinFiles(
             native.handle(ctx.conn), LedgerWorkdir.FILES, FORMAT, LedgerWorkdir.NAME_FROM
         )
-    pins = _journal_pins(ctx) if selected else {}
     _check_manifests(ctx, files)
     if not selected:
         return
+    for run_id in selected:
+        if run_id not in rows:
+            ctx.diverged(
+                run_id,
+                _div(run_id, None, "bernstein.anchor.run_row", imported[run_id], "absent",
+                     "bernstein_runs"),
+            )  # fmt: skip
     compat = ctx.options.compat == COMPAT
     workdir = LedgerWorkdir(ctx.conn, ctx.ledger.blobs, files.store_index)
-    # bernstein's activity verify never reads the audit chain; strict mode cross-checks it.
-    audit = None if compat else _audit(ctx, workdir)
+    # bernstein's activity verify never reads the audit chain; strict mode cross-checks it,
+    # and its seals and checkpoints.
+    audit = None
+    if not compat:
+        master = _master_key(ctx)
+        audit = _audit(ctx, workdir, master)
+        _check_sealed_history(ctx, workdir, master)
     results = verify_ledger_runs(
         ctx.conn,
         {run_id: imported[run_id] for run_id in selected},
@@ -74,6 +92,30 @@ def check_bernstein(ctx: VerifyContext) -> None:
     for result in results:
         _apply(ctx, result, compat, from_chain.get(result.run_id, ()))
     _notes(ctx, results, audit, compat)
+
+
+def _imported_runs(
+    ctx: VerifyContext, pins: dict[str, tuple[int, dict[str, Any]]]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Every imported run and its journal path, and the ``bernstein_runs`` rows: the runs
+    the native chain says were imported (each run's ``import.bernstein`` entry, the runs
+    each ``import.bernstein.workdir`` entry lists) and those the side table lists. A run
+    the chain pins is verified even when its row was deleted (the missing row is itself a
+    finding); a row the chain does not pin is ``bernstein.anchor.missing``."""
+    rows = {
+        str(run_id): str(path)
+        for run_id, path in ctx.conn.execute("SELECT run_id, path FROM bernstein_runs")
+    }
+    pinned: dict[str, str] = {}
+    for run_id, (_seq, body) in pins.items():
+        path = body.get("path")
+        pinned[run_id] = path if isinstance(path, str) else journal_path(run_id)
+    for run_id, _seq, body in _bodies(ctx, WORKDIR_KIND):
+        listed = body.get("runs") if run_id == BOOKKEEPING_RUN else None
+        for name in listed if isinstance(listed, list) else ():
+            if isinstance(name, str) and valid_run_id(name):
+                pinned.setdefault(name, journal_path(name))
+    return {**pinned, **rows}, rows
 
 
 def _rehash_referenced(ctx: VerifyContext, results: list[_core.BernsteinRun]) -> None:
@@ -196,22 +238,49 @@ def _notes(
         if unaudited:
             notes.append(
                 f"bernstein: {unaudited} run(s) end with rows no audit record covers "
-                "(a cut tail there is undetectable)"
+                f"(a cut tail there is undetectable: {RECEIPT_FILES} would bind each run's "
+                "head, and are kept but not checked here)"
             )
 
 
-def _audit(ctx: VerifyContext, workdir: LedgerWorkdir) -> AuditChain | None:
+def _master_key(ctx: VerifyContext) -> bytes | None:
+    if ctx.options.audit_key_file is None:
+        return None
+    try:
+        return read_master_key(
+            read_capped(Path(ctx.options.audit_key_file), MAX_KEY_FILE_BYTES, "a key")
+        )
+    except OSError as exc:
+        raise InvalidInput(f"cannot read the audit key: {exc}", code="audit-key") from None
+
+
+def _check_sealed_history(ctx: VerifyContext, workdir: LedgerWorkdir, master: bytes | None) -> None:
+    """The audit chain's seals, checkpoints and co-signatures (``sealed_history.py``)."""
+    folder = read_folder(workdir)
+    notes: list[str] | None = getattr(ctx.report, "notes", None)
+    if not folder.sealed and folder.cosignatures is None:
+        if folder.segments and notes is not None:
+            notes.append(
+                "bernstein: the audit chain is not sealed (no .sdd/audit/merkle/seal-*.json, "
+                "no .sdd/audit/checkpoints/checkpoints.jsonl): a cut audit tail is "
+                "undetectable here"
+            )
+        return
+    history = sealed_history(workdir, folder, master)
+    for finding in history.findings:
+        ctx.diverged(
+            None, _div(None, None, finding.check, finding.expected, finding.actual, finding.subject)
+        )
+    if notes is not None:
+        notes.extend(history.notes)
+
+
+def _audit(
+    ctx: VerifyContext, workdir: LedgerWorkdir, master: bytes | None
+) -> AuditChain | None:
     segments = workdir.audit_segments()
     if not segments:
         return None
-    master = None
-    if ctx.options.audit_key_file is not None:
-        try:
-            master = read_master_key(
-                read_capped(Path(ctx.options.audit_key_file), MAX_KEY_FILE_BYTES, "a key")
-            )
-        except OSError as exc:
-            raise InvalidInput(f"cannot read the audit key: {exc}", code="audit-key") from None
     audit = verify_audit(segments, master)
     ctx.report.audit_records = getattr(ctx.report, "audit_records", 0) + audit.records
     if ctx.options.compat != COMPAT:

@@ -1,0 +1,230 @@
+"""Strict findings from bernstein's seals, checkpoints and co-signatures.
+
+Where these files exist, a cut audit tail is detectable: the seal pins each day file's
+sealed bytes, and the checkpoints pin the record count and every sealed prefix under the
+audit key. Everything ``bernstein audit verify`` fails on is a finding here, plus what it
+lets pass: an older seal no longer holding, a newest seal no checkpoint pins, a pointer
+published behind the ledger (or gone), a torn last checkpoint line, and co-signatures
+contradicting the history even when no witness key was given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agentledger.bernstein import checkpoints as cp
+from agentledger.bernstein.audit_verdict import (
+    AuditFolder,
+    read_cosignatures,
+    witness_contradictions,
+)
+from agentledger.bernstein.format import AUDIT_DIR
+from agentledger.bernstein.seal import SealUnreadable, check_seal, parse_seal
+from agentledger.bernstein.workdir import Workdir
+
+SEAL_CHECKS = {
+    "deleted": "bernstein.seal.deleted",
+    "inserted": "bernstein.seal.inserted",
+    "truncated": "bernstein.seal.truncated",
+    "changed": "bernstein.seal.changed",
+    "root": "bernstein.seal.root",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    check: str
+    expected: str
+    actual: str
+    subject: str
+
+
+@dataclass
+class SealedHistory:
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _segment(name: str) -> str:
+    return f"{AUDIT_DIR}/{name}" if name else AUDIT_DIR
+
+
+def sealed_history(workdir: Workdir, folder: AuditFolder, master: bytes | None) -> SealedHistory:
+    out = SealedHistory()
+    newest_root = _seals(workdir, folder, out)
+    if folder.ledger is None:
+        if folder.seal_files:
+            out.notes.append(
+                "bernstein: sealed, but no checkpoints imported (.sdd/audit/checkpoints/"
+                "checkpoints.jsonl): a history cut back together with its seal is undetectable"
+            )
+    else:
+        _checkpoints(folder, master, newest_root, out)
+    _witness(folder, master, out)
+    return out
+
+
+def _seals(workdir: Workdir, folder: AuditFolder, out: SealedHistory) -> str | None:
+    """Every seal must still hold (the log only grows); only the newest must name every
+    day file. Returns the newest seal's root."""
+    newest_root = None
+    for position, path in enumerate(folder.seal_files):
+        try:
+            doc = parse_seal(workdir.read(path) or b"")
+        except SealUnreadable as exc:
+            out.findings.append(
+                Finding("bernstein.seal.unreadable", "a seal document", str(exc), path)
+            )
+            continue
+        check = check_seal(path, doc, folder.live)
+        if position == 0:
+            newest_root = check.root_hash
+        for problem in check.problems:
+            if problem.kind == "inserted" and position > 0:
+                continue  # a day file newer than an older seal
+            out.findings.append(
+                Finding(
+                    SEAL_CHECKS[problem.kind],
+                    problem.expected,
+                    problem.actual,
+                    f"{_segment(problem.segment)} (sealed by {path})",
+                )
+            )
+    return newest_root
+
+
+def _checkpoints(
+    folder: AuditFolder, master: bytes | None, newest_root: str | None, out: SealedHistory
+) -> None:
+    if master is None:
+        out.notes.append(
+            "bernstein: checkpoints imported but not authenticated (give --audit-key): "
+            "a cut audit tail is only detected once they are"
+        )
+        return
+    ledger = cp.read_ledger(folder.ledger, master)
+    if ledger.problem is not None:
+        out.findings.append(
+            Finding(
+                "bernstein.checkpoint.line",
+                "a signed checkpoint linked to the one before",
+                ledger.problem.reason,
+                f"{cp.LEDGER} line {ledger.problem.line}",
+            )
+        )
+    if ledger.torn_tail:
+        out.findings.append(
+            Finding(
+                "bernstein.checkpoint.torn",
+                "complete lines",
+                "an incomplete last line (bernstein skips it)",
+                cp.LEDGER,
+            )
+        )
+    _pointer(folder, master, ledger, out)
+    last = ledger.last
+    if last is None:
+        return
+    if newest_root is not None and str(last.get("root_hash", "")) != newest_root:
+        out.findings.append(
+            Finding(
+                "bernstein.seal.checkpoint",
+                str(last.get("root_hash", "")),
+                newest_root,
+                f"{folder.seal_files[0]} (root), {cp.LEDGER} (last checkpoint)",
+            )
+        )
+    try:
+        conflicts = cp.check_extension(last, folder.snapshot)
+    except (ValueError, TypeError, AttributeError) as exc:
+        out.findings.append(
+            Finding("bernstein.checkpoint.line", "usable values", str(exc), cp.LEDGER)
+        )
+        return
+    if conflicts and cp.acknowledged(conflicts, last, folder.snapshot):
+        out.notes.append(
+            "bernstein: the history departs from the last checkpoint, and a "
+            "chain.tear_acknowledged record covers it"
+        )
+        return
+    for conflict in conflicts:
+        out.findings.append(
+            Finding(
+                "bernstein.checkpoint.extension",
+                conflict.expected,
+                conflict.actual,
+                f"{_segment(conflict.segment)} ({conflict.kind}, last checkpoint of {cp.LEDGER})",
+            )
+        )
+
+
+def _pointer(
+    folder: AuditFolder, master: bytes, ledger: cp.CheckpointLedger, out: SealedHistory
+) -> None:
+    newest = len(ledger.checkpoints) - 1
+    if folder.pointer is None:
+        if newest >= 0:
+            out.findings.append(
+                Finding(
+                    "bernstein.checkpoint.pointer",
+                    f"latest.json naming checkpoint {newest + 1}",
+                    "absent",
+                    cp.POINTER,
+                )
+            )
+        return
+    pointer = cp.read_pointer(folder.pointer, master)
+    if pointer is None:
+        out.findings.append(
+            Finding(
+                "bernstein.checkpoint.pointer",
+                "a checkpoint signed under the audit key",
+                "unsigned, forged or unreadable",
+                cp.POINTER,
+            )
+        )
+        return
+    position = cp.pointer_position(pointer, ledger)
+    if position is None:
+        out.findings.append(
+            Finding(
+                "bernstein.checkpoint.pointer",
+                "a checkpoint the ledger holds",
+                f"root {str(pointer.get('root_hash', ''))[:16]}…, "
+                f"{pointer.get('entry_count', '?')} records: not in the ledger",
+                cp.POINTER,
+            )
+        )
+    elif position < newest:
+        out.findings.append(
+            Finding(
+                "bernstein.checkpoint.pointer_behind",
+                f"checkpoint {newest + 1} (the ledger's newest)",
+                f"checkpoint {position + 1}",
+                cp.POINTER,
+            )
+        )
+
+
+def _witness(folder: AuditFolder, master: bytes | None, out: SealedHistory) -> None:
+    cosignatures, problem = read_cosignatures(folder.cosignatures)
+    if problem is not None:
+        out.findings.append(
+            Finding("bernstein.witness.file", "readable co-signatures", problem, cp.COSIGNATURES)
+        )
+        return
+    if not cosignatures:
+        return
+    for contradiction in witness_contradictions(cosignatures, folder, master):
+        out.findings.append(
+            Finding(
+                "bernstein.witness.contradiction",
+                "a history extending what a witness co-signed",
+                contradiction,
+                cp.COSIGNATURES,
+            )
+        )
+    out.notes.append(
+        "bernstein: witness co-signatures read but their signatures not checked here "
+        "(agentledger bernstein audit-verify --witness-key checks them)"
+    )
