@@ -340,6 +340,9 @@ CHECKS: dict[str, CheckInfo] = _table(
     ("bernstein.witness.file", "The witness co-signatures file has a line bernstein "
      "cannot read.",
      "readable co-signatures", "why the line fails"),
+    ("bernstein.witness.signature", "A witness co-signature does not verify under any key "
+     "given with --trust: it was forged or edited, or its witness is not trusted.",
+     "a co-signature by a trusted key", "why it does not verify"),
     ("bernstein.witness.contradiction", "The audit history contradicts a witness "
      "co-signature: fewer records than co-signed, another origin, or a co-signed checkpoint "
      "no longer on record.",

@@ -221,18 +221,24 @@ def _cosignature_problem(doc: dict[str, Any]) -> str | None:
 
 
 def witness_key(data: bytes) -> bytes:
-    """A witness public key file: 32 raw bytes, or an Ed25519 SPKI PEM."""
-    if len(data) == 32:
-        return data
-    text = data.decode("ascii", "replace")
-    body = "".join(line for line in text.splitlines() if not line.startswith("-----"))
-    try:
-        der = base64.b64decode(body, validate=True)
-    except (binascii.Error, ValueError):
-        der = b""
-    if len(der) == 44 and der.startswith(SPKI_ED25519_PREFIX):
-        return der[12:]
-    raise ValueError("not an Ed25519 public key (PEM or 32 raw bytes)")
+    """A witness public key file as bernstein reads it: an Ed25519 SPKI PEM, else 32 raw
+    bytes (surrounding whitespace stripped from a longer file)."""
+    if data.lstrip().startswith(b"-----BEGIN"):
+        text = data.decode("ascii", "replace")
+        body = "".join(
+            line for line in text.splitlines() if line.strip() and not line.startswith("-----")
+        )
+        try:
+            der = base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            der = b""
+        if len(der) == 44 and der.startswith(SPKI_ED25519_PREFIX):
+            return der[12:]
+        raise ValueError("not an Ed25519 public key PEM")
+    raw = data.strip() if len(data) > 32 else data
+    if len(raw) != 32:
+        raise ValueError(f"a raw Ed25519 public key is 32 bytes, not {len(raw)}")
+    return raw
 
 
 def cosignature_problem(cosignature: Cosignature, key: bytes) -> str | None:
@@ -338,7 +344,10 @@ def _checkpoint_pillar(folder: AuditFolder, master: bytes | None) -> Pillar:
         return pillar
     if conflicts and not cp.acknowledged(conflicts, last, folder.snapshot):
         pillar.ok = False
-        pillar.problems = [f"{c.segment or c.kind}: {c.kind}" for c in conflicts]
+        pillar.problems = [
+            f"{c.segment or c.kind}: {c.kind} (pinned {c.expected}, now {c.actual})"
+            for c in conflicts
+        ]
     return pillar
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from agentledger.bernstein import checkpoints as cp
 from agentledger.bernstein.audit_verdict import (
     AuditFolder,
+    cosignature_problem,
     read_cosignatures,
     witness_contradictions,
 )
@@ -22,6 +23,7 @@ from agentledger.bernstein.format import AUDIT_DIR
 from agentledger.bernstein.seal import SealUnreadable, check_seal, parse_seal
 from agentledger.bernstein.workdir import Workdir
 
+SEALS = f"{AUDIT_DIR}/merkle/seal-*.json"
 SEAL_CHECKS = {
     "deleted": "bernstein.seal.deleted",
     "inserted": "bernstein.seal.inserted",
@@ -49,7 +51,10 @@ def _segment(name: str) -> str:
     return f"{AUDIT_DIR}/{name}" if name else AUDIT_DIR
 
 
-def sealed_history(workdir: Workdir, folder: AuditFolder, master: bytes | None) -> SealedHistory:
+def sealed_history(
+    workdir: Workdir, folder: AuditFolder, master: bytes | None, trusted: frozenset[bytes]
+) -> SealedHistory:
+    """Findings and notes; ``trusted`` (``--trust``) holds the keys a witness may sign with."""
     out = SealedHistory()
     newest_root = _seals(workdir, folder, out)
     if folder.ledger is None:
@@ -60,7 +65,7 @@ def sealed_history(workdir: Workdir, folder: AuditFolder, master: bytes | None) 
             )
     else:
         _checkpoints(folder, master, newest_root, out)
-    _witness(folder, master, out)
+    _witness(folder, master, trusted, out)
     return out
 
 
@@ -125,7 +130,16 @@ def _checkpoints(
     last = ledger.last
     if last is None:
         return
-    if newest_root is not None and str(last.get("root_hash", "")) != newest_root:
+    if not folder.seal_files:
+        out.findings.append(
+            Finding(
+                "bernstein.seal.checkpoint",
+                str(last.get("root_hash", "")),
+                "no seal",
+                f"{SEALS} (the last checkpoint of {cp.LEDGER} pins a seal)",
+            )
+        )
+    elif newest_root is not None and str(last.get("root_hash", "")) != newest_root:
         out.findings.append(
             Finding(
                 "bernstein.seal.checkpoint",
@@ -206,7 +220,9 @@ def _pointer(
         )
 
 
-def _witness(folder: AuditFolder, master: bytes | None, out: SealedHistory) -> None:
+def _witness(
+    folder: AuditFolder, master: bytes | None, trusted: frozenset[bytes], out: SealedHistory
+) -> None:
     cosignatures, problem = read_cosignatures(folder.cosignatures)
     if problem is not None:
         out.findings.append(
@@ -224,7 +240,20 @@ def _witness(folder: AuditFolder, master: bytes | None, out: SealedHistory) -> N
                 cp.COSIGNATURES,
             )
         )
-    out.notes.append(
-        "bernstein: witness co-signatures read but their signatures not checked here "
-        "(agentledger bernstein audit-verify --witness-key checks them)"
-    )
+    if not trusted:
+        out.notes.append(
+            "bernstein: witness co-signatures read but not authenticated (give the witness's "
+            "key with --trust)"
+        )
+        return
+    for cosignature in cosignatures:
+        reasons = [cosignature_problem(cosignature, key) for key in sorted(trusted)]
+        if all(reasons):
+            out.findings.append(
+                Finding(
+                    "bernstein.witness.signature",
+                    "a co-signature by a trusted key (--trust)",
+                    str(reasons[0]),
+                    f"{cp.COSIGNATURES} line {cosignature.line}",
+                )
+            )

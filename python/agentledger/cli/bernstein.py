@@ -1,4 +1,5 @@
-"""`import bernstein WORKDIR` and `export bernstein OUTDIR [RUN ...]`."""
+"""`import bernstein WORKDIR`, `export bernstein OUTDIR [RUN ...]` and `bernstein
+audit-verify` (bernstein's own audit verdict on the imported workdir)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from rich.text import Text
 
 from agentledger.bernstein import DirectoryWorkdir, export_workdir, import_workdir
 from agentledger.bernstein.audit_chain import read_master_key, verify_audit
+from agentledger.bernstein.audit_verdict import audit_verdict, witness_key
+from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.cli import arguments
 from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option
 from agentledger.display import safe, styled
@@ -203,3 +206,71 @@ def export_bernstein(app: AppContext, outdir: Path, run_ids: tuple[str, ...], as
             f"{summary.bytes} bytes to {summary.outdir}"
         )
     return int(ExitCode.OK)
+
+
+@click.group("bernstein", cls=AppGroup)
+def bernstein_group() -> None:
+    """bernstein's own verdicts on the imported workdir, with bernstein's exit codes."""
+
+
+@bernstein_group.command("audit-verify")
+@click.option(
+    "--audit-key",
+    "audit_key_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="bernstein's audit master key (without it the HMAC pillar fails, as in bernstein).",
+)
+@click.option(
+    "--witness-key",
+    "witness_key_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The witness's Ed25519 public key (PEM or 32 raw bytes): check the co-signatures.",
+)
+@json_option
+@click.pass_obj
+def bernstein_audit_verify(
+    app: AppContext, audit_key_file: Path | None, witness_key_file: Path | None, as_json: bool
+) -> int:
+    """What `bernstein audit verify` says of the imported .sdd/audit: its exit code.
+
+    \b
+    The pillars that read the audit folder are redone on the imported bytes: the HMAC
+    chain, the Merkle seal, the signed checkpoints and the witness co-signatures.
+    Exit 0 when they pass, 1 when one fails or no audit folder was imported (bernstein's
+    codes, not agentledger's). Pillars whose files exist but are not redone (RFC 3161
+    anchors, the lineage spine) are listed: the code may then differ from bernstein's.
+    `verify` (strict) reports the same evidence as findings, and more.
+
+    \b
+    Examples:
+      agentledger bernstein audit-verify --audit-key audit.key
+      agentledger bernstein audit-verify --audit-key audit.key --witness-key w.pub --json
+    """
+    arguments.audit_key_file(audit_key_file)
+    master = None
+    if audit_key_file is not None:
+        master = read_master_key(read_capped(audit_key_file, MAX_KEY_FILE_BYTES, "a key"))
+    witness = None
+    if witness_key_file is not None:
+        arguments.input_file(witness_key_file, "--witness-key")
+        try:
+            witness = witness_key(read_capped(witness_key_file, MAX_KEY_FILE_BYTES, "a key"))
+        except ValueError as exc:
+            raise InvalidInput(f"--witness-key {witness_key_file}: {exc}", code="bad-key") from None
+    with app.open_ledger(readonly=True) as ledger, ledger.db.snapshot() as conn:
+        verdict = audit_verdict(LedgerWorkdir(conn, ledger.blobs), master, witness=witness)
+    if as_json:
+        emit_json(verdict.to_json())
+        return verdict.code
+    console = app.console
+    if not verdict.audit_dir:
+        console.print("no .sdd/audit imported (bernstein: audit directory not found)")
+    for pillar in verdict.pillars:
+        mark = "[green]passed[/]" if pillar.ok else "[red]FAILED[/]"
+        console.print(styled("{name}: " + mark, name=pillar.name))
+        for problem in pillar.problems[:20]:
+            console.print(Text(f"  {safe(problem)}"))
+    for name in verdict.not_reproduced:
+        console.print(styled("[yellow]not redone[/] {name}: its files exist", name=name))
+    console.print(f"bernstein audit verify would exit {verdict.code}")
+    return verdict.code

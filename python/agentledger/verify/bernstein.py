@@ -266,7 +266,7 @@ def _check_sealed_history(ctx: VerifyContext, workdir: LedgerWorkdir, master: by
                 "undetectable here"
             )
         return
-    history = sealed_history(workdir, folder, master)
+    history = sealed_history(workdir, folder, master, trusted_keys(ctx.options.trust))
     for finding in history.findings:
         ctx.diverged(
             None, _div(None, None, finding.check, finding.expected, finding.actual, finding.subject)

@@ -1,7 +1,7 @@
 """Sealed bernstein workdirs, written and judged by bernstein 3.23.0's own code.
 
     python sealed_workdirs.py make OUT
-    python sealed_workdirs.py verdict WORKDIR [--witness-key FILE]
+    python sealed_workdirs.py verdict WORKDIR[,WITNESS_KEY]...
 
 Run as a child process: the wheel (fetched into the bench cache by
 ``benches/bernstein_peer.py``) is imported through that script's shim, which must not
@@ -16,9 +16,9 @@ then logged (``AuditLog.log``), a second seal and checkpoint are written and co-
 rollback target); ``OUT/witness.pub`` is the witness's raw public key and
 ``OUT/stranger.pub`` another key.
 
-``verdict`` runs, in order, the pillars of ``bernstein audit verify`` that read the audit
+``verdict`` runs, for each workdir (with ``--witness-key`` when a key follows its name), the pillars of ``bernstein audit verify`` that read the audit
 folder (HMAC chain, Merkle tree, checkpoints, external anchors, witness co-signatures),
-with bernstein's own functions, from the workdir, and prints ``{"code", "pillars"}``:
+with bernstein's own functions, from the workdir, and prints one ``{"code", "pillars"}`` line per workdir:
 code 1 when one fails, 0 otherwise, as the command exits. The command's other pillars
 read files these workdirs do not have (they pass); the command itself cannot be run on
 this Python (a later pillar's module has 3.12-only syntax).
@@ -124,8 +124,6 @@ def make(out: Path) -> None:
 
 
 def verdict(workdir: Path, witness_key: str | None) -> dict[str, Any]:
-    peer = _peer()
-    _shim(peer)
     key_file = workdir / "audit.key"
     os.chmod(key_file, 0o600)  # bernstein refuses a key others can read
     os.environ["BERNSTEIN_AUDIT_KEY_PATH"] = str(key_file.resolve())
@@ -154,14 +152,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("make").add_argument("out", type=Path)
-    judge = sub.add_parser("verdict")
-    judge.add_argument("workdir", type=Path)
-    judge.add_argument("--witness-key")
+    sub.add_parser("verdict").add_argument("specs", nargs="+")
     args = parser.parse_args()
     if args.command == "make":
         make(args.out)
-    else:
-        print(json.dumps(verdict(args.workdir, args.witness_key)))
+        return
+    _shim(_peer())
+    for spec in args.specs:
+        workdir, _, key = spec.partition(",")
+        print(json.dumps(verdict(Path(workdir).resolve(), key or None)), flush=True)
 
 
 if __name__ == "__main__":
