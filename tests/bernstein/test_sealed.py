@@ -10,6 +10,7 @@ pass. The wheel is fetched like the benches fetch it; without it these tests fai
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
 import subprocess
@@ -35,9 +36,8 @@ SEALED_FAMILIES = ("bernstein.seal.", "bernstein.checkpoint.", "bernstein.witnes
 def _fetch_wheel() -> None:
     sys.path.insert(0, str(BENCHES))
     try:
-        import bernstein_peer
-
-        bernstein_peer.fetch_peer(bernstein_peer.DEFAULT_CACHE)
+        peer: Any = importlib.import_module("bernstein_peer")
+        peer.fetch_peer(peer.DEFAULT_CACHE)
     except Exception as exc:  # no network, no wheel: these tests cannot mean anything
         pytest.fail(f"bernstein 3.23.0's wheel could not be had ({exc}); these tests need it")
     finally:
@@ -337,9 +337,7 @@ def test_without_the_audit_key_checkpoints_are_named_unauthenticated(
     assert any("not authenticated (give --audit-key)" in note for note in outcome.notes)
 
 
-def test_a_sealed_workdir_round_trips_byte_for_byte(
-    sealed: Path, cli: Any, tmp_path: Path
-) -> None:
+def test_a_sealed_workdir_round_trips_byte_for_byte(sealed: Path, cli: Any, tmp_path: Path) -> None:
     """Every file of .sdd, the lineage spine, seals and checkpoints included."""
     workdir = tmp_path / "workdir"
     shutil.copytree(sealed, workdir)
@@ -355,7 +353,9 @@ def test_a_sealed_workdir_round_trips_byte_for_byte(
 
     def files(root: Path) -> dict[str, bytes]:
         sdd = root / ".sdd"
-        return {p.relative_to(sdd).as_posix(): p.read_bytes() for p in sdd.rglob("*") if p.is_file()}
+        return {
+            p.relative_to(sdd).as_posix(): p.read_bytes() for p in sdd.rglob("*") if p.is_file()
+        }
 
     assert files(out) == files(workdir)
     assert "lineage/runs/r1/spine.jsonl" in files(out)

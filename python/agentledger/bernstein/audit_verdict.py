@@ -27,7 +27,7 @@ from typing import Any
 from agentledger import _core
 from agentledger.bernstein import checkpoints as cp
 from agentledger.bernstein.audit_chain import AuditChain, verify_audit
-from agentledger.bernstein.format import AUDIT_DIR, SPKI_ED25519_PREFIX, LINEAGE_DIR
+from agentledger.bernstein.format import AUDIT_DIR, LINEAGE_DIR, SPKI_ED25519_PREFIX
 from agentledger.bernstein.seal import (
     SealCheck,
     SealUnreadable,
@@ -77,9 +77,7 @@ class AuditVerdict:
         return {
             "code": self.code,
             "audit_dir": self.audit_dir,
-            "pillars": [
-                {"name": p.name, "ok": p.ok, "problems": p.problems} for p in self.pillars
-            ],
+            "pillars": [{"name": p.name, "ok": p.ok, "problems": p.problems} for p in self.pillars],
             "not_reproduced": self.not_reproduced,
         }
 
@@ -298,8 +296,10 @@ def _hmac_pillar(folder: AuditFolder, master: bytes | None, chain: AuditChain | 
         pillar.ok = False
         pillar.problems.append("no audit HMAC key (give --audit-key)")
         return pillar
-    chain = chain if chain is not None and chain.authenticated else verify_audit(
-        folder.segments, master
+    chain = (
+        chain
+        if chain is not None and chain.authenticated
+        else verify_audit(folder.segments, master)
     )
     pillar.problems = [f"{p.segment} line {p.line}: {p.reason}" for p in chain.problems]
     pillar.ok = not pillar.problems

@@ -106,9 +106,7 @@ def read_ledger(raw: bytes | None, master: bytes) -> CheckpointLedger:
             state.problem = LedgerProblem(number, "predecessor linkage broken")
             break
         if payload.get("version") != VERSION:
-            state.problem = LedgerProblem(
-                number, f"unsupported version {payload.get('version')!r}"
-            )
+            state.problem = LedgerProblem(number, f"unsupported version {payload.get('version')!r}")
             break
         state.checkpoints.append(payload)
         prev = hashlib.sha256(canonical(doc)).hexdigest()
@@ -155,9 +153,9 @@ def canonical_records(raw: bytes) -> list[dict[str, Any]]:
             entry = json.loads(line)
         except (ValueError, RecursionError):
             continue
-        if isinstance(entry, dict) and "hmac" in entry:
-            if json.dumps(entry, sort_keys=True).encode() == line:
-                records.append(entry)
+        canonical_line = isinstance(entry, dict) and "hmac" in entry
+        if canonical_line and json.dumps(entry, sort_keys=True).encode() == line:
+            records.append(entry)
     return records
 
 
@@ -214,9 +212,7 @@ def check_extension(
             )
         elif leaf_digest(current[:byte_len]) != pinned:
             conflicts.append(
-                Conflict(
-                    "segment_prefix_mismatch", name, pinned, leaf_digest(current[:byte_len])
-                )
+                Conflict("segment_prefix_mismatch", name, pinned, leaf_digest(current[:byte_len]))
             )
     if leaves:
         scheme = int(checkpoint.get("scheme", 2) or 2)
@@ -240,7 +236,8 @@ def acknowledged(
     for _name, raw in snapshot:
         for record in canonical_records(raw):
             details = record.get("details")
-            if record.get("event_type") == TEAR_ACK and isinstance(details, dict):
-                if str(details.get("checkpoint_root", "")) == root and details.get("segment"):
-                    acked.add(str(details["segment"]))
+            if record.get("event_type") != TEAR_ACK or not isinstance(details, dict):
+                continue
+            if str(details.get("checkpoint_root", "")) == root and details.get("segment"):
+                acked.add(str(details["segment"]))
     return all(c.segment in acked for c in segments)

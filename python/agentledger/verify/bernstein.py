@@ -275,9 +275,7 @@ def _check_sealed_history(ctx: VerifyContext, workdir: LedgerWorkdir, master: by
         notes.extend(history.notes)
 
 
-def _audit(
-    ctx: VerifyContext, workdir: LedgerWorkdir, master: bytes | None
-) -> AuditChain | None:
+def _audit(ctx: VerifyContext, workdir: LedgerWorkdir, master: bytes | None) -> AuditChain | None:
     segments = workdir.audit_segments()
     if not segments:
         return None

@@ -16,9 +16,10 @@ then logged (``AuditLog.log``), a second seal and checkpoint are written and co-
 rollback target); ``OUT/witness.pub`` is the witness's raw public key and
 ``OUT/stranger.pub`` another key.
 
-``verdict`` runs, for each workdir (with ``--witness-key`` when a key follows its name), the pillars of ``bernstein audit verify`` that read the audit
-folder (HMAC chain, Merkle tree, checkpoints, external anchors, witness co-signatures),
-with bernstein's own functions, from the workdir, and prints one ``{"code", "pillars"}`` line per workdir:
+``verdict`` runs, for each workdir (with ``--witness-key`` when a key follows its name),
+the pillars of ``bernstein audit verify`` that read the audit folder (HMAC chain, Merkle
+tree, checkpoints, external anchors, witness co-signatures), with bernstein's own
+functions, from the workdir, and prints one ``{"code", "pillars"}`` line per workdir:
 code 1 when one fails, 0 otherwise, as the command exits. The command's other pillars
 read files these workdirs do not have (they pass); the command itself cannot be run on
 this Python (a later pillar's module has 3.12-only syntax).
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import importlib
 import io
 import json
 import os
@@ -52,11 +54,15 @@ PILLARS = (
 RUNS, ROWS, SEED = 6, 12, 20261202
 
 
+def _load(name: str) -> Any:
+    """A module of the wheel (or of the benches), imported by name: none is installed in
+    this virtualenv, so none is known to the type checker."""
+    return importlib.import_module(name)
+
+
 def _peer() -> Any:
     sys.path.insert(0, str(BENCHES))
-    import bernstein_peer
-
-    return bernstein_peer
+    return _load("bernstein_peer")
 
 
 def _shim(peer: Any) -> None:
@@ -77,46 +83,39 @@ def _shim(peer: Any) -> None:
 
 
 def _raw_public(seed: bytes) -> bytes:
-    from cryptography.hazmat.primitives import serialization as ser
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from nacl.signing import SigningKey
 
-    key = Ed25519PrivateKey.from_private_bytes(seed).public_key()
-    return key.public_bytes(ser.Encoding.Raw, ser.PublicFormat.Raw)
+    return bytes(SigningKey(seed).verify_key)
 
 
 def _seal_and_cosign(audit: Path, key: bytes, witness_state: Path) -> None:
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from nacl.signing import SigningKey
 
-    from bernstein.core.persistence.chain_checkpoint import record_checkpoint
-    from bernstein.core.persistence.checkpoint_witness import (
-        cosign_checkpoint,
-        record_cosignature,
-    )
-    from bernstein.core.persistence.lineage_signer import Ed25519PublicKeyVerifier
-    from bernstein.core.persistence.merkle import compute_seal, save_seal
-
-    _tree, seal = compute_seal(audit, key=key)
-    save_seal(seal, audit / "merkle")
-    checkpoint = record_checkpoint(audit, seal, key=key)
-    private = Ed25519PrivateKey.from_private_bytes(WITNESS_SEED)
-    signer = types.SimpleNamespace(sign=private.sign)
-    result = cosign_checkpoint(witness_state, checkpoint, signer, witness_id="test-witness")
-    verifier = Ed25519PublicKeyVerifier.from_raw(_raw_public(WITNESS_SEED))
-    record_cosignature(audit, result.cosignature, verifier)
+    merkle = _load("bernstein.core.persistence.merkle")
+    checkpoints = _load("bernstein.core.persistence.chain_checkpoint")
+    witness = _load("bernstein.core.persistence.checkpoint_witness")
+    signers = _load("bernstein.core.persistence.lineage_signer")
+    _tree, seal = merkle.compute_seal(audit, key=key)
+    merkle.save_seal(seal, audit / "merkle")
+    checkpoint = checkpoints.record_checkpoint(audit, seal, key=key)
+    private = SigningKey(WITNESS_SEED)
+    signer = types.SimpleNamespace(sign=lambda payload: private.sign(payload).signature)
+    result = witness.cosign_checkpoint(witness_state, checkpoint, signer, witness_id="test-witness")
+    verifier = signers.Ed25519PublicKeyVerifier.from_raw(_raw_public(WITNESS_SEED))
+    witness.record_cosignature(audit, result.cosignature, verifier)
 
 
 def make(out: Path) -> None:
     peer = _peer()
     peer.generate(out, RUNS, ROWS, SEED, "wheel", peer.DEFAULT_CACHE)
     _shim(peer)
-    from bernstein.core.security.audit import AuditLog
-
+    audit_log = _load("bernstein.core.security.audit").AuditLog
     audit = out / ".sdd" / "audit"
     key = (out / "audit.key").read_bytes().strip()
     witness_state = out / "witness-state"
     _seal_and_cosign(audit, key, witness_state)
     shutil.copytree(audit, out / "first-audit")
-    AuditLog(audit, key=key).log("run.closed", "orchestrator", "run", "r-extra", {"n": 1})
+    audit_log(audit, key=key).log("run.closed", "orchestrator", "run", "r-extra", {"n": 1})
     time.sleep(1.1)  # seal files are named to the second
     _seal_and_cosign(audit, key, witness_state)
     (out / "witness.pub").write_bytes(_raw_public(WITNESS_SEED))
@@ -128,8 +127,7 @@ def verdict(workdir: Path, witness_key: str | None) -> dict[str, Any]:
     os.chmod(key_file, 0o600)  # bernstein refuses a key others can read
     os.environ["BERNSTEIN_AUDIT_KEY_PATH"] = str(key_file.resolve())
     os.chdir(workdir)  # the command reads .sdd/audit from the working directory
-    from bernstein.cli.commands import audit_cmd
-
+    audit_cmd = _load("bernstein.cli.commands.audit_cmd")
     pillars: dict[str, Any] = {}
     for name in PILLARS:
         function = getattr(audit_cmd, name)
