@@ -37,6 +37,7 @@ from agentledger.bernstein.seal import (
     seal_paths,
 )
 from agentledger.bernstein.workdir import Workdir
+from agentledger.limits import MAX_DOCUMENT_BYTES
 
 ARCHIVE_DIR = f"{AUDIT_DIR}/archive"
 WITNESS_DOMAIN = b"bernstein/audit-checkpoint-witness/v1\n"
@@ -100,6 +101,8 @@ class AuditFolder:
     cosignatures: bytes | None
     segments: list[tuple[str, bytes]]
     """The chain as the HMAC verifier reads it (workdir paths)."""
+    oversized: list[str] = field(default_factory=list)
+    """Checkpoint files over ``MAX_DOCUMENT_BYTES``: not parsed (read as absent), named."""
 
     @property
     def sealed(self) -> bool:
@@ -115,8 +118,17 @@ def _inflate(data: bytes) -> bytes | None:
     return None if len(out) > MAX_GZIP_BYTES else out
 
 
+def _document(workdir: Workdir, paths: list[str], path: str, oversized: list[str]) -> bytes | None:
+    data = workdir.read(path) if path in paths else None
+    if data is not None and len(data) > MAX_DOCUMENT_BYTES:
+        oversized.append(path)
+        return None
+    return data
+
+
 def read_folder(workdir: Workdir) -> AuditFolder:
     paths = workdir.audit_files()
+    oversized: list[str] = []
     live = {}
     for path in live_segments(paths):
         data = workdir.read(path)
@@ -136,10 +148,11 @@ def read_folder(workdir: Workdir) -> AuditFolder:
         live=live,
         snapshot=snapshot,
         seal_files=seal_paths(paths),
-        ledger=workdir.read(cp.LEDGER) if cp.LEDGER in paths else None,
-        pointer=workdir.read(cp.POINTER) if cp.POINTER in paths else None,
-        cosignatures=workdir.read(cp.COSIGNATURES) if cp.COSIGNATURES in paths else None,
+        ledger=_document(workdir, paths, cp.LEDGER, oversized),
+        pointer=_document(workdir, paths, cp.POINTER, oversized),
+        cosignatures=_document(workdir, paths, cp.COSIGNATURES, oversized),
         segments=workdir.audit_segments(),
+        oversized=oversized,
     )
 
 
@@ -283,6 +296,9 @@ def audit_verdict(
     verdict.pillars.append(_checkpoint_pillar(folder, master))
     verdict.pillars.append(_witness_pillar(folder, master, witness))
     verdict.not_reproduced = [name for path, name in NOT_REPRODUCED.items() if path in folder.paths]
+    verdict.not_reproduced += [
+        f"{path} (over {MAX_DOCUMENT_BYTES} bytes)" for path in folder.oversized
+    ]
     if workdir.has_dir(LINEAGE_DIR):
         verdict.not_reproduced.append("Lineage Activity (the lineage spine)")
     return verdict

@@ -173,9 +173,17 @@ def _rows(data: bytes) -> int:
     return sum(1 for line in data.split(b"\n") if line.strip())
 
 
-def check_seal(path: str, doc: dict[str, Any], files: dict[str, bytes]) -> SealCheck:
+def check_seal(
+    path: str,
+    doc: dict[str, Any],
+    files: dict[str, bytes],
+    leaves_seen: dict[tuple[str, int], str] | None = None,
+) -> SealCheck:
     """Check ``doc`` (the newest seal, at ``path``) against ``files``: each live day file's
-    bytes by name (``2026-01-01.jsonl``). Mirrors bernstein's ``verify_merkle``."""
+    bytes by name (``2026-01-01.jsonl``). Mirrors bernstein's ``verify_merkle``.
+    ``leaves_seen`` caches prefix leaves across seals (a day file sealed again at the same
+    length is hashed once)."""
+    leaves_seen = {} if leaves_seen is None else leaves_seen
     check = SealCheck(path, str(doc.get("root_hash", "")))
     scheme = seal_scheme(doc)
     leaves: list[dict[str, Any]] = doc.get("leaves", [])
@@ -203,7 +211,8 @@ def check_seal(path: str, doc: dict[str, Any], files: dict[str, bytes]) -> SealC
                     )
                 )
                 continue
-            digest = leaf_digest(content[:byte_len])
+            digest = leaves_seen.get((name, byte_len)) or leaf_digest(content[:byte_len])
+            leaves_seen[(name, byte_len)] = digest
             check.post_seal_rows += _rows(content[byte_len:])
         recomputed[name] = digest
         if digest != leaf["hash"]:

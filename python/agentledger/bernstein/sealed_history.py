@@ -56,6 +56,12 @@ def sealed_history(
 ) -> SealedHistory:
     """Findings and notes; ``trusted`` (``--trust``) holds the keys a witness may sign with."""
     out = SealedHistory()
+    for path in folder.oversized:
+        out.findings.append(
+            Finding(
+                "bernstein.checkpoint.line", "a checkpoint file of sane size", "too large", path
+            )
+        )
     newest_root = _seals(workdir, folder, out)
     if folder.ledger is None:
         if folder.seal_files:
@@ -73,6 +79,7 @@ def _seals(workdir: Workdir, folder: AuditFolder, out: SealedHistory) -> str | N
     """Every seal must still hold (the log only grows); only the newest must name every
     day file. Returns the newest seal's root."""
     newest_root = None
+    leaves_seen: dict[tuple[str, int], str] = {}
     for position, path in enumerate(folder.seal_files):
         try:
             doc = parse_seal(workdir.read(path) or b"")
@@ -81,7 +88,7 @@ def _seals(workdir: Workdir, folder: AuditFolder, out: SealedHistory) -> str | N
                 Finding("bernstein.seal.unreadable", "a seal document", str(exc), path)
             )
             continue
-        check = check_seal(path, doc, folder.live)
+        check = check_seal(path, doc, folder.live, leaves_seen)
         if position == 0:
             newest_root = check.root_hash
         for problem in check.problems:
