@@ -4,6 +4,7 @@
     python benches/bernstein_peer.py generate OUT [--runs N] [--rows M] [--seed S] [--cache DIR]
                                                   [--writer wheel|agentledger]
     python benches/bernstein_peer.py verify WORKDIR [--cache DIR] [--reference]
+    python benches/bernstein_peer.py audit WORKDIR[,WITNESS_KEY]... [--cache DIR]
 
 ``fetch`` downloads bernstein 3.23.0's wheel from PyPI (``pip download``) into the cache,
 with the one compiled dependency its writers and verifier import that this virtualenv
@@ -19,6 +20,16 @@ packages (see ``BARE_PACKAGES``): their submodules then load from the wheel unch
 of ``../shared/fixtures/bernstein-3.23.0-shapes`` appears, in the proportions of ``SHAPES``.
 ``--writer agentledger`` writes the same shapes with ``agentledger.bernstein.writer``
 instead (the fallback when the wheel cannot be had).
+
+With the wheel's writers the workdir is then sealed as the orchestrator's shutdown seals
+it (``compute_seal``, ``save_seal``, ``record_checkpoint`` under the audit key).
+
+``audit`` is ``bernstein audit verify`` over a workdir's audit folder: the pillars that
+read it (HMAC chain, Merkle seal, checkpoints, anchors, witness co-signatures), run with
+bernstein's own functions; the command itself cannot run on 3.11 (a later pillar's module
+has 3.12-only syntax) and its other pillars read files these workdirs lack. It prints one
+``AUDIT {json}`` line (``code``: 1 when a pillar fails, as the command exits; the pillars;
+the in-process time).
 
 ``verify`` is bernstein's ``activity verify`` over every run of a workdir in one process:
 ``verify_run_activities`` with the store the CLI would open, exit codes as the CLI's
@@ -63,7 +74,7 @@ DEFAULT_CACHE = (
     Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "agentledger-bench"
 )
 # Bump when the generator's output changes: it is part of the cached workdir's name.
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 DEFAULT_SEED = 20260101
 AUDIT_MASTER = b"0" * 64  # bernstein's key file holds ASCII hex; used as-is, never decoded
 CLOCK_EPOCH0 = 1767225600.0  # 2026-01-01T00:00:00Z
@@ -187,6 +198,75 @@ def peer_verify(workdir: Path, cache: Path, reference: bool) -> int:
     print("PEER " + json.dumps(report))
     values = set(codes.values())
     return 2 if 2 in values else 1 if 1 in values else 0
+
+
+AUDIT_PILLARS = (
+    "_verify_hmac_chain",
+    "_verify_merkle_tree",
+    "_verify_checkpoints",
+    "_verify_anchors",
+    "_verify_witness",
+)
+"""``bernstein audit verify``'s pillars that read the audit folder, in its order."""
+
+
+def install_cli_shim(peer: PeerCode) -> None:
+    """What ``cli/commands/audit_cmd.py`` needs beyond ``install_shim``: its packages'
+    ``__init__``s import every command (and packages absent here), and its console comes
+    from a helper module that imports an HTTP client; a quiet rich console stands in."""
+    import io
+
+    from rich.console import Console
+
+    install_shim(peer)
+    for name in ("bernstein.cli", "bernstein.cli.commands"):
+        package = types.ModuleType(name)
+        package.__path__ = [str(peer.code.joinpath(*name.split(".")))]
+        sys.modules[name] = package
+    helpers = types.ModuleType("bernstein.cli.helpers")
+    helpers.console = Console(file=io.StringIO(), width=200)  # type: ignore[attr-defined]
+    sys.modules["bernstein.cli.helpers"] = helpers
+
+
+def peer_audit(workdir: Path, witness_key: str | None) -> dict[str, Any]:
+    """``bernstein audit verify [--witness-key K]`` in ``workdir`` (``install_cli_shim``
+    first), with the workdir's ``audit.key``: ``{"code", "pillars", "verify_s"}``."""
+    import contextlib
+    import importlib
+    import io
+
+    started = time.perf_counter()
+    key_file = workdir / "audit.key"
+    key_file.chmod(0o600)  # bernstein refuses a key others can read
+    os.environ["BERNSTEIN_AUDIT_KEY_PATH"] = str(key_file.resolve())
+    os.chdir(workdir)  # the command reads .sdd/audit from the working directory
+    audit_cmd = importlib.import_module("bernstein.cli.commands.audit_cmd")
+    arguments: dict[str, tuple[Any, ...]] = {
+        "_verify_anchors": (None,),
+        "_verify_witness": (witness_key, None),
+    }
+    pillars: dict[str, bool | str] = {}
+    for name in AUDIT_PILLARS:
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                pillars[name] = bool(getattr(audit_cmd, name)(*arguments.get(name, ())))
+        except Exception as exc:  # the command dies on it: exit 1
+            pillars[name] = f"raises {type(exc).__name__}"
+    code = 0 if all(value is True for value in pillars.values()) else 1
+    return {"code": code, "pillars": pillars, "verify_s": round(time.perf_counter() - started, 4)}
+
+
+def seal_workdir(root: Path) -> None:
+    """What the orchestrator's shutdown does in audit mode (``install_shim`` first)."""
+    import importlib
+
+    audit = root / ".sdd" / "audit"
+    key = (root / "audit.key").read_bytes().strip()
+    merkle = importlib.import_module("bernstein.core.persistence.merkle")
+    checkpoints = importlib.import_module("bernstein.core.persistence.chain_checkpoint")
+    _tree, seal = merkle.compute_seal(audit, key=key)
+    merkle.save_seal(seal, audit / "merkle")
+    checkpoints.record_checkpoint(audit, seal, key=key)
 
 
 # ---- what the runs hold ------------------------------------------------------------------
@@ -1009,6 +1089,8 @@ def generate(
         clock.skip(generator.rng.uniform(60, 600))  # runs spread over days: several audit files
     (out / "audit.key").write_bytes(AUDIT_MASTER)
     audit_ok, audit_errors = writers.audit_verdict()
+    if writer == "wheel":
+        seal_workdir(out)
     audit_records = 0
     for day in sorted((out / ".sdd" / "audit").glob("*.jsonl")):
         for line in day.read_bytes().splitlines():
@@ -1034,6 +1116,7 @@ def generate(
         "audit_files": len(list((out / ".sdd" / "audit").glob("*.jsonl"))),
         "audit_records": audit_records,
         "audit_ok": audit_ok,
+        "sealed": writer == "wheel",
         "audit_errors": audit_errors,
         "trust": [f"ed25519:{_public_hex(seed)}" for seed in SIGNING_SEEDS.values()],
         "generate_s": round(time.perf_counter() - started, 1),
@@ -1092,7 +1175,9 @@ def main() -> None:
     ver = commands.add_parser("verify", help="bernstein's verifier over every run")
     ver.add_argument("workdir", type=Path)
     ver.add_argument("--reference", action="store_true")
-    for command in (fetch, gen, ver):
+    aud = commands.add_parser("audit", help="bernstein's audit verify pillars, per workdir")
+    aud.add_argument("specs", nargs="+", metavar="WORKDIR[,WITNESS_KEY]")
+    for command in (fetch, gen, ver, aud):
         command.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     args = parser.parse_args()
     if args.command == "fetch":
@@ -1102,6 +1187,12 @@ def main() -> None:
     elif args.command == "generate":
         manifest = generate(args.out, args.runs, args.rows, args.seed, args.writer, args.cache)
         print(json.dumps({k: v for k, v in manifest.items() if k != "run_shapes"}, indent=2))
+    elif args.command == "audit":
+        install_cli_shim(peer_dirs(args.cache))
+        for spec in args.specs:
+            workdir, _, witness_key = spec.partition(",")
+            report = peer_audit(Path(workdir).resolve(), witness_key or None)
+            print("AUDIT " + json.dumps(report), flush=True)
     else:
         sys.exit(peer_verify(args.workdir, args.cache, args.reference))
 

@@ -340,6 +340,16 @@ CHECKS: dict[str, CheckInfo] = _table(
     ("bernstein.witness.file", "The witness co-signatures file has a line bernstein "
      "cannot read.",
      "readable co-signatures", "why the line fails"),
+    ("bernstein.rfc3161.file", "The RFC 3161 anchors file has a line bernstein cannot read.",
+     "readable anchors", "why the line fails"),
+    ("bernstein.rfc3161.token", "An RFC 3161 anchor's token does not parse, or its message "
+     "imprint is not the digest of the checkpoint it anchors (the TSA's signature is not "
+     "checked).",
+     "a token over the anchored checkpoint", "why it is not"),
+    ("bernstein.rfc3161.contradiction", "The audit history contradicts an RFC 3161 anchor: "
+     "fewer records than a TSA timestamped, another origin, or an anchored checkpoint no "
+     "longer on record.",
+     "a history extending what was timestamped", "what contradicts it"),
     ("bernstein.witness.signature", "A witness co-signature does not verify under any key "
      "given with --trust: it was forged or edited, or its witness is not trusted.",
      "a co-signature by a trusted key", "why it does not verify"),

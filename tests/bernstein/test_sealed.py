@@ -30,7 +30,13 @@ AUDIT = Path(".sdd/audit")
 LEDGER = AUDIT / "checkpoints" / "checkpoints.jsonl"
 POINTER = AUDIT / "checkpoints" / "latest.json"
 COSIGNATURES = AUDIT / "checkpoints" / "cosignatures.jsonl"
-SEALED_FAMILIES = ("bernstein.seal.", "bernstein.checkpoint.", "bernstein.witness.")
+ANCHORS = AUDIT / "checkpoints" / "anchors.jsonl"
+SEALED_FAMILIES = (
+    "bernstein.seal.",
+    "bernstein.checkpoint.",
+    "bernstein.witness.",
+    "bernstein.rfc3161.",
+)
 
 
 def _fetch_wheel() -> None:
@@ -156,6 +162,36 @@ def roll_back_everything(wd: Path) -> None:
     (wd / COSIGNATURES).write_bytes(cosignatures)
 
 
+def roll_back_under_an_anchor(wd: Path) -> None:
+    """The same rollback, co-signatures rolled back too: only the RFC 3161 anchor of the
+    second checkpoint remembers the longer history."""
+    anchors = (wd / ANCHORS).read_bytes()
+    shutil.rmtree(wd / AUDIT)
+    shutil.copytree(wd / "first-audit", wd / AUDIT)
+    (wd / ANCHORS).write_bytes(anchors)
+
+
+def anchor_other_bytes(wd: Path) -> None:
+    """The anchor's token swapped for one over other bytes."""
+    import base64
+    import hashlib
+
+    sys.path.insert(0, str(GENERATOR.parent))
+    try:
+        token = importlib.import_module("sealed_workdirs").timestamp_token(
+            hashlib.sha256(b"other").digest()
+        )
+    finally:
+        sys.path.remove(str(GENERATOR.parent))
+    doc = json.loads((wd / ANCHORS).read_bytes())
+    doc["token_b64"] = base64.b64encode(token).decode()
+    (wd / ANCHORS).write_bytes(json.dumps(doc, sort_keys=True).encode() + b"\n")
+
+
+def corrupt_anchor(wd: Path) -> None:
+    (wd / ANCHORS).write_bytes(b"[1]\n")
+
+
 def corrupt_cosignature(wd: Path) -> None:
     path = wd / COSIGNATURES
     lines = _lines(path)
@@ -200,6 +236,9 @@ CASES: dict[str, Callable[[Path], None]] = {
         edit_seal_root,
         delete_seals,
         roll_back_everything,
+        roll_back_under_an_anchor,
+        anchor_other_bytes,
+        corrupt_anchor,
         corrupt_cosignature,
         forge_cosignature,
         unsealed,
@@ -230,13 +269,16 @@ def bernstein_says(cases: dict[str, Path]) -> dict[tuple[str, bool], dict[str, A
         specs.append((name, False, str(workdir)))
         specs.append((name, True, f"{workdir},{(workdir / 'witness.pub').resolve()}"))
     done = subprocess.run(
-        [sys.executable, str(GENERATOR), "verdict", *(spec for _, _, spec in specs)],
+        [sys.executable, str(BENCHES / "bernstein_peer.py"), "audit"]
+        + [spec for _, _, spec in specs],
         capture_output=True,
         text=True,
         check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    answers = [
+        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
+    ]
     assert len(answers) == len(specs)
     return {(name, keyed): answer for (name, keyed, _), answer in zip(specs, answers, strict=True)}
 

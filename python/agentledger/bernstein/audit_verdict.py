@@ -1,12 +1,11 @@
 """What ``bernstein audit verify`` says about an audit folder, and what strict adds.
 
 bernstein's command runs "pillars" and exits 1 when any fails (or when ``.sdd/audit``
-is absent), 0 otherwise (docs/BERNSTEIN.md §13). The pillars that read the audit chain,
-its seal and its checkpoints are redone here: the HMAC chain, the Merkle seal, the
-checkpoints (ledger, pointer, extension), and the witness co-signatures' file and
-signatures. The others read files an import does not hold the meaning of (RFC 3161
-tokens, evidence bundles, the lineage spine...): they are named as not reproduced
-whenever their files exist, never guessed.
+is absent), 0 otherwise (docs/BERNSTEIN.md §13). The pillars that read the audit folder
+are redone here: the HMAC chain, the Merkle seal, the checkpoints (ledger, pointer,
+extension), the RFC 3161 anchors (their tokens' imprints; no trust bundle) and the
+witness co-signatures. Of the others, the lineage pillar is named as not reproduced
+when the spine exists, never guessed; the rest read files these workdirs do not hold.
 
 ``strict_findings`` turns the same reading into findings, adding what bernstein lets pass:
 a pointer published behind the ledger, a torn last checkpoint line, a newest seal whose
@@ -26,6 +25,7 @@ from typing import Any
 
 from agentledger import _core
 from agentledger.bernstein import checkpoints as cp
+from agentledger.bernstein.anchors import anchor_contradictions, read_anchors, token_problem
 from agentledger.bernstein.audit_chain import AuditChain, verify_audit
 from agentledger.bernstein.format import AUDIT_DIR, LINEAGE_DIR, SPKI_ED25519_PREFIX
 from agentledger.bernstein.seal import (
@@ -43,11 +43,6 @@ ARCHIVE_DIR = f"{AUDIT_DIR}/archive"
 WITNESS_DOMAIN = b"bernstein/audit-checkpoint-witness/v1\n"
 MAX_GZIP_BYTES = 1 << 30
 """An archived segment inflating past this is read as unreadable (a zip bomb)."""
-
-NOT_REPRODUCED = {
-    cp.ANCHORS: "External Anchors (RFC 3161 tokens)",
-}
-"""Files whose pillar is not redone here: their presence makes the verdict partial."""
 
 
 @dataclass
@@ -99,6 +94,7 @@ class AuditFolder:
     ledger: bytes | None
     pointer: bytes | None
     cosignatures: bytes | None
+    anchors: bytes | None
     segments: list[tuple[str, bytes]]
     """The chain as the HMAC verifier reads it (workdir paths)."""
     oversized: list[str] = field(default_factory=list)
@@ -151,6 +147,7 @@ def read_folder(workdir: Workdir) -> AuditFolder:
         ledger=_document(workdir, paths, cp.LEDGER, oversized),
         pointer=_document(workdir, paths, cp.POINTER, oversized),
         cosignatures=_document(workdir, paths, cp.COSIGNATURES, oversized),
+        anchors=_document(workdir, paths, cp.ANCHORS, oversized),
         segments=workdir.audit_segments(),
         oversized=oversized,
     )
@@ -294,8 +291,8 @@ def audit_verdict(
     verdict.pillars.append(_hmac_pillar(folder, master, chain))
     verdict.pillars.append(_merkle_pillar(folder, workdir))
     verdict.pillars.append(_checkpoint_pillar(folder, master))
+    verdict.pillars.append(_anchor_pillar(folder, master))
     verdict.pillars.append(_witness_pillar(folder, master, witness))
-    verdict.not_reproduced = [name for path, name in NOT_REPRODUCED.items() if path in folder.paths]
     verdict.not_reproduced += [
         f"{path} (over {MAX_DOCUMENT_BYTES} bytes)" for path in folder.oversized
     ]
@@ -367,6 +364,34 @@ def _checkpoint_pillar(folder: AuditFolder, master: bytes | None) -> Pillar:
     return pillar
 
 
+def known_roots(folder: AuditFolder, master: bytes | None) -> set[str] | None:
+    """The roots of the checkpoints on record; None when they cannot be read (no key, or
+    a ledger that does not validate): then no root counts as gone."""
+    if master is None:
+        return None
+    ledger = cp.read_ledger(folder.ledger, master)
+    if ledger.problem is not None:
+        return None
+    return {str(c.get("root_hash", "")) for c in ledger.checkpoints}
+
+
+def _anchor_pillar(folder: AuditFolder, master: bytes | None) -> Pillar:
+    pillar = Pillar("External Anchors", True)
+    anchors, problem = read_anchors(folder.anchors)
+    if problem is not None:
+        return Pillar(pillar.name, False, [problem])
+    for anchor in anchors:
+        reason = token_problem(anchor)
+        if reason is not None:
+            pillar.problems.append(f"anchors.jsonl:{anchor.line}: {reason}")
+    if not pillar.problems:
+        pillar.problems = anchor_contradictions(
+            anchors, folder.snapshot, known_roots(folder, master)
+        )
+    pillar.ok = not pillar.problems
+    return pillar
+
+
 def _witness_pillar(folder: AuditFolder, master: bytes | None, witness: bytes | None) -> Pillar:
     pillar = Pillar("Witness Co-signatures", True)
     cosignatures, problem = read_cosignatures(folder.cosignatures)
@@ -402,14 +427,12 @@ def witness_contradictions(
         )
     if origin is not None and strongest.origin and origin != strongest.origin:
         found.append(f"chain origin {origin[:16]}… is not the witnessed {strongest.origin[:16]}…")
-    if master is not None:
-        ledger = cp.read_ledger(folder.ledger, master)
-        if ledger.problem is None:
-            roots = {str(c.get("root_hash", "")) for c in ledger.checkpoints}
-            found.extend(
-                f"witnessed checkpoint root {c.checkpoint_root[:16]}… is no longer on record "
-                f"(cosignatures.jsonl:{c.line})"
-                for c in cosignatures
-                if c.checkpoint_root not in roots
-            )
+    roots = known_roots(folder, master)
+    if roots is not None:
+        found.extend(
+            f"witnessed checkpoint root {c.checkpoint_root[:16]}… is no longer on record "
+            f"(cosignatures.jsonl:{c.line})"
+            for c in cosignatures
+            if c.checkpoint_root not in roots
+        )
     return found

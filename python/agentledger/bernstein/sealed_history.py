@@ -13,9 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agentledger.bernstein import checkpoints as cp
+from agentledger.bernstein.anchors import anchor_contradictions, read_anchors, token_problem
 from agentledger.bernstein.audit_verdict import (
     AuditFolder,
     cosignature_problem,
+    known_roots,
     read_cosignatures,
     witness_contradictions,
 )
@@ -71,8 +73,44 @@ def sealed_history(
             )
     else:
         _checkpoints(folder, master, newest_root, out)
+    _anchors(folder, master, out)
     _witness(folder, master, trusted, out)
     return out
+
+
+def _anchors(folder: AuditFolder, master: bytes | None, out: SealedHistory) -> None:
+    anchors, problem = read_anchors(folder.anchors)
+    if problem is not None:
+        out.findings.append(
+            Finding("bernstein.rfc3161.file", "readable anchors", problem, cp.ANCHORS)
+        )
+    for anchor in anchors:
+        reason = token_problem(anchor)
+        if reason is not None:
+            out.findings.append(
+                Finding(
+                    "bernstein.rfc3161.token",
+                    f"a token over {anchor.payload_sha256[:16]}…",
+                    reason,
+                    f"{cp.ANCHORS} line {anchor.line}",
+                )
+            )
+    for contradiction in anchor_contradictions(
+        anchors, folder.snapshot, known_roots(folder, master)
+    ):
+        out.findings.append(
+            Finding(
+                "bernstein.rfc3161.contradiction",
+                "a history extending what a TSA timestamped",
+                contradiction,
+                cp.ANCHORS,
+            )
+        )
+    if anchors:
+        out.notes.append(
+            "bernstein: RFC 3161 anchors checked against their checkpoints; the TSAs that "
+            "signed them were not authenticated (no trust bundle is taken here)"
+        )
 
 
 def _seals(workdir: Workdir, folder: AuditFolder, out: SealedHistory) -> str | None:
