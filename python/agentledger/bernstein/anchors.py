@@ -22,8 +22,6 @@ from typing import Any
 
 from asn1crypto import cms, tsp
 
-from agentledger.bernstein import checkpoints as cp
-
 VERSION = 1
 KIND = "rfc3161"
 SHA2_OIDS = frozenset(
@@ -145,15 +143,16 @@ def token_problem(anchor: Anchor) -> str | None:
 
 
 def anchor_contradictions(
-    anchors: list[Anchor], snapshot: list[tuple[str, bytes]], roots: set[str] | None
+    anchors: list[Anchor], origin_count: tuple[str | None, int], roots: set[str] | None
 ) -> list[str]:
-    """How the history contradicts the anchors: fewer records than the strongest anchor,
-    another origin, or (``roots``: the checkpoints on record) an anchored root gone."""
+    """How the history (its origin and record count) contradicts the anchors: fewer
+    records than the strongest anchor, another origin, or (``roots``: the checkpoints on
+    record) an anchored root gone."""
     if not anchors:
         return []
     found = []
     strongest = max(anchors, key=lambda a: a.entry_count)
-    origin, count = cp.origin_and_count(snapshot)
+    origin, count = origin_count
     if count < strongest.entry_count:
         found.append(
             f"chain holds {count} records; an anchor records that {strongest.entry_count} "

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import gzip
-import io
 import json
 import posixpath
 from dataclasses import dataclass, field
@@ -32,17 +30,14 @@ from agentledger.bernstein.seal import (
     SealCheck,
     SealUnreadable,
     check_seal,
-    live_segments,
     parse_seal,
     seal_paths,
 )
-from agentledger.bernstein.workdir import Workdir
+from agentledger.bernstein.workdir import UNDECODABLE_ARCHIVE, Workdir
 from agentledger.limits import MAX_DOCUMENT_BYTES
 
 ARCHIVE_DIR = f"{AUDIT_DIR}/archive"
 WITNESS_DOMAIN = b"bernstein/audit-checkpoint-witness/v1\n"
-MAX_GZIP_BYTES = 1 << 30
-"""An archived segment inflating past this is read as unreadable (a zip bomb)."""
 
 
 @dataclass
@@ -99,19 +94,36 @@ class AuditFolder:
     """The chain as the HMAC verifier reads it (workdir paths)."""
     oversized: list[str] = field(default_factory=list)
     """Checkpoint files over ``MAX_DOCUMENT_BYTES``: not parsed (read as absent), named."""
+    chain: AuditChain | None = None
+    """The segments' walk, when done: a clean one makes every line a canonical record."""
+    _origin_count: tuple[str | None, int] | None = None
+
+    def origin_and_count(self) -> tuple[str | None, int]:
+        """The chain's origin and record count (``checkpoints.origin_and_count``), once. On
+        a chain the walk found clean every non-empty line is a canonical record: only the
+        first is parsed."""
+        if self._origin_count is None:
+            clean = self.chain is not None and self.chain.mirror is not None
+            self._origin_count = (
+                _clean_origin_and_count(self.snapshot, self.chain)
+                if clean and self.chain is not None
+                else cp.origin_and_count(self.snapshot)
+            )
+        return self._origin_count
 
     @property
     def sealed(self) -> bool:
         return bool(self.seal_files) or self.ledger is not None
 
 
-def _inflate(data: bytes) -> bytes | None:
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as handle:
-            out = handle.read(MAX_GZIP_BYTES + 1)
-    except (OSError, EOFError):
-        return None
-    return None if len(out) > MAX_GZIP_BYTES else out
+def _clean_origin_and_count(
+    snapshot: list[tuple[str, bytes]], chain: AuditChain
+) -> tuple[str | None, int]:
+    for _name, raw in snapshot:
+        first = next((line for line in raw.split(b"\n") if line), None)
+        if first is not None:
+            return str(json.loads(first)["hmac"]), chain.records
+    return None, chain.records
 
 
 def _document(workdir: Workdir, paths: list[str], path: str, oversized: list[str]) -> bytes | None:
@@ -122,22 +134,27 @@ def _document(workdir: Workdir, paths: list[str], path: str, oversized: list[str
     return data
 
 
-def read_folder(workdir: Workdir) -> AuditFolder:
+def read_folder(
+    workdir: Workdir,
+    segments: list[tuple[str, bytes]] | None = None,
+    chain: AuditChain | None = None,
+) -> AuditFolder:
+    """The audit folder; ``segments`` (``workdir.audit_segments()``) and ``chain`` (their
+    walk) when the caller has them already: the day files are then not read again."""
     paths = workdir.audit_files()
+    segments = workdir.audit_segments() if segments is None else segments
     oversized: list[str] = []
-    live = {}
-    for path in live_segments(paths):
-        data = workdir.read(path)
-        if data is not None:
-            live[posixpath.basename(path)] = data
-    snapshot: list[tuple[str, bytes]] = []
-    for path in sorted(
-        p for p in paths if posixpath.dirname(p) == ARCHIVE_DIR and p.endswith(".jsonl.gz")
-    ):
-        raw = workdir.read(path)
-        inflated = None if raw is None else _inflate(raw)
-        if inflated is not None:
-            snapshot.append((posixpath.basename(path)[: -len(".gz")], inflated))
+    live = {
+        posixpath.basename(path): data
+        for path, data in segments
+        if posixpath.dirname(path) == AUDIT_DIR
+    }
+    # Archives keep their live name; one that does not inflate is skipped, as bernstein does.
+    snapshot = [
+        (posixpath.basename(path)[: -len(".gz")], data)
+        for path, data in segments
+        if posixpath.dirname(path) == ARCHIVE_DIR and data != UNDECODABLE_ARCHIVE
+    ]
     snapshot.extend(sorted(live.items()))
     return AuditFolder(
         paths=paths,
@@ -148,8 +165,9 @@ def read_folder(workdir: Workdir) -> AuditFolder:
         pointer=_document(workdir, paths, cp.POINTER, oversized),
         cosignatures=_document(workdir, paths, cp.COSIGNATURES, oversized),
         anchors=_document(workdir, paths, cp.ANCHORS, oversized),
-        segments=workdir.audit_segments(),
+        segments=segments,
         oversized=oversized,
+        chain=chain,
     )
 
 
@@ -285,6 +303,8 @@ def audit_verdict(
 ) -> AuditVerdict:
     """``bernstein audit verify`` (with ``--witness-key`` when ``witness`` is given)."""
     folder = folder if folder is not None else read_folder(workdir)
+    if folder.segments and master is not None and folder.chain is None:
+        folder.chain = verify_audit(folder.segments, master)
     verdict = AuditVerdict(audit_dir=workdir.has_dir(AUDIT_DIR))
     if not verdict.audit_dir:
         return verdict
@@ -350,7 +370,7 @@ def _checkpoint_pillar(folder: AuditFolder, master: bytes | None) -> Pillar:
     if last is None:
         return pillar
     try:
-        conflicts = cp.check_extension(last, folder.snapshot)
+        conflicts = cp.check_extension(last, folder.snapshot, folder.origin_and_count())
     except (ValueError, TypeError, AttributeError) as exc:
         pillar.ok = False
         pillar.problems.append(f"bernstein's verifier raises on the checkpoint: {exc}")
@@ -386,7 +406,7 @@ def _anchor_pillar(folder: AuditFolder, master: bytes | None) -> Pillar:
             pillar.problems.append(f"anchors.jsonl:{anchor.line}: {reason}")
     if not pillar.problems:
         pillar.problems = anchor_contradictions(
-            anchors, folder.snapshot, known_roots(folder, master)
+            anchors, folder.origin_and_count(), known_roots(folder, master)
         )
     pillar.ok = not pillar.problems
     return pillar
@@ -419,7 +439,7 @@ def witness_contradictions(
         return []
     found = []
     strongest = max(cosignatures, key=lambda c: c.entry_count)
-    origin, count = cp.origin_and_count(folder.snapshot)
+    origin, count = folder.origin_and_count()
     if count < strongest.entry_count:
         found.append(
             f"chain holds {count} records; a witness co-signed {strongest.entry_count} "

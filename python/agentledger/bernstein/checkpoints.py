@@ -184,14 +184,17 @@ def origin_and_count(snapshot: list[tuple[str, bytes]]) -> tuple[str | None, int
 
 
 def check_extension(
-    checkpoint: dict[str, Any], snapshot: list[tuple[str, bytes]]
+    checkpoint: dict[str, Any],
+    snapshot: list[tuple[str, bytes]],
+    origin_count: tuple[str | None, int] | None = None,
 ) -> list[Conflict]:
     """Whether ``snapshot`` (the chain's segments in order, archives under their live
-    names) extends ``checkpoint``. ``ValueError``/``TypeError`` where bernstein's own
-    check raises on the checkpoint's values (it verifies nothing then)."""
+    names) extends ``checkpoint``; ``origin_count`` is ``origin_and_count(snapshot)`` when
+    known. ``ValueError``/``TypeError`` where bernstein's own check raises on the
+    checkpoint's values (it verifies nothing then)."""
     conflicts: list[Conflict] = []
     by_name = dict(snapshot)
-    origin, count = origin_and_count(snapshot)
+    origin, count = origin_count if origin_count is not None else origin_and_count(snapshot)
     pinned_origin = str(checkpoint.get("origin", ""))
     if origin != pinned_origin:
         conflicts.append(Conflict("origin", "", pinned_origin, str(origin)))

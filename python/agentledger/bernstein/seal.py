@@ -107,11 +107,6 @@ def seal_paths(paths: list[str]) -> list[str]:
     )
 
 
-def live_segments(paths: list[str]) -> list[str]:
-    """The day files a seal covers: ``*.jsonl`` directly in ``.sdd/audit``, by name."""
-    return sorted(p for p in paths if posixpath.dirname(p) == AUDIT_DIR and p.endswith(".jsonl"))
-
-
 @dataclass(frozen=True, slots=True)
 class SealProblem:
     """One way the audit files fail the seal: ``kind`` is ``deleted``, ``inserted``,

@@ -96,7 +96,7 @@ def _anchors(folder: AuditFolder, master: bytes | None, out: SealedHistory) -> N
                 )
             )
     for contradiction in anchor_contradictions(
-        anchors, folder.snapshot, known_roots(folder, master)
+        anchors, folder.origin_and_count(), known_roots(folder, master)
     ):
         out.findings.append(
             Finding(
@@ -194,7 +194,7 @@ def _checkpoints(
             )
         )
     try:
-        conflicts = cp.check_extension(last, folder.snapshot)
+        conflicts = cp.check_extension(last, folder.snapshot, folder.origin_and_count())
     except (ValueError, TypeError, AttributeError) as exc:
         out.findings.append(
             Finding("bernstein.checkpoint.line", "usable values", str(exc), cp.LEDGER)

@@ -77,6 +77,10 @@ class Workdir(Protocol):
         ...
 
 
+UNDECODABLE_ARCHIVE = b"\x00undecodable archive\n"
+"""What an archive that does not inflate reads as: a line no verifier accepts."""
+
+
 def _order_segments(
     names: list[str], read: Callable[[str], bytes | None]
 ) -> list[tuple[str, bytes]]:
@@ -91,7 +95,7 @@ def _order_segments(
             try:
                 segments.append((name, gzip.decompress(data)))
             except (OSError, EOFError):
-                segments.append((name, b"\x00undecodable archive\n"))
+                segments.append((name, UNDECODABLE_ARCHIVE))
     for name in live:
         data = read(name)
         if data is not None:

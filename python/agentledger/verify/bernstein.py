@@ -74,8 +74,9 @@ def check_bernstein(ctx: VerifyContext) -> None:
     audit = None
     if not compat:
         master = _master_key(ctx)
-        audit = _audit(ctx, workdir, master)
-        _check_sealed_history(ctx, workdir, master)
+        segments = workdir.audit_segments()
+        audit = _audit(ctx, segments, master)
+        _check_sealed_history(ctx, workdir, master, segments, audit)
     results = verify_ledger_runs(
         ctx.conn,
         {run_id: imported[run_id] for run_id in selected},
@@ -254,9 +255,16 @@ def _master_key(ctx: VerifyContext) -> bytes | None:
         raise InvalidInput(f"cannot read the audit key: {exc}", code="audit-key") from None
 
 
-def _check_sealed_history(ctx: VerifyContext, workdir: LedgerWorkdir, master: bytes | None) -> None:
-    """The audit chain's seals, checkpoints and co-signatures (``sealed_history.py``)."""
-    folder = read_folder(workdir)
+def _check_sealed_history(
+    ctx: VerifyContext,
+    workdir: LedgerWorkdir,
+    master: bytes | None,
+    segments: list[tuple[str, bytes]],
+    chain: AuditChain | None,
+) -> None:
+    """The audit chain's seals, checkpoints, anchors and co-signatures
+    (``sealed_history.py``), from the segments the chain's walk read."""
+    folder = read_folder(workdir, segments, chain)
     notes: list[str] | None = getattr(ctx.report, "notes", None)
     if not folder.sealed and folder.cosignatures is None:
         if folder.segments and notes is not None:
@@ -275,8 +283,9 @@ def _check_sealed_history(ctx: VerifyContext, workdir: LedgerWorkdir, master: by
         notes.extend(history.notes)
 
 
-def _audit(ctx: VerifyContext, workdir: LedgerWorkdir, master: bytes | None) -> AuditChain | None:
-    segments = workdir.audit_segments()
+def _audit(
+    ctx: VerifyContext, segments: list[tuple[str, bytes]], master: bytes | None
+) -> AuditChain | None:
     if not segments:
         return None
     audit = verify_audit(segments, master)
