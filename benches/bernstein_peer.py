@@ -7,8 +7,9 @@
     python benches/bernstein_peer.py audit WORKDIR[,WITNESS_KEY]... [--cache DIR]
 
 ``fetch`` downloads bernstein 3.23.0's wheel from PyPI (``pip download``) into the cache,
-with the one compiled dependency its writers and verifier import that this virtualenv
-lacks (cryptography), and unpacks both there; later calls reuse them.
+with the compiled dependencies its writers and verifier import that this virtualenv
+lacks (cryptography; cbor2 for its run receipts), and unpacks them there; later calls
+reuse them.
 
 The wheel declares Python >= 3.12, but the modules that write and verify a workdir import
 on 3.11 once two packages whose ``__init__`` cannot run here are registered as bare
@@ -60,6 +61,8 @@ BERNSTEIN_VERSION = "3.23.0"
 # bernstein 3.23.0 requires cryptography>=50.0.0 (Ed25519 receipts, HKDF of the audit key);
 # the virtualenv has none, so the newest release at the time of writing is pinned.
 CRYPTOGRAPHY_VERSION = "50.0.2"
+# Its run receipts (replay.run_receipt) are also written as COSE, which imports cbor2.
+CBOR2_VERSION = "6.3.0"
 
 # Packages registered as bare modules (their folder as __path__, their __init__ never run):
 # - bernstein.core.skills.catalog: its __init__ uses 3.12-only syntax, and
@@ -90,18 +93,21 @@ class PeerUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class PeerCode:
-    """Where the unpacked wheel and its dependency live."""
+    """Where the unpacked wheel and its dependencies live."""
 
     code: Path
     deps: Path
+    cbor: Path
 
 
 def peer_dirs(cache: Path) -> PeerCode:
-    return PeerCode(cache / f"bernstein-{BERNSTEIN_VERSION}", cache / "deps-py311")
+    return PeerCode(
+        cache / f"bernstein-{BERNSTEIN_VERSION}", cache / "deps-py311", cache / "cbor2-py311"
+    )
 
 
 def fetch_peer(cache: Path, python: str = sys.executable) -> PeerCode:
-    """Download (once) and unpack (once) the wheel and cryptography into ``cache``."""
+    """Download (once) and unpack (once) the wheel and its dependencies into ``cache``."""
     import subprocess
     import zipfile
 
@@ -119,6 +125,7 @@ def fetch_peer(cache: Path, python: str = sys.executable) -> PeerCode:
             f"cryptography-{CRYPTOGRAPHY_VERSION}-*.whl",
             peer.deps,
         ),
+        ([f"cbor2=={CBOR2_VERSION}"], f"cbor2-{CBOR2_VERSION}-*.whl", peer.cbor),
     ]
     for requirement, pattern, target in wanted:
         if (target / ".unpacked").exists():
@@ -141,9 +148,9 @@ def fetch_peer(cache: Path, python: str = sys.executable) -> PeerCode:
 
 def install_shim(peer: PeerCode) -> None:
     """Make the wheel importable on 3.11 (see ``BARE_PACKAGES``)."""
-    if not (peer.code / ".unpacked").exists() or not (peer.deps / ".unpacked").exists():
+    if not all((path / ".unpacked").exists() for path in (peer.code, peer.deps, peer.cbor)):
         raise PeerUnavailable(f"bernstein's wheel is not unpacked in {peer.code.parent}")
-    sys.path[:0] = [str(peer.code), str(peer.deps)]
+    sys.path[:0] = [str(peer.code), str(peer.deps), str(peer.cbor)]
     for name in BARE_PACKAGES:
         package = types.ModuleType(name)
         package.__path__ = [str(peer.code.joinpath(*name.split(".")))]
@@ -1184,6 +1191,7 @@ def main() -> None:
         peer = fetch_peer(args.cache)
         print(f"bernstein {BERNSTEIN_VERSION}: {peer.code}")
         print(f"cryptography {CRYPTOGRAPHY_VERSION}: {peer.deps}")
+        print(f"cbor2 {CBOR2_VERSION}: {peer.cbor}")
     elif args.command == "generate":
         manifest = generate(args.out, args.runs, args.rows, args.seed, args.writer, args.cache)
         print(json.dumps({k: v for k, v in manifest.items() if k != "run_shapes"}, indent=2))

@@ -340,6 +340,14 @@ CHECKS: dict[str, CheckInfo] = _table(
     ("bernstein.witness.file", "The witness co-signatures file has a line bernstein "
      "cannot read.",
      "readable co-signatures", "why the line fails"),
+    ("bernstein.run_receipt.head", "The journal departs from the rows its signed run "
+     "receipt embeds: rows were cut from its tail (bernstein's chain and its verify receipt, "
+     "which reads the receipt alone, both pass that) or changed. The receipt's signature is "
+     "not checked here.",
+     "the rows and head the receipt embeds", "what the journal holds now"),
+    ("bernstein.run_receipt.unreadable", "A run receipt has no embedded journal rows to "
+     "compare (bernstein's verify receipt calls it malformed).",
+     "a run receipt", "why it cannot be read"),
     ("bernstein.rfc3161.file", "The RFC 3161 anchors file has a line bernstein cannot read.",
      "readable anchors", "why the line fails"),
     ("bernstein.rfc3161.token", "An RFC 3161 anchor's token does not parse, or its message "

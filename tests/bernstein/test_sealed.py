@@ -36,6 +36,7 @@ SEALED_FAMILIES = (
     "bernstein.checkpoint.",
     "bernstein.witness.",
     "bernstein.rfc3161.",
+    "bernstein.run_receipt.",
 )
 
 
@@ -210,6 +211,17 @@ def forge_cosignature(wd: Path) -> None:
     path.write_bytes(b"".join(lines))
 
 
+def _receipted_journal(wd: Path) -> Path:
+    return next((wd / ".sdd" / "runs").glob("*/run-receipt.json")).with_name("journal.jsonl")
+
+
+def cut_receipted_journal(wd: Path) -> None:
+    """The last row of the receipted run's journal cut: its chain stays intact, and the
+    receipt, read alone, still verifies."""
+    journal = _receipted_journal(wd)
+    journal.write_bytes(b"".join(_lines(journal)[:-1]))
+
+
 def unsealed(wd: Path) -> None:
     shutil.rmtree(wd / AUDIT / "merkle")
     shutil.rmtree(wd / AUDIT / "checkpoints")
@@ -241,10 +253,16 @@ CASES: dict[str, Callable[[Path], None]] = {
         corrupt_anchor,
         corrupt_cosignature,
         forge_cosignature,
+        cut_receipted_journal,
         unsealed,
     )
 }
-PASSED_BY_BERNSTEIN_CAUGHT_HERE = {"stale_pointer", "drop_pointer", "roll_back_everything"}
+PASSED_BY_BERNSTEIN_CAUGHT_HERE = {
+    "stale_pointer",
+    "drop_pointer",
+    "roll_back_everything",
+    "cut_receipted_journal",
+}
 """bernstein's audit verify (without --witness-key) passes these; strict finds them."""
 NOT_TAMPER = {"untouched", "unsealed"}
 
@@ -336,8 +354,35 @@ def test_strict_catches_every_case(name: str, cases: dict[str, Path], tmp_path: 
         key=workdir / "audit.key",
         trust=(_witness_trust(workdir),),
     )
-    sealed_findings = {c for c in outcome.workspace if c.startswith(SEALED_FAMILIES)}
-    assert sealed_findings, (name, outcome.workspace)
+    found = outcome.workspace | {c for checks in outcome.findings.values() for c in checks}
+    sealed_findings = {c for c in found if c.startswith(SEALED_FAMILIES)}
+    assert sealed_findings, (name, found)
+
+
+def test_a_cut_receipted_journal_passes_bernstein_and_not_strict(
+    cases: dict[str, Path], tmp_path: Path
+) -> None:
+    """bernstein's verify receipt reads the receipt alone (ok); its journal chain is
+    intact; strict compares the receipt's rows with the journal."""
+    workdir = cases["cut_receipted_journal"]
+    receipt = next((workdir / ".sdd" / "runs").glob("*/run-receipt.json"))
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "receipt-status", str(receipt)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["ok"]
+    run_id = receipt.parent.name
+    outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
+    assert "bernstein.run_receipt.head" in outcome.findings[run_id]
+    assert "bernstein.chain" not in outcome.findings[run_id]
+    untouched = import_and_verify(
+        cases["untouched"], tmp_path / "clean.db", key=workdir / "audit.key"
+    )
+    assert "bernstein.run_receipt.head" not in untouched.findings[run_id]
+    assert any("run receipt(s) compared" in note for note in untouched.notes)
 
 
 def test_strict_names_the_cut_tail(cases: dict[str, Path], tmp_path: Path) -> None:

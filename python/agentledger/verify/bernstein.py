@@ -26,6 +26,7 @@ from agentledger.bernstein.format import (
     valid_run_id,
 )
 from agentledger.bernstein.importer import FORMAT, IMPORT_KIND, WORKDIR_KIND, manifest_of
+from agentledger.bernstein.run_receipts import RECEIPT_NAME, head_problem, read_claim, receipt_path
 from agentledger.bernstein.sealed_history import sealed_history
 from agentledger.bernstein.verifier import verify_ledger_runs
 from agentledger.bernstein.workdir import LedgerWorkdir
@@ -36,7 +37,7 @@ from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
 
 COMPAT = "bernstein"
-RECEIPT_FILES = "a signed run receipt (.sdd/runs/<run>/run-receipt.json) or the lineage spine"
+RECEIPT_FILES = "a signed run receipt (.sdd/runs/<run>/run-receipt.json)"
 IMPORT_FILES = "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path"
 
 
@@ -92,7 +93,8 @@ def check_bernstein(ctx: VerifyContext) -> None:
     from_chain = audit_findings(audit)
     for result in results:
         _apply(ctx, result, compat, from_chain.get(result.run_id, ()))
-    _notes(ctx, results, audit, compat)
+    receipted = set() if compat else _check_run_receipts(ctx, workdir, results, imported)
+    _notes(ctx, results, audit, compat, receipted)
 
 
 def _imported_runs(
@@ -205,8 +207,56 @@ def _apply(
         ctx.diverged(run_id, divergence)
 
 
+def _check_run_receipts(
+    ctx: VerifyContext,
+    workdir: LedgerWorkdir,
+    results: list[_core.BernsteinRun],
+    imported: dict[str, str],
+) -> set[str]:
+    """Each run's signed receipt, where it has one, against its journal
+    (``run_receipts.py``): a cut or changed tail. Returns the runs with a receipt."""
+    wanted = {receipt_path(imported[r.run_id]): r for r in results if r.has_journal}
+    held = {
+        str(path)
+        for (path,) in ctx.conn.execute(
+            "SELECT path FROM bernstein_files WHERE path LIKE ? AND kind = 'other'",
+            (f"%/{RECEIPT_NAME}",),
+        )
+    }
+    present = sorted(set(wanted) & held)
+    workdir.prefetch(present)
+    for path in present:
+        result = wanted[path]
+        claim = read_claim(workdir.read(path) or b"")
+        if isinstance(claim, str):
+            ctx.diverged(
+                result.run_id,
+                _div(result.run_id, None, "bernstein.run_receipt.unreadable", "a run receipt",
+                     claim, path),
+            )  # fmt: skip
+            continue
+        problem = head_problem(claim, result.run_id, result.rows, result.head)
+        if problem is not None:
+            ctx.diverged(
+                result.run_id,
+                _div(result.run_id, None, "bernstein.run_receipt.head",
+                     f"{claim.rows} rows, head {claim.head}", problem, path),
+            )  # fmt: skip
+    notes: list[str] | None = getattr(ctx.report, "notes", None)
+    if present and notes is not None:
+        notes.append(
+            f"bernstein: {len(present)} run receipt(s) compared with their journals (rows "
+            "and head); their signatures are not checked here"
+        )
+    return {wanted[path].run_id for path in present}
+
+
 def _notes(
-    ctx: VerifyContext, results: list[_core.BernsteinRun], audit: AuditChain | None, compat: bool
+    ctx: VerifyContext,
+    results: list[_core.BernsteinRun],
+    audit: AuditChain | None,
+    compat: bool,
+    receipted: set[str],
 ) -> None:
     notes: list[str] | None = getattr(ctx.report, "notes", None)
     if notes is None:
@@ -224,7 +274,9 @@ def _notes(
         )
     elif not audit.authenticated:
         notes.append("bernstein: audit chain read but not authenticated (give --audit-key)")
-    if len(results) == 1:
+    if len(results) == 1 and results[0].run_id in receipted:
+        notes.append(f"bernstein run {results[0].run_id}: its run receipt binds its rows")
+    elif len(results) == 1:
         notes.extend(f"bernstein run {results[0].run_id}: {limit}" for limit in results[0].limits)
     else:
         notes.append(
@@ -234,13 +286,14 @@ def _notes(
         unaudited = sum(
             1
             for r in results
-            if any("after the last audited" in x or "no audit record" in x for x in r.limits)
+            if r.run_id not in receipted
+            and any("after the last audited" in x or "no audit record" in x for x in r.limits)
         )
         if unaudited:
             notes.append(
-                f"bernstein: {unaudited} run(s) end with rows no audit record covers "
-                f"(a cut tail there is undetectable: {RECEIPT_FILES} would bind each run's "
-                "head, and are kept but not checked here)"
+                f"bernstein: {unaudited} run(s) end with rows no audit record or run "
+                f"receipt covers (a cut tail there is undetectable: {RECEIPT_FILES} would "
+                "bind each run's head)"
             )
 
 

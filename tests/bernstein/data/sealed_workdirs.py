@@ -1,6 +1,7 @@
 """Sealed bernstein workdirs, written by bernstein 3.23.0's own code.
 
     python sealed_workdirs.py make OUT
+    python sealed_workdirs.py receipt-status RECEIPT...
 
 Run as a child process: the wheel (fetched into the bench cache by
 ``benches/bernstein_peer.py``) is imported through that script's shim, which must not
@@ -16,7 +17,11 @@ an RFC 3161 token over it (``timestamp_token``: a TSTInfo in CMS SignedData whos
 signature is not a real TSA's; bernstein checks only the imprint without a trust
 bundle). ``OUT/first-audit`` keeps a copy of
 ``.sdd/audit`` as it was after the first seal (a rollback target); ``OUT/witness.pub`` is
-the witness's raw public key and ``OUT/stranger.pub`` another key.
+the witness's raw public key and ``OUT/stranger.pub`` another key. The first run gets a
+signed run receipt (``build_run_receipt``, its key ``OUT/receipt.key``).
+
+``receipt-status`` prints, per receipt file, the status bernstein's ``verify_run_receipt``
+gives it (``ok`` is ``bernstein verify receipt``'s exit 0).
 """
 
 from __future__ import annotations
@@ -112,6 +117,15 @@ def _anchor(audit: Path) -> None:
     anchors.record_anchor(audit, checkpoint, token, tsa_url="https://tsa.invalid")
 
 
+def _receipt(out: Path) -> None:
+    kms = _load("bernstein.core.security.lineage_kms")
+    receipts = _load("bernstein.core.replay.run_receipt")
+    key = out / "receipt.key"
+    key.write_bytes(hashlib.sha256(b"receipt").digest())
+    run_id = sorted(p.name for p in (out / ".sdd" / "runs").iterdir())[0]
+    receipts.build_run_receipt(run_id, out / ".sdd", kms.FileBasedKMSAdapter(key))
+
+
 def make(out: Path) -> None:
     sys.path.insert(0, str(BENCHES))
     peer = _load("bernstein_peer")
@@ -127,6 +141,7 @@ def make(out: Path) -> None:
     peer.seal_workdir(out)
     _cosign(audit, witness_state)
     _anchor(audit)
+    _receipt(out)
     (out / "witness.pub").write_bytes(_raw_public(WITNESS_SEED))
     (out / "stranger.pub").write_bytes(_raw_public(STRANGER_SEED))
 
@@ -135,7 +150,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("make").add_argument("out", type=Path)
-    make(parser.parse_args().out)
+    sub.add_parser("receipt-status").add_argument("receipts", type=Path, nargs="+")
+    args = parser.parse_args()
+    if args.command == "make":
+        make(args.out)
+        return
+    sys.path.insert(0, str(BENCHES))
+    peer = _load("bernstein_peer")
+    peer.install_shim(peer.peer_dirs(peer.DEFAULT_CACHE))
+    verify = _load("bernstein.core.replay.run_receipt").verify_run_receipt
+    for path in args.receipts:
+        print(verify(path.read_bytes()).status)
 
 
 if __name__ == "__main__":
