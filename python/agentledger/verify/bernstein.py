@@ -319,7 +319,7 @@ def _check_sealed_history(
     (``sealed_history.py``), from the segments the chain's walk read."""
     folder = read_folder(workdir, segments, chain)
     notes: list[str] | None = getattr(ctx.report, "notes", None)
-    if not folder.sealed and folder.cosignatures is None:
+    if not folder.sealed and folder.cosignatures is None and folder.anchors is None:
         if folder.segments and notes is not None:
             notes.append(
                 "bernstein: the audit chain is not sealed (no .sdd/audit/merkle/seal-*.json, "
