@@ -291,9 +291,9 @@ def _notes(
         )
         if unaudited:
             notes.append(
-                f"bernstein: {unaudited} run(s) end with rows no audit record or run "
-                f"receipt covers (a cut tail there is undetectable: {RECEIPT_FILES} would "
-                "bind each run's head)"
+                f"bernstein: {unaudited} run(s) end with rows no audit record covers, and "
+                f"have no run receipt (a cut tail there is undetectable: {RECEIPT_FILES} "
+                "would bind each run's head)"
             )
 
 
