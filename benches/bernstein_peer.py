@@ -26,7 +26,8 @@ With the wheel's writers the workdir is then sealed as the orchestrator's shutdo
 it (``compute_seal``, ``save_seal``, ``record_checkpoint`` under the audit key).
 
 ``audit`` is ``bernstein audit verify`` over a workdir's audit folder: the pillars that
-read it (HMAC chain, Merkle seal, checkpoints, anchors, witness co-signatures), run with
+read it (HMAC chain, Merkle seal, checkpoints, anchors, witness co-signatures, and the
+lineage store's activity), run with
 bernstein's own functions; the command itself cannot run on 3.11 (a later pillar's module
 has 3.12-only syntax) and its other pillars read files these workdirs lack. It prints one
 ``AUDIT {json}`` line (``code``: 1 when a pillar fails, as the command exits; the pillars;
@@ -213,8 +214,10 @@ AUDIT_PILLARS = (
     "_verify_checkpoints",
     "_verify_anchors",
     "_verify_witness",
+    "_verify_lineage_active_set",
 )
-"""``bernstein audit verify``'s pillars that read the audit folder, in its order."""
+"""``bernstein audit verify``'s pillars that read the audit folder (and the lineage
+store's log), in its order."""
 
 
 def install_cli_shim(peer: PeerCode) -> None:

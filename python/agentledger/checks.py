@@ -348,6 +348,11 @@ CHECKS: dict[str, CheckInfo] = _table(
     ("bernstein.run_receipt.unreadable", "A run receipt has no embedded journal rows to "
      "compare (bernstein's verify receipt calls it malformed).",
      "a run receipt", "why it cannot be read"),
+    ("bernstein.lineage.journal", "The journal's bytes are not those its lineage spine "
+     "sealed at the run's end (nothing writes the journal after that seal): rows were cut "
+     "or changed, envelope fields included. The spine's own chain and HMACs are not "
+     "checked here.",
+     "the journal digest and head the spine sealed", "the journal's digest and head now"),
     ("bernstein.rfc3161.file", "The RFC 3161 anchors file has a line bernstein cannot read.",
      "readable anchors", "why the line fails"),
     ("bernstein.rfc3161.token", "An RFC 3161 anchor's token does not parse, or its message "

@@ -37,6 +37,7 @@ SEALED_FAMILIES = (
     "bernstein.witness.",
     "bernstein.rfc3161.",
     "bernstein.run_receipt.",
+    "bernstein.lineage.",
 )
 
 
@@ -222,6 +223,17 @@ def cut_receipted_journal(wd: Path) -> None:
     journal.write_bytes(b"".join(_lines(journal)[:-1]))
 
 
+def _second_run(wd: Path) -> Path:
+    return sorted((wd / ".sdd" / "runs").iterdir())[1]
+
+
+def cut_sealed_journal(wd: Path) -> None:
+    """The last row of a journal its lineage spine sealed (no receipt) cut: the chain
+    and the spine both stay intact."""
+    journal = _second_run(wd) / "journal.jsonl"
+    journal.write_bytes(b"".join(_lines(journal)[:-1]))
+
+
 def unsealed(wd: Path) -> None:
     shutil.rmtree(wd / AUDIT / "merkle")
     shutil.rmtree(wd / AUDIT / "checkpoints")
@@ -254,6 +266,7 @@ CASES: dict[str, Callable[[Path], None]] = {
         corrupt_cosignature,
         forge_cosignature,
         cut_receipted_journal,
+        cut_sealed_journal,
         unsealed,
     )
 }
@@ -262,6 +275,7 @@ PASSED_BY_BERNSTEIN_CAUGHT_HERE = {
     "drop_pointer",
     "roll_back_everything",
     "cut_receipted_journal",
+    "cut_sealed_journal",
 }
 """bernstein's audit verify (without --witness-key) passes these; strict finds them."""
 NOT_TAMPER = {"untouched", "unsealed"}
@@ -383,6 +397,31 @@ def test_a_cut_receipted_journal_passes_bernstein_and_not_strict(
     )
     assert "bernstein.run_receipt.head" not in untouched.findings[run_id]
     assert any("run receipt(s) compared" in note for note in untouched.notes)
+
+
+def test_a_cut_sealed_journal_passes_bernstein_and_not_strict(
+    cases: dict[str, Path], tmp_path: Path
+) -> None:
+    """bernstein's spine verify does not read the journal (its status is unchanged);
+    strict compares the journal with the spine's seal of it."""
+    workdir = cases["cut_sealed_journal"]
+    run_id = _second_run(workdir).name
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "spine-status", str(workdir), run_id],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["seal_only"]  # as on the untouched workdir: not tampered
+    outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
+    assert "bernstein.lineage.journal" in outcome.findings[run_id]
+    assert "bernstein.chain" not in outcome.findings[run_id]
+    untouched = import_and_verify(
+        cases["untouched"], tmp_path / "clean.db", key=workdir / "audit.key"
+    )
+    assert not any("bernstein.lineage" in c for f in untouched.findings.values() for c in f)
+    assert any("lineage-spine seal" in note for note in untouched.notes)
 
 
 def test_strict_names_the_cut_tail(cases: dict[str, Path], tmp_path: Path) -> None:

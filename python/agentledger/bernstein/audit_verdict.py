@@ -4,8 +4,9 @@ bernstein's command runs "pillars" and exits 1 when any fails (or when ``.sdd/au
 is absent), 0 otherwise (docs/BERNSTEIN.md §13). The pillars that read the audit folder
 are redone here: the HMAC chain, the Merkle seal, the checkpoints (ledger, pointer,
 extension), the RFC 3161 anchors (their tokens' imprints; no trust bundle) and the
-witness co-signatures. Of the others, the lineage pillar is named as not reproduced
-when the spine exists, never guessed; the rest read files these workdirs do not hold.
+witness co-signatures. Of the others, the lineage activity pillar is named as not
+reproduced when the lineage store's log exists (it passes without one), never guessed;
+the rest read files outside ``.sdd/audit`` and ``.sdd/lineage``.
 
 ``strict_findings`` turns the same reading into findings, adding what bernstein lets pass:
 a pointer published behind the ledger, a torn last checkpoint line, a newest seal whose
@@ -38,6 +39,8 @@ from agentledger.limits import MAX_DOCUMENT_BYTES
 
 ARCHIVE_DIR = f"{AUDIT_DIR}/archive"
 WITNESS_DOMAIN = b"bernstein/audit-checkpoint-witness/v1\n"
+LINEAGE_LOG = f"{LINEAGE_DIR}/log.jsonl"
+"""The lineage store's log: its entries' activity is a pillar (passing when it is absent)."""
 
 
 @dataclass
@@ -316,8 +319,9 @@ def audit_verdict(
     verdict.not_reproduced += [
         f"{path} (over {MAX_DOCUMENT_BYTES} bytes)" for path in folder.oversized
     ]
-    if workdir.has_dir(LINEAGE_DIR):
-        verdict.not_reproduced.append("Lineage Activity (the lineage spine)")
+    if workdir.digest(LINEAGE_LOG) is not None:
+        # Which lineage entries revocations deactivate is not redone here.
+        verdict.not_reproduced.append(f"Lineage Activity ({LINEAGE_LOG})")
     return verdict
 
 

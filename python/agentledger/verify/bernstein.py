@@ -20,12 +20,14 @@ from agentledger.bernstein.audit_chain import AuditChain, read_master_key, verif
 from agentledger.bernstein.audit_verdict import read_folder
 from agentledger.bernstein.format import (
     BOOKKEEPING_RUN,
+    LINEAGE_DIR,
     SPKI_ED25519_PREFIX,
     content_hash,
     journal_path,
     valid_run_id,
 )
 from agentledger.bernstein.importer import FORMAT, IMPORT_KIND, WORKDIR_KIND, manifest_of
+from agentledger.bernstein.lineage import journal_problem, sealed_journal, spine_path
 from agentledger.bernstein.run_receipts import RECEIPT_NAME, head_problem, read_claim, receipt_path
 from agentledger.bernstein.sealed_history import sealed_history
 from agentledger.bernstein.verifier import verify_ledger_runs
@@ -37,7 +39,10 @@ from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
 
 COMPAT = "bernstein"
-RECEIPT_FILES = "a signed run receipt (.sdd/runs/<run>/run-receipt.json)"
+RECEIPT_FILES = (
+    "a signed run receipt (.sdd/runs/<run>/run-receipt.json) or the journal's seal in the "
+    "lineage spine (.sdd/lineage/<run>/spine.jsonl)"
+)
 IMPORT_FILES = "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path"
 
 
@@ -93,8 +98,11 @@ def check_bernstein(ctx: VerifyContext) -> None:
     from_chain = audit_findings(audit)
     for result in results:
         _apply(ctx, result, compat, from_chain.get(result.run_id, ()))
-    receipted = set() if compat else _check_run_receipts(ctx, workdir, results, imported)
-    _notes(ctx, results, audit, compat, receipted)
+    bound: set[str] = set()
+    if not compat:
+        bound = _check_run_receipts(ctx, workdir, results, imported)
+        bound |= _check_lineage_seals(ctx, workdir, results, imported)
+    _notes(ctx, results, audit, compat, bound)
 
 
 def _imported_runs(
@@ -251,12 +259,54 @@ def _check_run_receipts(
     return {wanted[path].run_id for path in present}
 
 
+def _check_lineage_seals(
+    ctx: VerifyContext,
+    workdir: LedgerWorkdir,
+    results: list[_core.BernsteinRun],
+    imported: dict[str, str],
+) -> set[str]:
+    """Each run's journal as its lineage spine sealed it (``lineage.py``): other bytes
+    since are a finding. Returns the runs whose journal a spine seals."""
+    wanted = {spine_path(r.run_id): r for r in results if r.has_journal}
+    held = {
+        str(path)
+        for (path,) in ctx.conn.execute(
+            "SELECT path FROM bernstein_files WHERE path LIKE ? AND kind = 'other'",
+            (f"{LINEAGE_DIR}/%/spine.jsonl",),
+        )
+    }
+    present = sorted(set(wanted) & held)
+    workdir.prefetch(present)
+    sealed_runs = set()
+    for path in present:
+        result = wanted[path]
+        sealed = sealed_journal(workdir.read(path) or b"", imported[result.run_id])
+        if sealed is None:
+            continue
+        sealed_runs.add(result.run_id)
+        problem = journal_problem(sealed, result.file_sha256, result.head)
+        if problem is not None:
+            ctx.diverged(
+                result.run_id,
+                _div(result.run_id, None, "bernstein.lineage.journal",
+                     f"{sealed.content_hash}, head {sealed.head}", problem,
+                     f"{path} line {sealed.line}"),
+            )  # fmt: skip
+    notes: list[str] | None = getattr(ctx.report, "notes", None)
+    if sealed_runs and notes is not None:
+        notes.append(
+            f"bernstein: {len(sealed_runs)} journal(s) compared with their lineage-spine "
+            "seal; the spine's own chain and HMACs are not checked here"
+        )
+    return sealed_runs
+
+
 def _notes(
     ctx: VerifyContext,
     results: list[_core.BernsteinRun],
     audit: AuditChain | None,
     compat: bool,
-    receipted: set[str],
+    bound: set[str],
 ) -> None:
     notes: list[str] | None = getattr(ctx.report, "notes", None)
     if notes is None:
@@ -274,8 +324,10 @@ def _notes(
         )
     elif not audit.authenticated:
         notes.append("bernstein: audit chain read but not authenticated (give --audit-key)")
-    if len(results) == 1 and results[0].run_id in receipted:
-        notes.append(f"bernstein run {results[0].run_id}: its run receipt binds its rows")
+    if len(results) == 1 and results[0].run_id in bound:
+        notes.append(
+            f"bernstein run {results[0].run_id}: its run receipt or lineage seal binds its rows"
+        )
     elif len(results) == 1:
         notes.extend(f"bernstein run {results[0].run_id}: {limit}" for limit in results[0].limits)
     else:
@@ -286,14 +338,14 @@ def _notes(
         unaudited = sum(
             1
             for r in results
-            if r.run_id not in receipted
+            if r.run_id not in bound
             and any("after the last audited" in x or "no audit record" in x for x in r.limits)
         )
         if unaudited:
             notes.append(
                 f"bernstein: {unaudited} run(s) end with rows no audit record covers, and "
-                f"have no run receipt (a cut tail there is undetectable: {RECEIPT_FILES} "
-                "would bind each run's head)"
+                f"have no run receipt or lineage seal (a cut tail there is undetectable: "
+                f"{RECEIPT_FILES} would bind each run's rows)"
             )
 
 

@@ -2,6 +2,7 @@
 
     python sealed_workdirs.py make OUT
     python sealed_workdirs.py receipt-status RECEIPT...
+    python sealed_workdirs.py spine-status WORKDIR RUN...
 
 Run as a child process: the wheel (fetched into the bench cache by
 ``benches/bernstein_peer.py``) is imported through that script's shim, which must not
@@ -18,10 +19,14 @@ signature is not a real TSA's; bernstein checks only the imprint without a trust
 bundle). ``OUT/first-audit`` keeps a copy of
 ``.sdd/audit`` as it was after the first seal (a rollback target); ``OUT/witness.pub`` is
 the witness's raw public key and ``OUT/stranger.pub`` another key. The first run gets a
-signed run receipt (``build_run_receipt``, its key ``OUT/receipt.key``).
+signed run receipt (``build_run_receipt``, its key ``OUT/receipt.key``). Every run's
+journal is sealed into its lineage spine, as ``seal_journal_into_spine`` seals it at
+finalization (``LineageSpine.record_entry``: the journal's bytes, step
+``replay-journal-head:<head>``, keyed by the audit key).
 
 ``receipt-status`` prints, per receipt file, the status bernstein's ``verify_run_receipt``
-gives it (``ok`` is ``bernstein verify receipt``'s exit 0).
+gives it (``ok`` is ``bernstein verify receipt``'s exit 0); ``spine-status`` the status
+``LineageSpine.verify`` gives each run's spine.
 """
 
 from __future__ import annotations
@@ -126,6 +131,21 @@ def _receipt(out: Path) -> None:
     receipts.build_run_receipt(run_id, out / ".sdd", kms.FileBasedKMSAdapter(key))
 
 
+def _seal_journals(out: Path, key: bytes) -> None:
+    spine = _load("bernstein.core.lineage.spine")
+    for run in sorted((out / ".sdd" / "runs").iterdir()):
+        journal = (run / "journal.jsonl").read_bytes()
+        head = json.loads(journal.splitlines()[-1])["event_hash"]
+        spine.LineageSpine(out / ".sdd" / "lineage", run_id=run.name, hmac_key=key).record_entry(
+            artifact_path=f".sdd/runs/{run.name}/journal.jsonl",
+            content=journal,
+            actor="orchestrator",
+            step_id=f"{spine.JOURNAL_SEAL_STEP_PREFIX}{head}",
+            model="",
+            timestamp=1767225600,
+        )
+
+
 def make(out: Path) -> None:
     sys.path.insert(0, str(BENCHES))
     peer = _load("bernstein_peer")
@@ -141,6 +161,7 @@ def make(out: Path) -> None:
     peer.seal_workdir(out)
     _cosign(audit, witness_state)
     _anchor(audit)
+    _seal_journals(out, key)  # then the receipt, which embeds the spine, as at finalization
     _receipt(out)
     (out / "witness.pub").write_bytes(_raw_public(WITNESS_SEED))
     (out / "stranger.pub").write_bytes(_raw_public(STRANGER_SEED))
@@ -151,6 +172,9 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("make").add_argument("out", type=Path)
     sub.add_parser("receipt-status").add_argument("receipts", type=Path, nargs="+")
+    spines = sub.add_parser("spine-status")
+    spines.add_argument("workdir", type=Path)
+    spines.add_argument("runs", nargs="+")
     args = parser.parse_args()
     if args.command == "make":
         make(args.out)
@@ -158,9 +182,16 @@ def main() -> None:
     sys.path.insert(0, str(BENCHES))
     peer = _load("bernstein_peer")
     peer.install_shim(peer.peer_dirs(peer.DEFAULT_CACHE))
-    verify = _load("bernstein.core.replay.run_receipt").verify_run_receipt
-    for path in args.receipts:
-        print(verify(path.read_bytes()).status)
+    if args.command == "receipt-status":
+        verify = _load("bernstein.core.replay.run_receipt").verify_run_receipt
+        for path in args.receipts:
+            print(verify(path.read_bytes()).status)
+        return
+    spine = _load("bernstein.core.lineage.spine").LineageSpine
+    key = (args.workdir / "audit.key").read_bytes().strip()
+    for run_id in args.runs:
+        lineage = args.workdir / ".sdd" / "lineage"
+        print(spine(lineage, run_id=run_id, hmac_key=key).verify().status.value)
 
 
 if __name__ == "__main__":
