@@ -1,7 +1,7 @@
 """Sealed bernstein workdirs, written by bernstein 3.23.0's own code.
 
     python sealed_workdirs.py make OUT
-    python sealed_workdirs.py receipt-status RECEIPT...
+    python sealed_workdirs.py receipt-status RECEIPT[,PUBLIC_KEY_PEM]...
     python sealed_workdirs.py spine-status WORKDIR RUN...
 
 Run as a child process: the wheel (fetched into the bench cache by
@@ -19,19 +19,22 @@ signature is not a real TSA's; bernstein checks only the imprint without a trust
 bundle). ``OUT/first-audit`` keeps a copy of
 ``.sdd/audit`` as it was after the first seal (a rollback target); ``OUT/witness.pub`` is
 the witness's raw public key and ``OUT/stranger.pub`` another key. The first run gets a
-signed run receipt (``build_run_receipt``, its key ``OUT/receipt.key``). Every run's
+signed run receipt (``build_run_receipt``, its key ``OUT/receipt.key``, whose public half
+is ``OUT/receipt.pem``; ``OUT/stranger.pem`` is another key). Every run's
 journal is sealed into its lineage spine, as ``seal_journal_into_spine`` seals it at
 finalization (``LineageSpine.record_entry``: the journal's bytes, step
 ``replay-journal-head:<head>``, keyed by the audit key).
 
-``receipt-status`` prints, per receipt file, the status bernstein's ``verify_run_receipt``
-gives it (``ok`` is ``bernstein verify receipt``'s exit 0); ``spine-status`` the status
+``receipt-status`` prints, per receipt file (pinned to the key that follows it), the
+``{"status", "tier"}`` bernstein's ``verify_run_receipt`` gives it, as ``bernstein verify
+receipt [--public-key PEM]`` reports them; ``spine-status`` the status
 ``LineageSpine.verify`` gives each run's spine.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import hashlib
 import importlib
 import json
@@ -122,11 +125,20 @@ def _anchor(audit: Path) -> None:
     anchors.record_anchor(audit, checkpoint, token, tsa_url="https://tsa.invalid")
 
 
+def pem(raw: bytes) -> bytes:
+    """An Ed25519 SubjectPublicKeyInfo PEM of a raw public key."""
+    body = base64.b64encode(bytes.fromhex("302a300506032b6570032100") + raw).decode()
+    return f"-----BEGIN PUBLIC KEY-----\n{body}\n-----END PUBLIC KEY-----\n".encode()
+
+
 def _receipt(out: Path) -> None:
     kms = _load("bernstein.core.security.lineage_kms")
     receipts = _load("bernstein.core.replay.run_receipt")
     key = out / "receipt.key"
-    key.write_bytes(hashlib.sha256(b"receipt").digest())
+    seed = hashlib.sha256(b"receipt").digest()
+    key.write_bytes(seed)
+    (out / "receipt.pem").write_bytes(pem(_raw_public(seed)))
+    (out / "stranger.pem").write_bytes(pem(_raw_public(STRANGER_SEED)))
     run_id = sorted(p.name for p in (out / ".sdd" / "runs").iterdir())[0]
     receipts.build_run_receipt(run_id, out / ".sdd", kms.FileBasedKMSAdapter(key))
 
@@ -171,7 +183,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("make").add_argument("out", type=Path)
-    sub.add_parser("receipt-status").add_argument("receipts", type=Path, nargs="+")
+    sub.add_parser("receipt-status").add_argument("receipts", nargs="+")
     spines = sub.add_parser("spine-status")
     spines.add_argument("workdir", type=Path)
     spines.add_argument("runs", nargs="+")
@@ -184,8 +196,15 @@ def main() -> None:
     peer.install_shim(peer.peer_dirs(peer.DEFAULT_CACHE))
     if args.command == "receipt-status":
         verify = _load("bernstein.core.replay.run_receipt").verify_run_receipt
-        for path in args.receipts:
-            print(verify(path.read_bytes()).status)
+        for spec in args.receipts:
+            path, _, key = str(spec).partition(",")
+            pinned = Path(key).read_bytes() if key else None
+            try:
+                status = verify(Path(path).read_bytes(), public_key_pem=pinned).status
+            except Exception:  # the command dies on it: exit 1
+                status = "raises"
+            tier = ("provenance" if pinned else "integrity-only") if status == "ok" else None
+            print(json.dumps({"status": status, "tier": tier}))
         return
     spine = _load("bernstein.core.lineage.spine").LineageSpine
     key = (args.workdir / "audit.key").read_bytes().strip()
