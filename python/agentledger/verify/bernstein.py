@@ -21,6 +21,7 @@ from agentledger.bernstein.audit_verdict import read_folder
 from agentledger.bernstein.format import (
     BOOKKEEPING_RUN,
     LINEAGE_DIR,
+    RUNS_DIR,
     SPKI_ED25519_PREFIX,
     content_hash,
     journal_path,
@@ -44,6 +45,12 @@ RECEIPT_FILES = (
     "lineage spine (.sdd/lineage/<run>/spine.jsonl)"
 )
 IMPORT_FILES = "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path"
+FILES_NAMED = (
+    "SELECT path FROM bernstein_files WHERE path > ? AND path < ? AND path LIKE ? "
+    "AND kind = 'other'"
+)
+"""Files under a folder (a path range, so the store's rows are not scanned) whose path
+matches a LIKE pattern."""
 
 
 def check_bernstein(ctx: VerifyContext) -> None:
@@ -227,8 +234,8 @@ def _check_run_receipts(
     held = {
         str(path)
         for (path,) in ctx.conn.execute(
-            "SELECT path FROM bernstein_files WHERE path LIKE ? AND kind = 'other'",
-            (f"%/{RECEIPT_NAME}",),
+            FILES_NAMED,
+            (f"{RUNS_DIR}/", f"{RUNS_DIR}0", f"%/{RECEIPT_NAME}"),
         )
     }
     present = sorted(set(wanted) & held)
@@ -271,8 +278,8 @@ def _check_lineage_seals(
     held = {
         str(path)
         for (path,) in ctx.conn.execute(
-            "SELECT path FROM bernstein_files WHERE path LIKE ? AND kind = 'other'",
-            (f"{LINEAGE_DIR}/%/spine.jsonl",),
+            FILES_NAMED,
+            (f"{LINEAGE_DIR}/", f"{LINEAGE_DIR}0", f"{LINEAGE_DIR}/%/spine.jsonl"),
         )
     }
     present = sorted(set(wanted) & held)
