@@ -353,6 +353,14 @@ CHECKS: dict[str, CheckInfo] = _table(
      "or changed, envelope fields included. The spine's own chain and HMACs are not "
      "checked here.",
      "the journal digest and head the spine sealed", "the journal's digest and head now"),
+    ("bernstein.seal_anchor.head", "The journal's head is not the sealed head the run's "
+     "seal anchor names: its tail was cut or changed after the seal.",
+     "the head the seal anchor names", "the journal's head now"),
+    ("bernstein.seal_anchor.token", "A seal anchor's RFC 3161 token does not parse, or its "
+     "imprint is not the sealed head (the TSA's signature is not checked).",
+     "a token over the sealed head", "why it is not"),
+    ("bernstein.seal_anchor.unreadable", "A seal anchor names no sealed head.",
+     "a seal anchor", "unreadable"),
     ("bernstein.rfc3161.file", "The RFC 3161 anchors file has a line bernstein cannot read.",
      "readable anchors", "why the line fails"),
     ("bernstein.rfc3161.token", "An RFC 3161 anchor's token does not parse, or its message "

@@ -38,6 +38,7 @@ SEALED_FAMILIES = (
     "bernstein.rfc3161.",
     "bernstein.run_receipt.",
     "bernstein.lineage.",
+    "bernstein.seal_anchor.",
 )
 
 
@@ -234,6 +235,16 @@ def cut_sealed_journal(wd: Path) -> None:
     journal.write_bytes(b"".join(_lines(journal)[:-1]))
 
 
+def anchored_run(wd: Path) -> Path:
+    return next((wd / ".sdd" / "runs").glob("*/seal_anchor.json")).parent
+
+
+def cut_anchored_journal(wd: Path) -> None:
+    """The last row of the journal whose head a seal anchor names cut."""
+    journal = anchored_run(wd) / "journal.jsonl"
+    journal.write_bytes(b"".join(_lines(journal)[:-1]))
+
+
 def unsealed(wd: Path) -> None:
     shutil.rmtree(wd / AUDIT / "merkle")
     shutil.rmtree(wd / AUDIT / "checkpoints")
@@ -267,6 +278,7 @@ CASES: dict[str, Callable[[Path], None]] = {
         forge_cosignature,
         cut_receipted_journal,
         cut_sealed_journal,
+        cut_anchored_journal,
         unsealed,
     )
 }
@@ -276,6 +288,7 @@ PASSED_BY_BERNSTEIN_CAUGHT_HERE = {
     "roll_back_everything",
     "cut_receipted_journal",
     "cut_sealed_journal",
+    "cut_anchored_journal",
 }
 """bernstein's audit verify (without --witness-key) passes these; strict finds them."""
 NOT_TAMPER = {"untouched", "unsealed"}
@@ -422,6 +435,19 @@ def test_a_cut_sealed_journal_passes_bernstein_and_not_strict(
     )
     assert not any("bernstein.lineage" in c for f in untouched.findings.values() for c in f)
     assert any("lineage-spine seal" in note for note in untouched.notes)
+
+
+def test_a_cut_anchored_journal_is_named(cases: dict[str, Path], tmp_path: Path) -> None:
+    workdir = cases["cut_anchored_journal"]
+    run_id = anchored_run(workdir).name
+    outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
+    assert "bernstein.seal_anchor.head" in outcome.findings[run_id]
+    assert "bernstein.seal_anchor.token" not in outcome.findings[run_id]
+    untouched = import_and_verify(
+        cases["untouched"], tmp_path / "clean.db", key=workdir / "audit.key"
+    )
+    assert not any("seal_anchor" in c for f in untouched.findings.values() for c in f)
+    assert any("seal anchor(s) compared" in note for note in untouched.notes)
 
 
 def test_strict_names_the_cut_tail(cases: dict[str, Path], tmp_path: Path) -> None:

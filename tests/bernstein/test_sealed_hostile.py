@@ -83,6 +83,18 @@ HOSTILE: dict[str, tuple[str, bytes, str]] = {
         + b"\n",
         "bernstein.rfc3161.token",
     ),
+    "seal anchor garbage": (
+        ".sdd/runs/run-001/seal_anchor.json",
+        b"[[[",
+        "bernstein.seal_anchor.unreadable",
+    ),
+    "seal anchor token garbage": (
+        ".sdd/runs/run-001/seal_anchor.json",
+        json.dumps(
+            {"head_sha256": "ab" * 32, "anchor_kind": "rfc3161", "rfc3161_token_b64": "AAAA"}
+        ).encode(),
+        "bernstein.seal_anchor.token",
+    ),
     "receipt garbage": (
         ".sdd/runs/run-001/run-receipt.json",
         b"\x00" * 10,
@@ -110,5 +122,5 @@ def test_hostile_evidence_is_a_finding(name: str, tmp_path: Path, cli: Any) -> N
     assert all(c.startswith(family) for c in found), found
     compat = cli("bernstein", "audit-verify", "--audit-key", str(KEY), "--json", ledger=ledger)
     assert compat.code in (0, 1), compat.err[-2000:]
-    if not path.endswith("run-receipt.json"):
+    if "/runs/" not in path:
         assert compat.code == 1

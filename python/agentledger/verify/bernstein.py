@@ -30,6 +30,7 @@ from agentledger.bernstein.format import (
 from agentledger.bernstein.importer import FORMAT, IMPORT_KIND, WORKDIR_KIND, manifest_of
 from agentledger.bernstein.lineage import journal_problem, sealed_journal, spine_path
 from agentledger.bernstein.run_receipts import RECEIPT_NAME, head_problem, read_claim, receipt_path
+from agentledger.bernstein.seal_anchors import ANCHOR_NAME, seal_anchor_path, seal_anchor_problems
 from agentledger.bernstein.sealed_history import sealed_history
 from agentledger.bernstein.verifier import verify_ledger_runs
 from agentledger.bernstein.workdir import LedgerWorkdir
@@ -41,8 +42,9 @@ from agentledger.verify.results import Divergence
 
 COMPAT = "bernstein"
 RECEIPT_FILES = (
-    "a signed run receipt (.sdd/runs/<run>/run-receipt.json) or the journal's seal in the "
-    "lineage spine (.sdd/lineage/<run>/spine.jsonl)"
+    "a signed run receipt (.sdd/runs/<run>/run-receipt.json), a seal anchor "
+    "(.sdd/runs/<run>/seal_anchor.json) or the journal's seal in the lineage spine "
+    "(.sdd/lineage/<run>/spine.jsonl)"
 )
 IMPORT_FILES = "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path"
 FILES_NAMED = (
@@ -109,6 +111,7 @@ def check_bernstein(ctx: VerifyContext) -> None:
     if not compat:
         bound = _check_run_receipts(ctx, workdir, results, imported)
         bound |= _check_lineage_seals(ctx, workdir, results, imported)
+        bound |= _check_seal_anchors(ctx, workdir, results, imported)
     _notes(ctx, results, audit, compat, bound)
 
 
@@ -308,6 +311,39 @@ def _check_lineage_seals(
     return sealed_runs
 
 
+def _check_seal_anchors(
+    ctx: VerifyContext,
+    workdir: LedgerWorkdir,
+    results: list[_core.BernsteinRun],
+    imported: dict[str, str],
+) -> set[str]:
+    """Each run's seal anchor against its journal head (``seal_anchors.py``). Returns the
+    runs with one."""
+    wanted = {seal_anchor_path(imported[r.run_id]): r for r in results if r.has_journal}
+    held = {
+        str(path)
+        for (path,) in ctx.conn.execute(
+            FILES_NAMED, (f"{RUNS_DIR}/", f"{RUNS_DIR}0", f"%/{ANCHOR_NAME}")
+        )
+    }
+    present = sorted(set(wanted) & held)
+    workdir.prefetch(present)
+    for path in present:
+        result = wanted[path]
+        for problem in seal_anchor_problems(workdir.read(path) or b"", result.head):
+            ctx.diverged(
+                result.run_id,
+                _div(result.run_id, None, problem.check, problem.expected, problem.actual, path),
+            )
+    notes: list[str] | None = getattr(ctx.report, "notes", None)
+    if present and notes is not None:
+        notes.append(
+            f"bernstein: {len(present)} seal anchor(s) compared with their journals' heads; "
+            "their TSA signatures and log proofs are not checked here"
+        )
+    return {wanted[path].run_id for path in present}
+
+
 def _notes(
     ctx: VerifyContext,
     results: list[_core.BernsteinRun],
@@ -333,7 +369,8 @@ def _notes(
         notes.append("bernstein: audit chain read but not authenticated (give --audit-key)")
     if len(results) == 1 and results[0].run_id in bound:
         notes.append(
-            f"bernstein run {results[0].run_id}: its run receipt or lineage seal binds its rows"
+            f"bernstein run {results[0].run_id}: its run receipt, seal anchor or lineage "
+            "seal binds its rows"
         )
     elif len(results) == 1:
         notes.extend(f"bernstein run {results[0].run_id}: {limit}" for limit in results[0].limits)
@@ -351,7 +388,8 @@ def _notes(
         if unaudited:
             notes.append(
                 f"bernstein: {unaudited} run(s) end with rows no audit record covers, and "
-                f"have no run receipt or lineage seal (a cut tail there is undetectable: "
+                f"have no run receipt, seal anchor or lineage seal (a cut tail there is "
+                "undetectable: "
                 f"{RECEIPT_FILES} would bind each run's rows)"
             )
 

@@ -28,7 +28,8 @@ finalization (``LineageSpine.record_entry``: the journal's bytes, step
 ``receipt-status`` prints, per receipt file (pinned to the key that follows it), the
 ``{"status", "tier"}`` bernstein's ``verify_run_receipt`` gives it, as ``bernstein verify
 receipt [--public-key PEM]`` reports them; ``spine-status`` the status
-``LineageSpine.verify`` gives each run's spine.
+``LineageSpine.verify`` gives each run's spine. The third run's sealed head is anchored
+(``build_rfc3161_anchor``, ``write_anchor``: ``seal_anchor.json`` beside its journal).
 """
 
 from __future__ import annotations
@@ -158,6 +159,20 @@ def _seal_journals(out: Path, key: bytes) -> None:
         )
 
 
+def _seal_anchor(out: Path) -> None:
+    """The third run's sealed head anchored with an RFC 3161 token over it."""
+    seal_anchor = _load("bernstein.core.security.seal_anchor")
+    run = sorted((out / ".sdd" / "runs").iterdir())[2]
+    head = json.loads((run / "journal.jsonl").read_bytes().splitlines()[-1])["event_hash"]
+    anchor = seal_anchor.build_rfc3161_anchor(
+        run_id=run.name,
+        head_sha256=head,
+        token_der=timestamp_token(bytes.fromhex(head)),
+        tsa_url="https://tsa.invalid",
+    )
+    seal_anchor.write_anchor(run / seal_anchor.ANCHOR_FILENAME, anchor)
+
+
 def make(out: Path) -> None:
     sys.path.insert(0, str(BENCHES))
     peer = _load("bernstein_peer")
@@ -175,6 +190,7 @@ def make(out: Path) -> None:
     _anchor(audit)
     _seal_journals(out, key)  # then the receipt, which embeds the spine, as at finalization
     _receipt(out)
+    _seal_anchor(out)
     (out / "witness.pub").write_bytes(_raw_public(WITNESS_SEED))
     (out / "stranger.pub").write_bytes(_raw_public(STRANGER_SEED))
 
