@@ -350,9 +350,12 @@ CHECKS: dict[str, CheckInfo] = _table(
      "a run receipt", "why it cannot be read"),
     ("bernstein.lineage.journal", "The journal's bytes are not those its lineage spine "
      "sealed at the run's end (nothing writes the journal after that seal): rows were cut "
-     "or changed, envelope fields included. The spine's own chain and HMACs are not "
-     "checked here.",
+     "or changed, envelope fields included.",
      "the journal digest and head the spine sealed", "the journal's digest and head now"),
+    ("bernstein.lineage.chain", "A run's lineage spine fails bernstein's own verify: a line "
+     "that does not parse or lacks a field, a broken link, an entry_hash or (with "
+     "--audit-key) an HMAC tag that does not recompute.",
+     "an entry bernstein's spine verify accepts", "why the line fails"),
     ("bernstein.seal_anchor.head", "The journal's head is not the sealed head the run's "
      "seal anchor names: its tail was cut or changed after the seal.",
      "the head the seal anchor names", "the journal's head now"),

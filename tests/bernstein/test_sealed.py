@@ -245,6 +245,35 @@ def cut_anchored_journal(wd: Path) -> None:
     journal.write_bytes(b"".join(_lines(journal)[:-1]))
 
 
+def _spine(wd: Path) -> Path:
+    return wd / ".sdd" / "lineage" / _second_run(wd).name / "spine.jsonl"
+
+
+def _edit_spine_entry(wd: Path, **changes: Any) -> None:
+    path = _spine(wd)
+    lines = _lines(path)
+    row = json.loads(lines[0])
+    row.update(changes)
+    lines[0] = json.dumps(row, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+    path.write_bytes(b"".join(lines))
+
+
+def edit_spine_entry(wd: Path) -> None:
+    _edit_spine_entry(wd, actor="someone else")
+
+
+def edit_spine_tag(wd: Path) -> None:
+    _edit_spine_entry(wd, hmac="0" * 64)
+
+
+def spine_garbage_line(wd: Path) -> None:
+    path = _spine(wd)
+    path.write_bytes(b"not json\n" + path.read_bytes())
+
+
+SPINE_CASES = ("edit_spine_entry", "edit_spine_tag", "spine_garbage_line")
+
+
 def unsealed(wd: Path) -> None:
     shutil.rmtree(wd / AUDIT / "merkle")
     shutil.rmtree(wd / AUDIT / "checkpoints")
@@ -279,6 +308,9 @@ CASES: dict[str, Callable[[Path], None]] = {
         cut_receipted_journal,
         cut_sealed_journal,
         cut_anchored_journal,
+        edit_spine_entry,
+        edit_spine_tag,
+        spine_garbage_line,
         unsealed,
     )
 }
@@ -289,6 +321,7 @@ PASSED_BY_BERNSTEIN_CAUGHT_HERE = {
     "cut_receipted_journal",
     "cut_sealed_journal",
     "cut_anchored_journal",
+    *SPINE_CASES,  # bernstein's audit verify does not read the spine; its spine verify does
 }
 """bernstein's audit verify (without --witness-key) passes these; strict finds them."""
 NOT_TAMPER = {"untouched", "unsealed"}
@@ -435,6 +468,30 @@ def test_a_cut_sealed_journal_passes_bernstein_and_not_strict(
     )
     assert not any("bernstein.lineage" in c for f in untouched.findings.values() for c in f)
     assert any("lineage-spine seal" in note for note in untouched.notes)
+
+
+def test_strict_fails_every_spine_bernstein_calls_tampered(
+    cases: dict[str, Path], tmp_path: Path
+) -> None:
+    specs = ["untouched", *SPINE_CASES]
+    statuses = {}
+    for name in specs:
+        run_id = _second_run(cases[name]).name
+        done = subprocess.run(
+            [sys.executable, str(GENERATOR), "spine-status", str(cases[name]), run_id],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        statuses[name] = done.stdout.strip()
+    assert statuses == {"untouched": "seal_only", **dict.fromkeys(SPINE_CASES, "tampered")}
+    for name in specs:
+        workdir = cases[name]
+        run_id = _second_run(workdir).name
+        outcome = import_and_verify(workdir, tmp_path / f"{name}.db", key=workdir / "audit.key")
+        caught = "bernstein.lineage.chain" in outcome.findings[run_id]
+        assert caught == (name != "untouched"), (name, outcome.findings[run_id])
 
 
 def test_a_cut_anchored_journal_is_named(cases: dict[str, Path], tmp_path: Path) -> None:

@@ -182,7 +182,7 @@ def _spine_head(entries: list[dict[str, Any]]) -> str:
         if version not in (None, 1, 2):
             raise _stop("tampered", f"spine entry {index}: unsupported scheme version")
         try:
-            expected = _entry_hash(row, LINEAGE_V2_TAG if version == 2 else "")
+            expected = entry_hash(row, LINEAGE_V2_TAG if version == 2 else "")
         except (TypeError, ValueError):
             raise _stop("tampered", f"spine entry {index}: unhashable field types") from None
         if str(row["entry_hash"]) != expected:
@@ -191,7 +191,8 @@ def _spine_head(entries: list[dict[str, Any]]) -> str:
     return previous
 
 
-def _entry_hash(row: dict[str, Any], prefix: str) -> str:
+def entry_hash(row: dict[str, Any], prefix: str) -> str:
+    """A spine entry's ``entry_hash``, recomputed (keyless)."""
     fields: dict[str, Any] = {
         "prev_hash": str(row["prev_hash"]),
         "artifact_path": str(row["artifact_path"]),

@@ -28,7 +28,13 @@ from agentledger.bernstein.format import (
     valid_run_id,
 )
 from agentledger.bernstein.importer import FORMAT, IMPORT_KIND, WORKDIR_KIND, manifest_of
-from agentledger.bernstein.lineage import journal_problem, sealed_journal, spine_path
+from agentledger.bernstein.lineage import (
+    journal_problem,
+    sealed_journal,
+    spine_head_path,
+    spine_path,
+    spine_problems,
+)
 from agentledger.bernstein.run_receipts import RECEIPT_NAME, head_problem, read_claim, receipt_path
 from agentledger.bernstein.seal_anchors import ANCHOR_NAME, seal_anchor_path, seal_anchor_problems
 from agentledger.bernstein.sealed_history import sealed_history
@@ -87,8 +93,8 @@ def check_bernstein(ctx: VerifyContext) -> None:
     # bernstein's activity verify never reads the audit chain; strict mode cross-checks it,
     # and its seals and checkpoints.
     audit = None
+    master = None if compat else _master_key(ctx)
     if not compat:
-        master = _master_key(ctx)
         segments = workdir.audit_segments()
         audit = _audit(ctx, segments, master)
         _check_sealed_history(ctx, workdir, master, segments, audit)
@@ -110,7 +116,7 @@ def check_bernstein(ctx: VerifyContext) -> None:
     bound: set[str] = set()
     if not compat:
         bound = _check_run_receipts(ctx, workdir, results, imported)
-        bound |= _check_lineage_seals(ctx, workdir, results, imported)
+        bound |= _check_lineage(ctx, workdir, results, imported, master)
         bound |= _check_seal_anchors(ctx, workdir, results, imported)
     _notes(ctx, results, audit, compat, bound)
 
@@ -269,14 +275,16 @@ def _check_run_receipts(
     return {wanted[path].run_id for path in present}
 
 
-def _check_lineage_seals(
+def _check_lineage(
     ctx: VerifyContext,
     workdir: LedgerWorkdir,
     results: list[_core.BernsteinRun],
     imported: dict[str, str],
+    master: bytes | None,
 ) -> set[str]:
-    """Each run's journal as its lineage spine sealed it (``lineage.py``): other bytes
-    since are a finding. Returns the runs whose journal a spine seals."""
+    """Each run's lineage spine as bernstein verifies it, and the run's journal as the
+    spine sealed it (``lineage.py``): other bytes since are a finding. Returns the runs
+    whose journal a spine seals."""
     wanted = {spine_path(r.run_id): r for r in results if r.has_journal}
     held = {
         str(path)
@@ -286,11 +294,19 @@ def _check_lineage_seals(
         )
     }
     present = sorted(set(wanted) & held)
-    workdir.prefetch(present)
+    workdir.prefetch([*present, *(spine_head_path(wanted[p].run_id) for p in present)])
     sealed_runs = set()
     for path in present:
         result = wanted[path]
-        sealed = sealed_journal(workdir.read(path) or b"", imported[result.run_id])
+        spine = workdir.read(path) or b""
+        head_file = workdir.read(spine_head_path(result.run_id))
+        for reason in spine_problems(spine, head_file, master):
+            ctx.diverged(
+                result.run_id,
+                _div(result.run_id, None, "bernstein.lineage.chain",
+                     "an entry bernstein's spine verify accepts", reason, path),
+            )  # fmt: skip
+        sealed = sealed_journal(spine, imported[result.run_id])
         if sealed is None:
             continue
         sealed_runs.add(result.run_id)
@@ -306,7 +322,7 @@ def _check_lineage_seals(
     if sealed_runs and notes is not None:
         notes.append(
             f"bernstein: {len(sealed_runs)} journal(s) compared with their lineage-spine "
-            "seal; the spine's own chain and HMACs are not checked here"
+            "seal" + ("" if master is not None else "; the spines' HMAC tags need --audit-key")
         )
     return sealed_runs
 
