@@ -8,9 +8,8 @@ witness co-signatures. Of the others, the lineage activity pillar is named as no
 reproduced when the lineage store's log exists (it passes without one), never guessed;
 the rest read files outside ``.sdd/audit`` and ``.sdd/lineage``.
 
-``strict_findings`` turns the same reading into findings, adding what bernstein lets pass:
-a pointer published behind the ledger, a torn last checkpoint line, a newest seal whose
-root no checkpoint pins, and a witness co-signature the checkpoints never held.
+``sealed_history.py`` turns the same reading (``read_folder``) into strict findings, and
+adds what bernstein lets pass.
 """
 
 from __future__ import annotations
