@@ -1,9 +1,11 @@
-"""Strict findings from bernstein's seals, checkpoints and co-signatures.
+"""Strict findings from bernstein's seals, checkpoints, RFC 3161 anchors and witness
+co-signatures.
 
 Where these files exist, a cut audit tail is detectable: the seal pins each day file's
 sealed bytes, and the checkpoints pin the record count and every sealed prefix under the
-audit key. Everything ``bernstein audit verify`` fails on is a finding here, plus what it
-lets pass: an older seal no longer holding, a newest seal no checkpoint pins, a pointer
+audit key. Everything ``bernstein audit verify``'s audit-folder pillars fail on is a
+finding here (the chain's own, ``bernstein.audit.chain``, comes from its walk), plus what
+they let pass: an older seal no longer holding, a newest seal no checkpoint pins, a pointer
 published behind the ledger (or gone), a torn last checkpoint line, and co-signatures
 contradicting the history even when no witness key was given.
 """
