@@ -313,6 +313,10 @@ CHECKS: dict[str, CheckInfo] = _table(
     ("bernstein.seal.root", "The seal's leaves no longer rebuild its root: the seal itself "
      "was edited.",
      "the root the seal records", "the root its leaves rebuild"),
+    ("bernstein.tile", "A tile of the audit folder no longer describes its day file: a hash "
+     "tile whose pinned prefix is gone, shorter or hashes otherwise, or a snapshot tile that "
+     "is not a prefix of it (bernstein's verify does not read tiles).",
+     "the day file's sealed prefix", "why the tile does not match"),
     ("bernstein.seal.unreadable", "A seal file is not a seal document bernstein can read.",
      "a seal document", "why it cannot be read"),
     ("bernstein.seal.checkpoint", "The newest seal's root is not the root of the last "

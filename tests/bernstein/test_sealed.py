@@ -39,6 +39,7 @@ SEALED_FAMILIES = (
     "bernstein.run_receipt.",
     "bernstein.lineage.",
     "bernstein.seal_anchor.",
+    "bernstein.tile",
 )
 
 
@@ -271,6 +272,13 @@ def spine_garbage_line(wd: Path) -> None:
     path.write_bytes(b"not json\n" + path.read_bytes())
 
 
+def edit_tile(wd: Path) -> None:
+    tile = next((wd / AUDIT / "tiles").glob("*.tile"))
+    doc = json.loads(tile.read_bytes())
+    doc["content_sha256"] = "0" * 64
+    tile.write_bytes((json.dumps(doc, indent=2, sort_keys=True) + "\n").encode())
+
+
 SPINE_CASES = ("edit_spine_entry", "edit_spine_tag", "spine_garbage_line")
 
 
@@ -308,6 +316,7 @@ CASES: dict[str, Callable[[Path], None]] = {
         cut_receipted_journal,
         cut_sealed_journal,
         cut_anchored_journal,
+        edit_tile,
         edit_spine_entry,
         edit_spine_tag,
         spine_garbage_line,
@@ -321,6 +330,7 @@ PASSED_BY_BERNSTEIN_CAUGHT_HERE = {
     "cut_receipted_journal",
     "cut_sealed_journal",
     "cut_anchored_journal",
+    "edit_tile",  # bernstein's verify does not read tiles
     *SPINE_CASES,  # bernstein's audit verify does not read the spine; its spine verify does
 }
 """bernstein's audit verify (without --witness-key) passes these; strict finds them."""
@@ -510,7 +520,8 @@ def test_a_cut_anchored_journal_is_named(cases: dict[str, Path], tmp_path: Path)
 def test_strict_names_the_cut_tail(cases: dict[str, Path], tmp_path: Path) -> None:
     workdir = cases["cut_last_record"]
     outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
-    assert {"bernstein.seal.truncated", "bernstein.checkpoint.extension"} <= outcome.workspace
+    expected = {"bernstein.seal.truncated", "bernstein.checkpoint.extension", "bernstein.tile"}
+    assert expected <= outcome.workspace
     assert "bernstein.audit.chain" not in outcome.workspace  # the chain itself is intact
 
 

@@ -7,11 +7,15 @@ audit key. Everything ``bernstein audit verify``'s audit-folder pillars fail on 
 finding here (the chain's own, ``bernstein.audit.chain``, comes from its walk), plus what
 they let pass: an older seal no longer holding, a newest seal no checkpoint pins, a pointer
 published behind the ledger (or gone), a torn last checkpoint line, and co-signatures
-contradicting the history even when no witness key was given.
+contradicting the history even when no witness key was given, and tiles that no longer
+describe their day file.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import posixpath
 from dataclasses import dataclass, field
 
 from agentledger.bernstein import checkpoints as cp
@@ -24,10 +28,12 @@ from agentledger.bernstein.audit_verdict import (
     witness_contradictions,
 )
 from agentledger.bernstein.format import AUDIT_DIR
-from agentledger.bernstein.seal import SealUnreadable, check_seal, parse_seal
+from agentledger.bernstein.seal import SealUnreadable, check_seal, leaf_digest, parse_seal
 from agentledger.bernstein.workdir import Workdir
+from agentledger.limits import MAX_DOCUMENT_BYTES
 
 SEALS = f"{AUDIT_DIR}/merkle/seal-*.json"
+TILES_DIR = f"{AUDIT_DIR}/tiles"
 SEAL_CHECKS = {
     "deleted": "bernstein.seal.deleted",
     "inserted": "bernstein.seal.inserted",
@@ -77,7 +83,57 @@ def sealed_history(
         _checkpoints(folder, master, newest_root, out)
     _anchors(folder, master, out)
     _witness(folder, master, trusted, out)
+    _tiles(workdir, folder, out)
     return out
+
+
+def _tiles(workdir: Workdir, folder: AuditFolder, out: SealedHistory) -> None:
+    """Tiles (``bernstein audit seal``): a hash tile pins a day file's sealed prefix by its
+    plain SHA-256 and its leaf hash; a snapshot tile is a copy of that prefix. Both must
+    still describe the day file (bernstein's verify does not read them)."""
+    for path in folder.paths:
+        if posixpath.dirname(path) != TILES_DIR:
+            continue
+        name = posixpath.basename(path)
+        data = workdir.read(path) or b""
+        if name.endswith(".tile"):
+            problem = _hash_tile_problem(data, folder.live)
+        else:
+            live = folder.live.get(name)
+            problem = (
+                None
+                if live is not None and live.startswith(data)
+                else (
+                    "not a prefix of the day file" if live is not None else "its day file is gone"
+                )
+            )
+        if problem is not None:
+            out.findings.append(
+                Finding("bernstein.tile", "the day file's sealed prefix", problem, path)
+            )
+
+
+def _hash_tile_problem(data: bytes, live: dict[str, bytes]) -> str | None:
+    try:
+        tile = json.loads(data) if len(data) <= MAX_DOCUMENT_BYTES else None
+    except (ValueError, RecursionError):
+        tile = None
+    if not isinstance(tile, dict) or not isinstance(tile.get("segment"), str):
+        return "not a hash tile"
+    content = live.get(tile["segment"])
+    if content is None:
+        return f"its day file {tile['segment']!r} is gone"
+    byte_len = tile.get("byte_len")
+    if isinstance(byte_len, bool) or not isinstance(byte_len, int) or byte_len < 0:
+        return "no byte length"
+    if len(content) < byte_len:
+        return f"the day file is {len(content)} bytes, the tile pins {byte_len}"
+    prefix = content[:byte_len]
+    if tile.get("content_sha256") != hashlib.sha256(prefix).hexdigest():
+        return "the pinned prefix no longer has the tile's SHA-256"
+    if tile.get("leaf_hash") != leaf_digest(prefix):
+        return "the pinned prefix no longer has the tile's leaf hash"
+    return None
 
 
 def _anchors(folder: AuditFolder, master: bytes | None, out: SealedHistory) -> None:

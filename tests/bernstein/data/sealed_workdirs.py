@@ -13,7 +13,8 @@ leak into the test process. Verdicts come from the same script's ``audit`` comma
 shutdown seals it (``bernstein_peer.generate``: ``compute_seal``, ``save_seal``,
 ``record_checkpoint``), and a witness co-signs that checkpoint (``cosign_checkpoint``,
 ``record_cosignature``). One more audit record is then logged (``AuditLog.log``), and a
-second seal and checkpoint are written, co-signed, and anchored (``record_anchor``) with
+second seal and checkpoint are written (with hash tiles, ``generate_tiles``), co-signed, and
+anchored (``record_anchor``) with
 an RFC 3161 token over it (``timestamp_token``: a TSTInfo in CMS SignedData whose
 signature is not a real TSA's; bernstein checks only the imprint without a trust
 bundle). ``OUT/first-audit`` keeps a copy of
@@ -119,6 +120,12 @@ def timestamp_token(digest: bytes) -> bytes:
     return bytes(cms.ContentInfo({"content_type": "signed_data", "content": signed}).dump())
 
 
+def _tiles(audit: Path) -> None:
+    """Hash tiles of the newest seal, as ``bernstein audit seal`` writes them."""
+    newest = sorted((audit / "merkle").glob("seal-*.json"))[-1]
+    _load("bernstein.core.persistence.tiles").generate_tiles(audit, json.loads(newest.read_bytes()))
+
+
 def _anchor(audit: Path) -> None:
     anchors = _load("bernstein.core.persistence.checkpoint_anchor")
     checkpoint = json.loads((audit / "checkpoints" / "latest.json").read_bytes())["payload"]
@@ -186,6 +193,7 @@ def make(out: Path) -> None:
     audit_log(audit, key=key).log("run.closed", "orchestrator", "run", "r-extra", {"n": 1})
     time.sleep(1.1)  # seal files are named to the second
     peer.seal_workdir(out)
+    _tiles(audit)
     _cosign(audit, witness_state)
     _anchor(audit)
     _seal_journals(out, key)  # then the receipt, which embeds the spine, as at finalization
