@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "activity": ("activity:activity", "Record and verify activities in runs."),
     "append": ("journal:append", "Append one entry to a run (JSON body argument or stdin)."),
     "archive": ("log:archive_command", "Write a sealed single-file audit archive of runs."),
+    "bernstein": ("bernstein:bernstein_group", "bernstein's own verdicts on an imported workdir."),
     "checkpoint": ("log:checkpoint", "Sign a checkpoint of the workspace log and show the newest."),
     "demo": ("demo:demo", "Build a demo ledger, corrupt five things, bulk-verify it."),
     "explain": ("explain:explain", "Explain a verification check, or list every check."),
