@@ -2,6 +2,7 @@
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypedDict, final
 
+import apsw
 from typing_extensions import Buffer
 
 __version__: str
@@ -158,7 +159,7 @@ class Entry:
     def __reduce__(self) -> tuple[type[Entry], tuple[Any, ...]]: ...
 
 def append_entries(
-    connection: int,
+    connection: apsw.Connection,
     run_id: str,
     first_seq: int,
     prev: str,
@@ -168,7 +169,7 @@ def append_entries(
     log_frontier: Sequence[bytes],
 ) -> tuple[list[Entry], bytes, int, list[bytes], bytes]:
     """Insert ``items`` (``(kind, body)``) as entries ``first_seq..`` of ``run_id``, chained
-    from ``prev``, through the SQLite handle ``connection`` (``storage/native.py``) inside
+    from ``prev``, through the apsw connection ``connection`` (``storage/native.py``) inside
     its transaction, as the next leaves of the log ``(log_size, log_frontier)``. Returns
     ``(entries, last entry's hash, log size, log frontier, leaf
     hashes)``, the leaf hashes concatenated (32 bytes each, for the log's tiles).
@@ -252,12 +253,14 @@ class BernsteinJournal(TypedDict):
 @final
 class BernsteinStoreIndex:
     """``content hash -> digest of the stored bytes``, built in Rust from the ``path,
-    kind, digest`` rows of ``bernstein_files`` that ``sql`` selects on the SQLite handle
-    ``connection``: each ``cas`` file whose name (the path after ``name_from`` characters)
-    has no ``/``, keyed ``sha256:<name>``. ``bernstein_verify_journals`` and
+    kind, digest`` rows of ``bernstein_files`` that ``sql`` selects on the apsw
+    connection ``connection``: each ``cas`` file whose name (the path after ``name_from``
+    characters) has no ``/``, keyed ``sha256:<name>``. ``bernstein_verify_journals`` and
     ``BernsteinOptions`` take it as it is."""
 
-    def __new__(cls, connection: int, sql: str, name_from: int) -> BernsteinStoreIndex: ...
+    def __new__(
+        cls, connection: apsw.Connection, sql: str, name_from: int
+    ) -> BernsteinStoreIndex: ...
     def get(self, content_hash: str) -> str | None: ...
     def __len__(self) -> int: ...
 
@@ -295,8 +298,8 @@ def bernstein_audit_clean(
     the scheme 1 and 2 HMAC keys."""
 @final
 class BernsteinFiles:
-    """The imported files table, read once in Rust: the rows ``sql`` selects on the SQLite
-    handle ``connection`` in path order (``path, kind, digest, import_id, blob absent``);
+    """The imported files table, read once in Rust: the rows ``sql`` selects on the apsw
+    connection ``connection`` in path order (``path, kind, digest, import_id, blob absent``);
     the store index as ``BernsteinStoreIndex`` builds it (``name_from``). The rows are
     made sense of on a thread of their own; the attributes wait for it."""
 
@@ -306,16 +309,18 @@ class BernsteinFiles:
     import_ids: list[int]
     """The import ids the rows hold, in order."""
 
-    def __new__(cls, connection: int, sql: str, format: str, name_from: int) -> BernsteinFiles: ...
+    def __new__(
+        cls, connection: apsw.Connection, sql: str, format: str, name_from: int
+    ) -> BernsteinFiles: ...
     def manifest(self, import_id: int) -> bytes:
         """``importer.manifest_of`` over the import's rows (none: an empty list)."""
     def manifest_hash(self, import_id: int) -> str:
         """``content_hash(manifest(import_id))``, hashed in Rust without a copy."""
 
 def sha256_check_blobs(
-    connection: int, sql: str, digests: Sequence[str], jobs: int = 0
+    connection: apsw.Connection, sql: str, digests: Sequence[str], jobs: int = 0
 ) -> tuple[int, list[tuple[str, str]], list[str]]:
-    """Re-hash the blob of each digest, read on the SQLite handle ``connection`` by ``sql``
+    """Re-hash the blob of each digest, read on the apsw connection ``connection`` by ``sql``
     (``digest, data, idx`` of the chunks of the digests in the JSON array it is given, in
     digest then chunk order) and hashed in parallel: the number of blobs found,
     ``(digest, "sha256:<hex>")`` of each whose bytes hash otherwise, the digests absent."""
@@ -474,10 +479,10 @@ class BernsteinRun:
         """bernstein's ``activity verify --json`` object (the stages when kept)."""
 
 def bernstein_verify(
-    connection: int, runs: Sequence[tuple[str, str | None]], options: BernsteinOptions
+    connection: apsw.Connection, runs: Sequence[tuple[str, str | None]], options: BernsteinOptions
 ) -> list[BernsteinRun]:
     """Verify the imported runs ``runs`` (``(run id, journal path or None)``, in order) of
-    the ledger open on the SQLite handle ``connection``: the journals read on this thread,
+    the ledger open on the apsw connection ``connection``: the journals read on this thread,
     the pool verifying each (chain, evidence sets, stored reports, receipts, audit
     cross-check) as it arrives. Ctrl-C is seen between journals."""
 
@@ -488,7 +493,7 @@ def bernstein_verify_workdir(
     bernstein reads it (``options.store`` is not used)."""
 
 def verify_journal(
-    connection: int,
+    connection: apsw.Connection,
     ledger_id: str,
     sql: str,
     queries: Sequence[tuple[Sequence[int | str], tuple[str, int, bytes] | None]],
@@ -503,20 +508,23 @@ def verify_journal(
     list[tuple[str, int, int, int, int, bytes]],
     list[str],
 ]:
-    """Verify the rows ``sql`` selects on the SQLite handle ``connection`` (see
+    """Verify the rows ``sql`` selects on the apsw connection ``connection`` (see
     ``storage/native.py``), once per ``(params, carry)`` query, read and verified in Rust:
     ``(findings, run summaries, referenced)`` for all of them, one summary per run. ``sql`` selects
     ``run_id, seq, kind, hash, bytes`` (and ``leaf``, added to ``log``) in (run, seq)
     order; ``progress`` is called with entry counts between batches."""
 
 def verify_blobs(
-    connection: int, sql: str, queries: Sequence[Sequence[int | str]]
+    connection: apsw.Connection, sql: str, queries: Sequence[Sequence[int | str]]
 ) -> tuple[int, list[tuple[str, str, str, str]]]:
-    """Re-hash the blobs ``sql`` yields on the SQLite handle ``connection`` (rows
+    """Re-hash the blobs ``sql`` yields on the apsw connection ``connection`` (rows
     ``(digest, size, chunk_size, idx, data)``, each blob's chunks together in order), once
     per parameter list: ``(blobs checked, [(digest, check, expected, actual)])``."""
 
 # ---- the host SQLite (apsw's own library, through the extension API) ----------------
+# Every call taking ``connection`` takes the ``apsw.Connection`` itself: anything else is a
+# ``TypeError``, a closed one ``apsw.ConnectionClosedError``, one another thread is using
+# ``apsw.ThreadingViolationError``.
 
 class SqliteError(RuntimeError):
     """A failure of the host SQLite: ``args`` are ``(result code, message)``."""

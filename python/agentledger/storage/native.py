@@ -3,9 +3,10 @@
 The Rust core cannot link its own SQLite and share apsw's connections, so it borrows
 apsw's library instead: ``agentledger._core`` is loaded once as an SQLite extension (the
 documented extension API), which hands it SQLite's function table. A connection is then
-passed to Rust as ``Connection.sqlite3pointer()``; failures come back as
-``_core.SqliteError`` and are raised here as the apsw exception of the same result code,
-so callers handle them exactly like apsw's own.
+passed to Rust as the ``apsw.Connection`` itself, never as an integer: Rust checks that it
+is one and open, and holds its mutex for the call (``apsw.ThreadingViolationError`` when another
+thread is using it). Failures come back as ``_core.SqliteError`` and are raised here as
+the apsw exception of the same result code, so callers handle them exactly like apsw's own.
 """
 
 from __future__ import annotations
@@ -24,13 +25,13 @@ ENTRY_POINT = "sqlite3_agentledger_init"
 _binding = threading.Lock()
 
 
-def handle(conn: apsw.Connection) -> int:
-    """The SQLite handle of ``conn`` for a ``_core`` call, binding the library first."""
+def handle(conn: apsw.Connection) -> apsw.Connection:
+    """``conn``, ready for a ``_core`` call: the library is bound first."""
     if not _core.sqlite_bound():
         with _binding:
             if not _core.sqlite_bound():
                 _bind(conn)
-    return int(conn.sqlite3pointer())
+    return conn
 
 
 def _bind(conn: apsw.Connection) -> None:

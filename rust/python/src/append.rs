@@ -2,8 +2,8 @@
 //! added to the workspace log in one call, through the caller's apsw connection and inside
 //! its transaction (`sqlite.rs`), and handed back as `Entry` values (`entry.rs`).
 //!
-//! The GIL is held throughout: bodies are read from Python objects, and while it is held no
-//! other thread can close or use the apsw connection under the statement.
+//! The GIL is held throughout (bodies are read from Python objects), and the connection's
+//! mutex too (`ApswConnection`): no other thread can close or use it under the statement.
 
 use agentledger_core::journal;
 use agentledger_core::log::LOG_ALG;
@@ -16,7 +16,7 @@ use crate::entry::Entry;
 use crate::errors::to_py;
 use crate::journal::{canonical_bodies, frontier_nodes};
 use crate::rows_table::{self, Rows};
-use crate::sqlite::{Connection, Value};
+use crate::sqlite::{ApswConnection, Value};
 
 /// One statement for the whole batch (`rows_table.rs` says why).
 const INSERT: &str = "INSERT INTO entries (run_id, seq, kind, hash, bytes, leaf) \
@@ -48,7 +48,7 @@ type AppendTuple<'py> = (
 #[allow(clippy::too_many_arguments)]
 fn append_entries<'py>(
     py: Python<'py>,
-    connection: usize,
+    connection: ApswConnection<'py>,
     run_id: &Bound<'py, PyString>,
     first_seq: u64,
     prev: &Bound<'py, PyString>,
@@ -95,11 +95,8 @@ fn append_entries<'py>(
         leaf_bytes.extend_from_slice(&leaf_hash);
         log.append_leaf_hash(leaf_hash).map_err(to_py)?;
     }
-    // SAFETY: `connection` is `storage/native.handle(conn)` of the caller's open apsw
-    // connection, used only during this call, with the GIL held (from_pointer's contract).
-    let connection = unsafe { Connection::from_pointer(connection)? };
     let rows = Rows::new(COLUMNS, &values);
-    rows_table::prepare(&connection, INSERT)?.execute(&[Value::Rows(&rows)])?;
+    rows_table::prepare(&connection.connection(), INSERT)?.execute(&[Value::Rows(&rows)])?;
 
     // The entries hold only what they were made from here (strings, ints, the encoded
     // bytes): never a caller's body object, which the caller may change afterwards.

@@ -19,7 +19,7 @@ use crate::bernstein_audit::BernsteinAuditMirror;
 use crate::bernstein_files::BernsteinStoreIndex;
 use crate::pools::pool;
 use crate::pyjson::py_text as text;
-use crate::sqlite::{Connection, Failure, Param, Statement};
+use crate::sqlite::{ApswConnection, Connection, Failure, Held, Param, Statement};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bernstein_verify, m)?)?;
@@ -92,12 +92,33 @@ impl BernsteinOptions {
 }
 
 /// The imported workdir, read through the caller's connection: the calling thread reads
-/// the journals, the pool the store; one lock serializes them.
+/// the journals, the pool the store; one lock serializes them, and each read holds the
+/// connection's mutex while it steps.
 struct Ledger<'i> {
+    connection: Connection,
     statements: Mutex<Statements>,
     /// Each run's journal path (`None`: no journal to read).
     paths: Vec<Option<String>>,
     index: Option<&'i StoreIndex>,
+}
+
+/// The statements, and the connection's mutex, held by one reading thread.
+struct HeldStatements<'a> {
+    statements: std::sync::MutexGuard<'a, Statements>,
+    _held: Held,
+}
+
+impl std::ops::Deref for HeldStatements<'_> {
+    type Target = Statements;
+    fn deref(&self) -> &Statements {
+        &self.statements
+    }
+}
+
+impl std::ops::DerefMut for HeldStatements<'_> {
+    fn deref_mut(&mut self) -> &mut Statements {
+        &mut self.statements
+    }
 }
 
 struct Statements {
@@ -109,8 +130,14 @@ struct Statements {
 }
 
 impl Ledger<'_> {
-    fn statements(&self) -> std::sync::MutexGuard<'_, Statements> {
-        self.statements.lock().unwrap_or_else(|p| p.into_inner())
+    fn statements(&self) -> HeldStatements<'_> {
+        let statements = self.statements.lock().unwrap_or_else(|p| p.into_inner());
+        // After the statements' lock: a thread holds the connection only while it reads.
+        let held = self.connection.lock();
+        HeldStatements {
+            statements,
+            _held: held,
+        }
     }
 
     /// The rows' data concatenated: `None` when there is no row.
@@ -182,29 +209,30 @@ impl Source for Ledger<'_> {
 }
 
 /// Verify the imported runs `runs` (`(run id, journal path or None)`, in order) of the
-/// ledger open on `connection` (`storage/native.handle`): one verdict per run, in order.
+/// ledger open on `connection`: one verdict per run, in order.
 #[pyfunction]
 fn bernstein_verify(
     py: Python<'_>,
-    connection: usize,
+    connection: ApswConnection<'_>,
     runs: Vec<(String, Option<String>)>,
     options: &Bound<'_, BernsteinOptions>,
 ) -> PyResult<Vec<BernsteinRun>> {
     let options = options.get();
-    // SAFETY: `connection` is `storage/native.handle(conn)` of the caller's open apsw
-    // connection, used only during this call (from_pointer's contract).
-    let connection = unsafe { Connection::from_pointer(connection)? };
+    let on = connection.connection();
     let statements = Statements {
-        journal: connection.prepare(JOURNAL_SQL)?,
-        file: connection.prepare(FILE_SQL)?,
-        digest: connection.prepare(DIGEST_SQL)?,
-        chunks: connection.prepare(CHUNKS_SQL)?,
-        blob: connection.prepare(BLOB_SQL)?,
+        journal: on.prepare(JOURNAL_SQL)?,
+        file: on.prepare(FILE_SQL)?,
+        digest: on.prepare(DIGEST_SQL)?,
+        chunks: on.prepare(CHUNKS_SQL)?,
+        blob: on.prepare(BLOB_SQL)?,
     };
+    // The pool's threads read too: each takes the mutex for its read (`Ledger::statements`).
+    let connection = connection.release();
     let index = options.store.as_ref().map(|s| &s.get().map);
     let (ids, paths): (Vec<String>, Vec<Option<String>>) = runs.into_iter().unzip();
     let run_ids: Vec<Vec<u8>> = ids.iter().map(|id| id.as_bytes().to_vec()).collect();
     let ledger = Ledger {
+        connection,
         statements: Mutex::new(statements),
         paths,
         index,

@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::pools::drop_later;
-use crate::sqlite::{Connection, Failure};
+use crate::sqlite::{ApswConnection, Failure};
 
 /// How every manifest starts.
 const FILES: &[u8] = b"{\"files\":[";
@@ -228,14 +228,13 @@ impl BernsteinFiles {
     #[new]
     fn new(
         py: Python<'_>,
-        connection: usize,
+        connection: ApswConnection<'_>,
         sql: &str,
         format: String,
         name_from: usize,
     ) -> PyResult<Self> {
-        // SAFETY: `connection` is `storage/native.handle(conn)` of an open apsw connection
-        // that the Python caller keeps open while this object lives (from_pointer's contract).
-        let connection = unsafe { Connection::from_pointer(connection)? };
+        let mut statement = connection.connection().prepare(sql)?;
+        let connection = connection.release();
         let mut closing = b"],\"format\":".to_vec();
         let _ = pyjson::write_py_string(format.as_bytes(), true, &mut closing);
         closing.push(b'}');
@@ -262,7 +261,6 @@ impl BernsteinFiles {
             .map_err(|e| PyRuntimeError::new_err(format!("cannot start a thread: {e}")))?;
         py.allow_threads(move || -> Result<_, Failure> {
             let held = connection.lock();
-            let mut statement = connection.prepare(sql)?;
             statement.start(&[])?;
             let mut rows = Rows::default();
             while statement.step()? {
@@ -344,19 +342,23 @@ impl Drop for BernsteinStoreIndex {
 #[pymethods]
 impl BernsteinStoreIndex {
     #[new]
-    fn new(py: Python<'_>, connection: usize, sql: &str, name_from: usize) -> PyResult<Self> {
-        // SAFETY: `connection` is `storage/native.handle(conn)` of the caller's open apsw
-        // connection, used only during this call (from_pointer's contract).
-        let connection = unsafe { Connection::from_pointer(connection)? };
+    fn new(
+        py: Python<'_>,
+        connection: ApswConnection<'_>,
+        sql: &str,
+        name_from: usize,
+    ) -> PyResult<Self> {
+        let mut statement = connection.connection().prepare(sql)?;
+        let connection = connection.release();
         let map = py.allow_threads(move || -> Result<journal::StoreIndex, Failure> {
-            let mut statement = connection.prepare(sql)?;
+            let held = connection.lock();
             statement.start(&[])?;
             let mut map = journal::StoreIndex::default();
             let mut key = Vec::new();
             while statement.step()? {
-                let (path, kind) = (statement.bytes(0), statement.bytes(1));
-                if !statement.is_null(2) && store_key(path, kind, name_from, &mut key) {
-                    map.insert(&key, statement.bytes(2));
+                let text = |column| statement.bytes_held(&held, column);
+                if !statement.is_null(2) && store_key(text(0), text(1), name_from, &mut key) {
+                    map.insert(&key, text(2));
                 }
             }
             Ok(map)

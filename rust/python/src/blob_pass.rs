@@ -4,7 +4,7 @@
 use agentledger_core::blob_check::{BlobCheck, BlobFinding};
 use pyo3::prelude::*;
 
-use crate::sqlite::{Connection, Param, Reading};
+use crate::sqlite::{ApswConnection, Param, Reading};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verify_blobs, m)?)?;
@@ -13,20 +13,19 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 type FindingTuple = (String, &'static str, String, String);
 
-/// Check the blobs `sql` yields on the connection at `connection`, once per parameter list
+/// Check the blobs `sql` yields on `connection`, once per parameter list
 /// in `queries`: rows `(digest, size, chunk_size, idx, data)`, each blob's chunks together
 /// in index order, `idx` NULL for a blob without chunks. Returns `(blobs checked,
 /// findings)`, a finding being `(digest, check, expected, actual)`.
 #[pyfunction]
 fn verify_blobs(
     py: Python<'_>,
-    connection: usize,
+    connection: ApswConnection<'_>,
     sql: &str,
     queries: Vec<Vec<Param>>,
 ) -> PyResult<(u64, Vec<FindingTuple>)> {
-    // SAFETY: `connection` is `storage/native.handle(conn)` of the caller's open apsw
-    // connection, used only during this call, with the GIL held (from_pointer's contract).
-    let connection = unsafe { Connection::from_pointer(connection)? };
+    let mut statement = connection.connection().prepare(sql)?;
+    let connection = connection.release();
     py.allow_threads(move || {
         let mut findings = Vec::new();
         let mut checked = 0u64;
@@ -41,7 +40,6 @@ fn verify_blobs(
                  }| (digest, check, expected, actual),
             ));
         };
-        let mut statement = connection.prepare(sql).map_err(PyErr::from)?;
         for params in queries {
             statement.start(&params).map_err(PyErr::from)?;
             // The blob being read, and its name's stored bytes (what rows are grouped by).

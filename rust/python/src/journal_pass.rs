@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 
 use crate::journal::{to_tuples, verify_and_scan, BatchTuple, JournalScan, LogAssembler};
 use crate::pools::pool;
-use crate::sqlite::{Connection, Failure, Held, Param, Statement};
+use crate::sqlite::{ApswConnection, Connection, Failure, Held, Param, Statement};
 
 const IN_FLIGHT: usize = 2;
 
@@ -26,7 +26,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// One query's parameters, and the entry before its first row when it starts mid-run.
 type Query = (Vec<Param>, Option<(String, i64, Vec<u8>)>);
 
-/// Verify the rows `sql` selects on the connection at `connection`, once per query in
+/// Verify the rows `sql` selects on `connection`, once per query in
 /// `queries`, in order. `sql` selects `run_id, seq, kind, hash, bytes` (and `leaf` when
 /// `log` is given) ordered by `(run_id, seq)`. Returns `(findings, run summaries,
 /// referenced digests)` for all the rows: one summary per run, findings capped per run.
@@ -35,7 +35,7 @@ type Query = (Vec<Param>, Option<(String, i64, Vec<u8>)>);
 #[allow(clippy::too_many_arguments)]
 fn verify_journal(
     py: Python<'_>,
-    connection: usize,
+    connection: ApswConnection<'_>,
     ledger_id: &str,
     sql: &str,
     queries: Vec<Query>,
@@ -45,9 +45,8 @@ fn verify_journal(
     progress: Option<PyObject>,
     batch_rows: usize,
 ) -> PyResult<BatchTuple> {
-    // SAFETY: `connection` is `storage/native.handle(conn)` of the caller's open apsw
-    // connection, used only during this call, with the GIL held (from_pointer's contract).
-    let connection = unsafe { Connection::from_pointer(connection)? };
+    let statement = connection.connection().prepare(sql)?;
+    let connection = connection.release();
     let batch_rows = batch_rows.max(1);
     let pool = pool(jobs)?;
     let mut log_guard = log.map(|l| l.borrow_mut());
@@ -98,7 +97,7 @@ fn verify_journal(
             let fresh = || RowBatch::reuse(&spent, batch_rows);
             let read = read_batches(
                 connection,
-                sql,
+                statement,
                 queries,
                 logged,
                 batch_rows,
@@ -231,18 +230,17 @@ impl RowBatch {
     }
 }
 
-/// Read every query's rows into batches of `batch_rows` and hand each to `deliver`, which
+/// Read every query's rows (`statement`'s) into batches of `batch_rows` and hand each to `deliver`, which
 /// says whether to go on. A query with a carry starts a batch of its own.
 fn read_batches(
     connection: Connection,
-    sql: &str,
+    mut statement: Statement,
     queries: Vec<Query>,
     logged: bool,
     batch_rows: usize,
     fresh: impl Fn() -> RowBatch,
     mut deliver: impl FnMut(RowBatch) -> bool,
 ) -> Result<(), Failure> {
-    let mut statement = connection.prepare(sql)?;
     let mut batch = fresh();
     for (params, carry) in queries {
         if let Some((run_id, seq, hash)) = carry {

@@ -10,7 +10,7 @@ use agentledger_core::hash::{sha256_many, to_hex_prefixed, Sha256Name, SHA256_PR
 use pyo3::prelude::*;
 
 use crate::pools::pool;
-use crate::sqlite::{Connection, Failure, Param, Reading, Statement};
+use crate::sqlite::{ApswConnection, Failure, Param, Reading, Statement};
 
 /// Digests listed in one query: a statement per digest costs more than its blob's hash.
 const SLICE: usize = 4096;
@@ -116,14 +116,13 @@ fn hash_rows<'s, E: From<Failure>>(
 #[allow(clippy::type_complexity)]
 fn sha256_check_blobs(
     py: Python<'_>,
-    connection: usize,
+    connection: ApswConnection<'_>,
     sql: &str,
     digests: Vec<String>,
     jobs: usize,
 ) -> PyResult<(usize, Vec<(String, String)>, Vec<String>)> {
-    // SAFETY: `connection` is `storage/native.handle(conn)` of the caller's open apsw
-    // connection, used only during this call (from_pointer's contract).
-    let connection = unsafe { Connection::from_pointer(connection)? };
+    let mut statement = connection.connection().prepare(sql)?;
+    let connection = connection.release();
     let pool = pool(jobs)?;
     let listed: Vec<Sha256Name> = digests
         .iter()
@@ -137,7 +136,6 @@ fn sha256_check_blobs(
     py.allow_threads(move || {
         pool.in_place_scope(|scope| -> PyResult<()> {
             let mut reading = Reading::new(connection);
-            let mut statement = connection.prepare(sql)?;
             for slice in wanted.chunks(SLICE) {
                 statement.start(&[Param::Text(json_array(slice))])?;
                 hash_rows(&mut statement, results, scope, |bytes| reading.count(bytes))?;

@@ -4,7 +4,8 @@
 //!
 //! apsw loads this very module once as an SQLite extension (`storage/native.py`); SQLite
 //! then calls [`sqlite3_agentledger_init`] with its function table, which every call below
-//! goes through. A connection is named by `apsw.Connection.sqlite3pointer()`.
+//! goes through. A connection enters as the `apsw.Connection` itself
+//! ([`ApswConnection`]), never as an integer.
 
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::ptr;
@@ -16,6 +17,10 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 use crate::rows_table::{self, Rows};
+
+mod apsw_connection;
+
+pub use apsw_connection::ApswConnection;
 
 static BOUND: AtomicBool = AtomicBool::new(false);
 
@@ -72,37 +77,19 @@ impl From<Failure> for PyErr {
     }
 }
 
-/// An open connection owned by apsw. `Send`: SQLite serializes calls on a connection
-/// (apsw's library is built THREADSAFE=1), and the caller keeps apsw from using it meanwhile.
+/// An open connection owned by apsw, made only by [`ApswConnection`] (which says why
+/// it may be used during the call). `Send`: SQLite serializes calls on a connection
+/// (apsw's library is built THREADSAFE=1).
 #[derive(Clone, Copy)]
 pub struct Connection(*mut ffi::sqlite3);
 
 // SAFETY: see the type's comment; the pointer is only ever passed back to SQLite.
 unsafe impl Send for Connection {}
+// SAFETY: as for `Send`: a shared `Connection` is only copied, and SQLite serializes the
+// calls made with it.
+unsafe impl Sync for Connection {}
 
 impl Connection {
-    /// The connection at `pointer` (`apsw.Connection.sqlite3pointer()`).
-    ///
-    /// # Safety
-    ///
-    /// `pointer` is 0 or the `sqlite3*` of a connection opened by the SQLite library that
-    /// `storage/native.py` bound (apsw's), open for as long as the returned value (or
-    /// anything holding it) is used, and not used meanwhile by another thread except
-    /// through SQLite's own serialization. Any other integer is undefined behaviour: every
-    /// function of `_core` taking a `connection` is private (`storage/native.handle` is its
-    /// one source), as a `ctypes` pointer would be.
-    pub unsafe fn from_pointer(pointer: usize) -> PyResult<Self> {
-        if !sqlite_bound() {
-            return Err(PyRuntimeError::new_err(
-                "the host SQLite is not bound (storage/native.py loads it)",
-            ));
-        }
-        if pointer == 0 {
-            return Err(PyRuntimeError::new_err("a closed SQLite connection"));
-        }
-        Ok(Connection(pointer as *mut ffi::sqlite3))
-    }
-
     pub(crate) fn handle(&self) -> *mut ffi::sqlite3 {
         self.0
     }
@@ -118,12 +105,27 @@ impl Connection {
 
     /// Hold the connection's own mutex until the guard drops. SQLite takes it on every
     /// call on the connection; a thread stepping through many rows holds it once instead,
-    /// making each of those a cheap re-entry.
+    /// making each of those a cheap re-entry. It waits: only for a thread without the GIL.
     pub fn lock(&self) -> Held {
         // SAFETY: a live connection; its mutex is recursive (or absent: null is a no-op).
-        let mutex = unsafe { ffi::sqlite3_db_mutex(self.0) };
-        unsafe { ffi::sqlite3_mutex_enter(mutex) };
+        let mutex = unsafe {
+            let mutex = ffi::sqlite3_db_mutex(self.0);
+            ffi::sqlite3_mutex_enter(mutex);
+            mutex
+        };
         Held(mutex)
+    }
+
+    /// The connection's mutex if no other thread holds it (this one may, already): what a
+    /// thread holding the GIL takes instead of waiting (see `apsw_connection.rs`).
+    pub fn try_lock(&self) -> Option<Held> {
+        // SAFETY: a live connection; its mutex is recursive (or absent: null is a no-op,
+        // and `sqlite3_mutex_try` of null answers SQLITE_OK).
+        let (mutex, code) = unsafe {
+            let mutex = ffi::sqlite3_db_mutex(self.0);
+            (mutex, ffi::sqlite3_mutex_try(mutex))
+        };
+        (code == ffi::SQLITE_OK).then_some(Held(mutex))
     }
 
     pub fn prepare(&self, sql: &str) -> Result<Statement, Failure> {
