@@ -96,7 +96,7 @@ fn append_entries<'py>(
         log.append_leaf_hash(leaf_hash).map_err(to_py)?;
     }
     let rows = Rows::new(COLUMNS, &values);
-    rows_table::prepare(&connection.connection(), INSERT)?.execute(&[Value::Rows(&rows)])?;
+    rows_table::prepare(&connection.connection(), INSERT)?.execute(&[rows.as_argument()])?;
 
     // The entries hold only what they were made from here (strings, ints, the encoded
     // bytes): never a caller's body object, which the caller may change afterwards.

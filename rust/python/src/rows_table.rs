@@ -21,7 +21,7 @@ use crate::sqlite::{Connection, Failure, Statement, Value};
 
 const NAME: &CStr = c"agentledger_rows";
 /// What the bound pointer is, as `sqlite3_bind_pointer` and `sqlite3_value_pointer` name it.
-pub(crate) const POINTER_TYPE: &CStr = c"agentledger-rows";
+const POINTER_TYPE: &CStr = c"agentledger-rows";
 const SCHEMA: &CStr = c"CREATE TABLE x(c0, c1, c2, c3, c4, c5, c6, c7, rows HIDDEN)";
 const MAX_WIDTH: usize = 8;
 const ROWS_COLUMN: c_int = MAX_WIDTH as c_int;
@@ -41,6 +41,11 @@ impl<'a> Rows<'a> {
             "rows of 1 to {MAX_WIDTH} values"
         );
         Rows { width, values }
+    }
+
+    /// The rows as the argument of `agentledger_rows(?)`.
+    pub fn as_argument(&self) -> Value<'_> {
+        Value::pointer(self, POINTER_TYPE)
     }
 
     fn len(&self) -> usize {
@@ -265,7 +270,7 @@ unsafe extern "C" fn column(
                 ),
                 None => ffi::sqlite3_result_error_toobig(context),
             },
-            Some(Value::Rows(_)) | None => ffi::sqlite3_result_null(context),
+            Some(Value::Pointer { .. }) | None => ffi::sqlite3_result_null(context),
         }
     }
     ffi::SQLITE_OK

@@ -16,8 +16,6 @@ use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
-use crate::rows_table::{self, Rows};
-
 mod apsw_connection;
 
 pub use apsw_connection::ApswConnection;
@@ -212,8 +210,24 @@ pub enum Value<'a> {
     Int(i64),
     Text(&'a str),
     Blob(&'a [u8]),
-    /// The argument of `agentledger_rows(?)` (`rows_table.rs`).
-    Rows(&'a Rows<'a>),
+    /// A pointer of type `type_name`, bound with `sqlite3_bind_pointer` (which SQL text
+    /// cannot forge): how `agentledger_rows(?)` gets its rows (`rows_table.rs`).
+    Pointer {
+        address: *const std::ffi::c_void,
+        type_name: &'static CStr,
+        borrowed: std::marker::PhantomData<&'a ()>,
+    },
+}
+
+impl<'a> Value<'a> {
+    /// `value` as a pointer of type `type_name`, borrowed for as long as the binding.
+    pub fn pointer<T>(value: &'a T, type_name: &'static CStr) -> Self {
+        Value::Pointer {
+            address: ptr::from_ref(value).cast(),
+            type_name,
+            borrowed: std::marker::PhantomData,
+        }
+    }
 }
 
 impl<'a> From<&'a Param> for Value<'a> {
@@ -293,11 +307,13 @@ impl Statement {
                         lifetime,
                     ),
                     // Always borrowed (SQLite cannot copy it): only `execute` binds one.
-                    Value::Rows(rows) => ffi::sqlite3_bind_pointer(
+                    Value::Pointer {
+                        address, type_name, ..
+                    } => ffi::sqlite3_bind_pointer(
                         self.raw,
                         at,
-                        ptr::from_ref(rows).cast_mut().cast(),
-                        rows_table::POINTER_TYPE.as_ptr(),
+                        address.cast_mut(),
+                        type_name.as_ptr(),
                         None,
                     ),
                 }

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use crate::canonical::{self, raw};
 
 use super::encode::evidence_set_bytes;
-use super::verify::{EntryRow, PendingEvidence, Prev, RowCheck};
+use super::row::{EntryRow, PendingEvidence, Prev, RowCheck};
 use super::{ACTIVITY_RESULT_KIND, HEX_PREFIX};
 use crate::hash;
 

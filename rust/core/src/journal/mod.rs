@@ -9,6 +9,7 @@
 //! See docs/FORMAT.md for the byte-level description and vectors.
 //!
 //! - `encode`: an entry's bytes, its hash, the chain and the genesis link;
+//! - `row`: a row as the verifier reads it, and what the check of one row says;
 //! - `verify`: the batch verifier and its reference checks of each row;
 //! - `clean_row`: the verifier's fast path for the common row (same results, less work).
 //!
@@ -16,6 +17,7 @@
 
 mod clean_row;
 mod encode;
+mod row;
 mod verify;
 
 #[cfg(test)]

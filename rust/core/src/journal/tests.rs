@@ -4,7 +4,8 @@ use std::borrow::Cow;
 
 use super::clean_row::check_clean_row;
 use super::encode::EVIDENCE_SET_DOMAIN;
-use super::verify::{check_evidence_set, check_row_fully, check_rows, Prev};
+use super::row::Prev;
+use super::verify::{check_evidence_set, check_row_fully, check_rows};
 use super::*;
 use crate::canonical::{self, Value};
 use crate::hash;
