@@ -314,3 +314,82 @@ fn prev_is_compared_as_bytes_exactly_like_its_string() {
         ))
     });
 }
+
+/// A stored row of run `r` at column seq `column` whose entry says `"seq": seq_value`
+/// (any JSON value), its stored hash right for its bytes.
+fn row_saying_seq(column: i64, seq_value: Value) -> StoredEntry {
+    let whole = Value::Object(vec![
+        ("body".to_owned(), Value::Object(Vec::new())),
+        ("kind".to_owned(), Value::String("step".to_owned())),
+        ("prev".to_owned(), Value::String(genesis_prev(LEDGER, "r"))),
+        ("run".to_owned(), Value::String("r".to_owned())),
+        ("seq".to_owned(), seq_value),
+        (
+            "ts".to_owned(),
+            Value::String("2026-11-30T00:00:00Z".to_owned()),
+        ),
+        ("v".to_owned(), Value::Number(ENTRY_VERSION)),
+    ]);
+    let bytes = canonical::to_canonical(&whole).unwrap();
+    StoredEntry {
+        run_id: "r".to_owned(),
+        seq: column,
+        kind: "step".to_owned(),
+        hash: entry_hash(&bytes).to_vec(),
+        bytes,
+    }
+}
+
+/// The `entry.seq` findings of `row`, by the full checks and by whichever path the batch
+/// verifier takes (the two must agree).
+fn seq_findings(row: &StoredEntry) -> Vec<(String, String)> {
+    let full: Vec<(String, String)> = check_row_fully(row, entry_hash(&row.bytes))
+        .findings
+        .into_iter()
+        .filter(|(check, _, _)| *check == "entry.seq")
+        .map(|(_, expected, actual)| (expected, actual))
+        .collect();
+    let batch: Vec<(String, String)> = verify_batch(LEDGER, None, std::slice::from_ref(row))
+        .findings
+        .into_iter()
+        .filter(|f| f.check == "entry.seq")
+        .map(|f| (f.expected, f.actual))
+        .collect();
+    assert_eq!(full, batch, "the paths disagree on {row:?}");
+    full
+}
+
+#[test]
+fn an_entry_saying_a_lower_seq_than_its_row_is_named() {
+    let row = row_saying_seq(5, Value::Number(4.0));
+    assert_eq!(seq_findings(&row), [("5".to_owned(), "4".to_owned())]);
+}
+
+#[test]
+fn an_entry_saying_a_higher_seq_than_its_row_is_named() {
+    let row = row_saying_seq(5, Value::Number(6.0));
+    assert_eq!(seq_findings(&row), [("5".to_owned(), "6".to_owned())]);
+}
+
+#[test]
+fn an_entry_saying_its_rows_seq_is_not_named() {
+    assert_eq!(seq_findings(&row_saying_seq(5, Value::Number(5.0))), []);
+}
+
+#[test]
+fn a_negative_seq_is_named_even_where_the_row_agrees() {
+    let row = row_saying_seq(-1, Value::Number(-1.0));
+    assert_eq!(seq_findings(&row), [("-1".to_owned(), "-1".to_owned())]);
+}
+
+#[test]
+fn a_fractional_seq_is_named_even_where_it_truncates_to_the_row() {
+    let row = row_saying_seq(1, Value::Number(1.5));
+    assert_eq!(seq_findings(&row), [("1".to_owned(), "1.5".to_owned())]);
+}
+
+#[test]
+fn a_seq_that_is_not_a_number_is_named() {
+    let row = row_saying_seq(1, Value::String("1".to_owned()));
+    assert_eq!(seq_findings(&row), [("1".to_owned(), "\"1\"".to_owned())]);
+}
