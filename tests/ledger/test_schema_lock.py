@@ -1,0 +1,49 @@
+"""The schema lock catches an object changed under its own name, not only one added or
+missing: an index redefined, or moved to another table, is drift that verify reports and
+a writer refuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import pytest
+
+from agentledger import Ledger
+from agentledger.errors import Diverged
+from agentledger.storage.migrations import SCHEMA_VERSION
+from agentledger.storage.schema_lock import schema_drift
+
+REDEFINED = {
+    "on another column": "CREATE INDEX entries_by_leaf ON entries (run_id)",
+    "on another table": "CREATE INDEX entries_by_leaf ON audit_log (run_id, seq)",
+}
+
+
+@pytest.mark.parametrize("index", REDEFINED.values(), ids=list(REDEFINED))
+def test_an_index_redefined_under_its_own_name_is_drift(ledger_path: Path, index: str) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        ledger.run("r").append("step", {})
+    conn = apsw.Connection(str(ledger_path))
+    with conn:
+        conn.execute("DROP INDEX entries_by_leaf")
+        conn.execute(index)
+    assert schema_drift(conn, SCHEMA_VERSION) == [
+        "index 'entries_by_leaf' is not defined as agentledger defines it"
+    ]
+    conn.close()
+    with Ledger.open(ledger_path) as ledger:
+        report = ledger.verify()
+        assert report.code == 2
+        assert {d.check for d in report.workspace} == {"schema.altered"}
+        with pytest.raises(Diverged, match="schema"):
+            ledger.run("r").append("step", {})
+
+
+def test_an_untouched_ledger_has_no_drift(ledger_path: Path) -> None:
+    Ledger.open(ledger_path).close()
+    conn = apsw.Connection(str(ledger_path))
+    try:
+        assert schema_drift(conn, SCHEMA_VERSION) == []
+    finally:
+        conn.close()
