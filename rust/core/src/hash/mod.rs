@@ -30,6 +30,9 @@ pub mod many;
 mod name;
 mod sha256_lanes;
 
+#[cfg(test)]
+mod properties;
+
 pub use hex::{decode64, decode_prefixed, hex64, to_hex_prefixed, write_hex};
 pub use name::{plain_sha256, Digest32, Sha256Name};
 pub use sha256_lanes::sha256_many;

@@ -21,6 +21,8 @@ mod row;
 mod verify;
 
 #[cfg(test)]
+mod properties;
+#[cfg(test)]
 mod tests;
 
 pub use encode::{
