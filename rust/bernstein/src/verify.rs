@@ -611,3 +611,6 @@ fn state_limits(run: &mut Run, last: Option<i64>) {
         Some(_) => {}
     }
 }
+
+#[cfg(test)]
+mod stage_tests;
