@@ -388,9 +388,14 @@ CHECKS: dict[str, CheckInfo] = _table(
     ("bernstein.rfc3161.file", "The RFC 3161 anchors file has a line bernstein cannot read.",
      "readable anchors", "why the line fails"),
     ("bernstein.rfc3161.token", "An RFC 3161 anchor's token does not parse, or its message "
-     "imprint is not the digest of the checkpoint it anchors (the TSA's signature is not "
-     "checked).",
+     "imprint is not the digest of the checkpoint it anchors (its TSA is checked only with "
+     "--tsa-bundle: bernstein.rfc3161.tsa).",
      "a token over the anchored checkpoint", "why it is not"),
+    ("bernstein.rfc3161.tsa", "With --tsa-bundle: an RFC 3161 anchor's token was not signed "
+     "by a TSA the bundle vouches for (no path to a bundled certificate at the token's time, "
+     "a signature or message digest that does not verify), or its signer certificate is not "
+     "marked for timestamping.",
+     "a TSA the trust bundle vouches for", "why it is not"),
     ("bernstein.rfc3161.contradiction", "The audit history contradicts an RFC 3161 anchor: "
      "fewer records than a TSA timestamped, another origin, or an anchored checkpoint no "
      "longer on record.",

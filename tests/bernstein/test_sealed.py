@@ -579,3 +579,128 @@ def test_a_sealed_workdir_round_trips_byte_for_byte(sealed: Path, cli: Any, tmp_
 
     assert files(out) == files(workdir)
     assert "lineage/runs/r1/spine.jsonl" in files(out)
+
+
+# ---- RFC 3161 anchors authenticated with a trust bundle ------------------------------------
+
+TSA_VARIANTS = (
+    "good",
+    "intermediate_ec",
+    "untrusted",
+    "expired",
+    "expired_since",
+    "no_timestamping_usage",
+    "tampered_imprint",
+)
+"""``data/sealed_workdirs.py``'s anchors files (``OUT/tsa/<variant>.jsonl``); the
+untouched workdir's own anchor is a token with no certificate and no real signature."""
+FAILS_WITH_THE_BUNDLE = {"untouched", "untrusted", "expired", "tampered_imprint"}
+"""What bernstein's anchor pillar fails once given the bundle (it passes them all without)."""
+
+
+@pytest.fixture(scope="module")
+def tsa_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("tsa")
+    made = {"untouched": root / "untouched"}
+    shutil.copytree(sealed, made["untouched"])
+    for variant in TSA_VARIANTS:
+        target = root / variant
+        shutil.copytree(sealed, target)
+        shutil.copyfile(sealed / "tsa" / f"{variant}.jsonl", target / ANCHORS)
+        made[variant] = target
+    return made
+
+
+@pytest.fixture(scope="module")
+def bernstein_says_tsa(tsa_cases: dict[str, Path]) -> dict[tuple[str, bool], dict[str, Any]]:
+    """bernstein's audit verify per (case, with --rfc3161-trusted-tsa-bundle)."""
+    specs = []
+    for name, workdir in tsa_cases.items():
+        bundle = str((workdir / "tsa" / "bundle.pem").resolve())
+        specs.append((name, False, {"workdir": str(workdir)}))
+        specs.append((name, True, {"workdir": str(workdir), "tsa_bundle": bundle}))
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "audit"] + [json.dumps(spec) for _, _, spec in specs],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [
+        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
+    ]
+    assert len(answers) == len(specs)
+    return {(name, bundled): a for (name, bundled, _), a in zip(specs, answers, strict=True)}
+
+
+def test_the_tsa_cases_are_what_they_claim(
+    bernstein_says_tsa: dict[tuple[str, bool], Any],
+) -> None:
+    for name in ("untouched", *TSA_VARIANTS):
+        assert bernstein_says_tsa[(name, False)]["code"] == 0, name
+        expected = 1 if name in FAILS_WITH_THE_BUNDLE else 0
+        assert bernstein_says_tsa[(name, True)]["code"] == expected, name
+        anchors_ok = bernstein_says_tsa[(name, True)]["pillars"]["_verify_anchors"]
+        assert anchors_ok is (name not in FAILS_WITH_THE_BUNDLE), name
+
+
+@pytest.mark.parametrize("name", ["untouched", *TSA_VARIANTS])
+@pytest.mark.parametrize("bundled", [False, True], ids=["no-bundle", "tsa-bundle"])
+def test_compat_exit_code_with_a_tsa_bundle_is_bernsteins(
+    name: str,
+    bundled: bool,
+    tsa_cases: dict[str, Path],
+    bernstein_says_tsa: dict[tuple[str, bool], Any],
+    cli: Any,
+    tmp_path: Path,
+) -> None:
+    workdir = tsa_cases[name]
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    args = ["bernstein", "audit-verify", "--audit-key", str(workdir / "audit.key"), "--json"]
+    if bundled:
+        args += ["--tsa-bundle", str(workdir / "tsa" / "bundle.pem")]
+    result = cli(*args, ledger=ledger)
+    theirs = bernstein_says_tsa[(name, bundled)]
+    assert result.code == theirs["code"], (result.out, theirs)
+    anchors = next(p for p in result.json()["pillars"] if p["name"] == "External Anchors")
+    assert anchors["ok"] is theirs["pillars"]["_verify_anchors"], anchors
+
+
+@pytest.mark.parametrize("name", ["untouched", *TSA_VARIANTS])
+def test_strict_authenticates_anchors_with_a_tsa_bundle(
+    name: str, tsa_cases: dict[str, Path], tmp_path: Path
+) -> None:
+    """Strict fails what bernstein fails with the bundle, and a signer certificate not
+    marked for timestamping (RFC 3161 §2.3), which bernstein accepts."""
+    workdir = tsa_cases[name]
+    key = workdir / "audit.key"
+    bundled = import_and_verify(
+        workdir, tmp_path / "bundled.db", key=key, tsa_bundle=workdir / "tsa" / "bundle.pem"
+    )
+    caught = "bernstein.rfc3161.tsa" in bundled.workspace
+    assert caught == (name in FAILS_WITH_THE_BUNDLE | {"no_timestamping_usage"}), bundled.workspace
+    assert "bernstein.rfc3161.token" not in bundled.workspace
+    assert not any("TSAs that signed them were not" in note for note in bundled.notes)
+    assert any("their TSAs against the trust bundle" in note for note in bundled.notes)
+    plain = import_and_verify(workdir, tmp_path / "plain.db", key=key)
+    assert not {c for c in plain.workspace if c.startswith("bernstein.rfc3161")}
+    assert any("not authenticated (give --tsa-bundle)" in note for note in plain.notes)
+
+
+def test_a_tsa_bundle_that_holds_no_certificate_is_a_usage_error(
+    tsa_cases: dict[str, Path], cli: Any, tmp_path: Path
+) -> None:
+    workdir = tsa_cases["good"]
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    bad = tmp_path / "bundle.pem"
+    bad.write_bytes(b"-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
+    for args in (
+        ["bernstein", "audit-verify", "--tsa-bundle", str(bad)],
+        ["verify", "--tsa-bundle", str(bad)],
+        ["verify", "--tsa-bundle", str(tmp_path / "absent.pem")],
+    ):
+        result = cli(*args, ledger=ledger)
+        assert result.code == 64, (args, result.out, result.err)
+        assert "--tsa-bundle" in result.err

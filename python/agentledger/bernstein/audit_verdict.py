@@ -3,10 +3,11 @@
 bernstein's command runs "pillars" and exits 1 when any fails (or when ``.sdd/audit``
 is absent), 0 otherwise (docs/BERNSTEIN.md §13). The pillars that read the audit folder
 are redone here: the HMAC chain, the Merkle seal, the checkpoints (ledger, pointer,
-extension), the RFC 3161 anchors (their tokens' imprints; no trust bundle) and the
-witness co-signatures. Of the others, the lineage activity pillar is named as not
-reproduced when the lineage store's log exists (it passes without one), never guessed;
-the rest read files outside ``.sdd/audit`` and ``.sdd/lineage``.
+extension), the RFC 3161 anchors (their tokens' imprints, and their TSAs against a trust
+bundle when one is given) and the witness co-signatures. Of the others, the lineage
+activity pillar is named as not reproduced when the lineage store's log exists (it passes
+without one), never guessed; the rest read files outside ``.sdd/audit`` and
+``.sdd/lineage``.
 
 ``sealed_history.py`` turns the same reading (``read_folder``) into strict findings, and
 adds what bernstein lets pass.
@@ -20,6 +21,8 @@ import json
 import posixpath
 from dataclasses import dataclass, field
 from typing import Any
+
+from cryptography import x509
 
 from agentledger import _core
 from agentledger.bernstein import checkpoints as cp
@@ -300,10 +303,12 @@ def audit_verdict(
     master: bytes | None,
     *,
     witness: bytes | None = None,
+    tsa_bundle: list[x509.Certificate] | None = None,
     folder: AuditFolder | None = None,
     chain: AuditChain | None = None,
 ) -> AuditVerdict:
-    """``bernstein audit verify`` (with ``--witness-key`` when ``witness`` is given)."""
+    """``bernstein audit verify`` (with ``--witness-key`` when ``witness`` is given, and
+    ``--rfc3161-trusted-tsa-bundle`` when ``tsa_bundle`` is)."""
     folder = folder if folder is not None else read_folder(workdir)
     if folder.segments and master is not None and folder.chain is None:
         folder.chain = verify_audit(folder.segments, master)
@@ -313,7 +318,7 @@ def audit_verdict(
     verdict.pillars.append(_hmac_pillar(folder, master, chain))
     verdict.pillars.append(_merkle_pillar(folder, workdir))
     verdict.pillars.append(_checkpoint_pillar(folder, master))
-    verdict.pillars.append(_anchor_pillar(folder, master))
+    verdict.pillars.append(_anchor_pillar(folder, master, tsa_bundle))
     verdict.pillars.append(_witness_pillar(folder, master, witness))
     verdict.not_reproduced += [
         f"{path} (over {MAX_DOCUMENT_BYTES} bytes)" for path in folder.oversized
@@ -398,13 +403,15 @@ def known_roots(folder: AuditFolder, master: bytes | None) -> set[str] | None:
     return {str(c.get("root_hash", "")) for c in ledger.checkpoints}
 
 
-def _anchor_pillar(folder: AuditFolder, master: bytes | None) -> Pillar:
+def _anchor_pillar(
+    folder: AuditFolder, master: bytes | None, tsa_bundle: list[x509.Certificate] | None
+) -> Pillar:
     pillar = Pillar("External Anchors", True)
     anchors, problem = read_anchors(folder.anchors)
     if problem is not None:
         return Pillar(pillar.name, False, [problem])
     for anchor in anchors:
-        reason = token_problem(anchor)
+        reason = token_problem(anchor, tsa_bundle)
         if reason is not None:
             pillar.problems.append(f"anchors.jsonl:{anchor.line}: {reason}")
     if not pillar.problems:

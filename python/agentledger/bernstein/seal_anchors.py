@@ -4,7 +4,7 @@
 (``head_sha256``) and an external proof that it existed: an RFC 3161 token whose message
 imprint is the head's 32 bytes, or a transparency-log inclusion proof. Strict compares
 the head with the journal the ledger holds (a cut or changed tail moves it) and, for a
-token, its imprint with the head (asn1crypto, ``anchors.message_imprint``). The TSA's
+token, its imprint with the head (``rfc3161_token.message_imprint``). The TSA's
 signature and the log's proof are not checked here.
 """
 
@@ -16,7 +16,7 @@ import json
 import posixpath
 from dataclasses import dataclass
 
-from agentledger.bernstein.anchors import message_imprint
+from agentledger.bernstein.rfc3161_token import message_imprint
 from agentledger.limits import MAX_DOCUMENT_BYTES
 
 ANCHOR_NAME = "seal_anchor.json"

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import click
+from cryptography import x509
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
@@ -19,12 +20,13 @@ from agentledger.bernstein.audit_verdict import audit_verdict, witness_key
 from agentledger.bernstein.format import journal_path, valid_run_id
 from agentledger.bernstein.receipt_verdict import ReceiptVerdict, pem_public_key, verify_receipt
 from agentledger.bernstein.run_receipts import receipt_path
+from agentledger.bernstein.tsa_trust import load_trust_bundle
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.cli import arguments
 from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option
 from agentledger.display import safe, styled
-from agentledger.errors import ExitCode, InvalidInput, NotFound
-from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
+from agentledger.errors import BadArgument, ExitCode, InvalidInput, NotFound
+from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_KEY_FILE_BYTES, read_capped
 
 
 @click.group("import", cls=AppGroup)
@@ -230,25 +232,38 @@ def bernstein_group() -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="The witness's Ed25519 public key (PEM or 32 raw bytes): check the co-signatures.",
 )
+@click.option(
+    "--tsa-bundle",
+    "tsa_bundle_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Trusted TSA certificates (PEM, or one DER): authenticate the RFC 3161 anchors.",
+)
 @json_option
 @click.pass_obj
 def bernstein_audit_verify(
-    app: AppContext, audit_key_file: Path | None, witness_key_file: Path | None, as_json: bool
+    app: AppContext,
+    audit_key_file: Path | None,
+    witness_key_file: Path | None,
+    tsa_bundle_file: Path | None,
+    as_json: bool,
 ) -> int:
     """What `bernstein audit verify` says of the imported .sdd/audit: its exit code.
 
     \b
     The pillars that read the audit folder are redone on the imported bytes: the HMAC
-    chain, the Merkle seal, the signed checkpoints and the witness co-signatures.
-    Exit 0 when they pass, 1 when one fails or no audit folder was imported (bernstein's
-    codes, not agentledger's). Pillars whose files exist but are not redone (RFC 3161
-    anchors, the lineage spine) are listed: the code may then differ from bernstein's.
-    `verify` (strict) reports the same evidence as findings, and more.
+    chain, the Merkle seal, the signed checkpoints, the RFC 3161 anchors (their TSAs
+    authenticated with --tsa-bundle, as bernstein's --rfc3161-trusted-tsa-bundle) and the
+    witness co-signatures. Exit 0 when they pass, 1 when one fails or no audit folder was
+    imported (bernstein's codes, not agentledger's); 64 for a bundle that holds no
+    certificate. Pillars whose files exist but are not redone are listed: the code may
+    then differ from bernstein's. `verify` (strict) reports the same evidence as
+    findings, and more.
 
     \b
     Examples:
       agentledger bernstein audit-verify --audit-key audit.key
       agentledger bernstein audit-verify --audit-key audit.key --witness-key w.pub --json
+      agentledger bernstein audit-verify --audit-key audit.key --tsa-bundle tsa-roots.pem
     """
     arguments.audit_key_file(audit_key_file)
     master = None
@@ -261,8 +276,11 @@ def bernstein_audit_verify(
             witness = witness_key(read_capped(witness_key_file, MAX_KEY_FILE_BYTES, "a key"))
         except ValueError as exc:
             raise InvalidInput(f"--witness-key {witness_key_file}: {exc}", code="bad-key") from None
+    tsa_bundle = tsa_bundle_option(tsa_bundle_file)
     with app.open_ledger(readonly=True) as ledger, ledger.db.snapshot() as conn:
-        verdict = audit_verdict(LedgerWorkdir(conn, ledger.blobs), master, witness=witness)
+        verdict = audit_verdict(
+            LedgerWorkdir(conn, ledger.blobs), master, witness=witness, tsa_bundle=tsa_bundle
+        )
     if as_json:
         emit_json(verdict.to_json())
         return verdict.code
@@ -278,6 +296,17 @@ def bernstein_audit_verify(
         console.print(styled("[yellow]not redone[/] {name}: its files exist", name=name))
     console.print(f"bernstein audit verify would exit {verdict.code}")
     return verdict.code
+
+
+def tsa_bundle_option(path: Path | None) -> list[x509.Certificate] | None:
+    """``--tsa-bundle``: the trusted TSA certificates, or a usage error (exit 64)."""
+    if path is None:
+        return None
+    arguments.input_file(path, "--tsa-bundle")
+    try:
+        return load_trust_bundle(read_capped(path, MAX_DOCUMENT_BYTES, "a trust bundle"))
+    except (OSError, ValueError) as exc:
+        raise BadArgument(f"--tsa-bundle {path}: {exc}", code="bad-tsa-bundle") from None
 
 
 @bernstein_group.command("receipt-verify")

@@ -34,6 +34,12 @@ from agentledger.verify import VerifyOptions
 @click.option(
     "--incremental", is_flag=True, help="Re-check only what the last checkpoint does not cover."
 )
+@click.option(
+    "--tsa-bundle",
+    "tsa_bundle_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Trusted TSA certificates (PEM): authenticate imported bernstein RFC 3161 anchors.",
+)
 @verify_options
 @width_option
 @json_option
@@ -46,6 +52,7 @@ def verify(
     html: Path | None,
     checkpoint_file: Path | None,
     incremental: bool,
+    tsa_bundle_file: Path | None,
     trust: tuple[str, ...],
     audit_key_file: Path | None,
     compat: str | None,
@@ -76,6 +83,11 @@ def verify(
         compat=compat,
         checkpoint_file=arguments.checkpoint_file(checkpoint_file),
         incremental=incremental,
+        tsa_bundle_file=(
+            None
+            if tsa_bundle_file is None
+            else arguments.input_file(tsa_bundle_file, "--tsa-bundle")
+        ),
     )
     with app.open_ledger(readonly=True) as ledger:
         before = run_status.heads(ledger)

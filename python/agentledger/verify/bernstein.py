@@ -38,10 +38,11 @@ from agentledger.bernstein.lineage import (
 from agentledger.bernstein.run_receipts import RECEIPT_NAME, head_problem, read_claim, receipt_path
 from agentledger.bernstein.seal_anchors import ANCHOR_NAME, seal_anchor_path, seal_anchor_problems
 from agentledger.bernstein.sealed_history import sealed_history
+from agentledger.bernstein.tsa_trust import load_trust_bundle
 from agentledger.bernstein.verifier import verify_ledger_runs
 from agentledger.bernstein.workdir import LedgerWorkdir
-from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
-from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
+from agentledger.errors import AgentLedgerError, BadArgument, ExitCode, InvalidInput
+from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_KEY_FILE_BYTES, read_capped
 from agentledger.storage import native
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
@@ -421,6 +422,17 @@ def _master_key(ctx: VerifyContext) -> bytes | None:
         raise InvalidInput(f"cannot read the audit key: {exc}", code="audit-key") from None
 
 
+def _tsa_bundle(ctx: VerifyContext) -> list[Any] | None:
+    """``--tsa-bundle``'s certificates; a bundle that holds none is a usage error."""
+    path = ctx.options.tsa_bundle_file
+    if path is None:
+        return None
+    try:
+        return load_trust_bundle(read_capped(Path(path), MAX_DOCUMENT_BYTES, "a trust bundle"))
+    except (OSError, ValueError) as exc:
+        raise BadArgument(f"--tsa-bundle {path}: {exc}", code="bad-tsa-bundle") from None
+
+
 def _check_sealed_history(
     ctx: VerifyContext,
     workdir: LedgerWorkdir,
@@ -440,7 +452,9 @@ def _check_sealed_history(
                 "undetectable here"
             )
         return
-    history = sealed_history(workdir, folder, master, trusted_keys(ctx.options.trust))
+    history = sealed_history(
+        workdir, folder, master, trusted_keys(ctx.options.trust), _tsa_bundle(ctx)
+    )
     for finding in history.findings:
         ctx.diverged(
             None, _div(None, None, finding.check, finding.expected, finding.actual, finding.subject)

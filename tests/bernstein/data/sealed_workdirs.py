@@ -3,6 +3,7 @@
     python sealed_workdirs.py make OUT
     python sealed_workdirs.py receipt-status RECEIPT[,PUBLIC_KEY_PEM]...
     python sealed_workdirs.py spine-status WORKDIR RUN...
+    python sealed_workdirs.py audit SPEC_JSON...
 
 Run as a child process: the wheel (fetched into the bench cache by
 ``benches/bernstein_peer.py``) is imported through that script's shim, which must not
@@ -25,6 +26,16 @@ is ``OUT/receipt.pem``; ``OUT/stranger.pem`` is another key). Every run's
 journal is sealed into its lineage spine, as ``seal_journal_into_spine`` seals it at
 finalization (``LineageSpine.record_entry``: the journal's bytes, step
 ``replay-journal-head:<head>``, keyed by the audit key).
+
+``OUT/tsa/`` holds a test TSA's trust bundle (``bundle.pem``: a root CA made by
+``tsa_tokens.py``) and, per variant in ``TSA_VARIANTS``, an ``anchors.jsonl`` anchoring the
+newest checkpoint with a token that TSA (or another) signed, recorded by bernstein's
+``record_anchor`` (the tampered one, which it refuses, is written in its format).
+
+``audit`` is ``bernstein audit verify``'s audit-folder pillars, like the bench's ``audit``
+command, with the options it cannot pass: each SPEC_JSON is ``{"workdir", "witness_key",
+"tsa_bundle", "witness_state"}`` (all but the first optional); one ``AUDIT {json}`` line
+each.
 
 ``receipt-status`` prints, per receipt file (pinned to the key that follows it), the
 ``{"status", "tier"}`` bernstein's ``verify_run_receipt`` gives it, as ``bernstein verify
@@ -180,6 +191,60 @@ def _seal_anchor(out: Path) -> None:
     seal_anchor.write_anchor(run / seal_anchor.ANCHOR_FILENAME, anchor)
 
 
+TSA_VARIANTS = (
+    "good",
+    "intermediate_ec",
+    "untrusted",
+    "expired",
+    "expired_since",
+    "no_timestamping_usage",
+    "tampered_imprint",
+)
+"""The anchors files of ``OUT/tsa``: what each token is is in ``_tsa_anchors``."""
+
+
+def _tsa_anchors(out: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    tsa = _load("tsa_tokens")
+    anchors = _load("bernstein.core.persistence.checkpoint_anchor")
+    audit = out / ".sdd" / "audit"
+    checkpoint = json.loads((audit / "checkpoints" / "latest.json").read_bytes())["payload"]
+    digest = anchors.checkpoint_digest(checkpoint)
+    root, stranger = tsa.root_ca("test TSA root"), tsa.root_ca("stranger root")
+    intermediate = tsa.issue(root, "test TSA intermediate", ca=True, rsa_key=False)
+    early, late = tsa.GEN_TIME.replace(year=2020), tsa.GEN_TIME.replace(year=2021)
+    tokens = {
+        "good": tsa.token(tsa.issue(root, "test TSA"), digest),
+        "intermediate_ec": tsa.token(
+            tsa.issue(intermediate, "test TSA (EC)", rsa_key=False),
+            digest,
+            chain=(intermediate,),
+        ),
+        "untrusted": tsa.token(tsa.issue(stranger, "stranger TSA"), digest),
+        # expired before it signed: no valid path at the token's time
+        "expired": tsa.token(tsa.issue(root, "old TSA", not_before=early, not_after=late), digest),
+        # valid when it signed, expired since (both verifiers judge at genTime)
+        "expired_since": tsa.token(
+            tsa.issue(root, "retired TSA", not_after=tsa.GEN_TIME.replace(month=6)), digest
+        ),
+        "no_timestamping_usage": tsa.token(tsa.issue(root, "plain", timestamping=False), digest),
+    }
+    folder = out / "tsa"
+    folder.mkdir()
+    (folder / "bundle.pem").write_bytes(root.pem())
+    for name, token in tokens.items():
+        scratch = folder / name
+        anchors.record_anchor(scratch, checkpoint, token, tsa_url="https://tsa.invalid")
+        (scratch / "checkpoints" / "anchors.jsonl").rename(folder / f"{name}.jsonl")
+        shutil.rmtree(scratch)
+    other = hashlib.sha256(b"another checkpoint").digest()
+    tampered = tsa.token(tsa.issue(root, "test TSA"), digest, imprint_after_signing=other)
+    doc = json.loads((folder / "good.jsonl").read_bytes())
+    doc.update(payload_sha256=other.hex(), token_b64=base64.b64encode(tampered).decode())
+    line = json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n"
+    (folder / "tampered_imprint.jsonl").write_text(line)
+
+
 def make(out: Path) -> None:
     sys.path.insert(0, str(BENCHES))
     peer = _load("bernstein_peer")
@@ -199,8 +264,39 @@ def make(out: Path) -> None:
     _seal_journals(out, key)  # then the receipt, which embeds the spine, as at finalization
     _receipt(out)
     _seal_anchor(out)
+    _tsa_anchors(out)
     (out / "witness.pub").write_bytes(_raw_public(WITNESS_SEED))
     (out / "stranger.pub").write_bytes(_raw_public(STRANGER_SEED))
+
+
+def bernstein_audit(peer: Any, spec: dict[str, str]) -> dict[str, Any]:
+    """``bernstein audit verify [--witness-key K] [--rfc3161-trusted-tsa-bundle B]
+    [--witness-state S]`` in ``spec["workdir"]``: its audit-folder pillars, run with
+    bernstein's own functions (as the bench's ``peer_audit`` runs them), and the command's
+    exit code."""
+    import contextlib
+    import io
+    import os
+
+    workdir = Path(spec["workdir"]).resolve()
+    key_file = workdir / "audit.key"
+    key_file.chmod(0o600)  # bernstein refuses a key others can read
+    os.environ["BERNSTEIN_AUDIT_KEY_PATH"] = str(key_file)
+    os.chdir(workdir)  # the command reads .sdd/audit from the working directory
+    audit_cmd = _load("bernstein.cli.commands.audit_cmd")
+    arguments: dict[str, tuple[Any, ...]] = {
+        "_verify_anchors": (spec.get("tsa_bundle"),),
+        "_verify_witness": (spec.get("witness_key"), spec.get("witness_state")),
+    }
+    pillars: dict[str, bool | str] = {}
+    for name in peer.AUDIT_PILLARS:
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                pillars[name] = bool(getattr(audit_cmd, name)(*arguments.get(name, ())))
+        except Exception as exc:  # the command dies on it: exit 1
+            pillars[name] = f"raises {type(exc).__name__}"
+    code = 0 if all(value is True for value in pillars.values()) else 1
+    return {"code": code, "pillars": pillars}
 
 
 def main() -> None:
@@ -208,6 +304,7 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("make").add_argument("out", type=Path)
     sub.add_parser("receipt-status").add_argument("receipts", nargs="+")
+    sub.add_parser("audit").add_argument("specs", nargs="+")
     spines = sub.add_parser("spine-status")
     spines.add_argument("workdir", type=Path)
     spines.add_argument("runs", nargs="+")
@@ -217,6 +314,11 @@ def main() -> None:
         return
     sys.path.insert(0, str(BENCHES))
     peer = _load("bernstein_peer")
+    if args.command == "audit":
+        peer.install_cli_shim(peer.peer_dirs(peer.DEFAULT_CACHE))
+        for spec in args.specs:
+            print("AUDIT " + json.dumps(bernstein_audit(peer, json.loads(spec))), flush=True)
+        return
     peer.install_shim(peer.peer_dirs(peer.DEFAULT_CACHE))
     if args.command == "receipt-status":
         verify = _load("bernstein.core.replay.run_receipt").verify_run_receipt
