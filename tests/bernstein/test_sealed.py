@@ -704,3 +704,117 @@ def test_a_tsa_bundle_that_holds_no_certificate_is_a_usage_error(
         result = cli(*args, ledger=ledger)
         assert result.code == 64, (args, result.out, result.err)
         assert "--tsa-bundle" in result.err
+
+
+# ---- the witness's own state (--witness-state) ---------------------------------------------
+
+
+def roll_back_with_the_cosignatures(wd: Path) -> None:
+    """Chain, seal, checkpoints and co-signatures rolled back together to the first seal:
+    only the witness's own state (outside the workdir) remembers the longer history."""
+    shutil.rmtree(wd / AUDIT)
+    shutil.copytree(wd / "first-audit", wd / AUDIT)
+
+
+def _edit_pins(wd: Path, **changes: Any) -> None:
+    for pin in (wd / "witness-state").glob("*.json"):
+        doc = json.loads(pin.read_bytes())
+        doc.update(changes)
+        pin.write_text(json.dumps(doc) + "\n")
+
+
+def unreadable_pin_count(wd: Path) -> None:
+    """A pin whose count bernstein's reader cannot turn into an integer: it raises."""
+    _edit_pins(wd, entry_count="many")
+
+
+def roll_back_under_a_pin_of_another_version(wd: Path) -> None:
+    """The rollback, but the witness's pin is of a version bernstein does not read."""
+    roll_back_with_the_cosignatures(wd)
+    _edit_pins(wd, version=2)
+
+
+STATE_CASES: dict[str, Callable[[Path], None]] = {
+    f.__name__: f
+    for f in (
+        untouched,
+        roll_back_everything,
+        roll_back_with_the_cosignatures,
+        unreadable_pin_count,
+        roll_back_under_a_pin_of_another_version,
+    )
+}
+FAILS_WITH_THE_STATE = {
+    "roll_back_everything",
+    "roll_back_with_the_cosignatures",
+    "unreadable_pin_count",
+}
+
+
+@pytest.fixture(scope="module")
+def state_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("state")
+    made = {}
+    for name, tamper in STATE_CASES.items():
+        shutil.copytree(sealed, root / name)
+        tamper(root / name)
+        made[name] = root / name
+    return made
+
+
+@pytest.fixture(scope="module")
+def bernstein_says_state(state_cases: dict[str, Path]) -> dict[tuple[str, bool], dict[str, Any]]:
+    """bernstein's audit verify --witness-key per (case, with --witness-state)."""
+    specs = []
+    for name, workdir in state_cases.items():
+        spec = {"workdir": str(workdir), "witness_key": str((workdir / "witness.pub").resolve())}
+        specs.append((name, False, spec))
+        specs.append((name, True, {**spec, "witness_state": str(workdir / "witness-state")}))
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "audit"] + [json.dumps(spec) for _, _, spec in specs],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [
+        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
+    ]
+    assert len(answers) == len(specs)
+    return {(name, stated): a for (name, stated, _), a in zip(specs, answers, strict=True)}
+
+
+def test_the_state_cases_are_what_they_claim(
+    bernstein_says_state: dict[tuple[str, bool], Any],
+) -> None:
+    for name in STATE_CASES:
+        without = 1 if name == "roll_back_everything" else 0
+        assert bernstein_says_state[(name, False)]["code"] == without, name
+        with_state = 1 if name in FAILS_WITH_THE_STATE else 0
+        assert bernstein_says_state[(name, True)]["code"] == with_state, name
+    raised = bernstein_says_state[("unreadable_pin_count", True)]["pillars"]["_verify_witness"]
+    assert raised == "raises ValueError"
+
+
+@pytest.mark.parametrize("name", sorted(STATE_CASES))
+@pytest.mark.parametrize("stated", [False, True], ids=["no-state", "witness-state"])
+def test_compat_exit_code_with_the_witness_state_is_bernsteins(
+    name: str,
+    stated: bool,
+    state_cases: dict[str, Path],
+    bernstein_says_state: dict[tuple[str, bool], Any],
+    cli: Any,
+    tmp_path: Path,
+) -> None:
+    workdir = state_cases[name]
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    args = ["bernstein", "audit-verify", "--audit-key", str(workdir / "audit.key"), "--json"]
+    args += ["--witness-key", str(workdir / "witness.pub")]
+    if stated:
+        args += ["--witness-state", str(workdir / "witness-state")]
+    result = cli(*args, ledger=ledger)
+    theirs = bernstein_says_state[(name, stated)]
+    assert result.code == theirs["code"], (result.out, theirs)
+    witness = next(p for p in result.json()["pillars"] if p["name"] == "Witness Co-signatures")
+    assert witness["ok"] is (theirs["pillars"]["_verify_witness"] is True), witness

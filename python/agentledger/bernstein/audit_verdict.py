@@ -19,6 +19,7 @@ import base64
 import binascii
 import json
 import posixpath
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,7 @@ from agentledger.bernstein.seal import (
     parse_seal,
     seal_paths,
 )
+from agentledger.bernstein.witness_state import WitnessClaim, state_claims
 from agentledger.bernstein.workdir import UNDECODABLE_ARCHIVE, Workdir
 from agentledger.limits import MAX_DOCUMENT_BYTES
 
@@ -201,6 +203,10 @@ class Cosignature:
     payload_sha256: str
     signature_b64: str
 
+    @property
+    def where(self) -> str:
+        return f"cosignatures.jsonl:{self.line}"
+
 
 def read_cosignatures(raw: bytes | None) -> tuple[list[Cosignature], str | None]:
     """The co-signature lines and the first reason the file fails to read (bernstein
@@ -303,12 +309,14 @@ def audit_verdict(
     master: bytes | None,
     *,
     witness: bytes | None = None,
+    witness_state: Callable[[str], bytes | None] | None = None,
     tsa_bundle: list[x509.Certificate] | None = None,
     folder: AuditFolder | None = None,
     chain: AuditChain | None = None,
 ) -> AuditVerdict:
     """``bernstein audit verify`` (with ``--witness-key`` when ``witness`` is given, and
-    ``--rfc3161-trusted-tsa-bundle`` when ``tsa_bundle`` is)."""
+    ``--rfc3161-trusted-tsa-bundle`` when ``tsa_bundle`` is, ``--witness-state`` when
+    ``witness_state`` reads a state folder's file by name)."""
     folder = folder if folder is not None else read_folder(workdir)
     if folder.segments and master is not None and folder.chain is None:
         folder.chain = verify_audit(folder.segments, master)
@@ -319,7 +327,7 @@ def audit_verdict(
     verdict.pillars.append(_merkle_pillar(folder, workdir))
     verdict.pillars.append(_checkpoint_pillar(folder, master))
     verdict.pillars.append(_anchor_pillar(folder, master, tsa_bundle))
-    verdict.pillars.append(_witness_pillar(folder, master, witness))
+    verdict.pillars.append(_witness_pillar(folder, master, witness, witness_state))
     verdict.not_reproduced += [
         f"{path} (over {MAX_DOCUMENT_BYTES} bytes)" for path in folder.oversized
     ]
@@ -422,7 +430,12 @@ def _anchor_pillar(
     return pillar
 
 
-def _witness_pillar(folder: AuditFolder, master: bytes | None, witness: bytes | None) -> Pillar:
+def _witness_pillar(
+    folder: AuditFolder,
+    master: bytes | None,
+    witness: bytes | None,
+    witness_state: Callable[[str], bytes | None] | None,
+) -> Pillar:
     pillar = Pillar("Witness Co-signatures", True)
     cosignatures, problem = read_cosignatures(folder.cosignatures)
     if problem is not None:
@@ -433,27 +446,41 @@ def _witness_pillar(folder: AuditFolder, master: bytes | None, witness: bytes | 
         reason = cosignature_problem(cosignature, witness)
         if reason is not None:
             pillar.problems.append(f"cosignatures.jsonl:{cosignature.line}: {reason}")
-    if not pillar.problems:
-        pillar.problems = witness_contradictions(cosignatures, folder, master)
+    if pillar.problems:
+        pillar.ok = False
+        return pillar
+    claims: list[Cosignature | WitnessClaim] = list(cosignatures)
+    if witness_state is not None:
+        # The witness's pins for the co-signed origins and the chain's own (sorted, as
+        # bernstein reads them), which a rollback of the log host cannot delete.
+        origins = {c.origin for c in cosignatures}
+        local = folder.origin_and_count()[0]
+        if local is not None:
+            origins.add(local)
+        try:
+            claims += state_claims(witness_state, sorted(origins))
+        except ValueError as exc:
+            return Pillar(pillar.name, False, [str(exc)])
+    pillar.problems = witness_contradictions(claims, folder, master)
     pillar.ok = not pillar.problems
     return pillar
 
 
 def witness_contradictions(
-    cosignatures: list[Cosignature], folder: AuditFolder, master: bytes | None
+    claims: Sequence[Cosignature | WitnessClaim], folder: AuditFolder, master: bytes | None
 ) -> list[str]:
-    """How the history contradicts verified co-signatures: fewer records than the
-    strongest claim, another origin, or (with the key) a co-signed root that no checkpoint
-    on record holds any more."""
-    if not cosignatures:
+    """How the history contradicts what a witness stands behind (verified co-signatures,
+    its own state): fewer records than the strongest claim, another origin, or (with the
+    key) a witnessed root that no checkpoint on record holds any more."""
+    if not claims:
         return []
     found = []
-    strongest = max(cosignatures, key=lambda c: c.entry_count)
+    strongest = max(claims, key=lambda c: c.entry_count)
     origin, count = folder.origin_and_count()
     if count < strongest.entry_count:
         found.append(
             f"chain holds {count} records; a witness co-signed {strongest.entry_count} "
-            f"(cosignatures.jsonl:{strongest.line})"
+            f"({strongest.where})"
         )
     if origin is not None and strongest.origin and origin != strongest.origin:
         found.append(f"chain origin {origin[:16]}… is not the witnessed {strongest.origin[:16]}…")
@@ -461,8 +488,8 @@ def witness_contradictions(
     if roots is not None:
         found.extend(
             f"witnessed checkpoint root {c.checkpoint_root[:16]}… is no longer on record "
-            f"(cosignatures.jsonl:{c.line})"
-            for c in cosignatures
+            f"({c.where})"
+            for c in claims
             if c.checkpoint_root not in roots
         )
     return found

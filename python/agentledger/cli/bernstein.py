@@ -233,6 +233,12 @@ def bernstein_group() -> None:
     help="The witness's Ed25519 public key (PEM or 32 raw bytes): check the co-signatures.",
 )
 @click.option(
+    "--witness-state",
+    "witness_state_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The witness's own state folder: its pins survive a rollback of the co-signatures.",
+)
+@click.option(
     "--tsa-bundle",
     "tsa_bundle_file",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -244,6 +250,7 @@ def bernstein_audit_verify(
     app: AppContext,
     audit_key_file: Path | None,
     witness_key_file: Path | None,
+    witness_state_dir: Path | None,
     tsa_bundle_file: Path | None,
     as_json: bool,
 ) -> int:
@@ -253,7 +260,8 @@ def bernstein_audit_verify(
     The pillars that read the audit folder are redone on the imported bytes: the HMAC
     chain, the Merkle seal, the signed checkpoints, the RFC 3161 anchors (their TSAs
     authenticated with --tsa-bundle, as bernstein's --rfc3161-trusted-tsa-bundle) and the
-    witness co-signatures. Exit 0 when they pass, 1 when one fails or no audit folder was
+    witness co-signatures (with --witness-key; --witness-state adds the witness's own
+    pins). Exit 0 when they pass, 1 when one fails or no audit folder was
     imported (bernstein's codes, not agentledger's); 64 for a bundle that holds no
     certificate. Pillars whose files exist but are not redone are listed: the code may
     then differ from bernstein's. `verify` (strict) reports the same evidence as
@@ -277,9 +285,16 @@ def bernstein_audit_verify(
         except ValueError as exc:
             raise InvalidInput(f"--witness-key {witness_key_file}: {exc}", code="bad-key") from None
     tsa_bundle = tsa_bundle_option(tsa_bundle_file)
+    witness_state = None
+    if witness_state_dir is not None:
+        witness_state = _state_reader(arguments.input_folder(witness_state_dir, "--witness-state"))
     with app.open_ledger(readonly=True) as ledger, ledger.db.snapshot() as conn:
         verdict = audit_verdict(
-            LedgerWorkdir(conn, ledger.blobs), master, witness=witness, tsa_bundle=tsa_bundle
+            LedgerWorkdir(conn, ledger.blobs),
+            master,
+            witness=witness,
+            witness_state=witness_state,
+            tsa_bundle=tsa_bundle,
         )
     if as_json:
         emit_json(verdict.to_json())
@@ -296,6 +311,16 @@ def bernstein_audit_verify(
         console.print(styled("[yellow]not redone[/] {name}: its files exist", name=name))
     console.print(f"bernstein audit verify would exit {verdict.code}")
     return verdict.code
+
+
+def _state_reader(folder: Path) -> Callable[[str], bytes | None]:
+    """A witness state folder's files by name (hashed origins), None when absent."""
+
+    def read(name: str) -> bytes | None:
+        path = folder / name
+        return read_capped(path, MAX_DOCUMENT_BYTES, "a witness pin") if path.is_file() else None
+
+    return read
 
 
 def tsa_bundle_option(path: Path | None) -> list[x509.Certificate] | None:
