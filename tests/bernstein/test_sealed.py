@@ -818,3 +818,124 @@ def test_compat_exit_code_with_the_witness_state_is_bernsteins(
     assert result.code == theirs["code"], (result.out, theirs)
     witness = next(p for p in result.json()["pillars"] if p["name"] == "Witness Co-signatures")
     assert witness["ok"] is (theirs["pillars"]["_verify_witness"] is True), witness
+
+
+# ---- the lineage store's activity ----------------------------------------------------------
+
+LINEAGE_LOG = Path(".sdd/lineage/log.jsonl")
+
+
+def _lineage_log(wd: Path, name: str) -> None:
+    shutil.copyfile(wd / "lineage-store" / f"{name}.jsonl", wd / LINEAGE_LOG)
+
+
+def lineage_active(wd: Path) -> None:
+    _lineage_log(wd, "active")
+
+
+def lineage_orphan(wd: Path) -> None:
+    _lineage_log(wd, "orphan")
+
+
+def lineage_revoked(wd: Path) -> None:
+    """The first entry revoked by a record the audit chain holds (appended after the seal)."""
+    _lineage_log(wd, "active")
+    shutil.rmtree(wd / AUDIT)
+    shutil.copytree(wd / "lineage-store" / "revoked-audit", wd / AUDIT)
+
+
+def lineage_unparsable(wd: Path) -> None:
+    _lineage_log(wd, "active")
+    with (wd / LINEAGE_LOG).open("ab") as handle:
+        handle.write(b"{not json\n")
+
+
+def lineage_refused_kind(wd: Path) -> None:
+    """An entry bernstein's constructor refuses (an unknown artefact kind): it raises."""
+    lines = (wd / "lineage-store" / "active.jsonl").read_bytes().splitlines(keepends=True)
+    lines[0] = lines[0].replace(b'"artefact_kind":"file"', b'"artefact_kind":"folder"')
+    (wd / LINEAGE_LOG).write_bytes(b"".join(lines))
+
+
+def lineage_edited_parent(wd: Path) -> None:
+    """The first entry edited: the second's parent no longer names an entry of the log."""
+    lines = (wd / "lineage-store" / "active.jsonl").read_bytes().splitlines(keepends=True)
+    lines[0] = lines[0].replace(b"call-first", b"call-forged")
+    (wd / LINEAGE_LOG).write_bytes(b"".join(lines))
+
+
+LINEAGE_CASES: dict[str, Callable[[Path], None]] = {
+    f.__name__: f
+    for f in (
+        lineage_active,
+        lineage_orphan,
+        lineage_revoked,
+        lineage_unparsable,
+        lineage_refused_kind,
+        lineage_edited_parent,
+    )
+}
+
+
+@pytest.fixture(scope="module")
+def lineage_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("lineage")
+    made = {}
+    for name, tamper in LINEAGE_CASES.items():
+        shutil.copytree(sealed, root / name)
+        tamper(root / name)
+        made[name] = root / name
+    return made
+
+
+@pytest.fixture(scope="module")
+def bernstein_says_lineage(lineage_cases: dict[str, Path]) -> dict[str, dict[str, Any]]:
+    names = list(lineage_cases)
+    specs = [json.dumps({"workdir": str(lineage_cases[name])}) for name in names]
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "audit", *specs],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [
+        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
+    ]
+    assert len(answers) == len(names)
+    return dict(zip(names, answers, strict=True))
+
+
+def test_the_lineage_cases_are_what_they_claim(
+    bernstein_says_lineage: dict[str, dict[str, Any]],
+) -> None:
+    pillars = {name: a["pillars"] for name, a in bernstein_says_lineage.items()}
+    assert pillars["lineage_active"]["_verify_lineage_active_set"] is True
+    assert bernstein_says_lineage["lineage_active"]["code"] == 0
+    for name in ("lineage_orphan", "lineage_revoked", "lineage_edited_parent"):
+        assert pillars[name]["_verify_lineage_active_set"] is False, name
+    for name in ("lineage_unparsable", "lineage_refused_kind"):
+        assert str(pillars[name]["_verify_lineage_active_set"]).startswith("raises"), name
+    # Only the lineage pillar differs from the untouched workdir's verdict.
+    others = {k: v for k, v in pillars["lineage_revoked"].items() if "lineage" not in k}
+    assert all(v is True for v in others.values()), others
+
+
+@pytest.mark.parametrize("name", sorted(LINEAGE_CASES))
+def test_compat_lineage_activity_is_bernsteins(
+    name: str,
+    lineage_cases: dict[str, Path],
+    bernstein_says_lineage: dict[str, dict[str, Any]],
+    cli: Any,
+    tmp_path: Path,
+) -> None:
+    workdir = lineage_cases[name]
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    args = ["bernstein", "audit-verify", "--audit-key", str(workdir / "audit.key"), "--json"]
+    result = cli(*args, ledger=ledger)
+    theirs = bernstein_says_lineage[name]
+    assert result.code == theirs["code"], (result.out, theirs)
+    assert result.json()["not_reproduced"] == []
+    lineage = next(p for p in result.json()["pillars"] if p["name"] == "Lineage Activity")
+    assert lineage["ok"] is (theirs["pillars"]["_verify_lineage_active_set"] is True), lineage

@@ -30,6 +30,7 @@ from agentledger.bernstein import checkpoints as cp
 from agentledger.bernstein.anchors import anchor_contradictions, read_anchors, token_problem
 from agentledger.bernstein.audit_chain import AuditChain, verify_audit
 from agentledger.bernstein.format import AUDIT_DIR, LINEAGE_DIR, SPKI_ED25519_PREFIX
+from agentledger.bernstein.lineage_activity import NotReproduced, lineage_activity
 from agentledger.bernstein.seal import (
     SealCheck,
     SealUnreadable,
@@ -331,10 +332,30 @@ def audit_verdict(
     verdict.not_reproduced += [
         f"{path} (over {MAX_DOCUMENT_BYTES} bytes)" for path in folder.oversized
     ]
-    if workdir.digest(LINEAGE_LOG) is not None:
-        # Which lineage entries revocations deactivate is not redone here.
+    lineage = _lineage_pillar(workdir, folder, master)
+    if lineage is None:
         verdict.not_reproduced.append(f"Lineage Activity ({LINEAGE_LOG})")
+    else:
+        verdict.pillars.append(lineage)
     return verdict
+
+
+def _lineage_pillar(workdir: Workdir, folder: AuditFolder, master: bytes | None) -> Pillar | None:
+    """bernstein's lineage activity pillar; None when it is not reproduced here."""
+    pillar = Pillar("Lineage Activity", True)
+    if not workdir.has_dir(LINEAGE_DIR):
+        return pillar
+    log = workdir.read(LINEAGE_LOG) if workdir.digest(LINEAGE_LOG) is not None else None
+    if log is not None and len(log) > MAX_DOCUMENT_BYTES:
+        return None
+    days = [data for _, data in sorted(folder.live.items())]
+    try:
+        found = lineage_activity(log, days, master is not None)
+    except NotReproduced:
+        return None
+    pillar.problems = found.problems
+    pillar.ok = not found.problems
+    return pillar
 
 
 def _hmac_pillar(folder: AuditFolder, master: bytes | None, chain: AuditChain | None) -> Pillar:

@@ -245,6 +245,49 @@ def _tsa_anchors(out: Path) -> None:
     (folder / "tampered_imprint.jsonl").write_text(line)
 
 
+def _lineage_store(out: Path, key: bytes) -> None:
+    """``OUT/lineage-store``: lineage store logs (``log.jsonl``) written by bernstein's
+    ``LineageStore.append``: ``active.jsonl`` (an entry and one derived from it),
+    ``orphan.jsonl`` (an entry whose parent the log lacks); and ``revoked-audit``, the
+    audit folder with one more record revoking the first entry (``AuditLog.log``)."""
+    entries = _load("bernstein.core.lineage.entry")
+    store_class = _load("bernstein.core.lineage.store").LineageStore
+    folder = out / "lineage-store"
+
+    def entry(name: str, parents: list[str], **extra: Any) -> Any:
+        return entries.LineageEntry(
+            v=1,
+            artefact_path=f"src/{name}.py",
+            artefact_kind="file",
+            content_hash="sha256:" + hashlib.sha256(name.encode()).hexdigest(),
+            parent_hashes=parents,
+            agent_id="agent-1",
+            agent_card_kid="kid-1",
+            tool_call_id=f"call-{name}",
+            span_id=f"span-{name}",
+            ts_ns=1767225600000000000,
+            operator_hmac="",
+            **extra,
+        )
+
+    def write(name: str, *items: Any) -> list[str]:
+        store = store_class(folder / name)
+        hashes = [store.append(item, jws="") for item in items]
+        (folder / name / "log.jsonl").rename(folder / f"{name}.jsonl")
+        shutil.rmtree(folder / name)
+        return hashes
+
+    first = entry("first", [])
+    hashes = write(
+        "active", first, entry("second", [entries.entry_hash(first)], trust_class="workspace")
+    )
+    write("orphan", entry("orphan", ["sha256:" + "0" * 64]))
+    shutil.copytree(out / ".sdd" / "audit", folder / "revoked-audit")
+    _load("bernstein.core.security.audit").AuditLog(folder / "revoked-audit", key=key).log(
+        "mandate.revocation", "operator", "mandate", "m-1", {"lineage_entry_hash": hashes[0]}
+    )
+
+
 def make(out: Path) -> None:
     sys.path.insert(0, str(BENCHES))
     peer = _load("bernstein_peer")
@@ -265,6 +308,7 @@ def make(out: Path) -> None:
     _receipt(out)
     _seal_anchor(out)
     _tsa_anchors(out)
+    _lineage_store(out, key)
     (out / "witness.pub").write_bytes(_raw_public(WITNESS_SEED))
     (out / "stranger.pub").write_bytes(_raw_public(STRANGER_SEED))
 
