@@ -939,3 +939,80 @@ def test_compat_lineage_activity_is_bernsteins(
     assert result.json()["not_reproduced"] == []
     lineage = next(p for p in result.json()["pillars"] if p["name"] == "Lineage Activity")
     assert lineage["ok"] is (theirs["pillars"]["_verify_lineage_active_set"] is True), lineage
+
+
+# ---- tears and their acknowledgements ------------------------------------------------------
+
+TEAR_VARIANTS = ("torn", "torn_sealed", "torn_acknowledged", "torn_acknowledged_elsewhere")
+"""``data/sealed_workdirs.py``'s ``OUT/tears/<variant>`` audit folders."""
+
+
+@pytest.fixture(scope="module")
+def tear_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("tears")
+    made = {}
+    for variant in TEAR_VARIANTS:
+        shutil.copytree(sealed, root / variant)
+        shutil.rmtree(root / variant / AUDIT)
+        shutil.copytree(sealed / "tears" / variant, root / variant / AUDIT)
+        made[variant] = root / variant
+    return made
+
+
+@pytest.fixture(scope="module")
+def bernstein_says_tears(tear_cases: dict[str, Path]) -> dict[str, dict[str, Any]]:
+    names = list(tear_cases)
+    specs = [json.dumps({"workdir": str(tear_cases[name])}) for name in names]
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "audit", *specs],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [
+        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
+    ]
+    assert len(answers) == len(names)
+    return dict(zip(names, answers, strict=True))
+
+
+def test_the_tear_cases_are_what_they_claim(bernstein_says_tears: dict[str, Any]) -> None:
+    hmac = {name: a["pillars"]["_verify_hmac_chain"] for name, a in bernstein_says_tears.items()}
+    assert hmac == {
+        "torn": False,
+        "torn_sealed": False,
+        "torn_acknowledged": True,
+        "torn_acknowledged_elsewhere": False,
+    }
+    assert bernstein_says_tears["torn_acknowledged"]["code"] == 0
+
+
+@pytest.mark.parametrize("name", TEAR_VARIANTS)
+def test_compat_tears_are_bernsteins(
+    name: str,
+    tear_cases: dict[str, Path],
+    bernstein_says_tears: dict[str, dict[str, Any]],
+    cli: Any,
+    tmp_path: Path,
+) -> None:
+    workdir = tear_cases[name]
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    args = ["bernstein", "audit-verify", "--audit-key", str(workdir / "audit.key"), "--json"]
+    result = cli(*args, ledger=ledger)
+    theirs = bernstein_says_tears[name]
+    assert result.code == theirs["code"], (result.out, theirs)
+    hmac = next(p for p in result.json()["pillars"] if p["name"] == "HMAC Chain")
+    assert hmac["ok"] is theirs["pillars"]["_verify_hmac_chain"], hmac
+
+
+@pytest.mark.parametrize("name", TEAR_VARIANTS)
+def test_strict_reports_every_tear_even_acknowledged(
+    name: str, tear_cases: dict[str, Path], tmp_path: Path
+) -> None:
+    """An acknowledgement says an operator looked; the records are still lost or damaged,
+    so strict keeps the finding."""
+    workdir = tear_cases[name]
+    outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
+    assert "bernstein.audit.chain" in outcome.workspace, outcome.workspace

@@ -29,6 +29,7 @@ from agentledger import _core
 from agentledger.bernstein import checkpoints as cp
 from agentledger.bernstein.anchors import anchor_contradictions, read_anchors, token_problem
 from agentledger.bernstein.audit_chain import AuditChain, verify_audit
+from agentledger.bernstein.audit_tears import unresolved_damage
 from agentledger.bernstein.format import AUDIT_DIR, LINEAGE_DIR, SPKI_ED25519_PREFIX
 from agentledger.bernstein.lineage_activity import NotReproduced, lineage_activity
 from agentledger.bernstein.seal import (
@@ -371,7 +372,12 @@ def _hmac_pillar(folder: AuditFolder, master: bytes | None, chain: AuditChain | 
         if chain is not None and chain.authenticated
         else verify_audit(folder.segments, master)
     )
-    pillar.problems = [f"{p.segment} line {p.line}: {p.reason}" for p in chain.problems]
+    if chain.problems:
+        # Crash-shaped damage is a tear, which a chain.tear_acknowledged record clears.
+        try:
+            pillar.problems = unresolved_damage(folder.segments, chain)
+        except ValueError as exc:
+            pillar.problems = [str(exc)]
     pillar.ok = not pillar.problems
     return pillar
 

@@ -288,6 +288,38 @@ def _lineage_store(out: Path, key: bytes) -> None:
     )
 
 
+TEAR_VARIANTS = ("torn", "torn_sealed", "torn_acknowledged", "torn_acknowledged_elsewhere")
+
+
+def _tears(out: Path, key: bytes) -> None:
+    """``OUT/tears/<variant>``: audit folders whose last day file was torn (a partial
+    record, as a crash leaves it), then, with bernstein's ``AuditLog``: sealed by the next
+    append (its ``chain.torn_record``), acknowledged as ``bernstein audit ack-tear``
+    records it (``chain.tear_acknowledged`` naming the tear verify printed), or
+    acknowledged at another offset."""
+    audit_module = _load("bernstein.core.security.audit")
+    for variant in TEAR_VARIANTS:
+        folder = out / "tears" / variant
+        shutil.copytree(out / ".sdd" / "audit", folder)
+        day = sorted(folder.glob("*.jsonl"))[-1]
+        with day.open("ab") as handle:
+            handle.write(b'{"actor": "orchestr')
+        log = audit_module.AuditLog(folder, key=key)
+        if variant == "torn_sealed":
+            log.log("run.closed", "orchestrator", "run", "r-after", {"n": 2})
+        elif variant != "torn":
+            tear = log.verify_detailed().tears[0]
+            offset = tear.byte_offset + (variant == "torn_acknowledged_elsewhere")
+            details = {"segment": tear.segment, "byte_offset": offset, "reason": "crash"}
+            log.log(
+                audit_module.EVENT_CHAIN_TEAR_ACKNOWLEDGED,
+                "operator",
+                "audit_segment",
+                tear.segment,
+                details,
+            )
+
+
 def make(out: Path) -> None:
     sys.path.insert(0, str(BENCHES))
     peer = _load("bernstein_peer")
@@ -309,6 +341,7 @@ def make(out: Path) -> None:
     _seal_anchor(out)
     _tsa_anchors(out)
     _lineage_store(out, key)
+    _tears(out, key)
     (out / "witness.pub").write_bytes(_raw_public(WITNESS_SEED))
     (out / "stranger.pub").write_bytes(_raw_public(STRANGER_SEED))
 
