@@ -207,3 +207,149 @@ def test_a_run_without_a_receipt_is_not_found(
     assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
     runs = sorted(p.name for p in (workdir / ".sdd" / "runs").iterdir())
     assert cli("bernstein", "receipt-verify", runs[-1], ledger=ledger).code == 1
+
+
+# ---- receipts with an audit range, an extension set, the jcs-v2 profile --------------------
+
+
+def edited_window(doc: Receipt) -> bytes:
+    """The declared audit window relabelled (bound into the subject under 1.1.0)."""
+    doc["audit_range"]["since"] = "2025-01-01T00:00:00Z"
+    return _dump(doc)
+
+
+def edited_audit_event(doc: Receipt) -> bytes:
+    """An embedded audit event edited, its stated head recomputed to match."""
+    import hashlib
+
+    events = doc["audit_range"]["events"]
+    events[0]["actor"] = "someone else"
+    lines = "".join(json.dumps(e, sort_keys=True, separators=(",", ":")) + "\n" for e in events)
+    doc["audit_range"]["head_sha256"] = hashlib.sha256(lines.encode()).hexdigest()
+    return _dump(doc)
+
+
+def audit_count(doc: Receipt) -> bytes:
+    doc["audit_range"]["event_count"] += 1
+    return _dump(doc)
+
+
+def audit_events_not_a_list(doc: Receipt) -> bytes:
+    doc["audit_range"]["events"] = {}
+    return _dump(doc)
+
+
+def dropped_audit_range(doc: Receipt) -> bytes:
+    del doc["audit_range"]
+    return _dump(doc)
+
+
+def profile_downgraded(doc: Receipt) -> bytes:
+    doc["hash_profile"] = "py-json-v1"
+    return _dump(doc)
+
+
+def profile_dropped(doc: Receipt) -> bytes:
+    del doc["hash_profile"]
+    return _dump(doc)
+
+
+def profile_unknown(doc: Receipt) -> bytes:
+    doc["hash_profile"] = "jcs-v3"
+    return _dump(doc)
+
+
+def extension_row_dropped(doc: Receipt) -> bytes:
+    """The extension-set row (the last) dropped with its stated heads and counts fixed:
+    the journal still chains, the binding loses its extension digest."""
+    events = doc["journal"]["events"]
+    events.pop()
+    doc["journal"]["head_hash"] = events[-1]["event_hash"]
+    doc["journal"]["event_count"] = len(events)
+    return _dump(doc)
+
+
+RICH_CASES: dict[str, tuple[Callable[[Receipt], bytes], ...]] = {
+    "jcs": (untouched, profile_downgraded, profile_dropped, profile_unknown, edited_row),
+    "audit_range": (
+        untouched,
+        edited_window,
+        edited_audit_event,
+        audit_count,
+        audit_events_not_a_list,
+        dropped_audit_range,
+    ),
+    "extensions": (untouched, extension_row_dropped),
+    "everything": (untouched, edited_window, profile_downgraded, extension_row_dropped),
+}
+"""Per receipt of ``OUT/receipts`` (``data/sealed_workdirs.py``), the tampers applied."""
+RICH = {f"{source}-{t.__name__}": (source, t) for source, ts in RICH_CASES.items() for t in ts}
+
+
+@pytest.fixture(scope="module")
+def rich_receipts(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:  # noqa: F811
+    root = tmp_path_factory.mktemp("rich-receipts")
+    made = {}
+    original = next((sealed / ".sdd" / "runs").glob("*/run-receipt.json"))
+    for name, (source, tamper) in RICH.items():
+        workdir = root / name
+        shutil.copytree(sealed, workdir)
+        doc = json.loads((sealed / "receipts" / f"{source}.json").read_bytes())
+        (workdir / original.relative_to(sealed)).write_bytes(tamper(doc))
+        made[name] = workdir
+    return made
+
+
+@pytest.fixture(scope="module")
+def bernstein_says_rich(rich_receipts: dict[str, Path]) -> dict[tuple[str, str], dict[str, Any]]:
+    specs = []
+    for name, workdir in rich_receipts.items():
+        receipt = next((workdir / ".sdd" / "runs").glob("*/run-receipt.json"))
+        specs.append((name, "none", str(receipt)))
+        specs.append((name, "receipt.pem", f"{receipt},{workdir / 'receipt.pem'}"))
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "receipt-status", *(spec for _, _, spec in specs)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(answers) == len(specs)
+    return {(name, pin): answer for (name, pin, _), answer in zip(specs, answers, strict=True)}
+
+
+def test_the_rich_cases_are_what_they_claim(
+    bernstein_says_rich: dict[tuple[str, str], Any],
+) -> None:
+    for name in RICH:
+        ok = bernstein_says_rich[(name, "none")]["status"] == "ok"
+        assert ok is name.endswith("-untouched"), (name, bernstein_says_rich[(name, "none")])
+    assert bernstein_says_rich[("jcs-profile_unknown", "none")]["status"] == "malformed"
+    assert bernstein_says_rich[("audit_range-edited_window", "none")]["status"] == "tampered"
+
+
+@pytest.mark.parametrize("name", sorted(RICH))
+@pytest.mark.parametrize("pin", ["none", "receipt.pem"])
+def test_rich_receipts_exit_as_bernsteins(
+    name: str,
+    pin: str,
+    rich_receipts: dict[str, Path],
+    bernstein_says_rich: dict[tuple[str, str], Any],
+    cli: Any,
+    tmp_path: Path,
+) -> None:
+    workdir = rich_receipts[name]
+    run_id = next((workdir / ".sdd" / "runs").glob("*/run-receipt.json")).parent.name
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    args = ["bernstein", "receipt-verify", run_id, "--json", "--require-provenance"]
+    if pin != "none":
+        args += ["--public-key", str(workdir / pin)]
+    result = cli(*args, ledger=ledger)
+    theirs = bernstein_says_rich[(name, pin)]
+    expected = BERNSTEIN_CODES[theirs["status"]]
+    if expected == 0 and theirs["tier"] != "provenance":
+        expected = 3
+    assert result.code == expected, (result.out, result.err, theirs)
+    assert result.json()["tier"] == theirs["tier"]

@@ -9,9 +9,12 @@ be the pinned key when one is given). Statuses and exit codes are bernstein's: `
 (tier ``integrity-only``, or ``provenance`` with a pinned key; 3 when provenance is
 required and not reached), ``malformed`` 1, ``tampered`` 2.
 
-Receipts with an embedded audit range, a ``loaded_extension_set`` row or the ``jcs-v2``
-profile are not redone here: their verdict is ``not_reproduced``, never guessed. Where
-bernstein's own code raises on a receipt, its command exits 1: so does this verdict.
+The binding also carries what the receipt embeds beyond the journal and spine: the
+``jcs-v2`` profile's name (its bytes are then RFC 8785), the digest of the last loaded
+extension set, and an audit range's recomputed head with its declared window. A ``jcs-v2``
+binding holding an integer beyond 2**53 (bernstein writes it exactly, agentledger's RFC
+8785 does not) is ``not_reproduced``, never guessed. Where bernstein's own code raises on
+a receipt, its command exits 1: so does this verdict.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ SPINE_FIELDS = (
 )
 LINEAGE_V2_TAG = "bernstein:lineage:v2"
 EXTENSION_SET_EVENT = "loaded_extension_set"
+EXTENSION_SET_SCHEMA = "1.0.0"
 
 
 @dataclass
@@ -131,14 +135,15 @@ def _verify(data: bytes, pinned: bytes | None) -> ReceiptVerdict:
         raise _stop("tampered", "spine.head_hash is not the head recomputed from the entries")
     if spine.get("entry_count") != len(entries):
         raise _stop("tampered", "spine.entry_count does not match the embedded entries")
-    if receipt.get("audit_range") is not None:
-        raise _stop("not_reproduced", "an embedded audit range is not redone here")
-    if profile != LEGACY_PROFILE:
-        raise _stop("not_reproduced", f"the {profile} binding profile is not redone here")
-    if any(e.get("event") == EXTENSION_SET_EVENT for e in events):
-        raise _stop("not_reproduced", "a loaded extension set is not redone here")
+    audit = _audit_range(receipt.get("audit_range"), str(schema))
     binding = _binding(run_id, head, len(events), spine_head, len(entries), events)
-    binding_bytes = json.dumps(binding, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    if profile != LEGACY_PROFILE:
+        binding["hash_profile"] = profile
+    digest = extension_set_digest(events)
+    if digest is not None:
+        binding["extension_set_digest"] = digest
+    binding.update(audit)
+    binding_bytes = _binding_bytes(binding, str(profile))
     stated = str(((receipt.get("subject") or {}).get("digest") or {}).get("sha256", ""))
     if stated != hashlib.sha256(binding_bytes).hexdigest():
         raise _stop("tampered", "the signed subject is not the digest of the rebuilt binding")
@@ -155,6 +160,68 @@ def _verify(data: bytes, pinned: bytes | None) -> ReceiptVerdict:
     if len(signature) != 64 or not _core.ed25519_verify(key, _pae(binding_bytes), signature):
         raise _stop("tampered", "the signature does not verify over the rebuilt binding")
     return ReceiptVerdict("ok", "provenance" if pinned is not None else "integrity-only")
+
+
+def _audit_range(block: object, schema: str) -> dict[str, Any]:
+    """The binding fields of an embedded audit range (none without one): its head is
+    ``H`` of its events as sorted, compact JSON lines, recomputed; under schema 1.1.0 the
+    declared window (``since``, ``until``, ``event_count``, ``head_hmac``, which no one can
+    recompute without the audit key) is bound as the receipt states it."""
+    if block is None:
+        return {}
+    if not isinstance(block, dict) or not isinstance(block.get("events"), list):
+        raise _stop("malformed", "receipt.audit_range.events missing or not a list")
+    events: list[Any] = block["events"]
+    lines = "".join(json.dumps(e, sort_keys=True, separators=(",", ":")) + "\n" for e in events)
+    head = hashlib.sha256(lines.encode("utf-8")).hexdigest()
+    if str(block.get("head_sha256", "")) != head:
+        raise _stop("tampered", "audit_range.head_sha256 is not the head of the embedded events")
+    if block.get("event_count") != len(events):
+        raise _stop("tampered", "audit_range.event_count does not match the embedded events")
+    if schema == "1.0.0":
+        return {"audit_range_head_sha256": head}
+    fields = {
+        "audit_range_event_count": block.get("event_count"),
+        "audit_range_head_hmac": block.get("head_hmac"),
+        "audit_range_head_sha256": head,
+        "audit_range_since": block.get("since"),
+        "audit_range_until": block.get("until"),
+    }
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def extension_set_digest(events: list[dict[str, Any]]) -> str | None:
+    """The digest of the extension set the run last loaded: the newest
+    ``loaded_extension_set`` row whose ``extensions`` is a list of objects, recomputed
+    (the row's own digest is not read)."""
+    for event in reversed(events):
+        extensions = event.get("extensions")
+        if event.get("event") != EXTENSION_SET_EVENT or not isinstance(extensions, list):
+            continue
+        if not all(isinstance(row, dict) for row in extensions):
+            continue
+        preimage = {"schema_version": EXTENSION_SET_SCHEMA, "entries": extensions}
+        text = json.dumps(preimage, sort_keys=True, separators=(",", ":"))
+        return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return None
+
+
+def _binding_bytes(binding: dict[str, Any], profile: str) -> bytes:
+    """The signed bytes: sorted, compact, ASCII JSON (``py-json-v1``) or RFC 8785
+    (``jcs-v2``, whose integers bernstein writes exactly, unbounded)."""
+    if profile == LEGACY_PROFILE:
+        return json.dumps(binding, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    if _unsafe_integer(binding):
+        raise _stop("not_reproduced", "an integer beyond 2**53 in a jcs-v2 binding")
+    return _core.canonicalize(binding)
+
+
+def _unsafe_integer(value: object) -> bool:
+    if isinstance(value, dict):
+        return any(_unsafe_integer(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_unsafe_integer(v) for v in value)
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 1 << 53
 
 
 def _journal_head(events: list[dict[str, Any]]) -> str:

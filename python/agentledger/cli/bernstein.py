@@ -360,8 +360,9 @@ def bernstein_receipt_verify(
     Exit codes are bernstein's: 0 it verifies (tier integrity-only, or provenance with
     --public-key), 1 malformed, 2 tampered (or another key than the pinned one),
     3 --require-provenance without the provenance tier. 1 also when the run has no
-    imported receipt. A receipt this does not redo (an embedded audit range, a loaded
-    extension set, the jcs-v2 profile) exits 65 and says so.
+    imported receipt. Embedded audit ranges, loaded extension sets and the jcs-v2
+    profile are redone; a receipt this does not redo (a jcs-v2 binding with an integer
+    beyond 2**53) exits 65 and says so.
 
     \b
     Examples:

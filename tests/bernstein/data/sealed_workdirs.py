@@ -162,6 +162,68 @@ def _receipt(out: Path) -> None:
     receipts.build_run_receipt(run_id, out / ".sdd", kms.FileBasedKMSAdapter(key))
 
 
+RECEIPT_VARIANTS = ("jcs", "audit_range", "extensions", "everything")
+
+
+def _receipt_variants(out: Path, key: bytes) -> None:
+    """``OUT/receipts/<variant>.json``: receipts bernstein's ``build_run_receipt`` signs
+    (key ``OUT/receipt.key``) over a copy of the first run, its spine and the audit
+    folder: the ``jcs-v2`` profile, an embedded audit range (the whole chain), a
+    ``loaded_extension_set`` row appended to the journal (``EventJournal.record``), and
+    all three at once."""
+    kms = _load("bernstein.core.security.lineage_kms")
+    receipts = _load("bernstein.core.replay.run_receipt")
+    journal_module = _load("bernstein.core.replay.journal")
+    sdd = out / "receipts" / "scratch" / ".sdd"
+    run_id = sorted(p.name for p in (out / ".sdd" / "runs").iterdir())[0]
+    shutil.copytree(out / ".sdd" / "runs" / run_id, sdd / "runs" / run_id)
+    shutil.copytree(out / ".sdd" / "lineage" / run_id, sdd / "lineage" / run_id)
+    shutil.copytree(out / ".sdd" / "audit", sdd / "audit")
+    (sdd / "runs" / run_id / "run-receipt.json").unlink()
+    adapter = kms.FileBasedKMSAdapter(out / "receipt.key")
+    window = {
+        "include_audit_range": True,
+        "audit_hmac_key": key,
+        "audit_since": "2026-01-01T00:00:00Z",
+        "audit_until": "2027-01-01T00:00:00Z",
+    }
+
+    def build(name: str, **options: Any) -> None:
+        target = out / "receipts" / f"{name}.json"
+        receipts.build_run_receipt(run_id, sdd, adapter, output_path=target, **options)
+
+    build("jcs", hash_profile="jcs-v2")
+    build("audit_range", **window)
+    journal = journal_module.EventJournal.resume(run_id, sdd)
+    extensions = [
+        {
+            "kind": "skill",
+            "name": "review",
+            "source": "templates",
+            "origin": "/skills/review",
+            "version": "1.2.0",
+            "content_digest": "sha256:" + "ab" * 32,
+        },
+        {
+            "kind": "plugin",
+            "name": "näive",
+            "source": "config",
+            "origin": "pkg:mod",
+            "version": "0.1",
+            "content_digest": "sha256:" + "cd" * 32,
+        },
+    ]
+    journal.record(
+        "loaded_extension_set",
+        extension_set_digest="sha256:stated",
+        extension_set_schema_version="1.0.0",
+        extension_count=2,
+        extensions=extensions,
+    )
+    build("extensions")
+    build("everything", hash_profile="jcs-v2", **window)
+
+
 def _seal_journals(out: Path, key: bytes) -> None:
     spine = _load("bernstein.core.lineage.spine")
     for run in sorted((out / ".sdd" / "runs").iterdir()):
@@ -338,6 +400,7 @@ def make(out: Path) -> None:
     _anchor(audit)
     _seal_journals(out, key)  # then the receipt, which embeds the spine, as at finalization
     _receipt(out)
+    _receipt_variants(out, key)
     _seal_anchor(out)
     _tsa_anchors(out)
     _lineage_store(out, key)
