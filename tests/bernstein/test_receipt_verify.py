@@ -353,3 +353,104 @@ def test_rich_receipts_exit_as_bernsteins(
         expected = 3
     assert result.code == expected, (result.out, result.err, theirs)
     assert result.json()["tier"] == theirs["tier"]
+
+
+# ---- --key-chain ----------------------------------------------------------------------------
+
+
+def _tampered_chain(workdir: Path) -> Path:
+    """The rotation's instant edited after signing: its signature no longer holds."""
+    doc = json.loads((workdir / "key-chains" / "rotated_out.json").read_bytes())
+    doc["entries"][0]["issued_at"] = "2026-02-01T00:00:00+00:00"
+    target = workdir / "key-chains" / "tampered.json"
+    target.write_bytes(json.dumps(doc).encode())
+    return target
+
+
+CHAIN_CASES = {
+    # name: (chain, pinned root, --signed-at)
+    "root": ("root", "receipt.pem", None),
+    "rotated_in": ("rotated_in", "stranger.pem", None),
+    "rotated_out": ("rotated_out", "receipt.pem", None),
+    "revoked_no_time": ("revoked", "receipt.pem", None),
+    "revoked_signed_before": ("revoked", "receipt.pem", "2026-01-01T00:00:00+00:00"),
+    "revoked_signed_after": ("revoked", "receipt.pem", "2026-07-01T00:00:00+00:00"),
+    "revoked_naive_time": ("revoked", "receipt.pem", "2026-01-01T00:00:00"),
+    "unrelated": ("unrelated", "stranger.pem", None),
+    "wrong_root": ("root", "stranger.pem", None),
+    "no_root": ("root", None, None),
+    "tampered": ("tampered", "receipt.pem", None),
+}
+CHAIN_CODES = {"ok": 0, "malformed": 1, "raises": 1, "tampered": 2, "untrusted_key": 4}
+
+
+@pytest.fixture(scope="module")
+def chain_workdir(receipts: dict[str, Path]) -> Path:
+    workdir = receipts["untouched"]
+    _tampered_chain(workdir)
+    return workdir
+
+
+@pytest.fixture(scope="module")
+def bernstein_says_chains(chain_workdir: Path) -> dict[str, str]:
+    receipt = next((chain_workdir / ".sdd" / "runs").glob("*/run-receipt.json"))
+    specs = []
+    for chain, pin, signed_at in CHAIN_CASES.values():
+        spec = {
+            "receipt": str(receipt),
+            "chain": str(chain_workdir / "key-chains" / f"{chain}.json"),
+        }
+        if pin is not None:
+            spec["pin"] = str(chain_workdir / pin)
+        if signed_at is not None:
+            spec["signed_at"] = signed_at
+        specs.append(json.dumps(spec))
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "receipt-chain-status", *specs],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    statuses = [json.loads(line)["status"] for line in done.stdout.splitlines()]
+    return dict(zip(CHAIN_CASES, statuses, strict=True))
+
+
+def test_the_chain_cases_are_what_they_claim(bernstein_says_chains: dict[str, str]) -> None:
+    assert bernstein_says_chains == {
+        "root": "ok",
+        "rotated_in": "ok",
+        "rotated_out": "ok",
+        "revoked_no_time": "untrusted_key",
+        "revoked_signed_before": "ok",
+        "revoked_signed_after": "untrusted_key",
+        "revoked_naive_time": "untrusted_key",
+        "unrelated": "untrusted_key",
+        "wrong_root": "untrusted_key",
+        "no_root": "malformed",
+        "tampered": "untrusted_key",
+    }
+
+
+@pytest.mark.parametrize("name", sorted(CHAIN_CASES))
+def test_key_chain_exit_codes_are_bernsteins(
+    name: str,
+    chain_workdir: Path,
+    bernstein_says_chains: dict[str, str],
+    cli: Any,
+    tmp_path: Path,
+) -> None:
+    chain, pin, signed_at = CHAIN_CASES[name]
+    run_id = next((chain_workdir / ".sdd" / "runs").glob("*/run-receipt.json")).parent.name
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(chain_workdir), ledger=ledger).code == 0
+    args = ["bernstein", "receipt-verify", run_id, "--json"]
+    args += ["--key-chain", str(chain_workdir / "key-chains" / f"{chain}.json")]
+    if pin is not None:
+        args += ["--public-key", str(chain_workdir / pin)]
+    if signed_at is not None:
+        args += ["--signed-at", signed_at]
+    result = cli(*args, ledger=ledger)
+    expected = CHAIN_CODES[bernstein_says_chains[name]]
+    assert result.code == expected, (result.out, result.err)
+    assert result.json()["tier"] == ("provenance" if expected == 0 else None)

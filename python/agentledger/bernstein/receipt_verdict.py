@@ -28,6 +28,7 @@ from typing import Any
 
 from agentledger import _core
 from agentledger.bernstein.format import SPKI_ED25519_PREFIX
+from agentledger.bernstein.key_succession import Untrusted, key_trust
 from agentledger.limits import MAX_DOCUMENT_BYTES
 
 RECEIPT_TYPE = "https://bernstein.run/attestations/run-receipt/v1"
@@ -53,18 +54,31 @@ EXTENSION_SET_SCHEMA = "1.0.0"
 
 @dataclass
 class ReceiptVerdict:
-    """``status``: ``ok``, ``malformed``, ``tampered`` or ``not_reproduced``."""
+    """``status``: ``ok``, ``malformed``, ``tampered``, ``untrusted_key`` or
+    ``not_reproduced``."""
 
     status: str
     tier: str | None = None
     errors: list[str] = field(default_factory=list)
     divergent_step: int | None = None
+    key_verdict: str | None = None
+    """With a key chain: why it trusts the key (``active``, ``superseded``...)."""
 
     def code(self, require_provenance: bool = False) -> int | None:
         """``bernstein verify receipt``'s exit code (None: not reproduced)."""
         if self.status == "ok":
             return 3 if require_provenance and self.tier != "provenance" else 0
-        return {"malformed": 1, "tampered": 2}.get(self.status)
+        return {"malformed": 1, "tampered": 2, "untrusted_key": 4}.get(self.status)
+
+
+@dataclass(frozen=True)
+class KeyChain:
+    """``--key-chain``: the chain's bytes, the root key pinned for it (``--public-key``'s
+    PEM, None when not given) and the attested signing time (``--signed-at``)."""
+
+    chain: bytes
+    root_pem: bytes | None
+    signed_at: str | None = None
 
 
 class _Verdict(Exception):
@@ -76,13 +90,16 @@ def _stop(status: str, reason: str, step: int | None = None) -> _Verdict:
     return _Verdict(ReceiptVerdict(status, None, [reason], step))
 
 
-def verify_receipt(data: bytes, pinned: bytes | None = None) -> ReceiptVerdict:
+def verify_receipt(
+    data: bytes, pinned: bytes | None = None, key_chain: KeyChain | None = None
+) -> ReceiptVerdict:
     """Verify ``data`` (a ``run-receipt.json``); ``pinned``: a raw Ed25519 public key the
-    embedded one must be (``--public-key``)."""
+    embedded one must be (``--public-key`` without a chain); ``key_chain``: the chain the
+    receipt's key must be trusted by, from its pinned root."""
     if len(data) > MAX_DOCUMENT_BYTES:
         return ReceiptVerdict("malformed", errors=["receipt too large to read here"])
     try:
-        return _verify(data, pinned)
+        return _verify(data, None if key_chain is not None else pinned, key_chain)
     except _Verdict as stop:
         return stop.verdict
     except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as exc:
@@ -90,7 +107,7 @@ def verify_receipt(data: bytes, pinned: bytes | None = None) -> ReceiptVerdict:
         return ReceiptVerdict("malformed", errors=[f"bernstein raises {type(exc).__name__}"])
 
 
-def _verify(data: bytes, pinned: bytes | None) -> ReceiptVerdict:
+def _verify(data: bytes, pinned: bytes | None, key_chain: KeyChain | None) -> ReceiptVerdict:
     try:
         receipt = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -159,7 +176,16 @@ def _verify(data: bytes, pinned: bytes | None) -> ReceiptVerdict:
         raise _stop("malformed", "receipt.signing.signature_b64 is not valid base64") from None
     if len(signature) != 64 or not _core.ed25519_verify(key, _pae(binding_bytes), signature):
         raise _stop("tampered", "the signature does not verify over the rebuilt binding")
-    return ReceiptVerdict("ok", "provenance" if pinned is not None else "integrity-only")
+    if key_chain is None:
+        return ReceiptVerdict("ok", "provenance" if pinned is not None else "integrity-only")
+    if key_chain.root_pem is None:
+        raise _stop("malformed", "a key chain needs the pinned root key (--public-key)")
+    kid = str(signing.get("key_id", ""))
+    try:
+        verdict = key_trust(key_chain.chain, key_chain.root_pem, kid, key, key_chain.signed_at)
+    except Untrusted as exc:
+        raise _stop("untrusted_key", str(exc)) from None
+    return ReceiptVerdict("ok", "provenance", key_verdict=verdict)
 
 
 def _audit_range(block: object, schema: str) -> dict[str, Any]:

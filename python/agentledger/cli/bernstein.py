@@ -18,7 +18,12 @@ from agentledger.bernstein import DirectoryWorkdir, export_workdir, import_workd
 from agentledger.bernstein.audit_chain import read_master_key, verify_audit
 from agentledger.bernstein.audit_verdict import audit_verdict, witness_key
 from agentledger.bernstein.format import journal_path, valid_run_id
-from agentledger.bernstein.receipt_verdict import ReceiptVerdict, pem_public_key, verify_receipt
+from agentledger.bernstein.receipt_verdict import (
+    KeyChain,
+    ReceiptVerdict,
+    pem_public_key,
+    verify_receipt,
+)
 from agentledger.bernstein.run_receipts import receipt_path
 from agentledger.bernstein.tsa_trust import load_trust_bundle
 from agentledger.bernstein.workdir import LedgerWorkdir
@@ -343,6 +348,18 @@ def tsa_bundle_option(path: Path | None) -> list[x509.Certificate] | None:
     help="The operator's Ed25519 public key (PEM): the provenance tier.",
 )
 @click.option(
+    "--key-chain",
+    "key_chain_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="bernstein's signed key-succession chain; --public-key is then its pinned root.",
+)
+@click.option(
+    "--signed-at",
+    "signed_at",
+    metavar="INSTANT",
+    help="With --key-chain: when the receipt was signed (ISO-8601 with an offset).",
+)
+@click.option(
     "--require-provenance", is_flag=True, help="Exit 3 unless the provenance tier is reached."
 )
 @json_option
@@ -351,6 +368,8 @@ def bernstein_receipt_verify(
     app: AppContext,
     run_id: str,
     public_key_file: Path | None,
+    key_chain_file: Path | None,
+    signed_at: str | None,
     require_provenance: bool,
     as_json: bool,
 ) -> int:
@@ -359,7 +378,8 @@ def bernstein_receipt_verify(
     \b
     Exit codes are bernstein's: 0 it verifies (tier integrity-only, or provenance with
     --public-key), 1 malformed, 2 tampered (or another key than the pinned one),
-    3 --require-provenance without the provenance tier. 1 also when the run has no
+    3 --require-provenance without the provenance tier, 4 with --key-chain a key the
+    chain (rooted at --public-key) does not trust. 1 also when the run has no
     imported receipt. Embedded audit ranges, loaded extension sets and the jcs-v2
     profile are redone; a receipt this does not redo (a jcs-v2 binding with an integer
     beyond 2**53) exits 65 and says so.
@@ -370,13 +390,21 @@ def bernstein_receipt_verify(
       agentledger bernstein receipt-verify run-001 --public-key op.pem --require-provenance
     """
     pinned: bytes | None = None
+    pem: bytes | None = None
     bad_pin = None
     if public_key_file is not None:
         arguments.input_file(public_key_file, "--public-key")
+        pem = read_capped(public_key_file, MAX_KEY_FILE_BYTES, "a key")
         try:
-            pinned = pem_public_key(read_capped(public_key_file, MAX_KEY_FILE_BYTES, "a key"))
+            pinned = pem_public_key(pem)
         except ValueError as exc:
             bad_pin = str(exc)
+    key_chain = None
+    if key_chain_file is not None:
+        arguments.input_file(key_chain_file, "--key-chain")
+        chain = read_capped(key_chain_file, MAX_DOCUMENT_BYTES, "a key chain")
+        # The pin is the chain's root, read (and judged) by the chain's walk.
+        key_chain, bad_pin = KeyChain(chain, pem, signed_at), None
     with app.open_ledger(readonly=True) as ledger, ledger.db.snapshot() as conn:
         workdir = LedgerWorkdir(conn, ledger.blobs)
         path = receipt_path(workdir.runs.get(run_id, journal_path(run_id)))
@@ -386,7 +414,7 @@ def bernstein_receipt_verify(
     verdict = (
         ReceiptVerdict("malformed", errors=[f"pinned public key: {bad_pin}"])
         if bad_pin is not None
-        else verify_receipt(data, pinned)
+        else verify_receipt(data, pinned, key_chain)
     )
     code = verdict.code(require_provenance)
     if as_json:
@@ -397,6 +425,7 @@ def bernstein_receipt_verify(
                 "tier": verdict.tier,
                 "errors": verdict.errors,
                 "divergent_step": verdict.divergent_step,
+                "key_verdict": verdict.key_verdict,
                 "exit_code": code,
             }
         )
@@ -406,6 +435,8 @@ def bernstein_receipt_verify(
         )
         if verdict.tier is not None:
             app.console.print(styled("tier: {tier}", tier=verdict.tier))
+        if verdict.key_verdict is not None:
+            app.console.print(styled("key: {verdict}", verdict=verdict.key_verdict))
         for error in verdict.errors:
             app.console.print(Text(f"  {safe(error)}"))
     if code is None:

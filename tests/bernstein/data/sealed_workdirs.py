@@ -224,6 +224,46 @@ def _receipt_variants(out: Path, key: bytes) -> None:
     build("everything", hash_profile="jcs-v2", **window)
 
 
+KEY_CHAINS = ("root", "rotated_in", "rotated_out", "revoked", "unrelated")
+REVOKED_AT = "2026-06-01T00:00:00+00:00"
+
+
+def _key_chains(out: Path) -> None:
+    """``OUT/key-chains/<name>.json``: key-succession chains bernstein's own functions
+    build and sign (``new_key_chain``, ``append_succession``, ``append_revocation``),
+    around the receipt key (``OUT/receipt.key``, kid ``receipt.key``) and another
+    (``OUT/stranger.key``): rooted at the receipt key; rooted at the other, which hands
+    over to the receipt key; rooted at the receipt key, which hands over to the other;
+    the same, the receipt key then revoked at ``REVOKED_AT``; rooted at the other alone."""
+    kms = _load("bernstein.core.security.lineage_kms")
+    chains = _load("bernstein.core.security.receipt_key_chain")
+    (out / "stranger.key").write_bytes(STRANGER_SEED)
+    mine = kms.FileBasedKMSAdapter(out / "receipt.key")
+    other = kms.FileBasedKMSAdapter(out / "stranger.key")
+    when = "2026-03-01T00:00:00+00:00"
+    rooted = chains.new_key_chain(mine.public_key_jwk())
+    rotated_out = chains.append_succession(
+        rooted, public_key_jwk=other.public_key_jwk(), issued_at=when, signer=mine
+    )
+    made = {
+        "root": rooted,
+        "rotated_in": chains.append_succession(
+            chains.new_key_chain(other.public_key_jwk()),
+            public_key_jwk=mine.public_key_jwk(),
+            issued_at=when,
+            signer=other,
+        ),
+        "rotated_out": rotated_out,
+        "revoked": chains.append_revocation(
+            rotated_out, kid="receipt.key", revoked_at=REVOKED_AT, reason="lost", signer=other
+        ),
+        "unrelated": chains.new_key_chain(other.public_key_jwk()),
+    }
+    (out / "key-chains").mkdir()
+    for name, chain in made.items():
+        (out / "key-chains" / f"{name}.json").write_bytes(chains.serialize_key_chain(chain))
+
+
 def _seal_journals(out: Path, key: bytes) -> None:
     spine = _load("bernstein.core.lineage.spine")
     for run in sorted((out / ".sdd" / "runs").iterdir()):
@@ -401,6 +441,7 @@ def make(out: Path) -> None:
     _seal_journals(out, key)  # then the receipt, which embeds the spine, as at finalization
     _receipt(out)
     _receipt_variants(out, key)
+    _key_chains(out)
     _seal_anchor(out)
     _tsa_anchors(out)
     _lineage_store(out, key)
@@ -445,6 +486,7 @@ def main() -> None:
     sub.add_parser("make").add_argument("out", type=Path)
     sub.add_parser("receipt-status").add_argument("receipts", nargs="+")
     sub.add_parser("audit").add_argument("specs", nargs="+")
+    sub.add_parser("receipt-chain-status").add_argument("specs", nargs="+")
     spines = sub.add_parser("spine-status")
     spines.add_argument("workdir", type=Path)
     spines.add_argument("runs", nargs="+")
@@ -460,6 +502,22 @@ def main() -> None:
             print("AUDIT " + json.dumps(bernstein_audit(peer, json.loads(spec))), flush=True)
         return
     peer.install_shim(peer.peer_dirs(peer.DEFAULT_CACHE))
+    if args.command == "receipt-chain-status":
+        # {"receipt", "pin", "chain", "signed_at"}: verify receipt --key-chain's status.
+        verify = _load("bernstein.core.replay.run_receipt").verify_run_receipt
+        for raw in args.specs:
+            spec = json.loads(raw)
+            try:
+                status = verify(
+                    Path(spec["receipt"]).read_bytes(),
+                    public_key_pem=Path(spec["pin"]).read_bytes() if spec.get("pin") else None,
+                    key_chain_bytes=Path(spec["chain"]).read_bytes(),
+                    attested_signed_at=spec.get("signed_at"),
+                ).status
+            except Exception:  # the command dies on it: exit 1
+                status = "raises"
+            print(json.dumps({"status": status}))
+        return
     if args.command == "receipt-status":
         verify = _load("bernstein.core.replay.run_receipt").verify_run_receipt
         for spec in args.receipts:
