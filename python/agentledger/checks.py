@@ -381,8 +381,12 @@ CHECKS: dict[str, CheckInfo] = _table(
      "seal anchor names: its tail was cut or changed after the seal.",
      "the head the seal anchor names", "the journal's head now"),
     ("bernstein.seal_anchor.token", "A seal anchor's RFC 3161 token does not parse, or its "
-     "imprint is not the sealed head (the TSA's signature is not checked).",
+     "imprint is not the sealed head (its TSA is checked only with --tsa-bundle).",
      "a token over the sealed head", "why it is not"),
+    ("bernstein.seal_anchor.tsa", "With --tsa-bundle: a seal anchor's RFC 3161 token was "
+     "not signed by a TSA the bundle vouches for, or its signer certificate is not marked "
+     "for timestamping.",
+     "a TSA the trust bundle vouches for", "why it is not"),
     ("bernstein.seal_anchor.unreadable", "A seal anchor names no sealed head.",
      "a seal anchor", "unreadable"),
     ("bernstein.rfc3161.file", "The RFC 3161 anchors file has a line bernstein cannot read.",

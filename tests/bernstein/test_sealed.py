@@ -1016,3 +1016,147 @@ def test_strict_reports_every_tear_even_acknowledged(
     workdir = tear_cases[name]
     outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
     assert "bernstein.audit.chain" in outcome.workspace, outcome.workspace
+
+
+# ---- seal anchors: bernstein seal verify ----------------------------------------------------
+
+
+def _install_seal_anchor(wd: Path, name: str) -> None:
+    shutil.copyfile(wd / "tsa" / f"seal-{name}.json", anchored_run(wd) / "seal_anchor.json")
+
+
+def trusted_seal_anchor(wd: Path) -> None:
+    _install_seal_anchor(wd, "good")
+
+
+def untrusted_seal_anchor(wd: Path) -> None:
+    _install_seal_anchor(wd, "untrusted")
+
+
+def trusted_seal_anchor_cut_journal(wd: Path) -> None:
+    _install_seal_anchor(wd, "good")
+    cut_anchored_journal(wd)
+
+
+def unreadable_seal_anchor(wd: Path) -> None:
+    (anchored_run(wd) / "seal_anchor.json").write_bytes(b"[1]\n")
+
+
+SEAL_CASES: dict[str, Callable[[Path], None]] = {
+    "fake_token": untouched,
+    "trusted": trusted_seal_anchor,
+    "untrusted": untrusted_seal_anchor,
+    "trusted_cut_journal": trusted_seal_anchor_cut_journal,
+    "unreadable": unreadable_seal_anchor,
+}
+
+
+@pytest.fixture(scope="module")
+def seal_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("seal-anchors")
+    made = {}
+    for name, tamper in SEAL_CASES.items():
+        shutil.copytree(sealed, root / name)
+        tamper(root / name)
+        made[name] = root / name
+    return made
+
+
+def _seal_specs(seal_cases: dict[str, Path]) -> list[tuple[str, str, bool]]:
+    """(case, run, with the bundle); ``missing`` asks for a run without an anchor."""
+    specs = []
+    for name, workdir in seal_cases.items():
+        for bundled in (False, True):
+            specs.append((name, anchored_run(workdir).name, bundled))
+    untouched_wd = seal_cases["fake_token"]
+    specs += [("missing", _second_run(untouched_wd).name, b) for b in (False, True)]
+    return specs
+
+
+@pytest.fixture(scope="module")
+def bernstein_says_seal(seal_cases: dict[str, Path]) -> dict[tuple[str, bool], dict[str, Any]]:
+    specs = _seal_specs(seal_cases)
+    raw = []
+    for name, run, bundled in specs:
+        workdir = seal_cases.get(name, seal_cases["fake_token"])
+        spec = {"workdir": str(workdir), "run": run}
+        if bundled:
+            spec["tsa_bundle"] = str(workdir / "tsa" / "bundle.pem")
+        raw.append(json.dumps(spec))
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "seal-status", *raw],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(answers) == len(specs)
+    return {(name, b): a for (name, _, b), a in zip(specs, answers, strict=True)}
+
+
+def test_the_seal_cases_are_what_they_claim(
+    bernstein_says_seal: dict[tuple[str, bool], dict[str, Any]],
+) -> None:
+    statuses = {key: answer["status"] for key, answer in bernstein_says_seal.items()}
+    assert statuses == {
+        ("fake_token", False): "unverifiable",
+        ("fake_token", True): "invalid",
+        ("trusted", False): "unverifiable",
+        ("trusted", True): "verified",
+        ("untrusted", False): "unverifiable",
+        ("untrusted", True): "invalid",
+        ("trusted_cut_journal", False): "mismatched",
+        ("trusted_cut_journal", True): "mismatched",
+        ("unreadable", False): "unreadable",
+        ("unreadable", True): "unreadable",
+        ("missing", False): "missing",
+        ("missing", True): "missing",
+    }
+
+
+@pytest.mark.parametrize("name", [*SEAL_CASES, "missing"])
+@pytest.mark.parametrize("bundled", [False, True], ids=["no-bundle", "tsa-bundle"])
+def test_seal_verify_is_bernsteins(
+    name: str,
+    bundled: bool,
+    seal_cases: dict[str, Path],
+    bernstein_says_seal: dict[tuple[str, bool], dict[str, Any]],
+    cli: Any,
+    tmp_path: Path,
+) -> None:
+    workdir = seal_cases.get(name, seal_cases["fake_token"])
+    run = _second_run(workdir).name if name == "missing" else anchored_run(workdir).name
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    args = ["bernstein", "seal-verify", run, "--json"]
+    if bundled:
+        args += ["--tsa-bundle", str(workdir / "tsa" / "bundle.pem")]
+    result = cli(*args, ledger=ledger)
+    theirs = bernstein_says_seal[(name, bundled)]
+    assert result.code == theirs["code"], (result.out, theirs)
+    assert result.json()["status"] == theirs["status"]
+
+
+@pytest.mark.parametrize("name", sorted(SEAL_CASES))
+def test_strict_authenticates_seal_anchors_with_a_tsa_bundle(
+    name: str,
+    seal_cases: dict[str, Path],
+    bernstein_says_seal: dict[tuple[str, bool], dict[str, Any]],
+    tmp_path: Path,
+) -> None:
+    """Strict finds a seal anchor bernstein's seal verify does not verify with the bundle
+    (strict's own head and token checks name the mismatched and unreadable ones)."""
+    workdir = seal_cases[name]
+    run_id = anchored_run(workdir).name
+    outcome = import_and_verify(
+        workdir,
+        tmp_path / "ledger.db",
+        key=workdir / "audit.key",
+        tsa_bundle=workdir / "tsa" / "bundle.pem",
+    )
+    found = {c for c in outcome.findings[run_id] if c.startswith("bernstein.seal_anchor")}
+    verified = bernstein_says_seal[(name, True)]["status"] == "verified"
+    assert (not found) is verified, found
+    if bernstein_says_seal[(name, True)]["status"] == "invalid":
+        assert found == {"bernstein.seal_anchor.tsa"}

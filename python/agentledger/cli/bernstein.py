@@ -14,6 +14,7 @@ from cryptography import x509
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
+from agentledger import _core
 from agentledger.bernstein import DirectoryWorkdir, export_workdir, import_workdir
 from agentledger.bernstein.audit_chain import read_master_key, verify_audit
 from agentledger.bernstein.audit_verdict import audit_verdict, witness_key
@@ -25,6 +26,8 @@ from agentledger.bernstein.receipt_verdict import (
     verify_receipt,
 )
 from agentledger.bernstein.run_receipts import receipt_path
+from agentledger.bernstein.seal_anchors import seal_anchor_path
+from agentledger.bernstein.seal_verdict import seal_verdict
 from agentledger.bernstein.tsa_trust import load_trust_bundle
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.cli import arguments
@@ -315,6 +318,66 @@ def bernstein_audit_verify(
     for name in verdict.not_reproduced:
         console.print(styled("[yellow]not redone[/] {name}: its files exist", name=name))
     console.print(f"bernstein audit verify would exit {verdict.code}")
+    return verdict.code
+
+
+@bernstein_group.command("seal-verify")
+@click.argument("run_id", metavar="RUN")
+@click.option(
+    "--tsa-bundle",
+    "tsa_bundle_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Trusted TSA certificates (PEM, or one DER): without them nothing verifies.",
+)
+@json_option
+@click.pass_obj
+def bernstein_seal_verify(
+    app: AppContext, run_id: str, tsa_bundle_file: Path | None, as_json: bool
+) -> int:
+    """What `bernstein seal verify` says of an imported run's seal anchor.
+
+    \b
+    Exit codes are bernstein's: 0 only when the anchor is verified (the journal still
+    ends at the head it names, and its RFC 3161 token was signed over that head by a TSA
+    --tsa-bundle vouches for); 1 otherwise (no anchor, unreadable, mismatched head, no
+    bundle, invalid token). A transparency-log anchor is not redone (exit 65).
+
+    \b
+    Examples:
+      agentledger bernstein seal-verify run-001 --tsa-bundle tsa-roots.pem
+    """
+    trusted = tsa_bundle_option(tsa_bundle_file)
+    with app.open_ledger(readonly=True) as ledger, ledger.db.snapshot() as conn:
+        workdir = LedgerWorkdir(conn, ledger.blobs)
+        journal = workdir.runs.get(run_id, journal_path(run_id))
+        ours = valid_run_id(run_id)
+        data = workdir.read(seal_anchor_path(journal)) if ours else None
+        rows = workdir.read(journal) if ours and data is not None else None
+    head = str(_core.bernstein_verify_journals([rows])[0]["head"]) if rows is not None else ""
+    verdict = seal_verdict(data, head, trusted)
+    if as_json:
+        emit_json(
+            {
+                "run": run_id,
+                "status": verdict.status,
+                "head_sha256": head,
+                "anchored_head_sha256": verdict.anchored_head,
+                "tsa_subject": verdict.tsa_subject,
+                "errors": verdict.errors,
+                "exit_code": verdict.code,
+            }
+        )
+    else:
+        app.console.print(
+            styled("seal anchor of {run}: {status}", run=run_id, status=verdict.status)
+        )
+        for error in verdict.errors:
+            app.console.print(Text(f"  {safe(error)}"))
+    if verdict.code is None:
+        raise InvalidInput(
+            "this anchor's verdict is not reproduced here: " + "; ".join(verdict.errors),
+            code="not-reproduced",
+        )
     return verdict.code
 
 

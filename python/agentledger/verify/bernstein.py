@@ -344,19 +344,25 @@ def _check_seal_anchors(
         )
     }
     present = sorted(set(wanted) & held)
+    trusted = _tsa_bundle(ctx) if present else None
     workdir.prefetch(present)
     for path in present:
         result = wanted[path]
-        for problem in seal_anchor_problems(workdir.read(path) or b"", result.head):
+        for problem in seal_anchor_problems(workdir.read(path) or b"", result.head, trusted):
             ctx.diverged(
                 result.run_id,
                 _div(result.run_id, None, problem.check, problem.expected, problem.actual, path),
             )
     notes: list[str] | None = getattr(ctx.report, "notes", None)
     if present and notes is not None:
+        checked = (
+            "their RFC 3161 TSAs against the trust bundle, log proofs not checked here"
+            if trusted
+            else "their TSA signatures (give --tsa-bundle) and log proofs not checked here"
+        )
         notes.append(
             f"bernstein: {len(present)} seal anchor(s) compared with their journals' heads; "
-            "their TSA signatures and log proofs are not checked here"
+            + checked
         )
     return {wanted[path].run_id for path in present}
 

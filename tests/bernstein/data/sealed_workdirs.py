@@ -339,6 +339,21 @@ def _tsa_anchors(out: Path) -> None:
         anchors.record_anchor(scratch, checkpoint, token, tsa_url="https://tsa.invalid")
         (scratch / "checkpoints" / "anchors.jsonl").rename(folder / f"{name}.jsonl")
         shutil.rmtree(scratch)
+    # Seal anchors of the third run's head (its journal as sealed), by the same TSAs.
+    seal_anchor = _load("bernstein.core.security.seal_anchor")
+    run = sorted((out / ".sdd" / "runs").iterdir())[2]
+    head = json.loads((run / "journal.jsonl").read_bytes().splitlines()[-1])["event_hash"]
+    for name, signer in (
+        ("good", tsa.issue(root, "test TSA")),
+        ("untrusted", tsa.issue(stranger, "s")),
+    ):
+        anchor = seal_anchor.build_rfc3161_anchor(
+            run_id=run.name,
+            head_sha256=head,
+            token_der=tsa.token(signer, bytes.fromhex(head)),
+            tsa_url="https://tsa.invalid",
+        )
+        seal_anchor.write_anchor(folder / f"seal-{name}.json", anchor)
     other = hashlib.sha256(b"another checkpoint").digest()
     tampered = tsa.token(tsa.issue(root, "test TSA"), digest, imprint_after_signing=other)
     doc = json.loads((folder / "good.jsonl").read_bytes())
@@ -450,6 +465,29 @@ def make(out: Path) -> None:
     (out / "stranger.pub").write_bytes(_raw_public(STRANGER_SEED))
 
 
+def _seal_status(spec: dict[str, str]) -> dict[str, Any]:
+    """``bernstein seal verify RUN [--rfc3161-trusted-tsa-bundle B]``, step by step with
+    its own functions (the command's module needs packages absent here): the anchor
+    loaded, the journal's head, the bundle, ``verify_anchor``; exit 0 only if verified."""
+    seal_anchor = _load("bernstein.core.security.seal_anchor")
+    journal = _load("bernstein.core.replay.journal")
+    run = Path(spec["workdir"]) / ".sdd" / "runs" / spec["run"]
+    if not (run / "seal_anchor.json").is_file():
+        return {"status": "missing", "code": 1}
+    head = journal.verify_journal(run / "journal.jsonl").head
+    try:
+        anchor = seal_anchor.load_anchor(run / "seal_anchor.json")
+    except seal_anchor.SealAnchorError:
+        return {"status": "unreadable", "code": 1}
+    trusted = []
+    if spec.get("tsa_bundle"):
+        verifier = _load("bernstein.core.security.rfc3161_verifier")
+        trusted = verifier.load_trusted_tsa_certs(Path(spec["tsa_bundle"]))
+    result = seal_anchor.verify_anchor(anchor, sealed_head=head, trusted_tsa_certs=trusted)
+    status = str(result.status.value)
+    return {"status": status, "code": 0 if status == "verified" else 1}
+
+
 def bernstein_audit(peer: Any, spec: dict[str, str]) -> dict[str, Any]:
     """``bernstein audit verify [--witness-key K] [--rfc3161-trusted-tsa-bundle B]
     [--witness-state S]`` in ``spec["workdir"]``: its audit-folder pillars, run with
@@ -487,6 +525,7 @@ def main() -> None:
     sub.add_parser("receipt-status").add_argument("receipts", nargs="+")
     sub.add_parser("audit").add_argument("specs", nargs="+")
     sub.add_parser("receipt-chain-status").add_argument("specs", nargs="+")
+    sub.add_parser("seal-status").add_argument("specs", nargs="+")
     spines = sub.add_parser("spine-status")
     spines.add_argument("workdir", type=Path)
     spines.add_argument("runs", nargs="+")
@@ -502,6 +541,11 @@ def main() -> None:
             print("AUDIT " + json.dumps(bernstein_audit(peer, json.loads(spec))), flush=True)
         return
     peer.install_shim(peer.peer_dirs(peer.DEFAULT_CACHE))
+    if args.command == "seal-status":
+        # {"workdir", "run", "tsa_bundle"}: bernstein seal verify's status and exit code.
+        for raw in args.specs:
+            print(json.dumps(_seal_status(json.loads(raw))), flush=True)
+        return
     if args.command == "receipt-chain-status":
         # {"receipt", "pin", "chain", "signed_at"}: verify receipt --key-chain's status.
         verify = _load("bernstein.core.replay.run_receipt").verify_run_receipt
