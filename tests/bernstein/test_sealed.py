@@ -1160,3 +1160,110 @@ def test_strict_authenticates_seal_anchors_with_a_tsa_bundle(
     assert (not found) is verified, found
     if bernstein_says_seal[(name, True)]["status"] == "invalid":
         assert found == {"bernstein.seal_anchor.tsa"}
+
+
+# ---- the journal against its seal: bernstein replay --verify --------------------------------
+
+
+def discarded_line(wd: Path) -> None:
+    """A line bernstein's reader discards appended to the second run's journal."""
+    with (_second_run(wd) / "journal.jsonl").open("ab") as handle:
+        handle.write(b"not json\n")
+
+
+def edited_journal_row(wd: Path) -> None:
+    journal = _second_run(wd) / "journal.jsonl"
+    lines = _lines(journal)
+    lines[1] = lines[1].replace(b'"event": "', b'"event": "x', 1)
+    journal.write_bytes(b"".join(lines))
+
+
+def cut_journal_under_a_tampered_spine(wd: Path) -> None:
+    """A cut tail whose spine also fails its verify: bernstein then trusts no seal."""
+    cut_sealed_journal(wd)
+    edit_spine_entry(wd)
+
+
+REPLAY_CASES: dict[str, Callable[[Path], None]] = {
+    f.__name__: f
+    for f in (
+        untouched,
+        cut_sealed_journal,
+        discarded_line,
+        edited_journal_row,
+        cut_journal_under_a_tampered_spine,
+    )
+}
+
+
+@pytest.fixture(scope="module")
+def replay_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("replay")
+    made = {}
+    for name, tamper in REPLAY_CASES.items():
+        shutil.copytree(sealed, root / name)
+        tamper(root / name)
+        made[name] = root / name
+    return made
+
+
+@pytest.fixture(scope="module")
+def bernstein_says_replay(replay_cases: dict[str, Path]) -> dict[tuple[str, bool], Any]:
+    specs = [
+        (name, keyed, {"workdir": str(wd), "run": _second_run(wd).name, "keyed": keyed})
+        for name, wd in replay_cases.items()
+        for keyed in (False, True)
+    ]
+    specs.append(("no_such_run", True, {"workdir": str(replay_cases["untouched"]), "run": "r9"}))
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "replay-status", *(json.dumps(s) for _, _, s in specs)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(answers) == len(specs)
+    return {(name, keyed): a for (name, keyed, _), a in zip(specs, answers, strict=True)}
+
+
+def test_the_replay_cases_are_what_they_claim(bernstein_says_replay: dict[Any, Any]) -> None:
+    statuses = {key: answer["status"] for key, answer in bernstein_says_replay.items()}
+    assert statuses == {
+        ("untouched", False): "unverifiable",
+        ("untouched", True): "verified",
+        ("cut_sealed_journal", False): "unverifiable",
+        ("cut_sealed_journal", True): "mismatched",
+        ("discarded_line", False): "diverged",
+        ("discarded_line", True): "diverged",
+        ("edited_journal_row", False): "diverged",
+        ("edited_journal_row", True): "diverged",
+        ("cut_journal_under_a_tampered_spine", False): "unverifiable",
+        ("cut_journal_under_a_tampered_spine", True): "unverifiable",
+        ("no_such_run", True): "missing",
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "keyed"),
+    [(name, keyed) for name in REPLAY_CASES for keyed in (False, True)] + [("no_such_run", True)],
+)
+def test_replay_verify_is_bernsteins(
+    name: str,
+    keyed: bool,
+    replay_cases: dict[str, Path],
+    bernstein_says_replay: dict[tuple[str, bool], Any],
+    cli: Any,
+    tmp_path: Path,
+) -> None:
+    workdir = replay_cases.get(name, replay_cases["untouched"])
+    run = "r9" if name == "no_such_run" else _second_run(workdir).name
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    args = ["bernstein", "replay-verify", run, "--json"]
+    if keyed:
+        args += ["--audit-key", str(workdir / "audit.key")]
+    result = cli(*args, ledger=ledger)
+    theirs = bernstein_says_replay[(name, keyed)]
+    assert result.code == theirs["code"], (result.out, theirs)
+    assert result.json()["status"] == theirs["status"]

@@ -19,12 +19,14 @@ from agentledger.bernstein import DirectoryWorkdir, export_workdir, import_workd
 from agentledger.bernstein.audit_chain import read_master_key, verify_audit
 from agentledger.bernstein.audit_verdict import audit_verdict, witness_key
 from agentledger.bernstein.format import journal_path, valid_run_id
+from agentledger.bernstein.lineage import spine_head_path, spine_path
 from agentledger.bernstein.receipt_verdict import (
     KeyChain,
     ReceiptVerdict,
     pem_public_key,
     verify_receipt,
 )
+from agentledger.bernstein.replay_verdict import replay_verdict
 from agentledger.bernstein.run_receipts import receipt_path
 from agentledger.bernstein.seal_anchors import seal_anchor_path
 from agentledger.bernstein.seal_verdict import seal_verdict
@@ -376,6 +378,66 @@ def bernstein_seal_verify(
     if verdict.code is None:
         raise InvalidInput(
             "this anchor's verdict is not reproduced here: " + "; ".join(verdict.errors),
+            code="not-reproduced",
+        )
+    return verdict.code
+
+
+@bernstein_group.command("replay-verify")
+@click.argument("run_id", metavar="RUN")
+@click.option(
+    "--audit-key",
+    "audit_key_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="bernstein's audit master key: without it the spine's seal is not trusted.",
+)
+@json_option
+@click.pass_obj
+def bernstein_replay_verify(
+    app: AppContext, run_id: str, audit_key_file: Path | None, as_json: bool
+) -> int:
+    """What `bernstein replay RUN --verify` says of an imported run's journal.
+
+    \b
+    Exit codes are bernstein's: 0 when the chain is intact and reaches the head the
+    lineage spine sealed (verified), or no trustworthy seal exists (unverifiable:
+    no spine, no --audit-key, or a spine that fails its own verify); 1 when the chain
+    breaks, a line is discarded, the journal is missing, or the sealed head is another.
+    Journals with provider-state rows are not redone (exit 65).
+
+    \b
+    Examples:
+      agentledger bernstein replay-verify run-001 --audit-key audit.key --json
+    """
+    arguments.audit_key_file(audit_key_file)
+    master = None
+    if audit_key_file is not None:
+        master = read_master_key(read_capped(audit_key_file, MAX_KEY_FILE_BYTES, "a key"))
+    with app.open_ledger(readonly=True) as ledger, ledger.db.snapshot() as conn:
+        workdir = LedgerWorkdir(conn, ledger.blobs)
+        ours = valid_run_id(run_id)
+        journal = workdir.read(workdir.runs.get(run_id, journal_path(run_id))) if ours else None
+        spine = workdir.read(spine_path(run_id)) if ours else None
+        head_file = workdir.read(spine_head_path(run_id)) if ours else None
+    verdict = replay_verdict(journal, spine, head_file, master)
+    if as_json:
+        emit_json(
+            {
+                "run": run_id,
+                "status": verdict.status,
+                "head": verdict.head,
+                "sealed_head": verdict.sealed_head,
+                "errors": verdict.errors,
+                "exit_code": verdict.code,
+            }
+        )
+    else:
+        app.console.print(styled("journal of {run}: {status}", run=run_id, status=verdict.status))
+        for error in verdict.errors:
+            app.console.print(Text(f"  {safe(error)}"))
+    if verdict.code is None:
+        raise InvalidInput(
+            "this journal's verdict is not reproduced here: " + "; ".join(verdict.errors),
             code="not-reproduced",
         )
     return verdict.code

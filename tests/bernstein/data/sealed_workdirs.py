@@ -465,6 +465,36 @@ def make(out: Path) -> None:
     (out / "stranger.pub").write_bytes(_raw_public(STRANGER_SEED))
 
 
+def _replay_status(spec: dict[str, Any]) -> dict[str, Any]:
+    """``bernstein replay RUN --verify``, step by step with its own functions (its command
+    module needs packages absent here): the spine's seal (``read_sealed_journal_head``,
+    which reads the audit key from ``$BERNSTEIN_AUDIT_KEY_PATH``), ``verify_journal`` with
+    it, ``verify_provider_state``; exit 0 only on an intact chain that does not
+    contradict the seal."""
+    import os
+
+    journal = _load("bernstein.core.replay.journal")
+    provider = _load("bernstein.core.replay.provider_state")
+    workdir = Path(spec["workdir"]).resolve()
+    key = workdir / "audit.key"
+    key.chmod(0o600)
+    os.environ["BERNSTEIN_AUDIT_KEY_PATH"] = str(key if spec.get("keyed") else workdir / "none")
+    path = workdir / ".sdd" / "runs" / spec["run"] / "journal.jsonl"
+    if not path.exists():
+        return {"status": "missing", "code": 1}
+    sealed = journal.read_sealed_journal_head(run_id=spec["run"], sdd_dir=workdir / ".sdd")
+    seal = None
+    if sealed is not None:
+        seal = journal.JournalSeal(head=sealed, event_count=journal.verify_journal(path).count)
+    result = journal.verify_journal(path, seal=seal)
+    if not result.chain_consistent or result.discarded_line_indices:
+        return {"status": "diverged", "code": 1}
+    if not provider.verify_provider_state(path).ok:
+        return {"status": "provider_state", "code": 1}
+    status = str(result.identity.value)
+    return {"status": status, "code": 1 if status == "mismatched" else 0}
+
+
 def _seal_status(spec: dict[str, str]) -> dict[str, Any]:
     """``bernstein seal verify RUN [--rfc3161-trusted-tsa-bundle B]``, step by step with
     its own functions (the command's module needs packages absent here): the anchor
@@ -526,6 +556,7 @@ def main() -> None:
     sub.add_parser("audit").add_argument("specs", nargs="+")
     sub.add_parser("receipt-chain-status").add_argument("specs", nargs="+")
     sub.add_parser("seal-status").add_argument("specs", nargs="+")
+    sub.add_parser("replay-status").add_argument("specs", nargs="+")
     spines = sub.add_parser("spine-status")
     spines.add_argument("workdir", type=Path)
     spines.add_argument("runs", nargs="+")
@@ -541,6 +572,11 @@ def main() -> None:
             print("AUDIT " + json.dumps(bernstein_audit(peer, json.loads(spec))), flush=True)
         return
     peer.install_shim(peer.peer_dirs(peer.DEFAULT_CACHE))
+    if args.command == "replay-status":
+        # {"workdir", "run", "keyed"}: bernstein replay RUN --verify's status and exit code.
+        for raw in args.specs:
+            print(json.dumps(_replay_status(json.loads(raw))), flush=True)
+        return
     if args.command == "seal-status":
         # {"workdir", "run", "tsa_bundle"}: bernstein seal verify's status and exit code.
         for raw in args.specs:
