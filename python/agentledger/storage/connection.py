@@ -255,14 +255,18 @@ class Database:
     def _cookie(self) -> int:
         return int(self.conn.execute("PRAGMA schema_version").fetchall()[0][0])
 
-    def _recheck_schema(self) -> None:
-        """Inside a write transaction: another process may have changed the schema since
-        this handle opened (SQLite bumps its cookie on every change)."""
+    def recheck_schema(self) -> None:
+        """Inside a transaction: another process may have changed the schema since this
+        handle opened (SQLite bumps its cookie on every change); compare it again then."""
         cookie = self._cookie()
         if cookie != self._schema_cookie:
             self.schema_findings = schema_drift(self.conn, self.version)
             self._schema_cookie = cookie
-            self.check_writable()
+
+    def _recheck_schema(self) -> None:
+        """Inside a write transaction: refuse a schema changed since this handle opened."""
+        self.recheck_schema()
+        self.check_writable()
 
     @contextlib.contextmanager
     def write(self) -> Iterator[apsw.Connection]:

@@ -12,10 +12,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import apsw
 from agentledger import _core
 from agentledger.errors import AgentLedgerError, ExitCode, LedgerError
 from agentledger.keys import parse_public_key, public_key_text, read_trust_file
-from agentledger.signer_memory import SignerMemory
+from agentledger.signer_memory import Remembered, SignerMemory
+from agentledger.storage import btree_check
 from agentledger.storage.migrations import SCHEMA_VERSION
 from agentledger.verify import audit, blobs, bookkeeping, journal_pass, receipts, runs_table, team
 from agentledger.verify import bernstein as bernstein_checks
@@ -75,43 +77,24 @@ def verify_ledger(
     # what it says is then never newer than what the snapshot sees.
     remembered = SignerMemory(ledger.keys.home, ledger.id).read()
     with ledger.db.snapshot() as conn:
-        heads = {
-            run_id: (head_seq, head_hash)
-            for run_id, head_seq, head_hash in conn.execute(
-                "SELECT run_id, head_seq, head_hash FROM runs ORDER BY ordinal"
-            )
-        }
-        selected = list(heads) if run_ids is None else list(dict.fromkeys(run_ids))
-        verdicts = {run_id: RunVerdict(run_id) for run_id in selected}
-        for run_id in selected:
-            if run_id not in heads:
-                verdicts[run_id].code = ExitCode.NOT_FOUND
-        ctx = VerifyContext(
-            ledger=ledger,
-            conn=conn,
-            options=options,
-            report=report,
-            verdicts=verdicts,
-            whole=run_ids is None,
-            heads=heads,
-            remembered=remembered,
-        )
-        if ledger.db.schema_findings:
-            # What the file's SQL returns cannot be trusted: its schema is not ours.
-            for finding in ledger.db.schema_findings:
-                ctx.diverged(
-                    None,
-                    Divergence(
-                        None,
-                        None,
-                        "schema.altered",
-                        "the schema agentledger creates",
-                        finding,
-                        "sqlite_schema",
-                    ),
+        # What the file's SQL returns cannot be trusted until its schema is ours (re-read
+        # in this snapshot: it may have changed since the file was opened) and its indexes
+        # hold exactly their tables' rows: until then no other SQL runs on it.
+        refused = _untrusted_storage(ledger, conn)
+        for divergence in refused:
+            report.workspace.append(divergence)
+        if refused:
+            report.notes.append(
+                "no other check ran: "
+                + (
+                    "the file's schema was altered"
+                    if ledger.db.schema_findings
+                    else "SQLite's b-trees disagree (an index does not hold its table's rows)"
                 )
-            report.notes.append("no other check ran: the file's schema was altered")
+            )
+            ctx = VerifyContext(ledger, conn, options, report, {}, run_ids is None)
         else:
+            ctx = _context(ledger, conn, run_ids, options, report, remembered)
             for check in CHECKS:
                 check(ctx)
     report.runs = list(ctx.verdicts.values())
@@ -122,6 +105,61 @@ def verify_ledger(
     for action in ctx.after_snapshot:
         action()
     return report
+
+
+def _untrusted_storage(ledger: Ledger, conn: apsw.Connection) -> list[Divergence]:
+    """Why nothing the file's SQL answers can be trusted: its schema is not the one
+    agentledger creates, or its b-trees disagree; empty when neither."""
+    ledger.db.recheck_schema()
+    if ledger.db.schema_findings:
+        return [
+            Divergence(
+                None, None, "schema.altered", "the schema agentledger creates", f, "sqlite_schema"
+            )
+            for f in ledger.db.schema_findings
+        ]
+    return [
+        Divergence(
+            None,
+            None,
+            btree_check.CHECK,
+            "every index holds exactly its table's rows",
+            problem,
+            problem.split(":", 1)[0],
+        )
+        for problem in btree_check.btree_problems(conn)
+    ]
+
+
+def _context(
+    ledger: Ledger,
+    conn: apsw.Connection,
+    run_ids: list[str] | None,
+    options: VerifyOptions,
+    report: VerifyReport,
+    remembered: dict[str, Remembered],
+) -> VerifyContext:
+    heads = {
+        run_id: (head_seq, head_hash)
+        for run_id, head_seq, head_hash in conn.execute(
+            "SELECT run_id, head_seq, head_hash FROM runs ORDER BY ordinal"
+        )
+    }
+    selected = list(heads) if run_ids is None else list(dict.fromkeys(run_ids))
+    verdicts = {run_id: RunVerdict(run_id) for run_id in selected}
+    for run_id in selected:
+        if run_id not in heads:
+            verdicts[run_id].code = ExitCode.NOT_FOUND
+    return VerifyContext(
+        ledger=ledger,
+        conn=conn,
+        options=options,
+        report=report,
+        verdicts=verdicts,
+        whole=run_ids is None,
+        heads=heads,
+        remembered=remembered,
+    )
 
 
 def trusted_keys(ledger: Ledger, options: VerifyOptions) -> list[TrustedKey]:
