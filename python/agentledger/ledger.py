@@ -7,9 +7,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from agentledger.archive import is_archive_file
+from agentledger.archive import ARCHIVE_META
 from agentledger.cas import BlobStore
-from agentledger.errors import NotFound
+from agentledger.errors import AgentLedgerError, NotFound
 from agentledger.ids import check_run_id
 from agentledger.journal import Run
 from agentledger.keys import KeyStore
@@ -21,6 +21,23 @@ if TYPE_CHECKING:
     from agentledger.verify import Progress, RunVerdict, VerifyOptions, VerifyReport
 
 
+def _is_sealed_archive(path: Path) -> bool:
+    """Whether ``path`` is a sealed archive, looked at read-only and only once its schema
+    is known to be agentledger's (no SQL of the file runs before that)."""
+    try:
+        probe = Database.open(path, create=False, readonly=True)
+    except AgentLedgerError:
+        return False
+    try:
+        return not probe.schema_findings and bool(
+            probe.rows("SELECT 1 FROM ledger_meta WHERE key = ?", (ARCHIVE_META,))
+        )
+    except AgentLedgerError:
+        return False
+    finally:
+        probe.close()
+
+
 class Ledger:
     """A handle on one ledger file. Use as a context manager, or call ``close()``."""
 
@@ -29,7 +46,12 @@ class Ledger:
         self.blobs = BlobStore(db)
         self.keys = keys or KeyStore()
         """Where the install and audit keys live (outside the ledger); touched only on use."""
-        ledger_id = db.scalar("SELECT value FROM ledger_meta WHERE key = 'ledger_id'")
+        # A file whose schema is not ours is read no further (storage/connection.py).
+        ledger_id = (
+            None
+            if db.schema_findings
+            else db.scalar("SELECT value FROM ledger_meta WHERE key = 'ledger_id'")
+        )
         self.id = str(ledger_id or "")
 
     @classmethod
@@ -50,7 +72,7 @@ class Ledger:
         """
         path = Path(path)
         # A sealed archive (archive.py) opens read-only: it cannot be extended by accident.
-        readonly = readonly or (path.is_file() and is_archive_file(path))
+        readonly = readonly or (path.is_file() and _is_sealed_archive(path))
         db = Database.open(path, create=create, readonly=readonly)
         return cls(db, KeyStore(key_dir) if key_dir is not None else None)
 

@@ -24,6 +24,7 @@ import apsw
 from agentledger.errors import Diverged, LedgerError, NotFound
 from agentledger.storage.migrations import APPLICATION_ID, SCHEMA_VERSION, migrate
 from agentledger.storage.schema_lock import schema_drift
+from agentledger.storage.statement_bound import StatementBound
 
 BUSY_TIMEOUT_MS = 10_000
 """How long a writer waits for another writer before giving up with a clear error."""
@@ -112,6 +113,30 @@ def _needs_immutable(path: Path) -> bool:
     return not writable or (Path(f"{path}-shm").exists() and not os.access(f"{path}-shm", os.W_OK))
 
 
+_SCHEMA_TABLES = frozenset({"sqlite_schema", "sqlite_master", "sqlite_temp_master"})
+_HARMLESS = frozenset(
+    {apsw.SQLITE_SELECT, apsw.SQLITE_PRAGMA, apsw.SQLITE_TRANSACTION, apsw.SQLITE_FUNCTION}
+)
+
+
+def _schema_only(path: Path, findings: list[str]) -> Callable[..., int]:
+    """An authorizer refusing every statement that reads a table or view of a file whose
+    schema is not agentledger's: the refusal happens when SQLite prepares the statement,
+    so none of the file's SQL ever runs."""
+
+    def authorize(action: int, name: str | None, *_: object) -> int:
+        if action in _HARMLESS or (action == apsw.SQLITE_READ and name in _SCHEMA_TABLES):
+            return apsw.SQLITE_OK
+        raise Diverged(
+            f"{path}: the ledger's schema is not the one agentledger creates "
+            f"({findings[0]}); refusing to read it "
+            "(`agentledger verify` lists every difference)",
+            code="schema-altered",
+        )
+
+    return authorize
+
+
 def quote_identifier(name: str) -> str:
     """An SQL identifier (a table or column name read from a ledger file) as a quoted
     literal: the name can never end the identifier and add SQL of its own."""
@@ -174,6 +199,7 @@ class Database:
             # No SQL of the file may change its own schema or reach outside it.
             conn.config(apsw.SQLITE_DBCONFIG_DEFENSIVE, 1)
             conn.set_busy_handler(_busy_handler(BUSY_TIMEOUT_MS))
+            StatementBound(conn, path)
             db = cls(conn, path, readonly)
             db.immutable = immutable
             db._check_identity(fresh, create)
@@ -219,7 +245,7 @@ class Database:
         conn.execute("PRAGMA trusted_schema = OFF")
         conn.transaction_mode = "IMMEDIATE"
         self.version = version
-        self.schema_findings = schema_drift(conn, version)
+        self._set_schema_findings(schema_drift(conn, version))
         self._schema_cookie = self._cookie()
         if not self.readonly and version < SCHEMA_VERSION and not self.schema_findings:
             with conn:
@@ -233,7 +259,7 @@ class Database:
                             (secrets.token_hex(16),),
                         )
             self.version = SCHEMA_VERSION
-            self.schema_findings = schema_drift(conn, SCHEMA_VERSION)
+            self._set_schema_findings(schema_drift(conn, SCHEMA_VERSION))
             self._schema_cookie = self._cookie()
 
     def check_writable(self) -> None:
@@ -260,8 +286,14 @@ class Database:
         handle opened (SQLite bumps its cookie on every change); compare it again then."""
         cookie = self._cookie()
         if cookie != self._schema_cookie:
-            self.schema_findings = schema_drift(self.conn, self.version)
+            self._set_schema_findings(schema_drift(self.conn, self.version))
             self._schema_cookie = cookie
+
+    def _set_schema_findings(self, findings: list[str]) -> None:
+        """Record how the schema differs; while it does, no SQL but reading
+        ``sqlite_schema`` runs on the file (a view there could loop or lie)."""
+        self.schema_findings = findings
+        self.conn.authorizer = _schema_only(self.path, findings) if findings else None
 
     def _recheck_schema(self) -> None:
         """Inside a write transaction: refuse a schema changed since this handle opened."""
