@@ -184,6 +184,9 @@ class Database:
             os.close(fd)
         elif path.is_dir():
             raise LedgerError(f"{path}: is a directory, not a ledger", code="not-a-ledger")
+        elif not path.is_file():
+            # A FIFO or a device would block SQLite's open, or feed it endless bytes.
+            raise LedgerError(f"{path}: not a regular file, not a ledger", code="not-a-ledger")
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
         immutable = readonly and _needs_immutable(path)
         companions = [Path(f"{path}{suffix}") for suffix in ("-wal", "-shm")]
