@@ -432,3 +432,38 @@ def test_a_workdir_file_swapped_for_a_symlink_after_the_scan_is_refused(
         if Path(f"{ledger_file}{s}").exists()
     )
     assert b"TOPSECRET" not in stored
+
+
+def test_a_workdir_file_swapped_for_a_fifo_after_the_scan_never_blocks_the_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening a FIFO for reading waits for a writer: the import held the write lock
+    meanwhile. Files are opened without blocking and must be regular files."""
+    from agentledger.bernstein import importer
+
+    workdir = tmp_path / "workdir"
+    shutil.copytree(BERNSTEIN_FIXTURE / "bernstein-3.23.0-shapes", workdir)
+    journal = sorted((workdir / ".sdd" / "runs").iterdir())[0] / "journal.jsonl"
+    real_scan = importer.scan_workdir
+
+    def scan_then_race(*args: Any, **kwargs: Any) -> Any:
+        scanned = real_scan(*args, **kwargs)
+        journal.unlink()
+        os.mkfifo(journal)
+        return scanned
+
+    monkeypatch.setattr(importer, "scan_workdir", scan_then_race)
+    ledger_file = tmp_path / "ledger.db"
+    with Ledger.open(ledger_file) as ledger, pytest.raises(InvalidInput) as caught:
+        importer.import_workdir(ledger, workdir)
+    assert caught.value.code == "bernstein-changed"
+    with Ledger.open(ledger_file) as ledger:
+        assert ledger.runs() == []
+
+
+def test_a_fifo_in_a_workdir_on_disk_reads_as_absent_without_blocking(tmp_path: Path) -> None:
+    from agentledger.bernstein.workdir import DirectoryWorkdir
+
+    (tmp_path / ".sdd").mkdir()
+    os.mkfifo(tmp_path / ".sdd" / "journal.jsonl")
+    assert DirectoryWorkdir(tmp_path).read(".sdd/journal.jsonl") is None
