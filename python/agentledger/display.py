@@ -27,9 +27,7 @@ from rich.markup import escape
 from rich.segment import Segment
 from rich.text import Text
 
-_FORMATTING = (
-    "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
-)
+_FORMATTING = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
 UNSAFE = re.compile(f"[\x00-\x1f{_FORMATTING}]")
 """C0 and C1 controls (ESC included), DEL, bidi marks and overrides (U+202A-202E,
 U+2066-2069, LRM, RLM, ALM), the Unicode line/paragraph separators, and lone surrogates

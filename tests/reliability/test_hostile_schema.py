@@ -125,4 +125,3 @@ def test_a_statement_past_its_budget_is_stopped_with_a_typed_error(
         assert caught.value.code == "statement-bound"
         # Statements of honest size still run: each starts its count afresh.
         ledger.run("r").append_many([("step", {"i": i}) for i in range(50)])
-

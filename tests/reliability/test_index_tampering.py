@@ -120,9 +120,12 @@ def test_the_btree_check_names_every_index_that_disagrees_with_its_table(
         problems = btree_problems(conn)
     assert problems and all(index in problem for problem in problems), problems
     # A writer refuses to take anything from such a file.
-    with Ledger.open(ledger_path) as writer, writer.db.write() as conn:
-        with pytest.raises(Diverged, match="b-tree"):
-            require_btrees_agree(conn)
+    with (
+        Ledger.open(ledger_path) as writer,
+        writer.db.write() as conn,
+        pytest.raises(Diverged, match="b-tree"),
+    ):
+        require_btrees_agree(conn)
 
 
 def test_the_btree_check_is_quiet_on_an_honest_ledger(ledger: Ledger) -> None:

@@ -155,7 +155,7 @@ def fleet_verify(
     \b
     Examples:
       agentledger fleet verify ci-ledgers/ review/archive.db --workers 2
-      agentledger fleet verify --from ledgers.txt --scheduler tcp://10.0.0.2:8786 --json > fleet.json
+      agentledger fleet verify --from ledgers.txt --scheduler tcp://10.0.0.2:8786 --json
       agentledger fleet verify /shared/ws --checkpoints /shared/cps --html fleet.html
     """
     if scheduler is not None and workers is not None:

@@ -27,6 +27,7 @@ from agentledger.storage.schema_lock import expected_objects
 CHECK = "schema.btree"
 """The verify check that reports a disagreement (docs/CHECKS.md)."""
 
+
 def ledger_tables(version: int = SCHEMA_VERSION) -> list[str]:
     """Every table of a ledger of schema ``version``, as its migrations create them."""
     return sorted(name for kind, name in expected_objects(version) if kind == "table")
@@ -40,9 +41,7 @@ def btree_problems(conn: apsw.Connection, tables: Iterable[str] | None = None) -
     """
     problems: list[str] = []
     for table in ledger_tables() if tables is None else tables:
-        for (line,) in conn.execute(
-            "SELECT * FROM pragma_integrity_check(?)", (table,)
-        ):
+        for (line,) in conn.execute("SELECT * FROM pragma_integrity_check(?)", (table,)):
             if line != "ok":
                 problems.append(f"{table}: {line}")
     return problems

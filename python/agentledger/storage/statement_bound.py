@@ -14,6 +14,7 @@ that, and never under ``MIN_STEPS``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
@@ -45,10 +46,8 @@ class StatementBound:
     def _budget(self) -> int:
         pages = 0
         for part in (self.path, Path(f"{self.path}-wal")):
-            try:
+            with contextlib.suppress(OSError):
                 pages += os.stat(part).st_size // self.page_size
-            except OSError:
-                pass
         return max(MIN_STEPS, STEPS_PER_PAGE * pages)
 
     def _statement_began(self, event: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import apsw
+
 from agentledger import _core
 from agentledger.errors import AgentLedgerError, ExitCode, LedgerError
 from agentledger.keys import parse_public_key, public_key_text, read_trust_file
