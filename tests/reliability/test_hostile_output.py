@@ -93,3 +93,28 @@ def test_fleet_verify_json_and_html_report_a_lone_surrogate(
 def test_safe_escapes_lone_surrogates() -> None:
     assert safe("a\ud800b") == "a\\ud800b"
     assert safe("a\udfffb\x1b[2J") == "a\\udfffb\\x1b[2J"
+
+
+CLEAR_SCREEN = "\x1b[2J\x1b[H"
+HYPERLINK = "\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\"
+
+
+def test_runs_shows_a_run_id_and_an_entry_time_escaped(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    ledger.run("r").append("step", {})
+    ledger.close()
+    with raw(ledger_path) as conn:
+        data = bytes(conn.execute("SELECT bytes FROM entries").fetchall()[0][0])
+        doc = json.loads(data)
+        doc["ts"] = HYPERLINK
+        conn.execute("UPDATE entries SET bytes = ?", (json.dumps(doc).encode(),))
+        conn.execute("PRAGMA foreign_keys = OFF")
+        conn.execute("UPDATE runs SET run_id = ?", (CLEAR_SCREEN + "r",))
+        conn.execute("UPDATE entries SET run_id = ?", (CLEAR_SCREEN + "r",))
+    result = cli("runs", "--all")
+    assert result.code == 0, result.err
+    assert "\x1b" not in result.out
+    assert "\\x1b[2J" in result.out and "\\x1b]8;;https://evil.example" in result.out
+    listed = cli("runs", "--all", "--json").json()["runs"]
+    assert [run["run"] for run in listed] == [CLEAR_SCREEN + "r"]  # machine output: exact

@@ -126,7 +126,7 @@ def _schema_only(path: Path, findings: list[str]) -> Callable[..., int]:
 
     def authorize(action: int, name: str | None, *_: object) -> int:
         if action in _HARMLESS or (action == apsw.SQLITE_READ and name in _SCHEMA_TABLES):
-            return apsw.SQLITE_OK
+            return int(apsw.SQLITE_OK)
         raise Diverged(
             f"{path}: the ledger's schema is not the one agentledger creates "
             f"({findings[0]}); refusing to read it "
