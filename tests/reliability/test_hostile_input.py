@@ -467,3 +467,22 @@ def test_a_fifo_in_a_workdir_on_disk_reads_as_absent_without_blocking(tmp_path: 
     (tmp_path / ".sdd").mkdir()
     os.mkfifo(tmp_path / ".sdd" / "journal.jsonl")
     assert DirectoryWorkdir(tmp_path).read(".sdd/journal.jsonl") is None
+
+
+def test_a_two_gigabyte_checkpoint_file_is_refused_unread(tmp_path: Path, capsys: Any) -> None:
+    from agentledger.fleet.inputs import read_checkpoints
+
+    ledger_file = make_ledger(tmp_path / "ws" / "ledger.db", tmp_path / "keys")
+    huge = tmp_path / "cps" / "cp.txt"
+    huge.parent.mkdir()
+    with open(huge, "wb") as handle:
+        handle.truncate(2 << 30)  # sparse: costs no disk
+    before = file_state(ledger_file)
+    code, _, err = run_cli(
+        capsys, "--ledger", str(ledger_file), "verify", "--checkpoint", str(huge)
+    )
+    assert code == 65, err
+    assert_one_line(err)
+    assert "too large" in err
+    assert file_state(ledger_file) == before
+    assert read_checkpoints(huge.parent) == ({}, ["cp.txt"])

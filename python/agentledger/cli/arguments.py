@@ -123,13 +123,14 @@ def checkpoint_file(path: Path | None) -> Path | None:
     """``--checkpoint``: an existing file holding a checkpoint note that parses."""
     if path is None:
         return None
-    from agentledger.notes import Checkpoint  # only with --checkpoint
+    from agentledger.limits import read_capped
+    from agentledger.notes import MAX_NOTE_BYTES, Checkpoint  # only with --checkpoint
 
     input_file(path, "--checkpoint")
+    # A file larger than a note can be is refused unread (exit 65), not read whole.
+    data = read_capped(path, MAX_NOTE_BYTES, "a checkpoint")
     try:
-        Checkpoint.parse(path.read_bytes())
-    except OSError as exc:
-        raise BadArgument(f"--checkpoint {path}: cannot read ({exc.strerror})") from None
+        Checkpoint.parse(data)
     except AgentLedgerError as exc:
         raise BadArgument(f"--checkpoint {path}: not a checkpoint ({exc.message})") from None
     return path

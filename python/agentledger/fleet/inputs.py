@@ -124,7 +124,7 @@ def read_checkpoints(folder: Path) -> tuple[dict[str, str], list[str]]:
     one its file must extend. Returns the map and the names of the files that are not
     checkpoints (skipped; a ledger left without one is reported by its task).
     """
-    from agentledger.notes import Checkpoint  # loaded only when --checkpoints is given
+    from agentledger.notes import MAX_NOTE_BYTES, Checkpoint  # only with --checkpoints
 
     if not folder.is_dir():
         raise FleetArgumentError(f"--checkpoints {folder}: no such folder")
@@ -134,7 +134,8 @@ def read_checkpoints(folder: Path) -> tuple[dict[str, str], list[str]]:
         if not path.is_file():
             continue
         try:
-            data = path.read_bytes()
+            # A huge file there is skipped unread, not read whole.
+            data = read_capped(path, MAX_NOTE_BYTES, "a checkpoint")
             checkpoint = Checkpoint.parse(data)
         except (AgentLedgerError, OSError):
             skipped.append(path.name)
