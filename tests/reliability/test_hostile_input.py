@@ -486,3 +486,23 @@ def test_a_two_gigabyte_checkpoint_file_is_refused_unread(tmp_path: Path, capsys
     assert "too large" in err
     assert file_state(ledger_file) == before
     assert read_checkpoints(huge.parent) == ({}, ["cp.txt"])
+
+
+def test_a_proof_whose_entry_holds_nan_is_a_typed_error(tmp_path: Path, capsys: Any) -> None:
+    import base64
+
+    ledger_file = make_ledger(tmp_path / "ws" / "ledger.db", tmp_path / "keys")
+    with Ledger.open(ledger_file) as ledger:
+        run_id = ledger.runs()[0]
+    code, out, err = run_cli(capsys, "--ledger", str(ledger_file), "prove", run_id, "0")
+    assert code == 0, err
+    bundle = json.loads(out)
+    entry = base64.b64decode(bundle["entry"])
+    body = json.loads(entry)
+    entry = entry.replace(json.dumps(body["ts"]).encode(), b"NaN", 1)
+    bundle["entry"] = base64.b64encode(entry).decode()
+    proof = tmp_path / "proof.json"
+    proof.write_text(json.dumps(bundle))
+    code, _, err = run_cli(capsys, "verify-proof", str(proof))
+    assert code == 65, err
+    assert_one_line(err)

@@ -10,6 +10,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from agentledger import _core
 from agentledger import archive as archives
 from agentledger import gc as collector
 from agentledger.checkpoint import latest, take_checkpoint
@@ -17,7 +18,7 @@ from agentledger.cli import arguments
 from agentledger.cli.common import run_verify, verify_options
 from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option
 from agentledger.display import safe, styled
-from agentledger.errors import ExitCode
+from agentledger.errors import ExitCode, InvalidInput
 from agentledger.keys import KeyStore, resolve_trust
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
 from agentledger.proofs import parse_bundle, prove, verify_bundle
@@ -154,7 +155,13 @@ def verify_proof(app: AppContext, proof_file: Path, trust: tuple[str, ...], as_j
     trust = arguments.trust_values(trust)
     bundle = parse_bundle(read_capped(proof_file, MAX_DOCUMENT_BYTES, "a proof bundle"))
     trusted = resolve_trust(trust, KeyStore(app.key_dir))
-    verdict = verify_bundle(bundle, trusted)
+    try:
+        verdict = verify_bundle(bundle, trusted)
+    except _core.CanonicalizationError as exc:  # e.g. NaN in the entry's bytes
+        raise InvalidInput(
+            f"{proof_file}: the proven entry holds what JSON cannot represent ({exc})",
+            code="malformed-proof",
+        ) from None
     signatures = _signatures(bundle)
     entry = _proven_entry(bundle) if verdict.ok else None
     if as_json:
