@@ -506,3 +506,13 @@ def test_a_proof_whose_entry_holds_nan_is_a_typed_error(tmp_path: Path, capsys: 
     code, _, err = run_cli(capsys, "verify-proof", str(proof))
     assert code == 65, err
     assert_one_line(err)
+
+
+def test_asking_for_a_kind_with_a_lone_surrogate_is_a_typed_error(ledger_file: Path) -> None:
+    before = file_state(ledger_file)
+    with Ledger.open(ledger_file) as ledger:
+        run = ledger.run(ledger.runs()[0])
+        with pytest.raises(InvalidInput) as caught:
+            list(run.entries(kind="step\ud800"))
+        assert caught.value.code == "invalid-text"
+    assert file_state(ledger_file) == before

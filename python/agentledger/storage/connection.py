@@ -21,7 +21,7 @@ from typing import Any
 
 import apsw
 
-from agentledger.errors import Diverged, LedgerError, NotFound
+from agentledger.errors import Diverged, InvalidInput, LedgerError, NotFound
 from agentledger.storage.migrations import APPLICATION_ID, SCHEMA_VERSION, migrate
 from agentledger.storage.schema_lock import schema_drift
 from agentledger.storage.statement_bound import StatementBound
@@ -92,6 +92,17 @@ def _translate(exc: apsw.Error, path: Path) -> LedgerError:
     if isinstance(exc, apsw.IOError):
         return LedgerError(f"{path}: I/O error on the ledger file ({exc})", code="io-error")
     return LedgerError(f"{path}: {exc}", code="ledger-error")
+
+
+def _text_error(exc: UnicodeError, path: Path) -> LedgerError | InvalidInput:
+    """A string SQLite cannot take (a lone surrogate asked about), or text in the file
+    that is not UTF-8 (written by someone else): a typed error, not a crash."""
+    if isinstance(exc, UnicodeEncodeError):
+        return InvalidInput(
+            f"a string that cannot be UTF-8 encoded (a lone surrogate at {exc.start})",
+            code="invalid-text",
+        )
+    return LedgerError(f"{path}: the ledger holds text that is not UTF-8", code="ledger-corrupt")
 
 
 def _remove_empty(created: list[Path]) -> None:
@@ -342,6 +353,8 @@ class Database:
                 self.conn.execute("COMMIT")
         except apsw.Error as exc:
             raise _translate(exc, self.path) from None
+        except UnicodeError as exc:
+            raise _text_error(exc, self.path) from None
 
     def rows(self, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
         """Every row of one read, with a SQLite failure turned into a typed ``LedgerError``."""
@@ -349,6 +362,8 @@ class Database:
             return list(self.conn.execute(sql, params).fetchall())
         except apsw.Error as exc:
             raise _translate(exc, self.path) from None
+        except UnicodeError as exc:
+            raise _text_error(exc, self.path) from None
 
     def scalar(self, sql: str, params: tuple[object, ...] = ()) -> Any:
         rows = self.rows(sql, params)
