@@ -516,3 +516,22 @@ def test_asking_for_a_kind_with_a_lone_surrogate_is_a_typed_error(ledger_file: P
             list(run.entries(kind="step\ud800"))
         assert caught.value.code == "invalid-text"
     assert file_state(ledger_file) == before
+
+
+def test_activity_verify_of_forged_evidence_with_the_audit_mirror_dropped_is_diverged(
+    tmp_path: Path, capsys: Any
+) -> None:
+    from tests.activity.activity_testkit import record_every_modality
+
+    path = tmp_path / "ws" / "ledger.db"
+    with Ledger.open(path) as ledger:
+        record_every_modality(ledger)
+    conn = apsw.Connection(str(path))
+    conn.execute("DELETE FROM blob_chunks WHERE digest IN (SELECT digest FROM blobs LIMIT 1)")
+    conn.execute("DROP TABLE audit_log")
+    conn.close()
+    before = file_state(path)
+    code, _, err = run_cli(capsys, "--ledger", str(path), "activity", "verify", "run-1")
+    assert code == 2, err
+    assert_one_line(err)
+    assert file_state(path) == before

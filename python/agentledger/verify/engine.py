@@ -93,7 +93,12 @@ def verify_ledger(
                     else "SQLite's b-trees disagree (an index does not hold its table's rows)"
                 )
             )
-            ctx = VerifyContext(ledger, conn, options, report, {}, run_ids is None)
+            # A named run is not certified from such a file: each carries the reason.
+            verdicts = {run_id: RunVerdict(run_id) for run_id in dict.fromkeys(run_ids or [])}
+            for run_id, verdict in verdicts.items():
+                first = refused[0]
+                verdict.add(Divergence(run_id, None, first.check, first.expected, first.actual))
+            ctx = VerifyContext(ledger, conn, options, report, verdicts, run_ids is None)
         else:
             ctx = _context(ledger, conn, run_ids, options, report, remembered)
             for check in CHECKS:
