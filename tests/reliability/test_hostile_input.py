@@ -535,3 +535,24 @@ def test_activity_verify_of_forged_evidence_with_the_audit_mirror_dropped_is_div
     assert code == 2, err
     assert_one_line(err)
     assert file_state(path) == before
+
+
+def test_one_trust_parser_a_commented_trust_file_works_for_bernstein_runs_too(
+    tmp_path: Path, capsys: Any
+) -> None:
+    from agentledger.bernstein import import_workdir
+    from tests.bernstein.bernstein_testkit import SMALL, SMALL_SIGNER, private_key_file
+
+    path = tmp_path / "ws" / "ledger.db"
+    with Ledger.open(path) as ledger:
+        import_workdir(ledger, SMALL)
+    trust = tmp_path / "signers.keys"
+    trust.write_text(f"# bernstein's signer\n{SMALL_SIGNER}  # the fixture's\n")
+    trust.chmod(0o600)
+    key = private_key_file(SMALL, tmp_path / "audit.key")
+    by_file = run_cli(capsys, "--ledger", str(path), "verify", "--json", "--trust", str(trust),
+                      "--audit-key", str(key))  # fmt: skip
+    by_key = run_cli(capsys, "--ledger", str(path), "verify", "--json", "--trust", SMALL_SIGNER,
+                     "--audit-key", str(key))  # fmt: skip
+    assert by_file[0] == by_key[0] == 0, by_file[2]
+    assert json.loads(by_file[1])["runs"] == json.loads(by_key[1])["runs"]

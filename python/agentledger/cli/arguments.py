@@ -83,16 +83,17 @@ def output_folder(path: Path | str, what: str) -> Path:
 
 
 def trust_values(values: Iterable[str], label: str = "--trust") -> tuple[str, ...]:
-    """Each ``--trust`` value is a public key or a trust file that parses."""
-    from agentledger.keys import parse_public_key, read_trust_file  # only with --trust
+    """Each ``--trust`` value is a public key or a trust file that parses; the keys they
+    name, as ``ed25519:<hex>`` (read by ``keys.trust_values``, the one parser, so every
+    check downstream, bernstein's included, sees keys and never parses a file again)."""
+    from agentledger import keys  # only with --trust
 
-    checked = tuple(values)
-    for value in checked:
+    found: list[str] = []
+    for value in values:
         try:
-            if value.strip().startswith("ed25519:"):
-                parse_public_key(value)
-            else:
-                read_trust_file(input_file(value, label))
+            if not value.strip().startswith("ed25519:"):
+                input_file(value, label)
+            found.extend(key for key, _ in keys.trust_values([value]))
         except BadArgument:
             raise
         except AgentLedgerError as exc:
@@ -103,7 +104,7 @@ def trust_values(values: Iterable[str], label: str = "--trust") -> tuple[str, ..
             ) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise BadArgument(f"{label} {value}: cannot read ({exc})") from None
-    return checked
+    return tuple(dict.fromkeys(found))
 
 
 def audit_key_file(path: Path | None) -> Path | None:

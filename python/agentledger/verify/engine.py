@@ -9,14 +9,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import apsw
 
 from agentledger import _core
 from agentledger.errors import AgentLedgerError, ExitCode, LedgerError
-from agentledger.keys import parse_public_key, public_key_text, read_trust_file
+from agentledger.keys import read_trust_file, trust_values
 from agentledger.signer_memory import Remembered, SignerMemory
 from agentledger.storage import btree_check
 from agentledger.storage.migrations import SCHEMA_VERSION
@@ -184,12 +183,8 @@ def trusted_keys(ledger: Ledger, options: VerifyOptions) -> list[TrustedKey]:
         if store.trust_path.exists():
             for key in read_trust_file(store.trust_path):
                 add(key, f"trust file {store.trust_path}")
-        for value in options.trust:
-            if value.strip().startswith("ed25519:"):
-                add(public_key_text(parse_public_key(value)), "--trust")
-            else:
-                for key in read_trust_file(Path(value)):
-                    add(key, f"--trust file {value}")
+        for key, source in trust_values(options.trust):
+            add(key, source)
     except AgentLedgerError as exc:
         found.append(TrustedKey("-", f"not read: {exc.message}"))
     return found
