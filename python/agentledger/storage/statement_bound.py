@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import weakref
 from pathlib import Path
-from typing import Any
 
 import apsw
 
@@ -31,17 +31,34 @@ HANDLER_ID = "agentledger-statement-bound"
 
 
 class StatementBound:
-    """The progress handler of one connection; counts instructions per statement."""
+    """The progress handler of one connection; counts instructions per statement.
+
+    Statements the Rust core steps on the connection (``storage/native.py``) run without
+    it: Rust notices Ctrl-C itself, and an exception raised by a Python callback inside
+    SQLite would reach Rust, not apsw. The handler comes back with the next statement
+    Python runs.
+    """
 
     def __init__(self, conn: apsw.Connection, path: Path) -> None:
+        self.conn = conn
         self.path = path
         self.steps = 0
+        self.installed = False
         self.page_size = int(conn.execute("PRAGMA page_size").fetchall()[0][0]) or 4096
         self.budget = self._budget()
-        # Each statement starts its count afresh (SQLite reports every statement it begins,
-        # Rust's included: they run on the same handle).
-        conn.trace_v2(apsw.SQLITE_TRACE_STMT, self._statement_began)
-        conn.set_progress_handler(self._progress, PROGRESS_STEPS, id=HANDLER_ID)
+        conn.exec_trace = self._statement_begins
+        _bounds[conn] = self
+        self._install()
+
+    def _install(self) -> None:
+        self.conn.set_progress_handler(self._progress, PROGRESS_STEPS, id=HANDLER_ID)
+        self.installed = True
+
+    def suspend(self) -> None:
+        """Before a Rust call steps statements on this connection."""
+        if self.installed:
+            self.conn.set_progress_handler(None, id=HANDLER_ID)
+            self.installed = False
 
     def _budget(self) -> int:
         pages = 0
@@ -50,8 +67,12 @@ class StatementBound:
                 pages += os.stat(part).st_size // self.page_size
         return max(MIN_STEPS, STEPS_PER_PAGE * pages)
 
-    def _statement_began(self, event: dict[str, Any]) -> None:
+    def _statement_begins(self, cursor: object, sql: str, bindings: object) -> bool:
+        # Each statement Python runs starts its count afresh.
         self.steps = 0
+        if not self.installed:
+            self._install()
+        return True
 
     def _progress(self) -> bool:
         # A pending Ctrl-C is raised by Python on entering this function: SQLite stops the
@@ -67,3 +88,13 @@ class StatementBound:
                     code="statement-bound",
                 )
         return False
+
+
+_bounds: weakref.WeakKeyDictionary[apsw.Connection, StatementBound] = weakref.WeakKeyDictionary()
+
+
+def suspend(conn: apsw.Connection) -> None:
+    """Lift ``conn``'s bound until Python runs its next statement (a Rust call steps now)."""
+    bound = _bounds.get(conn)
+    if bound is not None:
+        bound.suspend()
