@@ -118,3 +118,29 @@ def test_runs_shows_a_run_id_and_an_entry_time_escaped(
     assert "\\x1b[2J" in result.out and "\\x1b]8;;https://evil.example" in result.out
     listed = cli("runs", "--all", "--json").json()["runs"]
     assert [run["run"] for run in listed] == [CLEAR_SCREEN + "r"]  # machine output: exact
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["verify"], 2),
+        (["verify", "--json"], 2),
+        (["verify", "r"], 2),
+        (["fsck"], 2),
+        (["activity", "verify", "r"], 2),
+        (["show", "r"], 65),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else str(v),
+)
+def test_text_in_the_file_that_is_not_utf8_gets_a_verdict_or_a_typed_error(
+    ledger: Ledger, ledger_path: Path, cli: Any, args: list[str], code: int
+) -> None:
+    ledger.run("r").append_many([("step", {"i": i}) for i in range(3)])
+    ledger.close()
+    with raw(ledger_path) as conn:  # "step" and an encoded lone surrogate: not UTF-8
+        conn.execute("UPDATE entries SET kind = CAST(x'73746570eda080' AS TEXT) WHERE seq = 1")
+    before = ledger_path.read_bytes()
+    result = cli(*args)
+    assert result.code == code, result.err
+    assert "Traceback" not in result.err and result.err.count("\n") <= 1
+    assert ledger_path.read_bytes() == before

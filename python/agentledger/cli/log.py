@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from agentledger.cli import arguments
 from agentledger.cli.common import run_verify, verify_options
 from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option
 from agentledger.display import safe, styled
-from agentledger.errors import ExitCode, InvalidInput
+from agentledger.errors import ExitCode, InvalidInput, LedgerError
 from agentledger.keys import KeyStore, resolve_trust
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
 from agentledger.proofs import parse_bundle, prove, verify_bundle
@@ -307,11 +308,15 @@ def fsck(
     with app.open_ledger(readonly=True) as ledger:
         findings = collector.storage_checks(ledger)
         report = run_verify(app, ledger, None, options)
-        with ledger.db.snapshot() as conn:
-            orphans = sorted(
-                {row[0] for row in conn.execute("SELECT digest FROM blobs")}
-                - collector.reachable_blobs(conn)
-            )
+        orphans: list[str] = []
+        # Unreferenced blobs are looked for in a file verify could read: not in one whose
+        # schema is not ours, nor past text that is not UTF-8 (verify reported both).
+        if not ledger.db.schema_findings:
+            with contextlib.suppress(LedgerError), ledger.db.snapshot() as conn:
+                orphans = sorted(
+                    {row[0] for row in conn.execute("SELECT digest FROM blobs")}
+                    - collector.reachable_blobs(conn)
+                )
     # Every stored checkpoint is checked by verify itself (its signature, and the log's
     # root at its size): the same findings, in the same words.
     history = [
