@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from types import TracebackType
@@ -35,7 +36,9 @@ def _is_sealed_archive(path: Path) -> bool:
     except AgentLedgerError:
         return False
     finally:
-        probe.close()
+        # The real open that follows reports what is wrong with the file.
+        with contextlib.suppress(AgentLedgerError):
+            probe.close()
 
 
 class Ledger:

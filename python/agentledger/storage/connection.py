@@ -370,4 +370,7 @@ class Database:
         return rows[0][0] if rows else None
 
     def close(self) -> None:
-        self.conn.close()
+        try:
+            self.conn.close()
+        except apsw.Error as exc:
+            raise _translate(exc, self.path) from None
