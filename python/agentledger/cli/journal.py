@@ -18,7 +18,7 @@ from agentledger.bernstein import view
 from agentledger.bernstein.format import BOOKKEEPING_RUN
 from agentledger.bookkeeping import GC_RUN, TEAM_RUN
 from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option, width_option
-from agentledger.display import human_console, safe, shorten
+from agentledger.display import human_console, json_text, safe, shorten
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
 from agentledger.ids import check_run_id
 from agentledger.journal import Entry, hash_text
@@ -232,7 +232,7 @@ def _bernstein_line(conn: Any, line: str) -> str:
     found = view.journal_of(conn, item["run"])
     summary = view.summarize(found[2] or b"") if found else view.JournalSummary()
     item.update(events=summary.events, activities=summary.activities, last_entry=summary.last_ts)
-    return json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return json_text(item, sort_keys=True, separators=(",", ":"))
 
 
 STATUS_STYLE = {"clean": "green", "diverged": "red bold", "unverified": "yellow"}

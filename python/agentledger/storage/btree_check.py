@@ -52,7 +52,12 @@ def require_btrees_agree(
 ) -> None:
     """Raise ``Diverged`` (code ``btree-mismatch``, exit 2) unless every b-tree of
     ``tables`` (default: every ledger table) agrees with its indexes, in ``conn``'s current
-    transaction: what a signer calls inside its write transaction before it decides."""
+    transaction: what a signer calls inside its write transaction before it decides.
+
+    It reads every row of those tables (about as long again as the journal pass): call it
+    where a whole pass is paid anyway (archive, gc, adopting a ledger), naming the tables
+    the decision reads; a decision that reads rows only by primary key needs no index.
+    """
     problems = btree_problems(conn, tables)
     if problems:
         raise Diverged(
