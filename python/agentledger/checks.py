@@ -242,6 +242,10 @@ CHECKS: dict[str, CheckInfo] = _table(
     ("schema.altered", "The file's SQL schema is not the one agentledger creates (a trigger, "
      "view or changed table could make its queries lie); no other check ran.",
      "the schema agentledger creates", "what the file's schema holds"),
+    ("schema.btree", "SQLite's own b-trees disagree: an index does not hold exactly its table's "
+     "rows (rebuilt as a partial index with its SQL put back, or damaged), so queries "
+     "answered from it could hide rows; no other check ran.",
+     "every index holds exactly its table's rows", "what SQLite's integrity check found"),
     # ---- phase evidence ----------------------------------------------------------------
     ("phase.evidence", "A run's phase evidence does not re-derive from its recorded compiler "
      "inputs.",

@@ -31,7 +31,12 @@ class Ledger:
         self.blobs = BlobStore(db)
         self.keys = keys or KeyStore()
         """Where the install and audit keys live (outside the ledger); touched only on use."""
-        ledger_id = db.scalar("SELECT value FROM ledger_meta WHERE key = 'ledger_id'")
+        # A file whose schema is not ours is read no further (storage/connection.py).
+        ledger_id = (
+            None
+            if db.schema_findings
+            else db.scalar("SELECT value FROM ledger_meta WHERE key = 'ledger_id'")
+        )
         self.id = str(ledger_id or "")
 
     @classmethod

@@ -93,7 +93,12 @@ def run_verify(
     run_ids: list[str] | None,
     options: VerifyOptions | None = None,
 ) -> VerifyReport:
-    total = ledger.db.scalar("SELECT coalesce(sum(head_seq + 1), 0) FROM runs")
+    # A file whose schema is not ours is read no further than verify's finding.
+    total = (
+        0
+        if ledger.db.schema_findings
+        else ledger.db.scalar("SELECT coalesce(sum(head_seq + 1), 0) FROM runs")
+    )
     with progress_bar(app, int(total or 0)) as progress:
         return ledger.verify(run_ids, progress=progress, options=options)
 

@@ -80,9 +80,9 @@ class AppContext:
 
 def emit_json(obj: Any) -> None:
     """Machine output: one JSON document on stdout and nothing else."""
-    import json
+    from agentledger.display import json_text
 
-    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False))
+    sys.stdout.write(json_text(obj, indent=2, sort_keys=True))
     sys.stdout.write("\n")
 
 

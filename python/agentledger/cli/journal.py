@@ -18,7 +18,7 @@ from agentledger.bernstein import view
 from agentledger.bernstein.format import BOOKKEEPING_RUN
 from agentledger.bookkeeping import GC_RUN, TEAM_RUN
 from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option, width_option
-from agentledger.display import human_console, safe, shorten
+from agentledger.display import human_console, json_text, safe, shorten
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
 from agentledger.ids import check_run_id
 from agentledger.journal import Entry, hash_text
@@ -232,7 +232,7 @@ def _bernstein_line(conn: Any, line: str) -> str:
     found = view.journal_of(conn, item["run"])
     summary = view.summarize(found[2] or b"") if found else view.JournalSummary()
     item.update(events=summary.events, activities=summary.activities, last_entry=summary.last_ts)
-    return json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return json_text(item, sort_keys=True, separators=(",", ":"))
 
 
 STATUS_STYLE = {"clean": "green", "diverged": "red bold", "unverified": "yellow"}
@@ -313,7 +313,8 @@ def _write_table(app: AppContext, items: Iterator[dict[str, Any]]) -> None:
     """Aligned plain text, streamed (a rich Table would hold every row first)."""
     color = not app.no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
     first = list(islice(items, 1000))  # column widths from the first rows
-    width = max([len("run")] + [len(item["run"]) for item in first])
+    # A run id and an entry's time are the file's strings: shown escaped (controls, links).
+    width = max([len("run")] + [len(safe(item["run"])) for item in first])
     echo = click.echo
     echo(f"{'run':<{width}}  {'source':<9} {'events':>7} {'activities':>10}  "
          f"{'last entry':<27} {'status':<10}  head")  # fmt: skip
@@ -324,8 +325,8 @@ def _write_table(app: AppContext, items: Iterator[dict[str, Any]]) -> None:
         if color:
             state = click.style(state, fg={"clean": "green", "diverged": "red"}.get(
                 item["status"], "yellow"))  # fmt: skip
-        echo(f"{item['run']:<{width}}  {item['source']:<9} {item['events']:>7} "
-             f"{item['activities']:>10}  {item['last_entry'] or '-':<27} {state}  "
+        echo(f"{safe(item['run']):<{width}}  {item['source']:<9} {item['events']:>7} "
+             f"{item['activities']:>10}  {safe(item['last_entry'] or '-'):<27} {state}  "
              f"{short(item['head'])}")  # fmt: skip
     app.err_console.print(f"{count:,} run(s)", style="dim")
 

@@ -3,6 +3,7 @@ log at work."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from agentledger import _core
 from agentledger import archive as archives
 from agentledger import gc as collector
 from agentledger.checkpoint import latest, take_checkpoint
@@ -18,7 +20,7 @@ from agentledger.cli import arguments
 from agentledger.cli.common import run_verify, verify_options
 from agentledger.cli.context import AppCommand, AppContext, AppGroup, emit_json, json_option
 from agentledger.display import safe, styled
-from agentledger.errors import BadArgument, ExitCode
+from agentledger.errors import BadArgument, ExitCode, InvalidInput, LedgerError
 from agentledger.keys import KeyStore, resolve_trust
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
 from agentledger.proofs import Proof, parse_proof, prove, verify_proof
@@ -166,7 +168,13 @@ def verify_proof_command(
     trust = arguments.trust_values(trust)
     proof = parse_proof(read_capped(proof_file, MAX_DOCUMENT_BYTES, "a proof"))
     trusted = resolve_trust(trust, KeyStore(app.key_dir))
-    verdict = verify_proof(proof, trusted)
+    try:
+        verdict = verify_proof(proof, trusted)
+    except _core.CanonicalizationError as exc:  # e.g. NaN in the entry's bytes
+        raise InvalidInput(
+            f"{proof_file}: the proven entry holds what JSON cannot represent ({exc})",
+            code="malformed-proof",
+        ) from None
     signatures = _signatures(proof)
     entry = _proven_entry(proof) if verdict.ok else None
     if as_json:
@@ -312,11 +320,15 @@ def fsck(
     with app.open_ledger(readonly=True) as ledger:
         findings = collector.storage_checks(ledger)
         report = run_verify(app, ledger, None, options)
-        with ledger.db.snapshot() as conn:
-            orphans = sorted(
-                {row[0] for row in conn.execute("SELECT digest FROM blobs")}
-                - collector.reachable_blobs(conn)
-            )
+        orphans: list[str] = []
+        # Unreferenced blobs are looked for in a file verify could read: not in one whose
+        # schema is not ours, nor past text that is not UTF-8 (verify reported both).
+        if not ledger.db.schema_findings:
+            with contextlib.suppress(LedgerError), ledger.db.snapshot() as conn:
+                orphans = sorted(
+                    {row[0] for row in conn.execute("SELECT digest FROM blobs")}
+                    - collector.reachable_blobs(conn)
+                )
     # Every stored checkpoint is checked by verify itself (its signature, and the log's
     # root at its size): the same findings, in the same words.
     history = [

@@ -9,13 +9,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
+
+import apsw
 
 from agentledger import _core
 from agentledger.errors import AgentLedgerError, ExitCode, LedgerError
-from agentledger.keys import parse_public_key, public_key_text, read_trust_file
-from agentledger.signer_memory import SignerMemory
+from agentledger.keys import read_trust_file, trust_values
+from agentledger.signer_memory import Remembered, SignerMemory
+from agentledger.storage import btree_check
 from agentledger.storage.migrations import SCHEMA_VERSION
 from agentledger.verify import (
     audit,
@@ -85,43 +87,29 @@ def verify_ledger(
     # what it says is then never newer than what the snapshot sees.
     remembered = SignerMemory(ledger.keys.home, ledger.id).read()
     with ledger.db.snapshot() as conn:
-        heads = {
-            run_id: (head_seq, head_hash)
-            for run_id, head_seq, head_hash in conn.execute(
-                "SELECT run_id, head_seq, head_hash FROM runs ORDER BY ordinal"
-            )
-        }
-        selected = list(heads) if run_ids is None else list(dict.fromkeys(run_ids))
-        verdicts = {run_id: RunVerdict(run_id) for run_id in selected}
-        for run_id in selected:
-            if run_id not in heads:
-                verdicts[run_id].code = ExitCode.NOT_FOUND
-        ctx = VerifyContext(
-            ledger=ledger,
-            conn=conn,
-            options=options,
-            report=report,
-            verdicts=verdicts,
-            whole=run_ids is None,
-            heads=heads,
-            remembered=remembered,
-        )
-        if ledger.db.schema_findings:
-            # What the file's SQL returns cannot be trusted: its schema is not ours.
-            for finding in ledger.db.schema_findings:
-                ctx.diverged(
-                    None,
-                    Divergence(
-                        None,
-                        None,
-                        "schema.altered",
-                        "the schema agentledger creates",
-                        finding,
-                        "sqlite_schema",
-                    ),
+        # What the file's SQL returns cannot be trusted until its schema is ours (re-read
+        # in this snapshot: it may have changed since the file was opened) and its indexes
+        # hold exactly their tables' rows: until then no other SQL runs on it.
+        refused = _untrusted_storage(ledger, conn)
+        for divergence in refused:
+            report.workspace.append(divergence)
+        if refused:
+            report.notes.append(
+                "no other check ran: "
+                + (
+                    "the file's schema was altered"
+                    if ledger.db.schema_findings
+                    else "SQLite's b-trees disagree (an index does not hold its table's rows)"
                 )
-            report.notes.append("no other check ran: the file's schema was altered")
+            )
+            # A named run is not certified from such a file: each carries the reason.
+            verdicts = {run_id: RunVerdict(run_id) for run_id in dict.fromkeys(run_ids or [])}
+            for run_id, verdict in verdicts.items():
+                first = refused[0]
+                verdict.add(Divergence(run_id, None, first.check, first.expected, first.actual))
+            ctx = VerifyContext(ledger, conn, options, report, verdicts, run_ids is None)
         else:
+            ctx = _context(ledger, conn, run_ids, options, report, remembered)
             for check in CHECKS:
                 check(ctx)
     report.runs = list(ctx.verdicts.values())
@@ -132,6 +120,61 @@ def verify_ledger(
     for action in ctx.after_snapshot:
         action()
     return report
+
+
+def _untrusted_storage(ledger: Ledger, conn: apsw.Connection) -> list[Divergence]:
+    """Why nothing the file's SQL answers can be trusted: its schema is not the one
+    agentledger creates, or its b-trees disagree; empty when neither."""
+    ledger.db.recheck_schema()
+    if ledger.db.schema_findings:
+        return [
+            Divergence(
+                None, None, "schema.altered", "the schema agentledger creates", f, "sqlite_schema"
+            )
+            for f in ledger.db.schema_findings
+        ]
+    return [
+        Divergence(
+            None,
+            None,
+            btree_check.CHECK,
+            "every index holds exactly its table's rows",
+            problem,
+            problem.split(":", 1)[0],
+        )
+        for problem in btree_check.btree_problems(conn)
+    ]
+
+
+def _context(
+    ledger: Ledger,
+    conn: apsw.Connection,
+    run_ids: list[str] | None,
+    options: VerifyOptions,
+    report: VerifyReport,
+    remembered: dict[str, Remembered],
+) -> VerifyContext:
+    heads = {
+        run_id: (head_seq, head_hash)
+        for run_id, head_seq, head_hash in conn.execute(
+            "SELECT run_id, head_seq, head_hash FROM runs ORDER BY ordinal"
+        )
+    }
+    selected = list(heads) if run_ids is None else list(dict.fromkeys(run_ids))
+    verdicts = {run_id: RunVerdict(run_id) for run_id in selected}
+    for run_id in selected:
+        if run_id not in heads:
+            verdicts[run_id].code = ExitCode.NOT_FOUND
+    return VerifyContext(
+        ledger=ledger,
+        conn=conn,
+        options=options,
+        report=report,
+        verdicts=verdicts,
+        whole=run_ids is None,
+        heads=heads,
+        remembered=remembered,
+    )
 
 
 def trusted_keys(ledger: Ledger, options: VerifyOptions) -> list[TrustedKey]:
@@ -150,12 +193,8 @@ def trusted_keys(ledger: Ledger, options: VerifyOptions) -> list[TrustedKey]:
         if store.trust_path.exists():
             for key in read_trust_file(store.trust_path):
                 add(key, f"trust file {store.trust_path}")
-        for value in options.trust:
-            if value.strip().startswith("ed25519:"):
-                add(public_key_text(parse_public_key(value)), "--trust")
-            else:
-                for key in read_trust_file(Path(value)):
-                    add(key, f"--trust file {value}")
+        for key, source in trust_values(options.trust):
+            add(key, source)
     except AgentLedgerError as exc:
         found.append(TrustedKey("-", f"not read: {exc.message}"))
     return found
