@@ -126,16 +126,8 @@ def summary(report: VerifyReport) -> Group:
 
 
 def _sides(node: Tree, divergence: Divergence) -> None:
-    node.add(
-        Text.assemble(
-            ("expected ", "dim"), (safe(divergence.expected), EXPECTED_STYLE), overflow="ignore"
-        )
-    )
-    node.add(
-        Text.assemble(
-            ("actual   ", "dim"), (safe(divergence.actual), ACTUAL_STYLE), overflow="ignore"
-        )
-    )
+    node.add(Text.assemble(("expected ", "dim"), (safe(divergence.expected), EXPECTED_STYLE)))
+    node.add(Text.assemble(("actual   ", "dim"), (safe(divergence.actual), ACTUAL_STYLE)))
     if divergence.detail:
         node.add(Text.assemble(("holds    ", "dim"), (safe(divergence.detail), ACTUAL_STYLE)))
 

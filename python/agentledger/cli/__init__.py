@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     import click
 
     from agentledger.cli.app import cli
+    from agentledger.cli.context import PipeClosed
 
     debug = "--debug" in args
     try:
@@ -46,6 +47,10 @@ def main(argv: list[str] | None = None) -> int:
             raise
         click.echo("interrupted", err=True)
         return ExitCode.INTERRUPTED
+    except PipeClosed:
+        # `agentledger runs | head -1`: the reader has what it wanted (git log's convention).
+        _silence_stdout()
+        return ExitCode.OK
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except AgentLedgerError as exc:

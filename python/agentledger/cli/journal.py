@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Generator, Iterator
+from contextlib import closing, contextmanager
 from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +18,7 @@ from agentledger.bernstein import view
 from agentledger.bernstein.format import BOOKKEEPING_RUN
 from agentledger.bookkeeping import GC_RUN, TEAM_RUN
 from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option, width_option
-from agentledger.display import human_console, safe, shorten
+from agentledger.display import safe, shorten
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
 from agentledger.ids import check_run_id
 from agentledger.journal import Entry, hash_text
@@ -216,7 +216,7 @@ def _status_attached(ledger: Ledger, path: Path) -> Iterator[bool]:
 
 def _run_lines(
     ledger: Ledger, status: str | None, show_all: bool, sort: str, limit: int | None
-) -> Iterator[str]:
+) -> Generator[str, None, None]:
     """One JSON object (text) per run, streamed from one query; an imported run's counts
     and last event time are bernstein's own (read from its journal)."""
     with _status_attached(ledger, status_path(ledger.id)) as attached, ledger.db.snapshot() as conn:
@@ -283,8 +283,12 @@ def runs(
     """
     if jsonl and as_json:
         raise click.UsageError("give --json or --jsonl, not both")
-    with app.open_ledger(readonly=True) as ledger:
-        lines = _run_lines(ledger, status, show_all, sort, limit)
+    with (
+        app.open_ledger(readonly=True) as ledger,
+        closing(_run_lines(ledger, status, show_all, sort, limit)) as lines,
+    ):
+        # closing: a reader that stops early (`runs | head`) ends the query while the
+        # ledger is still open.
         if jsonl:
             _write_jsonl(lines)
         elif as_json:
@@ -435,7 +439,7 @@ def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
             }
         )
         return code
-    console = human_console(width=width)
+    console = app.human_console(width)
     status = status_name(code)
     tree = Tree(
         Text.assemble(
