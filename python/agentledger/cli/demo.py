@@ -16,6 +16,7 @@ from agentledger.cli.context import AppCommand, AppContext, emit_json, json_opti
 from agentledger.demo import ENTRIES_PER_RUN, MIN_RUNS, build_workspace, plant_corruptions
 from agentledger.display import safe
 from agentledger.errors import BadArgument, ExitCode
+from agentledger.keys import KeyStore
 from agentledger.ledger import Ledger
 from agentledger.report import report_renderable, write_html
 
@@ -55,6 +56,8 @@ def demo(app: AppContext, runs: int, as_json: bool) -> int:
     arguments.output_file(target, "--ledger", may_exist=False)
     note = app.err_console.print
     started = time.perf_counter()
+    keys = KeyStore(app.key_dir) if app.key_dir is not None else KeyStore()
+    note(f"signing key of this demo: {safe(str(keys.home))} (--home or AGENTLEDGER_HOME)")
     fd, temporary = tempfile.mkstemp(
         prefix=f".{target.name}.", suffix=".building", dir=target.parent
     )
