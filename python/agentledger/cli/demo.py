@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 from rich.text import Text
 
+from agentledger import run_status
 from agentledger.cli import arguments
 from agentledger.cli.common import run_verify
 from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option
@@ -78,7 +79,12 @@ def demo(app: AppContext, runs: int, as_json: bool) -> int:
         note(f"  planted: {corruption.run_id or 'workspace'}: {corruption.how}")
     with app.open_ledger(readonly=True) as ledger:
         note(f"verifying {ledger.path}")
+        before = run_status.before(ledger)
         report = run_verify(app, ledger, None)
+        # `agentledger runs` then shows what this verify found (run_status.py).
+        recorded = run_status.remember(ledger, report, "strict", before)
+    if recorded:
+        note(recorded, style="yellow")
     failing = {run.run_id for run in report.runs if not run.ok}
     if report.workspace:
         failing.add(None)  # type: ignore[arg-type]

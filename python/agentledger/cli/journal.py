@@ -23,7 +23,7 @@ from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
 from agentledger.ids import check_run_id
 from agentledger.journal import Entry, hash_text
 from agentledger.ledger import Ledger
-from agentledger.run_status import readable, status_path
+from agentledger.run_status import current_log, notes_match, readable, status_path
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -219,8 +219,11 @@ def _run_lines(
 ) -> Generator[str, None, None]:
     """One JSON object (text) per run, streamed from one query; an imported run's counts
     and last event time are bernstein's own (read from its journal)."""
-    with _status_attached(ledger, status_path(ledger.id)) as attached, ledger.db.snapshot() as conn:
-        sql, params = _runs_query(attached, status, show_all, sort, limit)
+    notes = status_path(ledger.id, ledger.path)
+    with _status_attached(ledger, notes) as attached, ledger.db.snapshot() as conn:
+        # Notes taken when the file held another log are another content's: not shown.
+        known = attached and notes_match(conn, current_log(conn))
+        sql, params = _runs_query(known, status, show_all, sort, limit)
         for line, imported in conn.execute(sql, params):
             if imported:
                 line = _bernstein_line(conn, line)

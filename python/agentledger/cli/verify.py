@@ -78,7 +78,7 @@ def verify(
         incremental=incremental,
     )
     with app.open_ledger(readonly=True) as ledger:
-        before = run_status.heads(ledger)
+        before = run_status.before(ledger)
         report = run_verify(app, ledger, list(run_ids) or None, options)
         note = run_status.remember(
             ledger, report, f"compat-{compat}" if compat else "strict", before

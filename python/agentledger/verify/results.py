@@ -167,8 +167,18 @@ class VerifyReport:
 
     @property
     def clean_runs(self) -> int:
-        named = self.workspace_runs
-        return sum(1 for run in self.runs if run.ok and run.run_id not in named)
+        return sum(1 for run in self.runs if self.status_of(run.run_id) == "clean")
+
+    def status_of(self, run_id: str) -> str:
+        """A run's status in this report — ``clean``, ``diverged`` or ``missing`` — the one
+        answer every output gives for it (verify, show, activity verify, runs, the HTML):
+        diverged when it has a finding of its own or a workspace finding names it."""
+        verdict = next((run for run in self.runs if run.run_id == run_id), None)
+        if verdict is None or verdict.code == ExitCode.NOT_FOUND:
+            return "missing"
+        if verdict.code == ExitCode.DIVERGED or run_id in self.workspace_runs:
+            return "diverged"
+        return "clean"
 
     @property
     def findings(self) -> int:
