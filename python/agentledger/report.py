@@ -139,12 +139,16 @@ def _finding_label(divergence: Divergence, where: str | None) -> Text:
     text.append(safe(divergence.check), style="bold")
     if divergence.subject:
         text.append(f"  {safe(divergence.subject)}", style="dim")
+    words = divergence.says
+    if words is not None:
+        text.append(f"  {safe(words)}")
     return text
 
 
-def run_tree(verdict: RunVerdict) -> Tree:
-    """run → step and check → expected, actual (and what an edited entry holds)."""
-    status = status_name(verdict.code)
+def run_tree(verdict: RunVerdict, status: str | None = None) -> Tree:
+    """run → step and check → expected, actual (and what an edited entry holds);
+    ``status`` is the report's (``VerifyReport.status_of``)."""
+    status = status or status_name(verdict.code)
     label = Text.assemble(
         ("run ", "dim"),
         (safe(verdict.run_id), "bold"),
@@ -201,7 +205,7 @@ def report_renderable(report: VerifyReport) -> RenderableType:
         parts.append(workspace_tree(report))
     failing = [run for run in report.runs if not run.ok]
     for verdict in failing[:MAX_RUN_TREES]:
-        parts.append(run_tree(verdict))
+        parts.append(run_tree(verdict, report.status_of(verdict.run_id)))
     if len(failing) > MAX_RUN_TREES:
         parts.append(
             Text(
@@ -246,4 +250,11 @@ def write_html(report: VerifyReport, path: Path) -> None:
     path.write_text(render_html(report), encoding="utf-8")
 
 
-__all__ = ["MAX_RUN_TREES", "report_renderable", "run_tree", "write_html"]
+__all__ = [
+    "MAX_RUN_TREES",
+    "report_renderable",
+    "run_tree",
+    "verdict_line",
+    "workspace_tree",
+    "write_html",
+]

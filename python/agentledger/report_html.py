@@ -211,19 +211,20 @@ def _finding(divergence: Divergence, where: str | None = None) -> str:
         if divergence.detail
         else ""
     )
+    words = f"<p class=says>{_e(divergence.says)}</p>" if divergence.says else ""
     return (
         f'<div class=finding>{place}<a href="#check-{anchor(divergence.check)}">'
         f"<code><strong>{_e(divergence.check)}</strong></code></a>{subject}"
-        f"<div class=means>{_e(explain(divergence.check).means)}</div>"
+        f"<div class=means>{_e(explain(divergence.check).means)}</div>{words}"
         f"<dl><dt>expected</dt><dd class=expected><code>{_e(divergence.expected)}</code></dd>"
         f"<dt>actual</dt><dd class=actual><code>{_e(divergence.actual)}</code></dd>"
         f"{holds}</dl></div>"
     )
 
 
-def _run(verdict: RunVerdict, extra: list[Divergence]) -> str:
+def _run(verdict: RunVerdict, extra: list[Divergence], status: str) -> str:
+    """One failing run; ``status`` is the report's (``VerifyReport.status_of``)."""
     run_anchor = anchor("run", verdict.run_id)
-    status = status_name(verdict.code) if not extra or not verdict.ok else "diverged"
     checks = sorted({d.check for d in [*verdict.divergences, *extra]})
     search = " ".join([verdict.run_id, status, *checks]).lower()
     by_step: dict[int | None, list[Divergence]] = defaultdict(list)
@@ -283,11 +284,11 @@ def _runs(report: VerifyReport) -> str:
             named[divergence.run_id].append(divergence)
     known = {run.run_id for run in report.runs}
     failing = [
-        _run(run, named.get(run.run_id, []))
+        _run(run, named.get(run.run_id, []), report.status_of(run.run_id))
         for run in report.runs
         if not run.ok or run.run_id in named
     ]
-    failing += [_run(RunVerdict(run_id), found) for run_id, found in named.items()
+    failing += [_run(RunVerdict(run_id), found, "diverged") for run_id, found in named.items()
                 if run_id not in known]  # fmt: skip
     if not failing:
         return '<h2 id="runs">Failing runs</h2><p>None: every run verified clean.</p>'

@@ -397,30 +397,37 @@ def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
         ledger.get_run(run_id)
         with ledger.db.snapshot() as conn:
             imported = view.read_imported_run(conn, run_id)
-        if imported is not None:
-            # bernstein's own journal rows and stages (cli/bernstein_show.py)
-            from agentledger.cli.bernstein_show import show_imported
-
-            show_imported(app, imported, as_json)
-            return int(ExitCode.OK)
-        entries = _read(ledger, run_id)
-        stages = stage_summaries(ledger, entries)
         try:
+            # The verify of `verify RUN`: show gives the run the verdict every report gives.
             report: VerifyReport | None = ledger.verify([run_id], options=VerifyOptions(jobs=1))
             unverified = None
         except AgentLedgerError as exc:
             # A key file verify must refuse (e.g. a trust anchor others may write): the
             # journal is still shown, said to be unverified, and why.
             report, unverified = None, f"not verified: {exc.message}"
+        if imported is None:
+            entries = _read(ledger, run_id)
+            stages = stage_summaries(ledger, entries)
+    if imported is not None:
+        # bernstein's own journal rows and stages (cli/bernstein_show.py)
+        from agentledger.cli.bernstein_show import show_imported
+
+        return show_imported(app, imported, report, unverified, as_json, width)
     verdict = report.runs[0] if report is not None else RunVerdict(run_id)
     marks = mark_run(verdict, report.workspace if report is not None else [], stages)
-    code = int(ExitCode.DIVERGED if marks.diverged else ExitCode.OK)
+    # The exit code of `verify RUN` (the run's findings and the ledger's, e.g. no signed
+    # checkpoint), and diverged whenever a step is marked.
+    code = int(report.code) if report is not None else int(ExitCode.OK)
+    if marks.diverged:
+        code = int(ExitCode.DIVERGED)
+    run_status = report.status_of(run_id) if report is not None else "unverified"
     if as_json:
         emit_json(
             {
                 "run": run_id,
                 "code": code,
                 "status": status_name(code),
+                "run_status": run_status,
                 "verify": verdict.to_json() if unverified is None else None,
                 "unverified": unverified,
                 "run_findings": [mark.to_json() for mark in marks.run],

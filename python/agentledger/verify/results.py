@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentledger import _core
+from agentledger.checks import says
 from agentledger.errors import ExitCode
 
 MAX_DIVERGENCES_PER_RUN = _core.MAX_FINDINGS_PER_RUN
@@ -25,6 +26,11 @@ class Divergence:
     detail: str | None = None
     """What the file holds there, for people (an edited entry's kind and body, shortened)."""
 
+    @property
+    def says(self) -> str | None:
+        """The finding in words (``checks.says``: the one phrasing every output uses)."""
+        return says(self.check, self.expected, self.actual, self.seq)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "run": self.run_id,
@@ -34,6 +40,7 @@ class Divergence:
             "expected": self.expected,
             "actual": self.actual,
             "detail": self.detail,
+            "says": self.says,
         }
 
 
@@ -259,7 +266,12 @@ class VerifyReport:
             "workspace": [d.to_json() for d in self.workspace],
             "failures": [run.to_json() for run in self.runs if not run.ok],
             "results": [
-                {"run": run.run_id, "code": int(run.code), "entries": run.entries}
+                {
+                    "run": run.run_id,
+                    "code": int(run.code),
+                    "status": self.status_of(run.run_id),
+                    "entries": run.entries,
+                }
                 for run in self.runs
             ],
         }
