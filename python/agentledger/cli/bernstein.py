@@ -17,7 +17,9 @@ from agentledger.cli import arguments
 from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option
 from agentledger.display import safe, styled
 from agentledger.errors import ExitCode, InvalidInput
+from agentledger.ledger import Ledger
 from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
+from agentledger.verify import VerifyOptions
 
 
 @click.group("import", cls=AppGroup)
@@ -50,6 +52,18 @@ def _progress(
 def _split_runs(values: tuple[str, ...]) -> list[str] | None:
     runs = [name for value in values for name in value.split(",") if name]
     return runs or None
+
+
+def _not_verifying(ledger: Ledger, run_ids: list[str]) -> list[tuple[str, list[str]]]:
+    """The imported runs bernstein's own verifier rejects, with the checks that fail."""
+    if not run_ids:
+        return []
+    report = ledger.verify(run_ids, options=VerifyOptions(compat="bernstein"))
+    return [
+        (run.run_id, sorted({d.check for d in run.divergences}))
+        for run in report.runs
+        if report.status_of(run.run_id) == "diverged"
+    ]
 
 
 @import_group.command("bernstein")
@@ -108,6 +122,18 @@ def import_bernstein(
             progress=bar[0] if bar else None,
             on_total=bar[1] if bar else None,
         )
+        failing = _not_verifying(ledger, list(summary.runs_imported))
+    if failing:
+        # The import keeps every byte, tampered or not; whoever imports must hear it now.
+        named = ", ".join(f"{run} ({', '.join(checks)})" for run, checks in failing[:10])
+        more = f" and {len(failing) - 10:,} more" if len(failing) > 10 else ""
+        click.echo(
+            safe(
+                f"warning: {len(failing)} imported run(s) do not verify by bernstein's own "
+                f"rules: {named}{more}; `agentledger verify --compat bernstein` shows why"
+            ),
+            err=True,
+        )
     code = int(summary.code)
     if audit_ok is False and code == ExitCode.OK:
         code = int(ExitCode.DIVERGED)
@@ -118,6 +144,7 @@ def import_bernstein(
                 "code": code,
                 "audit_ok": audit_ok,
                 "audit_problems": audit_problems,
+                "not_verifying": [{"run": run, "checks": checks} for run, checks in failing],
             }
         )
         return code

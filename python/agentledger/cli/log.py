@@ -22,6 +22,7 @@ from agentledger.keys import KeyStore, resolve_trust
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
 from agentledger.proofs import parse_bundle, prove, verify_bundle
 from agentledger.report import report_renderable
+from agentledger.signing import verify_before_signing
 from agentledger.verify import VerifyOptions
 
 
@@ -67,6 +68,10 @@ def checkpoint(app: AppContext, export_file: Path | None, adopt: bool, as_json: 
     if export_file is not None:
         arguments.output_file(export_file, "--export")
     with app.open_ledger() as ledger:
+        if export_file is not None:
+            # An exported checkpoint vouches for the file elsewhere: only a ledger that
+            # verifies clean is vouched for (Diverged, exit 2, nothing written otherwise).
+            verify_before_signing(ledger, "export a checkpoint")
         stored = latest(ledger) if ledger.db.readonly else take_checkpoint(ledger, adopt=adopt)
     text = stored.checkpoint.text()
     if export_file is not None:

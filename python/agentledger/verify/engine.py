@@ -123,9 +123,7 @@ def missing_leaves_accounted(ledger: Ledger, named: VerifyReport, whole: VerifyR
     if named.checkpoint is None:
         return False
     size = named.checkpoint.size
-    logged = ledger.db.scalar(
-        "SELECT count(*) FROM entries WHERE leaf >= 0 AND leaf < ?", (size,)
-    )
+    logged = ledger.db.scalar("SELECT count(*) FROM entries WHERE leaf >= 0 AND leaf < ?", (size,))
     deleted = 0
     for run in whole.runs:
         if run.divergence_count > len(run.divergences):

@@ -1,0 +1,62 @@
+"""The lesser items of the report issue: a tampered import is announced, a checkpoint of a
+ledger that does not verify is never exported, and runs bernstein answers 1 are not
+called missing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from agentledger import Ledger
+from tests.bernstein.bernstein_testkit import SMALL
+
+
+def _tampered_copy(tmp_path: Path) -> Path:
+    workdir = tmp_path / "workdir"
+    shutil.copytree(SMALL, workdir)
+    journal = workdir / ".sdd" / "runs" / "run-002" / "journal.jsonl"
+    lines = journal.read_text(encoding="utf-8").splitlines(keepends=True)
+    row = json.loads(lines[1])
+    row["task"] = "a task it never claimed"  # outside the stored hashes: they no longer match
+    lines[1] = json.dumps(row) + "\n"
+    journal.write_text("".join(lines), encoding="utf-8")
+    return workdir
+
+
+def test_importing_a_tampered_workdir_warns_naming_the_run(tmp_path: Path, cli: Any) -> None:
+    done = cli("import", "bernstein", str(_tampered_copy(tmp_path)))
+    assert done.code == 0  # imported as it is: the bytes are the evidence
+    warning = [line for line in done.err.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1, done.err
+    assert "run-002" in warning[0] and "run-001" not in warning[0]
+    assert "agentledger verify --compat bernstein" in warning[0]
+    listed = cli("import", "bernstein", str(_tampered_copy(tmp_path / "again")), "--json")
+    assert [item["run"] for item in listed.json()["not_verifying"]] == []  # unchanged re-import
+
+
+def test_importing_a_genuine_workdir_says_nothing_more(cli: Any) -> None:
+    done = cli("import", "bernstein", str(SMALL))
+    assert done.code == 0 and "warning" not in done.err
+
+
+def test_checkpoint_export_refuses_a_ledger_that_does_not_verify(
+    ledger_path: Path, tmp_path: Path, cli: Any
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        ledger.run("r").append_many([("step", {"n": n}) for n in range(3)])
+    exported = tmp_path / "cp.txt"
+    assert cli("checkpoint", "--export", str(exported)).code == 0
+    exported.unlink()
+    with Ledger.open(ledger_path) as ledger, ledger.db.write() as conn:
+        raw = conn.execute("SELECT bytes FROM entries WHERE run_id = 'r' AND seq = 1").fetchall()
+        conn.execute(
+            "UPDATE entries SET bytes = ? WHERE run_id = 'r' AND seq = 1",
+            (raw[0][0].replace(b'"n":1', b'"n":9'),),
+        )
+    refused = cli("checkpoint", "--export", str(exported))
+    assert refused.code == 2
+    assert refused.err.startswith("error [signing-refused]")
+    assert "entry.hash" in refused.err and "agentledger verify --all" in refused.err
+    assert not exported.exists() and refused.out == ""
