@@ -27,7 +27,12 @@ from agentledger.verify import Divergence, RunVerdict, VerifyReport, status_name
 
 MAX_RUN_TREES = 50
 """Failing runs drawn in the terminal; the HTML report and --json hold every one."""
-STATUS_STYLE = {"clean": "green", "diverged": "bold red", "missing": "yellow"}
+STATUS_STYLE = {
+    "clean": "green",
+    "diverged": "bold red",
+    "missing": "yellow",
+    "no-verdict": "yellow",
+}
 EXPECTED_STYLE = ""  # neutral: what the anchored record says must be there
 ACTUAL_STYLE = "red"  # what the file holds now
 LABEL_WIDTH = 10
@@ -84,7 +89,8 @@ def header(report: VerifyReport) -> Group:
 def summary(report: VerifyReport) -> Group:
     """The counts, as words that wrap only between numbers (a number is never cut)."""
     diverged = len(report.diverged_runs)
-    missing = report.count(1)
+    missing = report.missing_runs
+    no_verdict = report.no_verdict_runs
     rate = f"{report.entries / report.elapsed_s:,.0f} entries/s" if report.elapsed_s else ""
     counts = Text.assemble(
         (_plural(len(report.runs), "run"), "bold"),
@@ -97,6 +103,8 @@ def summary(report: VerifyReport) -> Group:
         "  ",
         (f"{missing:,} missing", "yellow" if missing else ""),
         "  ",
+        # Runs that exist but get no verdict (bernstein answers 1 for a run with no activity).
+        (f"{no_verdict:,} without a verdict  " if no_verdict else "", "yellow"),
         f"{_plural(report.blobs_checked, 'blob')} re-hashed",
         "  ",
         f"{report.elapsed_s:.2f}s",
@@ -232,6 +240,8 @@ def report_renderable(report: VerifyReport) -> RenderableType:
 
 def verdict_line(report: VerifyReport) -> Text:
     name = status_name(report.code)
+    if report.code == 1 and not report.missing_runs:
+        name = "no-verdict"  # every run exists: the verifier answers 1 (see each run)
     text = Text.assemble(("verdict: ", "bold"), (name, STATUS_STYLE.get(name, "")))
     if report.findings:
         diverged = report.diverged_runs

@@ -45,7 +45,7 @@ dl.meta dd { margin: 0; }
 .verdict.clean { background: var(--green); } .verdict.diverged { background: var(--red); }
 .verdict.missing { background: var(--yellow); }
 .status-diverged { color: var(--red); font-weight: 600; }
-.status-missing { color: var(--yellow); font-weight: 600; }
+.status-missing, .status-no-verdict { color: var(--yellow); font-weight: 600; }
 .expected { color: var(--fg); }
 .actual, .holds { color: var(--red); }
 .muted { color: var(--muted); }
@@ -146,7 +146,8 @@ def _meta(report: VerifyReport) -> str:
 
 def _chart(report: VerifyReport) -> str:
     """Clean, diverged and missing runs as one stacked bar (inline SVG)."""
-    clean, diverged, missing = report.clean_runs, len(report.diverged_runs), report.count(1)
+    clean, diverged = report.clean_runs, len(report.diverged_runs)
+    missing = report.missing_runs + report.no_verdict_runs
     total = max(clean + diverged + missing, 1)
     parts = [("clean", clean, "#1a7f37"), ("diverged", diverged, "#b00020"),
              ("missing", missing, "#9a6700")]  # fmt: skip
@@ -178,8 +179,13 @@ def _summary(report: VerifyReport) -> str:
         f"<p>{_plural(len(report.runs), 'run')}, {_plural(report.entries, 'entry', 'entries')}: "
         f"<strong>{report.clean_runs:,}</strong> clean, "
         f"<strong class=status-diverged>{len(report.diverged_runs):,}</strong> diverged, "
-        f"<strong>{report.count(1):,}</strong> missing; "
-        f"{_plural(report.blobs_checked, 'blob')} re-hashed, "
+        f"<strong>{report.missing_runs:,}</strong> missing; "
+        + (
+            f"<strong>{report.no_verdict_runs:,}</strong> without a verdict; "
+            if report.no_verdict_runs
+            else ""
+        )
+        + f"{_plural(report.blobs_checked, 'blob')} re-hashed, "
         f"{report.receipts_checked:,} receipt(s), {report.signatures_checked:,} signature(s), "
         f"{report.audit_records:,} audit record(s); {report.elapsed_s:.2f}s{rate}.</p>"
     )

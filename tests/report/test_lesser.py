@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from agentledger import Ledger
-from tests.bernstein.bernstein_testkit import SMALL
+from tests.bernstein.bernstein_testkit import SHAPES, SMALL
 
 
 def _tampered_copy(tmp_path: Path) -> Path:
@@ -60,3 +60,21 @@ def test_checkpoint_export_refuses_a_ledger_that_does_not_verify(
     assert refused.err.startswith("error [signing-refused]")
     assert "entry.hash" in refused.err and "agentledger verify --all" in refused.err
     assert not exported.exists() and refused.out == ""
+
+
+def test_compat_does_not_call_runs_without_activity_missing(cli: Any) -> None:
+    assert cli("import", "bernstein", str(SHAPES)).code == 0
+    verified = cli("verify", "--compat", "bernstein", "--json")
+    assert verified.code == 1  # bernstein's own verdict on a run with no activity
+    report = verified.json()
+    assert report["missing"] == 0 and report["no_verdict"] == 2
+    assert report["status"] == "no-verdict"
+    statuses = {row["run"]: row["status"] for row in report["results"]}
+    assert sorted(run for run, status in statuses.items() if status == "no-verdict") == [
+        "r0000-plain",
+        "r0010-plain-long",
+    ]
+    text = cli("verify", "--compat", "bernstein").out
+    assert "0 missing" in text and "2 without a verdict" in text
+    assert "no activity.result entries" in text  # why, for each run
+    assert cli("verify", "nope", "--json").json()["missing"] == 1  # a run that does not exist

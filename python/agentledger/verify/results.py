@@ -117,6 +117,10 @@ class CheckpointMatch:
         }
 
 
+NO_VERDICT = "no-verdict"
+"""The status of a run that exists but is answered 1 (see ``RunVerdict.not_found``)."""
+
+
 def status_name(code: int) -> str:
     return {0: "clean", 1: "missing", 2: "diverged"}.get(code, "error")
 
@@ -162,6 +166,16 @@ class VerifyReport:
         return sum(1 for run in self.runs if run.code == code)
 
     @property
+    def missing_runs(self) -> int:
+        """Runs asked about that do not exist."""
+        return sum(1 for run in self.runs if self.status_of(run.run_id) == "missing")
+
+    @property
+    def no_verdict_runs(self) -> int:
+        """Runs that exist but are answered 1 (``RunVerdict.not_found`` says why)."""
+        return sum(1 for run in self.runs if self.status_of(run.run_id) == NO_VERDICT)
+
+    @property
     def workspace_runs(self) -> set[str]:
         """Runs named by workspace-level findings (e.g. an audit record of a removed run)."""
         return {d.run_id for d in self.workspace if d.run_id is not None}
@@ -177,12 +191,18 @@ class VerifyReport:
         return sum(1 for run in self.runs if self.status_of(run.run_id) == "clean")
 
     def status_of(self, run_id: str) -> str:
-        """A run's status in this report — ``clean``, ``diverged`` or ``missing`` — the one
+        """A run's status in this report — ``clean``, ``diverged``, ``missing`` (no such run)
+        or ``no-verdict`` (it exists; the verifier answers 1, e.g. bernstein's rules on a run
+        with no activity) — the one
         answer every output gives for it (verify, show, activity verify, runs, the HTML):
         diverged when it has a finding of its own or a workspace finding names it."""
         verdict = next((run for run in self.runs if run.run_id == run_id), None)
-        if verdict is None or verdict.code == ExitCode.NOT_FOUND:
+        if verdict is None:
             return "missing"
+        if verdict.code == ExitCode.NOT_FOUND:
+            # A run that exists but is answered 1 (bernstein's verdict on a run with no
+            # activity) is not missing: it has no verdict, and ``not_found`` says why.
+            return "missing" if verdict.not_found is None else NO_VERDICT
         if verdict.code == ExitCode.DIVERGED or run_id in self.workspace_runs:
             return "diverged"
         return "clean"
@@ -240,14 +260,18 @@ class VerifyReport:
         }
 
     def to_json(self) -> dict[str, Any]:
+        status = status_name(self.code)
+        if self.code == ExitCode.NOT_FOUND and not self.missing_runs:
+            status = NO_VERDICT
         return {
             "code": int(self.code),
-            "status": status_name(self.code),
+            "status": status,
             "runs": len(self.runs),
             "entries": self.entries,
             "clean": self.clean_runs,
             "diverged": len(self.diverged_runs),
-            "missing": self.count(ExitCode.NOT_FOUND),
+            "missing": self.missing_runs,
+            "no_verdict": self.no_verdict_runs,
             "blobs_checked": self.blobs_checked,
             "receipts_checked": self.receipts_checked,
             "signatures_checked": self.signatures_checked,
