@@ -99,6 +99,12 @@ def _fail(exc: AgentLedgerError, code: int | None = None) -> int:
     from agentledger.display import safe  # a message may quote ledger or workdir strings
 
     message = safe(" ".join(exc.message.splitlines()))
+    if exc.code == "signing-refused" and "rolled back" in message:
+        # The one recovery a legitimately restored backup has (cli/log.py).
+        message += (
+            "; if you restored this file from a backup on purpose, "
+            "`agentledger checkpoint --adopt-restored` makes it the base after a clean verify"
+        )
     click.echo(f"error [{exc.code}]: {message}", err=True)
     return int(exc.exit_code if code is None else code)
 
