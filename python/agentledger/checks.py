@@ -363,6 +363,11 @@ def says(check: str, expected: str, actual: str, seq: int | None = None) -> str 
         return EDITED
     if check == "blob.missing":
         return f"{expected} is not in the blob store"
+    if check == "log.rollback":
+        return (
+            "older than what this install signed or verified; if you restored it from a "
+            "backup on purpose, `agentledger checkpoint --adopt-restored` makes it the base"
+        )
     return None
 
 

@@ -145,9 +145,9 @@ def _finding_label(divergence: Divergence, where: str | None) -> Text:
     if where:
         text.append(where + "  ", style="cyan")
     text.append(safe(divergence.check), style="bold")
-    if divergence.subject:
-        text.append(f"  {safe(divergence.subject)}", style="dim")
     words = divergence.says
+    if divergence.subject and (words is None or divergence.subject not in words):
+        text.append(f"  {safe(divergence.subject)}", style="dim")
     if words is not None:
         text.append(f"  {safe(words)}")
     return text
