@@ -212,8 +212,9 @@ def report_renderable(report: VerifyReport) -> RenderableType:
     if report.workspace:
         parts.append(workspace_tree(report))
     failing = [run for run in report.runs if not run.ok]
+    statuses = report.statuses() if failing else {}
     for verdict in failing[:MAX_RUN_TREES]:
-        parts.append(run_tree(verdict, report.status_of(verdict.run_id)))
+        parts.append(run_tree(verdict, statuses[verdict.run_id]))
     if len(failing) > MAX_RUN_TREES:
         parts.append(
             Text(

@@ -289,8 +289,9 @@ def _runs(report: VerifyReport) -> str:
         if divergence.run_id is not None:
             named[divergence.run_id].append(divergence)
     known = {run.run_id for run in report.runs}
+    statuses = report.statuses()
     failing = [
-        _run(run, named.get(run.run_id, []), report.status_of(run.run_id))
+        _run(run, named.get(run.run_id, []), statuses[run.run_id])
         for run in report.runs
         if not run.ok or run.run_id in named
     ]

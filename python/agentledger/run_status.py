@@ -140,8 +140,9 @@ def remember(ledger: Ledger, report: VerifyReport, mode: str, seen: Before) -> s
     found = [v.run_id for v in report.runs if v.code != ExitCode.NOT_FOUND]
     if not found or not ledger.id or seen.log is None:
         return None
+    statuses = report.statuses()
     verdicts = (
-        (run_id, seen.heads.get(run_id), report.status_of(run_id))
+        (run_id, seen.heads.get(run_id), statuses[run_id])
         for run_id in found
         if run_id in seen.heads
     )

@@ -59,10 +59,11 @@ def _not_verifying(ledger: Ledger, run_ids: list[str]) -> list[tuple[str, list[s
     if not run_ids:
         return []
     report = ledger.verify(run_ids, options=VerifyOptions(compat="bernstein"))
+    statuses = report.statuses()
     return [
         (run.run_id, sorted({d.check for d in run.divergences}))
         for run in report.runs
-        if report.status_of(run.run_id) == "diverged"
+        if statuses[run.run_id] == "diverged"
     ]
 
 

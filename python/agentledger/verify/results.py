@@ -121,6 +121,17 @@ NO_VERDICT = "no-verdict"
 """The status of a run that exists but is answered 1 (see ``RunVerdict.not_found``)."""
 
 
+def _status(verdict: RunVerdict, named: set[str]) -> str:
+    """``VerifyReport.status_of``, given the runs workspace findings name."""
+    if verdict.code == ExitCode.NOT_FOUND:
+        # A run that exists but is answered 1 (bernstein's verdict on a run with no
+        # activity) is not missing: it has no verdict, and ``not_found`` says why.
+        return "missing" if verdict.not_found is None else NO_VERDICT
+    if verdict.code == ExitCode.DIVERGED or verdict.run_id in named:
+        return "diverged"
+    return "clean"
+
+
 def status_name(code: int) -> str:
     return {0: "clean", 1: "missing", 2: "diverged"}.get(code, "error")
 
@@ -168,12 +179,12 @@ class VerifyReport:
     @property
     def missing_runs(self) -> int:
         """Runs asked about that do not exist."""
-        return sum(1 for run in self.runs if self.status_of(run.run_id) == "missing")
+        return sum(1 for run in self.runs if run.code == ExitCode.NOT_FOUND and not run.not_found)
 
     @property
     def no_verdict_runs(self) -> int:
         """Runs that exist but are answered 1 (``RunVerdict.not_found`` says why)."""
-        return sum(1 for run in self.runs if self.status_of(run.run_id) == NO_VERDICT)
+        return sum(1 for run in self.runs if run.code == ExitCode.NOT_FOUND and run.not_found)
 
     @property
     def workspace_runs(self) -> set[str]:
@@ -188,24 +199,23 @@ class VerifyReport:
 
     @property
     def clean_runs(self) -> int:
-        return sum(1 for run in self.runs if self.status_of(run.run_id) == "clean")
+        return sum(1 for status in self.statuses().values() if status == "clean")
+
+    def statuses(self) -> dict[str, str]:
+        """Every run's ``status_of``, computed in one pass (for listings and counts)."""
+        named = self.workspace_runs
+        return {run.run_id: _status(run, named) for run in self.runs}
 
     def status_of(self, run_id: str) -> str:
         """A run's status in this report — ``clean``, ``diverged``, ``missing`` (no such run)
         or ``no-verdict`` (it exists; the verifier answers 1, e.g. bernstein's rules on a run
-        with no activity) — the one
-        answer every output gives for it (verify, show, activity verify, runs, the HTML):
-        diverged when it has a finding of its own or a workspace finding names it."""
+        with no activity) — the one answer every output gives for it (verify, show,
+        activity verify, runs, the HTML): diverged when it has a finding of its own or a
+        workspace finding names it."""
         verdict = next((run for run in self.runs if run.run_id == run_id), None)
         if verdict is None:
             return "missing"
-        if verdict.code == ExitCode.NOT_FOUND:
-            # A run that exists but is answered 1 (bernstein's verdict on a run with no
-            # activity) is not missing: it has no verdict, and ``not_found`` says why.
-            return "missing" if verdict.not_found is None else NO_VERDICT
-        if verdict.code == ExitCode.DIVERGED or run_id in self.workspace_runs:
-            return "diverged"
-        return "clean"
+        return _status(verdict, self.workspace_runs)
 
     @property
     def findings(self) -> int:
@@ -260,6 +270,7 @@ class VerifyReport:
         }
 
     def to_json(self) -> dict[str, Any]:
+        statuses = self.statuses()
         status = status_name(self.code)
         if self.code == ExitCode.NOT_FOUND and not self.missing_runs:
             status = NO_VERDICT
@@ -268,7 +279,7 @@ class VerifyReport:
             "status": status,
             "runs": len(self.runs),
             "entries": self.entries,
-            "clean": self.clean_runs,
+            "clean": sum(1 for status in statuses.values() if status == "clean"),
             "diverged": len(self.diverged_runs),
             "missing": self.missing_runs,
             "no_verdict": self.no_verdict_runs,
@@ -293,7 +304,7 @@ class VerifyReport:
                 {
                     "run": run.run_id,
                     "code": int(run.code),
-                    "status": self.status_of(run.run_id),
+                    "status": statuses[run.run_id],
                     "entries": run.entries,
                 }
                 for run in self.runs
