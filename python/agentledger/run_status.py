@@ -122,7 +122,7 @@ def current_log(conn: apsw.Connection) -> LogState | None:
     """The file's stored log state, or None when it cannot be read."""
     try:
         return read_state(conn)
-    except AgentLedgerError:
+    except (AgentLedgerError, apsw.Error):  # no log (an old schema) or a broken one
         return None
 
 
