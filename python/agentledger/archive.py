@@ -24,18 +24,19 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from agentledger import _core, proven, signing, tiles
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
-from agentledger import notes, signing, tiles
 from agentledger.bookkeeping import BERNSTEIN_RUN
 from agentledger.cas import DIGEST_BYTES
-from agentledger.errors import InvalidInput, NotFound
+from agentledger.errors import Diverged, InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.log import fetch
 from agentledger.storage import Database, quote_identifier
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
+    from agentledger.proven import Proven
 
 ARCHIVE_META = "archive"
 MAX_SCANNED_BLOB = 64 << 20
@@ -218,31 +219,34 @@ def _copy_related_tables(
 
 
 def write_archive(ledger: Ledger, out: str | os.PathLike[str], runs: list[str]) -> ArchiveSummary:
-    """Write the archive of ``runs`` to ``out`` (which must not exist)."""
+    """Write the archive of ``runs`` to ``out`` (which must not exist).
+
+    Verify what you sign, in one snapshot: the source is verified whole and copied in the
+    same read snapshot; every copied entry is then proven (an inclusion proof) in the log
+    that verify rebuilt; the archive's own log is rebuilt from the archive file's entries;
+    only that is signed, under the archive's own origin.
+    """
     out = Path(out)
     if out.exists():
         raise InvalidInput(f"{out} already exists; an archive is always a new file", code="exists")
     if not runs:
         raise NotFound("no run to archive")
-    # The archive carries this install's signature: the source must verify clean first.
-    signing.verify_before_signing(ledger, "archive (and sign) it")
     # Written under a temporary name and linked to ``out`` only once sealed and closed: a
     # crash never leaves at ``out`` a partial file, which would open as an empty ledger.
     partial = out.with_name(f".{out.name}.{secrets.token_hex(6)}.partial")
     target_db = Database.open(partial, create=True)
     try:
-        entries, blob_count, state = _fill(ledger, target_db, runs)
-        signer = checkpoints.signing_key(ledger)
+        with ledger.db.snapshot() as source:
+            source_state = signing.verify_before_signing(ledger, "archive (and sign) it")
+            entries, blob_count, copied = _fill(source, ledger, target_db, runs)
+            _prove_copies(ledger, source, source_state, copied)
+        archive_id = secrets.token_hex(16)
         with target_db.write() as target:
-            note = notes.Checkpoint(ledger.id, state.size, state.root, utc_timestamp())
-            signed = notes.sign(note, signer)
-            target.execute(
-                "INSERT INTO checkpoints (size, root, note) VALUES (?, ?, ?)",
-                (state.size, state.root, signed.text()),
-            )
-            checkpoints.sign_history(target, ledger, state.size)
-            seal = {"runs": len(runs), "sealed_at": utc_timestamp(), "size": state.size,
-                    "source": str(ledger.path)}  # fmt: skip
+            state = _rebuilt(target_db, ledger.id, len(copied))
+            signed = checkpoints.sign_archive(target, ledger, state, archive_id).checkpoint
+            seal = {"archive": archive_id, "runs": len(runs), "sealed_at": utc_timestamp(),
+                    "size": state.size, "source": str(ledger.path),
+                    "source_size": source_state.size}  # fmt: skip
             target.execute(
                 "INSERT INTO ledger_meta (key, value) VALUES (?, ?)",
                 (ARCHIVE_META, json.dumps(seal, sort_keys=True)),
@@ -265,6 +269,30 @@ def write_archive(ledger: Ledger, out: str | os.PathLike[str], runs: list[str]) 
     return ArchiveSummary(out, runs, entries, blob_count, signed.text())
 
 
+def _prove_copies(
+    ledger: Ledger, source: apsw.Connection, state: Proven, copied: list[wslog.LeafRow]
+) -> None:
+    """Every copied entry is the leaf its source position holds in the proven source log."""
+    reader = tiles.TileReader(source)
+    for leaf, run_id, seq, digest in copied:
+        if not proven.includes(source, state, leaf, _core.log_leaf(run_id, seq, digest), reader):
+            raise Diverged(
+                f"{ledger.path}: refusing to archive: entry {seq} of run {run_id!r} is not "
+                "the one the verified log holds; nothing was written",
+                code="signing-refused",
+            )
+
+
+def _rebuilt(target_db: Database, ledger_id: str, size: int) -> Proven:
+    """The archive's log, recomputed from the entries the archive file holds."""
+    state, gap = wslog.state_at(target_db.conn, size)
+    if gap is not None or state != wslog.read_state(target_db.conn):
+        raise Diverged(
+            "the archive's log does not rebuild from its entries", code="signing-refused"
+        )
+    return proven.archived(target_db, ledger_id, state.size, state.frontier)
+
+
 def _sync_folder(folder: Path) -> None:
     """Make the new name durable (the file's own bytes were synced by SQLite)."""
     fd = os.open(folder, os.O_RDONLY)
@@ -274,10 +302,15 @@ def _sync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def _fill(ledger: Ledger, target_db: Database, runs: list[str]) -> tuple[int, int, wslog.LogState]:
+def _fill(
+    source: apsw.Connection, ledger: Ledger, target_db: Database, runs: list[str]
+) -> tuple[int, int, list[wslog.LeafRow]]:
+    """Copy the runs from the ``source`` snapshot; returns the entries' and blobs' counts
+    and each copied entry as the source logged it ``(source leaf, run, seq, hash)``."""
     state = wslog.EMPTY
     entries = 0
-    with ledger.db.snapshot() as source, target_db.write() as target:
+    copied: list[wslog.LeafRow] = []
+    with target_db.write() as target:
         # Rows are copied table by table in name order: foreign keys are checked at commit.
         target.execute("PRAGMA defer_foreign_keys = ON")
         target.execute("UPDATE ledger_meta SET value = ? WHERE key = 'ledger_id'", (ledger.id,))
@@ -292,14 +325,16 @@ def _fill(ledger: Ledger, target_db: Database, runs: list[str]) -> tuple[int, in
             )
             rows = fetch(
                 source,
-                "SELECT run_id, seq, kind, hash, bytes FROM entries WHERE run_id = ? ORDER BY seq",
+                "SELECT run_id, seq, kind, hash, bytes, leaf FROM entries WHERE run_id = ? "
+                "ORDER BY seq",
                 (run_id,),
             )
             leaf_rows = [(state.size + i, row[0], row[1], row[3]) for i, row in enumerate(rows)]
+            copied += [(row[5], row[0], row[1], row[3]) for row in rows]
             target.executemany(
                 "INSERT INTO entries (run_id, seq, kind, hash, bytes, leaf) "
                 "VALUES (?, ?, ?, ?, ?, ?)",
-                [(*row, state.size + i) for i, row in enumerate(rows)],
+                [(*row[:5], state.size + i) for i, row in enumerate(rows)],
             )
             hashes = b"".join(tiles.leaf_hash(leaf) for leaf in wslog.leaf_data(leaf_rows))
             tiles.append(target, state.size, hashes)
@@ -328,7 +363,7 @@ def _fill(ledger: Ledger, target_db: Database, runs: list[str]) -> tuple[int, in
             "UPDATE log_state SET size = ?, frontier = ? WHERE id = 1",
             (state.size, wslog.pack_frontier(state.frontier)),
         )
-    return entries, len(blobs), state
+    return entries, len(blobs), copied
 
 
 def archive_seal(conn: apsw.Connection) -> dict[str, Any] | None:

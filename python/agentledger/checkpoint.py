@@ -3,8 +3,8 @@
 The note itself (format, parsing, signature, stored rows) is ``notes.py``.
 
 Policy: one checkpoint is taken at the end of every write transaction that grew the log
-(``Database.before_commit``), inside that transaction, signed with the install key, and
-only when the log extends what this install already vouched for (``signing.py``). A
+(``Database.before_commit``), inside that transaction, signed with the install key, over
+the log state that transaction proved (``signing.py``, ``proven.py``). A
 transaction that appended nothing takes none. ``agentledger checkpoint`` takes one on
 demand (when the log grew since the newest) and exports the newest for safekeeping. The
 file keeps the newest checkpoint and one at each power of two below it (``history_sizes``).
@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING
 import apsw
 from nacl.signing import SigningKey
 
-from agentledger import signing, tiles
+from agentledger import proven, signing
 from agentledger.errors import NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.keys import public_key_text
-from agentledger.log import LogState, current_state
 from agentledger.notes import (
     Checkpoint,
     StoredCheckpoint,
@@ -32,6 +31,7 @@ from agentledger.notes import (
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
+    from agentledger.proven import Proven
 
 
 _signers: weakref.WeakKeyDictionary[Ledger, SigningKey] = weakref.WeakKeyDictionary()
@@ -51,42 +51,48 @@ def install_public_key(ledger: Ledger) -> str:
 
 
 def take(conn: apsw.Connection, ledger: Ledger, *, force: bool = False) -> StoredCheckpoint:
-    """Sign and store a checkpoint of the log as it is in this transaction.
+    """Sign and store a checkpoint of the log as this transaction proved it.
 
-    Unless ``force``, returns the newest checkpoint instead when it already covers the log.
-    The log must extend what this install vouched for (``signing.py``; checked once per
-    transaction, before its first append). Only a sparse history is kept: the newest and
-    one at every power of two up to it (``history_sizes``), about log2(n) rows; the tiles
-    prove any of them from the others.
+    The root signed is the proven state's (``signing.current_proven``: the install's
+    memory extended by recomputed leaves or by this transaction's appends), never the
+    file's tiles or ``log_state``. Unless ``force``, returns the newest checkpoint instead
+    when it already covers that state. Only a sparse history is kept: the newest and one
+    at every power of two up to it (``history_sizes``), about log2(n) rows.
     """
-    known = ledger.db.transaction_scope.get("log_state")
-    state = known if isinstance(known, LogState) else current_state(conn)
+    state = signing.current_proven(ledger)
     root = state.root
     if not force:
         newest = newest_checkpoint(conn)
         if newest is not None and (newest.size_column, newest.root_column) == (state.size, root):
             return newest
-    scope = ledger.db.transaction_scope
-    if not scope.get("may_sign"):
-        signing.check_may_sign(conn, ledger, state)
-        scope["may_sign"] = True
     # Only the previous newest's row and size are needed here: its note is not parsed.
     previous = conn.execute(
         "SELECT id, size FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1"
     ).fetchall()
-    stored = _insert(conn, ledger, state.size, root)
+    stored = _insert(conn, ledger, state, state.size, root)
     if previous and not is_kept(previous[0][1]):
         conn.execute("DELETE FROM checkpoints WHERE id = ?", (previous[0][0],))
     # The history is completed when the log passes a power of two, and on demand (a row
     # deleted meanwhile is a finding of verify until then).
     if not force or not previous or previous[0][1].bit_length() != state.size.bit_length():
-        sign_history(conn, ledger, state.size)
-    signing.remember_signed(ledger, state.size, root, stored.checkpoint.time)
+        sign_history(conn, ledger, state)
+    signing.remember_signed(ledger, state, stored.checkpoint.time)
     return stored
 
 
-def _insert(conn: apsw.Connection, ledger: Ledger, size: int, root: bytes) -> StoredCheckpoint:
-    signed = sign(Checkpoint(ledger.id, size, root, utc_timestamp()), signing_key(ledger))
+def _insert(
+    conn: apsw.Connection,
+    ledger: Ledger,
+    state: Proven,
+    size: int,
+    root: bytes,
+    archive: str = "",
+) -> StoredCheckpoint:
+    """Sign ``(size, root)``, a root of ``state``'s log (itself or one proven to lead to
+    it), into the file ``conn`` writes (``archive``: an archive's own log)."""
+    signing.require_current(conn, ledger.id, state)
+    note = Checkpoint(ledger.id, size, root, utc_timestamp(), archive=archive)
+    signed = sign(note, signing_key(ledger))
     conn.execute(
         "INSERT INTO checkpoints (size, root, note) VALUES (?, ?, ?)", (size, root, signed.text())
     )
@@ -104,14 +110,27 @@ def history_sizes(size: int) -> list[int]:
     return [1 << k for k in range(size.bit_length()) if 1 << k <= size]
 
 
-def sign_history(conn: apsw.Connection, ledger: Ledger, size: int) -> None:
-    """Sign the power-of-two checkpoints the log has passed and that are not stored: their
-    roots come from the tiles, the same tree the newest checkpoint commits to."""
+def sign_history(conn: apsw.Connection, ledger: Ledger, state: Proven, archive: str = "") -> None:
+    """Sign the power-of-two checkpoints the log has passed and that are not stored. Each
+    root is read from the tiles and signed only when a consistency proof (from the tiles
+    too) shows it leads to the proven root: forged tiles get no signature, and the missing
+    checkpoint stays a finding of verify."""
     have = {int(row[0]) for row in conn.execute("SELECT size FROM checkpoints")}
-    reader = tiles.TileReader(conn)
-    for wanted in history_sizes(size):
-        if wanted not in have:
-            _insert(conn, ledger, wanted, reader.root(wanted))
+    for wanted in history_sizes(state.size):
+        if wanted in have:
+            continue
+        root = proven.root_at(conn, state, wanted)
+        if root is not None:
+            _insert(conn, ledger, state, wanted, root, archive)
+
+
+def sign_archive(
+    conn: apsw.Connection, ledger: Ledger, state: Proven, archive: str
+) -> StoredCheckpoint:
+    """An archive's checkpoints, under its own origin: its whole log and its history."""
+    stored = _insert(conn, ledger, state, state.size, state.root, archive)
+    sign_history(conn, ledger, state, archive)
+    return stored
 
 
 def schedule(ledger: Ledger) -> None:
@@ -136,13 +155,12 @@ def take_checkpoint(ledger: Ledger, *, adopt: bool = False) -> StoredCheckpoint:
 
     ``adopt``: sign a ledger that nothing signed vouches for yet (one from before
     checkpoints), after a whole verify whose only finding is that missing checkpoint.
-    Refused for a ledger this install already signed or verified: there the log must
-    extend what it vouched for, as for every signature.
+    Refused for a ledger this install already signed or verified: there the log must be
+    proven to extend what it vouched for, as for every signature.
     """
     with ledger.db.write() as conn:
         if adopt:
-            signing.adopt(conn, ledger, current_state(conn))
-            ledger.db.transaction_scope["may_sign"] = True
+            signing.adopt(ledger)
         return take(conn, ledger)
 
 

@@ -46,6 +46,7 @@ from agentledger.storage import quote_identifier
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
+    from agentledger.proven import Proven
 
 DEFAULT_GRACE_S = 3600.0
 BATCH = 16_384
@@ -180,10 +181,16 @@ def collect(ledger: Ledger, *, dry_run: bool = False, grace_s: float = DEFAULT_G
     if not math.isfinite(grace_s) or grace_s < 0:
         raise InvalidInput(f"the grace period must be a number of seconds ≥ 0, not {grace_s}")
     result = GcResult(dry_run=dry_run)
-    if not dry_run:
-        signing.verify_before_signing(ledger, "collect blobs (and sign a prune receipt)")
     context = ledger.db.snapshot() if dry_run else ledger.db.write()
     with context as conn:
+        # Verified and collected in one write transaction: no writer can hide a reference
+        # between the verify and the deletion. The receipt is signed over the log the
+        # verify rebuilt.
+        state = (
+            None
+            if dry_run
+            else signing.verify_before_signing(ledger, "collect blobs (and sign a prune receipt)")
+        )
         reachable = reachable_blobs(conn)
         result.reachable = len(reachable)
         sizes: dict[str, int] = dict(fetch(conn, "SELECT digest, size FROM blobs"))
@@ -202,20 +209,23 @@ def collect(ledger: Ledger, *, dry_run: bool = False, grace_s: float = DEFAULT_G
         if not dry_run:
             sightings.write({d: seen.get(d, now) for d in result.kept_young})
         result.bytes_freed = sum(sizes[d] for d in result.removed)
-        if dry_run or not result.removed:
+        if state is None or not result.removed:
             return result
         for digest in result.removed:
             conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (digest,))
             conn.execute("DELETE FROM blobs WHERE digest = ?", (digest,))
-        result.receipt_id = _record_receipt(conn, ledger, result, sizes)
+        result.receipt_id = _record_receipt(conn, ledger, result, sizes, state)
     return result
 
 
 def _record_receipt(
-    conn: apsw.Connection, ledger: Ledger, result: GcResult, sizes: dict[str, int]
+    conn: apsw.Connection,
+    ledger: Ledger,
+    result: GcResult,
+    sizes: dict[str, int],
+    state: Proven,
 ) -> int:
-    state = wslog.read_state(conn)
-    signing.check_may_sign(conn, ledger, state)
+    signing.require_current(conn, ledger.id, state)
     receipt = _core.canonicalize(
         {
             "v": 1,

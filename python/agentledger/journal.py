@@ -109,6 +109,8 @@ class Run:
 
     def _append_locked(self, conn: Any, batch: list[tuple[str, Any]]) -> list[Entry]:
         """Append inside a write transaction the caller holds (so other writes can join it)."""
+        # What the transaction may sign: the log as proven (signing.py), never the file's.
+        state = signing.check_may_append(conn, self.ledger)
         head = conn.execute(
             "SELECT head_seq, head_hash FROM runs WHERE run_id = ?", (self.id,)
         ).fetchall()
@@ -119,13 +121,12 @@ class Run:
             head = [(-1, None)]
         head_seq, head_hash = head[0]
         # A new entry chains from the head: it must be the run's last entry, as logged.
-        signing.check_head(conn, self.id, head_seq, head_hash)
+        signing.check_head(conn, self.ledger, state, self.id, head_seq, head_hash)
         prev = _core.genesis_prev(self.ledger.id, self.id) if head_seq < 0 else hash_text(head_hash)
         ts = utc_timestamp()
         first_seq = head_seq + 1
         # Every entry is also the next leaf of the workspace log (log.py), in this transaction.
-        state = log.begin_append(conn, len(batch))
-        signing.check_may_append(conn, self.ledger, state)
+        log.check_room(state.size, len(batch))
         changes_before = conn.total_changes()
         try:
             with native.sqlite_errors():
@@ -151,8 +152,11 @@ class Run:
                 "altered (`agentledger verify`); nothing was written",
                 code="schema-altered",
             )
-        log.finish_append(
-            conn, self.ledger, state, log.LogState(size, tuple(frontier)), leaf_hashes
+        grown = log.LogState(size, tuple(frontier))
+        log.finish_append(conn, state.size, grown, leaf_hashes)
+        signing.extend_proven(self.ledger, grown.size, grown.frontier)
+        signing.remember_head(
+            self.ledger, self.id, first_seq + len(batch) - 1, bytes(head_hash), grown.size - 1
         )
         checkpoint.schedule(self.ledger)
         conn.execute(

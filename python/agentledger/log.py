@@ -16,15 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import apsw
 
 from agentledger import _core, tiles
 from agentledger.errors import LedgerError
-
-if TYPE_CHECKING:
-    from agentledger.ledger import Ledger
 
 HASH_LEN = 32
 LEAF_ROWS = "SELECT leaf, run_id, seq, hash FROM entries WHERE leaf >= ? ORDER BY leaf"
@@ -108,30 +105,22 @@ MAX_LEAVES = 1 << 63
 """The ``leaf`` column is a signed 64-bit integer."""
 
 
-def begin_append(conn: apsw.Connection, count: int) -> LogState:
-    """The state that ``count`` entries about to be appended extend, as its next leaves.
-
-    Called inside the write transaction that inserts the entries (``Run._append_locked``,
-    where ``_core.append_entries`` numbers them and extends the state); ``finish_append``
-    stores the result. The caller then checks that the log extends what this install
-    vouched for (``signing.check_may_append``): the checkpoint at its end will be signed.
-    """
-    state = current_state(conn)
-    if state.size + count > MAX_LEAVES:
+def check_room(size: int, count: int) -> None:
+    """``count`` more leaves fit after ``size`` (the ``leaf`` column is a signed int64)."""
+    if size + count > MAX_LEAVES:
         raise LedgerError(
             f"the workspace log cannot grow past leaf {MAX_LEAVES - 1}", code="log-full"
         )
-    return state
 
 
 def finish_append(
-    conn: apsw.Connection, ledger: Ledger, old: LogState, state: LogState, leaf_hashes: bytes
+    conn: apsw.Connection, old_size: int, state: LogState, leaf_hashes: bytes
 ) -> None:
-    """Store the state the appended entries made and their tiles (the caller schedules the
-    checkpoint taken at the end of the transaction: ``checkpoint.schedule``)."""
-    tiles.append(conn, old.size, leaf_hashes)
+    """Store the state the appended entries made and their tiles, inside the write
+    transaction that inserted them. Both are hints for later readers: what is signed is
+    the proven state the caller extended (``proven.py``)."""
+    tiles.append(conn, old_size, leaf_hashes)
     _write_state(conn, state)
-    ledger.db.transaction_scope["log_state"] = state  # what the checkpoint will sign
 
 
 def leaf_data(rows: Iterable[LeafRow]) -> list[bytes]:

@@ -32,6 +32,8 @@ from agentledger.keys import parse_public_key
 from agentledger.log import fetch
 
 ORIGIN_PREFIX = "agentledger/v1/ledger/"
+ARCHIVE_INFIX = "/archive/"
+_ARCHIVE_ID = re.compile(r"[0-9a-f]{32}")
 KEY_NAME = "agentledger-install"
 SIGNATURE_PREFIX = "\u2014 "  # "— ", the signed-note signature line marker
 ED25519_ALGORITHM = b"\x01"
@@ -62,10 +64,16 @@ class Checkpoint:
     root: bytes
     time: str
     signatures: tuple[NoteSignature, ...] = ()
+    archive: str = ""
+    """An archive's own log: the archive's id ("" for a ledger's workspace log). An
+    archive keeps its source's ledger id, and its checkpoints name the archive too, so a
+    note of one is never taken for a note of the other."""
 
     @property
     def origin(self) -> str:
-        return ORIGIN_PREFIX + self.ledger_id
+        return (
+            ORIGIN_PREFIX + self.ledger_id + (ARCHIVE_INFIX + self.archive if self.archive else "")
+        )
 
     def body(self) -> bytes:
         """The signed bytes."""
@@ -145,13 +153,10 @@ class Checkpoint:
             raise _malformed("no signature")
         if not text.endswith("\n"):
             raise _malformed("a note ends with a newline")
-        return cls(
-            origin[len(ORIGIN_PREFIX) :],
-            int(size_text),
-            root,
-            time_match.group(1),
-            tuple(signatures),
-        )
+        ledger_id, _, archive = origin[len(ORIGIN_PREFIX) :].partition(ARCHIVE_INFIX)
+        if _ and not _ARCHIVE_ID.fullmatch(archive):
+            raise _malformed(f"origin {origin[:80]!r} names no archive id")
+        return cls(ledger_id, int(size_text), root, time_match.group(1), tuple(signatures), archive)
 
 
 def _malformed(why: str) -> InvalidInput:
@@ -163,7 +168,12 @@ def sign(checkpoint: Checkpoint, signing_key: SigningKey) -> Checkpoint:
     signature = signing_key.sign(checkpoint.body()).signature
     added = NoteSignature(KEY_NAME, key_id(KEY_NAME, public_key), signature)
     return Checkpoint(
-        checkpoint.ledger_id, checkpoint.size, checkpoint.root, checkpoint.time, (added,)
+        checkpoint.ledger_id,
+        checkpoint.size,
+        checkpoint.root,
+        checkpoint.time,
+        (added,),
+        checkpoint.archive,
     )
 
 

@@ -251,6 +251,7 @@ def verdict_line(report: VerifyReport) -> Text:
             + (f" in {_plural(len(diverged), 'run')}" if diverged else "")
             + (" and the workspace" if report.workspace else "")
         )
+    text.append(f" (covers {safe(report.scope)})", style="dim")
     return text
 
 

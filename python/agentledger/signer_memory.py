@@ -7,7 +7,13 @@ as a Certificate Transparency log signs only trees consistent with its last sign
 the install keeps, per ledger id, the newest log state it signed and the newest a verify
 found clean, in ``$AGENTLEDGER_HOME/ledgers/<ledger id>.json``:
 
-    {"signed": {"size": 120, "root": "<64 hex>", "time": "..."}, "verified": {...}}
+    {"signed": {"size": 120, "root": "<64 hex>", "frontier": "<hex>", "time": "..."},
+     "verified": {...}}
+
+The frontier (the perfect subtrees' roots, 32 bytes each, largest first) is what the
+signer extends (``proven.py``): a new checkpoint's root is computed from it and the
+entries appended since, never read from the file's tiles. A record without one (written
+before the frontier was kept) is completed from the tiles, checked to hash to its root.
 
 Updates are monotonic (a smaller size never replaces a larger one) and made under an
 exclusive ``flock``, so concurrent writers of one install can only move it forward. It is
@@ -31,7 +37,8 @@ from agentledger.ids import utc_timestamp
 LEDGERS_DIR = "ledgers"
 LEDGER_ID = re.compile(r"[0-9a-f]{32}")
 """A ledger id as ``init`` makes it (16 random bytes, hex); anything else names no file."""
-MAX_MEMORY_BYTES = 4096
+MAX_MEMORY_BYTES = 16_384
+HASH_LEN = 32
 
 Kind = Literal["signed", "verified"]
 
@@ -43,11 +50,15 @@ class Remembered:
     size: int
     root: bytes
     time: str
+    frontier: tuple[bytes, ...] | None = None
+    """The tree's frontier at ``size`` (None: a record from before it was kept)."""
 
     def to_json(self) -> str:
         """Its JSON object, keys sorted (written at every signature: formatted directly)."""
+        frontier = "" if self.frontier is None else b"".join(self.frontier).hex()
         return (
-            f'{{"root": "{self.root.hex()}", "size": {self.size}, "time": {json.dumps(self.time)}}}'
+            f'{{"frontier": "{frontier}", "root": "{self.root.hex()}", "size": {self.size}, '
+            f'"time": {json.dumps(self.time)}}}'
         )
 
 
@@ -78,8 +89,15 @@ class SignerMemory:
         candidates = [known[kind] for kind in ("signed", "verified") if kind in known]
         return max(candidates, key=lambda r: r.size) if candidates else None
 
-    def record(self, kind: Kind, size: int, root: bytes, time: str | None = None) -> None:
-        """Remember ``(size, root)`` as ``kind``, unless a larger state is already there.
+    def record(
+        self,
+        kind: Kind,
+        size: int,
+        root: bytes,
+        frontier: tuple[bytes, ...],
+        time: str | None = None,
+    ) -> None:
+        """Remember ``(size, root, frontier)`` as ``kind``, unless a larger state is there.
 
         The record is rewritten in place, padded to one fixed length, under an exclusive
         ``flock``: one small write per signature, no new file (a write cut by a crash
@@ -96,24 +114,27 @@ class SignerMemory:
             known = _decode(os.pread(fd, MAX_MEMORY_BYTES + 1, 0))
             current = known.get(kind)
             if current is not None and (current.size, current.root) == (size, root):
+                if current.frontier is not None:
+                    return
+            elif current is not None and current.size > size:
                 return
-            if current is not None and current.size > size:
-                return
-            known[kind] = Remembered(size, root, time or utc_timestamp())
+            nodes = tuple(frontier) if len(frontier) == size.bit_count() else None
+            known[kind] = Remembered(size, root, time or utc_timestamp(), nodes)
             document = ", ".join(
                 f'"{name}": {value.to_json()}' for name, value in sorted(known.items())
             )
             data = ("{" + document + "}").encode().ljust(RECORD_BYTES)
             os.pwrite(fd, data, 0)
-            if len(data) > RECORD_BYTES:
+            if os.fstat(fd).st_size != len(data):  # never leave an older, longer record's tail
                 os.ftruncate(fd, len(data))
             _remember_decoded(data, known)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
 
-RECORD_BYTES = 512
-"""The memory is rewritten in place at this length (it needs about 300 bytes)."""
+RECORD_BYTES = 4096
+"""The memory is rewritten in place at this length, one page (about 3 kB for a log of a
+million entries; a longer record extends the file)."""
 
 MAX_OPEN_MEMORIES = 32
 _descriptors: dict[Path, int] = {}
@@ -183,4 +204,18 @@ def _parse(item: object) -> Remembered | None:
         return None
     if not isinstance(root, str) or not re.fullmatch(r"[0-9a-f]{64}", root):
         return None
-    return Remembered(size, bytes.fromhex(root), time if isinstance(time, str) else "")
+    return Remembered(
+        size, bytes.fromhex(root), time if isinstance(time, str) else "", _frontier(item, size)
+    )
+
+
+def _frontier(item: dict[str, object], size: int) -> tuple[bytes, ...] | None:
+    """The recorded frontier, if it has one node per set bit of ``size`` (else none)."""
+    text = item.get("frontier")
+    if not isinstance(text, str) or len(text) != 2 * HASH_LEN * size.bit_count():
+        return None
+    try:
+        data = bytes.fromhex(text)
+    except ValueError:
+        return None
+    return tuple(data[i : i + HASH_LEN] for i in range(0, len(data), HASH_LEN))

@@ -1,26 +1,21 @@
-"""The rule before every signature: sign only a log that extends what this install vouched for.
+"""The one place that decides whether this install may sign: only a ``Proven`` log state.
 
 Every signature this install makes over a ledger — the checkpoint at the end of a write
-transaction, ``agentledger checkpoint``, an archive's checkpoint, a prune receipt — first
-passes ``check_may_sign``. With ``base`` the newest state the signer's memory
-(``signer_memory.py``) holds for the ledger's id, the file's log, as its stored frontier
-makes it:
+transaction, ``agentledger checkpoint``, an archive's checkpoint, a prune receipt — is
+made over a ``proven.Proven`` of the transaction it is made in (``current_proven``). It
+comes from the install's memory (outside the file), extended by leaves recomputed from
+the entries or by this process's own appends, or from a clean whole verify in the same
+transaction; never from the file's tiles or ``log_state``. Otherwise the signature is
+refused (``Diverged``, exit 2) and nothing is written.
 
-- equals ``base`` (the same size and root: a root fixes every leaf under it), or
-- is larger, and the file's newest checkpoint, signed by a trusted key, commits to exactly
-  it and is proven (RFC 9162, from the tiles) to extend ``base``: this install's own
-  checkpoint when the memory lags after a crash, or a trusted co-writer's;
-- otherwise the signature is refused (``Diverged``, exit 2) and nothing is written.
+A ledger this install never vouched for is signed only after a whole verify, in the same
+transaction, finds it clean. ``checkpoint --adopt`` is the one way to sign a ledger
+nothing vouches for yet (one from before checkpoints), and it too refuses a ledger this
+install vouched for.
 
-A ledger this install never vouched for is signed only after a whole verify finds it
-clean (which records it as verified). ``checkpoint --adopt`` is the one way to sign a
-ledger nothing vouches for yet (one from before checkpoints), and it too refuses a ledger
-this install vouched for.
-
-Within a write transaction the check runs before the first entry is added (the
-transaction's own entries are computed by this process and need no check); the appended
-run's head is checked too: its last entry must be the one the log recorded
-(``check_head``), so a new entry never chains from a forged one.
+Within a write transaction the proof runs before the first entry is added; the appended
+run's head is proven too (``check_head``): its last entry must be the leaf the proven log
+holds at its position (an inclusion proof), so a new entry never chains from a forged one.
 """
 
 from __future__ import annotations
@@ -30,20 +25,21 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from agentledger import _core, tiles
-from agentledger.errors import AgentLedgerError, Diverged, LedgerError
-from agentledger.keys import resolve_trust
+from agentledger import _core, proven
+from agentledger.errors import Diverged, LedgerError
 from agentledger.log import is_archive
-from agentledger.notes import newest_checkpoint
-from agentledger.signer_memory import Remembered, SignerMemory
+from agentledger.proven import Proven, Unproven
+from agentledger.signer_memory import SignerMemory
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
-    from agentledger.log import LogState
     from agentledger.verify.results import Divergence, VerifyReport
 
 
 _memories: weakref.WeakKeyDictionary[Ledger, SignerMemory] = weakref.WeakKeyDictionary()
+
+PROVEN = "proven"
+"""The transaction scope's key for the state the transaction's signatures extend."""
 
 
 def memory_of(ledger: Ledger) -> SignerMemory:
@@ -54,78 +50,43 @@ def memory_of(ledger: Ledger) -> SignerMemory:
     return memory
 
 
-def _refuse(ledger: Ledger, why: str) -> Diverged:
-    return Diverged(
-        f"{ledger.path}: refusing to sign: {why}. Nothing was written; "
-        "`agentledger verify --all` shows what differs",
-        code="signing-refused",
-    )
+def current_proven(ledger: Ledger) -> Proven:
+    """The proven state of the write transaction ``ledger`` is in, proven on first use.
+
+    A ledger this install never vouched for is verified whole first (in this transaction).
+    """
+    db = ledger.db
+    if not db.conn.in_transaction:
+        raise LedgerError("a signature is made inside a write transaction", code="ledger-error")
+    found = db.transaction_scope.get(PROVEN)
+    if isinstance(found, Proven) and found.current(db):
+        return found
+    state = proven.prove(db, ledger.id, memory_of(ledger), ledger.keys)
+    if state is None:
+        state = verify_before_signing(ledger, "sign a ledger this install has not signed before")
+    db.transaction_scope[PROVEN] = state
+    return state
 
 
-def check_may_sign(conn: apsw.Connection, ledger: Ledger, state: LogState) -> None:
-    """Raise ``Diverged`` unless the log at ``state`` extends what this install vouched for."""
-    memory = memory_of(ledger)
-    if not memory.usable:
-        raise _refuse(ledger, f"the ledger id {ledger.id[:40]!r} is not one agentledger makes")
-    base = memory.base()
-    if base is None:
-        if state.size == 0:
-            return
-        _verify_first(ledger)
-        base = memory.base()
-        if base is None:
-            raise _refuse(ledger, "this install has never vouched for it")
-    root = state.root
-    if state.size < base.size:
-        raise _refuse(
-            ledger,
-            f"its log holds {state.size:,} entries, but this install signed or verified "
-            f"{base.size:,} (the file was rolled back or entries deleted)",
-        )
-    if state.size == base.size:
-        if root != base.root:
-            raise _refuse(
-                ledger,
-                f"its log of {state.size:,} entries is not the one this install signed or "
-                "verified (entries rewritten)",
-            )
-        return
-    _check_growth(conn, ledger, base, state.size, root)
+def extend_proven(ledger: Ledger, size: int, frontier: tuple[bytes, ...]) -> Proven:
+    """After this process appended leaves: the transaction's proven state, extended."""
+    state = current_proven(ledger).extended(size, frontier)
+    ledger.db.transaction_scope[PROVEN] = state
+    return state
 
 
-def _check_growth(
-    conn: apsw.Connection, ledger: Ledger, base: Remembered, size: int, root: bytes
-) -> None:
-    """Entries past ``base`` are acceptable only under a trusted checkpoint extending it."""
-    unsigned = _refuse(
-        ledger,
-        f"{size - base.size:,} entries were added after the {base.size:,} this install "
-        "vouched for, and no trusted checkpoint covers them",
-    )
-    try:
-        newest = newest_checkpoint(conn)
-    except AgentLedgerError:  # a malformed note vouches for nothing
-        raise unsigned from None
-    if newest is None:
-        raise unsigned
-    note = newest.checkpoint
-    trusted = resolve_trust((), ledger.keys)
-    if (note.size, note.root, note.ledger_id) != (size, root, ledger.id):
-        raise unsigned
-    if note.signed_by(sorted(trusted)) is None:
-        raise unsigned
-    proof = tiles.TileReader(conn).consistency_proof(base.size, size)
-    if not _core.verify_consistency(base.size, size, base.root, root, proof):
-        raise _refuse(
-            ledger,
-            f"its log of {size:,} entries does not extend the {base.size:,} this install "
-            "signed or verified (history rewritten)",
-        )
+def require_current(conn: apsw.Connection, ledger_id: str, state: Proven) -> None:
+    """The signer's gate: ``state`` was proven for ``ledger_id`` in the transaction the
+    connection being written (``conn``) is in now."""
+    if not isinstance(state, Proven) or state.db.conn is not conn or not state.current(state.db):
+        raise Unproven("the ledger", "the log state was not proven in this transaction")
+    if state.ledger_id != ledger_id:
+        raise Unproven(state.db.path, "the log state was proven for another ledger")
 
 
 RESTORED_BY_SIGNING = {"checkpoint.history_missing"}
-"""Findings the next signature repairs (it signs the missing power-of-two checkpoints from
-the checked tiles), so they never block it: a ledger from before that history has none."""
+"""Findings the next signature repairs (it signs the missing power-of-two checkpoints,
+each proven against the signed root), so they never block it."""
 
 
 def integrity_findings(report: VerifyReport) -> list[Divergence]:
@@ -141,9 +102,11 @@ def integrity_findings(report: VerifyReport) -> list[Divergence]:
     ]
 
 
-def verify_before_signing(ledger: Ledger, what: str) -> None:
-    """A whole verify whose integrity findings are none, or ``Diverged``: nothing signed."""
-    findings = integrity_findings(ledger.verify())
+def require_clean(ledger: Ledger, what: str, allowed: frozenset[str] = frozenset()) -> VerifyReport:
+    """A whole verify whose integrity findings are none (but ``allowed``), or
+    ``Diverged``: nothing signed, exported or written."""
+    report = ledger.verify()
+    findings = [d for d in integrity_findings(report) if d.check not in allowed]
     if findings:
         checks = ", ".join(sorted({d.check for d in findings})[:6])
         raise Diverged(
@@ -151,68 +114,100 @@ def verify_before_signing(ledger: Ledger, what: str) -> None:
             "nothing was written; `agentledger verify --all` shows what differs",
             code="signing-refused",
         )
+    return report
 
 
-def _verify_first(ledger: Ledger) -> None:
-    """A whole verify, clean, before the first signature over a ledger with entries."""
-    verify_before_signing(ledger, "sign a ledger this install has not signed before")
+def verify_before_signing(
+    ledger: Ledger, what: str, allowed: frozenset[str] = frozenset()
+) -> Proven:
+    """``require_clean`` in the current transaction: the log that verify rebuilt, proven."""
+    state = require_clean(ledger, what, allowed).proven
+    if not isinstance(state, Proven) or not state.current(ledger.db):
+        raise Unproven(ledger.path, "the verify did not rebuild the whole log in this transaction")
+    ledger.db.transaction_scope[PROVEN] = state
+    return state
 
 
-def adopt(conn: apsw.Connection, ledger: Ledger, state: LogState) -> None:
-    """``checkpoint --adopt``: a ledger nothing vouches for, clean but for that, is signed."""
+def adopt(ledger: Ledger) -> None:
+    """``checkpoint --adopt``: a ledger nothing vouches for, clean but for that, is proven
+    (the checkpoint at the end of the transaction then signs it)."""
     if memory_of(ledger).base() is not None:
-        check_may_sign(conn, ledger, state)
+        current_proven(ledger)
         return
-    findings = integrity_findings(ledger.verify())
-    other = sorted({d.check for d in findings} - {"checkpoint.missing"})
-    if other:
-        raise _refuse(
-            ledger, f"a whole verify finds more than a missing checkpoint ({', '.join(other)})"
-        )
-    memory_of(ledger).record("verified", state.size, state.root)
+    verify_before_signing(
+        ledger, "adopt it (a whole verify finds more than a missing checkpoint)",
+        frozenset({"checkpoint.missing"}),
+    )  # fmt: skip
 
 
-def check_may_append(conn: apsw.Connection, ledger: Ledger, state: LogState) -> None:
-    """The first append of a write transaction: the ledger is no sealed archive and its log
-    extends what this install vouched for, so the checkpoint at the end may be signed."""
+def check_may_append(conn: apsw.Connection, ledger: Ledger) -> Proven:
+    """The first append of a write transaction: the ledger is no sealed archive and its
+    log is proven, so the checkpoint at its end may be signed. Returns the proven state
+    the append extends."""
     scope = ledger.db.transaction_scope
-    if scope.get("may_sign"):
-        return
-    if is_archive(conn):
-        raise LedgerError(
-            f"{ledger.path} is a sealed archive; it cannot be extended", code="archive-sealed"
-        )
-    check_may_sign(conn, ledger, state)
-    scope["may_sign"] = True
+    if not scope.get("may_append"):
+        if is_archive(conn):
+            raise LedgerError(
+                f"{ledger.path} is a sealed archive; it cannot be extended", code="archive-sealed"
+            )
+        scope["may_append"] = True
+    return current_proven(ledger)
 
 
-def check_head(conn: apsw.Connection, run_id: str, head_seq: int, head_hash: bytes) -> None:
-    """The run's cached head must be its last entry, and that entry the log's leaf."""
+def check_head(
+    conn: apsw.Connection,
+    ledger: Ledger,
+    state: Proven,
+    run_id: str,
+    head_seq: int,
+    head_hash: bytes | None,
+) -> None:
+    """The run's cached head must be its last entry, and that entry the leaf the proven
+    log holds at its position (an inclusion proof checked against the proven root)."""
     if head_seq < 0:
         rows = conn.execute("SELECT 1 FROM entries WHERE run_id = ? LIMIT 1", (run_id,))
         if rows.fetchall():
             raise _head_refused(run_id, "it has entries, but its head says it is empty")
         return
-    rows = conn.execute(HEAD_AS_LOGGED, (run_id, head_seq, run_id, head_seq)).fetchall()
-    if not rows or rows[0][3]:
+    rows = conn.execute(HEAD_ROW, (run_id, head_seq, run_id, head_seq)).fetchall()
+    if not rows or rows[0][2]:
         raise _head_refused(run_id, f"its entry {head_seq} is not its last")
-    digest, leaf, stored, _ = rows[0]
-    if bytes(digest) != bytes(head_hash or b"") or not isinstance(leaf, int) or leaf < 0:
+    digest, leaf, _ = rows[0]
+    if bytes(digest) != bytes(head_hash or b"") or not isinstance(leaf, int):
         raise _head_refused(run_id, f"its entry {head_seq} is not the head it records")
-    expected = tiles.leaf_hash(_core.log_leaf(run_id, head_seq, bytes(digest)))
-    if not isinstance(stored, bytes) or stored != expected:
-        raise _head_refused(run_id, f"its entry {head_seq} is not the one the log recorded")
+    if _own_heads(ledger).get(run_id) == (head_seq, bytes(digest), leaf) and leaf < state.size:
+        return  # this process appended it there itself (see ``remember_head``)
+    data = _core.log_leaf(run_id, head_seq, bytes(digest))
+    if not proven.includes(conn, state, leaf, data):
+        raise _head_refused(
+            run_id, f"its entry {head_seq} is not the one the signed log holds at leaf {leaf}"
+        )
 
 
-HEAD_AS_LOGGED = f"""
-SELECT e.hash, e.leaf,
-       (SELECT CAST(substr(t.hashes, (e.leaf % {tiles.TILE_WIDTH}) * 32 + 1, 32) AS BLOB)
-          FROM log_tiles t WHERE t.level = 0 AND t.idx = e.leaf / {tiles.TILE_WIDTH}),
-       EXISTS (SELECT 1 FROM entries x WHERE x.run_id = ? AND x.seq > ?)
+HEAD_ROW = """
+SELECT e.hash, e.leaf, EXISTS (SELECT 1 FROM entries x WHERE x.run_id = ? AND x.seq > ?)
   FROM entries e WHERE e.run_id = ? AND e.seq = ?
 """
-"""The head entry, its leaf hash as the tiles hold it, and whether any entry follows it:
-one statement per append."""
+"""The head entry and whether any entry follows it: one statement per append."""
+
+
+_heads: dict[tuple[str, str], dict[str, tuple[int, bytes, int]]] = {}
+"""Per (key folder, ledger id): each run's last entry as this process appended it and saw
+committed, ``(seq, hash, leaf)``. Every log state this install proves for a ledger id
+extends every earlier one (it only ever signs extensions), so a leaf this process wrote
+into a proven state is in every later one: its head needs no inclusion proof. A file
+rewritten meanwhile makes the cached head differ from the file's, and the proof runs.
+The fast path of ``check_head``; the proof is its reference, and the tests compare them."""
+
+
+def _own_heads(ledger: Ledger) -> dict[str, tuple[int, bytes, int]]:
+    return _heads.setdefault((str(ledger.keys.home), ledger.id), {})
+
+
+def remember_head(ledger: Ledger, run_id: str, seq: int, digest: bytes, leaf: int) -> None:
+    """Once the transaction commits: this process appended ``run_id``'s head at ``leaf``."""
+    heads = _own_heads(ledger)
+    ledger.db.after_commit.append(lambda: heads.__setitem__(run_id, (seq, digest, leaf)))
 
 
 def _head_refused(run_id: str, why: str) -> Diverged:
@@ -223,7 +218,8 @@ def _head_refused(run_id: str, why: str) -> Diverged:
     )
 
 
-def remember_signed(ledger: Ledger, size: int, root: bytes, time: str) -> None:
+def remember_signed(ledger: Ledger, state: Proven, time: str) -> None:
     """Once the transaction has committed, remember the state this install signed."""
     memory = memory_of(ledger)
-    ledger.db.after_commit.append(lambda: memory.record("signed", size, root, time))
+    size, root, frontier = state.size, state.root, state.frontier
+    ledger.db.after_commit.append(lambda: memory.record("signed", size, root, frontier, time))

@@ -25,7 +25,7 @@ from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
 from agentledger.proofs import parse_bundle, prove, verify_bundle
 from agentledger.report import report_renderable
 from agentledger.signer_memory import SignerMemory
-from agentledger.signing import integrity_findings, verify_before_signing
+from agentledger.signing import integrity_findings, require_clean
 from agentledger.verify import VerifyOptions
 
 
@@ -70,7 +70,8 @@ def checkpoint(
 
     Checkpoints are also taken automatically at the end of every write transaction that
     appends entries. Nothing is signed unless the log extends what this install already
-    signed or verified (exit 2 otherwise). Exit 1 when there is no ledger.
+    signed or verified (exit 2 otherwise); --export first verifies the whole ledger and
+    refuses one that does not verify clean (exit 2). Exit 1 when there is no ledger.
 
     \b
     A backup restored on purpose is older than what this install signed: every signature
@@ -95,9 +96,9 @@ def checkpoint(
         adopt = True
     with app.open_ledger() as ledger:
         if export_file is not None:
-            # An exported checkpoint vouches for the file elsewhere: only a ledger that
-            # verifies clean is vouched for (Diverged, exit 2, nothing written otherwise).
-            verify_before_signing(ledger, "export a checkpoint")
+            # An exported checkpoint is what a reviewer will hold the ledger to: only a
+            # ledger that verifies clean is exported.
+            require_clean(ledger, "export its checkpoint")
         stored = latest(ledger) if ledger.db.readonly else take_checkpoint(ledger, adopt=adopt)
     text = stored.checkpoint.text()
     if export_file is not None:

@@ -141,6 +141,9 @@ class Database:
         self._schema_cookie = -1
         self.transaction_scope: dict[str, object] = {}
         """What the current write transaction has established (cleared at its end)."""
+        self.transaction_serial = 0
+        """Counts the outermost transactions begun, read or write: a value proven in one
+        (``proven.Proven``) names it, and is refused in any other."""
 
     @classmethod
     def open(
@@ -270,6 +273,8 @@ class Database:
         self.check_writable()
         outermost = not self.conn.in_transaction
         committed = False
+        if outermost:
+            self.transaction_serial += 1
         try:
             with self.conn:
                 if outermost:
@@ -295,6 +300,7 @@ class Database:
         if self.conn.in_transaction:
             yield self.conn
             return
+        self.transaction_serial += 1
         try:
             self.conn.execute("BEGIN DEFERRED")
             try:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
-from agentledger import _core, tiles
+from agentledger import _core, proven, tiles
 from agentledger import log as wslog
 from agentledger.archive import archive_seal
 from agentledger.checkpoint import history_sizes
@@ -69,6 +69,9 @@ class LogPlan:
     """The whole workspace is verified (fully, or incrementally from ``base``)."""
     assembler: _core.LogAssembler | None = None
     """Rebuilds the log from the journal pass's own rows (no second read)."""
+    archive: str = ""
+    """The archive id the file's seal names ("" for a ledger): its checkpoints must name
+    it, and they alone make the file an archive (not the seal row, which anyone can add)."""
 
 
 def _diverged(ctx: VerifyContext, check: str, expected: str, actual: str, subject: str) -> None:
@@ -97,16 +100,22 @@ def _read_exported(ctx: VerifyContext) -> Checkpoint | None:
 
 def plan_log(ctx: VerifyContext) -> None:
     """Before the journal pass: with ``--incremental``, narrow it to the new tail."""
-    # An archive keeps its source's id but holds a log of its own: no memory applies.
-    sealed = archive_seal(ctx.conn) is not None
-    memory = {} if sealed else ctx.remembered
+    # An archive keeps its source's id but holds a log of its own, signed under its own
+    # origin: the install's memory of the source does not apply to it. A seal row alone
+    # (anyone can add one) changes nothing: the file is judged as the ledger it claims.
+    seal = archive_seal(ctx.conn)
+    archive = seal.get("archive") if seal else None
+    archive = archive if isinstance(archive, str) else ""
+    memory = {} if archive and _newest_names(ctx, archive) else ctx.remembered
     known = [memory[kind] for kind in ("signed", "verified") if kind in memory]
     plan = LogPlan(
         exported=_read_exported(ctx),
         remembered=max(known, key=lambda r: r.size) if known else None,
         covers_workspace=ctx.whole,
+        archive=archive,
     )
     ctx.log_plan = plan
+    ctx.report.scope = _scope(ctx, seal if archive else None)
     verified = memory.get("verified")
     if ctx.options.incremental:
         plan.base = _base(ctx, verified)
@@ -145,10 +154,45 @@ def plan_log(ctx: VerifyContext) -> None:
         for run_id, verdict in ctx.verdicts.items()
         if verdict.code != 1
     }
+    ctx.report.scope = (
+        f"what was appended since entry {base.size:,} in full; the first {base.size:,} "
+        "proven in place by hash, their bytes not re-read"
+        + ("" if plan.covers_workspace else f", of {_plural(len(ctx.verdicts), 'named run')}")
+    )
     ctx.report.notes.append(
         f"incremental: re-checked what was appended to {_plural(len(tail_from), 'run')} "
-        f"since this install last verified the log clean at {base.size:,} entries"
+        f"since this install last verified the log clean at {base.size:,} entries; of "
+        "those, each position was proven to hold the entry hash verified there, but their "
+        "bytes were not re-read (a full `verify --all` does)"
     )
+
+
+def _scope(ctx: VerifyContext, seal: dict[str, object] | None) -> str:
+    """What a verify of this file covers, in words."""
+    if ctx.whole:
+        covered = "the whole ledger"
+    else:
+        names = ", ".join(list(ctx.verdicts)[:3])
+        more = len(ctx.verdicts) - 3
+        covered = f"named runs {names}" + (f" and {more:,} more" if more > 0 else "")
+    if seal is None:
+        return covered
+    runs = seal.get("runs")
+    holding = f", holding {runs} runs" if isinstance(runs, int) else ""
+    return (
+        f"{covered}: an archive (id {str(seal.get('archive'))[:12]}…) of ledger "
+        f"{ctx.ledger.id}{holding}, sealed {seal.get('sealed_at')}, signed under its own origin"
+    )
+
+
+def _newest_names(ctx: VerifyContext, archive: str) -> bool:
+    """Whether the newest checkpoint is one of the archive ``archive`` (its signature is
+    checked with the rest of the log)."""
+    try:
+        newest = newest_checkpoint(ctx.conn)
+    except AgentLedgerError:
+        return False
+    return newest is not None and newest.checkpoint.archive == archive
 
 
 def _base(ctx: VerifyContext, verified: Remembered | None) -> Base | None:
@@ -201,9 +245,24 @@ def check_log(ctx: VerifyContext) -> None:
         return
     size, frontier, root, gap = plan.assembler.finish()
     if gap is not None:
-        _report_gap(ctx, gap)
+        _report_gaps(ctx, newest)
         return
     state = wslog.LogState(size, tuple(frontier))
+    if plan.base is None:
+        # Rebuilt from every entry in this snapshot: the state a signature may extend.
+        ctx.report.proven = proven.verified(ctx.ledger.db, ctx.ledger.id, size, state.frontier)
+    else:
+        # The verified prefix is not re-read, but each of its positions must still hold
+        # the entry (run, seq, hash) verified there: a count would be padded by junk.
+        changed = _unproven_prefix(ctx, plan.base.size, plan.base.root)
+        if changed is not None:
+            _diverged(
+                ctx,
+                "log.rollback",
+                f"the {plan.base.size:,} entries this install verified clean, each at its position",
+                changed,
+                "log",
+            )
     total = int(wslog.fetch(ctx.conn, "SELECT count(*) FROM entries")[0][0])
     if total - unlogged != state.size:
         _diverged(ctx, "log.size", f"{state.size:,} logged entries", f"{total - unlogged:,}", "log")
@@ -270,7 +329,7 @@ def check_log(ctx: VerifyContext) -> None:
     _check_remembered(ctx, reader, plan, proven_size, proven_root)
     if ok and tiles_ok and seal is None:
         memory = _memory(ctx)
-        ctx.after_snapshot.append(lambda: _record_verified(ctx, memory, state.size, root))
+        ctx.after_snapshot.append(lambda: _record_verified(ctx, memory, state))
 
 
 def _check_tiles(
@@ -389,8 +448,11 @@ def _check_checkpoint(ctx: VerifyContext, stored: StoredCheckpoint, trusted: set
             ctx, "checkpoint.signature", "signed by a trusted key", f"not ({signers})", subject
         )
         ok = False
-    if note.ledger_id != ctx.ledger.id:
-        _diverged(ctx, "checkpoint.origin", note.ledger_id, ctx.ledger.id, subject)
+    plan = ctx.log_plan
+    archive = plan.archive if isinstance(plan, LogPlan) else ""
+    expected = Checkpoint(ctx.ledger.id, 0, b"", "", archive=archive).origin
+    if note.origin != expected:
+        _diverged(ctx, "checkpoint.origin", expected, _origin_words(note), subject)
         ok = False
     if (stored.size_column, stored.root_column) != (note.size, note.root):
         _diverged(
@@ -404,6 +466,13 @@ def _check_checkpoint(ctx: VerifyContext, stored: StoredCheckpoint, trusted: set
     return ok
 
 
+def _origin_words(note: Checkpoint) -> str:
+    """A note's origin, saying what it means when it is an archive's."""
+    if note.archive:
+        return f"{note.origin} (a checkpoint of an archive, not of a ledger's workspace log)"
+    return note.origin
+
+
 def _entry_at(ctx: VerifyContext, leaf: int) -> str:
     if leaf < 0:
         return "the start of the log"
@@ -411,20 +480,111 @@ def _entry_at(ctx: VerifyContext, leaf: int) -> str:
     return f"leaf {leaf} ({rows[0][0]} seq {rows[0][1]})" if rows else f"leaf {leaf} (no entry)"
 
 
-def _report_gap(ctx: VerifyContext, gap: tuple[int, int]) -> None:
-    """Name the first leaf out of place and the entries around it."""
-    expected, found = gap
-    if found < 0:
-        actual = f"leaf {expected} missing: the log ends after {_entry_at(ctx, expected - 1)}"
-    elif found > expected:
-        missing = f"leaf {expected}" if found == expected + 1 else f"leaves {expected}..{found - 1}"
-        actual = (
-            f"{missing} missing: between {_entry_at(ctx, expected - 1)} and "
-            f"{_entry_at(ctx, found)} (entries deleted)"
+@dataclass
+class LeafScan:
+    """Every log position the file's entries claim, read in leaf order: what is missing,
+    what is repeated, and where each run's last entry stands."""
+
+    missing: list[tuple[int, int]]
+    """Ranges ``[first, last]`` of positions no entry holds."""
+    repeated: list[tuple[int, list[tuple[str, int]]]]
+    """Positions held by more than one entry, with those entries ``(run, seq)``."""
+    last_leaf: dict[str, int]
+    """Each run's highest leaf."""
+    at: dict[int, tuple[str, int]]
+    """``(run, seq)`` just before and after each missing range (the neighbours named)."""
+
+
+def scan_leaves(ctx: VerifyContext, size: int) -> LeafScan:
+    """One pass over the leaf column (only when the log is already known to be broken)."""
+    scan = LeafScan([], [], {}, {})
+    expected = 0
+    previous: tuple[int, str, int] | None = None
+    for leaf, run_id, seq in ctx.conn.execute(
+        "SELECT leaf, run_id, seq FROM entries WHERE leaf >= 0 ORDER BY leaf, run_id, seq"
+    ):
+        scan.last_leaf[run_id] = max(scan.last_leaf.get(run_id, -1), leaf)
+        if previous is not None and previous[0] == leaf:
+            if scan.repeated and scan.repeated[-1][0] == leaf:
+                scan.repeated[-1][1].append((run_id, seq))
+            else:
+                scan.repeated.append((leaf, [(previous[1], previous[2]), (run_id, seq)]))
+        elif leaf > expected:
+            scan.missing.append((expected, leaf - 1))
+            if previous is not None:
+                scan.at[expected - 1] = (previous[1], previous[2])
+            scan.at[leaf] = (run_id, seq)
+        expected = max(expected, leaf + 1)
+        previous = (leaf, run_id, seq)
+    if expected < size:
+        scan.missing.append((expected, size - 1))
+        if previous is not None:
+            scan.at[expected - 1] = (previous[1], previous[2])
+    return scan
+
+
+def _leaves(first: int, last: int) -> str:
+    return f"leaf {first:,}" if first == last else f"leaves {first:,}..{last:,}"
+
+
+def _neighbour(scan: LeafScan, leaf: int) -> str:
+    if leaf < 0:
+        return "the start of the log"
+    found = scan.at.get(leaf)
+    return f"{found[0]} seq {found[1]} (leaf {leaf:,})" if found else f"leaf {leaf:,}"
+
+
+def _report_gaps(ctx: VerifyContext, newest: StoredCheckpoint | None) -> None:
+    """Name every missing and every repeated position, not only the first, and every run
+    that could own a missing one (its last entry comes before it: a cut tail or a deleted
+    run leaves no other trace), so no damaged run is counted clean."""
+    size = newest.checkpoint.size if newest is not None else 0
+    scan = scan_leaves(ctx, size)
+    for first, last in scan.missing:
+        after = _neighbour(scan, first - 1)
+        if last + 1 in scan.at:
+            where = f"between {after} and {_neighbour(scan, last + 1)}"
+        else:
+            where = f"after {after}, at the end of the signed log"
+        _diverged(
+            ctx,
+            "log.leaf",
+            _leaves(first, last),
+            f"{_leaves(first, last)} missing, {where} "
+            f"({last - first + 1:,} {'entry' if first == last else 'entries'} deleted)",
+            "log",
         )
-    else:
-        actual = f"leaf {found} appears twice or is out of range ({_entry_at(ctx, found)})"
-    _diverged(ctx, "log.leaf", f"leaf {expected}", actual, "log")
+    for leaf, holders in scan.repeated:
+        names = ", ".join(f"{run} seq {seq}" for run, seq in holders[:4])
+        _diverged(
+            ctx,
+            "log.leaf",
+            f"leaf {leaf:,} once",
+            f"leaf {leaf:,} held {len(holders)} times: {names}",
+            "log",
+        )
+    if not scan.missing:
+        return
+    top = scan.missing[-1][1]
+    for run_id, last_leaf in scan.last_leaf.items():
+        if last_leaf > top or run_id not in ctx.verdicts:
+            continue  # entries after every gap: a deletion there would have broken its chain
+        later = [(first, last) for first, last in scan.missing if first > last_leaf]
+        ranges = ", ".join(_leaves(first, last) for first, last in later[:4])
+        if len(later) > 4:
+            ranges += f" and {len(later) - 4:,} more ranges"
+        ctx.diverged(
+            run_id,
+            Divergence(
+                run_id,
+                None,
+                "log.incomplete",
+                "every entry the log held after this run's last one (leaf "
+                f"{last_leaf:,}) still in the file",
+                f"{ranges} deleted: entries of this run may be among them (its tail cut), so "
+                "it cannot be certified complete",
+            ),
+        )
 
 
 def _check_unlogged(ctx: VerifyContext) -> int:
@@ -518,14 +678,8 @@ def _check_selected_runs(
                     "not that leaf: the entry was edited, re-chained or added after signing",
                 ),
             )
-    logged = int(
-        wslog.fetch(
-            ctx.conn,
-            "SELECT count(*) FROM entries WHERE leaf >= 0 AND leaf < ?",
-            (note.size,),
-        )[0][0]
-    )
-    if logged < note.size:
+    missing = _unproven_prefix(ctx, note.size, note.root)
+    if missing is not None:
         for run_id in selected:
             ctx.diverged(
                 run_id,
@@ -533,14 +687,32 @@ def _check_selected_runs(
                     run_id,
                     None,
                     "log.incomplete",
-                    f"the {note.size:,} entries of checkpoint {newest.id}",
-                    f"{note.size - logged:,} missing from the file: this run cannot be "
-                    "certified complete (`verify --all` names the leaves)",
+                    f"the {note.size:,} entries of checkpoint {newest.id}, each at its position",
+                    f"{missing}: this run cannot be certified complete (`verify --all` names "
+                    "the leaves)",
                 ),
             )
     if plan.exported is not None:
         _check_exported(ctx, reader, plan.exported, trusted, note.size, note.root)
     _check_remembered(ctx, reader, plan, note.size, note.root)
+
+
+def _unproven_prefix(ctx: VerifyContext, size: int, root: bytes) -> str | None:
+    """Why the file's first ``size`` log positions are not exactly the signed log of that
+    ``root`` (None when they are): every position present once, holding the entry the
+    signed tree holds there. Rebuilt from each entry's (run, seq, hash) in leaf order,
+    never counted: a count is padded by one junk row."""
+    state, gap = wslog.state_at(ctx.conn, size)
+    if gap is not None:
+        expected, found = gap
+        if found < 0:
+            return f"leaves {expected:,}..{size - 1:,} missing from the file"
+        if found > expected:
+            return f"leaf {expected:,} missing from the file (entries deleted)"
+        return f"leaf {found:,} appears twice (an entry added at a signed position)"
+    if state.root != root:
+        return "the entries at the signed positions are not the signed ones (entries replaced)"
+    return None
 
 
 def _check_state_cache(ctx: VerifyContext, state: wslog.LogState) -> None:
@@ -575,6 +747,16 @@ def _check_exported(
     if exported.ledger_id != ctx.ledger.id:
         _diverged(ctx, "checkpoint.origin", exported.ledger_id, ctx.ledger.id, subject)
         return
+    plan = ctx.log_plan
+    if isinstance(plan, LogPlan) and plan.archive and not exported.archive:
+        # A reviewer holds the source's checkpoint: an archive is a selection of that
+        # ledger with a log of its own, not an older copy of it.
+        ctx.report.notes.append(
+            f"--checkpoint: the exported checkpoint ({exported.size:,} entries) is one of the "
+            f"source ledger {exported.ledger_id}; this file is an archive of it, whose own log "
+            "is signed under the archive's origin and is not compared with the source's"
+        )
+        return
     if exported.size > size:
         _diverged(
             ctx,
@@ -598,7 +780,7 @@ def _check_exported(
         )
 
 
-def _record_verified(ctx: VerifyContext, memory: SignerMemory, size: int, root: bytes) -> None:
+def _record_verified(ctx: VerifyContext, memory: SignerMemory, state: wslog.LogState) -> None:
     """Remember, outside the file, the log state a clean verify covered (for the signer's
     rule and the next --incremental)."""
     # A machine without an install folder (a reviewer's) has no memory to keep: verify
@@ -606,6 +788,6 @@ def _record_verified(ctx: VerifyContext, memory: SignerMemory, size: int, root: 
     if ctx.report.code != 0 or not ctx.ledger.keys.home.is_dir():
         return
     try:
-        memory.record("verified", size, root)
+        memory.record("verified", state.size, state.root, state.frontier)
     except OSError as exc:
         ctx.report.notes.append(f"could not remember the verified log ({exc.strerror})")

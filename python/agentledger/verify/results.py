@@ -160,6 +160,12 @@ class VerifyReport:
     """The newest signed checkpoint the log check matched the ledger against."""
     checkpoint_reason: str | None = None
     """Why ``checkpoint`` is None."""
+    scope: str = "the whole ledger"
+    """What the verdict covers, in words: the whole ledger, named runs, an incremental
+    tail, an archive of which ledger (every verdict line and JSON document says it)."""
+    proven: object = field(default=None, repr=False)
+    """A whole verify: the log it rebuilt from every entry (a ``proven.Proven`` of the
+    transaction it ran in), which the signer may extend if the report is clean."""
 
     @property
     def entries(self) -> int:
@@ -277,6 +283,7 @@ class VerifyReport:
         return {
             "code": int(self.code),
             "status": status,
+            "scope": self.scope,
             "runs": len(self.runs),
             "entries": self.entries,
             "clean": sum(1 for status in statuses.values() if status == "clean"),

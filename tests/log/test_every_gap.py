@@ -1,0 +1,52 @@
+"""Every gap of the log is named, and every run that may have lost entries is counted
+(issue: only the first gap was named, and a run whose tail was cut appeared nowhere)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from agentledger import Ledger
+
+from .logkit import fix_head, raw
+
+
+def _cut_tail(path: Path, run_id: str, keep: int) -> None:
+    with raw(path) as conn:
+        conn.execute("DELETE FROM entries WHERE run_id = ? AND seq >= ?", (run_id, keep))
+        fix_head(conn, run_id)
+
+
+def test_two_cut_tails_are_both_named_and_both_runs_counted(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    for name in ("a", "b", "c", "d"):
+        ledger.run(name).append_many([("step", {"n": i}) for i in range(5)])
+    ledger.close()
+    _cut_tail(ledger_path, "a", 3)  # leaves 3..4
+    _cut_tail(ledger_path, "c", 2)  # leaves 12..14
+    result = cli("verify", "--all", "--json")
+    assert result.code == 2
+    document = result.json()
+    gaps = [d for d in document["workspace"] if d["check"] == "log.leaf"]
+    assert [d["expected"] for d in gaps] == ["leaves 3..4", "leaves 12..14"]
+    assert "a seq 2" in gaps[0]["actual"] and "b seq 0" in gaps[0]["actual"]
+    failing = {run["run"] for run in document["failures"]}
+    assert {"a", "c"} <= failing  # both runs whose tails may have been cut
+    assert "d" not in failing  # its entries come after every gap: its chain shows any cut
+    assert document["diverged"] == len(failing)
+
+
+def test_a_repeated_leaf_is_named_with_its_holders(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    ledger.run("a").append_many([("step", {"n": i}) for i in range(3)])
+    ledger.run("b").append_many([("step", {"n": i}) for i in range(3)])
+    ledger.close()
+    with raw(ledger_path) as conn:
+        conn.execute("UPDATE entries SET leaf = 1 WHERE run_id = 'b' AND seq = 0")
+    result = cli("verify", "--all", "--json")
+    assert result.code == 2
+    actual = [d["actual"] for d in result.json()["workspace"] if d["check"] == "log.leaf"]
+    assert any("leaf 1 held 2 times" in a and "b seq 0" in a for a in actual), actual
+    assert any("leaf 3 missing" in a for a in actual), actual
