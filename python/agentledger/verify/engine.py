@@ -59,19 +59,17 @@ def verify_ledger(
     if run_ids is not None and any(
         d.check == LOG_INCOMPLETE for run in report.runs for d in run.divergences
     ):
-        report = judged_by_whole(ledger, report, _verify(ledger, None, options))
+        report = judged_by_whole(report, _verify(ledger, None, options))
     return report
 
 
 LOG_INCOMPLETE = "log.incomplete"
 
 
-def judged_by_whole(ledger: Ledger, named: VerifyReport, whole: VerifyReport) -> VerifyReport:
+def judged_by_whole(named: VerifyReport, whole: VerifyReport) -> VerifyReport:
     """The named report, each run's findings those of the whole report (the same words
-    `verify --all` says of it) plus what the named pass alone checks (its entries proven in
-    the signed log). ``log.incomplete`` stays only while the whole report cannot account
-    for the missing entries: then no run can be certified complete."""
-    accounted = missing_leaves_accounted(ledger, named, whole)
+    `verify --all` says of it, ``log.incomplete`` included when the run may own a missing
+    entry) plus what the named pass alone checks (its entries proven in the signed log)."""
     of_whole = {run.run_id: run for run in whole.runs}
     runs: list[RunVerdict] = []
     for verdict in named.runs:
@@ -89,11 +87,9 @@ def judged_by_whole(ledger: Ledger, named: VerifyReport, whole: VerifyReport) ->
             not_found=seen.not_found,
         )
         for divergence in verdict.divergences:
-            if divergence in merged.divergences:
-                continue
-            if divergence.check == LOG_INCOMPLETE and accounted:
-                continue
-            merged.add(divergence)
+            # Whether the run may own a missing entry is the whole verify's to say.
+            if divergence.check != LOG_INCOMPLETE and divergence not in merged.divergences:
+                merged.add(divergence)
         runs.append(merged)
     named.runs = runs
     selected = {run.run_id for run in runs}
@@ -104,7 +100,7 @@ def judged_by_whole(ledger: Ledger, named: VerifyReport, whole: VerifyReport) ->
     named.notes.append(
         "the signed log misses entries: the whole ledger was verified to judge these runs"
         + (
-            f"; {elsewhere:,} finding(s) concern other runs or the workspace "
+            f"; {elsewhere:,} workspace finding(s) name no run here "
             "(`agentledger verify --all` lists them)"
             if elsewhere
             else ""
@@ -112,38 +108,6 @@ def judged_by_whole(ledger: Ledger, named: VerifyReport, whole: VerifyReport) ->
     )
     named.elapsed_s += whole.elapsed_s
     return named
-
-
-def missing_leaves_accounted(ledger: Ledger, named: VerifyReport, whole: VerifyReport) -> bool:
-    """Whether the whole report says whose the signed log's missing entries were: every
-    log finding names its run, or the runs' own deletions (steps missing inside a chain,
-    steps cut from its end) add up to exactly the leaves missing."""
-    if all(d.run_id is not None for d in whole.workspace if d.check.startswith("log.")):
-        return True
-    if named.checkpoint is None:
-        return False
-    size = named.checkpoint.size
-    logged = ledger.db.scalar("SELECT count(*) FROM entries WHERE leaf >= 0 AND leaf < ?", (size,))
-    deleted = 0
-    for run in whole.runs:
-        if run.divergence_count > len(run.divergences):
-            return False  # not every finding kept: the count cannot be trusted
-        for divergence in run.divergences:
-            deleted += steps_deleted(divergence)
-    return deleted == size - int(logged or 0)
-
-
-def steps_deleted(divergence: Divergence) -> int:
-    """How many of a run's steps a finding says were deleted (0 when it says none)."""
-    try:
-        expected, actual = int(divergence.expected), int(divergence.actual)
-    except ValueError:
-        return 0
-    if divergence.check == "chain.gap" and divergence.seq is not None:
-        return max(divergence.seq - expected, 0)
-    if divergence.check == "run.head_seq":
-        return max(actual - expected, 0)  # the cache names steps past the chain's end
-    return 0
 
 
 def _verify(ledger: Ledger, run_ids: list[str] | None, options: VerifyOptions) -> VerifyReport:
