@@ -6,7 +6,9 @@ Each ``run.authorize`` reads the run's phase state, re-derives the evidence in f
 appends one ``phase.authorize`` entry in its own durable transaction. The baseline is a
 durable ``run.append`` of an entry of the same size, measured in the same run. The late
 figure (after N decisions) over the early one should stay near 1: decisions are not
-replayed into the state, so a decision costs the same however many came before.
+replayed into the state, and the run's journal is verified once per process (later
+decisions hash only the rows after those verified), so a decision costs the same however
+many came before.
 """
 
 from __future__ import annotations

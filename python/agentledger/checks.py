@@ -86,6 +86,23 @@ CHECKS: dict[str, CheckInfo] = _table(
      "for its role.",
      "the modality the pinned team manifest declares for the role",
      "the modality the stage holds"),
+    ("activity.role_decision", "A stage's role was not decided by the team in force when it "
+     "was logged: the role is not declared, the team was ignored, or the stage pins a "
+     "manifest that no team load put in force for that role.",
+     "the role as the team loads logged before the stage declare it",
+     "the role, modality and manifest the stage holds"),
+    ("activity.stage_unique", "A stage reuses the stage id of an earlier result of its run: "
+     "the boundary should have refused it (duplicate-stage).",
+     "a stage id no earlier result of the run uses",
+     "the stage id and the earlier step that holds it"),
+    ("activity.redundant", "A stage pins an evidence set an earlier result of its run "
+     "already pinned: the boundary should have refused it (redundant-evidence).",
+     "an evidence set no earlier result of the run pins",
+     "the evidence set and the earlier step that pins it"),
+    ("activity.refusal", "A recorded redundant-evidence refusal names no earlier result "
+     "pinning that evidence set.",
+     "the earlier result the refusal names, pinning its evidence set",
+     "the earlier result that pins it in the journal, if any"),
     ("team.manifest", "The team manifest a stage pins is missing or unreadable.",
      "the manifest hash the stage pins", "what the blob store holds for it"),
     # ---- the runs table ---------------------------------------------------------------

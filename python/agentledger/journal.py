@@ -165,6 +165,18 @@ class Run:
         )
         return entries
 
+    def _prove_head(self, conn: Any) -> None:
+        """Refuse (``signing-refused``) unless the run's head is its last entry, proven in the
+        signed log as an append proves it: what a decision reading this run's journal without
+        appending to it (the team's, a parent's) stands on."""
+        head = conn.execute(
+            "SELECT head_seq, head_hash FROM runs WHERE run_id = ?", (self.id,)
+        ).fetchall()
+        if head:
+            # The log as proven in this transaction (the one an append would extend).
+            state = signing.current_proven(self.ledger)
+            signing.check_head(conn, self.ledger, state, self.id, head[0][0], head[0][1])
+
     def entries(self, start: int = 0, kind: str | None = None) -> Iterator[Entry]:
         """The run's entries in order, from ``start``; optionally only one kind."""
         if not isinstance(start, int) or not 0 <= start <= MAX_SQLITE_INT:

@@ -7,7 +7,7 @@ from typing import Any
 
 from agentledger import Ledger, _core
 from agentledger.storage import native
-from agentledger.verify import audit, receipts, team
+from agentledger.verify import audit, phase, receipts, stages, team
 from agentledger.verify.journal_pass import ALL_ROWS, COLUMNS, MARKS
 
 SQL = ALL_ROWS.format(columns=COLUMNS)
@@ -33,6 +33,8 @@ def test_marks_match_the_sql_each_check_would_run(tmp_path: Path) -> None:
     with Ledger.open(tmp_path / "l.db") as ledger:
         for n in range(3):
             ledger.run(f"r{n}").append_many(BODIES[n:] + BODIES[:n])
+        with ledger.db.write() as conn:  # phase kinds are reserved to the phase API
+            ledger.run("r0")._append_locked(conn, [("phase.authorize", {"kind": "phase.x"})])
         with ledger.db.snapshot() as conn:
             scan = _core.JournalScan(list(MARKS.values()))
             journal(ledger, conn, scan, batch_rows=4)  # across batches
@@ -52,6 +54,8 @@ def test_marks_match_the_sql_each_check_would_run(tmp_path: Path) -> None:
             assert MARKS["team_manifest"][1].decode() in team.ALL_PINNED
             assert MARKS["receipt_data"][1].decode() in receipts.ALL_SIGNED
             assert MARKS["receipt_ops"][1].decode() in receipts.ALL_SIGNED
+            assert MARKS["stage"][1].decode() in stages.ALL_STAGES
+            assert MARKS["phase"][1].decode() in phase.ALL_PHASE_ENTRIES
             limited = _core.JournalScan(list(MARKS.values()), 1)
             journal(ledger, conn, limited)
             assert limited.marked(0) is None

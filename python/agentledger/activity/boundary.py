@@ -12,7 +12,10 @@
 4. mirror it into the HMAC audit chain.
 
 Every other refusal is raised before anything is written; steps 2-4 share one write
-transaction, so a crash leaves either all of them or none.
+transaction, so a crash leaves either all of them or none. The role, duplicate-stage and
+redundancy decisions read the run's and the ``_team`` run's journals as their verified
+bytes say, in that transaction (``journal_view.py``), never the ``kind`` column or the
+``team_roles`` table; verify re-checks each decision (``verify/stages.py``).
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from agentledger.activity.result import (
     check_stage_id,
 )
 from agentledger.audit import append_record
+from agentledger.bookkeeping import TEAM_RUN
+from agentledger.journal_view import RunView, read_run
 from agentledger.keys import resolve_trust
 
 if TYPE_CHECKING:
@@ -40,12 +45,6 @@ if TYPE_CHECKING:
 
 RESULT_KIND = "activity.result"
 REFUSED_KIND = "activity.refused"
-
-_BODY = "json_extract(CAST(bytes AS TEXT), ?)"
-_EARLIER = (
-    f"SELECT seq, {_BODY} FROM entries WHERE kind = 'activity.result' AND run_id = ? "
-    f"AND {_BODY} = ? ORDER BY seq LIMIT 1"
-)
 
 
 class RedundantEvidence(ActivityRejected):
@@ -99,19 +98,20 @@ def record_activity(
     master = ledger.keys.audit_key(create=True)
     refusal: RedundantEvidence | None = None
     with ledger.db.write() as conn:
-        manifest = _check_role(conn, role, result.kind)
+        manifest = _check_role(conn, run, role, result.kind)
         if manifest is not None:
             # The manifest that allowed this role's kind, pinned: verify re-checks it offline.
             body["team_manifest"] = manifest
         _ensure_run(conn, run.id)
-        earlier = _earlier(conn, run.id, "$.body.stage_id", stage_id)
+        journal = read_run(conn, ledger.id, run.id).require()
+        earlier = earlier_result(journal, "stage_id", stage_id)
         if earlier is not None:
             raise ActivityRejected(
                 "duplicate-stage",
                 f"run {run.id!r} already has a result for stage {stage_id!r} (step {earlier[0]})",
             )
         prior = (
-            _earlier(conn, run.id, "$.body.evidence_set_hash", result.evidence_set_hash)
+            earlier_result(journal, "evidence_set_hash", result.evidence_set_hash)
             if result.observations
             else None
         )
@@ -141,20 +141,28 @@ def _ensure_run(conn: apsw.Connection, run_id: str) -> None:
     )
 
 
-def _earlier(conn: apsw.Connection, run_id: str, path: str, value: str) -> tuple[int, str] | None:
-    rows = conn.execute(_EARLIER, ("$.body.stage_id", run_id, path, value)).fetchall()
-    if not rows:
-        return None
-    seq, stage = rows[0]
-    assert isinstance(seq, int)
-    return seq, str(stage)
+def earlier_result(journal: RunView, member: str, value: str) -> tuple[int, str] | None:
+    """``(seq, stage id)`` of the first ``activity.result`` of ``journal`` whose body's
+    ``member`` is ``value`` (verify asks the same of the journal before each stage)."""
+    for entry in journal.of_kind(RESULT_KIND):
+        if isinstance(entry.body, dict) and entry.body.get(member) == value:
+            return entry.seq, str(entry.body.get("stage_id"))
+    return None
 
 
-def _check_role(conn: apsw.Connection, role: str | None, kind: str) -> str | None:
-    """Refuse a kind the role was not declared with; the hash of the manifest that declares it."""
-    if role is None or not team.has_team(conn):
+def _check_role(conn: apsw.Connection, run: Run, role: str | None, kind: str) -> str | None:
+    """Refuse a kind the role was not declared with; the hash of the manifest that declares it.
+
+    The team is the ``_team`` journal's, verified from its bytes up to its head, and that
+    head is proven in the signed log (as an append to it would be).
+    """
+    if role is None:
         return None
-    declared = team.declared_role(conn, role)
+    run.ledger.run(TEAM_RUN)._prove_head(conn)
+    loaded = team.loaded_team(conn, run.ledger.id)
+    if not loaded:
+        return None
+    declared = loaded.get(role)
     if declared is None:
         raise ActivityRejected(
             "unknown-role", f"role {role!r} is not declared by the loaded team manifest"
@@ -166,6 +174,7 @@ def _check_role(conn: apsw.Connection, role: str | None, kind: str) -> str | Non
             f"role {role!r} is declared as {declared_kind!r} (agent_kind) but the result "
             f"is {kind!r}",
         )
+    team.confirm_manifest(conn, manifest_hash, role, declared_kind)
     return manifest_hash
 
 
@@ -229,4 +238,4 @@ def _check_signed_artifact(run: Run, result: ActivityResult, stage_id: str) -> N
         )
 
 
-__all__ = ["REFUSED_KIND", "RESULT_KIND", "RedundantEvidence", "record_activity"]
+__all__ = ["REFUSED_KIND", "RESULT_KIND", "RedundantEvidence", "earlier_result", "record_activity"]

@@ -2,13 +2,18 @@
 
 A manifest is TOML with ``[[roles]]`` entries: ``role`` (required) and ``agent_kind``
 (default ``"coding"``, so manifests written before other modalities existed are
-unchanged). Loading one records each role's kind in the ledger; the boundary then refuses
-an activity whose kind differs from its role's (``kind-mismatch``).
+unchanged). Loading one anchors the manifest in the bookkeeping run ``_team`` (a
+``team.loaded`` entry naming its blob and its roles); the boundary then refuses an
+activity whose kind differs from its role's (``kind-mismatch``). The team in force is
+always read from those entries' verified bytes (``journal_view.py``) and the manifest
+blob they pin, re-hashed: the ``team_roles`` table is a listing cache that no decision
+reads (verify holds it to the journal, ``team.roles``).
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,8 +23,9 @@ import apsw
 from agentledger import _core
 from agentledger.activity.result import MODALITIES, STAGE_ID
 from agentledger.bookkeeping import TEAM_LOADED, TEAM_RUN
-from agentledger.errors import InvalidInput
+from agentledger.errors import Diverged, InvalidInput
 from agentledger.ids import utc_timestamp
+from agentledger.journal_view import TAMPERED, VerifiedEntry, read_run
 from agentledger.limits import MAX_DOCUMENT_BYTES, read_capped
 
 if TYPE_CHECKING:
@@ -107,22 +113,61 @@ def load_manifest_bytes(ledger: Ledger, data: bytes, name: str = "manifest") -> 
     return roles
 
 
-def declared_role(conn: apsw.Connection, role: str) -> tuple[str, str] | None:
-    """``(agent_kind, manifest hash)`` of ``role`` as loaded; None when no manifest names it."""
-    rows = conn.execute(
-        "SELECT agent_kind, manifest_hash FROM team_roles WHERE role = ?", (role,)
-    ).fetchall()
-    return (str(rows[0][0]), str(rows[0][1])) if rows else None
+Declared = dict[str, tuple[str, str]]
+"""Role → ``(agent_kind, manifest hash)``: the team in force."""
+
+_CHUNKS = "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx"
 
 
-def has_team(conn: apsw.Connection) -> bool:
-    return bool(conn.execute("SELECT 1 FROM team_roles LIMIT 1").fetchall())
+def team_in_force(entries: Iterable[VerifiedEntry]) -> Declared:
+    """The roles the ``team.loaded`` entries among ``entries`` load, in order (a later
+    manifest redefines a role; roles it leaves out stay): what ``team_roles`` caches."""
+    declared: Declared = {}
+    for entry in entries:
+        if entry.kind != TEAM_LOADED or not isinstance(entry.body, dict):
+            continue
+        manifest, pairs = entry.body.get("manifest"), entry.body.get("roles")
+        for pair in pairs if isinstance(pairs, list) else []:
+            if isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, str) for v in pair):
+                declared[pair[0]] = (pair[1], str(manifest))
+    return declared
+
+
+def loaded_team(conn: apsw.Connection, ledger_id: str) -> Declared:
+    """The team in force, from the ``_team`` journal's verified bytes (``Diverged``,
+    ``journal-tampered``, if any of its rows does not verify)."""
+    return team_in_force(read_run(conn, ledger_id, TEAM_RUN).require().entries)
+
+
+def manifest_roles(conn: apsw.Connection, digest: str) -> dict[str, str] | str:
+    """The roles the manifest blob ``digest`` declares, re-hashed and re-parsed; or why it
+    cannot be read back."""
+    data = b"".join(bytes(row[0]) for row in conn.execute(_CHUNKS, (digest,)))
+    if not data and not conn.execute("SELECT 1 FROM blobs WHERE digest = ?", (digest,)).fetchall():
+        return "absent from the blob store"
+    if _core.blake3_hex(data) != digest:
+        return "its bytes do not hash to it"
+    try:
+        return {role.role: role.agent_kind for role in parse_manifest(data, digest)}
+    except InvalidManifest as exc:
+        return f"not a manifest: {exc.message}"
+
+
+def confirm_manifest(conn: apsw.Connection, manifest: str, role: str, kind: str) -> None:
+    """The manifest blob a ``team.loaded`` entry names must declare ``role`` as ``kind``, as
+    the entry says: one that disagrees or does not read back is a forgery."""
+    roles = manifest_roles(conn, manifest)
+    if isinstance(roles, str) or roles.get(role) != kind:
+        why = roles if isinstance(roles, str) else f"it declares {role!r} as {roles.get(role)!r}"
+        raise Diverged(
+            f"team manifest {manifest}, which loaded role {role!r} as {kind!r}: {why} "
+            "(tampered); nothing was written; `agentledger verify` shows what differs",
+            code=TAMPERED,
+        )
 
 
 def roles(ledger: Ledger) -> list[Role]:
-    return [
-        Role(role, kind)
-        for role, kind in ledger.db.conn.execute(
-            "SELECT role, agent_kind FROM team_roles ORDER BY role"
-        )
-    ]
+    """The team in force, from the ``_team`` journal."""
+    with ledger.db.snapshot() as conn:
+        team = loaded_team(conn, ledger.id)
+    return [Role(role, team[role][0]) for role in sorted(team)]

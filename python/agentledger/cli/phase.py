@@ -656,9 +656,7 @@ def show_command(app: AppContext, run_id: str, as_json: bool) -> int:
 
     with app.open_ledger() as ledger:
         state = ledger.get_run(run_id).phase_state()
-        with ledger.db.snapshot() as conn:
-            decisions = decision_counts(conn, run_id)
-        summary = phase_summary(state, decisions)
+        summary = phase_summary(state, decision_counts(state))
         effective = state.effective
     code = ExitCode.DIVERGED if summary["problems"] else ExitCode.OK
     if as_json:

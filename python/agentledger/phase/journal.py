@@ -17,6 +17,11 @@ governs and is re-checked by ``agentledger verify``:
 ``phase.authorize``
     one authorization decision against the active evidence.
 
+The state is replayed from the run's journal as its verified bytes say
+(``journal_view.py``: every row re-hashed and chained in the same transaction), never from
+the ``kind`` column: a row that does not verify is a problem of the state, and no decision
+or move is taken on it.
+
 Concurrency: every state change reads the run's phase entries and appends inside one
 ``BEGIN IMMEDIATE`` transaction (``ledger.db.write()``), so the compare-and-set on the
 transition sequence is atomic across threads and processes. Maintenance that a read may
@@ -28,7 +33,7 @@ under the write lock, so however many readers race, exactly one appends.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -38,6 +43,7 @@ import apsw
 from agentledger import _core
 from agentledger.cas import digest_of
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
+from agentledger.journal_view import RunView, read_run
 from agentledger.phase.compiler import compile
 from agentledger.phase.digest import stable_stringify, verify_evidence_digest
 from agentledger.phase.jscompat import js_trim, to_js_string
@@ -65,16 +71,10 @@ AUTHORIZE_KIND: Final = "phase.authorize"
 PHASE_KINDS: Final = (EVIDENCE_KIND, DESCENT_KIND, TRANSITION_KIND, APPROVAL_KIND, AUTHORIZE_KIND)
 
 STATE_KINDS: Final = (EVIDENCE_KIND, DESCENT_KIND, TRANSITION_KIND, APPROVAL_KIND)
-"""What the phase state is replayed from; decisions (``phase.authorize``) change nothing,
-and leaving them out keeps each decision's cost independent of how many came before."""
-_STATE_ENTRIES: Final = (
-    "SELECT seq, kind, hash, bytes FROM entries WHERE run_id = ? "
-    f"AND kind IN ({', '.join('?' * len(STATE_KINDS))}) ORDER BY seq"
-)
-_DECISION_COUNTS: Final = (
-    "SELECT json_extract(CAST(bytes AS TEXT), '$.body.decision'), count(*) FROM entries "
-    "WHERE run_id = ? AND kind = ? GROUP BY 1"
-)
+"""What the phase state is replayed from; decisions (``phase.authorize``) change nothing.
+Every row of the run is verified all the same (a chain is checked from its start; the rows
+this process verified before are reused, so a decision costs the same however many came
+before)."""
 
 __all__ = [
     "APPROVAL_KIND",
@@ -198,7 +198,10 @@ class PhaseState:
     approvals: dict[str, dict[str, Any]] = field(default_factory=dict)
     by_operation: dict[str, dict[str, Any]] = field(default_factory=dict)
     problems: list[tuple[int, str]] = field(default_factory=list)
-    """Entries whose blobs could not be read back (verify reports them; writers refuse)."""
+    """Entries that do not verify or whose blobs could not be read back (verify reports
+    them; writers refuse)."""
+    journal: RunView | None = None
+    """The verified journal the state was replayed from."""
 
     @property
     def current(self) -> dict[str, Any] | None:
@@ -218,24 +221,23 @@ class PhaseState:
         return [a for a in self.approvals.values() if a["status"] == "pending"]
 
 
-def _entry_rows(conn: apsw.Connection, run_id: str) -> Iterator[tuple[int, str, str, Any]]:
-    for seq, kind, digest, raw in conn.execute(_STATE_ENTRIES, (run_id, *STATE_KINDS)):
-        body = json.loads(raw)["body"]
-        yield seq, kind, "blake3:" + bytes(digest).hex(), body
+def load_state(conn: apsw.Connection, ledger_id: str, run_id: str) -> PhaseState:
+    """Replay the run's phase entries from its verified journal; blobs are re-hashed and
+    records checked as read.
 
-
-def load_state(conn: apsw.Connection, run_id: str) -> PhaseState:
-    """Replay the run's phase entries; blobs are re-hashed and records checked as read.
-
-    An entry that does not read back (a blob missing or edited, a malformed body or record)
-    is listed in ``problems``: writers refuse to act on such a state, verify reports it.
+    A row of the run that does not verify (its hash, its chain, its bytes) or an entry that
+    does not read back (a blob missing or edited, a malformed body or record) is listed in
+    ``problems``: writers refuse to act on such a state, verify reports it.
     """
-    state = PhaseState(run_id)
-    for seq, kind, entry_hash, body in _entry_rows(conn, run_id):
+    journal = read_run(conn, ledger_id, run_id)
+    state = PhaseState(run_id, journal=journal)
+    if journal.problem is not None:
+        state.problems.append(journal.problem)
+    for entry in journal.of_kind(*STATE_KINDS):
         try:
-            _apply(conn, state, seq, kind, entry_hash, body)
+            _apply(conn, state, entry.seq, entry.kind, entry.hash, entry.body)
         except (AttributeError, KeyError, TypeError, ValueError):
-            state.problems.append((seq, f"malformed {kind} entry"))
+            state.problems.append((entry.seq, f"malformed {entry.kind} entry"))
     return state
 
 
@@ -281,12 +283,14 @@ def _apply(
             state.approvals[approval["id"]] = approval
 
 
-def decision_counts(conn: apsw.Connection, run_id: str) -> dict[str, int]:
-    """How many authorization decisions the run journaled, by outcome."""
+def decision_counts(state: PhaseState) -> dict[str, int]:
+    """How many authorization decisions the run journaled, by outcome (from the verified
+    journal the state was replayed from)."""
     counts = {"allowed": 0, "denied": 0}
-    for outcome, count in conn.execute(_DECISION_COUNTS, (run_id, AUTHORIZE_KIND)):
+    for entry in state.journal.of_kind(AUTHORIZE_KIND) if state.journal else ():
+        outcome = entry.body.get("decision") if isinstance(entry.body, dict) else None
         if outcome in counts:
-            counts[outcome] = int(count)
+            counts[outcome] += 1
     return counts
 
 
@@ -389,16 +393,16 @@ def maintain(run: Run, conn: apsw.Connection, now: datetime) -> PhaseState:
     expiry is recorded ``expired``. Both records are pure functions of what lapsed, and the
     state is read under the write lock, so a racing reader finds them already written.
     """
-    state = load_state(conn, run.id)
+    state = load_state(conn, run.ledger.id, run.id)
     if state.problems:
         return state  # nothing is appended on top of a state that does not read back
     current = state.current
     if current is not None and override_has_expired(current, now):
         record = expiry_record(current)
         # The override's prior evidence is the evidence before it: the one before in force.
-        prior_input = _input_blob_before(conn, run.id, current["sequence"])
+        prior_input = _input_blob_before(state, current["sequence"])
         append_transition(run, conn, record, prior_input)
-        state = load_state(conn, run.id)
+        state = load_state(conn, run.ledger.id, run.id)
     for approval in state.pending_approvals():
         if effective_approval_status(approval, now) == "expired":
             append_approval(run, conn, {**approval, "status": "expired"})
@@ -406,18 +410,22 @@ def maintain(run: Run, conn: apsw.Connection, now: datetime) -> PhaseState:
     return state
 
 
-def _input_blob_before(conn: apsw.Connection, run_id: str, sequence: int) -> str:
+def _input_blob_before(state: PhaseState, sequence: int) -> str:
     """The compiler-input blob of the evidence in force before transition ``sequence``."""
     blob: str | None = None
-    for _, kind, _, body in _entry_rows(conn, run_id):
-        if kind == EVIDENCE_KIND and blob is None:
+    entries = state.journal.of_kind(EVIDENCE_KIND, TRANSITION_KIND) if state.journal else ()
+    for entry in entries:
+        body = entry.body
+        if entry.kind == EVIDENCE_KIND and blob is None:
             blob = body["input_blob"]
-        elif kind == TRANSITION_KIND:
+        elif entry.kind == TRANSITION_KIND:
             if body["sequence"] >= sequence:
                 break
             blob = body["effective_input_blob"]
     if blob is None:
-        raise PhaseRefused("phase-state-tampered", f"run {run_id!r}: no evidence before override")
+        raise PhaseRefused(
+            "phase-state-tampered", f"run {state.run_id!r}: no evidence before override"
+        )
     return blob
 
 
@@ -425,7 +433,7 @@ def current_state(run: Run, now: datetime | None = None) -> PhaseState:
     """The run's phase state as of ``now`` — the first read after a lapse records it."""
     moment = now_or_utc(now)
     with run.ledger.db.snapshot() as conn:
-        state = load_state(conn, run.id)
+        state = load_state(conn, run.ledger.id, run.id)
     current = state.current
     lapsed = (current is not None and override_has_expired(current, moment)) or any(
         effective_approval_status(a, moment) == "expired" for a in state.pending_approvals()
@@ -443,8 +451,8 @@ def _as_if_maintained(run: Run, state: PhaseState, now: datetime) -> PhaseState:
     current = state.current
     if current is not None and override_has_expired(current, now):
         record = expiry_record(current)
+        input_blob = _input_blob_before(state, current["sequence"])
         with run.ledger.db.snapshot() as conn:
-            input_blob = _input_blob_before(conn, run.id, current["sequence"])
             compiler_input = read_json_blob(conn, input_blob)
         state.records.append(record)
         state.by_operation.setdefault(record["operationId"], record)
@@ -654,6 +662,7 @@ def decide(
     decided: dict[str, Any] | None = None
     with run.ledger.db.write() as conn:
         state = maintain(run, conn, moment)
+        refuse_unreadable(state)  # an approval's history is the verified journal's
         stored = state.approvals.get(approval)
         try:
             if stored is None:

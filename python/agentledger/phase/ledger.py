@@ -114,12 +114,13 @@ def record_evidence(
     with run.ledger.db.write() as conn:
         if create_run:
             _insert_run(conn, run.id)
-        state = load_state(conn, run.id)
+        state = load_state(conn, run.ledger.id, run.id)
+        refuse_unreadable(state)  # never a second initial evidence beside a forged journal
         if state.initial is not None:
             if state.initial.digest == compiled["digest"] and same_json(
                 state.initial.compiler_input, compiler_input
             ):
-                return next(run.entries(start=state.initial.seq, kind=EVIDENCE_KIND))
+                return next(run.entries(start=state.initial.seq))
             raise PhaseRefused(
                 "phase-evidence-exists",
                 f"run {run.id!r} already has phase evidence {state.initial.digest}; "
@@ -273,6 +274,7 @@ def start_descendant(
         if conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (child_id,)).fetchall():
             raise PhaseRefused("run-exists", f"run {child_id!r} already exists")
         parent_state = maintain(parent, conn, moment)
+        parent._prove_head(conn)  # the journal read is the one the log recorded
         stored = _trusted_parent(parent_state, parent.id)
         if (
             expected_parent_evidence_digest is not None

@@ -17,7 +17,16 @@ from agentledger.errors import AgentLedgerError, ExitCode, LedgerError
 from agentledger.keys import parse_public_key, public_key_text, read_trust_file
 from agentledger.signer_memory import SignerMemory
 from agentledger.storage.migrations import SCHEMA_VERSION
-from agentledger.verify import audit, blobs, bookkeeping, journal_pass, receipts, runs_table, team
+from agentledger.verify import (
+    audit,
+    blobs,
+    bookkeeping,
+    journal_pass,
+    receipts,
+    runs_table,
+    stages,
+    team,
+)
 from agentledger.verify import bernstein as bernstein_checks
 from agentledger.verify import log as workspace_log
 from agentledger.verify import phase as phase_checks
@@ -39,6 +48,7 @@ CHECKS: list[Check] = [
     receipts.check_receipts,
     audit.check_audit,
     team.check_team_roles,
+    stages.check_stage_decisions,
     bookkeeping.check_bookkeeping,
     workspace_log.check_log,
     phase_checks.check_phase,

@@ -14,6 +14,7 @@ from typing import Any
 
 from agentledger import _core
 from agentledger.display import shorten
+from agentledger.phase.journal import PHASE_KINDS
 from agentledger.storage import native
 from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
@@ -33,6 +34,8 @@ MARKS: dict[str, tuple[tuple[str, ...], bytes]] = {
     "receipt_data": (("activity.result",), b'"kind":"data"'),
     "receipt_ops": (("activity.result",), b'"kind":"ops"'),
     "mirrored": (("activity.result", "activity.refused"), b'"mirrored":true'),
+    "stage": (("activity.result", "activity.refused"), b'"kind":"activity.'),
+    "phase": (PHASE_KINDS, b'"kind":"phase.'),
 }
 MARKED_LIMIT = 200_000
 

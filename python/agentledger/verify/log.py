@@ -493,17 +493,32 @@ class LeafScan:
     """Each run's highest leaf."""
     at: dict[int, tuple[str, int]]
     """``(run, seq)`` just before and after each missing range (the neighbours named)."""
+    holes: list[tuple[int, int, str, int, int]]
+    """Where a run's own sequence skips: ``(leaf before, leaf after, run, first missing
+    seq, last missing seq)``. A missing range inside one is that run's (its chain shows it)."""
+
+    def owner(self, first: int, last: int) -> tuple[str, int, int] | None:
+        """The run whose skipped steps explain the missing range, if one does."""
+        for before, after, run_id, low, high in self.holes:
+            if before < first and last < after:
+                return run_id, low, high
+        return None
 
 
 def scan_leaves(ctx: VerifyContext, size: int) -> LeafScan:
     """One pass over the leaf column (only when the log is already known to be broken)."""
-    scan = LeafScan([], [], {}, {})
+    scan = LeafScan([], [], {}, {}, [])
     expected = 0
     previous: tuple[int, str, int] | None = None
+    step: dict[str, tuple[int, int]] = {}  # each run's last (seq, leaf) seen
     for leaf, run_id, seq in ctx.conn.execute(
         "SELECT leaf, run_id, seq FROM entries WHERE leaf >= 0 ORDER BY leaf, run_id, seq"
     ):
         scan.last_leaf[run_id] = max(scan.last_leaf.get(run_id, -1), leaf)
+        last_seq, last_leaf = step.get(run_id, (-1, -1))
+        if seq > last_seq + 1:
+            scan.holes.append((last_leaf, leaf, run_id, last_seq + 1, seq - 1))
+        step[run_id] = (seq, leaf)
         if previous is not None and previous[0] == leaf:
             if scan.repeated and scan.repeated[-1][0] == leaf:
                 scan.repeated[-1][1].append((run_id, seq))
@@ -540,18 +555,27 @@ def _report_gaps(ctx: VerifyContext, newest: StoredCheckpoint | None) -> None:
     run leaves no other trace), so no damaged run is counted clean."""
     size = newest.checkpoint.size if newest is not None else 0
     scan = scan_leaves(ctx, size)
+    unexplained: list[tuple[int, int]] = []
     for first, last in scan.missing:
         after = _neighbour(scan, first - 1)
         if last + 1 in scan.at:
             where = f"between {after} and {_neighbour(scan, last + 1)}"
         else:
             where = f"after {after}, at the end of the signed log"
+        owner = scan.owner(first, last)
+        if owner is None:
+            unexplained.append((first, last))
+            whose = "whose runs nothing else in the file shows: a cut tail or a deleted run"
+        else:
+            run_id, low, high = owner
+            steps = f"step {low}" if low == high else f"steps {low}..{high}"
+            whose = f"run {run_id} skips {steps} there"
         _diverged(
             ctx,
             "log.leaf",
             _leaves(first, last),
-            f"{_leaves(first, last)} missing, {where} "
-            f"({last - first + 1:,} {'entry' if first == last else 'entries'} deleted)",
+            f"{_leaves(first, last)} missing: {where} "
+            f"({last - first + 1:,} {'entry' if first == last else 'entries'} deleted; {whose})",
             "log",
         )
     for leaf, holders in scan.repeated:
@@ -563,13 +587,13 @@ def _report_gaps(ctx: VerifyContext, newest: StoredCheckpoint | None) -> None:
             f"leaf {leaf:,} held {len(holders)} times: {names}",
             "log",
         )
-    if not scan.missing:
+    if not unexplained:
         return
-    top = scan.missing[-1][1]
+    top = unexplained[-1][1]
     for run_id, last_leaf in scan.last_leaf.items():
         if last_leaf > top or run_id not in ctx.verdicts:
             continue  # entries after every gap: a deletion there would have broken its chain
-        later = [(first, last) for first, last in scan.missing if first > last_leaf]
+        later = [(first, last) for first, last in unexplained if first > last_leaf]
         ranges = ", ".join(_leaves(first, last) for first, last in later[:4])
         if len(later) > 4:
             ranges += f" and {len(later) - 4:,} more ranges"

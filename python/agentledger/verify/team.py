@@ -3,7 +3,8 @@
 When a role's kind was enforced at the boundary, the entry pins the manifest that declared
 it (``team_manifest``, a blob). Verify reattaches that manifest, re-parses it and checks
 the stage's kind is the one its role is declared with — independently of whatever the
-``team_roles`` table says today.
+``team_roles`` table says today. Whether that manifest was the team in force for the role
+when the stage was logged is ``verify/stages.py``'s check.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from agentledger import _core
-from agentledger.activity.team import InvalidManifest, parse_manifest
+from agentledger.activity.team import manifest_roles
 from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
 
@@ -22,7 +22,6 @@ _PINNED = (
 )
 ALL_PINNED = _PINNED.format(where="")
 RUN_PINNED = _PINNED.format(where=f"AND {IN_SELECTED}")
-CHUNKS = "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx"
 
 
 def _rows(ctx: VerifyContext) -> Iterator[tuple[str, int, bytes]]:
@@ -31,22 +30,6 @@ def _rows(ctx: VerifyContext) -> Iterator[tuple[str, int, bytes]]:
         yield from ctx.marked_rows(("team_manifest",), "run_id, seq, bytes", ALL_PINNED)
         return
     yield from ctx.conn.execute(RUN_PINNED, (ctx.selected_json,))
-
-
-def _roles(ctx: VerifyContext, digest: str) -> dict[str, str] | str:
-    """The roles a pinned manifest declares, or why it cannot be read."""
-    data = b"".join(row[0] for row in ctx.conn.execute(CHUNKS, (digest,)))
-    if (
-        not data
-        and not ctx.conn.execute("SELECT 1 FROM blobs WHERE digest = ?", (digest,)).fetchall()
-    ):
-        return "absent from the blob store"
-    if _core.blake3_hex(data) != digest:
-        return "its bytes do not hash to it"
-    try:
-        return {role.role: role.agent_kind for role in parse_manifest(data, digest)}
-    except InvalidManifest as exc:
-        return f"not a manifest: {exc.message}"
 
 
 def check_team_roles(ctx: VerifyContext) -> None:
@@ -60,7 +43,7 @@ def check_team_roles(ctx: VerifyContext) -> None:
         if not isinstance(manifest, str):
             continue
         if manifest not in manifests:
-            manifests[manifest] = _roles(ctx, manifest)
+            manifests[manifest] = manifest_roles(ctx.conn, manifest)
         roles = manifests[manifest]
         stage = body.get("stage_id")
         if isinstance(roles, str):
