@@ -134,6 +134,7 @@ def test_a_restored_backup_that_does_not_verify_is_never_adopted(
     refused = cli("checkpoint", "--adopt-restored")
     assert refused.code == 2
     assert "does not verify clean" in refused.err and "entry.hash" in refused.err
+    assert "restored backup" in refused.err
     with Ledger.open(ledger_path, readonly=True) as ledger:
         assert ledger.db.scalar("SELECT count(*) FROM checkpoints") == checkpoints
     # What this install vouched for is back: the rollback is still refused.

@@ -17,7 +17,7 @@ from agentledger.cli import arguments
 from agentledger.cli.common import run_verify, verify_options
 from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option
 from agentledger.display import safe, styled
-from agentledger.errors import Diverged, ExitCode
+from agentledger.errors import ExitCode
 from agentledger.ids import utc_timestamp
 from agentledger.keys import KeyStore, resolve_trust
 from agentledger.ledger import Ledger
@@ -25,7 +25,7 @@ from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
 from agentledger.proofs import parse_bundle, prove, verify_bundle
 from agentledger.report import report_renderable
 from agentledger.signer_memory import SignerMemory
-from agentledger.signing import integrity_findings, require_clean
+from agentledger.signing import require_clean
 from agentledger.verify import VerifyOptions
 
 
@@ -129,14 +129,7 @@ def adopt_restored_backup(ledger: Ledger) -> Path | None:
     kept = memory.path.with_name(f"{memory.path.stem}.before-restore-{utc_timestamp()}.json")
     memory.path.rename(kept)
     try:
-        findings = sorted({d.check for d in integrity_findings(ledger.verify())})
-        if set(findings) - {"checkpoint.missing"}:
-            raise Diverged(
-                f"{ledger.path}: refusing to adopt it as a restored backup: it does not verify "
-                f"clean ({', '.join(findings)}); nothing was written; "
-                "`agentledger verify --all` shows what differs",
-                code="signing-refused",
-            )
+        require_clean(ledger, "adopt it as a restored backup", frozenset({"checkpoint.missing"}))
         take_checkpoint(ledger, adopt=True)
     except BaseException:
         kept.replace(memory.path)
