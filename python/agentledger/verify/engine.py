@@ -79,8 +79,10 @@ LOG_INCOMPLETE = "log.incomplete"
 def judged_by_whole(named: VerifyReport, whole: VerifyReport) -> VerifyReport:
     """The named report, each run's findings those of the whole report (the same words
     `verify --all` says of it, ``log.incomplete`` included when the run may own a missing
-    entry) plus what the named pass alone checks (its entries proven in the signed log)."""
+    entry) plus what the named pass alone checks (its entries proven in the signed log;
+    its ``log.incomplete`` too while the whole report leaves a missing entry unowned)."""
     of_whole = {run.run_id: run for run in whole.runs}
+    explained = gaps_explained(whole)
     runs: list[RunVerdict] = []
     for verdict in named.runs:
         seen = of_whole.get(verdict.run_id)
@@ -97,8 +99,9 @@ def judged_by_whole(named: VerifyReport, whole: VerifyReport) -> VerifyReport:
             not_found=seen.not_found,
         )
         for divergence in verdict.divergences:
-            # Whether the run may own a missing entry is the whole verify's to say.
-            if divergence.check != LOG_INCOMPLETE and divergence not in merged.divergences:
+            if divergence in merged.divergences:
+                continue
+            if divergence.check != LOG_INCOMPLETE or not explained:
                 merged.add(divergence)
         runs.append(merged)
     named.runs = runs
@@ -118,6 +121,18 @@ def judged_by_whole(named: VerifyReport, whole: VerifyReport) -> VerifyReport:
     )
     named.elapsed_s += whole.elapsed_s
     return named
+
+
+def gaps_explained(whole: VerifyReport) -> bool:
+    """Whether the whole verify says whose every missing entry may be: its only log
+    findings are missing positions named with their neighbours (``log.leaf``) and the runs
+    that may own them (``log.incomplete``). Then its verdict on a named run is the run's;
+    otherwise (a log cut at its end, rewritten, or padded: no run named) the named pass's
+    ``log.incomplete`` stands, so that no run is certified complete by a verify that
+    cannot tell."""
+    found = whole.workspace + [d for run in whole.runs for d in run.divergences]
+    log_checks = {d.check for d in found if d.check.startswith("log.")}
+    return log_checks <= {"log.leaf", LOG_INCOMPLETE}
 
 
 def _verify(ledger: Ledger, run_ids: list[str] | None, options: VerifyOptions) -> VerifyReport:
