@@ -67,6 +67,18 @@ def _not_verifying(ledger: Ledger, run_ids: list[str]) -> list[tuple[str, list[s
     ]
 
 
+def _not_verifying_text(failing: list[tuple[str, list[str]]]) -> str:
+    """The runs bernstein's own rules reject, in one line (empty when none)."""
+    if not failing:
+        return ""
+    named = ", ".join(f"{run} ({', '.join(checks)})" for run, checks in failing[:10])
+    more = f" and {len(failing) - 10:,} more" if len(failing) > 10 else ""
+    return safe(
+        f"{len(failing)} imported run(s) do not verify by bernstein's own rules: "
+        f"{named}{more}; `agentledger verify --compat bernstein` shows why"
+    )
+
+
 @import_group.command("bernstein")
 @click.argument("workdir", type=click.Path(file_okay=False, path_type=Path))
 @click.option(
@@ -124,18 +136,12 @@ def import_bernstein(
             on_total=bar[1] if bar else None,
         )
         failing = _not_verifying(ledger, list(summary.runs_imported))
-    if failing:
-        # The import keeps every byte, tampered or not; whoever imports must hear it now.
-        named = ", ".join(f"{run} ({', '.join(checks)})" for run, checks in failing[:10])
-        more = f" and {len(failing) - 10:,} more" if len(failing) > 10 else ""
-        click.echo(
-            safe(
-                f"warning: {len(failing)} imported run(s) do not verify by bernstein's own "
-                f"rules: {named}{more}; `agentledger verify --compat bernstein` shows why"
-            ),
-            err=True,
-        )
+    # The import keeps every byte, tampered or not; whoever imports must hear it now.
+    warning = _not_verifying_text(failing)
     code = int(summary.code)
+    refused = code == ExitCode.INVALID_INPUT and summary.refused
+    if warning and not refused:  # a refused import says it in its one error line
+        click.echo(f"warning: {warning}", err=True)
     if audit_ok is False and code == ExitCode.OK:
         code = int(ExitCode.DIVERGED)
     if as_json:
@@ -195,11 +201,12 @@ def import_bernstein(
         )
         for problem in audit_problems[:20]:
             console.print(Text(f"  {safe(problem)}"))
-    if code == ExitCode.INVALID_INPUT and summary.refused:
+    if refused:
         # The report above lists them; stderr gets the one line every failing command prints.
         click.echo(
             f"error [bernstein-refused]: {len(summary.refused)} path(s) of {safe(summary.source)} "
-            "refused (symlinks, invalid names); the rest was imported",
+            "refused (symlinks, invalid names); the rest was imported"
+            + (f"; {warning}" if warning else ""),
             err=True,
         )
     return code
