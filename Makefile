@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 EXT_SOURCES := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml Cargo.lock pyproject.toml
 
-.PHONY: all setup build test test-rust lint typecheck test-python browser demo bench reliability clean
+.PHONY: all setup build dist test test-rust lint typecheck test-python browser go-interop demo bench reliability clean
 
 all: test
 
@@ -25,6 +25,13 @@ $(STAMP): $(PY) $(EXT_SOURCES)
 setup: $(STAMP)
 
 build: setup
+
+# What a reviewer installs without a Rust toolchain: one abi3 wheel (CPython >= 3.11, a
+# manylinux tag maturin checks for this machine) and the sdist, in dist/.
+dist: setup
+	rm -rf dist
+	$(BIN)/maturin build --release --out dist
+	$(BIN)/maturin sdist --out dist
 
 test: setup test-rust lint typecheck test-python
 
@@ -62,7 +69,15 @@ browser:
 	    exit 1; \
 	  fi; }
 
-test-python: setup browser
+# The workspace log is checked by Go's golang.org/x/mod/sumdb/tlog and sumdb/note
+# (tests/interop/): Debian's Go and its packaged x/mod, built offline. Installed here when
+# missing (CI runs as root on Debian).
+go-interop:
+	@test -x /usr/bin/go -a -d /usr/share/gocode/src/golang.org/x/mod/sumdb/tlog || { \
+	  echo "installing Debian's golang-go and golang-golang-x-mod-dev for tests/interop"; \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y golang-go golang-golang-x-mod-dev; }
+
+test-python: setup browser go-interop
 	$(BIN)/pytest -q
 
 # The demo's signing key lives in .demo/home (removed with .demo), unless AGENTLEDGER_HOME
@@ -82,4 +97,4 @@ reliability: setup
 	$(BIN)/pytest -q -m slow
 
 clean:
-	rm -rf $(VENV) target .demo .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) target dist .demo .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -4,10 +4,12 @@
     python benches/bernstein_peer.py generate OUT [--runs N] [--rows M] [--seed S] [--cache DIR]
                                                   [--writer wheel|agentledger]
     python benches/bernstein_peer.py verify WORKDIR [--cache DIR] [--reference]
+    python benches/bernstein_peer.py audit WORKDIR[,WITNESS_KEY]... [--cache DIR]
 
 ``fetch`` downloads bernstein 3.23.0's wheel from PyPI (``pip download``) into the cache,
-with the one compiled dependency its writers and verifier import that this virtualenv
-lacks (cryptography), and unpacks both there; later calls reuse them.
+with the compiled dependencies its writers and verifier import that this virtualenv
+lacks (cryptography; cbor2 for its run receipts), and unpacks them there; later calls
+reuse them.
 
 The wheel declares Python >= 3.12, but the modules that write and verify a workdir import
 on 3.11 once two packages whose ``__init__`` cannot run here are registered as bare
@@ -19,6 +21,17 @@ packages (see ``BARE_PACKAGES``): their submodules then load from the wheel unch
 of ``../shared/fixtures/bernstein-3.23.0-shapes`` appears, in the proportions of ``SHAPES``.
 ``--writer agentledger`` writes the same shapes with ``agentledger.bernstein.writer``
 instead (the fallback when the wheel cannot be had).
+
+With the wheel's writers the workdir is then sealed as the orchestrator's shutdown seals
+it (``compute_seal``, ``save_seal``, ``record_checkpoint`` under the audit key).
+
+``audit`` is ``bernstein audit verify`` over a workdir's audit folder: the pillars that
+read it (HMAC chain, Merkle seal, checkpoints, anchors, witness co-signatures, and the
+lineage store's activity), run with
+bernstein's own functions; the command itself cannot run on 3.11 (a later pillar's module
+has 3.12-only syntax) and its other pillars read files these workdirs lack. It prints one
+``AUDIT {json}`` line (``code``: 1 when a pillar fails, as the command exits; the pillars;
+the in-process time).
 
 ``verify`` is bernstein's ``activity verify`` over every run of a workdir in one process:
 ``verify_run_activities`` with the store the CLI would open, exit codes as the CLI's
@@ -49,6 +62,8 @@ BERNSTEIN_VERSION = "3.23.0"
 # bernstein 3.23.0 requires cryptography>=50.0.0 (Ed25519 receipts, HKDF of the audit key);
 # the virtualenv has none, so the newest release at the time of writing is pinned.
 CRYPTOGRAPHY_VERSION = "50.0.2"
+# Its run receipts (replay.run_receipt) are also written as COSE, which imports cbor2.
+CBOR2_VERSION = "6.3.0"
 
 # Packages registered as bare modules (their folder as __path__, their __init__ never run):
 # - bernstein.core.skills.catalog: its __init__ uses 3.12-only syntax, and
@@ -63,7 +78,7 @@ DEFAULT_CACHE = (
     Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "agentledger-bench"
 )
 # Bump when the generator's output changes: it is part of the cached workdir's name.
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 DEFAULT_SEED = 20260101
 AUDIT_MASTER = b"0" * 64  # bernstein's key file holds ASCII hex; used as-is, never decoded
 CLOCK_EPOCH0 = 1767225600.0  # 2026-01-01T00:00:00Z
@@ -79,18 +94,21 @@ class PeerUnavailable(RuntimeError):
 
 @dataclass(frozen=True)
 class PeerCode:
-    """Where the unpacked wheel and its dependency live."""
+    """Where the unpacked wheel and its dependencies live."""
 
     code: Path
     deps: Path
+    cbor: Path
 
 
 def peer_dirs(cache: Path) -> PeerCode:
-    return PeerCode(cache / f"bernstein-{BERNSTEIN_VERSION}", cache / "deps-py311")
+    return PeerCode(
+        cache / f"bernstein-{BERNSTEIN_VERSION}", cache / "deps-py311", cache / "cbor2-py311"
+    )
 
 
 def fetch_peer(cache: Path, python: str = sys.executable) -> PeerCode:
-    """Download (once) and unpack (once) the wheel and cryptography into ``cache``."""
+    """Download (once) and unpack (once) the wheel and its dependencies into ``cache``."""
     import subprocess
     import zipfile
 
@@ -108,6 +126,7 @@ def fetch_peer(cache: Path, python: str = sys.executable) -> PeerCode:
             f"cryptography-{CRYPTOGRAPHY_VERSION}-*.whl",
             peer.deps,
         ),
+        ([f"cbor2=={CBOR2_VERSION}"], f"cbor2-{CBOR2_VERSION}-*.whl", peer.cbor),
     ]
     for requirement, pattern, target in wanted:
         if (target / ".unpacked").exists():
@@ -130,9 +149,9 @@ def fetch_peer(cache: Path, python: str = sys.executable) -> PeerCode:
 
 def install_shim(peer: PeerCode) -> None:
     """Make the wheel importable on 3.11 (see ``BARE_PACKAGES``)."""
-    if not (peer.code / ".unpacked").exists() or not (peer.deps / ".unpacked").exists():
+    if not all((path / ".unpacked").exists() for path in (peer.code, peer.deps, peer.cbor)):
         raise PeerUnavailable(f"bernstein's wheel is not unpacked in {peer.code.parent}")
-    sys.path[:0] = [str(peer.code), str(peer.deps)]
+    sys.path[:0] = [str(peer.code), str(peer.deps), str(peer.cbor)]
     for name in BARE_PACKAGES:
         package = types.ModuleType(name)
         package.__path__ = [str(peer.code.joinpath(*name.split(".")))]
@@ -187,6 +206,77 @@ def peer_verify(workdir: Path, cache: Path, reference: bool) -> int:
     print("PEER " + json.dumps(report))
     values = set(codes.values())
     return 2 if 2 in values else 1 if 1 in values else 0
+
+
+AUDIT_PILLARS = (
+    "_verify_hmac_chain",
+    "_verify_merkle_tree",
+    "_verify_checkpoints",
+    "_verify_anchors",
+    "_verify_witness",
+    "_verify_lineage_active_set",
+)
+"""``bernstein audit verify``'s pillars that read the audit folder (and the lineage
+store's log), in its order."""
+
+
+def install_cli_shim(peer: PeerCode) -> None:
+    """What ``cli/commands/audit_cmd.py`` needs beyond ``install_shim``: its packages'
+    ``__init__``s import every command (and packages absent here), and its console comes
+    from a helper module that imports an HTTP client; a quiet rich console stands in."""
+    import io
+
+    from rich.console import Console
+
+    install_shim(peer)
+    for name in ("bernstein.cli", "bernstein.cli.commands"):
+        package = types.ModuleType(name)
+        package.__path__ = [str(peer.code.joinpath(*name.split(".")))]
+        sys.modules[name] = package
+    helpers = types.ModuleType("bernstein.cli.helpers")
+    helpers.console = Console(file=io.StringIO(), width=200)  # type: ignore[attr-defined]
+    sys.modules["bernstein.cli.helpers"] = helpers
+
+
+def peer_audit(workdir: Path, witness_key: str | None) -> dict[str, Any]:
+    """``bernstein audit verify [--witness-key K]`` in ``workdir`` (``install_cli_shim``
+    first), with the workdir's ``audit.key``: ``{"code", "pillars", "verify_s"}``."""
+    import contextlib
+    import importlib
+    import io
+
+    started = time.perf_counter()
+    key_file = workdir / "audit.key"
+    key_file.chmod(0o600)  # bernstein refuses a key others can read
+    os.environ["BERNSTEIN_AUDIT_KEY_PATH"] = str(key_file.resolve())
+    os.chdir(workdir)  # the command reads .sdd/audit from the working directory
+    audit_cmd = importlib.import_module("bernstein.cli.commands.audit_cmd")
+    arguments: dict[str, tuple[Any, ...]] = {
+        "_verify_anchors": (None,),
+        "_verify_witness": (witness_key, None),
+    }
+    pillars: dict[str, bool | str] = {}
+    for name in AUDIT_PILLARS:
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                pillars[name] = bool(getattr(audit_cmd, name)(*arguments.get(name, ())))
+        except Exception as exc:  # the command dies on it: exit 1
+            pillars[name] = f"raises {type(exc).__name__}"
+    code = 0 if all(value is True for value in pillars.values()) else 1
+    return {"code": code, "pillars": pillars, "verify_s": round(time.perf_counter() - started, 4)}
+
+
+def seal_workdir(root: Path) -> None:
+    """What the orchestrator's shutdown does in audit mode (``install_shim`` first)."""
+    import importlib
+
+    audit = root / ".sdd" / "audit"
+    key = (root / "audit.key").read_bytes().strip()
+    merkle = importlib.import_module("bernstein.core.persistence.merkle")
+    checkpoints = importlib.import_module("bernstein.core.persistence.chain_checkpoint")
+    _tree, seal = merkle.compute_seal(audit, key=key)
+    merkle.save_seal(seal, audit / "merkle")
+    checkpoints.record_checkpoint(audit, seal, key=key)
 
 
 # ---- what the runs hold ------------------------------------------------------------------
@@ -1009,6 +1099,8 @@ def generate(
         clock.skip(generator.rng.uniform(60, 600))  # runs spread over days: several audit files
     (out / "audit.key").write_bytes(AUDIT_MASTER)
     audit_ok, audit_errors = writers.audit_verdict()
+    if writer == "wheel":
+        seal_workdir(out)
     audit_records = 0
     for day in sorted((out / ".sdd" / "audit").glob("*.jsonl")):
         for line in day.read_bytes().splitlines():
@@ -1034,6 +1126,7 @@ def generate(
         "audit_files": len(list((out / ".sdd" / "audit").glob("*.jsonl"))),
         "audit_records": audit_records,
         "audit_ok": audit_ok,
+        "sealed": writer == "wheel",
         "audit_errors": audit_errors,
         "trust": [f"ed25519:{_public_hex(seed)}" for seed in SIGNING_SEEDS.values()],
         "generate_s": round(time.perf_counter() - started, 1),
@@ -1092,16 +1185,25 @@ def main() -> None:
     ver = commands.add_parser("verify", help="bernstein's verifier over every run")
     ver.add_argument("workdir", type=Path)
     ver.add_argument("--reference", action="store_true")
-    for command in (fetch, gen, ver):
+    aud = commands.add_parser("audit", help="bernstein's audit verify pillars, per workdir")
+    aud.add_argument("specs", nargs="+", metavar="WORKDIR[,WITNESS_KEY]")
+    for command in (fetch, gen, ver, aud):
         command.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     args = parser.parse_args()
     if args.command == "fetch":
         peer = fetch_peer(args.cache)
         print(f"bernstein {BERNSTEIN_VERSION}: {peer.code}")
         print(f"cryptography {CRYPTOGRAPHY_VERSION}: {peer.deps}")
+        print(f"cbor2 {CBOR2_VERSION}: {peer.cbor}")
     elif args.command == "generate":
         manifest = generate(args.out, args.runs, args.rows, args.seed, args.writer, args.cache)
         print(json.dumps({k: v for k, v in manifest.items() if k != "run_shapes"}, indent=2))
+    elif args.command == "audit":
+        install_cli_shim(peer_dirs(args.cache))
+        for spec in args.specs:
+            workdir, _, witness_key = spec.partition(",")
+            report = peer_audit(Path(workdir).resolve(), witness_key or None)
+            print("AUDIT " + json.dumps(report), flush=True)
     else:
         sys.exit(peer_verify(args.workdir, args.cache, args.reference))
 

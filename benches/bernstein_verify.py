@@ -15,12 +15,18 @@
 4. One extra ``--json`` run of each of ours: the compat verdict must equal bernstein's for
    every run, and strict must be clean. A disagreement is printed and the bench exits 2
    (after the timings, unless ours crashed or hung: then nothing is timed).
-5. Three whole processes, alternated, R times each (medians are reported):
+5. Five whole processes, alternated, R times each (medians are reported):
    - peer: a fresh interpreter running bernstein's ``verify_run_activities`` over every run
      (``bernstein_peer.py verify``: start-up, imports and the verify loop);
    - ``agentledger verify --compat bernstein`` (bernstein's verdicts, from the ledger);
    - ``agentledger verify --audit-key KEY --trust ed25519:...`` (strict, the signers of
-     the receipts trusted).
+     the receipts trusted);
+   - peer-audit: bernstein's ``audit verify`` pillars over the sealed audit folder
+     (``bernstein_peer.py audit``), and ``agentledger bernstein audit-verify --audit-key``
+     (its exit code must be bernstein's).
+   What strict adds for the seal and the checkpoints is also timed inside this process
+   (``read_folder`` and ``sealed_history`` on the imported ledger, median of R): its
+   share of the compat verify's wall time has a 5% budget.
    Each process's peak RSS comes from ``wait4``; a process still running after
    ``--timeout`` seconds is killed and counted as a failure.
 
@@ -50,6 +56,8 @@ import bernstein_peer as peer_code
 
 PEER_SCRIPT = Path(peer_code.__file__).resolve()
 TARGETS = {"compat": 15.0, "strict": 10.0}
+SEALED_CHECKS_BUDGET = 0.05
+"""Strict's seal and checkpoint checks: at most this share of compat verify's wall time."""
 COUNTERS = ("runs", "entries", "blobs_checked", "receipts_checked", "audit_records")
 
 
@@ -211,11 +219,23 @@ def main() -> None:
         jobs = [] if args.jobs is None else ["--jobs", str(args.jobs)]
         trust = [arg for key in manifest["trust"] for arg in ("--trust", key)]
         peer = [python, str(PEER_SCRIPT), "verify", str(workdir.path), "--cache", str(args.cache)]
+        peer_audit = [
+            python,
+            str(PEER_SCRIPT),
+            "audit",
+            str(workdir.path),
+            "--cache",
+            str(args.cache),
+        ]
         commands = {
             "peer": peer + (["--reference"] if workdir.reference else []),
             "compat": [*base, "verify", "--compat", "bernstein", *jobs],
             "strict": [*base, "verify", "--audit-key", str(key_file), *trust, *jobs],
+            "peer-audit": [*peer_audit],
+            "audit": [*base, "bernstein", "audit-verify", "--audit-key", str(key_file)],
         }
+        if workdir.reference:
+            del commands["peer-audit"]  # no wheel: no bernstein to ask
 
         # bernstein must accept its own workdir (untimed; also warms the page cache).
         check = peer_report(run(commands["peer"], "peer-check"))
@@ -253,12 +273,21 @@ def main() -> None:
             )
         expected_code = {"peer": aggregate(peer_codes), "compat": aggregate(peer_codes)}
         expected_code["strict"] = 0
+        expected_code["audit"] = 0 if manifest.get("sealed") else 1  # no seal: Merkle fails
+        if "peer-audit" in commands:
+            audit_check = run(commands["peer-audit"], "peer-audit-check")
+            theirs = json.loads(audit_check.stdout.partition("AUDIT ")[2] or "{}")
+            expected_code["peer-audit"] = 0
+            expected_code["audit"] = int(theirs.get("code", -1))
+            if theirs.get("code") != 0:
+                disagreements.append(f"bernstein's audit verify on its own workdir: {theirs}")
 
         # The timed processes, alternated: each round starts one further along.
         samples: dict[str, list[Sample]] = {name: [] for name in commands}
         names = list(commands)
         for round_ in range(args.repeat):
-            for name in names[round_ % 3 :] + names[: round_ % 3]:
+            turn = round_ % len(names)
+            for name in names[turn:] + names[:turn]:
                 progress(
                     f"  round {round_ + 1}/{args.repeat}: {name:<8}", end="\r", file=sys.stderr
                 )
@@ -269,8 +298,14 @@ def main() -> None:
                         sample.failure(name) + f" (expected exit {expected_code[name]})"
                     )
         progress(" " * 40, end="\r", file=sys.stderr)
+        # In this process, after the timed ones: a child's peak RSS counts its parent's
+        # resident set at the fork, which this would inflate.
+        sealed_s = time_sealed_checks(scratch / "ledger.db", key_file, args.repeat)
 
     result = figures(args, workdir, check, imported, samples, strict, disagreements)
+    result["sealed_checks_s"] = round(sealed_s, 4)
+    result["sealed_checks_share"] = round(sealed_s / result["compat_s"], 4)
+    result["sealed_checks_budget"] = SEALED_CHECKS_BUDGET
     if args.json:
         print(json.dumps(result, indent=2, ensure_ascii=False))
     else:
@@ -280,6 +315,33 @@ def main() -> None:
         for line in disagreements[:20]:
             print("  " + line, file=sys.stderr)
         sys.exit(2)
+
+
+def time_sealed_checks(ledger_path: Path, key_file: Path, repeat: int) -> float:
+    """Median seconds of what strict verify adds for the seal, checkpoints, anchors and
+    co-signatures: reading them from the ledger and checking them. The day files and
+    their HMAC walk are strict's anyway (the chain's own check): they are read and
+    walked before the clock starts, and handed over as strict hands them over."""
+    from agentledger import Ledger
+    from agentledger.bernstein.audit_chain import read_master_key, verify_audit
+    from agentledger.bernstein.audit_verdict import read_folder
+    from agentledger.bernstein.sealed_history import sealed_history
+    from agentledger.bernstein.workdir import LedgerWorkdir
+
+    master = read_master_key(key_file.read_bytes())
+    times = []
+    with Ledger.open(ledger_path) as ledger, ledger.db.snapshot() as conn:
+        workdir = LedgerWorkdir(conn, ledger.blobs)
+        segments = workdir.audit_segments()
+        chain = verify_audit(segments, master)
+        for _ in range(max(repeat, 1)):
+            started = time.perf_counter()
+            folder = read_folder(workdir, segments, chain)
+            history = sealed_history(workdir, folder, master, frozenset())
+            times.append(time.perf_counter() - started)
+            if history.findings:
+                sys.exit(f"strict's seal checks find damage in an untampered workdir: {history}")
+    return statistics.median(times)
 
 
 def figures(
@@ -320,6 +382,8 @@ def figures(
         "peer_in_process_verify_s": statistics.median(r["verify_s"] for r in in_process),
         "compat_s": round(wall["compat"], 3),
         "strict_s": round(wall["strict"], 3),
+        "peer_audit_s": round(wall["peer-audit"], 3) if "peer-audit" in wall else None,
+        "audit_s": round(wall["audit"], 3),
         "peer_over_compat": round(wall["peer"] / wall["compat"], 1),
         "peer_over_strict": round(wall["peer"] / wall["strict"], 1),
         "targets": TARGETS,
@@ -360,12 +424,16 @@ def print_table(r: dict[str, Any]) -> None:
         ("peer", r["peer"]),
         ("compat", "agentledger verify --compat bernstein"),
         ("strict", "agentledger verify --audit-key --trust (strict)"),
+        ("peer_audit", "bernstein audit verify (its audit-folder pillars)"),
+        ("audit", "agentledger bernstein audit-verify --audit-key"),
     ]
+    rows = [(key, label) for key, label in rows if r[key + "_s"] is not None]
     width = max(len(label) for _, label in rows)
     title = f"whole processes, median of {r['repeat']}, alternated"
     print(f"\n{title:<{width + 2}}   wall s  peak RSS MB")
     for key, label in rows:
-        print(f"  {label:<{width}} {r[key + '_s']:8.2f}  {r['peak_rss_mb'][key]:11.0f}")
+        rss = r["peak_rss_mb"][key.replace("_", "-")]
+        print(f"  {label:<{width}} {r[key + '_s']:8.2f}  {rss:11.0f}")
     print(
         f"  (the peer inside its process: imports {r['peer_in_process_import_s']:.2f} s, "
         f"verify loop {r['peer_in_process_verify_s']:.2f} s)"
@@ -375,6 +443,12 @@ def print_table(r: dict[str, Any]) -> None:
         ratio, target = r[f"peer_over_{key}"], r["targets"][key]
         verdict = "met" if ratio >= target else "NOT met"
         print(f"  {peer} / {key:<6} {ratio:6.1f}x   (target >= {target:.0f}x: {verdict})")
+    share, budget = r["sealed_checks_share"], r["sealed_checks_budget"]
+    verdict = "met" if share <= budget else "NOT met"
+    print(
+        f"  strict's seal/checkpoint checks in process: {r['sealed_checks_s']:.4f} s, "
+        f"{share:.2%} of compat (budget <= {budget:.0%}: {verdict})"
+    )
     if r["verdicts_agree"]:
         print("verdicts: compat agrees with the peer on every run; strict is clean (exit 0)")
     else:

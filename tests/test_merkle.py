@@ -1,4 +1,5 @@
-"""RFC 9162-shaped Merkle trees: roots, inclusion and consistency proofs, incremental tree.
+"""RFC 6962 Merkle trees (SHA-256 by default; BLAKE3 for the log before schema 6): roots,
+inclusion and consistency proofs, their leaf ranges, incremental tree.
 
 Oracles: the RFC 6962 reference tree and the transparency-dev/merkle probe files (SHA-256),
 and a tiny recursive implementation of RFC 9162 §2.1.1 below.
@@ -21,7 +22,9 @@ from hypothesis import strategies as st
 from agentledger._core import (
     IncrementalMerkleTree,
     consistency_proof,
+    consistency_proof_ranges,
     inclusion_proof,
+    inclusion_proof_ranges,
     merkle_root,
     verify_consistency,
     verify_inclusion,
@@ -78,33 +81,87 @@ def test_sha256_roots_match_rfc6962_reference_tree() -> None:
         assert merkle_root(REFERENCE_LEAVES[: int(size)], hash="sha256").hex() == expected
 
 
-def test_default_hash_is_blake3() -> None:
-    assert merkle_root([]) == blake3.blake3(b"").digest()
-    assert merkle_root([b"a"]) == blake3.blake3(b"\x00a").digest()
-    assert merkle_root([b"a", b"b"]) == oracle_root("blake3", [b"a", b"b"])
+def test_default_hash_is_sha256_as_rfc6962() -> None:
+    assert merkle_root([]) == hashlib.sha256(b"").digest()
+    assert merkle_root([b"a"]) == hashlib.sha256(b"\x00a").digest()
+    assert merkle_root([b"a", b"b"]) == oracle_root("sha256", [b"a", b"b"])
+    assert IncrementalMerkleTree().root() == hashlib.sha256(b"").digest()
 
 
-def test_blake3_tree_vectors_of_the_format_docs() -> None:
+def test_tree_vectors_of_the_format_docs() -> None:
     # docs/HASHING.md lists these; a change here is a format change.
     abc = [b"a", b"b", b"c"]
     assert merkle_root([]).hex() == (
-        "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"
+        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
     )
     assert merkle_root([b"a"]).hex() == (
-        "1ff621ee3430890e869728995a6cee4f2b0b61271bfc19b0092b06d778750ae8"
+        "022a6979e6dab7aa5ae4c3e5e45f7e977112a7e63593820dbec1ec738a24f93c"
     )
     assert merkle_root(abc).hex() == (
-        "6c62dd52a0971b7d00a7cead004e0c3f3c0766e3f5359a0f8297768d2b02d03c"
-    )
-    assert [node.hex() for node in inclusion_proof(abc, 2)] == [
-        "6564e87d8619ea09c801c567c641d47fe817ae3b2cf80685cde2eb6557247eca"
-    ]
-    assert [node.hex() for node in consistency_proof(abc, 2)] == [
-        "732874dc36c7e6c2cb61920dc5740c9bd14b0495c6933217631c0191559e3fa1"
-    ]
-    assert merkle_root(abc, hash="sha256").hex() == (
         "36642e73c2540ab121e3a6bf9545b0a24982cd830eb13d3cd19de3ce6c021ec1"
     )
+    assert [node.hex() for node in inclusion_proof(abc, 2)] == [
+        "b137985ff484fb600db93107c77b0365c80d78f5b429ded0fd97361d077999eb"
+    ]
+    assert [node.hex() for node in consistency_proof(abc, 2)] == [
+        "597fcb31282d34654c200d3418fca5705c648ebf326ec73d8ddef11841f876d8"
+    ]
+
+
+def test_blake3_tree_vectors_of_the_log_before_schema_6() -> None:
+    abc = [b"a", b"b", b"c"]
+    assert merkle_root([], hash="blake3").hex() == (
+        "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"
+    )
+    assert merkle_root([b"a"], hash="blake3").hex() == (
+        "1ff621ee3430890e869728995a6cee4f2b0b61271bfc19b0092b06d778750ae8"
+    )
+    assert merkle_root(abc, hash="blake3").hex() == (
+        "6c62dd52a0971b7d00a7cead004e0c3f3c0766e3f5359a0f8297768d2b02d03c"
+    )
+    assert [node.hex() for node in inclusion_proof(abc, 2, hash="blake3")] == [
+        "6564e87d8619ea09c801c567c641d47fe817ae3b2cf80685cde2eb6557247eca"
+    ]
+    assert [node.hex() for node in consistency_proof(abc, 2, hash="blake3")] == [
+        "732874dc36c7e6c2cb61920dc5740c9bd14b0495c6933217631c0191559e3fa1"
+    ]
+
+
+def _oracle_path(index: int, start: int, stop: int) -> list[tuple[int, int]]:
+    """RFC 9162 §2.1.3.1 PATH as leaf ranges, straight from the definition."""
+    if stop - start <= 1:
+        return []
+    split = start + (1 << ((stop - start - 1).bit_length() - 1))
+    if index < split:
+        return [*_oracle_path(index, start, split), (split, stop)]
+    return [*_oracle_path(index, split, stop), (start, split)]
+
+
+def _oracle_subproof(m: int, start: int, stop: int, complete: bool) -> list[tuple[int, int]]:
+    """RFC 9162 §2.1.4.1 SUBPROOF as leaf ranges."""
+    if m == stop - start:
+        return [] if complete else [(start, stop)]
+    split = 1 << ((stop - start - 1).bit_length() - 1)
+    if m <= split:
+        return [*_oracle_subproof(m, start, start + split, complete), (start + split, stop)]
+    return [*_oracle_subproof(m - split, start + split, stop, False), (start, start + split)]
+
+
+def test_proof_ranges_are_the_rfc_definitions() -> None:
+    for size in range(1, 70):
+        for index in range(size):
+            assert inclusion_proof_ranges(index, size) == _oracle_path(index, 0, size)
+        for old in range(1, size):
+            assert consistency_proof_ranges(old, size) == _oracle_subproof(old, 0, size, True)
+        assert consistency_proof_ranges(0, size) == []
+        assert consistency_proof_ranges(size, size) == []
+    big = 2**63 + 12345
+    assert len(inclusion_proof_ranges(0, big)) == 64
+    assert inclusion_proof_ranges(big - 1, big) == _oracle_path(big - 1, 0, big)
+    assert consistency_proof_ranges(big - 7, big) == _oracle_subproof(big - 7, 0, big, True)
+    for bad in (lambda: inclusion_proof_ranges(3, 3), lambda: consistency_proof_ranges(4, 3)):
+        with pytest.raises(ValueError, match=r"out of range|exceeds"):
+            bad()
 
 
 CONSISTENCY_PROBES = probes("consistency")

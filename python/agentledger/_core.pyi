@@ -51,14 +51,14 @@ class Sha256Hasher:
     def hex_digest(self) -> str:
         """``"sha256:<hex>"`` of everything fed so far."""
 
-# ---- Merkle trees (RFC 9162 shape) -----------------------------------------------------
+# ---- Merkle trees (RFC 6962: SHA-256 by default; BLAKE3 for the log before schema 6) --
 
-def merkle_root(leaves: Sequence[bytes], hash: HashName = "blake3") -> bytes: ...
-def merkle_root_of_hashes(hashes: bytes, hash: HashName = "blake3") -> bytes:
+def merkle_root(leaves: Sequence[bytes], hash: HashName = "sha256") -> bytes: ...
+def merkle_root_of_hashes(hashes: bytes, hash: HashName = "sha256") -> bytes:
     """The root of a tree given its leaf hashes, concatenated (32 bytes each)."""
 
 def inclusion_proof(
-    leaves: Sequence[bytes], index: int, hash: HashName = "blake3"
+    leaves: Sequence[bytes], index: int, hash: HashName = "sha256"
 ) -> list[bytes]: ...
 def verify_inclusion(
     leaf: bytes,
@@ -66,10 +66,10 @@ def verify_inclusion(
     size: int,
     proof: Sequence[bytes],
     root: bytes,
-    hash: HashName = "blake3",
+    hash: HashName = "sha256",
 ) -> bool: ...
 def consistency_proof(
-    leaves: Sequence[bytes], old_size: int, hash: HashName = "blake3"
+    leaves: Sequence[bytes], old_size: int, hash: HashName = "sha256"
 ) -> list[bytes]: ...
 def verify_consistency(
     old_size: int,
@@ -77,16 +77,21 @@ def verify_consistency(
     old_root: bytes,
     new_root: bytes,
     proof: Sequence[bytes],
-    hash: HashName = "blake3",
+    hash: HashName = "sha256",
 ) -> bool: ...
+def inclusion_proof_ranges(index: int, size: int) -> list[tuple[int, int]]:
+    """The leaf ranges ``(start, stop)`` whose roots make leaf ``index``'s audit path."""
+
+def consistency_proof_ranges(old_size: int, new_size: int) -> list[tuple[int, int]]:
+    """The leaf ranges whose roots make the consistency proof from ``old_size``."""
 @final
 class IncrementalMerkleTree:
     """Append-only Merkle tree keeping only O(log n) state (the right frontier)."""
 
-    def __new__(cls, hash: HashName = "blake3") -> IncrementalMerkleTree: ...
+    def __new__(cls, hash: HashName = "sha256") -> IncrementalMerkleTree: ...
     @staticmethod
     def from_state(
-        size: int, frontier: Sequence[bytes], hash: HashName = "blake3"
+        size: int, frontier: Sequence[bytes], hash: HashName = "sha256"
     ) -> IncrementalMerkleTree: ...
     @property
     def size(self) -> int: ...
@@ -177,15 +182,20 @@ def entry_hash(data: bytes) -> bytes: ...
 # ---- the workspace log (rust/core/src/log.rs) --------------------------------------------
 
 def log_leaf(run_id: str, seq: int, entry_hash: bytes) -> bytes:
-    """Leaf data of an entry: ``domain_hash("log-leaf", JCS({"entry", "run", "seq"}))``."""
+    """The leaf of an entry: its log-leaf document ``JCS({"entry", "run", "seq"})``."""
+
+def legacy_log_leaf(run_id: str, seq: int, entry_hash: bytes) -> bytes:
+    """The leaf of the log before schema 6: ``domain_hash("log-leaf", log_leaf(...))``."""
 
 def log_extend(
     size: int,
     frontier: Sequence[bytes],
     rows: Sequence[tuple[int, str, int, bytes]],
     jobs: int = 0,
+    legacy: bool = False,
 ) -> tuple[int, list[bytes], bytes, tuple[int, int] | None]:
-    """Append ``(leaf, run_id, seq, hash)`` rows to a log state: ``(size, frontier, root, gap)``."""
+    """Append ``(leaf, run_id, seq, hash)`` rows to a log state: ``(size, frontier, root, gap)``;
+    ``legacy``: in the BLAKE3 tree of the log before schema 6."""
 
 # ---- Python json compatibility and bernstein journals (rust/core/src/pyjson*) ----------
 

@@ -313,6 +313,95 @@ CHECKS: dict[str, CheckInfo] = _table(
      "the anchored hash", "absent"),
     ("bernstein.anchor.manifest", "An import's manifest bytes do not hash to the anchored hash.",
      "the manifest hash the import entry anchors", "the hash of the manifest held now"),
+    ("bernstein.anchor.run_row", "An imported run's row in the bernstein_runs table is "
+     "missing, though the native chain pins its import: the run is verified all the same.",
+     "the journal path the import pins", "absent"),
+    # ---- bernstein's seal, checkpoints and witnesses (bernstein/sealed_history.py) ----
+    ("bernstein.seal.truncated", "A day file of the audit chain is shorter than its seal "
+     "pinned: records were cut (the chain itself can stay intact).",
+     "the byte length the seal pinned", "the bytes the file holds now"),
+    ("bernstein.seal.changed", "The bytes a seal pinned of a day file were changed.",
+     "the leaf hash the seal pinned", "the leaf hash of the file's pinned prefix now"),
+    ("bernstein.seal.deleted", "A day file the seal names is gone.",
+     "sealed", "absent"),
+    ("bernstein.seal.inserted", "A day file is in the audit folder but not in the newest "
+     "seal: it was added (or its name changed) after the seal.",
+     "absent", "present"),
+    ("bernstein.seal.root", "The seal's leaves no longer rebuild its root: the seal itself "
+     "was edited.",
+     "the root the seal records", "the root its leaves rebuild"),
+    ("bernstein.tile", "A tile of the audit folder no longer describes its day file: a hash "
+     "tile whose pinned prefix is gone, shorter or hashes otherwise, or a snapshot tile that "
+     "is not a prefix of it (bernstein's verify does not read tiles).",
+     "the day file's sealed prefix", "why the tile does not match"),
+    ("bernstein.seal.unreadable", "A seal file is not a seal document bernstein can read.",
+     "a seal document", "why it cannot be read"),
+    ("bernstein.seal.checkpoint", "The newest seal's root is not the root of the last "
+     "checkpoint: one of them was replaced, or the checkpoint was not recorded.",
+     "the last checkpoint's root", "the newest seal's root"),
+    ("bernstein.checkpoint.line", "A line of the checkpoints ledger is not a checkpoint "
+     "signed under the audit key and linked to the one before it: it was edited, removed, "
+     "re-ordered or forged.",
+     "a signed checkpoint linked to the one before", "why the line fails"),
+    ("bernstein.checkpoint.torn", "The checkpoints ledger ends in an incomplete line "
+     "(bernstein skips it as a crashed append; the previous checkpoint stays in force).",
+     "complete lines", "an incomplete last line"),
+    ("bernstein.checkpoint.pointer", "latest.json does not name a checkpoint the ledger "
+     "holds (or is gone, or not signed): the ledger was cut back over a published pin, or "
+     "the pointer was forged.",
+     "the checkpoint latest.json should name", "what latest.json holds"),
+    ("bernstein.checkpoint.pointer_behind", "latest.json names an older checkpoint than "
+     "the ledger's newest (bernstein accepts it: a crash between the append and the "
+     "publish leaves it so).",
+     "the ledger's newest checkpoint", "the checkpoint latest.json names"),
+    ("bernstein.checkpoint.extension", "The audit history no longer extends the last "
+     "checkpoint: a pinned day file shrank, changed or went, the chain holds fewer records "
+     "or starts elsewhere.",
+     "what the checkpoint pins", "what the history holds now"),
+    ("bernstein.witness.file", "The witness co-signatures file has a line bernstein "
+     "cannot read.",
+     "readable co-signatures", "why the line fails"),
+    ("bernstein.run_receipt.head", "The journal departs from the rows its signed run "
+     "receipt embeds: rows were cut from its tail (bernstein's chain and its verify receipt, "
+     "which reads the receipt alone, both pass that) or changed. The receipt's signature is "
+     "not checked here.",
+     "the rows and head the receipt embeds", "what the journal holds now"),
+    ("bernstein.run_receipt.unreadable", "A run receipt has no embedded journal rows to "
+     "compare (bernstein's verify receipt calls it malformed).",
+     "a run receipt", "why it cannot be read"),
+    ("bernstein.lineage.journal", "The journal's bytes are not those its lineage spine "
+     "sealed at the run's end (nothing writes the journal after that seal): rows were cut "
+     "or changed, envelope fields included.",
+     "the journal digest and head the spine sealed", "the journal's digest and head now"),
+    ("bernstein.lineage.chain", "A run's lineage spine fails bernstein's own verify: a line "
+     "that does not parse or lacks a field, a broken link, an entry_hash or (with "
+     "--audit-key) an HMAC tag that does not recompute.",
+     "an entry bernstein's spine verify accepts", "why the line fails"),
+    ("bernstein.seal_anchor.head", "The journal's head is not the sealed head the run's "
+     "seal anchor names: its tail was cut or changed after the seal.",
+     "the head the seal anchor names", "the journal's head now"),
+    ("bernstein.seal_anchor.token", "A seal anchor's RFC 3161 token does not parse, or its "
+     "imprint is not the sealed head (the TSA's signature is not checked).",
+     "a token over the sealed head", "why it is not"),
+    ("bernstein.seal_anchor.unreadable", "A seal anchor names no sealed head.",
+     "a seal anchor", "unreadable"),
+    ("bernstein.rfc3161.file", "The RFC 3161 anchors file has a line bernstein cannot read.",
+     "readable anchors", "why the line fails"),
+    ("bernstein.rfc3161.token", "An RFC 3161 anchor's token does not parse, or its message "
+     "imprint is not the digest of the checkpoint it anchors (the TSA's signature is not "
+     "checked).",
+     "a token over the anchored checkpoint", "why it is not"),
+    ("bernstein.rfc3161.contradiction", "The audit history contradicts an RFC 3161 anchor: "
+     "fewer records than a TSA timestamped, another origin, or an anchored checkpoint no "
+     "longer on record.",
+     "a history extending what was timestamped", "what contradicts it"),
+    ("bernstein.witness.signature", "A witness co-signature does not verify under any key "
+     "given with --trust: it was forged or edited, or its witness is not trusted.",
+     "a co-signature by a trusted key", "why it does not verify"),
+    ("bernstein.witness.contradiction", "The audit history contradicts a witness "
+     "co-signature: fewer records than co-signed, another origin, or a co-signed checkpoint "
+     "no longer on record.",
+     "a history extending what was co-signed", "what contradicts it"),
     # ---- fleet verify (fleet/task.py) -------------------------------------------------
     ("fleet.checkpoint", "`fleet verify --checkpoints DIR` holds no exported checkpoint of "
      "this ledger, so nothing shows it was not rolled back.",

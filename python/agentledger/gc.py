@@ -232,7 +232,7 @@ def _record_receipt(
             "ledger": ledger.id,
             "time": utc_timestamp(),
             "log_size": state.size,
-            "log_root": "blake3:" + state.root.hex(),
+            "log_root": "sha256:" + state.root.hex(),
             "removed": [{"digest": d, "size": sizes[d]} for d in result.removed],
             "reason": "unreachable",
         }
@@ -288,10 +288,10 @@ def pruned_digests(conn: apsw.Connection, trusted: set[str], ledger_id: str) -> 
         if not isinstance(log_size, int) or not 0 <= log_size <= size:
             continue
         try:
-            root = "blake3:" + reader.root(log_size).hex()
+            root = reader.root(log_size)
         except AgentLedgerError:
             continue
-        if root != log_root:
+        if not wslog.names_root(conn, log_size, root, log_root):
             continue
         for item in document.get("removed", []):
             if isinstance(item, dict) and isinstance(item.get("digest"), str):

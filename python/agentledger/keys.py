@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import hashlib
 import os
 import re
 import secrets
@@ -268,12 +269,47 @@ def _spki_ed25519(text: str, path: Path) -> bytes:
     return der[len(ED25519_SPKI_PREFIX) :]
 
 
+VKEY = re.compile(r"([^\s+]{1,256})\+([0-9a-f]{8})\+([A-Za-z0-9+/]{44})")
+"""A signed-note verifier key: ``<name>+<key id, 8 hex>+<base64(0x01 || Ed25519 key)>``."""
+
+
+def is_vkey(text: str) -> bool:
+    """Whether ``text`` has the shape of a signed-note verifier key (not a file name)."""
+    return VKEY.fullmatch(text.strip()) is not None
+
+
+def public_key_from_vkey(text: str) -> str:
+    """The ``ed25519:<hex>`` of a signed-note verifier key, whose key id must be the one its
+    name and key make (``InvalidInput`` otherwise). The name is not kept: a checkpoint's
+    signature is checked against the key id of the name it is signed under."""
+    match = VKEY.fullmatch(text.strip())
+    raw = b""
+    if match:
+        with contextlib.suppress(ValueError):
+            raw = base64.b64decode(match.group(3), validate=True)
+    if len(raw) != 33 or raw[0] != 0x01:
+        raise InvalidInput(
+            "not a signed-note Ed25519 verifier key (<name>+<8 hex>+<base64 of 33 bytes>)",
+            code="invalid-key",
+        )
+    assert match is not None
+    name, key_id = match.group(1), bytes.fromhex(match.group(2))
+    if hashlib.sha256(name.encode() + b"\n" + raw).digest()[:4] != key_id:
+        raise InvalidInput(
+            "a verifier key whose key id is not its name's and key's", code="invalid-key"
+        )
+    return public_key_text(raw[1:])
+
+
 def resolve_trust(values: Iterable[str], store: KeyStore) -> set[str]:
-    """The trusted signer set: the install's own trust plus ``--trust`` keys or key files."""
+    """The trusted signer set: the install's own trust plus ``--trust`` keys (``ed25519:<hex>``
+    or signed-note verifier keys) or key files."""
     trusted = set(store.trusted())
     for value in values:
         if value.strip().startswith("ed25519:"):
             trusted.add(public_key_text(parse_public_key(value)))
+        elif is_vkey(value):
+            trusted.add(public_key_from_vkey(value))
         else:
             trusted.update(read_trust_file(Path(value)))
     return trusted

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from agentledger import log_upgrade
 from agentledger.archive import is_archive_file
 from agentledger.cas import BlobStore
 from agentledger.errors import NotFound, WrongThread
@@ -15,6 +16,7 @@ from agentledger.ids import check_run_id
 from agentledger.journal import Run
 from agentledger.keys import KeyStore
 from agentledger.storage import Database
+from agentledger.storage.migrations import C2SP_SCHEMA
 
 if TYPE_CHECKING:
     # The verifier (and the phase models it loads) is imported when verify runs: commands
@@ -79,7 +81,11 @@ class Ledger:
         # A sealed archive (archive.py) opens read-only: it cannot be extended by accident.
         readonly = readonly or (path.is_file() and is_archive_file(path))
         db = Database.open(path, create=create, readonly=readonly)
-        return cls(db, KeyStore(key_dir) if key_dir is not None else None)
+        ledger = cls(db, KeyStore(key_dir) if key_dir is not None else None)
+        if db.upgraded_from and db.upgraded_from < C2SP_SCHEMA:
+            # The log's tree was rebuilt as a C2SP log: carry the signer over to it.
+            log_upgrade.sign_upgraded(ledger)
+        return ledger
 
     @property
     def path(self) -> Path:

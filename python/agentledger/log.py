@@ -2,9 +2,10 @@
 
 A run's hash chain shows that a run was not edited; it cannot show that a run, or a run's
 last entries, were deleted. The log can: leaf ``i`` is the ``i``-th entry appended to the
-workspace, whatever its run, as ``log_leaf(run, seq, entry hash)`` (docs/FORMAT.md, "The
-workspace log"), in a tree of RFC 9162 shape. Signed checkpoints (checkpoint.py) commit
-to its size and root, so deleting any entry changes what the log recomputes to.
+workspace, whatever its run, its leaf the log-leaf document ``log_leaf(run, seq, entry
+hash)`` (docs/FORMAT.md, "The workspace log"), in an RFC 6962 tree with SHA-256 (a C2SP
+log). Signed checkpoints (checkpoint.py) commit to its size and root, so deleting any
+entry changes what the log recomputes to.
 
 The state kept is the tree's frontier: one 32-byte root per set bit of the size, so an
 append costs O(log n) whatever the log's size. It lives in ``log_state`` and is updated in
@@ -124,7 +125,7 @@ def finish_append(
 
 
 def leaf_data(rows: Iterable[LeafRow]) -> list[bytes]:
-    """Leaf data of rows, in the order given."""
+    """The leaves (log-leaf documents) of rows, in the order given."""
     return [_core.log_leaf(run_id, seq, digest) for _, run_id, seq, digest in rows]
 
 
@@ -141,6 +142,39 @@ def state_at(conn: apsw.Connection, size: int) -> tuple[LogState, tuple[int, int
     return state, None
 
 
+def legacy_root(conn: apsw.Connection, size: int) -> bytes | None:
+    """The root of the BLAKE3 tree (the log before schema 6) over the first ``size``
+    entries in leaf order, or None when the entries are not leaves ``0..size-1``.
+    O(size): it is read only to check what vouched for the old tree."""
+    state = EMPTY
+    root = _core.merkle_root([], hash="blake3")
+    while state.size < size:
+        rows = fetch(conn, LEAF_RANGE + " LIMIT ?", (state.size, size, BATCH_ROWS))
+        if not rows:
+            return None
+        size_now, frontier, root, gap = _core.log_extend(
+            state.size, list(state.frontier), rows, legacy=True
+        )
+        if gap is not None:
+            return None
+        state = LogState(size_now, tuple(frontier))
+    return root
+
+
+def names_root(conn: apsw.Connection, size: int, root: bytes, named: object) -> bool:
+    """Whether ``named``, the ``log_root`` a signed record states (a prune receipt), names
+    the log's first ``size`` entries, whose root is ``root``: ``sha256:<hex>``; or
+    ``blake3:<hex>`` of the BLAKE3 tree for a record signed before schema 6, recomputed
+    from the entries. (``blake3:`` + the SHA-256 root is accepted as well: the label GC's
+    receipts kept after schema 6 until they say ``sha256:``.)"""
+    if named in ("sha256:" + root.hex(), "blake3:" + root.hex()):
+        return True
+    if not isinstance(named, str) or not named.startswith("blake3:"):
+        return False
+    old = legacy_root(conn, size)
+    return old is not None and named == "blake3:" + old.hex()
+
+
 def _perfect_subtrees(state: LogState) -> dict[tuple[int, int], bytes]:
     """``(start, width) -> root`` for the perfect subtrees the frontier stands for."""
     subtrees = {}
@@ -155,35 +189,16 @@ def _perfect_subtrees(state: LogState) -> dict[tuple[int, int], bytes]:
 def consistency_proof(old: LogState, tail: Sequence[bytes]) -> list[bytes]:
     """RFC 9162 consistency proof from ``old`` to ``old`` + ``tail`` (leaf data).
 
-    Every node of such a proof is either a perfect subtree of the old tree (its frontier
-    holds them) or the root of a range of new leaves, so the old leaves are never read.
+    Every node of such a proof (its ranges are the Rust core's) is either a perfect subtree
+    of the old tree (its frontier holds them) or the root of a range of new leaves, so the
+    old leaves are never read.
     """
     m = old.size
-    n = m + len(tail)
-    if m == 0 or m == n:
-        return []
     known = _perfect_subtrees(old)
-    proof: list[bytes] = []
 
     def node(start: int, stop: int) -> bytes:
         if start >= m:
             return _core.merkle_root(list(tail[start - m : stop - m]))
         return known[(start, stop - start)]
 
-    def subproof(start: int, stop: int, complete: bool) -> None:
-        width = stop - start
-        old_width = m - start
-        if old_width == width:
-            if not complete:
-                proof.append(node(start, stop))
-            return
-        k = 1 << ((width - 1).bit_length() - 1)
-        if old_width <= k:
-            subproof(start, start + k, complete)
-            proof.append(node(start + k, stop))
-        else:
-            subproof(start + k, stop, False)
-            proof.append(node(start, start + k))
-
-    subproof(0, n, True)
-    return proof
+    return [node(a, b) for a, b in _core.consistency_proof_ranges(m, m + len(tail))]

@@ -1,15 +1,18 @@
-"""The signed note a checkpoint is, modelled on C2SP tlog-checkpoint, and its stored rows.
+"""The signed note a checkpoint is, a C2SP tlog-checkpoint, and its stored rows.
 
 A checkpoint is a signed note (docs/FORMAT.md, "Checkpoints"):
 
     agentledger/v1/ledger/<ledger id>
     <log size>
     <base64 root>
-    time <RFC 3339 UTC>
 
-    — agentledger-install <base64(key id || Ed25519 signature)>
+    — agentledger/v1/ledger/<ledger id> <base64(key id || Ed25519 signature)>
 
 The signed bytes are the body: every line above the blank line, each ending in a newline.
+The key's name is the origin, as tlog-checkpoint asks; its verifier key (``vkey``) is what
+a C2SP client is given. Checkpoints signed before schema 6 commit to the BLAKE3 tree and
+carry a fourth body line, ``time <RFC 3339 UTC>``, under the key name
+``agentledger-install``: they still parse (``legacy``), so an exported one still verifies.
 When checkpoints are taken and who may sign is ``checkpoint.py``'s and ``signing.py``'s;
 this module only parses, prints, signs and reads them, so both can use it.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import hashlib
 import re
 from collections.abc import Iterable
@@ -34,7 +38,8 @@ from agentledger.log import fetch
 ORIGIN_PREFIX = "agentledger/v1/ledger/"
 ARCHIVE_INFIX = "/archive/"
 _ARCHIVE_ID = re.compile(r"[0-9a-f]{32}")
-KEY_NAME = "agentledger-install"
+LEGACY_KEY_NAME = "agentledger-install"
+"""The key name of checkpoints signed before schema 6 (now the key name is the origin)."""
 SIGNATURE_PREFIX = "\u2014 "  # "— ", the signed-note signature line marker
 ED25519_ALGORITHM = b"\x01"
 MAX_NOTE_BYTES = 16_384
@@ -55,19 +60,30 @@ class NoteSignature:
     signature: bytes
 
 
+def vkey(name: str, public_key: bytes) -> str:
+    """The signed-note verifier key: ``<name>+<key id hex>+<base64(0x01 || public key)>``."""
+    encoded = base64.b64encode(ED25519_ALGORITHM + public_key).decode()
+    return f"{name}+{key_id(name, public_key).hex()}+{encoded}"
+
+
 @dataclass(frozen=True, slots=True)
 class Checkpoint:
-    """One checkpoint: what it commits to, and the signatures over it."""
+    """One checkpoint: what it commits to, and the signatures over it.
+
+    ``time`` is when this install signed it (kept in its memory, not in the note);
+    ``legacy`` marks a note signed before schema 6 (BLAKE3 tree, ``time`` in its body).
+    """
 
     ledger_id: str
     size: int
     root: bytes
-    time: str
+    time: str = ""
     signatures: tuple[NoteSignature, ...] = ()
     archive: str = ""
     """An archive's own log: the archive's id ("" for a ledger's workspace log). An
     archive keeps its source's ledger id, and its checkpoints name the archive too, so a
     note of one is never taken for a note of the other."""
+    legacy: bool = False
 
     @property
     def origin(self) -> str:
@@ -75,10 +91,17 @@ class Checkpoint:
             ORIGIN_PREFIX + self.ledger_id + (ARCHIVE_INFIX + self.archive if self.archive else "")
         )
 
+    @property
+    def key_name(self) -> str:
+        """The name the install key signs it under: the origin (``agentledger-install``
+        before schema 6)."""
+        return LEGACY_KEY_NAME if self.legacy else self.origin
+
     def body(self) -> bytes:
         """The signed bytes."""
         root = base64.b64encode(self.root).decode()
-        return f"{self.origin}\n{self.size}\n{root}\ntime {self.time}\n".encode()
+        extension = f"time {self.time}\n" if self.legacy else ""
+        return f"{self.origin}\n{self.size}\n{root}\n{extension}".encode()
 
     def text(self) -> str:
         """The whole note: body, blank line, one signature line per signature."""
@@ -119,9 +142,9 @@ class Checkpoint:
         if not sep:
             raise _malformed("no blank line between the body and the signatures")
         lines = body.split("\n")
-        if len(lines) != 4:
-            raise _malformed(f"the body has {len(lines)} lines, expected 4")
-        origin, size_text, root_text, time_line = lines
+        if len(lines) not in (3, 4):
+            raise _malformed(f"the body has {len(lines)} lines, expected 3")
+        origin, size_text, root_text = lines[:3]
         if not origin.startswith(ORIGIN_PREFIX) or len(origin) == len(ORIGIN_PREFIX):
             raise _malformed(f"origin {origin[:80]!r} is not {ORIGIN_PREFIX}<ledger id>")
         if not re.fullmatch(r"0|[1-9][0-9]{0,18}", size_text):
@@ -132,9 +155,12 @@ class Checkpoint:
             root = b""
         if len(root) != 32 or base64.b64encode(root).decode() != root_text:
             raise _malformed("the root is not 32 bytes of base64")
-        time_match = _TIME_LINE.fullmatch(time_line)
-        if not time_match:
-            raise _malformed(f"{time_line[:80]!r} is not a 'time <RFC 3339 UTC>' line")
+        time = ""
+        if len(lines) == 4:  # signed before schema 6: its only extension line is the time
+            time_match = _TIME_LINE.fullmatch(lines[3])
+            if not time_match:
+                raise _malformed(f"{lines[3][:80]!r} is not a 'time <RFC 3339 UTC>' line")
+            time = time_match.group(1)
         signatures = []
         for line in signature_block.split("\n"):
             if not line:
@@ -153,10 +179,18 @@ class Checkpoint:
             raise _malformed("no signature")
         if not text.endswith("\n"):
             raise _malformed("a note ends with a newline")
-        ledger_id, _, archive = origin[len(ORIGIN_PREFIX) :].partition(ARCHIVE_INFIX)
-        if _ and not _ARCHIVE_ID.fullmatch(archive):
+        ledger_id, infix, archive = origin[len(ORIGIN_PREFIX) :].partition(ARCHIVE_INFIX)
+        if infix and not _ARCHIVE_ID.fullmatch(archive):
             raise _malformed(f"origin {origin[:80]!r} names no archive id")
-        return cls(ledger_id, int(size_text), root, time_match.group(1), tuple(signatures), archive)
+        return cls(
+            ledger_id,
+            int(size_text),
+            root,
+            time,
+            tuple(signatures),
+            archive,
+            legacy=len(lines) == 4,
+        )
 
 
 def _malformed(why: str) -> InvalidInput:
@@ -164,17 +198,12 @@ def _malformed(why: str) -> InvalidInput:
 
 
 def sign(checkpoint: Checkpoint, signing_key: SigningKey) -> Checkpoint:
+    """The checkpoint signed by the install key, under the name the origin gives it."""
     public_key = bytes(signing_key.verify_key)
     signature = signing_key.sign(checkpoint.body()).signature
-    added = NoteSignature(KEY_NAME, key_id(KEY_NAME, public_key), signature)
-    return Checkpoint(
-        checkpoint.ledger_id,
-        checkpoint.size,
-        checkpoint.root,
-        checkpoint.time,
-        (added,),
-        checkpoint.archive,
-    )
+    name = checkpoint.key_name
+    added = NoteSignature(name, key_id(name, public_key), signature)
+    return dataclasses.replace(checkpoint, signatures=(added,))
 
 
 @dataclass(frozen=True, slots=True)

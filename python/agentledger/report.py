@@ -59,7 +59,7 @@ def checkpoint_text(report: VerifyReport) -> list[str | tuple[str, str]]:
     return [
         f"#{found.id}: {found.size:,} entries, root {found.root}, ",
         signer,
-        f" (signature names: {names}; {safe(found.time)})",
+        f" (signature names: {names}" + (f"; {safe(found.time)})" if found.time else ")"),
     ]
 
 

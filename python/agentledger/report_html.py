@@ -131,7 +131,8 @@ def _meta(report: VerifyReport) -> str:
         names = ", ".join(_e(name) for name in found.signers) or "none"
         checkpoint = (
             f"#{found.id}: {found.size:,} entries, root <code>{_e(found.root)}</code>, "
-            f"{signer} <span class=muted>(signature names: {names}; {_e(found.time)})</span>"
+            f"{signer} <span class=muted>(signature names: {names}"
+            + (f"; {_e(found.time)})</span>" if found.time else ")</span>")
         )
     rows = [
         ("ledger", f"<code>{_e(report.ledger_path or '-')}</code>"),

@@ -1,4 +1,5 @@
-"""The workspace log's tree, stored as tiles in the shape of C2SP tlog-tiles.
+"""The workspace log's tree, stored as tiles exactly as C2SP tlog-tiles cuts it (RFC 6962,
+SHA-256, tile height 8).
 
 Level 0 holds the leaf hashes, level ``L`` the roots of the perfect subtrees of ``256**L``
 leaves. Each level is cut into tiles of 256 hashes; the right-most tile of a level is
@@ -128,45 +129,18 @@ class TileReader:
         return self.range_root(0, size)
 
     def inclusion_proof(self, index: int, size: int) -> list[bytes]:
-        """RFC 9162 §2.1.3.1 PATH(index, D[0:size]), lowest level first."""
+        """RFC 9162 §2.1.3.1 PATH(index, D[0:size]), lowest level first: the proof's shape
+        is the Rust core's (``inclusion_proof_ranges``), its nodes read from the tiles."""
         if not 0 <= index < size:
             raise ValueError(f"leaf {index} is not in a tree of {size}")
-        proof: list[bytes] = []
-        start, stop = 0, size
-        while stop - start > 1:
-            split = 1 << ((stop - start - 1).bit_length() - 1)
-            if index - start < split:
-                proof.append(self.range_root(start + split, stop))
-                stop = start + split
-            else:
-                proof.append(self.range_root(start, start + split))
-                start += split
-        proof.reverse()
-        return proof
+        return [self.range_root(a, b) for a, b in _core.inclusion_proof_ranges(index, size)]
 
     def consistency_proof(self, old_size: int, new_size: int) -> list[bytes]:
-        """RFC 9162 §2.1.4.1 PROOF(old_size, D[0:new_size])."""
+        """RFC 9162 §2.1.4.1 PROOF(old_size, D[0:new_size]), its shape from the Rust core."""
         if not 0 <= old_size <= new_size:
             raise ValueError(f"no consistency proof from {old_size} to {new_size}")
-        if old_size in (0, new_size):
-            return []
-        proof: list[bytes] = []
-        start, stop, complete = 0, new_size, True
-        while True:
-            width = stop - start
-            if old_size - start == width:
-                if not complete:
-                    proof.append(self.range_root(start, stop))
-                break
-            split = 1 << ((width - 1).bit_length() - 1)
-            if old_size - start <= split:
-                proof.append(self.range_root(start + split, stop))
-                stop = start + split
-            else:
-                proof.append(self.range_root(start, start + split))
-                start, complete = start + split, False
-        proof.reverse()
-        return proof
+        ranges = _core.consistency_proof_ranges(old_size, new_size)
+        return [self.range_root(a, b) for a, b in ranges]
 
 
 def append(conn: apsw.Connection, size: int, leaf_hashes: bytes) -> None:

@@ -74,9 +74,8 @@ def test_the_checkpoint_commits_to_the_log_root_and_is_signed(ledger: Ledger) ->
     assert lines[0] == f"agentledger/v1/ledger/{ledger.id}"
     assert lines[1] == "6"
     assert base64.b64decode(lines[2]) == note.root
-    assert lines[3].startswith("time ")
-    assert lines[4] == ""
-    assert lines[5].startswith("\u2014 agentledger-install ")
+    assert lines[3] == ""  # a tlog-checkpoint: no extension line
+    assert lines[4].startswith(f"\u2014 agentledger/v1/ledger/{ledger.id} ")  # key name = origin
 
 
 def test_a_checkpoint_note_round_trips_and_edits_break_its_signature(ledger: Ledger) -> None:
@@ -138,8 +137,8 @@ def test_a_hostile_signer_name_in_a_stored_note_reaches_the_terminal_escaped(
     ledger.close()
     with raw(ledger_path) as conn:
         conn.execute(
-            "UPDATE checkpoints SET note = replace(note, 'agentledger-install', "
-            "'agentledger-install' || char(27) || '[2J') WHERE size = 2"
+            "UPDATE checkpoints SET note = replace(note, '\u2014 agentledger/', "
+            "'\u2014 agentledger' || char(27) || '[2J/') WHERE size = 2"
         )
     result = cli("checkpoint")  # the log did not grow: it shows the newest note as stored
     assert "\x1b" not in result.out

@@ -369,7 +369,7 @@ def test_a_hostile_proof_gets_a_typed_error(
     ledger: Ledger, tmp_path: Path, cli: Any, change: dict[str, Any]
 ) -> None:
     build(ledger, runs=1, entries=2)
-    bundle = json.loads(cli("prove", "run-0", "1").out)
+    bundle = json.loads(cli("prove", "run-0", "1", "--json").out)
     bundle.update(change)
     proof = tmp_path / "proof.json"
     proof.write_text(json.dumps(bundle), "utf-8", errors="surrogatepass")

@@ -1,57 +1,107 @@
-"""Offline proofs: checked with nothing but the bundle and the public key."""
+"""Offline proofs (C2SP tlog-proof files, JSON bundles): checked with nothing but the proof
+and the public key."""
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from nacl.signing import SigningKey
 
-from agentledger import Ledger
-from agentledger.checkpoint import install_public_key
-from agentledger.proofs import parse_bundle, prove, verify_bundle
+from agentledger import Ledger, _core
+from agentledger.checkpoint import install_public_key, latest
+from agentledger.errors import InvalidInput
+from agentledger.notes import Checkpoint, sign
+from agentledger.proofs import Proof, parse_proof, prove, verify_proof
 
 from .logkit import build
 
 
 @pytest.fixture
-def bundle_and_key(ledger: Ledger) -> tuple[dict[str, Any], str]:
+def proof_and_key(ledger: Ledger) -> tuple[Proof, str]:
     build(ledger, runs=3, entries=5)
     return prove(ledger, "run-1", 3), install_public_key(ledger)
 
 
-def test_a_proof_verifies_with_only_the_public_key(
-    bundle_and_key: tuple[dict[str, Any], str],
+def test_a_proof_verifies_with_only_the_public_key(proof_and_key: tuple[Proof, str]) -> None:
+    proof, key = proof_and_key
+    for text in (proof.text().encode(), json.dumps(proof.bundle()).encode()):
+        verdict = verify_proof(parse_proof(text), [key])
+        assert verdict.ok, verdict.problems
+        assert verdict.signer == key
+        assert (verdict.run, verdict.seq) == ("run-1", 3)
+        assert (verdict.tree_size, verdict.leaf_index) == (15, 3 * 3 + 1)
+
+
+def test_a_proof_is_a_c2sp_tlog_proof_carrying_the_entry(
+    proof_and_key: tuple[Proof, str], ledger: Ledger
 ) -> None:
-    bundle, key = bundle_and_key
-    verdict = verify_bundle(parse_bundle(json.dumps(bundle).encode()), [key])
-    assert verdict.ok, verdict.problems
-    assert verdict.signer == key
-    assert (verdict.tree_size, verdict.leaf_index) == (15, 3 * 3 + 1)
+    proof, _ = proof_and_key
+    lines = proof.text().split("\n")
+    assert lines[0] == "c2sp.org/tlog-proof@v1"
+    raw = ledger.db.conn.execute(
+        "SELECT bytes FROM entries WHERE run_id = 'run-1' AND seq = 3"
+    ).fetchall()[0][0]
+    assert lines[1] == "extra " + base64.b64encode(raw).decode()
+    assert lines[2] == "index 10"
+    nodes = lines[3 : lines.index("")]
+    assert len(nodes) == 4  # a tree of 15: four levels
+    assert all(len(base64.b64decode(node)) == 32 for node in nodes)
+    assert "\n".join(lines[lines.index("") + 1 :]) == latest(ledger).checkpoint.text()
 
 
-def test_a_proof_with_edited_entry_bytes_fails(bundle_and_key: tuple[dict[str, Any], str]) -> None:
-    bundle, key = bundle_and_key
-    raw = base64.b64decode(bundle["entry"]).replace(b'"n":3', b'"n":4')
-    bundle["entry"] = base64.b64encode(raw).decode()
-    assert not verify_bundle(bundle, [key]).ok
+def _tampered(proof: Proof, **change: Any) -> Proof:
+    return dataclasses.replace(proof, **change)
 
 
-def test_a_proof_for_another_position_fails(bundle_and_key: tuple[dict[str, Any], str]) -> None:
-    bundle, key = bundle_and_key
-    bundle["leaf_index"] += 1
-    assert not verify_bundle(bundle, [key]).ok
+def test_a_proof_with_edited_entry_bytes_fails(proof_and_key: tuple[Proof, str]) -> None:
+    proof, key = proof_and_key
+    edited = _tampered(proof, entry=proof.entry.replace(b'"n":3', b'"n":4'))
+    assert not verify_proof(parse_proof(edited.text().encode()), [key]).ok
+    spaced = _tampered(proof, entry=proof.entry.replace(b'"n":3', b'"n": 3'))
+    assert "not canonical" in " ".join(verify_proof(spaced, [key]).problems)
 
 
-def test_a_proof_against_an_untrusted_key_fails(
-    bundle_and_key: tuple[dict[str, Any], str],
-) -> None:
-    bundle, _ = bundle_and_key
-    verdict = verify_bundle(bundle, ["ed25519:" + "11" * 32])
+def test_a_proof_for_another_position_fails(proof_and_key: tuple[Proof, str]) -> None:
+    proof, key = proof_and_key
+    assert not verify_proof(_tampered(proof, leaf_index=proof.leaf_index + 1), [key]).ok
+    flipped = bytes([proof.inclusion[0][0] ^ 1]) + proof.inclusion[0][1:]
+    assert not verify_proof(_tampered(proof, inclusion=(flipped, *proof.inclusion[1:])), [key]).ok
+
+
+def test_a_proof_against_an_untrusted_key_fails(proof_and_key: tuple[Proof, str]) -> None:
+    proof, _ = proof_and_key
+    verdict = verify_proof(proof, ["ed25519:" + "11" * 32])
     assert not verdict.ok
     assert verdict.signer is None
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (lambda t: t.replace("c2sp.org/tlog-proof@v1", "c2sp.org/tlog-proof@v2"), "first line"),
+        (lambda t: t.replace("index 10", "index 010"), "decimal"),
+        (lambda t: t.replace("index 10", "index 9223372036854775808"), "decimal"),
+        (lambda t: t.replace("extra ", "extra !"), "base64"),
+        (
+            lambda t: "\n".join(line for line in t.split("\n") if not line.startswith("extra")),
+            "extra",
+        ),
+        (lambda t: t.replace("\n\n", "\n", 1), "not base64"),  # the note read as hashes
+        (lambda t: t.replace("index 10\n", "index 10\n" + "AAAA\n"), "32 bytes"),
+        (lambda t: t.replace("index 10\n", "index 10\n" + ("A" * 43 + "=\n") * 65), "64"),
+    ],
+)
+def test_a_malformed_tlog_proof_is_a_typed_refusal(
+    proof_and_key: tuple[Proof, str], edit: Any, why: str
+) -> None:
+    proof, _ = proof_and_key
+    with pytest.raises(InvalidInput, match=why):
+        parse_proof(edit(proof.text()).encode())
 
 
 def test_verify_proof_cli_needs_no_ledger(
@@ -60,7 +110,7 @@ def test_verify_proof_cli_needs_no_ledger(
     build(ledger, runs=1, entries=3)
     result = cli("prove", "run-0", "2")
     assert result.code == 0
-    proof = tmp_path / "proof.json"
+    proof = tmp_path / "entry.tlog-proof"
     proof.write_text(result.out)
     key = install_public_key(ledger)
     ledger.close()
@@ -78,3 +128,39 @@ def test_prove_a_missing_entry_is_not_found(ledger: Ledger, cli: Any) -> None:
     build(ledger, runs=1, entries=1)
     assert cli("prove", "run-0", "7").code == 1
     assert cli("prove", "nope", "0").code == 1
+
+
+def test_a_json_bundle_of_the_blake3_log_before_schema_6_still_verifies() -> None:
+    """An `agentledger-proof/v1` bundle as earlier versions wrote it: its note has a time
+    line, its leaves are D("log-leaf", document) in a BLAKE3 tree."""
+    key = SigningKey(bytes(range(32)))
+    ledger_id = "00112233445566778899aabbccddeeff"
+    encoded = _core.encode_entries(
+        "r", 0, _core.genesis_prev(ledger_id, "r"), "2026-01-01T00:00:00.000000Z",
+        [("step", {"i": i}) for i in range(5)],
+    )  # fmt: skip
+    leaves = [_core.legacy_log_leaf("r", seq, digest) for seq, (_, digest) in enumerate(encoded)]
+    root = _core.merkle_root(leaves, hash="blake3")
+    note = sign(Checkpoint(ledger_id, 5, root, "2026-01-01T00:00:01.000000Z", legacy=True), key)
+    bundle = {
+        "format": "agentledger-proof/v1",
+        "ledger": ledger_id,
+        "run": "r",
+        "seq": 3,
+        "entry": base64.b64encode(encoded[3][0]).decode(),
+        "leaf_index": 3,
+        "tree_size": 5,
+        "inclusion": [
+            base64.b64encode(n).decode() for n in _core.inclusion_proof(leaves, 3, hash="blake3")
+        ],
+        "checkpoint": note.text(),
+    }
+    trusted = ["ed25519:" + bytes(key.verify_key).hex()]
+    verdict = verify_proof(parse_proof(json.dumps(bundle).encode()), trusted)
+    assert verdict.ok, verdict.problems
+    assert (verdict.run, verdict.seq, verdict.tree_size) == ("r", 3, 5)
+    bundle["leaf_index"] = 2
+    assert not verify_proof(parse_proof(json.dumps(bundle).encode()), trusted).ok
+    bundle.update(leaf_index=3, seq=4)
+    problems = verify_proof(parse_proof(json.dumps(bundle).encode()), trusted).problems
+    assert problems == ("the entry bytes are not entry 4 of run 'r'",)

@@ -21,6 +21,7 @@ NOT_CHECKS = {
     "team.loaded",
     "audit.key",
     "receipt.plan",
+    "chain.tear_acknowledged",
 }
 """Literals of those shapes that are entry kinds, file names or prefixes, not check ids."""
 

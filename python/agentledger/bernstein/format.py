@@ -20,8 +20,11 @@ SDD = ".sdd"
 RUNS_DIR = ".sdd/runs"
 CAS_DIR = ".sdd/cas"
 AUDIT_DIR = ".sdd/audit"
-TOP_DIRS = (RUNS_DIR, CAS_DIR, AUDIT_DIR)
-"""What an import brings in: the journals, the flat store and the audit chain."""
+LINEAGE_DIR = ".sdd/lineage"
+TOP_DIRS = (RUNS_DIR, CAS_DIR, AUDIT_DIR, LINEAGE_DIR)
+"""What an import brings in: the journals (with whatever else a run's folder holds, its
+signed receipt included), the flat store, the audit chain with its seals, checkpoints,
+co-signatures and anchors, and the lineage spine."""
 
 JOURNAL_NAME = "journal.jsonl"
 ACTIVITY_EVENT = "activity.result"

@@ -1,4 +1,5 @@
-"""``import bernstein``: bring a workdir's journals, store and audit chain into the ledger.
+"""``import bernstein``: bring a workdir's journals, store, audit chain (with its seals and
+checkpoints) and lineage spine into the ledger.
 
 Every file is kept byte for byte (a ``sha256:`` blob) under its workdir-relative path.
 Each import writes a manifest of the files it added, pins it in the native chain (one
@@ -117,7 +118,7 @@ def _kind(rel: str) -> str:
         return "cas"
     if rel.startswith(AUDIT_DIR + "/"):
         return "audit"
-    return "other"
+    return "other"  # the lineage spine, a run's receipt...: kept and pinned, not read
 
 
 def _utf8_name(rel: str) -> bool:

@@ -68,6 +68,18 @@ class Workdir(Protocol):
         """A hint: ``read`` will be asked for these paths (fetch them in bulk)."""
         ...
 
+    def audit_files(self) -> list[str]:
+        """Every file under ``.sdd/audit`` (seals, checkpoints... too), sorted."""
+        ...
+
+    def has_dir(self, path: str) -> bool:
+        """Whether the workdir has this folder."""
+        ...
+
+
+UNDECODABLE_ARCHIVE = b"\x00undecodable archive\n"
+"""What an archive that does not inflate reads as: a line no verifier accepts."""
+
 
 def _order_segments(
     names: list[str], read: Callable[[str], bytes | None]
@@ -83,7 +95,7 @@ def _order_segments(
             try:
                 segments.append((name, gzip.decompress(data)))
             except (OSError, EOFError):
-                segments.append((name, b"\x00undecodable archive\n"))
+                segments.append((name, UNDECODABLE_ARCHIVE))
     for name in live:
         data = read(name)
         if data is not None:
@@ -137,11 +149,16 @@ class DirectoryWorkdir:
         pass
 
     def audit_segments(self) -> list[tuple[str, bytes]]:
+        return _order_segments(self.audit_files(), self.read)
+
+    def audit_files(self) -> list[str]:
         audit = self.root / AUDIT_DIR
         if not audit.is_dir():
             return []
-        names = [p.relative_to(self.root).as_posix() for p in audit.rglob("*") if p.is_file()]
-        return _order_segments(names, self.read)
+        return sorted(p.relative_to(self.root).as_posix() for p in audit.rglob("*") if p.is_file())
+
+    def has_dir(self, path: str) -> bool:
+        return (self.root / path).is_dir()
 
 
 class LedgerWorkdir:
@@ -280,8 +297,15 @@ class LedgerWorkdir:
         return self._row(path)[1]
 
     def audit_segments(self) -> list[tuple[str, bytes]]:
-        names = [
+        return _order_segments(self.audit_files(), self.read)
+
+    def audit_files(self) -> list[str]:
+        return [
             str(row[0])
-            for row in self.conn.execute("SELECT path FROM bernstein_files WHERE kind = 'audit'")
+            for row in self.conn.execute(
+                "SELECT path FROM bernstein_files WHERE kind = 'audit' ORDER BY path"
+            )
         ]
-        return _order_segments(names, self.read)
+
+    def has_dir(self, path: str) -> bool:
+        return self._row(path)[0] == "dir"

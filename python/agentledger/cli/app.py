@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "activity": ("activity:activity", "Record and verify activities in runs."),
     "append": ("journal:append", "Append one entry to a run (JSON body argument or stdin)."),
     "archive": ("log:archive_command", "Write a sealed single-file audit archive of runs."),
+    "bernstein": ("bernstein:bernstein_group", "bernstein's own verdicts on an imported workdir."),
     "checkpoint": ("log:checkpoint", "Sign a checkpoint of the workspace log and show the newest."),
     "demo": ("demo:demo", "Build a demo ledger, corrupt five things, bulk-verify it."),
     "explain": ("explain:explain", "Explain a verification check, or list every check."),
@@ -45,13 +46,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "import": ("bernstein:import_group", "Bring another tool's records into the ledger."),
     "init": ("journal:init", "Create the ledger file (and its folder) if it does not exist."),
     "keys": ("keys:keys", "Signing and audit keys, kept outside the ledger."),
+    "log": ("log:log_group", "The workspace log as a C2SP log: export it as static tiles."),
     "phase": ("phase:phase", "Phase capability profiles: compile, record, transition, show."),
     "prove": ("log:prove_command", "Print a proof that an entry is in the signed log."),
     "runs": ("journal:runs", "List runs: entries, activities, last entry, last verify status."),
     "show": ("journal:show", "Show a run's journal, verified (kinds, hashes, evidence)."),
     "team": ("team:team", "Team manifests: which modality each role runs as."),
     "verify": ("verify:verify", "Bulk-verify runs: chains, entry bytes, evidence sets, blobs."),
-    "verify-proof": ("log:verify_proof", "Check a proof bundle offline, without the ledger."),
+    "verify-proof": ("log:verify_proof_command", "Check a proof offline, without the ledger."),
 }
 """The one list of commands: name -> ("module:object", its short help as ``-h`` lists it),
 the module being under agentledger.cli. The root imports a command's module when the

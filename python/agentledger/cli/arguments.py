@@ -84,13 +84,20 @@ def output_folder(path: Path | str, what: str) -> Path:
 
 def trust_values(values: Iterable[str], label: str = "--trust") -> tuple[str, ...]:
     """Each ``--trust`` value is a public key or a trust file that parses."""
-    from agentledger.keys import parse_public_key, read_trust_file  # only with --trust
+    from agentledger.keys import (  # only with --trust
+        is_vkey,
+        parse_public_key,
+        public_key_from_vkey,
+        read_trust_file,
+    )
 
     checked = tuple(values)
     for value in checked:
         try:
             if value.strip().startswith("ed25519:"):
                 parse_public_key(value)
+            elif is_vkey(value):
+                public_key_from_vkey(value)
             else:
                 read_trust_file(input_file(value, label))
         except BadArgument:
@@ -99,7 +106,8 @@ def trust_values(values: Iterable[str], label: str = "--trust") -> tuple[str, ..
             # A malformed key may be a secret pasted by mistake: never echo it.
             shown = "ed25519:…" if value.strip().startswith("ed25519:") else value
             raise BadArgument(
-                f"{label} {shown}: {exc.message} (give ed25519:<64 hex> or a trust file)"
+                f"{label} {shown}: {exc.message} (give ed25519:<64 hex>, a verifier key "
+                "<name>+<key id>+<key> or a trust file)"
             ) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise BadArgument(f"{label} {value}: cannot read ({exc})") from None

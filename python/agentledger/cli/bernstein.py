@@ -1,4 +1,6 @@
-"""`import bernstein WORKDIR` and `export bernstein OUTDIR [RUN ...]`."""
+"""`import bernstein WORKDIR`, `export bernstein OUTDIR [RUN ...]`, and `bernstein
+audit-verify` / `bernstein receipt-verify RUN` (bernstein's own verdicts on the imported
+workdir, with its exit codes)."""
 
 from __future__ import annotations
 
@@ -13,10 +15,15 @@ from rich.text import Text
 
 from agentledger.bernstein import DirectoryWorkdir, export_workdir, import_workdir
 from agentledger.bernstein.audit_chain import read_master_key, verify_audit
+from agentledger.bernstein.audit_verdict import audit_verdict, witness_key
+from agentledger.bernstein.format import journal_path, valid_run_id
+from agentledger.bernstein.receipt_verdict import ReceiptVerdict, pem_public_key, verify_receipt
+from agentledger.bernstein.run_receipts import receipt_path
+from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.cli import arguments
 from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option
 from agentledger.display import safe, styled
-from agentledger.errors import ExitCode, InvalidInput
+from agentledger.errors import ExitCode, InvalidInput, NotFound
 from agentledger.ledger import Ledger
 from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
 from agentledger.verify import VerifyOptions
@@ -238,3 +245,152 @@ def export_bernstein(app: AppContext, outdir: Path, run_ids: tuple[str, ...], as
             f"{summary.bytes} bytes to {summary.outdir}"
         )
     return int(ExitCode.OK)
+
+
+@click.group("bernstein", cls=AppGroup)
+def bernstein_group() -> None:
+    """bernstein's own verdicts on the imported workdir, with bernstein's exit codes."""
+
+
+@bernstein_group.command("audit-verify")
+@click.option(
+    "--audit-key",
+    "audit_key_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="bernstein's audit master key (without it the HMAC pillar fails, as in bernstein).",
+)
+@click.option(
+    "--witness-key",
+    "witness_key_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The witness's Ed25519 public key (PEM or 32 raw bytes): check the co-signatures.",
+)
+@json_option
+@click.pass_obj
+def bernstein_audit_verify(
+    app: AppContext, audit_key_file: Path | None, witness_key_file: Path | None, as_json: bool
+) -> int:
+    """What `bernstein audit verify` says of the imported .sdd/audit: its exit code.
+
+    \b
+    The pillars that read the audit folder are redone on the imported bytes: the HMAC
+    chain, the Merkle seal, the signed checkpoints and the witness co-signatures.
+    Exit 0 when they pass, 1 when one fails or no audit folder was imported (bernstein's
+    codes, not agentledger's). Pillars whose files exist but are not redone (RFC 3161
+    anchors, the lineage spine) are listed: the code may then differ from bernstein's.
+    `verify` (strict) reports the same evidence as findings, and more.
+
+    \b
+    Examples:
+      agentledger bernstein audit-verify --audit-key audit.key
+      agentledger bernstein audit-verify --audit-key audit.key --witness-key w.pub --json
+    """
+    arguments.audit_key_file(audit_key_file)
+    master = None
+    if audit_key_file is not None:
+        master = read_master_key(read_capped(audit_key_file, MAX_KEY_FILE_BYTES, "a key"))
+    witness = None
+    if witness_key_file is not None:
+        arguments.input_file(witness_key_file, "--witness-key")
+        try:
+            witness = witness_key(read_capped(witness_key_file, MAX_KEY_FILE_BYTES, "a key"))
+        except ValueError as exc:
+            raise InvalidInput(f"--witness-key {witness_key_file}: {exc}", code="bad-key") from None
+    with app.open_ledger(readonly=True) as ledger, ledger.db.snapshot() as conn:
+        verdict = audit_verdict(LedgerWorkdir(conn, ledger.blobs), master, witness=witness)
+    if as_json:
+        emit_json(verdict.to_json())
+        return verdict.code
+    console = app.console
+    if not verdict.audit_dir:
+        console.print("no .sdd/audit imported (bernstein: audit directory not found)")
+    for pillar in verdict.pillars:
+        mark = "[green]passed[/]" if pillar.ok else "[red]FAILED[/]"
+        console.print(styled("{name}: " + mark, name=pillar.name))
+        for problem in pillar.problems[:20]:
+            console.print(Text(f"  {safe(problem)}"))
+    for name in verdict.not_reproduced:
+        console.print(styled("[yellow]not redone[/] {name}: its files exist", name=name))
+    console.print(f"bernstein audit verify would exit {verdict.code}")
+    return verdict.code
+
+
+@bernstein_group.command("receipt-verify")
+@click.argument("run_id", metavar="RUN")
+@click.option(
+    "--public-key",
+    "public_key_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The operator's Ed25519 public key (PEM): the provenance tier.",
+)
+@click.option(
+    "--require-provenance", is_flag=True, help="Exit 3 unless the provenance tier is reached."
+)
+@json_option
+@click.pass_obj
+def bernstein_receipt_verify(
+    app: AppContext,
+    run_id: str,
+    public_key_file: Path | None,
+    require_provenance: bool,
+    as_json: bool,
+) -> int:
+    """What `bernstein verify receipt` says of an imported run's run-receipt.json.
+
+    \b
+    Exit codes are bernstein's: 0 it verifies (tier integrity-only, or provenance with
+    --public-key), 1 malformed, 2 tampered (or another key than the pinned one),
+    3 --require-provenance without the provenance tier. 1 also when the run has no
+    imported receipt. A receipt this does not redo (an embedded audit range, a loaded
+    extension set, the jcs-v2 profile) exits 65 and says so.
+
+    \b
+    Examples:
+      agentledger bernstein receipt-verify run-001
+      agentledger bernstein receipt-verify run-001 --public-key op.pem --require-provenance
+    """
+    pinned: bytes | None = None
+    bad_pin = None
+    if public_key_file is not None:
+        arguments.input_file(public_key_file, "--public-key")
+        try:
+            pinned = pem_public_key(read_capped(public_key_file, MAX_KEY_FILE_BYTES, "a key"))
+        except ValueError as exc:
+            bad_pin = str(exc)
+    with app.open_ledger(readonly=True) as ledger, ledger.db.snapshot() as conn:
+        workdir = LedgerWorkdir(conn, ledger.blobs)
+        path = receipt_path(workdir.runs.get(run_id, journal_path(run_id)))
+        data = workdir.read(path) if valid_run_id(run_id) else None
+    if data is None:
+        raise NotFound(f"no imported run receipt for run {run_id!r}")
+    verdict = (
+        ReceiptVerdict("malformed", errors=[f"pinned public key: {bad_pin}"])
+        if bad_pin is not None
+        else verify_receipt(data, pinned)
+    )
+    code = verdict.code(require_provenance)
+    if as_json:
+        emit_json(
+            {
+                "run": run_id,
+                "status": verdict.status,
+                "tier": verdict.tier,
+                "errors": verdict.errors,
+                "divergent_step": verdict.divergent_step,
+                "exit_code": code,
+            }
+        )
+    else:
+        app.console.print(
+            styled("run receipt of {run}: {status}", run=run_id, status=verdict.status)
+        )
+        if verdict.tier is not None:
+            app.console.print(styled("tier: {tier}", tier=verdict.tier))
+        for error in verdict.errors:
+            app.console.print(Text(f"  {safe(error)}"))
+    if code is None:
+        raise InvalidInput(
+            "this receipt's verdict is not reproduced here: " + "; ".join(verdict.errors),
+            code="not-reproduced",
+        )
+    return code

@@ -88,21 +88,42 @@ def keys_show(app: AppContext, as_json: bool) -> None:
 
 
 @keys.command("export")
+@click.option(
+    "--vkey",
+    is_flag=True,
+    help="Print the signed-note verifier key of this ledger's checkpoints instead.",
+)
 @click.pass_obj
-def keys_export(app: AppContext) -> None:
+def keys_export(app: AppContext, vkey: bool) -> None:
     """Print the install public key as ed25519:<64 hex> (for another machine's --trust).
+
+    With --vkey, the signed-note verifier key <origin>+<key id>+<key> the current ledger's
+    checkpoints verify with (an archive's: under its own origin), as C2SP clients (Go's
+    sumdb/note, witnesses) take it; --trust accepts it too.
 
     \b
     Examples:
       agentledger keys export > signer.txt
       agentledger verify --trust "$(agentledger keys export)"
+      agentledger --ledger ws.db keys export --vkey > ws.vkey
     """
     own = _store(app).install_public_key()
     if own is None:
         raise NotFound(
             "no install key yet: run `agentledger keys init` (or record a data/ops stage)"
         )
-    click.echo(own)
+    if not vkey:
+        click.echo(own)
+        return
+    from agentledger.keys import parse_public_key  # --vkey only
+    from agentledger.notes import ORIGIN_PREFIX, newest_checkpoint
+    from agentledger.notes import vkey as verifier_key
+
+    with app.open_ledger(readonly=True) as ledger, ledger.db.snapshot() as conn:
+        # An archive signs under an origin of its own (its newest checkpoint names it).
+        newest = newest_checkpoint(conn)
+        origin = newest.checkpoint.origin if newest is not None else ORIGIN_PREFIX + ledger.id
+    click.echo(verifier_key(origin, parse_public_key(own)))
 
 
 @keys.command("trust")
@@ -110,7 +131,7 @@ def keys_export(app: AppContext) -> None:
 @json_option
 @click.pass_obj
 def keys_trust(app: AppContext, key: str, as_json: bool) -> None:
-    """Trust a signer: KEY is 'ed25519:<64 hex>' or a file holding such keys.
+    """Trust a signer: KEY is 'ed25519:<64 hex>', a verifier key or a file holding keys.
 
     \b
     Examples:
@@ -119,11 +140,16 @@ def keys_trust(app: AppContext, key: str, as_json: bool) -> None:
     """
     from pathlib import Path
 
-    from agentledger.keys import read_trust_file  # this sub-command only
+    from agentledger.keys import is_vkey, public_key_from_vkey, read_trust_file  # only here
 
     store = _store(app)
     arguments.trust_values([key], "KEY")
-    candidates = [key] if key.strip().startswith("ed25519:") else read_trust_file(Path(key))
+    if key.strip().startswith("ed25519:"):
+        candidates = [key]
+    elif is_vkey(key):
+        candidates = [public_key_from_vkey(key)]
+    else:
+        candidates = read_trust_file(Path(key))
     added = [k for k in candidates if store.add_trust(k)]
     if as_json:
         emit_json({"trust_file": str(store.trust_path), "added": added, "trusted": store.trusted()})

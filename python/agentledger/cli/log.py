@@ -1,4 +1,5 @@
-"""`checkpoint`, `prove`, `verify-proof`, `archive`, `gc`, `fsck`: the workspace log at work."""
+"""`checkpoint`, `prove`, `verify-proof`, `archive`, `gc`, `fsck`, `log export`: the workspace
+log at work."""
 
 from __future__ import annotations
 
@@ -15,14 +16,14 @@ from agentledger import gc as collector
 from agentledger.checkpoint import latest, take_checkpoint
 from agentledger.cli import arguments
 from agentledger.cli.common import run_verify, verify_options
-from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option
+from agentledger.cli.context import AppCommand, AppContext, AppGroup, emit_json, json_option
 from agentledger.display import safe, styled
-from agentledger.errors import ExitCode
+from agentledger.errors import BadArgument, ExitCode
 from agentledger.ids import utc_timestamp
 from agentledger.keys import KeyStore, resolve_trust
 from agentledger.ledger import Ledger
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
-from agentledger.proofs import parse_bundle, prove, verify_bundle
+from agentledger.proofs import Proof, parse_proof, prove, verify_proof
 from agentledger.report import report_renderable
 from agentledger.signer_memory import SignerMemory
 from agentledger.signing import require_clean
@@ -35,7 +36,7 @@ def _checkpoint_json(stored: Any) -> dict[str, Any]:
         "id": stored.id,
         "ledger": note.ledger_id,
         "size": note.size,
-        "root": "blake3:" + note.root.hex(),
+        "root": ("blake3:" if note.legacy else "sha256:") + note.root.hex(),
         "time": note.time,
         "note": note.text(),
     }
@@ -143,75 +144,80 @@ def adopt_restored_backup(ledger: Ledger) -> Path | None:
 @json_option
 @click.pass_obj
 def prove_command(app: AppContext, run_id: str, seq: int, as_json: bool) -> int:
-    """Print a self-contained proof that entry SEQ of RUN is in the signed log (JSON).
+    """Print a self-contained proof that entry SEQ of RUN is in the signed log.
 
-    The proof is always JSON on stdout (--json is accepted and changes nothing). Check it
-    anywhere, without the ledger: `agentledger verify-proof PROOF.json --trust KEY`.
-    Exit 1 when the run, the entry or a checkpoint covering it does not exist.
+    The proof is a C2SP tlog-proof (c2sp.org/tlog-proof@v1) whose extra line carries the
+    entry's bytes; --json prints the same proof as a JSON bundle. Check it anywhere,
+    without the ledger: `agentledger verify-proof PROOF --trust KEY`, or with any C2SP
+    verifier and the key from `agentledger keys export --vkey`. Exit 1 when the run, the
+    entry or a checkpoint covering it does not exist.
 
     \b
     Examples:
-      agentledger prove run-7 3 > proof.json
+      agentledger prove run-7 3 > entry.tlog-proof
       agentledger prove run-7 0 --json | agentledger verify-proof - --trust ed25519:…
     """
     with app.open_ledger(readonly=True) as ledger:
         ledger.get_run(run_id)
-        bundle = prove(ledger, run_id, seq)
-    emit_json(bundle)
+        proof = prove(ledger, run_id, seq)
+    if as_json:
+        emit_json(proof.bundle())
+    else:
+        click.echo(proof.text(), nl=False)
     return int(ExitCode.OK)
 
 
-def _signatures(bundle: dict[str, Any]) -> list[dict[str, str]]:
-    """Who signed the bundle's checkpoint: each signature's note name and key id."""
+def _signatures(proof: Proof) -> list[dict[str, str]]:
+    """Who signed the proof's checkpoint: each signature's note name and key id."""
     from agentledger.notes import Checkpoint  # verify-proof only
 
     return [
         {"name": s.name, "key_id": s.key_id.hex()}
-        for s in Checkpoint.parse(bundle["checkpoint"]).signatures
+        for s in Checkpoint.parse(proof.checkpoint).signatures
     ]
 
 
-def _proven_entry(bundle: dict[str, Any]) -> dict[str, Any]:
+def _proven_entry(proof: Proof) -> dict[str, Any]:
     """The proven entry's run, seq, kind, time and body (read once the proof checked out)."""
-    import base64
-    import json
-
-    doc = json.loads(base64.b64decode(bundle["entry"]))
+    doc = json.loads(proof.entry)
     return {k: doc.get(k) for k in ("run", "seq", "kind", "ts", "body")}
 
 
 @click.command("verify-proof", cls=AppCommand)
-@click.argument("proof_file", metavar="PROOF.json", type=click.Path(path_type=Path))
+@click.argument("proof_file", metavar="PROOF", type=click.Path(path_type=Path))
 @click.option(
     "--trust",
     "trust",
     multiple=True,
     metavar="KEY",
-    help="Trust this signer: 'ed25519:<64 hex>' or a file holding it (repeatable).",
+    help="Trust this signer: 'ed25519:<64 hex>', a verifier key, or a file (repeatable).",
 )
 @json_option
 @click.pass_obj
-def verify_proof(app: AppContext, proof_file: Path, trust: tuple[str, ...], as_json: bool) -> int:
-    """Check a proof bundle offline: entry bytes, inclusion proof, checkpoint signature.
+def verify_proof_command(
+    app: AppContext, proof_file: Path, trust: tuple[str, ...], as_json: bool
+) -> int:
+    """Check a proof offline: entry bytes, leaf, inclusion proof, checkpoint signature.
 
-    No ledger is needed (`-` reads the bundle from stdin). On success it prints what the
+    PROOF is a tlog-proof (`prove`) or a JSON proof bundle (`prove --json`, and earlier
+    versions'). No ledger is needed (`-` reads stdin). On success it prints what the
     proven entry says. Exit 0 when it verifies against a trusted key, 2 when it does not
     (an untrusted signer is named, with how to trust it), 64 when the file is missing,
-    65 when it is not a proof bundle.
+    65 when it is not a proof.
 
     \b
     Examples:
-      agentledger verify-proof proof.json --trust ed25519:3b6a…
+      agentledger verify-proof entry.tlog-proof --trust ed25519:3b6a…
       agentledger verify-proof proof.json --trust signers.txt --json
       agentledger prove run-7 3 | agentledger verify-proof - --trust ed25519:3b6a…
     """
-    arguments.input_file(proof_file, "PROOF.json")
+    arguments.input_file(proof_file, "PROOF")
     trust = arguments.trust_values(trust)
-    bundle = parse_bundle(read_capped(proof_file, MAX_DOCUMENT_BYTES, "a proof bundle"))
+    proof = parse_proof(read_capped(proof_file, MAX_DOCUMENT_BYTES, "a proof"))
     trusted = resolve_trust(trust, KeyStore(app.key_dir))
-    verdict = verify_bundle(bundle, trusted)
-    signatures = _signatures(bundle)
-    entry = _proven_entry(bundle) if verdict.ok else None
+    verdict = verify_proof(proof, trusted)
+    signatures = _signatures(proof)
+    entry = _proven_entry(proof) if verdict.ok else None
     if as_json:
         emit_json({**verdict.to_json(), "signatures": signatures, "entry": entry})
     elif verdict.ok and entry is not None:
@@ -238,8 +244,8 @@ def verify_proof(app: AppContext, proof_file: Path, trust: tuple[str, ...], as_j
                     Text(
                         f"  signed by {signature['name']} (key id {signature['key_id']}): "
                         "not a key you trust. On the signing machine, `agentledger keys "
-                        "export` prints its public key; pass it with --trust ed25519:<hex> "
-                        "(or `agentledger keys trust KEY` once).",
+                        "export` prints its public key (`--vkey` its verifier key); pass it "
+                        "with --trust KEY (or `agentledger keys trust KEY` once).",
                         style="yellow",
                     )
                 )
@@ -388,3 +394,59 @@ def fsck(
     app.console.print(table)
     app.console.print(report_renderable(report))
     return int(code)
+
+
+@click.group("log", cls=AppGroup)
+def log_group() -> None:
+    """The workspace log as a C2SP log (tlog-tiles): export it as static files."""
+
+
+@log_group.command("export", cls=AppCommand)
+@click.argument("folder", metavar="DIR", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--since",
+    type=click.IntRange(min=0, max=MAX_SQLITE_INT),
+    metavar="SIZE",
+    help="Write only the tiles holding leaves from SIZE on (default: from the size of the "
+    "checkpoint DIR already holds).",
+)
+@json_option
+@click.pass_obj
+def log_export_command(app: AppContext, folder: Path, since: int | None, as_json: bool) -> int:
+    """Write the log, as of its newest checkpoint, as static C2SP tlog-tiles files.
+
+    DIR gets `checkpoint`, `tile/<L>/<N>[.p/<W>]` and `tile/entries/<N>[.p/<W>]`, served
+    as they are by any web server or object store; a C2SP client (Go's sumdb/tlog, a
+    monitor, a witness) reads them with the key from `agentledger keys export --vkey`.
+    A second export writes only the new tiles and the new checkpoint (full tiles are
+    never rewritten). Exit 1 without a ledger or checkpoint, 2 when DIR holds a log this
+    ledger does not extend (or another ledger's), 64 when DIR cannot be written.
+
+    \b
+    Examples:
+      agentledger log export /srv/ledger-log
+      agentledger log export /srv/ledger-log --json   # what was written
+    """
+    from agentledger.log_export import export  # this command only
+
+    if folder.exists() and not folder.is_dir():
+        raise BadArgument(f"DIR {folder}: not a folder")
+    arguments.output_file(folder / "checkpoint", "DIR", makes_folder=True)
+    with app.open_ledger(readonly=True) as ledger:
+        summary = export(ledger, folder, since=since)
+    if as_json:
+        emit_json(summary.to_json())
+    else:
+        app.console.print(
+            styled(
+                "exported a log of {size} entries to [bold]{folder}[/]: {tiles} tiles, "
+                "{bundles} entry bundles, {bytes} bytes written (previous export: {previous})",
+                size=f"{summary.size:,}",
+                folder=summary.folder,
+                tiles=len(summary.tiles),
+                bundles=len(summary.entry_bundles),
+                bytes=f"{summary.bytes_written:,}",
+                previous=f"{summary.previous_size:,} entries",
+            )
+        )
+    return int(ExitCode.OK)

@@ -139,6 +139,8 @@ class Database:
         self.after_commit: list[Callable[[], None]] = []
         """Run once the outermost write transaction has committed (the signer's memory)."""
         self._schema_cookie = -1
+        self.upgraded_from: int | None = None
+        """The schema this handle migrated the file from (None: it did not migrate it)."""
         self.transaction_scope: dict[str, object] = {}
         """What the current write transaction has established (cleared at its end)."""
         self.transaction_serial = 0
@@ -230,6 +232,7 @@ class Database:
                 current = conn.execute("PRAGMA user_version").fetchall()[0][0]
                 if current < SCHEMA_VERSION:
                     migrate(conn, current)
+                    self.upgraded_from = current
                     if current == 0:
                         conn.execute(
                             "INSERT INTO ledger_meta (key, value) VALUES ('ledger_id', ?)",

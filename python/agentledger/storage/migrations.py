@@ -33,36 +33,68 @@ SCHEMA_VERSION = max(version for version, _ in migration_scripts())
 """The newest schema this version of agentledger knows: the highest numbered script."""
 
 
-def _tiles_from_entries(conn: apsw.Connection) -> None:
-    """Schema 5: the tiles of the log as the entries number it, then ``backfill`` dropped.
-
-    The leaves schema 3 numbered and every later one are folded in, in leaf order; they
-    must be 0..n-1. What this rebuilds is checked like any log: the signed checkpoints
-    must still match it, and this install signs nothing before verifying it.
-    """
-    size, frontier, hashes = 0, [], []
-    for leaf, run_id, seq, digest in conn.execute(
-        "SELECT leaf, run_id, seq, hash FROM entries WHERE leaf IS NOT NULL ORDER BY leaf"
-    ):
-        if leaf != size:
-            raise LedgerError(
-                f"cannot upgrade the ledger: its entries are not leaves 0..n-1 of the log "
-                f"(leaf {leaf} where {size} was due); `agentledger verify --all` shows why",
-                code="log-broken",
-            )
-        data = _core.log_leaf(run_id, seq, digest)
-        hashes.append(_core.merkle_root([data]))
-        size += 1
-    if hashes:
-        tiles.append(conn, 0, b"".join(hashes))
-        frontier = tiles.TileReader(conn).frontier(size)
-    conn.execute(
-        "UPDATE log_state SET size = ?, frontier = ? WHERE id = 1", (size, b"".join(frontier))
-    )
+def _drop_backfill(conn: apsw.Connection) -> None:
+    """Schema 5: ``log_state.backfill`` dropped. Schema 5 also filled the tiles from the
+    entries; schema 6 rebuilds them as a C2SP tree (``rebuild_c2sp_tree``), and
+    every upgrade goes on to it, so they are not computed twice."""
     conn.execute("ALTER TABLE log_state DROP COLUMN backfill")
 
 
-PYTHON_STEPS: dict[int, Callable[[apsw.Connection], None]] = {5: _tiles_from_entries}
+C2SP_SCHEMA = 6
+"""The first schema whose workspace log is a C2SP log (RFC 6962 with SHA-256)."""
+
+_LEAVES_FROM = "SELECT leaf, run_id, seq, hash FROM entries WHERE leaf >= ? ORDER BY leaf LIMIT ?"
+_BATCH_ROWS = 16_384
+
+DROPPED_CHECKPOINTS: dict[str, list[str]] = {}
+"""The notes a migration dropped, per file, until ``sign_upgraded`` of this process reads
+them (a trusted one may vouch for entries past this install's memory)."""
+
+
+def rebuild_c2sp_tree(conn: apsw.Connection) -> None:
+    """Schema 6's Python step: the tiles and state of the SHA-256 tree, from the entries.
+
+    The leaves must be 0..n-1 (as every earlier schema numbered them); the checkpoints of
+    the old tree are kept aside for ``log_upgrade.sign_upgraded`` and removed from the file.
+    """
+    notes = [str(row[0]) for row in conn.execute("SELECT note FROM checkpoints ORDER BY id")]
+    if notes:
+        DROPPED_CHECKPOINTS[conn.filename] = notes
+    conn.execute("DELETE FROM checkpoints")
+    conn.execute("DELETE FROM log_tiles")
+    size = 0
+    while True:
+        rows = conn.execute(_LEAVES_FROM, (size, _BATCH_ROWS)).fetchall()
+        if not rows:
+            break
+        hashes = []
+        for leaf, run_id, seq, digest in rows:
+            if leaf != size:
+                raise LedgerError(
+                    f"cannot upgrade the ledger: its entries are not leaves 0..n-1 of the log "
+                    f"(leaf {leaf} where {size} was due); `agentledger verify --all` shows why",
+                    code="log-broken",
+                )
+            hashes.append(tiles.leaf_hash(_core.log_leaf(run_id, seq, bytes(digest))))
+            size += 1
+        tiles.append(conn, size - len(hashes), b"".join(hashes))
+    unlogged = conn.execute("SELECT count(*) FROM entries WHERE leaf IS NULL").fetchall()[0][0]
+    if unlogged:
+        raise LedgerError(
+            f"cannot upgrade the ledger: {unlogged} entries are in no leaf of the log; "
+            "`agentledger verify --all` shows why",
+            code="log-broken",
+        )
+    frontier = tiles.TileReader(conn).frontier(size) if size else []
+    conn.execute(
+        "UPDATE log_state SET size = ?, frontier = ? WHERE id = 1", (size, b"".join(frontier))
+    )
+
+
+PYTHON_STEPS: dict[int, Callable[[apsw.Connection], None]] = {
+    5: _drop_backfill,
+    C2SP_SCHEMA: rebuild_c2sp_tree,
+}
 
 
 def migrate(conn: apsw.Connection, current: int, target: int = SCHEMA_VERSION) -> None:

@@ -17,8 +17,27 @@ from typing import Any
 
 from agentledger import _core
 from agentledger.bernstein.audit_chain import AuditChain, read_master_key, verify_audit
-from agentledger.bernstein.format import BOOKKEEPING_RUN, SPKI_ED25519_PREFIX, content_hash
+from agentledger.bernstein.audit_verdict import read_folder
+from agentledger.bernstein.format import (
+    BOOKKEEPING_RUN,
+    LINEAGE_DIR,
+    RUNS_DIR,
+    SPKI_ED25519_PREFIX,
+    content_hash,
+    journal_path,
+    valid_run_id,
+)
 from agentledger.bernstein.importer import FORMAT, IMPORT_KIND, WORKDIR_KIND, manifest_of
+from agentledger.bernstein.lineage import (
+    journal_problem,
+    sealed_journal,
+    spine_head_path,
+    spine_path,
+    spine_problems,
+)
+from agentledger.bernstein.run_receipts import RECEIPT_NAME, head_problem, read_claim, receipt_path
+from agentledger.bernstein.seal_anchors import ANCHOR_NAME, seal_anchor_path, seal_anchor_problems
+from agentledger.bernstein.sealed_history import sealed_history
 from agentledger.bernstein.verifier import verify_ledger_runs
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
@@ -28,14 +47,23 @@ from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
 
 COMPAT = "bernstein"
+RECEIPT_FILES = (
+    "a signed run receipt (.sdd/runs/<run>/run-receipt.json), a seal anchor "
+    "(.sdd/runs/<run>/seal_anchor.json) or the journal's seal in the lineage spine "
+    "(.sdd/lineage/<run>/spine.jsonl)"
+)
 IMPORT_FILES = "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path"
+FILES_NAMED = (
+    "SELECT path FROM bernstein_files WHERE path > ? AND path < ? AND path LIKE ? "
+    "AND kind = 'other'"
+)
+"""Files under a folder (a path range, so the store's rows are not scanned) whose path
+matches a LIKE pattern."""
 
 
 def check_bernstein(ctx: VerifyContext) -> None:
-    imported = {
-        str(run_id): str(path)
-        for run_id, path in ctx.conn.execute("SELECT run_id, path FROM bernstein_runs")
-    }
+    pins = _journal_pins(ctx)
+    imported, rows = _imported_runs(ctx, pins)
     if not imported and not ctx.whole:
         return
     selected = [
@@ -50,14 +78,26 @@ def check_bernstein(ctx: VerifyContext) -> None:
         files = _core.BernsteinFiles(
             native.handle(ctx.conn), LedgerWorkdir.FILES, FORMAT, LedgerWorkdir.NAME_FROM
         )
-    pins = _journal_pins(ctx) if selected else {}
     _check_manifests(ctx, files)
     if not selected:
         return
+    for run_id in selected:
+        if run_id not in rows:
+            ctx.diverged(
+                run_id,
+                _div(run_id, None, "bernstein.anchor.run_row", imported[run_id], "absent",
+                     "bernstein_runs"),
+            )  # fmt: skip
     compat = ctx.options.compat == COMPAT
     workdir = LedgerWorkdir(ctx.conn, ctx.ledger.blobs, files.store_index)
-    # bernstein's activity verify never reads the audit chain; strict mode cross-checks it.
-    audit = None if compat else _audit(ctx, workdir)
+    # bernstein's activity verify never reads the audit chain; strict mode cross-checks it,
+    # and its seals and checkpoints.
+    audit = None
+    master = None if compat else _master_key(ctx)
+    if not compat:
+        segments = workdir.audit_segments()
+        audit = _audit(ctx, segments, master)
+        _check_sealed_history(ctx, workdir, master, segments, audit)
     results = verify_ledger_runs(
         ctx.conn,
         {run_id: imported[run_id] for run_id in selected},
@@ -73,7 +113,36 @@ def check_bernstein(ctx: VerifyContext) -> None:
     from_chain = audit_findings(audit)
     for result in results:
         _apply(ctx, result, compat, from_chain.get(result.run_id, ()))
-    _notes(ctx, results, audit, compat)
+    bound: set[str] = set()
+    if not compat:
+        bound = _check_run_receipts(ctx, workdir, results, imported)
+        bound |= _check_lineage(ctx, workdir, results, imported, master)
+        bound |= _check_seal_anchors(ctx, workdir, results, imported)
+    _notes(ctx, results, audit, compat, bound)
+
+
+def _imported_runs(
+    ctx: VerifyContext, pins: dict[str, tuple[int, dict[str, Any]]]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Every imported run and its journal path, and the ``bernstein_runs`` rows: the runs
+    the native chain says were imported (each run's ``import.bernstein`` entry, the runs
+    each ``import.bernstein.workdir`` entry lists) and those the side table lists. A run
+    the chain pins is verified even when its row was deleted (the missing row is itself a
+    finding); a row the chain does not pin is ``bernstein.anchor.missing``."""
+    rows = {
+        str(run_id): str(path)
+        for run_id, path in ctx.conn.execute("SELECT run_id, path FROM bernstein_runs")
+    }
+    pinned: dict[str, str] = {}
+    for run_id, (_seq, body) in pins.items():
+        path = body.get("path")
+        pinned[run_id] = path if isinstance(path, str) else journal_path(run_id)
+    for run_id, _seq, body in _bodies(ctx, WORKDIR_KIND):
+        listed = body.get("runs") if run_id == BOOKKEEPING_RUN else None
+        for name in listed if isinstance(listed, list) else ():
+            if isinstance(name, str) and valid_run_id(name):
+                pinned.setdefault(name, journal_path(name))
+    return {**pinned, **rows}, rows
 
 
 def _rehash_referenced(ctx: VerifyContext, results: list[_core.BernsteinRun]) -> None:
@@ -162,8 +231,141 @@ def _apply(
         ctx.diverged(run_id, divergence)
 
 
+def _check_run_receipts(
+    ctx: VerifyContext,
+    workdir: LedgerWorkdir,
+    results: list[_core.BernsteinRun],
+    imported: dict[str, str],
+) -> set[str]:
+    """Each run's signed receipt, where it has one, against its journal
+    (``run_receipts.py``): a cut or changed tail. Returns the runs with a receipt."""
+    wanted = {receipt_path(imported[r.run_id]): r for r in results if r.has_journal}
+    held = {
+        str(path)
+        for (path,) in ctx.conn.execute(
+            FILES_NAMED,
+            (f"{RUNS_DIR}/", f"{RUNS_DIR}0", f"%/{RECEIPT_NAME}"),
+        )
+    }
+    present = sorted(set(wanted) & held)
+    workdir.prefetch(present)
+    for path in present:
+        result = wanted[path]
+        claim = read_claim(workdir.read(path) or b"")
+        if isinstance(claim, str):
+            ctx.diverged(
+                result.run_id,
+                _div(result.run_id, None, "bernstein.run_receipt.unreadable", "a run receipt",
+                     claim, path),
+            )  # fmt: skip
+            continue
+        problem = head_problem(claim, result.run_id, result.rows, result.head)
+        if problem is not None:
+            ctx.diverged(
+                result.run_id,
+                _div(result.run_id, None, "bernstein.run_receipt.head",
+                     f"{claim.rows} rows, head {claim.head}", problem, path),
+            )  # fmt: skip
+    notes: list[str] | None = getattr(ctx.report, "notes", None)
+    if present and notes is not None:
+        notes.append(
+            f"bernstein: {len(present)} run receipt(s) compared with their journals (rows "
+            "and head); their signatures are not checked here"
+        )
+    return {wanted[path].run_id for path in present}
+
+
+def _check_lineage(
+    ctx: VerifyContext,
+    workdir: LedgerWorkdir,
+    results: list[_core.BernsteinRun],
+    imported: dict[str, str],
+    master: bytes | None,
+) -> set[str]:
+    """Each run's lineage spine as bernstein verifies it, and the run's journal as the
+    spine sealed it (``lineage.py``): other bytes since are a finding. Returns the runs
+    whose journal a spine seals."""
+    wanted = {spine_path(r.run_id): r for r in results if r.has_journal}
+    held = {
+        str(path)
+        for (path,) in ctx.conn.execute(
+            FILES_NAMED,
+            (f"{LINEAGE_DIR}/", f"{LINEAGE_DIR}0", f"{LINEAGE_DIR}/%/spine.jsonl"),
+        )
+    }
+    present = sorted(set(wanted) & held)
+    workdir.prefetch([*present, *(spine_head_path(wanted[p].run_id) for p in present)])
+    sealed_runs = set()
+    for path in present:
+        result = wanted[path]
+        spine = workdir.read(path) or b""
+        head_file = workdir.read(spine_head_path(result.run_id))
+        for reason in spine_problems(spine, head_file, master):
+            ctx.diverged(
+                result.run_id,
+                _div(result.run_id, None, "bernstein.lineage.chain",
+                     "an entry bernstein's spine verify accepts", reason, path),
+            )  # fmt: skip
+        sealed = sealed_journal(spine, imported[result.run_id])
+        if sealed is None:
+            continue
+        sealed_runs.add(result.run_id)
+        problem = journal_problem(sealed, result.file_sha256, result.head)
+        if problem is not None:
+            ctx.diverged(
+                result.run_id,
+                _div(result.run_id, None, "bernstein.lineage.journal",
+                     f"{sealed.content_hash}, head {sealed.head}", problem,
+                     f"{path} line {sealed.line}"),
+            )  # fmt: skip
+    notes: list[str] | None = getattr(ctx.report, "notes", None)
+    if sealed_runs and notes is not None:
+        notes.append(
+            f"bernstein: {len(sealed_runs)} journal(s) compared with their lineage-spine "
+            "seal" + ("" if master is not None else "; the spines' HMAC tags need --audit-key")
+        )
+    return sealed_runs
+
+
+def _check_seal_anchors(
+    ctx: VerifyContext,
+    workdir: LedgerWorkdir,
+    results: list[_core.BernsteinRun],
+    imported: dict[str, str],
+) -> set[str]:
+    """Each run's seal anchor against its journal head (``seal_anchors.py``). Returns the
+    runs with one."""
+    wanted = {seal_anchor_path(imported[r.run_id]): r for r in results if r.has_journal}
+    held = {
+        str(path)
+        for (path,) in ctx.conn.execute(
+            FILES_NAMED, (f"{RUNS_DIR}/", f"{RUNS_DIR}0", f"%/{ANCHOR_NAME}")
+        )
+    }
+    present = sorted(set(wanted) & held)
+    workdir.prefetch(present)
+    for path in present:
+        result = wanted[path]
+        for problem in seal_anchor_problems(workdir.read(path) or b"", result.head):
+            ctx.diverged(
+                result.run_id,
+                _div(result.run_id, None, problem.check, problem.expected, problem.actual, path),
+            )
+    notes: list[str] | None = getattr(ctx.report, "notes", None)
+    if present and notes is not None:
+        notes.append(
+            f"bernstein: {len(present)} seal anchor(s) compared with their journals' heads; "
+            "their TSA signatures and log proofs are not checked here"
+        )
+    return {wanted[path].run_id for path in present}
+
+
 def _notes(
-    ctx: VerifyContext, results: list[_core.BernsteinRun], audit: AuditChain | None, compat: bool
+    ctx: VerifyContext,
+    results: list[_core.BernsteinRun],
+    audit: AuditChain | None,
+    compat: bool,
+    bound: set[str],
 ) -> None:
     notes: list[str] | None = getattr(ctx.report, "notes", None)
     if notes is None:
@@ -181,7 +383,12 @@ def _notes(
         )
     elif not audit.authenticated:
         notes.append("bernstein: audit chain read but not authenticated (give --audit-key)")
-    if len(results) == 1:
+    if len(results) == 1 and results[0].run_id in bound:
+        notes.append(
+            f"bernstein run {results[0].run_id}: its run receipt, seal anchor or lineage "
+            "seal binds its rows"
+        )
+    elif len(results) == 1:
         notes.extend(f"bernstein run {results[0].run_id}: {limit}" for limit in results[0].limits)
     else:
         notes.append(
@@ -191,27 +398,62 @@ def _notes(
         unaudited = sum(
             1
             for r in results
-            if any("after the last audited" in x or "no audit record" in x for x in r.limits)
+            if r.run_id not in bound
+            and any("after the last audited" in x or "no audit record" in x for x in r.limits)
         )
         if unaudited:
             notes.append(
-                f"bernstein: {unaudited} run(s) end with rows no audit record covers "
-                "(a cut tail there is undetectable)"
+                f"bernstein: {unaudited} run(s) end with rows no audit record covers, and "
+                f"have no run receipt, seal anchor or lineage seal (a cut tail there is "
+                "undetectable: "
+                f"{RECEIPT_FILES} would bind each run's rows)"
             )
 
 
-def _audit(ctx: VerifyContext, workdir: LedgerWorkdir) -> AuditChain | None:
-    segments = workdir.audit_segments()
+def _master_key(ctx: VerifyContext) -> bytes | None:
+    if ctx.options.audit_key_file is None:
+        return None
+    try:
+        return read_master_key(
+            read_capped(Path(ctx.options.audit_key_file), MAX_KEY_FILE_BYTES, "a key")
+        )
+    except OSError as exc:
+        raise InvalidInput(f"cannot read the audit key: {exc}", code="audit-key") from None
+
+
+def _check_sealed_history(
+    ctx: VerifyContext,
+    workdir: LedgerWorkdir,
+    master: bytes | None,
+    segments: list[tuple[str, bytes]],
+    chain: AuditChain | None,
+) -> None:
+    """The audit chain's seals, checkpoints, anchors and co-signatures
+    (``sealed_history.py``), from the segments the chain's walk read."""
+    folder = read_folder(workdir, segments, chain)
+    notes: list[str] | None = getattr(ctx.report, "notes", None)
+    if not folder.sealed and folder.cosignatures is None and folder.anchors is None:
+        if folder.segments and notes is not None:
+            notes.append(
+                "bernstein: the audit chain is not sealed (no .sdd/audit/merkle/seal-*.json, "
+                "no .sdd/audit/checkpoints/checkpoints.jsonl): a cut audit tail is "
+                "undetectable here"
+            )
+        return
+    history = sealed_history(workdir, folder, master, trusted_keys(ctx.options.trust))
+    for finding in history.findings:
+        ctx.diverged(
+            None, _div(None, None, finding.check, finding.expected, finding.actual, finding.subject)
+        )
+    if notes is not None:
+        notes.extend(history.notes)
+
+
+def _audit(
+    ctx: VerifyContext, segments: list[tuple[str, bytes]], master: bytes | None
+) -> AuditChain | None:
     if not segments:
         return None
-    master = None
-    if ctx.options.audit_key_file is not None:
-        try:
-            master = read_master_key(
-                read_capped(Path(ctx.options.audit_key_file), MAX_KEY_FILE_BYTES, "a key")
-            )
-        except OSError as exc:
-            raise InvalidInput(f"cannot read the audit key: {exc}", code="audit-key") from None
     audit = verify_audit(segments, master)
     ctx.report.audit_records = getattr(ctx.report, "audit_records", 0) + audit.records
     if ctx.options.compat != COMPAT:

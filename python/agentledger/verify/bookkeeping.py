@@ -15,6 +15,7 @@ from typing import Any
 from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
 
+from agentledger import log as wslog
 from agentledger import tiles
 from agentledger.bookkeeping import GC_PRUNED, GC_RUN, TEAM_LOADED, TEAM_RUN
 from agentledger.errors import AgentLedgerError, InvalidInput
@@ -103,10 +104,10 @@ def _receipt_problem(
     if not isinstance(size, int) or size < 0:
         return "no log size"
     try:
-        root = "blake3:" + reader.root(size).hex()
+        root = reader.root(size)
     except AgentLedgerError:
         return f"the log has no first {size} entries"
-    if root != document.get("log_root"):
+    if not wslog.names_root(reader.conn, size, root, document.get("log_root")):
         return f"the log's first {size} entries are not the ones it was signed over"
     return None
 

@@ -790,11 +790,17 @@ def _check_exported(
             subject,
         )
         return
-    try:
-        proof = reader.consistency_proof(exported.size, size)
-    except AgentLedgerError:
-        proof = []
-    if not _core.verify_consistency(exported.size, size, exported.root, root, proof):
+    if exported.legacy:
+        # Signed over the BLAKE3 tree before schema 6: that tree's leaves are the same
+        # entries, so recomputed from them it must have the exported root (docs/FORMAT.md §7).
+        extends = wslog.legacy_root(reader.conn, exported.size) == exported.root
+    else:
+        try:
+            proof = reader.consistency_proof(exported.size, size)
+        except AgentLedgerError:
+            proof = []
+        extends = _core.verify_consistency(exported.size, size, exported.root, root, proof)
+    if not extends:
         _diverged(
             ctx,
             "log.rollback",

@@ -1,5 +1,5 @@
-//! The workspace log: one leaf per journal entry, in append order, an RFC 9162-shaped
-//! tree ([`crate::merkle`]). How an entry becomes a leaf, how leaves extend a tree, and the
+//! The workspace log: one leaf per journal entry, in append order, an RFC 6962 tree with
+//! SHA-256 ([`crate::merkle`]), as C2SP tlog-tiles logs are. How an entry becomes a leaf, how leaves extend a tree, and the
 //! assembler that rebuilds the tree from leaves read in any order.
 
 use std::collections::HashMap;
@@ -13,28 +13,38 @@ use crate::journal::{EntryRow, HASH_MANY_ROWS};
 use crate::merkle::{self, Hash, HashAlg, IncrementalTree};
 use crate::Result;
 
-/// The domain of a workspace-log leaf: `domain_hash("log-leaf", …)`.
-pub const LOG_LEAF_DOMAIN: &str = "log-leaf";
+/// The hash of the workspace log's tree: RFC 6962 with SHA-256, as every C2SP log.
+pub const LOG_ALG: HashAlg = HashAlg::Sha256;
+
+/// The domain of a leaf of the log before schema 6: `domain_hash("log-leaf", …)`.
+pub const LEGACY_LEAF_DOMAIN: &str = "log-leaf";
 
 /// Below this many rows, leaf hashing stays on the calling thread (an append is small).
 const PARALLEL_LEAVES: usize = 512;
 
-/// The leaf data of one entry in the workspace log: `domain_hash("log-leaf",
-/// JCS({"entry": "blake3:<hex>", "run": run, "seq": seq}))`, 32 bytes.
+/// The leaf of one entry in the workspace log: its log-leaf document, the JCS bytes of
+/// `{"entry": "blake3:<hex>", "run": run, "seq": seq}`. The tree hashes it as
+/// `SHA-256(0x00 || leaf)`, so any RFC 6962 client recomputes the leaf hash from it.
 ///
 /// The object is written directly (its keys are already in JCS order); `seq` is a
 /// non-negative integer below 2^53 for every real entry, where decimal is its JCS form.
-pub fn log_leaf(run_id: &str, seq: i64, entry_hash: &[u8]) -> [u8; 32] {
-    let mut message = Vec::with_capacity(LOG_LEAF_MESSAGE_LEN + run_id.len());
-    write_log_leaf_message(run_id, seq, entry_hash, &mut message);
-    hash::domain_hash(LOG_LEAF_DOMAIN, &message)
+pub fn log_leaf(run_id: &str, seq: i64, entry_hash: &[u8]) -> Vec<u8> {
+    let mut document = Vec::with_capacity(LOG_LEAF_MESSAGE_LEN + run_id.len());
+    write_log_leaf(run_id, seq, entry_hash, &mut document);
+    document
 }
 
-/// The bytes of a log leaf's object, less its run id.
+/// The leaf of the log before schema 6 (BLAKE3 tree): `domain_hash("log-leaf", log_leaf(…))`,
+/// 32 bytes. Kept to check checkpoints signed over that tree (docs/FORMAT.md §7).
+pub fn legacy_log_leaf(run_id: &str, seq: i64, entry_hash: &[u8]) -> [u8; 32] {
+    hash::domain_hash(LEGACY_LEAF_DOMAIN, &log_leaf(run_id, seq, entry_hash))
+}
+
+/// The bytes of a log leaf's document, less its run id.
 const LOG_LEAF_MESSAGE_LEN: usize = 112;
 
-/// Appends the JCS bytes [`log_leaf`] hashes to `out`.
-fn write_log_leaf_message(run_id: &str, seq: i64, entry_hash: &[u8], out: &mut Vec<u8>) {
+/// Appends the log-leaf document of an entry to `out`.
+pub fn write_log_leaf(run_id: &str, seq: i64, entry_hash: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"entry\":\"blake3:");
     let hex_start = out.len();
     out.resize(hex_start + 2 * entry_hash.len(), 0);
@@ -53,23 +63,45 @@ fn write_log_leaf_message(run_id: &str, seq: i64, entry_hash: &[u8], out: &mut V
     out.push(b'}');
 }
 
-/// The log leaf hash `H(0x00 || log_leaf(run, seq, entry hash))` of each entry, with
-/// BLAKE3 as `H`: the leaves, then their hashes, are hashed many at a time
-/// ([`hash::many`]).
-pub fn blake3_leaf_hashes<'a>(
+/// The leaf hash `SHA-256(0x00 || log_leaf(run, seq, entry hash))` of each entry: the
+/// prefixed documents are written into one buffer, then hashed many at a time
+/// ([`hash::sha256_many`]).
+pub fn log_leaf_hashes<'a>(
+    entries: impl ExactSizeIterator<Item = (&'a str, i64, &'a [u8])>,
+) -> Vec<Hash> {
+    let count = entries.len();
+    let mut messages = Vec::with_capacity(count * (LOG_LEAF_MESSAGE_LEN + 17));
+    let mut ends = Vec::with_capacity(count);
+    for (run_id, seq, entry_hash) in entries {
+        messages.push(merkle::LEAF_PREFIX);
+        write_log_leaf(run_id, seq, entry_hash, &mut messages);
+        ends.push(messages.len());
+    }
+    let starts = std::iter::once(0).chain(ends.iter().copied());
+    let inputs: Vec<&[u8]> = starts.zip(&ends).map(|(a, &b)| &messages[a..b]).collect();
+    hash::sha256_many(&inputs)
+}
+
+/// The leaf hash of each entry in the log before schema 6: `BLAKE3(0x00 ||
+/// legacy_log_leaf(…))`, the leaves, then their hashes, hashed many at a time.
+pub fn legacy_leaf_hashes<'a>(
     entries: impl ExactSizeIterator<Item = (&'a str, i64, &'a [u8])>,
 ) -> Vec<Hash> {
     let count = entries.len();
     let mut messages = Vec::with_capacity(count * (LOG_LEAF_MESSAGE_LEN + 16));
     let mut ends = Vec::with_capacity(count);
     for (run_id, seq, entry_hash) in entries {
-        write_log_leaf_message(run_id, seq, entry_hash, &mut messages);
+        write_log_leaf(run_id, seq, entry_hash, &mut messages);
         ends.push(messages.len());
     }
     let starts = std::iter::once(0).chain(ends.iter().copied());
     let inputs: Vec<&[u8]> = starts.zip(&ends).map(|(a, &b)| &messages[a..b]).collect();
     let mut leaves = vec![[0u8; 32]; count];
-    many::hash_many(&many::Mode::domain(LOG_LEAF_DOMAIN), &inputs, &mut leaves);
+    many::hash_many(
+        &many::Mode::domain(LEGACY_LEAF_DOMAIN),
+        &inputs,
+        &mut leaves,
+    );
     let prefixed: Vec<[u8; 33]> = leaves
         .iter()
         .map(|leaf| {
@@ -82,6 +114,18 @@ pub fn blake3_leaf_hashes<'a>(
     let mut hashes = vec![[0u8; 32]; count];
     many::hash_many(&many::Mode::plain(), &inputs, &mut hashes);
     hashes
+}
+
+/// The leaf hashes of `entries` in the tree of `alg`: the log's ([`LOG_ALG`]), or the
+/// BLAKE3 tree of the log before schema 6.
+fn leaf_hashes_for<'a>(
+    alg: HashAlg,
+    entries: impl ExactSizeIterator<Item = (&'a str, i64, &'a [u8])>,
+) -> Vec<Hash> {
+    match alg {
+        HashAlg::Sha256 => log_leaf_hashes(entries),
+        HashAlg::Blake3 => legacy_leaf_hashes(entries),
+    }
 }
 
 /// One row of the workspace log, read in leaf order: the entry's leaf index, run, seq and
@@ -102,15 +146,26 @@ pub struct LeafGap {
 }
 
 /// Append `rows` (in leaf order) to the log `tree`, which must hold exactly the leaves
-/// before them. Leaf hashes are computed in parallel for large batches; the appends are
-/// sequential. Stops at the first row whose leaf index is not the tree's size.
+/// before them: a SHA-256 tree is the log, a BLAKE3 one the log before schema 6. Leaf
+/// hashes are computed in parallel for large batches; the appends are sequential. Stops at
+/// the first row whose leaf index is not the tree's size.
 pub fn extend_log(tree: &mut IncrementalTree, rows: &[LogRow]) -> Option<LeafGap> {
     let alg = tree.alg();
-    let leaf_hash = |row: &LogRow| alg.leaf_hash(&log_leaf(&row.run_id, row.seq, &row.hash));
+    let entries = |rows: &[LogRow]| {
+        leaf_hashes_for(
+            alg,
+            rows.iter()
+                .map(|r| (r.run_id.as_str(), r.seq, r.hash.as_slice()))
+                .collect::<Vec<_>>()
+                .into_iter(),
+        )
+    };
     let hashes: Vec<Hash> = if rows.len() >= PARALLEL_LEAVES {
-        rows.par_iter().map(leaf_hash).collect()
+        rows.par_chunks(HASH_MANY_ROWS)
+            .flat_map_iter(entries)
+            .collect()
     } else {
-        rows.iter().map(leaf_hash).collect()
+        entries(rows)
     };
     for (row, hash) in rows.iter().zip(hashes) {
         let expected = tree.size();
@@ -124,21 +179,14 @@ pub fn extend_log(tree: &mut IncrementalTree, rows: &[LogRow]) -> Option<LeafGap
     None
 }
 
-/// The log leaf hash of each stored row, `H(0x00 || log_leaf(run, seq, stored hash))`,
-/// computed in parallel.
-pub fn row_leaf_hashes<R: EntryRow>(alg: HashAlg, rows: &[R]) -> Vec<Hash> {
-    match alg {
-        HashAlg::Blake3 => rows
-            .par_chunks(HASH_MANY_ROWS)
-            .flat_map_iter(|chunk| {
-                blake3_leaf_hashes(chunk.iter().map(|r| (r.run_id(), r.seq(), r.hash())))
-            })
-            .collect(),
-        HashAlg::Sha256 => rows
-            .par_iter()
-            .map(|row| alg.leaf_hash(&log_leaf(row.run_id(), row.seq(), row.hash())))
-            .collect(),
-    }
+/// The log leaf hash of each stored row in the log's tree, `SHA-256(0x00 || log_leaf(run,
+/// seq, stored hash))`, computed in parallel.
+pub fn row_leaf_hashes<R: EntryRow>(rows: &[R]) -> Vec<Hash> {
+    rows.par_chunks(HASH_MANY_ROWS)
+        .flat_map_iter(|chunk| {
+            log_leaf_hashes(chunk.iter().map(|r| (r.run_id(), r.seq(), r.hash())))
+        })
+        .collect()
 }
 
 /// Rebuilds the log's tree from leaves that arrive in any order: the journal pass reads
@@ -351,8 +399,9 @@ mod tests {
                 String::from_utf8(canonical::to_canonical(&Value::String(run.to_owned())).unwrap())
                     .unwrap()
             );
+            assert_eq!(log_leaf(run, seq, &digest), text.as_bytes(), "{text}");
             assert_eq!(
-                log_leaf(run, seq, &digest),
+                legacy_log_leaf(run, seq, &digest),
                 hash::domain_hash("log-leaf", text.as_bytes()),
                 "{text}"
             );
@@ -369,12 +418,36 @@ mod tests {
             "{{\"entry\":\"blake3:{}\",\"run\":\"a\",\"seq\":1}}",
             "07".repeat(32)
         );
-        assert_eq!(base, hash::domain_hash("log-leaf", text.as_bytes()));
+        assert_eq!(base, text.as_bytes());
+    }
+
+    #[test]
+    fn leaf_hashes_are_rfc6962_sha256_of_the_document_and_legacy_ones_blake3() {
+        let entries: Vec<(String, i64, Vec<u8>)> = (0..40)
+            .map(|i| (format!("r{}", i % 3), i / 3, vec![i as u8; 32]))
+            .collect();
+        let view = || {
+            entries
+                .iter()
+                .map(|(r, s, h)| (r.as_str(), *s, h.as_slice()))
+        };
+        for ((run, seq, digest), got) in view().zip(log_leaf_hashes(view())) {
+            let mut prefixed = vec![0u8];
+            prefixed.extend(log_leaf(run, seq, digest));
+            assert_eq!(got, hash::sha256(&prefixed));
+            assert_eq!(got, HashAlg::Sha256.leaf_hash(&log_leaf(run, seq, digest)));
+        }
+        for ((run, seq, digest), got) in view().zip(legacy_leaf_hashes(view())) {
+            assert_eq!(
+                got,
+                HashAlg::Blake3.leaf_hash(&legacy_log_leaf(run, seq, digest))
+            );
+        }
     }
 
     #[test]
     fn extending_the_log_matches_the_root_and_stops_at_a_gap() {
-        use crate::merkle::{root, HashAlg};
+        use crate::merkle::root;
         let rows: Vec<LogRow> = (0..1000)
             .map(|i| LogRow {
                 leaf: i,
@@ -383,16 +456,24 @@ mod tests {
                 hash: vec![(i % 251) as u8; 32],
             })
             .collect();
-        let leaves: Vec<[u8; 32]> = rows
+        let leaves: Vec<Vec<u8>> = rows
             .iter()
             .map(|r| log_leaf(&r.run_id, r.seq, &r.hash))
             .collect();
-        let mut tree = IncrementalTree::new(HashAlg::Blake3);
+        let mut tree = IncrementalTree::new(LOG_ALG);
         assert_eq!(extend_log(&mut tree, &rows[..600]), None);
         assert_eq!(extend_log(&mut tree, &rows[600..]), None);
-        assert_eq!(tree.root(), root(HashAlg::Blake3, &leaves));
+        assert_eq!(tree.root(), root(LOG_ALG, &leaves));
 
-        let mut gapped = IncrementalTree::new(HashAlg::Blake3);
+        let legacy: Vec<[u8; 32]> = rows
+            .iter()
+            .map(|r| legacy_log_leaf(&r.run_id, r.seq, &r.hash))
+            .collect();
+        let mut old = IncrementalTree::new(HashAlg::Blake3);
+        assert_eq!(extend_log(&mut old, &rows), None);
+        assert_eq!(old.root(), root(HashAlg::Blake3, &legacy));
+
+        let mut gapped = IncrementalTree::new(LOG_ALG);
         let mut missing = rows[..10].to_vec();
         missing.remove(4);
         let gap = extend_log(&mut gapped, &missing);
@@ -409,7 +490,7 @@ mod tests {
     #[test]
     fn leaves_assembled_in_any_order_make_the_same_tree() {
         use crate::merkle::root;
-        let alg = HashAlg::Blake3;
+        let alg = LOG_ALG;
         let leaves: Vec<Vec<u8>> = (0..300).map(|i: u32| i.to_le_bytes().to_vec()).collect();
         let expected = root(alg, &leaves);
         // Interleaved order: all even leaves, then all odd ones.
@@ -451,7 +532,7 @@ mod tests {
 
     #[test]
     fn a_missing_or_duplicated_leaf_is_reported() {
-        let alg = HashAlg::Blake3;
+        let alg = LOG_ALG;
         let mut missing = LogAssembler::new(alg, 0, Vec::new(), 10).unwrap();
         for i in [0, 1, 2, 4, 5] {
             missing.add(i, [i as u8; 32]);

@@ -4,8 +4,8 @@
 //! - the root of the empty tree is `H("")`;
 //! - a tree of `n > 1` leaves splits at `k`, the largest power of two strictly below `n`.
 //!
-//! `H` is BLAKE3 by default; SHA-256 is selectable so the public RFC 6962 vectors apply
-//! unchanged. Both produce 32-byte digests, so every node is a [`Hash`].
+//! `H` is SHA-256 by default (RFC 6962, as every C2SP log and the public vectors); BLAKE3 is
+//! selectable for the workspace log's tree before schema 6. Both produce 32-byte digests, so every node is a [`Hash`].
 //!
 //! Proofs follow RFC 9162 §2.1.3 (inclusion) and §2.1.4 (consistency). Verification never
 //! panics on hostile input: malformed sizes, indices, proof lengths or node lengths all
@@ -38,9 +38,10 @@ const NODE_PREFIX: u8 = 0x01;
 /// parameterised by a value rather than a type.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum HashAlg {
-    #[default]
+    /// The workspace log's tree before schema 6.
     Blake3,
-    /// For interoperability with RFC 6962 / RFC 9162 SHA-256 logs and their test vectors.
+    /// RFC 6962 / C2SP: the workspace log's tree, and the public test vectors'.
+    #[default]
     Sha256,
 }
 
@@ -144,41 +145,89 @@ pub fn root<L: AsRef<[u8]>>(alg: HashAlg, leaves: &[L]) -> Hash {
     tree.root()
 }
 
+/// The leaf ranges `[start, stop)` whose subtree roots make the audit path of leaf
+/// `index` in a tree of `size` leaves (RFC 9162 §2.1.3.1), lowest level first. A proof is
+/// these ranges' roots wherever the hashes live (all leaves here, stored tiles elsewhere).
+pub fn inclusion_proof_ranges(index: u64, size: u64) -> Result<Vec<(u64, u64)>> {
+    if index >= size {
+        return Err(Error::invalid(format!(
+            "leaf index {index} out of range for a tree of {size} leaves"
+        )));
+    }
+    let mut ranges = Vec::new();
+    let (mut start, mut stop) = (0u64, size);
+    while stop - start > 1 {
+        let split = start + split_point_u64(stop - start);
+        if index < split {
+            ranges.push((split, stop));
+            stop = split;
+        } else {
+            ranges.push((start, split));
+            start = split;
+        }
+    }
+    ranges.reverse();
+    Ok(ranges)
+}
+
+/// The leaf ranges whose roots make the consistency proof from `old_size` to `new_size`
+/// leaves (RFC 9162 §2.1.4.1 SUBPROOF), in proof order. Empty when `old_size` is 0 or
+/// equals `new_size`.
+pub fn consistency_proof_ranges(old_size: u64, new_size: u64) -> Result<Vec<(u64, u64)>> {
+    if old_size > new_size {
+        return Err(Error::invalid(format!(
+            "old size {old_size} exceeds the tree size {new_size}"
+        )));
+    }
+    let mut ranges = Vec::new();
+    if old_size == 0 || old_size == new_size {
+        return Ok(ranges);
+    }
+    let (mut start, mut stop, mut complete) = (0u64, new_size, true);
+    loop {
+        if old_size - start == stop - start {
+            if !complete {
+                ranges.push((start, stop));
+            }
+            break;
+        }
+        let split = start + split_point_u64(stop - start);
+        if old_size <= split {
+            ranges.push((split, stop));
+            stop = split;
+        } else {
+            ranges.push((start, split));
+            start = split;
+            complete = false;
+        }
+    }
+    ranges.reverse();
+    Ok(ranges)
+}
+
+/// [`split_point`] for a `u64` width (requires `n >= 2`).
+fn split_point_u64(n: u64) -> u64 {
+    debug_assert!(n >= 2);
+    1 << (u64::BITS - 1 - (n - 1).leading_zeros())
+}
+
 /// Audit path for leaf `index` (RFC 9162 §2.1.3.1), lowest level first.
 pub fn inclusion_proof<L: AsRef<[u8]>>(
     alg: HashAlg,
     leaves: &[L],
     index: u64,
 ) -> Result<Vec<Hash>> {
-    let size = leaves.len();
-    let index = usize::try_from(index)
-        .ok()
-        .filter(|&i| i < size)
-        .ok_or_else(|| {
-            Error::invalid(format!(
-                "leaf index {index} out of range for a tree of {size} leaves"
-            ))
-        })?;
+    let ranges = inclusion_proof_ranges(index, leaves.len() as u64)?;
     let hashes = leaf_hashes(alg, leaves);
-    let mut proof = Vec::new();
-    path(alg, index, &hashes, &mut proof);
-    Ok(proof)
+    Ok(roots_of(alg, &hashes, &ranges))
 }
 
-/// PATH(m, D[n]) of RFC 9162 §2.1.3.1, appended to `out` lowest level first.
-fn path(alg: HashAlg, m: usize, leaf_hashes: &[Hash], out: &mut Vec<Hash>) {
-    let n = leaf_hashes.len();
-    if n <= 1 {
-        return;
-    }
-    let k = split_point(n);
-    if m < k {
-        path(alg, m, &leaf_hashes[..k], out);
-        out.push(subtree_root(alg, &leaf_hashes[k..]));
-    } else {
-        path(alg, m - k, &leaf_hashes[k..], out);
-        out.push(subtree_root(alg, &leaf_hashes[..k]));
-    }
+/// The subtree root of each leaf range.
+fn roots_of(alg: HashAlg, leaf_hashes: &[Hash], ranges: &[(u64, u64)]) -> Vec<Hash> {
+    ranges
+        .iter()
+        .map(|&(start, stop)| subtree_root(alg, &leaf_hashes[start as usize..stop as usize]))
+        .collect()
 }
 
 /// Consistency proof between the first `old_size` leaves and all of `leaves`
@@ -188,39 +237,12 @@ pub fn consistency_proof<L: AsRef<[u8]>>(
     leaves: &[L],
     old_size: u64,
 ) -> Result<Vec<Hash>> {
-    let size = leaves.len();
-    let m = usize::try_from(old_size)
-        .ok()
-        .filter(|&m| m <= size)
-        .ok_or_else(|| {
-            Error::invalid(format!("old size {old_size} exceeds the tree size {size}"))
-        })?;
-    let mut proof = Vec::new();
-    if m == 0 || m == size {
-        return Ok(proof);
+    let ranges = consistency_proof_ranges(old_size, leaves.len() as u64)?;
+    if ranges.is_empty() {
+        return Ok(Vec::new());
     }
     let hashes = leaf_hashes(alg, leaves);
-    subproof(alg, m, &hashes, true, &mut proof);
-    Ok(proof)
-}
-
-/// SUBPROOF(m, D[n], b) of RFC 9162 §2.1.4.1.
-fn subproof(alg: HashAlg, m: usize, leaf_hashes: &[Hash], complete: bool, out: &mut Vec<Hash>) {
-    let n = leaf_hashes.len();
-    if m == n {
-        if !complete {
-            out.push(subtree_root(alg, leaf_hashes));
-        }
-        return;
-    }
-    let k = split_point(n);
-    if m <= k {
-        subproof(alg, m, &leaf_hashes[..k], complete, out);
-        out.push(subtree_root(alg, &leaf_hashes[k..]));
-    } else {
-        subproof(alg, m - k, &leaf_hashes[k..], false, out);
-        out.push(subtree_root(alg, &leaf_hashes[..k]));
-    }
+    Ok(roots_of(alg, &hashes, &ranges))
 }
 
 fn as_node(bytes: &[u8]) -> Option<&Hash> {
@@ -458,7 +480,7 @@ mod tests {
         assert_eq!(HashAlg::from_name("sha256").unwrap(), HashAlg::Sha256);
         assert!(HashAlg::from_name("SHA256").is_err());
         assert!(HashAlg::from_name("md5").is_err());
-        assert_eq!(HashAlg::default(), HashAlg::Blake3);
+        assert_eq!(HashAlg::default(), HashAlg::Sha256);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! other thread can close or use the apsw connection under the statement.
 
 use agentledger_core::journal;
-use agentledger_core::merkle::{HashAlg, IncrementalTree};
+use agentledger_core::log::LOG_ALG;
+use agentledger_core::merkle::IncrementalTree;
 use agentledger_core::Error;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyInt, PyList, PyString};
@@ -64,14 +65,13 @@ fn append_entries<'py>(
     let run = run_id.to_str()?;
     let encoded = journal::encode_chain(run, first_seq, prev.to_str()?, ts.to_str()?, &bodies);
 
-    let alg = HashAlg::Blake3;
-    let mut log = IncrementalTree::from_state(alg, log_size, frontier_nodes(&log_frontier)?)
+    let mut log = IncrementalTree::from_state(LOG_ALG, log_size, frontier_nodes(&log_frontier)?)
         .map_err(to_py)?;
     let seqs = (first_seq..)
         .take(encoded.len())
         .map(|seq| i64::try_from(seq).map_err(|_| out_of_range("seq", seq)))
         .collect::<PyResult<Vec<i64>>>()?;
-    let leaf_hashes = agentledger_core::log::blake3_leaf_hashes(
+    let leaf_hashes = agentledger_core::log::log_leaf_hashes(
         seqs.iter()
             .zip(&encoded)
             .map(|(&seq, (_, digest))| (run, seq, &digest[..])),

@@ -19,6 +19,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(evidence_set_hash, m)?)?;
     m.add_function(wrap_pyfunction!(entry_hash, m)?)?;
     m.add_function(wrap_pyfunction!(log_leaf, m)?)?;
+    m.add_function(wrap_pyfunction!(legacy_log_leaf, m)?)?;
     m.add_function(wrap_pyfunction!(log_extend, m)?)?;
     m.add_class::<LogAssembler>()?;
     m.add_class::<JournalScan>()?;
@@ -230,7 +231,7 @@ fn entry_hash<'py>(py: Python<'py>, data: &[u8]) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &journal::entry_hash(data))
 }
 
-/// The workspace-log leaf data of one entry (32 bytes).
+/// The workspace-log leaf of one entry: its log-leaf document (canonical JSON bytes).
 #[pyfunction]
 fn log_leaf<'py>(
     py: Python<'py>,
@@ -239,6 +240,17 @@ fn log_leaf<'py>(
     entry_hash: &[u8],
 ) -> Bound<'py, PyBytes> {
     PyBytes::new(py, &log::log_leaf(run_id, seq, entry_hash))
+}
+
+/// The leaf of one entry in the log before schema 6 (BLAKE3 tree, 32 bytes).
+#[pyfunction]
+fn legacy_log_leaf<'py>(
+    py: Python<'py>,
+    run_id: &str,
+    seq: i64,
+    entry_hash: &[u8],
+) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, &log::legacy_log_leaf(run_id, seq, entry_hash))
 }
 
 type LogExtendTuple<'py> = (
@@ -250,18 +262,25 @@ type LogExtendTuple<'py> = (
 
 /// Extend the log state `(size, frontier)` with `(leaf, run_id, seq, hash)` rows in leaf
 /// order. Returns `(size, frontier, root, gap)`; `gap` is `(expected, found)` for the first
-/// row whose leaf index is not the next one (the state then stops before it).
+/// row whose leaf index is not the next one (the state then stops before it). `legacy`:
+/// the BLAKE3 tree of the log before schema 6 (to check checkpoints signed over it).
 #[pyfunction]
-#[pyo3(signature = (size, frontier, rows, jobs = 0))]
+#[pyo3(signature = (size, frontier, rows, jobs = 0, legacy = false))]
 fn log_extend<'py>(
     py: Python<'py>,
     size: u64,
     frontier: Vec<Bound<'py, PyBytes>>,
     rows: Vec<(i64, String, i64, Bound<'py, PyBytes>)>,
     jobs: usize,
+    legacy: bool,
 ) -> PyResult<LogExtendTuple<'py>> {
     let frontier = frontier_nodes(&frontier)?;
-    let mut tree = IncrementalTree::from_state(HashAlg::Blake3, size, frontier).map_err(to_py)?;
+    let alg = if legacy {
+        HashAlg::Blake3
+    } else {
+        log::LOG_ALG
+    };
+    let mut tree = IncrementalTree::from_state(alg, size, frontier).map_err(to_py)?;
     let rows: Vec<LogRow> = rows
         .into_iter()
         .map(|(leaf, run_id, seq, hash)| LogRow {
@@ -300,7 +319,7 @@ impl LogAssembler {
     #[new]
     fn new(base: u64, frontier: Vec<Bound<'_, PyBytes>>, limit: u64) -> PyResult<Self> {
         let frontier = frontier_nodes(&frontier)?;
-        CoreAssembler::new(HashAlg::Blake3, base, frontier, limit)
+        CoreAssembler::new(log::LOG_ALG, base, frontier, limit)
             .map(LogAssembler)
             .map_err(to_py)
     }

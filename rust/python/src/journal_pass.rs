@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
 use agentledger_core::journal::{self, BatchReport, Carry, EntryRow};
-use agentledger_core::merkle::{Hash, HashAlg};
+use agentledger_core::merkle::Hash;
 use pyo3::prelude::*;
 
 use crate::journal::{to_tuples, verify_and_scan, BatchTuple, JournalScan, LogAssembler};
@@ -303,7 +303,7 @@ fn verify_batches(
             || {
                 leaves
                     .is_some()
-                    .then(|| agentledger_core::log::row_leaf_hashes(HashAlg::Blake3, &rows))
+                    .then(|| agentledger_core::log::row_leaf_hashes(&rows))
             },
         );
         if let (Some(leaves), Some(hashes)) = (&leaves, hashes) {

@@ -1,5 +1,6 @@
 //! Merkle trees for Python: `merkle_root`, `inclusion_proof`, `verify_inclusion`,
-//! `consistency_proof`, `verify_consistency` and `IncrementalMerkleTree`.
+//! `consistency_proof`, `verify_consistency`, the proofs' leaf ranges and
+//! `IncrementalMerkleTree`.
 //!
 //! Leaves and proofs are copied into one Rust buffer under the GIL, then hashed with the
 //! GIL released. Sizes and indices that are not in `0..2**64` make generation raise
@@ -20,6 +21,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verify_inclusion, m)?)?;
     m.add_function(wrap_pyfunction!(consistency_proof, m)?)?;
     m.add_function(wrap_pyfunction!(verify_consistency, m)?)?;
+    m.add_function(wrap_pyfunction!(inclusion_proof_ranges, m)?)?;
+    m.add_function(wrap_pyfunction!(consistency_proof_ranges, m)?)?;
     m.add_class::<IncrementalMerkleTree>()?;
     Ok(())
 }
@@ -83,7 +86,7 @@ fn hashes_to_py<'py>(py: Python<'py>, hashes: &[Hash]) -> Vec<Bound<'py, PyBytes
 }
 
 #[pyfunction]
-#[pyo3(signature = (leaves, hash = "blake3"))]
+#[pyo3(signature = (leaves, hash = "sha256"))]
 fn merkle_root<'py>(
     py: Python<'py>,
     leaves: &Bound<'py, PyAny>,
@@ -98,7 +101,7 @@ fn merkle_root<'py>(
 /// The root of a tree given its leaf hashes, concatenated (32 bytes each): a tile's
 /// subtree, without hashing the leaves again.
 #[pyfunction]
-#[pyo3(signature = (hashes, hash = "blake3"))]
+#[pyo3(signature = (hashes, hash = "sha256"))]
 fn merkle_root_of_hashes<'py>(
     py: Python<'py>,
     hashes: &[u8],
@@ -120,7 +123,7 @@ fn merkle_root_of_hashes<'py>(
 }
 
 #[pyfunction]
-#[pyo3(signature = (leaves, index, hash = "blake3"))]
+#[pyo3(signature = (leaves, index, hash = "sha256"))]
 fn inclusion_proof<'py>(
     py: Python<'py>,
     leaves: &Bound<'py, PyAny>,
@@ -142,7 +145,7 @@ fn inclusion_proof<'py>(
 }
 
 #[pyfunction]
-#[pyo3(signature = (leaf, index, size, proof, root, hash = "blake3"))]
+#[pyo3(signature = (leaf, index, size, proof, root, hash = "sha256"))]
 fn verify_inclusion(
     py: Python<'_>,
     leaf: &Bound<'_, PyAny>,
@@ -165,7 +168,7 @@ fn verify_inclusion(
 }
 
 #[pyfunction]
-#[pyo3(signature = (leaves, old_size, hash = "blake3"))]
+#[pyo3(signature = (leaves, old_size, hash = "sha256"))]
 fn consistency_proof<'py>(
     py: Python<'py>,
     leaves: &Bound<'py, PyAny>,
@@ -187,7 +190,7 @@ fn consistency_proof<'py>(
 }
 
 #[pyfunction]
-#[pyo3(signature = (old_size, new_size, old_root, new_root, proof, hash = "blake3"))]
+#[pyo3(signature = (old_size, new_size, old_root, new_root, proof, hash = "sha256"))]
 fn verify_consistency(
     py: Python<'_>,
     old_size: &Bound<'_, PyAny>,
@@ -219,6 +222,19 @@ fn verify_consistency(
     }))
 }
 
+/// The leaf ranges `(start, stop)` whose roots make the audit path of leaf `index` in a
+/// tree of `size` leaves, lowest level first: the proof of stored hashes (`tiles.py`).
+#[pyfunction]
+fn inclusion_proof_ranges(index: u64, size: u64) -> PyResult<Vec<(u64, u64)>> {
+    merkle::inclusion_proof_ranges(index, size).map_err(to_py)
+}
+
+/// The leaf ranges whose roots make the consistency proof from `old_size` to `new_size`.
+#[pyfunction]
+fn consistency_proof_ranges(old_size: u64, new_size: u64) -> PyResult<Vec<(u64, u64)>> {
+    merkle::consistency_proof_ranges(old_size, new_size).map_err(to_py)
+}
+
 /// Append-only Merkle tree keeping only O(log n) state (the right frontier).
 #[pyclass(module = "agentledger._core", name = "IncrementalMerkleTree")]
 struct IncrementalMerkleTree {
@@ -228,7 +244,7 @@ struct IncrementalMerkleTree {
 #[pymethods]
 impl IncrementalMerkleTree {
     #[new]
-    #[pyo3(signature = (hash = "blake3"))]
+    #[pyo3(signature = (hash = "sha256"))]
     fn new(hash: &str) -> PyResult<Self> {
         Ok(IncrementalMerkleTree {
             tree: IncrementalTree::new(hash_alg(hash)?),
@@ -238,7 +254,7 @@ impl IncrementalMerkleTree {
     /// Restore a tree from `size` and `frontier()`; the frontier must hold exactly
     /// `size.bit_count()` 32-byte hashes.
     #[staticmethod]
-    #[pyo3(signature = (size, frontier, hash = "blake3"))]
+    #[pyo3(signature = (size, frontier, hash = "sha256"))]
     fn from_state(
         py: Python<'_>,
         size: &Bound<'_, PyAny>,

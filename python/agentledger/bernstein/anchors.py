@@ -1,0 +1,170 @@
+"""bernstein's RFC 3161 anchors of its checkpoints (docs/BERNSTEIN.md §15).
+
+``checkpoints/anchors.jsonl`` holds, per line, a TSA's timestamp token over
+``H(C(checkpoint payload))`` with the checkpoint's origin, record count and root. Each
+token must parse (as a ``TimeStampResp`` with a granted status, else as a bare CMS
+``ContentInfo``) into SignedData over a TSTInfo with exactly one signer, whose message
+imprint is a SHA-2 digest equal to the anchor's ``payload_sha256``; and the history must
+not contradict the strongest anchor. The TSA's own signature and certificate chain are
+not checked here: bernstein checks them only against a trust bundle its user gives, and
+agentledger says the anchor was not authenticated.
+
+The DER is parsed with asn1crypto, never by hand.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from asn1crypto import cms, tsp
+
+VERSION = 1
+KIND = "rfc3161"
+SHA2_OIDS = frozenset(
+    {"2.16.840.1.101.3.4.2.1", "2.16.840.1.101.3.4.2.2", "2.16.840.1.101.3.4.2.3"}
+)
+"""SHA-256, SHA-384, SHA-512: the imprint digests bernstein accepts."""
+
+
+@dataclass(frozen=True, slots=True)
+class Anchor:
+    line: int
+    origin: str
+    entry_count: int
+    checkpoint_root: str
+    payload_sha256: str
+    token_b64: str
+
+
+def read_anchors(raw: bytes | None) -> tuple[list[Anchor], str | None]:
+    """The anchors and the first reason the file fails to read (bernstein then fails the
+    pillar); a torn last line (no final newline) is skipped, as bernstein does."""
+    if not raw:
+        return [], None
+    lines = raw.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    found: list[Anchor] = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            doc = json.loads(line)
+        except (ValueError, RecursionError):
+            if number == len(lines) and not raw.endswith(b"\n"):
+                break
+            return found, f"anchors.jsonl:{number}: unparsable committed line"
+        if not isinstance(doc, dict):
+            return found, f"anchors.jsonl:{number}: not a JSON object"
+        reason = _anchor_problem(doc)
+        if reason is not None:
+            return found, f"anchors.jsonl:{number}: {reason}"
+        found.append(
+            Anchor(
+                number,
+                doc["origin"],
+                doc["entry_count"],
+                doc["checkpoint_root"],
+                doc["payload_sha256"],
+                doc["token_b64"],
+            )
+        )
+    return found, None
+
+
+def _anchor_problem(doc: dict[str, Any]) -> str | None:
+    if doc.get("version") != VERSION:
+        return f"unsupported anchor version {doc.get('version')!r}"
+    if str(doc.get("kind", "")) != KIND:
+        return f"unsupported anchor kind {str(doc.get('kind', ''))!r}"
+    for name in ("origin", "checkpoint_root", "payload_sha256", "token_b64"):
+        value = doc.get(name)
+        if not isinstance(value, str) or not value:
+            return f"missing or empty {name}"
+    count = doc.get("entry_count")
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+        return f"entry_count must be a non-negative integer, got {count!r}"
+    return None
+
+
+def message_imprint(token: bytes) -> bytes:
+    """The token's ``messageImprint.hashedMessage``; ``ValueError`` when it does not
+    parse as bernstein requires."""
+    try:
+        response = tsp.TimeStampResp.load(token)
+        status = response["status"]["status"].native
+    except (ValueError, KeyError, TypeError):
+        try:
+            info = cms.ContentInfo.load(token)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"could not parse the RFC 3161 token: {exc}") from None
+    else:
+        if status not in {"granted", "granted_with_mods"}:
+            raise ValueError(f"the TSA returned the status {status!r}")
+        info = response["time_stamp_token"]
+    try:
+        if info["content_type"].native != "signed_data":
+            raise ValueError("the token is not CMS SignedData")
+        signed = info["content"]
+        encapsulated = signed["encap_content_info"]
+        if encapsulated["content_type"].native != "tst_info":
+            raise ValueError(f"unexpected content type {encapsulated['content_type'].native!r}")
+        imprint = encapsulated["content"].parsed["message_imprint"]
+        if len(signed["signer_infos"]) != 1:
+            raise ValueError(f"{len(signed['signer_infos'])} signer infos, not one")
+        oid = imprint["hash_algorithm"]["algorithm"].dotted
+        digest = bytes(imprint["hashed_message"].native)
+    except (KeyError, AttributeError, TypeError) as exc:
+        raise ValueError(f"malformed token: {exc}") from None
+    if oid not in SHA2_OIDS:
+        raise ValueError(f"the imprint's hash ({oid}) is not SHA-256, -384 or -512")
+    return digest
+
+
+def token_problem(anchor: Anchor) -> str | None:
+    """Why the token does not bind the anchored checkpoint, None when it does."""
+    try:
+        token = base64.b64decode(anchor.token_b64, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        return f"anchor token is not valid base64: {exc}"
+    try:
+        expected = bytes.fromhex(anchor.payload_sha256)
+    except ValueError as exc:
+        return f"anchor payload_sha256 is not valid hex: {exc}"
+    try:
+        digest = message_imprint(token)
+    except ValueError as exc:
+        return f"token: {exc}"
+    if digest != expected:
+        return "token messageImprint does not cover the anchored checkpoint payload"
+    return None
+
+
+def anchor_contradictions(
+    anchors: list[Anchor], origin_count: tuple[str | None, int], roots: set[str] | None
+) -> list[str]:
+    """How the history (its origin and record count) contradicts the anchors: fewer
+    records than the strongest anchor, another origin, or (``roots``: the checkpoints on
+    record) an anchored root gone."""
+    if not anchors:
+        return []
+    found = []
+    strongest = max(anchors, key=lambda a: a.entry_count)
+    origin, count = origin_count
+    if count < strongest.entry_count:
+        found.append(
+            f"chain holds {count} records; an anchor records that {strongest.entry_count} "
+            f"existed (anchors.jsonl:{strongest.line})"
+        )
+    if origin is not None and strongest.origin and origin != strongest.origin:
+        found.append(f"chain origin {origin[:16]}… is not the anchored {strongest.origin[:16]}…")
+    if roots is not None:
+        found.extend(
+            f"anchored checkpoint root {a.checkpoint_root[:16]}… is no longer on record "
+            f"(anchors.jsonl:{a.line})"
+            for a in anchors
+            if a.checkpoint_root not in roots
+        )
+    return found

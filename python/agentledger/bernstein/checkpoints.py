@@ -1,0 +1,246 @@
+"""bernstein's signed chain checkpoints (docs/BERNSTEIN.md §12).
+
+After each seal bernstein appends a checkpoint to ``.sdd/audit/checkpoints/
+checkpoints.jsonl`` and republishes it as ``checkpoints/latest.json``: a line
+``{"hmac", "payload"}`` whose HMAC-SHA256, keyed by the audit *master* key (not the
+derived chain key), covers the compact sorted-key JSON of the payload. The payload pins
+the chain's origin (its first record's HMAC), its record count, the seal's root and
+leaves (file, byte length, hash), and the SHA-256 of the previous line's document.
+
+The history must *extend* the newest checkpoint: same origin, no fewer records, each
+pinned prefix still there and unchanged. This module reads the ledger and the pointer as
+bernstein does and reports, as data, everything bernstein's ``audit verify`` checks, and
+also what it lets pass (a pointer behind the ledger, a torn last line).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentledger.bernstein.format import AUDIT_DIR
+from agentledger.bernstein.seal import leaf_digest, merkle_root
+
+CHECKPOINTS_DIR = f"{AUDIT_DIR}/checkpoints"
+LEDGER = f"{CHECKPOINTS_DIR}/checkpoints.jsonl"
+POINTER = f"{CHECKPOINTS_DIR}/latest.json"
+COSIGNATURES = f"{CHECKPOINTS_DIR}/cosignatures.jsonl"
+ANCHORS = f"{CHECKPOINTS_DIR}/anchors.jsonl"
+VERSION = 1
+GENESIS = "0" * 64
+TEAR_ACK = "chain.tear_acknowledged"
+ACKABLE = frozenset({"segment_shrunk", "segment_prefix_mismatch", "segment_missing"})
+
+
+def canonical(value: Any) -> bytes:
+    """Compact, sorted keys, ASCII: what the checkpoint HMAC and the line links cover."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+def sign(payload: dict[str, Any], master: bytes) -> str:
+    return hmac.new(master, canonical(payload), hashlib.sha256).hexdigest()
+
+
+def _same_hmac(stored: object, expected: str) -> bool:
+    text = str(stored)
+    # bernstein's compare_digest raises on a non-ASCII string: no verdict, a failure.
+    return text.isascii() and hmac.compare_digest(text, expected)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerProblem:
+    """A committed line of the checkpoints ledger that does not hold up (1-based)."""
+
+    line: int
+    reason: str
+
+
+@dataclass
+class CheckpointLedger:
+    """The ledger as bernstein validates it: the checkpoints up to the first bad line."""
+
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    problem: LedgerProblem | None = None
+    torn_tail: bool = False
+    """The last line is incomplete or does not parse: bernstein skips it (a crash)."""
+
+    @property
+    def last(self) -> dict[str, Any] | None:
+        return self.checkpoints[-1] if self.checkpoints else None
+
+
+def read_ledger(raw: bytes | None, master: bytes) -> CheckpointLedger:
+    """Validate ``checkpoints.jsonl``: every complete line parses, is signed under
+    ``master``, links to its predecessor and has version 1; the first failure ends it."""
+    state = CheckpointLedger()
+    if not raw:
+        return state
+    state.torn_tail = not raw.endswith(b"\n")
+    lines = raw.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    prev = GENESIS
+    for number, line in enumerate(lines, start=1):
+        try:
+            doc = json.loads(line)
+        except (ValueError, RecursionError):
+            if number == len(lines):
+                state.torn_tail = True
+                break
+            state.problem = LedgerProblem(number, "unparsable committed line")
+            break
+        if not isinstance(doc, dict):
+            state.problem = LedgerProblem(number, "not a JSON object")
+            break
+        payload = doc.get("payload")
+        if not isinstance(payload, dict):
+            state.problem = LedgerProblem(number, "missing payload")
+            break
+        if not _same_hmac(doc.get("hmac", ""), sign(payload, master)):
+            state.problem = LedgerProblem(number, "signature mismatch")
+            break
+        if str(payload.get("prev_checkpoint_sha256", "")) != prev:
+            state.problem = LedgerProblem(number, "predecessor linkage broken")
+            break
+        if payload.get("version") != VERSION:
+            state.problem = LedgerProblem(number, f"unsupported version {payload.get('version')!r}")
+            break
+        state.checkpoints.append(payload)
+        prev = hashlib.sha256(canonical(doc)).hexdigest()
+    return state
+
+
+def read_pointer(raw: bytes | None, master: bytes) -> dict[str, Any] | None:
+    """``latest.json``'s payload when it is signed and of version 1, else None (bernstein
+    then falls back to the ledger: an unusable pointer is never a verdict)."""
+    if raw is None:
+        return None
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict) or not isinstance(doc.get("payload"), dict):
+        return None
+    payload: dict[str, Any] = doc["payload"]
+    if not _same_hmac(doc.get("hmac", ""), sign(payload, master)):
+        return None
+    return payload if payload.get("version") == VERSION else None
+
+
+def pointer_position(pointer: dict[str, Any], ledger: CheckpointLedger) -> int | None:
+    """Where the pointer's checkpoint is in the ledger (0-based), None when it is not."""
+    published = canonical(pointer)
+    for index, checkpoint in enumerate(ledger.checkpoints):
+        if canonical(checkpoint) == published:
+            return index
+    return None
+
+
+# ---- the history against a checkpoint -------------------------------------------------
+
+
+def canonical_records(raw: bytes) -> list[dict[str, Any]]:
+    """The records bernstein counts: lines (split on ``\\n``) that parse to an object with
+    an ``hmac`` and are byte for byte its ``json.dumps(sort_keys=True)``."""
+    records = []
+    for line in raw.split(b"\n"):
+        if not line:
+            continue
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        canonical_line = isinstance(entry, dict) and "hmac" in entry
+        if canonical_line and json.dumps(entry, sort_keys=True).encode() == line:
+            records.append(entry)
+    return records
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """How the history fails to extend a checkpoint: ``kind`` is bernstein's own
+    (``origin``, ``entry_count``, ``segment_missing``, ``segment_shrunk``,
+    ``segment_prefix_mismatch``, ``root``)."""
+
+    kind: str
+    segment: str
+    expected: str
+    actual: str
+
+
+def origin_and_count(snapshot: list[tuple[str, bytes]]) -> tuple[str | None, int]:
+    """The chain's origin (its first canonical record's ``hmac``) and its record count."""
+    origin: str | None = None
+    count = 0
+    for _name, raw in snapshot:
+        records = canonical_records(raw)
+        if records and origin is None:
+            origin = str(records[0]["hmac"])
+        count += len(records)
+    return origin, count
+
+
+def check_extension(
+    checkpoint: dict[str, Any],
+    snapshot: list[tuple[str, bytes]],
+    origin_count: tuple[str | None, int] | None = None,
+) -> list[Conflict]:
+    """Whether ``snapshot`` (the chain's segments in order, archives under their live
+    names) extends ``checkpoint``; ``origin_count`` is ``origin_and_count(snapshot)`` when
+    known. ``ValueError``/``TypeError`` where bernstein's own check raises on the
+    checkpoint's values (it verifies nothing then)."""
+    conflicts: list[Conflict] = []
+    by_name = dict(snapshot)
+    origin, count = origin_count if origin_count is not None else origin_and_count(snapshot)
+    pinned_origin = str(checkpoint.get("origin", ""))
+    if origin != pinned_origin:
+        conflicts.append(Conflict("origin", "", pinned_origin, str(origin)))
+    pinned_count = int(checkpoint.get("entry_count", 0) or 0)
+    if count < pinned_count:
+        conflicts.append(Conflict("entry_count", "", f"{pinned_count} records", f"{count}"))
+    leaves: list[dict[str, Any]] = checkpoint.get("leaves", [])
+    for leaf in leaves:
+        name = str(leaf.get("file", ""))
+        byte_len = int(leaf.get("byte_len", 0) or 0)
+        pinned = str(leaf.get("hash", ""))
+        current = by_name.get(name)
+        if current is None:
+            conflicts.append(Conflict("segment_missing", name, "present", "absent"))
+        elif len(current) < byte_len:
+            conflicts.append(
+                Conflict("segment_shrunk", name, f"{byte_len} bytes", f"{len(current)} bytes")
+            )
+        elif leaf_digest(current[:byte_len]) != pinned:
+            conflicts.append(
+                Conflict("segment_prefix_mismatch", name, pinned, leaf_digest(current[:byte_len]))
+            )
+    if leaves:
+        scheme = int(checkpoint.get("scheme", 2) or 2)
+        root = merkle_root([str(leaf.get("hash", "")) for leaf in leaves], scheme)
+        if root != checkpoint.get("root_hash"):
+            conflicts.append(Conflict("root", "", str(checkpoint.get("root_hash")), root))
+    return conflicts
+
+
+def acknowledged(
+    conflicts: list[Conflict], checkpoint: dict[str, Any], snapshot: list[tuple[str, bytes]]
+) -> bool:
+    """Whether ``chain.tear_acknowledged`` records naming this checkpoint's root cover
+    every per-segment conflict (a record count that fell with them is covered too)."""
+    segments = [c for c in conflicts if c.kind in ACKABLE]
+    others = [c for c in conflicts if c.kind not in ACKABLE and c.kind != "entry_count"]
+    if others or not segments:
+        return False
+    root = str(checkpoint.get("root_hash", ""))
+    acked = set()
+    for _name, raw in snapshot:
+        for record in canonical_records(raw):
+            details = record.get("details")
+            if record.get("event_type") != TEAR_ACK or not isinstance(details, dict):
+                continue
+            if str(details.get("checkpoint_root", "")) == root and details.get("segment"):
+                acked.add(str(details["segment"]))
+    return all(c.segment in acked for c in segments)

@@ -1,0 +1,202 @@
+"""The workspace log as static files any C2SP client reads: ``agentledger log export DIR``.
+
+The layout is C2SP tlog-tiles' (docs/FORMAT.md, "Static export"):
+
+    DIR/checkpoint                       the newest signed checkpoint
+    DIR/tile/<L>/<N>[.p/<W>]             hash tiles: 256 (or W) SHA-256 hashes of level L
+    DIR/tile/entries/<N>[.p/<W>]         entry bundles: the leaves of level-0 tile N, each
+                                         prefixed by its length (big-endian uint16)
+
+``N`` is written in 3-digit path elements, all but the last prefixed by ``x``
+(1234067 is ``x001/x234/067``). The hashes are the stored tiles (``tiles.py``), which are
+exactly tlog-tiles'; the leaves are the entries' log-leaf documents, checked against
+those hashes tile by tile before they are written.
+
+Exports are incremental: a full tile never changes, so one already in ``DIR`` is never
+rewritten; each export writes the tiles its checkpoint's size adds (a partial tile under
+its width, as the spec names it) and then, last, the new ``checkpoint``, so a reader never
+sees a checkpoint whose tiles are missing. A ``DIR`` holding an export of another ledger,
+or of a log this ledger does not extend, is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentledger import _core, tiles
+from agentledger import log as wslog
+from agentledger.errors import AgentLedgerError, Diverged, LedgerError, NotFound
+from agentledger.limits import read_capped
+from agentledger.notes import MAX_NOTE_BYTES, Checkpoint, newest_checkpoint
+
+if TYPE_CHECKING:
+    import apsw
+
+    from agentledger.ledger import Ledger
+
+MAX_LEAF_BYTES = 0xFFFF
+"""An entry bundle prefixes each leaf with a uint16 length."""
+
+
+def tile_path(level: int | str, index: int, width: int = tiles.TILE_WIDTH) -> str:
+    """``tile/<L>/<N>[.p/<W>]`` as tlog-tiles writes it (``L`` may be ``entries``)."""
+    digits = f"{index:03d}"
+    digits = "0" * (-len(digits) % 3) + digits
+    groups = [digits[i : i + 3] for i in range(0, len(digits), 3)]
+    path = "/".join([*(f"x{group}" for group in groups[:-1]), groups[-1]])
+    suffix = "" if width == tiles.TILE_WIDTH else f".p/{width}"
+    return f"tile/{level}/{path}{suffix}"
+
+
+@dataclass(slots=True)
+class ExportSummary:
+    """What one export wrote."""
+
+    folder: Path
+    size: int
+    previous_size: int
+    tiles: list[str] = field(default_factory=list)
+    entry_bundles: list[str] = field(default_factory=list)
+    bytes_written: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "folder": str(self.folder),
+            "size": self.size,
+            "previous_size": self.previous_size,
+            "tiles": len(self.tiles),
+            "entry_bundles": len(self.entry_bundles),
+            "bytes": self.bytes_written,
+            "written": [*self.tiles, *self.entry_bundles, "checkpoint"],
+        }
+
+
+def export(ledger: Ledger, folder: Path, *, since: int | None = None) -> ExportSummary:
+    """Write the log, as of its newest checkpoint, into ``folder`` (created if absent).
+
+    ``since``: write only the tiles that hold leaves from that index on (the tiles before
+    are already where the reader gets them); by default, from the size of the checkpoint
+    ``folder`` already holds.
+    """
+    folder = Path(folder)
+    with ledger.db.snapshot() as conn:
+        stored = newest_checkpoint(conn)
+        if stored is None:
+            raise NotFound(f"{ledger.path}: no checkpoint yet (run `agentledger checkpoint`)")
+        note = stored.checkpoint
+        reader = tiles.TileReader(conn)
+        if note.size and reader.root(note.size) != note.root:
+            raise LedgerError(
+                f"{ledger.path}: the log's tiles are not the tree its newest checkpoint "
+                "signs; run `agentledger verify`",
+                code="log-broken",
+            )
+        previous = _previous_export(folder, note, reader)
+        start = previous if since is None else min(max(since, 0), note.size)
+        summary = ExportSummary(folder, note.size, previous)
+        _write_tiles(conn, reader, note.size, start, summary)
+    _write(folder, "checkpoint", note.text().encode(), summary, replace=True)
+    return summary
+
+
+def _previous_export(folder: Path, note: Checkpoint, reader: tiles.TileReader) -> int:
+    """The size of the export already in ``folder`` (0 if none); refused when it is of
+    another ledger, or of a log this one does not extend."""
+    path = folder / "checkpoint"
+    if not path.exists():
+        return 0
+    try:
+        old = Checkpoint.parse(read_capped(path, MAX_NOTE_BYTES, "a checkpoint"))
+    except AgentLedgerError as exc:
+        raise Diverged(
+            f"{path}: not an export's checkpoint ({exc})", code="export-foreign"
+        ) from None
+    if old.origin != note.origin or old.legacy:
+        raise Diverged(
+            f"{folder} holds an export of another log ({old.origin}); export into a new folder",
+            code="export-foreign",
+        )
+    try:
+        proof = reader.consistency_proof(old.size, note.size) if old.size <= note.size else []
+    except AgentLedgerError:
+        proof = []
+    if not _core.verify_consistency(old.size, note.size, old.root, note.root, proof):
+        raise Diverged(
+            f"{folder} holds a log of {old.size:,} entries that this ledger's "
+            f"{note.size:,} do not extend (rolled back or forked); nothing was written",
+            code="export-diverged",
+        )
+    return old.size
+
+
+def _write_tiles(
+    conn: apsw.Connection,
+    reader: tiles.TileReader,
+    size: int,
+    start: int,
+    summary: ExportSummary,
+) -> None:
+    """Every tile (and entry bundle) holding a leaf at or after ``start``, at every level."""
+    level = 0
+    while tiles.hashes_at(size, level):
+        count = tiles.hashes_at(size, level)
+        first = tiles.hashes_at(start, level) // tiles.TILE_WIDTH
+        for index in range(first, (count + tiles.TILE_WIDTH - 1) // tiles.TILE_WIDTH):
+            width = min(tiles.TILE_WIDTH, count - index * tiles.TILE_WIDTH)
+            hashes = reader.hashes(level, index * tiles.TILE_WIDTH, width)
+            name = tile_path(level, index, width)
+            if _write(summary.folder, name, hashes, summary):
+                summary.tiles.append(name)
+            if level == 0:
+                bundle = _entry_bundle(conn, index * tiles.TILE_WIDTH, width, hashes)
+                name = tile_path("entries", index, width)
+                if _write(summary.folder, name, bundle, summary):
+                    summary.entry_bundles.append(name)
+        level += 1
+
+
+def _entry_bundle(conn: apsw.Connection, start: int, width: int, hashes: bytes) -> bytes:
+    """The leaves ``start..start + width`` as an entry bundle, checked against their hashes:
+    the tree of the leaves must have the tile's root."""
+    rows = wslog.fetch(conn, wslog.LEAF_RANGE, (start, start + width))
+    leaves = wslog.leaf_data(rows)
+    in_order = [row[0] for row in rows] == list(range(start, start + width))
+    if not in_order or _core.merkle_root(leaves) != _core.merkle_root_of_hashes(hashes):
+        raise LedgerError(
+            f"the entries of leaves {start}..{start + width - 1} are not the ones the log's "
+            "tiles hold; run `agentledger verify`",
+            code="log-broken",
+        )
+    parts = []
+    for leaf in leaves:
+        if len(leaf) > MAX_LEAF_BYTES:
+            raise LedgerError("a log leaf is longer than an entry bundle holds", code="log-broken")
+        parts.append(struct.pack(">H", len(leaf)) + leaf)
+    return b"".join(parts)
+
+
+def _write(
+    folder: Path, name: str, data: bytes, summary: ExportSummary, *, replace: bool = False
+) -> bool:
+    """Write ``folder/name`` atomically (a temporary file renamed into place); a file that is
+    already there is left as it is, unless ``replace``. Whether it was written."""
+    path = folder / name
+    if path.exists() and not replace:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".export-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    summary.bytes_written += len(data)
+    return True

@@ -1,0 +1,581 @@
+"""Sealed workdirs against bernstein itself: seals, checkpoints, witness co-signatures.
+
+bernstein 3.23.0's own code writes, seals, checkpoints and co-signs a workdir
+(``data/sealed_workdirs.py``); each case below tampers with one file of a copy. For every
+case, ``agentledger bernstein audit-verify`` must exit as bernstein's ``audit verify``
+pillars say (with and without ``--witness-key``), and strict ``verify`` must report a
+finding wherever bernstein fails, plus the chain-intact tail cut and what bernstein lets
+pass. The wheel is fetched like the benches fetch it; without it these tests fail.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .bernstein_testkit import import_and_verify
+
+HERE = Path(__file__).resolve().parent
+GENERATOR = HERE / "data" / "sealed_workdirs.py"
+BENCHES = HERE.parents[1] / "benches"
+AUDIT = Path(".sdd/audit")
+LEDGER = AUDIT / "checkpoints" / "checkpoints.jsonl"
+POINTER = AUDIT / "checkpoints" / "latest.json"
+COSIGNATURES = AUDIT / "checkpoints" / "cosignatures.jsonl"
+ANCHORS = AUDIT / "checkpoints" / "anchors.jsonl"
+SEALED_FAMILIES = (
+    "bernstein.seal.",
+    "bernstein.checkpoint.",
+    "bernstein.witness.",
+    "bernstein.rfc3161.",
+    "bernstein.run_receipt.",
+    "bernstein.lineage.",
+    "bernstein.seal_anchor.",
+    "bernstein.tile",
+)
+
+
+def _fetch_wheel() -> None:
+    sys.path.insert(0, str(BENCHES))
+    try:
+        peer: Any = importlib.import_module("bernstein_peer")
+        peer.fetch_peer(peer.DEFAULT_CACHE)
+    except Exception as exc:  # no network, no wheel: these tests cannot mean anything
+        pytest.fail(f"bernstein 3.23.0's wheel could not be had ({exc}); these tests need it")
+    finally:
+        sys.path.remove(str(BENCHES))
+
+
+@pytest.fixture(scope="module")
+def sealed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    _fetch_wheel()
+    out = tmp_path_factory.mktemp("sealed") / "workdir"
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "make", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return out
+
+
+# ---- the tamper cases ----------------------------------------------------------------------
+
+
+def _day_file(wd: Path) -> Path:
+    return sorted((wd / AUDIT).glob("*.jsonl"))[-1]
+
+
+def _lines(path: Path) -> list[bytes]:
+    return path.read_bytes().splitlines(keepends=True)
+
+
+def cut_last_record(wd: Path) -> None:
+    """The headline: the last audit record cut, the HMAC chain still intact."""
+    day = _day_file(wd)
+    day.write_bytes(b"".join(_lines(day)[:-1]))
+
+
+def edit_sealed_record(wd: Path) -> None:
+    day = _day_file(wd)
+    lines = _lines(day)
+    lines[0] = lines[0].replace(b'"actor": "activity"', b'"actor": "activitx"', 1)
+    day.write_bytes(b"".join(lines))
+
+
+def add_day_file(wd: Path) -> None:
+    (wd / AUDIT / "2099-01-01.jsonl").write_bytes(b"")
+
+
+def drop_first_checkpoint(wd: Path) -> None:
+    path = wd / LEDGER
+    path.write_bytes(b"".join(_lines(path)[1:]))
+
+
+def edit_checkpoint(wd: Path) -> None:
+    path = wd / LEDGER
+    lines = _lines(path)
+    doc = json.loads(lines[-1])
+    doc["payload"]["entry_count"] -= 1
+    lines[-1] = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+    path.write_bytes(b"".join(lines))
+
+
+def reorder_checkpoints(wd: Path) -> None:
+    path = wd / LEDGER
+    path.write_bytes(b"".join(reversed(_lines(path))))
+
+
+def forge_checkpoint(wd: Path) -> None:
+    """A further checkpoint, linked right but signed under another key."""
+    import hashlib
+    import hmac
+
+    path = wd / LEDGER
+    last = json.loads(_lines(path)[-1])
+    payload = dict(last["payload"], entry_count=last["payload"]["entry_count"] + 5)
+    canon = json.dumps(last, sort_keys=True, separators=(",", ":")).encode()
+    payload["prev_checkpoint_sha256"] = hashlib.sha256(canon).hexdigest()
+    body = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+    doc = {"hmac": hmac.new(b"not the key", body, hashlib.sha256).hexdigest(), "payload": payload}
+    with path.open("ab") as handle:
+        handle.write(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode() + b"\n")
+
+
+def cut_checkpoint_ledger(wd: Path) -> None:
+    """The ledger cut back over the published pin (latest.json names the cut line)."""
+    path = wd / LEDGER
+    path.write_bytes(_lines(path)[0])
+
+
+def stale_pointer(wd: Path) -> None:
+    """latest.json republished as the first checkpoint: bernstein accepts it."""
+    (wd / POINTER).write_bytes(_lines(wd / LEDGER)[0])
+
+
+def drop_pointer(wd: Path) -> None:
+    (wd / POINTER).unlink()
+
+
+def edit_seal_root(wd: Path) -> None:
+    newest = sorted((wd / AUDIT / "merkle").glob("seal-*.json"))[-1]
+    doc = json.loads(newest.read_text())
+    doc["root_hash"] = "0" * 64
+    newest.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def delete_seals(wd: Path) -> None:
+    shutil.rmtree(wd / AUDIT / "merkle")
+
+
+def roll_back_everything(wd: Path) -> None:
+    """Chain, seal and checkpoints rolled back together to the first seal; only the
+    witness co-signatures remember the longer history."""
+    cosignatures = (wd / COSIGNATURES).read_bytes()
+    shutil.rmtree(wd / AUDIT)
+    shutil.copytree(wd / "first-audit", wd / AUDIT)
+    (wd / COSIGNATURES).write_bytes(cosignatures)
+
+
+def roll_back_under_an_anchor(wd: Path) -> None:
+    """The same rollback, co-signatures rolled back too: only the RFC 3161 anchor of the
+    second checkpoint remembers the longer history."""
+    anchors = (wd / ANCHORS).read_bytes()
+    shutil.rmtree(wd / AUDIT)
+    shutil.copytree(wd / "first-audit", wd / AUDIT)
+    (wd / ANCHORS).write_bytes(anchors)
+
+
+def anchor_other_bytes(wd: Path) -> None:
+    """The anchor's token swapped for one over other bytes."""
+    import base64
+    import hashlib
+
+    sys.path.insert(0, str(GENERATOR.parent))
+    try:
+        token = importlib.import_module("sealed_workdirs").timestamp_token(
+            hashlib.sha256(b"other").digest()
+        )
+    finally:
+        sys.path.remove(str(GENERATOR.parent))
+    doc = json.loads((wd / ANCHORS).read_bytes())
+    doc["token_b64"] = base64.b64encode(token).decode()
+    (wd / ANCHORS).write_bytes(json.dumps(doc, sort_keys=True).encode() + b"\n")
+
+
+def corrupt_anchor(wd: Path) -> None:
+    (wd / ANCHORS).write_bytes(b"[1]\n")
+
+
+def corrupt_cosignature(wd: Path) -> None:
+    path = wd / COSIGNATURES
+    lines = _lines(path)
+    lines[0] = b"{not json\n"
+    path.write_bytes(b"".join(lines))
+
+
+def forge_cosignature(wd: Path) -> None:
+    import base64
+
+    path = wd / COSIGNATURES
+    lines = _lines(path)
+    doc = json.loads(lines[-1])
+    doc["signature_b64"] = base64.b64encode(b"\x01" * 64).decode()
+    lines[-1] = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+    path.write_bytes(b"".join(lines))
+
+
+def _receipted_journal(wd: Path) -> Path:
+    return next((wd / ".sdd" / "runs").glob("*/run-receipt.json")).with_name("journal.jsonl")
+
+
+def cut_receipted_journal(wd: Path) -> None:
+    """The last row of the receipted run's journal cut: its chain stays intact, and the
+    receipt, read alone, still verifies."""
+    journal = _receipted_journal(wd)
+    journal.write_bytes(b"".join(_lines(journal)[:-1]))
+
+
+def _second_run(wd: Path) -> Path:
+    return sorted((wd / ".sdd" / "runs").iterdir())[1]
+
+
+def cut_sealed_journal(wd: Path) -> None:
+    """The last row of a journal its lineage spine sealed (no receipt) cut: the chain
+    and the spine both stay intact."""
+    journal = _second_run(wd) / "journal.jsonl"
+    journal.write_bytes(b"".join(_lines(journal)[:-1]))
+
+
+def anchored_run(wd: Path) -> Path:
+    return next((wd / ".sdd" / "runs").glob("*/seal_anchor.json")).parent
+
+
+def cut_anchored_journal(wd: Path) -> None:
+    """The last row of the journal whose head a seal anchor names cut."""
+    journal = anchored_run(wd) / "journal.jsonl"
+    journal.write_bytes(b"".join(_lines(journal)[:-1]))
+
+
+def _spine(wd: Path) -> Path:
+    return wd / ".sdd" / "lineage" / _second_run(wd).name / "spine.jsonl"
+
+
+def _edit_spine_entry(wd: Path, **changes: Any) -> None:
+    path = _spine(wd)
+    lines = _lines(path)
+    row = json.loads(lines[0])
+    row.update(changes)
+    lines[0] = json.dumps(row, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+    path.write_bytes(b"".join(lines))
+
+
+def edit_spine_entry(wd: Path) -> None:
+    _edit_spine_entry(wd, actor="someone else")
+
+
+def edit_spine_tag(wd: Path) -> None:
+    _edit_spine_entry(wd, hmac="0" * 64)
+
+
+def spine_garbage_line(wd: Path) -> None:
+    path = _spine(wd)
+    path.write_bytes(b"not json\n" + path.read_bytes())
+
+
+def edit_tile(wd: Path) -> None:
+    tile = next((wd / AUDIT / "tiles").glob("*.tile"))
+    doc = json.loads(tile.read_bytes())
+    doc["content_sha256"] = "0" * 64
+    tile.write_bytes((json.dumps(doc, indent=2, sort_keys=True) + "\n").encode())
+
+
+SPINE_CASES = ("edit_spine_entry", "edit_spine_tag", "spine_garbage_line")
+
+
+def unsealed(wd: Path) -> None:
+    shutil.rmtree(wd / AUDIT / "merkle")
+    shutil.rmtree(wd / AUDIT / "checkpoints")
+
+
+def untouched(wd: Path) -> None:
+    pass
+
+
+CASES: dict[str, Callable[[Path], None]] = {
+    f.__name__: f
+    for f in (
+        untouched,
+        cut_last_record,
+        edit_sealed_record,
+        add_day_file,
+        drop_first_checkpoint,
+        edit_checkpoint,
+        reorder_checkpoints,
+        forge_checkpoint,
+        cut_checkpoint_ledger,
+        stale_pointer,
+        drop_pointer,
+        edit_seal_root,
+        delete_seals,
+        roll_back_everything,
+        roll_back_under_an_anchor,
+        anchor_other_bytes,
+        corrupt_anchor,
+        corrupt_cosignature,
+        forge_cosignature,
+        cut_receipted_journal,
+        cut_sealed_journal,
+        cut_anchored_journal,
+        edit_tile,
+        edit_spine_entry,
+        edit_spine_tag,
+        spine_garbage_line,
+        unsealed,
+    )
+}
+PASSED_BY_BERNSTEIN_CAUGHT_HERE = {
+    "stale_pointer",
+    "drop_pointer",
+    "roll_back_everything",
+    "cut_receipted_journal",
+    "cut_sealed_journal",
+    "cut_anchored_journal",
+    "edit_tile",  # bernstein's verify does not read tiles
+    *SPINE_CASES,  # bernstein's audit verify does not read the spine; its spine verify does
+}
+"""bernstein's audit verify (without --witness-key) passes these; strict finds them."""
+NOT_TAMPER = {"untouched", "unsealed"}
+
+
+@pytest.fixture(scope="module")
+def cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("cases")
+    made = {}
+    for name, tamper in CASES.items():
+        target = root / name
+        shutil.copytree(sealed, target)
+        tamper(target)
+        made[name] = target
+    return made
+
+
+@pytest.fixture(scope="module")
+def bernstein_says(cases: dict[str, Path]) -> dict[tuple[str, bool], dict[str, Any]]:
+    """bernstein's verdict per (case, with the witness key), from its own code."""
+    specs = []
+    for name, workdir in cases.items():
+        specs.append((name, False, str(workdir)))
+        specs.append((name, True, f"{workdir},{(workdir / 'witness.pub').resolve()}"))
+    done = subprocess.run(
+        [sys.executable, str(BENCHES / "bernstein_peer.py"), "audit"]
+        + [spec for _, _, spec in specs],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [
+        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
+    ]
+    assert len(answers) == len(specs)
+    return {(name, keyed): answer for (name, keyed, _), answer in zip(specs, answers, strict=True)}
+
+
+def test_the_cases_are_what_they_claim(bernstein_says: dict[tuple[str, bool], Any]) -> None:
+    """The generator's workdir passes bernstein, and every tamper case but the listed ones
+    fails it: the differential below compares against real verdicts."""
+    assert bernstein_says[("untouched", False)]["code"] == 0
+    assert bernstein_says[("untouched", True)]["code"] == 0
+    assert bernstein_says[("cut_last_record", False)]["pillars"]["_verify_hmac_chain"] is True
+    for name in CASES:
+        expected = 0 if name in PASSED_BY_BERNSTEIN_CAUGHT_HERE | {"untouched"} else 1
+        if name == "forge_cosignature":
+            expected = 0  # caught only with --witness-key
+        assert bernstein_says[(name, False)]["code"] == expected, name
+    assert bernstein_says[("forge_cosignature", True)]["code"] == 1
+    assert bernstein_says[("roll_back_everything", True)]["code"] == 1
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("keyed", [False, True], ids=["no-witness-key", "witness-key"])
+def test_compat_exit_code_is_bernsteins(
+    name: str,
+    keyed: bool,
+    cases: dict[str, Path],
+    bernstein_says: dict[tuple[str, bool], Any],
+    cli: Any,
+    tmp_path: Path,
+) -> None:
+    workdir = cases[name]
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    args = ["bernstein", "audit-verify", "--audit-key", str(workdir / "audit.key"), "--json"]
+    if keyed:
+        args += ["--witness-key", str(workdir / "witness.pub")]
+    result = cli(*args, ledger=ledger)
+    theirs = bernstein_says[(name, keyed)]
+    assert result.code == theirs["code"], (result.out, theirs)
+    assert result.json()["code"] == theirs["code"]
+    assert result.json()["not_reproduced"] == []
+
+
+def _witness_trust(workdir: Path) -> str:
+    return "ed25519:" + (workdir / "witness.pub").read_bytes().hex()
+
+
+@pytest.mark.parametrize("name", sorted(set(CASES) - NOT_TAMPER))
+def test_strict_catches_every_case(name: str, cases: dict[str, Path], tmp_path: Path) -> None:
+    """Whatever bernstein fails (with or without the witness key), and what it passes
+    in ``PASSED_BY_BERNSTEIN_CAUGHT_HERE``, is a finding of strict verify."""
+    workdir = cases[name]
+    outcome = import_and_verify(
+        workdir,
+        tmp_path / "ledger.db",
+        key=workdir / "audit.key",
+        trust=(_witness_trust(workdir),),
+    )
+    found = outcome.workspace | {c for checks in outcome.findings.values() for c in checks}
+    sealed_findings = {c for c in found if c.startswith(SEALED_FAMILIES)}
+    assert sealed_findings, (name, found)
+
+
+def test_a_cut_receipted_journal_passes_bernstein_and_not_strict(
+    cases: dict[str, Path], tmp_path: Path
+) -> None:
+    """bernstein's verify receipt reads the receipt alone (ok); its journal chain is
+    intact; strict compares the receipt's rows with the journal."""
+    workdir = cases["cut_receipted_journal"]
+    receipt = next((workdir / ".sdd" / "runs").glob("*/run-receipt.json"))
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "receipt-status", str(receipt)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["status"] == "ok"
+    run_id = receipt.parent.name
+    outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
+    assert "bernstein.run_receipt.head" in outcome.findings[run_id]
+    assert "bernstein.chain" not in outcome.findings[run_id]
+    untouched = import_and_verify(
+        cases["untouched"], tmp_path / "clean.db", key=workdir / "audit.key"
+    )
+    assert "bernstein.run_receipt.head" not in untouched.findings[run_id]
+    assert any("run receipt(s) compared" in note for note in untouched.notes)
+
+
+def test_a_cut_sealed_journal_passes_bernstein_and_not_strict(
+    cases: dict[str, Path], tmp_path: Path
+) -> None:
+    """bernstein's spine verify does not read the journal (its status is unchanged);
+    strict compares the journal with the spine's seal of it."""
+    workdir = cases["cut_sealed_journal"]
+    run_id = _second_run(workdir).name
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "spine-status", str(workdir), run_id],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["seal_only"]  # as on the untouched workdir: not tampered
+    outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
+    assert "bernstein.lineage.journal" in outcome.findings[run_id]
+    assert "bernstein.chain" not in outcome.findings[run_id]
+    untouched = import_and_verify(
+        cases["untouched"], tmp_path / "clean.db", key=workdir / "audit.key"
+    )
+    assert not any("bernstein.lineage" in c for f in untouched.findings.values() for c in f)
+    assert any("lineage-spine seal" in note for note in untouched.notes)
+
+
+def test_strict_fails_every_spine_bernstein_calls_tampered(
+    cases: dict[str, Path], tmp_path: Path
+) -> None:
+    specs = ["untouched", *SPINE_CASES]
+    statuses = {}
+    for name in specs:
+        run_id = _second_run(cases[name]).name
+        done = subprocess.run(
+            [sys.executable, str(GENERATOR), "spine-status", str(cases[name]), run_id],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        statuses[name] = done.stdout.strip()
+    assert statuses == {"untouched": "seal_only", **dict.fromkeys(SPINE_CASES, "tampered")}
+    for name in specs:
+        workdir = cases[name]
+        run_id = _second_run(workdir).name
+        outcome = import_and_verify(workdir, tmp_path / f"{name}.db", key=workdir / "audit.key")
+        caught = "bernstein.lineage.chain" in outcome.findings[run_id]
+        assert caught == (name != "untouched"), (name, outcome.findings[run_id])
+
+
+def test_a_cut_anchored_journal_is_named(cases: dict[str, Path], tmp_path: Path) -> None:
+    workdir = cases["cut_anchored_journal"]
+    run_id = anchored_run(workdir).name
+    outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
+    assert "bernstein.seal_anchor.head" in outcome.findings[run_id]
+    assert "bernstein.seal_anchor.token" not in outcome.findings[run_id]
+    untouched = import_and_verify(
+        cases["untouched"], tmp_path / "clean.db", key=workdir / "audit.key"
+    )
+    assert not any("seal_anchor" in c for f in untouched.findings.values() for c in f)
+    assert any("seal anchor(s) compared" in note for note in untouched.notes)
+
+
+def test_strict_names_the_cut_tail(cases: dict[str, Path], tmp_path: Path) -> None:
+    workdir = cases["cut_last_record"]
+    outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
+    expected = {"bernstein.seal.truncated", "bernstein.checkpoint.extension", "bernstein.tile"}
+    assert expected <= outcome.workspace
+    assert "bernstein.audit.chain" not in outcome.workspace  # the chain itself is intact
+
+
+def test_strict_is_clean_on_the_sealed_workdir(cases: dict[str, Path], tmp_path: Path) -> None:
+    workdir = cases["untouched"]
+    outcome = import_and_verify(
+        workdir,
+        tmp_path / "ledger.db",
+        key=workdir / "audit.key",
+        trust=(_witness_trust(workdir),),
+    )
+    assert not {c for c in outcome.workspace if c.startswith(SEALED_FAMILIES)}
+    assert not any("not sealed" in note for note in outcome.notes)
+
+
+def test_an_unsealed_chain_says_a_cut_tail_is_undetectable(
+    cases: dict[str, Path], tmp_path: Path
+) -> None:
+    workdir = cases["unsealed"]
+    outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
+    assert not {c for c in outcome.workspace if c.startswith(SEALED_FAMILIES)}
+    assert any(
+        "not sealed" in note and "checkpoints.jsonl" in note and "undetectable" in note
+        for note in outcome.notes
+    ), outcome.notes
+
+
+def test_without_the_audit_key_checkpoints_are_named_unauthenticated(
+    cases: dict[str, Path], tmp_path: Path
+) -> None:
+    outcome = import_and_verify(cases["cut_last_record"], tmp_path / "ledger.db")
+    assert "bernstein.seal.truncated" in outcome.workspace  # the seal needs no key
+    assert any("not authenticated (give --audit-key)" in note for note in outcome.notes)
+
+
+def test_a_sealed_workdir_round_trips_byte_for_byte(sealed: Path, cli: Any, tmp_path: Path) -> None:
+    """Every file of .sdd, the lineage spine, seals and checkpoints included."""
+    workdir = tmp_path / "workdir"
+    shutil.copytree(sealed, workdir)
+    spine = workdir / ".sdd" / "lineage" / "runs" / "r1"
+    spine.mkdir(parents=True)
+    (spine / "spine.jsonl").write_bytes(b'{"head": "abc"}\n')
+    first_run = sorted((workdir / ".sdd" / "runs").iterdir())[0]
+    (first_run / "run-receipt.json").write_bytes(b"{}\n")
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    out = tmp_path / "out"
+    assert cli("export", "bernstein", str(out), ledger=ledger).code == 0
+
+    def files(root: Path) -> dict[str, bytes]:
+        sdd = root / ".sdd"
+        return {
+            p.relative_to(sdd).as_posix(): p.read_bytes() for p in sdd.rglob("*") if p.is_file()
+        }
+
+    assert files(out) == files(workdir)
+    assert "lineage/runs/r1/spine.jsonl" in files(out)

@@ -1,0 +1,174 @@
+"""`log export DIR`: the workspace log as C2SP tlog-tiles static files, written incrementally,
+checked here with nothing but hashlib, PyNaCl and the spec's layout."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nacl.signing import VerifyKey
+
+from agentledger import Ledger
+from agentledger.checkpoint import install_public_key
+from agentledger.log_export import tile_path
+
+
+def _h(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+def _mth(hashes: list[bytes]) -> bytes:
+    """RFC 6962 root of already-hashed leaves."""
+    if len(hashes) == 1:
+        return hashes[0]
+    k = 1 << ((len(hashes) - 1).bit_length() - 1)
+    return _h(b"\x01" + _mth(hashes[:k]) + _mth(hashes[k:]))
+
+
+def _read_export(folder: Path, size: int) -> tuple[list[bytes], list[bytes]]:
+    """The leaf hashes (level-0 tiles) and leaves (entry bundles) of an export of ``size``."""
+    hashes: list[bytes] = []
+    leaves: list[bytes] = []
+    for index in range((size + 255) // 256):
+        width = min(256, size - index * 256)
+        tile = (folder / tile_path(0, index, width)).read_bytes()
+        assert len(tile) == 32 * width
+        hashes += [tile[i : i + 32] for i in range(0, len(tile), 32)]
+        bundle = (folder / tile_path("entries", index, width)).read_bytes()
+        at = 0
+        while at < len(bundle):
+            (length,) = struct.unpack(">H", bundle[at : at + 2])
+            leaves.append(bundle[at + 2 : at + 2 + length])
+            at += 2 + length
+    return hashes, leaves
+
+
+def _append(ledger: Ledger, count: int, start: int = 0) -> None:
+    for run in ("alpha", "beta"):
+        ledger.run(run).append_many([("step", {"i": i}) for i in range(start, start + count)])
+
+
+def test_tile_paths_are_encoded_as_tlog_tiles_says() -> None:
+    assert tile_path(0, 0) == "tile/0/000"
+    assert tile_path(1, 7, 3) == "tile/1/007.p/3"
+    assert tile_path(0, 1000) == "tile/0/x001/000"
+    assert tile_path(2, 1234067) == "tile/2/x001/x234/067"
+    assert tile_path("entries", 999_999, 255) == "tile/entries/x999/999.p/255"
+
+
+def test_an_export_is_the_signed_tree_as_tiles_and_entry_bundles(
+    ledger: Ledger, tmp_path: Path, cli: Any
+) -> None:
+    _append(ledger, 300)  # 600 leaves: two full level-0 tiles, one of 88
+    folder = tmp_path / "site"
+    result = cli("log", "export", str(folder), "--json")
+    assert result.code == 0, result.err
+    summary = result.json()
+    assert summary["size"] == 600 and summary["previous_size"] == 0
+    assert sorted(summary["written"]) == sorted(
+        [
+            "tile/0/000",
+            "tile/0/001",
+            "tile/0/002.p/88",
+            "tile/1/000.p/2",
+            "tile/entries/000",
+            "tile/entries/001",
+            "tile/entries/002.p/88",
+            "checkpoint",
+        ]
+    )
+    note = (folder / "checkpoint").read_text()
+    origin, size, root, blank = note.split("\n")[:4]
+    assert (origin, size, blank) == (f"agentledger/v1/ledger/{ledger.id}", "600", "")
+    hashes, leaves = _read_export(folder, 600)
+    assert [_h(b"\x00" + leaf) for leaf in leaves] == hashes
+    assert _mth(hashes) == base64.b64decode(root)
+    level1 = (folder / "tile/1/000.p/2").read_bytes()
+    assert level1 == _mth(hashes[:256]) + _mth(hashes[256:512])
+    first = json.loads(leaves[0])
+    assert set(first) == {"entry", "run", "seq"} and (first["run"], first["seq"]) == ("alpha", 0)
+    body, _, signature = note.partition("\n\n")
+    sig = base64.b64decode(signature.split(" ")[2])
+    public = bytes.fromhex(install_public_key(ledger).split(":")[1])
+    VerifyKey(public).verify((body + "\n").encode(), sig[4:])
+
+
+def test_a_second_export_writes_only_what_changed_and_never_rewrites_a_full_tile(
+    ledger: Ledger, tmp_path: Path, cli: Any
+) -> None:
+    _append(ledger, 300)
+    folder = tmp_path / "site"
+    assert cli("log", "export", str(folder)).code == 0
+    full = folder / "tile/0/000"
+    before = full.stat()
+    _append(ledger, 50, start=300)  # 700 leaves
+    second = cli("log", "export", str(folder), "--json").json()
+    assert second["previous_size"] == 600
+    assert sorted(second["written"]) == sorted(
+        ["tile/0/002.p/188", "tile/entries/002.p/188", "checkpoint"]
+    )
+    after = full.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert (folder / "tile/0/002.p/88").exists()  # the older checkpoint's tiles stay
+    hashes, leaves = _read_export(folder, 700)
+    root = (folder / "checkpoint").read_text().split("\n")[2]
+    assert _mth([_h(b"\x00" + leaf) for leaf in leaves]) == base64.b64decode(root)
+    assert _mth(hashes) == base64.b64decode(root)
+    third = cli("log", "export", str(folder), "--json").json()
+    assert third["written"] == ["checkpoint"]  # nothing new: the checkpoint only
+    since = cli("log", "export", str(tmp_path / "tail"), "--since", "600", "--json").json()
+    assert sorted(since["written"]) == sorted(
+        ["tile/0/002.p/188", "tile/1/000.p/2", "tile/entries/002.p/188", "checkpoint"]
+    )
+
+
+def test_an_export_folder_of_another_log_is_refused(
+    ledger: Ledger, tmp_path: Path, cli: Any
+) -> None:
+    _append(ledger, 3)
+    folder = tmp_path / "site"
+    assert cli("log", "export", str(folder)).code == 0
+    other = tmp_path / "other" / "ledger.db"
+    with Ledger.open(other) as second:
+        second.run("x").append("step", {})
+    refused = cli("log", "export", str(folder), ledger=other)
+    assert refused.code == 2
+    assert "another log" in refused.err
+    note = (folder / "checkpoint").read_text().split("\n")
+    note[2] = base64.b64encode(bytes(32)).decode()  # a log this ledger does not extend
+    (folder / "checkpoint").write_text("\n".join(note))
+    forked = cli("log", "export", str(folder))
+    assert forked.code == 2
+    assert "do not extend" in forked.err
+
+
+@pytest.mark.parametrize("where", ["a-file", "no-ledger"])
+def test_log_export_refusals_have_their_exit_codes(tmp_path: Path, cli: Any, where: str) -> None:
+    if where == "a-file":
+        target = tmp_path / "plain"
+        target.write_text("x")
+        assert cli("log", "export", str(target)).code == 64
+    else:
+        result = cli("log", "export", str(tmp_path / "site"), ledger=tmp_path / "none.db")
+        assert result.code == 1
+
+
+def test_an_archive_exports_under_its_own_origin_not_into_its_sources_folder(
+    ledger: Ledger, tmp_path: Path, cli: Any
+) -> None:
+    _append(ledger, 3)
+    folder = tmp_path / "site"
+    assert cli("log", "export", str(folder)).code == 0
+    archive = tmp_path / "audit.db"
+    assert cli("archive", str(archive), "alpha").code == 0
+    refused = cli("log", "export", str(folder), ledger=archive)
+    assert refused.code == 2 and "another log" in refused.err
+    own = tmp_path / "archive-site"
+    assert cli("log", "export", str(own), ledger=archive).code == 0
+    origin = (own / "checkpoint").read_text().split("\n")[0]
+    assert origin.startswith(f"agentledger/v1/ledger/{ledger.id}/archive/")
