@@ -428,6 +428,59 @@ def explain(check: str) -> CheckInfo:
     return found
 
 
+def _steps(first: int, last: int) -> str:
+    return f"step {first}" if first == last else f"steps {first}..{last}"
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+EDITED = "the bytes changed after they were written"
+
+
+def says(check: str, expected: str, actual: str, seq: int | None = None) -> str | None:
+    """One finding in words a reader needs (which steps are missing, what changed), the
+    one phrasing ``show``, the terminal report, the HTML and ``--json`` (``says``) all use;
+    None when its expected and actual say it best."""
+    if check == "run.head_seq":
+        chain, cache = _int(expected), _int(actual)
+        if chain is not None and cache is not None:
+            if cache > chain:
+                removed = _steps(chain + 1, cache)
+                verb = "was" if chain + 1 == cache else "were"
+                return (
+                    f"{removed} {verb} removed from its end: the chain ends at step {chain}, "
+                    f"the runs table records step {cache} as the last (or the cache was edited)"
+                )
+            return (
+                f"the runs table records step {cache} as the last, the chain ends at step "
+                f"{chain}: the cache was edited"
+            )
+    if check in ("chain.gap", "chain.order") and seq is not None:
+        first = _int(expected)
+        if check == "chain.gap" and first is not None and first < seq:
+            return f"{_steps(first, seq - 1)} missing before step {seq}: deleted from the chain"
+        return f"the chain expected step {expected} here"
+    if check == "chain.prev":
+        return "the entry before it was changed, removed or replaced"
+    if check == "activity.evidence_set_hash":
+        return "its observation hashes no longer give the pinned hash"
+    if check.startswith("entry."):
+        return EDITED
+    if check == "blob.missing":
+        return f"{expected} is not in the blob store"
+    if check == "log.rollback":
+        return (
+            "older than what this install signed or verified; if you restored it from a "
+            "backup on purpose, `agentledger checkpoint --adopt-restored` makes it the base"
+        )
+    return None
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -468,4 +521,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["CHECKS", "RULE", "CheckInfo", "explain", "markdown"]
+__all__ = ["CHECKS", "EDITED", "RULE", "CheckInfo", "explain", "markdown", "says"]

@@ -105,6 +105,15 @@ class SafeConsole(Console):
             else:
                 yield segment
 
+    def on_broken_pipe(self) -> None:
+        """The reader closed the pipe (``show RUN | head``): it has what it wanted.
+
+        Rich's own handler exits 1; this raises ``BrokenPipeError`` so that the command
+        line ends quietly with exit 0, as ``git log | head`` does (cli/__init__.py).
+        """
+        self.quiet = True
+        raise BrokenPipeError
+
 
 def output_width(file: IO[str], width: int | None = None) -> int | None:
     """``--width``, else rich's own choice for a terminal or ``COLUMNS``, else unwrapped."""

@@ -166,7 +166,7 @@ def finish(
     # without verifying (phase, activity record) never import it.
     from rich.text import Text
 
-    from agentledger.display import human_console, safe
+    from agentledger.display import safe
     from agentledger.report import report_renderable, write_html
 
     if html is not None:
@@ -174,7 +174,7 @@ def finish(
     if as_json:
         emit_json(report.to_json())
     else:
-        human_console(width=width).print(report_renderable(report))
+        app.human_console(width).print(report_renderable(report))
         if html is not None:
             app.err_console.print(Text(f"HTML report written to {safe(str(html))}"))
     return int(report.code)

@@ -20,7 +20,7 @@ from rich.text import Text
 from agentledger.cli import arguments
 from agentledger.cli.common import html_option
 from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option, width_option
-from agentledger.display import human_console, safe
+from agentledger.display import safe
 from agentledger.fleet.inputs import (
     FleetArgumentError,
     expand_paths,
@@ -220,7 +220,7 @@ def fleet_verify(
     if as_json:
         emit_json(report.to_json())
     else:
-        console = app.console if width is None else human_console(width=width)
+        console = app.human_console(width)
         if app.no_color:
             console.no_color = True
         console.print(fleet_renderable(report))

@@ -61,7 +61,83 @@ CHECKS: list[Check] = [
 def verify_ledger(
     ledger: Ledger, run_ids: list[str] | None, options: VerifyOptions
 ) -> VerifyReport:
-    """Verify the whole workspace (``run_ids`` None) or only the named runs."""
+    """Verify the whole workspace (``run_ids`` None) or only the named runs.
+
+    Named runs get the verdict a whole verify gives them: when the signed log misses
+    entries (``log.incomplete``), a pass over the named runs cannot tell whose they were,
+    so the whole ledger is verified and judges them (``judged_by_whole``).
+    """
+    report = _verify(ledger, run_ids, options)
+    if run_ids is not None and any(
+        d.check == LOG_INCOMPLETE for run in report.runs for d in run.divergences
+    ):
+        report = judged_by_whole(report, _verify(ledger, None, options))
+    return report
+
+
+LOG_INCOMPLETE = "log.incomplete"
+
+
+def judged_by_whole(named: VerifyReport, whole: VerifyReport) -> VerifyReport:
+    """The named report, each run's findings those of the whole report (the same words
+    `verify --all` says of it, ``log.incomplete`` included when the run may own a missing
+    entry) plus what the named pass alone checks (its entries proven in the signed log;
+    its ``log.incomplete`` too while the whole report leaves a missing entry unowned)."""
+    of_whole = {run.run_id: run for run in whole.runs}
+    explained = gaps_explained(whole)
+    runs: list[RunVerdict] = []
+    for verdict in named.runs:
+        seen = of_whole.get(verdict.run_id)
+        if verdict.code == ExitCode.NOT_FOUND or seen is None:
+            runs.append(verdict)
+            continue
+        merged = RunVerdict(
+            seen.run_id,
+            code=seen.code,
+            entries=seen.entries,
+            activities=seen.activities,
+            divergence_count=seen.divergence_count,
+            divergences=list(seen.divergences),
+            not_found=seen.not_found,
+        )
+        for divergence in verdict.divergences:
+            if divergence in merged.divergences:
+                continue
+            if divergence.check != LOG_INCOMPLETE or not explained:
+                merged.add(divergence)
+        runs.append(merged)
+    named.runs = runs
+    selected = {run.run_id for run in runs}
+    named.workspace += [
+        d for d in whole.workspace if d.run_id in selected and d not in named.workspace
+    ]
+    elsewhere = sum(1 for d in whole.workspace if d.run_id not in selected)
+    named.notes.append(
+        "the signed log misses entries: the whole ledger was verified to judge these runs"
+        + (
+            f"; {elsewhere:,} workspace finding(s) name no run here "
+            "(`agentledger verify --all` lists them)"
+            if elsewhere
+            else ""
+        )
+    )
+    named.elapsed_s += whole.elapsed_s
+    return named
+
+
+def gaps_explained(whole: VerifyReport) -> bool:
+    """Whether the whole verify says whose every missing entry may be: its only log
+    findings are missing positions named with their neighbours (``log.leaf``) and the runs
+    that may own them (``log.incomplete``). Then its verdict on a named run is the run's;
+    otherwise (a log cut at its end, rewritten, or padded: no run named) the named pass's
+    ``log.incomplete`` stands, so that no run is certified complete by a verify that
+    cannot tell."""
+    found = whole.workspace + [d for run in whole.runs for d in run.divergences]
+    log_checks = {d.check for d in found if d.check.startswith("log.")}
+    return log_checks <= {"log.leaf", LOG_INCOMPLETE}
+
+
+def _verify(ledger: Ledger, run_ids: list[str] | None, options: VerifyOptions) -> VerifyReport:
     started = time.perf_counter()
     if ledger.db.version < SCHEMA_VERSION and not ledger.db.schema_findings:
         # Verify never migrates (it writes nothing); this version reads only its own schema.
