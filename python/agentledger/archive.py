@@ -13,6 +13,7 @@ the public key: ``agentledger --ledger OUT.db verify --all --trust KEY``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -29,7 +30,7 @@ from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
 from agentledger.bookkeeping import BERNSTEIN_RUN
 from agentledger.cas import DIGEST_BYTES
-from agentledger.errors import Diverged, InvalidInput, NotFound
+from agentledger.errors import AgentLedgerError, Diverged, InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.log import fetch
 from agentledger.storage import Database, quote_identifier
@@ -75,21 +76,22 @@ class ArchiveSummary:
 
 
 def is_archive_file(path: Path) -> bool:
-    """Whether ``path`` is a sealed archive; looked at read-only, changing nothing."""
+    """Whether ``path`` is a sealed archive, looked at read-only and only once its schema
+    is known to be agentledger's (no SQL of the file runs before that)."""
     try:
-        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-    except apsw.Error:
+        probe = Database.open(path, create=False, readonly=True)
+    except AgentLedgerError:
         return False
     try:
-        conn.config(apsw.SQLITE_DBCONFIG_DEFENSIVE, 1)
-        conn.execute("PRAGMA trusted_schema = OFF")
-        return bool(
-            conn.execute("SELECT 1 FROM ledger_meta WHERE key = ?", (ARCHIVE_META,)).fetchall()
+        return not probe.schema_findings and bool(
+            probe.rows("SELECT 1 FROM ledger_meta WHERE key = ?", (ARCHIVE_META,))
         )
-    except apsw.Error:
+    except AgentLedgerError:
         return False
     finally:
-        conn.close()
+        # The real open that follows reports what is wrong with the file.
+        with contextlib.suppress(AgentLedgerError):
+            probe.close()
 
 
 def _run_last_ts(conn: apsw.Connection, run_id: str) -> str | None:

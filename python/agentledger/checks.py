@@ -242,6 +242,10 @@ CHECKS: dict[str, CheckInfo] = _table(
     ("schema.altered", "The file's SQL schema is not the one agentledger creates (a trigger, "
      "view or changed table could make its queries lie); no other check ran.",
      "the schema agentledger creates", "what the file's schema holds"),
+    ("schema.btree", "SQLite's own b-trees disagree: an index does not hold exactly its table's "
+     "rows (rebuilt as a partial index with its SQL put back, or damaged), so queries "
+     "answered from it could hide rows; no other check ran.",
+     "every index holds exactly its table's rows", "what SQLite's integrity check found"),
     # ---- phase evidence ----------------------------------------------------------------
     ("phase.evidence", "A run's phase evidence does not re-derive from its recorded compiler "
      "inputs.",
@@ -433,6 +437,59 @@ def explain(check: str) -> CheckInfo:
     return found
 
 
+def _steps(first: int, last: int) -> str:
+    return f"step {first}" if first == last else f"steps {first}..{last}"
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+EDITED = "the bytes changed after they were written"
+
+
+def says(check: str, expected: str, actual: str, seq: int | None = None) -> str | None:
+    """One finding in words a reader needs (which steps are missing, what changed), the
+    one phrasing ``show``, the terminal report, the HTML and ``--json`` (``says``) all use;
+    None when its expected and actual say it best."""
+    if check == "run.head_seq":
+        chain, cache = _int(expected), _int(actual)
+        if chain is not None and cache is not None:
+            if cache > chain:
+                removed = _steps(chain + 1, cache)
+                verb = "was" if chain + 1 == cache else "were"
+                return (
+                    f"{removed} {verb} removed from its end: the chain ends at step {chain}, "
+                    f"the runs table records step {cache} as the last (or the cache was edited)"
+                )
+            return (
+                f"the runs table records step {cache} as the last, the chain ends at step "
+                f"{chain}: the cache was edited"
+            )
+    if check in ("chain.gap", "chain.order") and seq is not None:
+        first = _int(expected)
+        if check == "chain.gap" and first is not None and first < seq:
+            return f"{_steps(first, seq - 1)} missing before step {seq}: deleted from the chain"
+        return f"the chain expected step {expected} here"
+    if check == "chain.prev":
+        return "the entry before it was changed, removed or replaced"
+    if check == "activity.evidence_set_hash":
+        return "its observation hashes no longer give the pinned hash"
+    if check.startswith("entry."):
+        return EDITED
+    if check == "blob.missing":
+        return f"{expected} is not in the blob store"
+    if check == "log.rollback":
+        return (
+            "older than what this install signed or verified; if you restored it from a "
+            "backup on purpose, `agentledger checkpoint --adopt-restored` makes it the base"
+        )
+    return None
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -473,4 +530,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["CHECKS", "RULE", "CheckInfo", "explain", "markdown"]
+__all__ = ["CHECKS", "EDITED", "RULE", "CheckInfo", "explain", "markdown", "says"]

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentledger.bernstein.audit_chain import AuditChain
+from agentledger.bernstein.checkpoints import TEAR_ACK
 
 TORN = "chain.torn_record"
-ACKNOWLEDGED = "chain.tear_acknowledged"
+ACKNOWLEDGED = TEAR_ACK
 STATED_PREDECESSOR = "prev_chain_digest does not match prev_hmac"
 MISSING_NEWLINE = "missing trailing newline"
 

@@ -30,7 +30,7 @@ from agentledger.bernstein import checkpoints as cp
 from agentledger.bernstein.anchors import anchor_contradictions, read_anchors, token_problem
 from agentledger.bernstein.audit_chain import AuditChain, verify_audit
 from agentledger.bernstein.audit_tears import unresolved_damage
-from agentledger.bernstein.format import AUDIT_DIR, LINEAGE_DIR, SPKI_ED25519_PREFIX
+from agentledger.bernstein.format import AUDIT_DIR, LINEAGE_DIR, LINEAGE_LOG, SPKI_ED25519_PREFIX
 from agentledger.bernstein.lineage_activity import NotReproduced, lineage_activity
 from agentledger.bernstein.seal import (
     SealCheck,
@@ -45,8 +45,6 @@ from agentledger.limits import MAX_DOCUMENT_BYTES
 
 ARCHIVE_DIR = f"{AUDIT_DIR}/archive"
 WITNESS_DOMAIN = b"bernstein/audit-checkpoint-witness/v1\n"
-LINEAGE_LOG = f"{LINEAGE_DIR}/log.jsonl"
-"""The lineage store's log: its entries' activity is a pillar (passing when it is absent)."""
 
 
 @dataclass

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 import re
 from dataclasses import dataclass
 from typing import Any
 
-LOG_NAME = "log.jsonl"
+from agentledger.bernstein.format import LINEAGE_LOG
+
+LOG_NAME = posixpath.basename(LINEAGE_LOG)
 REVOCATIONS = frozenset({"mandate.revocation", "eval.gate_revocation"})
 ARTEFACT_KINDS = frozenset(
     {

@@ -36,7 +36,9 @@ from agentledger.cli import arguments
 from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option
 from agentledger.display import safe, styled
 from agentledger.errors import BadArgument, ExitCode, InvalidInput, NotFound
+from agentledger.ledger import Ledger
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_KEY_FILE_BYTES, read_capped
+from agentledger.verify import VerifyOptions
 
 
 @click.group("import", cls=AppGroup)
@@ -69,6 +71,31 @@ def _progress(
 def _split_runs(values: tuple[str, ...]) -> list[str] | None:
     runs = [name for value in values for name in value.split(",") if name]
     return runs or None
+
+
+def _not_verifying(ledger: Ledger, run_ids: list[str]) -> list[tuple[str, list[str]]]:
+    """The imported runs bernstein's own verifier rejects, with the checks that fail."""
+    if not run_ids:
+        return []
+    report = ledger.verify(run_ids, options=VerifyOptions(compat="bernstein"))
+    statuses = report.statuses()
+    return [
+        (run.run_id, sorted({d.check for d in run.divergences}))
+        for run in report.runs
+        if statuses[run.run_id] == "diverged"
+    ]
+
+
+def _not_verifying_text(failing: list[tuple[str, list[str]]]) -> str:
+    """The runs bernstein's own rules reject, in one line (empty when none)."""
+    if not failing:
+        return ""
+    named = ", ".join(f"{run} ({', '.join(checks)})" for run, checks in failing[:10])
+    more = f" and {len(failing) - 10:,} more" if len(failing) > 10 else ""
+    return safe(
+        f"{len(failing)} imported run(s) do not verify by bernstein's own rules: "
+        f"{named}{more}; `agentledger verify --compat bernstein` shows why"
+    )
 
 
 @import_group.command("bernstein")
@@ -127,7 +154,13 @@ def import_bernstein(
             progress=bar[0] if bar else None,
             on_total=bar[1] if bar else None,
         )
+        failing = _not_verifying(ledger, list(summary.runs_imported))
+    # The import keeps every byte, tampered or not; whoever imports must hear it now.
+    warning = _not_verifying_text(failing)
     code = int(summary.code)
+    refused = code == ExitCode.INVALID_INPUT and summary.refused
+    if warning and not refused:  # a refused import says it in its one error line
+        click.echo(f"warning: {warning}", err=True)
     if audit_ok is False and code == ExitCode.OK:
         code = int(ExitCode.DIVERGED)
     if as_json:
@@ -137,6 +170,7 @@ def import_bernstein(
                 "code": code,
                 "audit_ok": audit_ok,
                 "audit_problems": audit_problems,
+                "not_verifying": [{"run": run, "checks": checks} for run, checks in failing],
             }
         )
         return code
@@ -186,11 +220,12 @@ def import_bernstein(
         )
         for problem in audit_problems[:20]:
             console.print(Text(f"  {safe(problem)}"))
-    if code == ExitCode.INVALID_INPUT and summary.refused:
+    if refused:
         # The report above lists them; stderr gets the one line every failing command prints.
         click.echo(
             f"error [bernstein-refused]: {len(summary.refused)} path(s) of {safe(summary.source)} "
-            "refused (symlinks, invalid names); the rest was imported",
+            "refused (symlinks, invalid names); the rest was imported"
+            + (f"; {warning}" if warning else ""),
             err=True,
         )
     return code

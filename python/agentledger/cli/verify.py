@@ -90,7 +90,10 @@ def verify(
         ),
     )
     with app.open_ledger(readonly=True) as ledger:
-        before = run_status.heads(ledger)
+        # A file whose schema is not ours is read no further than verify's finding.
+        before = (
+            run_status.Before({}, None) if ledger.db.schema_findings else run_status.before(ledger)
+        )
         report = run_verify(app, ledger, list(run_ids) or None, options)
         note = run_status.remember(
             ledger, report, f"compat-{compat}" if compat else "strict", before

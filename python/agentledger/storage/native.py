@@ -18,6 +18,7 @@ import apsw
 
 from agentledger import _core
 from agentledger.errors import LedgerError
+from agentledger.storage import statement_bound
 
 ENTRY_POINT = "sqlite3_agentledger_init"
 
@@ -25,11 +26,15 @@ _binding = threading.Lock()
 
 
 def handle(conn: apsw.Connection) -> int:
-    """The SQLite handle of ``conn`` for a ``_core`` call, binding the library first."""
+    """The SQLite handle of ``conn`` for a ``_core`` call, binding the library first.
+
+    The Python progress handler is lifted for the call (``statement_bound.py``): Rust
+    notices Ctrl-C itself between its batches."""
     if not _core.sqlite_bound():
         with _binding:
             if not _core.sqlite_bound():
                 _bind(conn)
+    statement_bound.suspend(conn)
     return int(conn.sqlite3pointer())
 
 
