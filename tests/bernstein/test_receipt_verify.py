@@ -122,7 +122,21 @@ CASES: dict[str, Callable[[Receipt], bytes]] = {
         subject_not_object,
     )
 }
-PINS = ("none", "receipt.pem", "stranger.pem")
+PINS = ("none", "receipt.pem", "stranger.pem", "garbage.pem", "rsa.pem")
+"""Pinned keys: none, the receipt's, another Ed25519 key, not a PEM key, an RSA key."""
+
+
+def _odd_pins(workdir: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    (workdir / "garbage.pem").write_bytes(b"-----BEGIN PUBLIC KEY-----\nAAAA\n")
+    public = rsa.generate_private_key(public_exponent=65537, key_size=1024).public_key()
+    (workdir / "rsa.pem").write_bytes(
+        public.public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +149,7 @@ def receipts(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
         shutil.copytree(sealed, workdir)
         target = workdir / original.relative_to(sealed)
         target.write_bytes(tamper(json.loads(original.read_bytes())))
+        _odd_pins(workdir)
         made[name] = workdir
     return made
 
@@ -165,6 +180,10 @@ def test_the_cases_are_what_they_claim(bernstein_says: dict[tuple[str, str], Any
     assert bernstein_says[("untouched", "none")] == {"status": "ok", "tier": "integrity-only"}
     assert bernstein_says[("untouched", "receipt.pem")] == {"status": "ok", "tier": "provenance"}
     assert bernstein_says[("untouched", "stranger.pem")]["status"] == "tampered"
+    # A pin bernstein cannot read is malformed, but only once the receipt holds up.
+    assert bernstein_says[("untouched", "garbage.pem")]["status"] == "malformed"
+    assert bernstein_says[("untouched", "rsa.pem")]["status"] == "malformed"
+    assert bernstein_says[("edited_row", "garbage.pem")]["status"] == "tampered"
     failing = {name for name in CASES if bernstein_says[(name, "none")]["status"] != "ok"}
     assert failing == set(CASES) - {"untouched"}
 

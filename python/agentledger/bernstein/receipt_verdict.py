@@ -26,8 +26,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
 from agentledger import _core
-from agentledger.bernstein.format import SPKI_ED25519_PREFIX
 from agentledger.bernstein.key_succession import Untrusted, key_trust
 from agentledger.limits import MAX_DOCUMENT_BYTES
 
@@ -91,15 +93,16 @@ def _stop(status: str, reason: str, step: int | None = None) -> _Verdict:
 
 
 def verify_receipt(
-    data: bytes, pinned: bytes | None = None, key_chain: KeyChain | None = None
+    data: bytes, pinned_pem: bytes | None = None, key_chain: KeyChain | None = None
 ) -> ReceiptVerdict:
-    """Verify ``data`` (a ``run-receipt.json``); ``pinned``: a raw Ed25519 public key the
-    embedded one must be (``--public-key`` without a chain); ``key_chain``: the chain the
-    receipt's key must be trusted by, from its pinned root."""
+    """Verify ``data`` (a ``run-receipt.json``); ``pinned_pem``: the PEM public key the
+    embedded one must be (``--public-key`` without a chain; read where bernstein reads
+    it, so a bad one is malformed only once the receipt itself holds up); ``key_chain``:
+    the chain the receipt's key must be trusted by, from its pinned root."""
     if len(data) > MAX_DOCUMENT_BYTES:
         return ReceiptVerdict("malformed", errors=["receipt too large to read here"])
     try:
-        return _verify(data, None if key_chain is not None else pinned, key_chain)
+        return _verify(data, None if key_chain is not None else pinned_pem, key_chain)
     except _Verdict as stop:
         return stop.verdict
     except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as exc:
@@ -107,7 +110,7 @@ def verify_receipt(
         return ReceiptVerdict("malformed", errors=[f"bernstein raises {type(exc).__name__}"])
 
 
-def _verify(data: bytes, pinned: bytes | None, key_chain: KeyChain | None) -> ReceiptVerdict:
+def _verify(data: bytes, pinned_pem: bytes | None, key_chain: KeyChain | None) -> ReceiptVerdict:
     try:
         receipt = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -165,7 +168,7 @@ def _verify(data: bytes, pinned: bytes | None, key_chain: KeyChain | None) -> Re
     if stated != hashlib.sha256(binding_bytes).hexdigest():
         raise _stop("tampered", "the signed subject is not the digest of the rebuilt binding")
     key = _embedded_key(signing.get("public_key_jwk"))
-    if pinned is not None and pinned != key:
+    if pinned_pem is not None and _pinned_key(pinned_pem) != key:
         raise _stop("tampered", "embedded receipt key does not match the pinned public key")
     signature_b64 = signing.get("signature_b64")
     if not isinstance(signature_b64, str):
@@ -177,7 +180,7 @@ def _verify(data: bytes, pinned: bytes | None, key_chain: KeyChain | None) -> Re
     if len(signature) != 64 or not _core.ed25519_verify(key, _pae(binding_bytes), signature):
         raise _stop("tampered", "the signature does not verify over the rebuilt binding")
     if key_chain is None:
-        return ReceiptVerdict("ok", "provenance" if pinned is not None else "integrity-only")
+        return ReceiptVerdict("ok", "provenance" if pinned_pem is not None else "integrity-only")
     if key_chain.root_pem is None:
         raise _stop("malformed", "a key chain needs the pinned root key (--public-key)")
     kid = str(signing.get("key_id", ""))
@@ -365,17 +368,13 @@ def _pae(payload: bytes) -> bytes:
     return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(payload), payload)
 
 
-def pem_public_key(data: bytes) -> bytes:
-    """The raw key of an Ed25519 SubjectPublicKeyInfo PEM (``--public-key``);
-    ``ValueError`` for anything else (bernstein calls the receipt malformed then)."""
-    lines = data.decode("ascii", "replace").splitlines()
-    body = "".join(line.strip() for line in lines if line.strip() and "-----" not in line)
+def _pinned_key(pem: bytes) -> bytes:
+    """The raw key of the pinned PEM (``--public-key``), read as bernstein reads it (any
+    PEM public key pyca/cryptography loads, then Ed25519 only); malformed otherwise."""
     try:
-        der = base64.b64decode(body, validate=True)
-    except (binascii.Error, ValueError):
-        der = b""
-    if not data.lstrip().startswith(b"-----BEGIN PUBLIC KEY-----"):
-        raise ValueError("not a PEM public key")
-    if len(der) != 44 or not der.startswith(SPKI_ED25519_PREFIX):
-        raise ValueError("not an Ed25519 public key")
-    return der[12:]
+        key = serialization.load_pem_public_key(pem)
+    except (ValueError, TypeError) as exc:
+        raise _stop("malformed", f"pinned public key is not valid PEM: {exc}") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise _stop("malformed", f"pinned public key is not Ed25519 ({type(key).__name__})")
+    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)

@@ -22,8 +22,6 @@ from agentledger.bernstein.format import journal_path, valid_run_id
 from agentledger.bernstein.lineage import spine_head_path, spine_path
 from agentledger.bernstein.receipt_verdict import (
     KeyChain,
-    ReceiptVerdict,
-    pem_public_key,
     verify_receipt,
 )
 from agentledger.bernstein.replay_verdict import replay_verdict
@@ -549,33 +547,23 @@ def bernstein_receipt_verify(
       agentledger bernstein receipt-verify run-001
       agentledger bernstein receipt-verify run-001 --public-key op.pem --require-provenance
     """
-    pinned: bytes | None = None
     pem: bytes | None = None
-    bad_pin = None
     if public_key_file is not None:
         arguments.input_file(public_key_file, "--public-key")
         pem = read_capped(public_key_file, MAX_KEY_FILE_BYTES, "a key")
-        try:
-            pinned = pem_public_key(pem)
-        except ValueError as exc:
-            bad_pin = str(exc)
     key_chain = None
     if key_chain_file is not None:
         arguments.input_file(key_chain_file, "--key-chain")
         chain = read_capped(key_chain_file, MAX_DOCUMENT_BYTES, "a key chain")
-        # The pin is the chain's root, read (and judged) by the chain's walk.
-        key_chain, bad_pin = KeyChain(chain, pem, signed_at), None
+        # The pin is then the chain's root, read (and judged) by the chain's walk.
+        key_chain = KeyChain(chain, pem, signed_at)
     with app.open_ledger(readonly=True) as ledger, ledger.db.snapshot() as conn:
         workdir = LedgerWorkdir(conn, ledger.blobs)
         path = receipt_path(workdir.runs.get(run_id, journal_path(run_id)))
         data = workdir.read(path) if valid_run_id(run_id) else None
     if data is None:
         raise NotFound(f"no imported run receipt for run {run_id!r}")
-    verdict = (
-        ReceiptVerdict("malformed", errors=[f"pinned public key: {bad_pin}"])
-        if bad_pin is not None
-        else verify_receipt(data, pinned, key_chain)
-    )
+    verdict = verify_receipt(data, pem, key_chain)
     code = verdict.code(require_provenance)
     if as_json:
         emit_json(
