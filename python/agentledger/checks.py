@@ -381,6 +381,10 @@ CHECKS: dict[str, CheckInfo] = _table(
      "that does not parse or lacks a field, a broken link, an entry_hash or (with "
      "--audit-key) an HMAC tag that does not recompute.",
      "an entry bernstein's spine verify accepts", "why the line fails"),
+    ("bernstein.lineage.activity", "An entry of the lineage store's log is not active as "
+     "bernstein's audit verify requires: revoked by a record of the audit chain, deriving "
+     "from an entry the log does not hold, or not readable by bernstein.",
+     "an active entry", "why it is not"),
     ("bernstein.seal_anchor.head", "The journal's head is not the sealed head the run's "
      "seal anchor names: its tail was cut or changed after the seal.",
      "the head the seal anchor names", "the journal's head now"),

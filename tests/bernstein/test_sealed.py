@@ -1267,3 +1267,16 @@ def test_replay_verify_is_bernsteins(
     theirs = bernstein_says_replay[(name, keyed)]
     assert result.code == theirs["code"], (result.out, theirs)
     assert result.json()["status"] == theirs["status"]
+
+
+@pytest.mark.parametrize("name", sorted(LINEAGE_CASES))
+def test_strict_fails_every_lineage_log_bernstein_fails(
+    name: str,
+    lineage_cases: dict[str, Path],
+    bernstein_says_lineage: dict[str, dict[str, Any]],
+    tmp_path: Path,
+) -> None:
+    workdir = lineage_cases[name]
+    outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
+    passed = bernstein_says_lineage[name]["pillars"]["_verify_lineage_active_set"] is True
+    assert ("bernstein.lineage.activity" in outcome.workspace) is not passed, outcome.workspace
