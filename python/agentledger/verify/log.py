@@ -304,14 +304,19 @@ def check_log(ctx: VerifyContext) -> None:
     note = newest.checkpoint
     if note.size != state.size:
         if state.size < note.size:
+            cut = _leaves(state.size, note.size - 1)
             _diverged(
                 ctx,
                 "log.size",
                 f"{note.size:,} entries (checkpoint {newest.id})",
-                f"{state.size:,}: leaves {state.size}..{note.size - 1} missing "
-                f"after {_entry_at(ctx, state.size - 1)} (entries deleted)",
+                f"{state.size:,}: {cut} missing after {_entry_at(ctx, state.size - 1)}, at "
+                "the end of the signed log (entries deleted)",
                 "log",
             )
+            last_leaf = dict(
+                wslog.fetch(ctx.conn, "SELECT run_id, max(leaf) FROM entries GROUP BY run_id")
+            )
+            _uncertify(ctx, last_leaf, [(state.size, note.size - 1)])
         else:
             _diverged(
                 ctx,
@@ -587,14 +592,23 @@ def _report_gaps(ctx: VerifyContext, newest: StoredCheckpoint | None) -> None:
             f"leaf {leaf:,} held {len(holders)} times: {names}",
             "log",
         )
+    _uncertify(ctx, scan.last_leaf, unexplained)
+
+
+def _uncertify(
+    ctx: VerifyContext, last_leaf: dict[str, int], unexplained: list[tuple[int, int]]
+) -> None:
+    """Every run that could own a missing position nothing else explains (its last entry
+    comes before it: a cut tail or a deleted run leaves no other trace) is uncertified,
+    so no damaged run is counted clean."""
     if not unexplained:
         return
     top = unexplained[-1][1]
-    for run_id, last_leaf in scan.last_leaf.items():
-        if last_leaf > top or run_id not in ctx.verdicts:
+    for run_id, last in last_leaf.items():
+        if last > top or run_id not in ctx.verdicts:
             continue  # entries after every gap: a deletion there would have broken its chain
-        later = [(first, last) for first, last in unexplained if first > last_leaf]
-        ranges = ", ".join(_leaves(first, last) for first, last in later[:4])
+        later = [(first, end) for first, end in unexplained if first > last]
+        ranges = ", ".join(_leaves(first, end) for first, end in later[:4])
         if len(later) > 4:
             ranges += f" and {len(later) - 4:,} more ranges"
         ctx.diverged(
@@ -604,7 +618,7 @@ def _report_gaps(ctx: VerifyContext, newest: StoredCheckpoint | None) -> None:
                 None,
                 "log.incomplete",
                 "every entry the log held after this run's last one (leaf "
-                f"{last_leaf:,}) still in the file",
+                f"{last:,}) still in the file",
                 f"{ranges} deleted: entries of this run may be among them (its tail cut), so "
                 "it cannot be certified complete",
             ),
@@ -730,7 +744,7 @@ def _unproven_prefix(ctx: VerifyContext, size: int, root: bytes) -> str | None:
     if gap is not None:
         expected, found = gap
         if found < 0:
-            return f"leaves {expected:,}..{size - 1:,} missing from the file"
+            return f"{_leaves(expected, size - 1)} missing from the file"
         if found > expected:
             return f"leaf {expected:,} missing from the file (entries deleted)"
         return f"leaf {found:,} appears twice (an entry added at a signed position)"
