@@ -72,6 +72,9 @@ class LogPlan:
     archive: str = ""
     """The archive id the file's seal names ("" for a ledger): its checkpoints must name
     it, and they alone make the file an archive (not the seal row, which anyone can add)."""
+    source: Checkpoint | None = None
+    """An archive: its source's signed checkpoint, in which every archived entry was
+    proven (``_check_archive_source``); None when that failed or is absent."""
 
 
 def _diverged(ctx: VerifyContext, check: str, expected: str, actual: str, subject: str) -> None:
@@ -277,6 +280,12 @@ def check_log(ctx: VerifyContext) -> None:
             f"{state.size:,}: the archive was changed after it was sealed",
             "archive",
         )
+    if seal is not None and plan.archive:
+        plan.source = _check_archive_source(ctx, seal, trusted)
+        if plan.source is not None:
+            ctx.report.scope += (
+                f"; each entry proven in its source's checkpoint of {plan.source.size:,} entries"
+            )
     ok = newest is not None and _check_checkpoint(ctx, newest, trusted)
     matches = newest is None or (newest.checkpoint.size, newest.checkpoint.root) == (
         state.size,
@@ -788,12 +797,8 @@ def _check_exported(
     plan = ctx.log_plan
     if isinstance(plan, LogPlan) and plan.archive and not exported.archive:
         # A reviewer holds the source's checkpoint: an archive is a selection of that
-        # ledger with a log of its own, not an older copy of it.
-        ctx.report.notes.append(
-            f"--checkpoint: the exported checkpoint ({exported.size:,} entries) is one of the "
-            f"source ledger {exported.ledger_id}; this file is an archive of it, whose own log "
-            "is signed under the archive's origin and is not compared with the source's"
-        )
+        # ledger, judged by the source checkpoint its entries are proven in.
+        _check_exported_source(ctx, exported, plan.source)
         return
     if exported.size > size:
         _diverged(
@@ -822,6 +827,105 @@ def _check_exported(
             "a different history (rolled back or forked)",
             subject,
         )
+
+
+def _check_archive_source(
+    ctx: VerifyContext, seal: dict[str, object], trusted: set[str]
+) -> Checkpoint | None:
+    """An archive carries its source's signed checkpoint and, for every archived entry, an
+    inclusion proof in it: each entry is proven to be the one its source signed."""
+    subject = "archive source"
+    text, proofs = seal.get("source_checkpoint"), seal.get("source_proofs")
+    if not isinstance(text, str) or not isinstance(proofs, list):
+        ctx.report.notes.append(
+            "this archive carries no source checkpoint (written before archives did): its "
+            "entries are proven by its own signed log only"
+        )
+        return None
+    try:
+        source = Checkpoint.parse(text)
+    except AgentLedgerError as exc:
+        _diverged(ctx, "archive.source", "its source's signed checkpoint", exc.message, subject)
+        return None
+    if source.signed_by(sorted(trusted)) is None or source.archive:
+        _diverged(
+            ctx,
+            "archive.source",
+            "a checkpoint of the source ledger signed by a trusted key",
+            "not signed by a trusted key" if not source.archive else "an archive's checkpoint",
+            subject,
+        )
+        return None
+    if source.ledger_id != ctx.ledger.id:
+        _diverged(ctx, "archive.source", ctx.ledger.id, source.ledger_id, subject)
+        return None
+    rows = wslog.fetch(ctx.conn, wslog.LEAF_ROWS, (0,))
+    if len(rows) != len(proofs):
+        _diverged(
+            ctx,
+            "archive.source",
+            f"a source proof for each of the {len(rows):,} archived entries",
+            f"{len(proofs):,} proofs",
+            subject,
+        )
+        return None
+    ok = True
+    for (_, run_id, seq, digest), item in zip(rows, proofs, strict=True):
+        if not _source_proof_holds(source, _core.log_leaf(run_id, seq, bytes(digest)), item):
+            ok = False
+            ctx.diverged(
+                run_id,
+                Divergence(
+                    run_id,
+                    seq,
+                    "archive.source",
+                    f"this entry in the source's checkpoint of {source.size:,} entries",
+                    "not proven there: the archive's copy is not the entry its source signed",
+                ),
+            )
+    return source if ok else None
+
+
+def _source_proof_holds(source: Checkpoint, data: bytes, item: object) -> bool:
+    if not isinstance(item, list) or len(item) != 2:
+        return False
+    leaf, path = item
+    if not isinstance(leaf, int) or isinstance(leaf, bool) or not isinstance(path, list):
+        return False
+    try:
+        nodes = [base64.b64decode(node, validate=True) for node in path]
+    except (TypeError, ValueError):
+        return False
+    return bool(_core.verify_inclusion(data, leaf, source.size, nodes, source.root))
+
+
+def _check_exported_source(
+    ctx: VerifyContext, exported: Checkpoint, source: Checkpoint | None
+) -> None:
+    """An archive against its source's exported checkpoint: the same log, or one the
+    archive cannot compare (said, never a rollback)."""
+    if source is None:
+        ctx.report.notes.append(
+            f"--checkpoint: the exported checkpoint ({exported.size:,} entries) is one of the "
+            "source ledger; this archive proves no entry in a source checkpoint to compare it with"
+        )
+        return
+    if exported.size == source.size:
+        if exported.root != source.root:
+            _diverged(
+                ctx,
+                "log.rollback",
+                f"the source log of the exported checkpoint ({exported.size:,} entries)",
+                "the archive's entries were proven in a different source log of that size (forked)",
+                "exported checkpoint",
+            )
+        return
+    ctx.report.notes.append(
+        f"--checkpoint: the exported checkpoint covers {exported.size:,} entries of the source "
+        f"ledger; this archive's entries are proven in the source's checkpoint of "
+        f"{source.size:,} entries (taken when it was archived), which the archive cannot "
+        "compare with it"
+    )
 
 
 def _record_verified(ctx: VerifyContext, memory: SignerMemory, state: wslog.LogState) -> None:
