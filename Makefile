@@ -74,7 +74,7 @@ browser:
 # missing (CI runs as root on Debian).
 go-interop:
 	@test -x /usr/bin/go -a -d /usr/share/gocode/src/golang.org/x/mod/sumdb/tlog || { \
-	  echo "installing Debian's golang-go and golang-golang-x-mod-dev for tests/interop"; \
+	  echo "the interop test needs Debian's golang-go and golang-golang-x-mod-dev: installing them with apt-get (system packages, as root)..."; \
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y golang-go golang-golang-x-mod-dev; }
 
 test-python: setup browser go-interop

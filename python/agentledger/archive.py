@@ -13,6 +13,7 @@ the public key: ``agentledger --ledger OUT.db verify --all --trust KEY``.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from agentledger import _core, proven, signing, tiles
+from agentledger import _core, notes, proven, signing, tiles
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
 from agentledger.bookkeeping import BERNSTEIN_RUN
@@ -241,13 +242,15 @@ def write_archive(ledger: Ledger, out: str | os.PathLike[str], runs: list[str]) 
         with ledger.db.snapshot() as source:
             source_state = signing.verify_before_signing(ledger, "archive (and sign) it")
             entries, blob_count, copied = _fill(source, ledger, target_db, runs)
-            _prove_copies(ledger, source, source_state, copied)
+            proofs = _prove_copies(ledger, source, source_state, copied)
+            source_note = _source_checkpoint(ledger, source, source_state)
         archive_id = secrets.token_hex(16)
         with target_db.write() as target:
             state = _rebuilt(target_db, ledger.id, len(copied))
             signed = checkpoints.sign_archive(target, ledger, state, archive_id).checkpoint
             seal = {"archive": archive_id, "runs": len(runs), "sealed_at": utc_timestamp(),
                     "size": state.size, "source": str(ledger.path),
+                    "source_checkpoint": source_note, "source_proofs": proofs,
                     "source_size": source_state.size}  # fmt: skip
             target.execute(
                 "INSERT INTO ledger_meta (key, value) VALUES (?, ?)",
@@ -273,9 +276,12 @@ def write_archive(ledger: Ledger, out: str | os.PathLike[str], runs: list[str]) 
 
 def _prove_copies(
     ledger: Ledger, source: apsw.Connection, state: Proven, copied: list[wslog.LeafRow]
-) -> None:
-    """Every copied entry is the leaf its source position holds in the proven source log."""
+) -> list[list[object]]:
+    """Every copied entry is the leaf its source position holds in the proven source log;
+    returns, in the archive's leaf order, each one's ``[source leaf, [base64 proof]]``,
+    which the archive carries so a reviewer proves it in the source's checkpoint."""
     reader = tiles.TileReader(source)
+    proofs: list[list[object]] = []
     for leaf, run_id, seq, digest in copied:
         if not proven.includes(source, state, leaf, _core.log_leaf(run_id, seq, digest), reader):
             raise Diverged(
@@ -283,6 +289,24 @@ def _prove_copies(
                 "the one the verified log holds; nothing was written",
                 code="signing-refused",
             )
+        path = reader.inclusion_proof(leaf, state.size)
+        proofs.append([leaf, [base64.b64encode(node).decode() for node in path]])
+    return proofs
+
+
+def _source_checkpoint(ledger: Ledger, source: apsw.Connection, state: Proven) -> str:
+    """The source's signed checkpoint of exactly the proven log the copies come from."""
+    newest = notes.newest_checkpoint(source)
+    if newest is None or (newest.checkpoint.size, newest.checkpoint.root) != (
+        state.size,
+        state.root,
+    ):
+        raise Diverged(
+            f"{ledger.path}: refusing to archive: its newest checkpoint is not the log that "
+            "verify rebuilt; nothing was written",
+            code="signing-refused",
+        )
+    return newest.checkpoint.text()
 
 
 def _rebuilt(target_db: Database, ledger_id: str, size: int) -> Proven:

@@ -229,6 +229,10 @@ CHECKS: dict[str, CheckInfo] = _table(
      "the root the signed note records", "the root of the stored frontier"),
     ("archive.extended", "An archive was changed after it was sealed.",
      "the size the seal records", "the size the archive holds"),
+    ("archive.source", "An archived entry is not proven in its source ledger's signed log (the "
+     "source checkpoint and inclusion proofs the archive carries).",
+     "the entry at its position in the source's signed checkpoint",
+     "what the proof or the source checkpoint gives"),
     # ---- bookkeeping anchored in the signed log -------------------------------------------
     ("prune.receipt", "A garbage collection's prune receipt is not signed by a trusted key over "
      "this ledger's log.",
