@@ -380,6 +380,7 @@ def bernstein_seal_verify(
     \b
     Examples:
       agentledger bernstein seal-verify run-001 --tsa-bundle tsa-roots.pem
+      agentledger bernstein seal-verify run-001 --tsa-bundle tsa-roots.pem --json
     """
     trusted = tsa_bundle_option(tsa_bundle_file)
     with app.open_ledger(readonly=True) as ledger, ledger.db.snapshot() as conn:
@@ -440,6 +441,7 @@ def bernstein_replay_verify(
 
     \b
     Examples:
+      agentledger bernstein replay-verify run-001 --audit-key audit.key
       agentledger bernstein replay-verify run-001 --audit-key audit.key --json
     """
     arguments.audit_key_file(audit_key_file)
