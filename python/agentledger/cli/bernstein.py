@@ -548,6 +548,7 @@ def bernstein_receipt_verify(
     Examples:
       agentledger bernstein receipt-verify run-001
       agentledger bernstein receipt-verify run-001 --public-key op.pem --require-provenance
+      agentledger bernstein receipt-verify run-001 --public-key root.pem --key-chain chain.json
     """
     pem: bytes | None = None
     if public_key_file is not None:
