@@ -18,7 +18,8 @@ $(PY):
 
 # Dependencies come from pyproject.toml; the extension is built optimised (release).
 $(STAMP): $(PY) $(EXT_SOURCES)
-	$(PY) -m pip install --quiet -e '.[dev,fleet]'
+	@echo "installing the dependencies, then building the Rust extension (release, ~2 min on 2 cores)..."
+	$(PY) -m pip install --progress-bar on -e '.[dev,fleet]'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -56,24 +57,37 @@ typecheck: setup
 	$(PY) -m mypy.stubtest agentledger._core --allowlist tests/stubtest-allowlist.txt
 
 # The HTML report is tested in a real browser: Debian's chromium, driven by playwright
-# (never a downloaded browser). Installed here when missing (CI runs as root on Debian).
+# (never a downloaded browser). When it is missing and we run as root, it is installed
+# with apt (saying so first); otherwise the target says how, and stops.
 browser:
-	@test -x /usr/bin/chromium || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
+	@test -x /usr/bin/chromium || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "the browser test needs Debian's chromium: installing it with apt-get (system packages, as root)..."; \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	  else \
+	    echo "the browser test needs Debian's chromium (/usr/bin/chromium): run 'sudo apt-get install chromium', then make test again" >&2; \
+	    exit 1; \
+	  fi; }
 
 # The workspace log is checked by Go's golang.org/x/mod/sumdb/tlog and sumdb/note
 # (tests/interop/): Debian's Go and its packaged x/mod, built offline. Installed here when
 # missing (CI runs as root on Debian).
 go-interop:
 	@test -x /usr/bin/go -a -d /usr/share/gocode/src/golang.org/x/mod/sumdb/tlog || { \
-	  echo "installing Debian's golang-go and golang-golang-x-mod-dev for tests/interop"; \
+	  echo "the interop test needs Debian's golang-go and golang-golang-x-mod-dev: installing them with apt-get (system packages, as root)..."; \
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y golang-go golang-golang-x-mod-dev; }
 
 test-python: setup browser go-interop
 	$(BIN)/pytest -q
 
+# The demo's signing key lives in .demo/home (removed with .demo), unless AGENTLEDGER_HOME
+# names another key folder; its verify notes (for `runs`) go to the usual cache.
+DEMO_HOME := $(or $(AGENTLEDGER_HOME),.demo/home)
+
 demo: setup
 	rm -rf .demo
-	$(BIN)/agentledger --ledger .demo/ledger.db demo --runs 3000
+	@echo "keys of the demo: $(DEMO_HOME) (set AGENTLEDGER_HOME to choose another folder)"
+	AGENTLEDGER_HOME=$(DEMO_HOME) $(BIN)/agentledger --ledger .demo/ledger.db demo --runs 3000
 
 bench: setup
 	$(PY) benches/ed25519_batch.py

@@ -17,7 +17,13 @@ from agentledger._version import __version__
 
 if TYPE_CHECKING:
     from agentledger.activity import ActivityRejected, ActivityResult, Observation
-    from agentledger.errors import AgentLedgerError, InvalidInput, LedgerError, NotFound
+    from agentledger.errors import (
+        AgentLedgerError,
+        InvalidInput,
+        LedgerError,
+        NotFound,
+        WrongThread,
+    )
     from agentledger.journal import Entry, Run
     from agentledger.ledger import Ledger
     from agentledger.verify import Divergence, RunVerdict, VerifyReport
@@ -36,6 +42,7 @@ _EXPORTS = {
     "Run": "agentledger.journal",
     "RunVerdict": "agentledger.verify",
     "VerifyReport": "agentledger.verify",
+    "WrongThread": "agentledger.errors",
 }
 
 
@@ -56,5 +63,6 @@ __all__ = [
     "Run",
     "RunVerdict",
     "VerifyReport",
+    "WrongThread",
     "__version__",
 ]

@@ -13,6 +13,8 @@ the public key: ``agentledger --ledger OUT.db verify --all --trust KEY``.
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import os
 import secrets
@@ -24,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from agentledger import _core, proven, signing, tiles
+from agentledger import _core, notes, proven, signing, tiles
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
 from agentledger.bookkeeping import BERNSTEIN_RUN
 from agentledger.cas import DIGEST_BYTES
-from agentledger.errors import Diverged, InvalidInput, NotFound
+from agentledger.errors import AgentLedgerError, Diverged, InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.log import fetch
 from agentledger.storage import Database, quote_identifier
@@ -75,21 +77,22 @@ class ArchiveSummary:
 
 
 def is_archive_file(path: Path) -> bool:
-    """Whether ``path`` is a sealed archive; looked at read-only, changing nothing."""
+    """Whether ``path`` is a sealed archive, looked at read-only and only once its schema
+    is known to be agentledger's (no SQL of the file runs before that)."""
     try:
-        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-    except apsw.Error:
+        probe = Database.open(path, create=False, readonly=True)
+    except AgentLedgerError:
         return False
     try:
-        conn.config(apsw.SQLITE_DBCONFIG_DEFENSIVE, 1)
-        conn.execute("PRAGMA trusted_schema = OFF")
-        return bool(
-            conn.execute("SELECT 1 FROM ledger_meta WHERE key = ?", (ARCHIVE_META,)).fetchall()
+        return not probe.schema_findings and bool(
+            probe.rows("SELECT 1 FROM ledger_meta WHERE key = ?", (ARCHIVE_META,))
         )
-    except apsw.Error:
+    except AgentLedgerError:
         return False
     finally:
-        conn.close()
+        # The real open that follows reports what is wrong with the file.
+        with contextlib.suppress(AgentLedgerError):
+            probe.close()
 
 
 def _run_last_ts(conn: apsw.Connection, run_id: str) -> str | None:
@@ -239,13 +242,15 @@ def write_archive(ledger: Ledger, out: str | os.PathLike[str], runs: list[str]) 
         with ledger.db.snapshot() as source:
             source_state = signing.verify_before_signing(ledger, "archive (and sign) it")
             entries, blob_count, copied = _fill(source, ledger, target_db, runs)
-            _prove_copies(ledger, source, source_state, copied)
+            proofs = _prove_copies(ledger, source, source_state, copied)
+            source_note = _source_checkpoint(ledger, source, source_state)
         archive_id = secrets.token_hex(16)
         with target_db.write() as target:
             state = _rebuilt(target_db, ledger.id, len(copied))
             signed = checkpoints.sign_archive(target, ledger, state, archive_id).checkpoint
             seal = {"archive": archive_id, "runs": len(runs), "sealed_at": utc_timestamp(),
                     "size": state.size, "source": str(ledger.path),
+                    "source_checkpoint": source_note, "source_proofs": proofs,
                     "source_size": source_state.size}  # fmt: skip
             target.execute(
                 "INSERT INTO ledger_meta (key, value) VALUES (?, ?)",
@@ -271,9 +276,12 @@ def write_archive(ledger: Ledger, out: str | os.PathLike[str], runs: list[str]) 
 
 def _prove_copies(
     ledger: Ledger, source: apsw.Connection, state: Proven, copied: list[wslog.LeafRow]
-) -> None:
-    """Every copied entry is the leaf its source position holds in the proven source log."""
+) -> list[list[object]]:
+    """Every copied entry is the leaf its source position holds in the proven source log;
+    returns, in the archive's leaf order, each one's ``[source leaf, [base64 proof]]``,
+    which the archive carries so a reviewer proves it in the source's checkpoint."""
     reader = tiles.TileReader(source)
+    proofs: list[list[object]] = []
     for leaf, run_id, seq, digest in copied:
         if not proven.includes(source, state, leaf, _core.log_leaf(run_id, seq, digest), reader):
             raise Diverged(
@@ -281,6 +289,24 @@ def _prove_copies(
                 "the one the verified log holds; nothing was written",
                 code="signing-refused",
             )
+        path = reader.inclusion_proof(leaf, state.size)
+        proofs.append([leaf, [base64.b64encode(node).decode() for node in path]])
+    return proofs
+
+
+def _source_checkpoint(ledger: Ledger, source: apsw.Connection, state: Proven) -> str:
+    """The source's signed checkpoint of exactly the proven log the copies come from."""
+    newest = notes.newest_checkpoint(source)
+    if newest is None or (newest.checkpoint.size, newest.checkpoint.root) != (
+        state.size,
+        state.root,
+    ):
+        raise Diverged(
+            f"{ledger.path}: refusing to archive: its newest checkpoint is not the log that "
+            "verify rebuilt; nothing was written",
+            code="signing-refused",
+        )
+    return newest.checkpoint.text()
 
 
 def _rebuilt(target_db: Database, ledger_id: str, size: int) -> Proven:

@@ -229,6 +229,10 @@ CHECKS: dict[str, CheckInfo] = _table(
      "the root the signed note records", "the root of the stored frontier"),
     ("archive.extended", "An archive was changed after it was sealed.",
      "the size the seal records", "the size the archive holds"),
+    ("archive.source", "An archived entry is not proven in its source ledger's signed log (the "
+     "source checkpoint and inclusion proofs the archive carries).",
+     "the entry at its position in the source's signed checkpoint",
+     "what the proof or the source checkpoint gives"),
     # ---- bookkeeping anchored in the signed log -------------------------------------------
     ("prune.receipt", "A garbage collection's prune receipt is not signed by a trusted key over "
      "this ledger's log.",
@@ -242,6 +246,10 @@ CHECKS: dict[str, CheckInfo] = _table(
     ("schema.altered", "The file's SQL schema is not the one agentledger creates (a trigger, "
      "view or changed table could make its queries lie); no other check ran.",
      "the schema agentledger creates", "what the file's schema holds"),
+    ("schema.btree", "SQLite's own b-trees disagree: an index does not hold exactly its table's "
+     "rows (rebuilt as a partial index with its SQL put back, or damaged), so queries "
+     "answered from it could hide rows; no other check ran.",
+     "every index holds exactly its table's rows", "what SQLite's integrity check found"),
     # ---- phase evidence ----------------------------------------------------------------
     ("phase.evidence", "A run's phase evidence does not re-derive from its recorded compiler "
      "inputs.",
@@ -377,20 +385,33 @@ CHECKS: dict[str, CheckInfo] = _table(
      "that does not parse or lacks a field, a broken link, an entry_hash or (with "
      "--audit-key) an HMAC tag that does not recompute.",
      "an entry bernstein's spine verify accepts", "why the line fails"),
+    ("bernstein.lineage.activity", "An entry of the lineage store's log is not active as "
+     "bernstein's audit verify requires: revoked by a record of the audit chain, deriving "
+     "from an entry the log does not hold, or not readable by bernstein.",
+     "an active entry", "why it is not"),
     ("bernstein.seal_anchor.head", "The journal's head is not the sealed head the run's "
      "seal anchor names: its tail was cut or changed after the seal.",
      "the head the seal anchor names", "the journal's head now"),
     ("bernstein.seal_anchor.token", "A seal anchor's RFC 3161 token does not parse, or its "
-     "imprint is not the sealed head (the TSA's signature is not checked).",
+     "imprint is not the sealed head (its TSA is checked only with --tsa-bundle).",
      "a token over the sealed head", "why it is not"),
+    ("bernstein.seal_anchor.tsa", "With --tsa-bundle: a seal anchor's RFC 3161 token was "
+     "not signed by a TSA the bundle vouches for, or its signer certificate is not marked "
+     "for timestamping.",
+     "a TSA the trust bundle vouches for", "why it is not"),
     ("bernstein.seal_anchor.unreadable", "A seal anchor names no sealed head.",
      "a seal anchor", "unreadable"),
     ("bernstein.rfc3161.file", "The RFC 3161 anchors file has a line bernstein cannot read.",
      "readable anchors", "why the line fails"),
     ("bernstein.rfc3161.token", "An RFC 3161 anchor's token does not parse, or its message "
-     "imprint is not the digest of the checkpoint it anchors (the TSA's signature is not "
-     "checked).",
+     "imprint is not the digest of the checkpoint it anchors (its TSA is checked only with "
+     "--tsa-bundle: bernstein.rfc3161.tsa).",
      "a token over the anchored checkpoint", "why it is not"),
+    ("bernstein.rfc3161.tsa", "With --tsa-bundle: an RFC 3161 anchor's token was not signed "
+     "by a TSA the bundle vouches for (no path to a bundled certificate at the token's time, "
+     "a signature or message digest that does not verify), or its signer certificate is not "
+     "marked for timestamping.",
+     "a TSA the trust bundle vouches for", "why it is not"),
     ("bernstein.rfc3161.contradiction", "The audit history contradicts an RFC 3161 anchor: "
      "fewer records than a TSA timestamped, another origin, or an anchored checkpoint no "
      "longer on record.",
@@ -422,6 +443,59 @@ def explain(check: str) -> CheckInfo:
     if found is None:
         return CheckInfo(check, UNKNOWN.means, UNKNOWN.expected, UNKNOWN.actual)
     return found
+
+
+def _steps(first: int, last: int) -> str:
+    return f"step {first}" if first == last else f"steps {first}..{last}"
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+EDITED = "the bytes changed after they were written"
+
+
+def says(check: str, expected: str, actual: str, seq: int | None = None) -> str | None:
+    """One finding in words a reader needs (which steps are missing, what changed), the
+    one phrasing ``show``, the terminal report, the HTML and ``--json`` (``says``) all use;
+    None when its expected and actual say it best."""
+    if check == "run.head_seq":
+        chain, cache = _int(expected), _int(actual)
+        if chain is not None and cache is not None:
+            if cache > chain:
+                removed = _steps(chain + 1, cache)
+                verb = "was" if chain + 1 == cache else "were"
+                return (
+                    f"{removed} {verb} removed from its end: the chain ends at step {chain}, "
+                    f"the runs table records step {cache} as the last (or the cache was edited)"
+                )
+            return (
+                f"the runs table records step {cache} as the last, the chain ends at step "
+                f"{chain}: the cache was edited"
+            )
+    if check in ("chain.gap", "chain.order") and seq is not None:
+        first = _int(expected)
+        if check == "chain.gap" and first is not None and first < seq:
+            return f"{_steps(first, seq - 1)} missing before step {seq}: deleted from the chain"
+        return f"the chain expected step {expected} here"
+    if check == "chain.prev":
+        return "the entry before it was changed, removed or replaced"
+    if check == "activity.evidence_set_hash":
+        return "its observation hashes no longer give the pinned hash"
+    if check.startswith("entry."):
+        return EDITED
+    if check == "blob.missing":
+        return f"{expected} is not in the blob store"
+    if check == "log.rollback":
+        return (
+            "older than what this install signed or verified; if you restored it from a "
+            "backup on purpose, `agentledger checkpoint --adopt-restored` makes it the base"
+        )
+    return None
 
 
 def _cell(text: str) -> str:
@@ -464,4 +538,4 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["CHECKS", "RULE", "CheckInfo", "explain", "markdown"]
+__all__ = ["CHECKS", "EDITED", "RULE", "CheckInfo", "explain", "markdown", "says"]

@@ -15,21 +15,25 @@ as wide as each line needs.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
 from collections.abc import Iterable
-from typing import IO
+from typing import IO, Any
 
 from rich.console import Console, ConsoleOptions, RenderableType
 from rich.markup import escape
 from rich.segment import Segment
 from rich.text import Text
 
-_FORMATTING = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_FORMATTING = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
 UNSAFE = re.compile(f"[\x00-\x1f{_FORMATTING}]")
 """C0 and C1 controls (ESC included), DEL, bidi marks and overrides (U+202A-202E,
-U+2066-2069, LRM, RLM, ALM) and the Unicode line/paragraph separators."""
+U+2066-2069, LRM, RLM, ALM), the Unicode line/paragraph separators, and lone surrogates
+(valid in JSON text as ``\\ud800``, but no output encoding can write them)."""
+
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _UNSAFE_IN_LAYOUT = re.compile(f"[\x00-\x09\x0b-\x1f{_FORMATTING}]")
 """``UNSAFE`` but the newline: what the console escapes in the segments rich lays out."""
@@ -48,6 +52,14 @@ def safe(text: object) -> str:
     """``text`` with every control and bidi character shown as an escape; idempotent."""
     value = text if isinstance(text, str) else str(text)
     return UNSAFE.sub(_escape, value)
+
+
+def json_text(value: object, **options: Any) -> str:
+    """``json.dumps(value, ensure_ascii=False, **options)`` that any output can write: a
+    lone surrogate in a string (a tampered entry can hold one) is written as its JSON escape
+    (``\\ud800``), which reads back as the same string. Machine output goes through here."""
+    text = json.dumps(value, ensure_ascii=False, **options)
+    return LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def shorten(text: str, limit: int) -> str:
@@ -93,6 +105,15 @@ class SafeConsole(Console):
             else:
                 yield segment
 
+    def on_broken_pipe(self) -> None:
+        """The reader closed the pipe (``show RUN | head``): it has what it wanted.
+
+        Rich's own handler exits 1; this raises ``BrokenPipeError`` so that the command
+        line ends quietly with exit 0, as ``git log | head`` does (cli/__init__.py).
+        """
+        self.quiet = True
+        raise BrokenPipeError
+
 
 def output_width(file: IO[str], width: int | None = None) -> int | None:
     """``--width``, else rich's own choice for a terminal or ``COLUMNS``, else unwrapped."""
@@ -121,4 +142,13 @@ def human_console(
     )
 
 
-__all__ = ["UNSAFE", "SafeConsole", "human_console", "output_width", "safe", "shorten", "styled"]
+__all__ = [
+    "UNSAFE",
+    "SafeConsole",
+    "human_console",
+    "json_text",
+    "output_width",
+    "safe",
+    "shorten",
+    "styled",
+]

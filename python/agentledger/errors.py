@@ -71,3 +71,12 @@ class Diverged(AgentLedgerError):
 
     exit_code = ExitCode.DIVERGED
     code = "diverged"
+
+
+class WrongThread(AgentLedgerError):
+    """A ``Ledger`` used from a thread other than the one that opened it. SQLite handles
+    are not shared between threads here: open one ``Ledger`` per thread (each sees every
+    commit of the others)."""
+
+    exit_code = ExitCode.INTERNAL
+    code = "wrong-thread"

@@ -301,15 +301,21 @@ def public_key_from_vkey(text: str) -> str:
     return public_key_text(raw[1:])
 
 
-def resolve_trust(values: Iterable[str], store: KeyStore) -> set[str]:
-    """The trusted signer set: the install's own trust plus ``--trust`` keys (``ed25519:<hex>``
-    or signed-note verifier keys) or key files."""
-    trusted = set(store.trusted())
+def trust_values(values: Iterable[str]) -> list[tuple[str, str]]:
+    """``(ed25519:<hex>, where it came from)`` for each key the ``--trust`` values name:
+    a key, or a trust file (``#`` comments, or one SPKI PEM). The one ``--trust`` parser:
+    every command and check that takes trust reads it through here."""
+    found = []
     for value in values:
         if value.strip().startswith("ed25519:"):
-            trusted.add(public_key_text(parse_public_key(value)))
+            found.append((public_key_text(parse_public_key(value)), "--trust"))
         elif is_vkey(value):
-            trusted.add(public_key_from_vkey(value))
+            found.append((public_key_from_vkey(value), "--trust (verifier key)"))
         else:
-            trusted.update(read_trust_file(Path(value)))
-    return trusted
+            found.extend((key, f"--trust file {value}") for key in read_trust_file(Path(value)))
+    return found
+
+
+def resolve_trust(values: Iterable[str], store: KeyStore) -> set[str]:
+    """The trusted signer set: the install's own trust plus ``--trust`` keys or key files."""
+    return set(store.trusted()) | {key for key, _ in trust_values(values)}

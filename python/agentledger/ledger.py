@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 from agentledger import log_upgrade
 from agentledger.archive import is_archive_file
 from agentledger.cas import BlobStore
-from agentledger.errors import NotFound
+from agentledger.errors import NotFound, WrongThread
 from agentledger.ids import check_run_id
 from agentledger.journal import Run
 from agentledger.keys import KeyStore
@@ -24,15 +25,46 @@ if TYPE_CHECKING:
 
 
 class Ledger:
-    """A handle on one ledger file. Use as a context manager, or call ``close()``."""
+    """A handle on one ledger file. Use as a context manager, or call ``close()``.
+
+    A ``Ledger`` belongs to the thread that opened it: used from another thread, it raises
+    ``WrongThread`` before touching SQLite (its connection is not shared between threads,
+    and two threads inside one would interleave their transactions). Open one per thread;
+    each sees what the others commit.
+    """
 
     def __init__(self, db: Database, keys: KeyStore | None = None) -> None:
-        self.db = db
-        self.blobs = BlobStore(db)
+        self._owner = threading.get_ident()
+        self._db = db
+        self._blobs = BlobStore(db)
         self.keys = keys or KeyStore()
         """Where the install and audit keys live (outside the ledger); touched only on use."""
-        ledger_id = db.scalar("SELECT value FROM ledger_meta WHERE key = 'ledger_id'")
+        # A file whose schema is not ours is read no further (storage/connection.py).
+        ledger_id = (
+            None
+            if db.schema_findings
+            else db.scalar("SELECT value FROM ledger_meta WHERE key = 'ledger_id'")
+        )
         self.id = str(ledger_id or "")
+
+    def _this_thread(self) -> None:
+        if threading.get_ident() != self._owner:
+            raise WrongThread(
+                f"{self._db.path}: this Ledger was opened by another thread; open one Ledger "
+                "per thread (Ledger.open(path) in each), they share the file safely"
+            )
+
+    @property
+    def db(self) -> Database:
+        """The SQLite file (``storage.Database``), for the thread that opened the ledger."""
+        self._this_thread()
+        return self._db
+
+    @property
+    def blobs(self) -> BlobStore:
+        """The blob store, for the thread that opened the ledger."""
+        self._this_thread()
+        return self._blobs
 
     @classmethod
     def open(
@@ -62,7 +94,7 @@ class Ledger:
 
     @property
     def path(self) -> Path:
-        return self.db.path
+        return self._db.path
 
     def close(self) -> None:
         self.db.close()

@@ -27,7 +27,12 @@ from agentledger.verify import Divergence, RunVerdict, VerifyReport, status_name
 
 MAX_RUN_TREES = 50
 """Failing runs drawn in the terminal; the HTML report and --json hold every one."""
-STATUS_STYLE = {"clean": "green", "diverged": "bold red", "missing": "yellow"}
+STATUS_STYLE = {
+    "clean": "green",
+    "diverged": "bold red",
+    "missing": "yellow",
+    "no-verdict": "yellow",
+}
 EXPECTED_STYLE = ""  # neutral: what the anchored record says must be there
 ACTUAL_STYLE = "red"  # what the file holds now
 LABEL_WIDTH = 10
@@ -84,7 +89,8 @@ def header(report: VerifyReport) -> Group:
 def summary(report: VerifyReport) -> Group:
     """The counts, as words that wrap only between numbers (a number is never cut)."""
     diverged = len(report.diverged_runs)
-    missing = report.count(1)
+    missing = report.missing_runs
+    no_verdict = report.no_verdict_runs
     rate = f"{report.entries / report.elapsed_s:,.0f} entries/s" if report.elapsed_s else ""
     counts = Text.assemble(
         (_plural(len(report.runs), "run"), "bold"),
@@ -97,6 +103,8 @@ def summary(report: VerifyReport) -> Group:
         "  ",
         (f"{missing:,} missing", "yellow" if missing else ""),
         "  ",
+        # Runs that exist but get no verdict (bernstein answers 1 for a run with no activity).
+        (f"{no_verdict:,} without a verdict  " if no_verdict else "", "yellow"),
         f"{_plural(report.blobs_checked, 'blob')} re-hashed",
         "  ",
         f"{report.elapsed_s:.2f}s",
@@ -126,16 +134,8 @@ def summary(report: VerifyReport) -> Group:
 
 
 def _sides(node: Tree, divergence: Divergence) -> None:
-    node.add(
-        Text.assemble(
-            ("expected ", "dim"), (safe(divergence.expected), EXPECTED_STYLE), overflow="ignore"
-        )
-    )
-    node.add(
-        Text.assemble(
-            ("actual   ", "dim"), (safe(divergence.actual), ACTUAL_STYLE), overflow="ignore"
-        )
-    )
+    node.add(Text.assemble(("expected ", "dim"), (safe(divergence.expected), EXPECTED_STYLE)))
+    node.add(Text.assemble(("actual   ", "dim"), (safe(divergence.actual), ACTUAL_STYLE)))
     if divergence.detail:
         node.add(Text.assemble(("holds    ", "dim"), (safe(divergence.detail), ACTUAL_STYLE)))
 
@@ -145,14 +145,18 @@ def _finding_label(divergence: Divergence, where: str | None) -> Text:
     if where:
         text.append(where + "  ", style="cyan")
     text.append(safe(divergence.check), style="bold")
-    if divergence.subject:
+    words = divergence.says
+    if divergence.subject and (words is None or divergence.subject not in words):
         text.append(f"  {safe(divergence.subject)}", style="dim")
+    if words is not None:
+        text.append(f"  {safe(words)}")
     return text
 
 
-def run_tree(verdict: RunVerdict) -> Tree:
-    """run → step and check → expected, actual (and what an edited entry holds)."""
-    status = status_name(verdict.code)
+def run_tree(verdict: RunVerdict, status: str | None = None) -> Tree:
+    """run → step and check → expected, actual (and what an edited entry holds);
+    ``status`` is the report's (``VerifyReport.status_of``)."""
+    status = status or status_name(verdict.code)
     label = Text.assemble(
         ("run ", "dim"),
         (safe(verdict.run_id), "bold"),
@@ -208,8 +212,9 @@ def report_renderable(report: VerifyReport) -> RenderableType:
     if report.workspace:
         parts.append(workspace_tree(report))
     failing = [run for run in report.runs if not run.ok]
+    statuses = report.statuses() if failing else {}
     for verdict in failing[:MAX_RUN_TREES]:
-        parts.append(run_tree(verdict))
+        parts.append(run_tree(verdict, statuses[verdict.run_id]))
     if len(failing) > MAX_RUN_TREES:
         parts.append(
             Text(
@@ -236,6 +241,8 @@ def report_renderable(report: VerifyReport) -> RenderableType:
 
 def verdict_line(report: VerifyReport) -> Text:
     name = status_name(report.code)
+    if report.code == 1 and not report.missing_runs:
+        name = "no-verdict"  # every run exists: the verifier answers 1 (see each run)
     text = Text.assemble(("verdict: ", "bold"), (name, STATUS_STYLE.get(name, "")))
     if report.findings:
         diverged = report.diverged_runs
@@ -255,4 +262,11 @@ def write_html(report: VerifyReport, path: Path) -> None:
     path.write_text(render_html(report), encoding="utf-8")
 
 
-__all__ = ["MAX_RUN_TREES", "report_renderable", "run_tree", "write_html"]
+__all__ = [
+    "MAX_RUN_TREES",
+    "report_renderable",
+    "run_tree",
+    "verdict_line",
+    "workspace_tree",
+    "write_html",
+]

@@ -45,7 +45,7 @@ dl.meta dd { margin: 0; }
 .verdict.clean { background: var(--green); } .verdict.diverged { background: var(--red); }
 .verdict.missing { background: var(--yellow); }
 .status-diverged { color: var(--red); font-weight: 600; }
-.status-missing { color: var(--yellow); font-weight: 600; }
+.status-missing, .status-no-verdict { color: var(--yellow); font-weight: 600; }
 .expected { color: var(--fg); }
 .actual, .holds { color: var(--red); }
 .muted { color: var(--muted); }
@@ -147,7 +147,8 @@ def _meta(report: VerifyReport) -> str:
 
 def _chart(report: VerifyReport) -> str:
     """Clean, diverged and missing runs as one stacked bar (inline SVG)."""
-    clean, diverged, missing = report.clean_runs, len(report.diverged_runs), report.count(1)
+    clean, diverged = report.clean_runs, len(report.diverged_runs)
+    missing = report.missing_runs + report.no_verdict_runs
     total = max(clean + diverged + missing, 1)
     parts = [("clean", clean, "#1a7f37"), ("diverged", diverged, "#b00020"),
              ("missing", missing, "#9a6700")]  # fmt: skip
@@ -179,8 +180,13 @@ def _summary(report: VerifyReport) -> str:
         f"<p>{_plural(len(report.runs), 'run')}, {_plural(report.entries, 'entry', 'entries')}: "
         f"<strong>{report.clean_runs:,}</strong> clean, "
         f"<strong class=status-diverged>{len(report.diverged_runs):,}</strong> diverged, "
-        f"<strong>{report.count(1):,}</strong> missing; "
-        f"{_plural(report.blobs_checked, 'blob')} re-hashed, "
+        f"<strong>{report.missing_runs:,}</strong> missing; "
+        + (
+            f"<strong>{report.no_verdict_runs:,}</strong> without a verdict; "
+            if report.no_verdict_runs
+            else ""
+        )
+        + f"{_plural(report.blobs_checked, 'blob')} re-hashed, "
         f"{report.receipts_checked:,} receipt(s), {report.signatures_checked:,} signature(s), "
         f"{report.audit_records:,} audit record(s); {report.elapsed_s:.2f}s{rate}.</p>"
     )
@@ -212,19 +218,20 @@ def _finding(divergence: Divergence, where: str | None = None) -> str:
         if divergence.detail
         else ""
     )
+    words = f"<p class=says>{_e(divergence.says)}</p>" if divergence.says else ""
     return (
         f'<div class=finding>{place}<a href="#check-{anchor(divergence.check)}">'
         f"<code><strong>{_e(divergence.check)}</strong></code></a>{subject}"
-        f"<div class=means>{_e(explain(divergence.check).means)}</div>"
+        f"<div class=means>{_e(explain(divergence.check).means)}</div>{words}"
         f"<dl><dt>expected</dt><dd class=expected><code>{_e(divergence.expected)}</code></dd>"
         f"<dt>actual</dt><dd class=actual><code>{_e(divergence.actual)}</code></dd>"
         f"{holds}</dl></div>"
     )
 
 
-def _run(verdict: RunVerdict, extra: list[Divergence]) -> str:
+def _run(verdict: RunVerdict, extra: list[Divergence], status: str) -> str:
+    """One failing run; ``status`` is the report's (``VerifyReport.status_of``)."""
     run_anchor = anchor("run", verdict.run_id)
-    status = status_name(verdict.code) if not extra or not verdict.ok else "diverged"
     checks = sorted({d.check for d in [*verdict.divergences, *extra]})
     search = " ".join([verdict.run_id, status, *checks]).lower()
     by_step: dict[int | None, list[Divergence]] = defaultdict(list)
@@ -283,12 +290,13 @@ def _runs(report: VerifyReport) -> str:
         if divergence.run_id is not None:
             named[divergence.run_id].append(divergence)
     known = {run.run_id for run in report.runs}
+    statuses = report.statuses()
     failing = [
-        _run(run, named.get(run.run_id, []))
+        _run(run, named.get(run.run_id, []), statuses[run.run_id])
         for run in report.runs
         if not run.ok or run.run_id in named
     ]
-    failing += [_run(RunVerdict(run_id), found) for run_id, found in named.items()
+    failing += [_run(RunVerdict(run_id), found, "diverged") for run_id, found in named.items()
                 if run_id not in known]  # fmt: skip
     if not failing:
         return '<h2 id="runs">Failing runs</h2><p>None: every run verified clean.</p>'

@@ -86,14 +86,22 @@ class Outcome:
 
 
 def import_and_verify(
-    workdir: Path, ledger_path: Path, *, key: Path | None = None, trust: tuple[str, ...] = ()
+    workdir: Path,
+    ledger_path: Path,
+    *,
+    key: Path | None = None,
+    trust: tuple[str, ...] = (),
+    tsa_bundle: Path | None = None,
 ) -> Outcome:
     """Import into a fresh ledger at ``ledger_path`` and verify every run both ways."""
     with Ledger.open(ledger_path) as ledger:
         import_workdir(ledger, workdir)
         runs = sorted(p.name for p in (workdir / ".sdd" / "runs").iterdir())
         compat = ledger.verify(runs, options=VerifyOptions(compat="bernstein"))
-        strict = ledger.verify(runs, options=VerifyOptions(audit_key_file=key, trust=trust))
+        strict = ledger.verify(
+            runs,
+            options=VerifyOptions(audit_key_file=key, trust=trust, tsa_bundle_file=tsa_bundle),
+        )
     return Outcome(
         compat={v.run_id: int(v.code) for v in compat.runs},
         strict={v.run_id: int(v.code) for v in strict.runs},

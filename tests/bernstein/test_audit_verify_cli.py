@@ -36,6 +36,7 @@ def test_an_unsealed_chain_fails_like_bernstein(tmp_path: Path, cli: Any) -> Non
         "Checkpoints": True,
         "External Anchors": True,
         "Witness Co-signatures": True,
+        "Lineage Activity": True,
     }
 
 
@@ -56,3 +57,11 @@ def test_a_witness_key_that_is_not_one_is_refused(tmp_path: Path, cli: Any) -> N
     assert "--witness-key" in result.err
     missing = cli("bernstein", "audit-verify", "--witness-key", str(tmp_path / "no"), ledger=ledger)
     assert missing.code == 64
+
+
+def test_a_witness_state_that_is_not_a_folder_is_refused(tmp_path: Path, cli: Any) -> None:
+    ledger = _imported(tmp_path, cli)
+    for state in (tmp_path / "absent", KEY):
+        result = cli("bernstein", "audit-verify", "--witness-state", str(state), ledger=ledger)
+        assert result.code == 64, result.err
+        assert "--witness-state" in result.err

@@ -579,3 +579,704 @@ def test_a_sealed_workdir_round_trips_byte_for_byte(sealed: Path, cli: Any, tmp_
 
     assert files(out) == files(workdir)
     assert "lineage/runs/r1/spine.jsonl" in files(out)
+
+
+# ---- RFC 3161 anchors authenticated with a trust bundle ------------------------------------
+
+TSA_VARIANTS = (
+    "good",
+    "intermediate_ec",
+    "untrusted",
+    "expired",
+    "expired_since",
+    "no_timestamping_usage",
+    "tampered_imprint",
+)
+"""``data/sealed_workdirs.py``'s anchors files (``OUT/tsa/<variant>.jsonl``); the
+untouched workdir's own anchor is a token with no certificate and no real signature."""
+FAILS_WITH_THE_BUNDLE = {"untouched", "untrusted", "expired", "tampered_imprint"}
+"""What bernstein's anchor pillar fails once given the bundle (it passes them all without)."""
+
+
+@pytest.fixture(scope="module")
+def tsa_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("tsa")
+    made = {"untouched": root / "untouched"}
+    shutil.copytree(sealed, made["untouched"])
+    for variant in TSA_VARIANTS:
+        target = root / variant
+        shutil.copytree(sealed, target)
+        shutil.copyfile(sealed / "tsa" / f"{variant}.jsonl", target / ANCHORS)
+        made[variant] = target
+    return made
+
+
+@pytest.fixture(scope="module")
+def bernstein_says_tsa(tsa_cases: dict[str, Path]) -> dict[tuple[str, bool], dict[str, Any]]:
+    """bernstein's audit verify per (case, with --rfc3161-trusted-tsa-bundle)."""
+    specs = []
+    for name, workdir in tsa_cases.items():
+        bundle = str((workdir / "tsa" / "bundle.pem").resolve())
+        specs.append((name, False, {"workdir": str(workdir)}))
+        specs.append((name, True, {"workdir": str(workdir), "tsa_bundle": bundle}))
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "audit"] + [json.dumps(spec) for _, _, spec in specs],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [
+        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
+    ]
+    assert len(answers) == len(specs)
+    return {(name, bundled): a for (name, bundled, _), a in zip(specs, answers, strict=True)}
+
+
+def test_the_tsa_cases_are_what_they_claim(
+    bernstein_says_tsa: dict[tuple[str, bool], Any],
+) -> None:
+    for name in ("untouched", *TSA_VARIANTS):
+        assert bernstein_says_tsa[(name, False)]["code"] == 0, name
+        expected = 1 if name in FAILS_WITH_THE_BUNDLE else 0
+        assert bernstein_says_tsa[(name, True)]["code"] == expected, name
+        anchors_ok = bernstein_says_tsa[(name, True)]["pillars"]["_verify_anchors"]
+        assert anchors_ok is (name not in FAILS_WITH_THE_BUNDLE), name
+
+
+@pytest.mark.parametrize("name", ["untouched", *TSA_VARIANTS])
+@pytest.mark.parametrize("bundled", [False, True], ids=["no-bundle", "tsa-bundle"])
+def test_compat_exit_code_with_a_tsa_bundle_is_bernsteins(
+    name: str,
+    bundled: bool,
+    tsa_cases: dict[str, Path],
+    bernstein_says_tsa: dict[tuple[str, bool], Any],
+    cli: Any,
+    tmp_path: Path,
+) -> None:
+    workdir = tsa_cases[name]
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    args = ["bernstein", "audit-verify", "--audit-key", str(workdir / "audit.key"), "--json"]
+    if bundled:
+        args += ["--tsa-bundle", str(workdir / "tsa" / "bundle.pem")]
+    result = cli(*args, ledger=ledger)
+    theirs = bernstein_says_tsa[(name, bundled)]
+    assert result.code == theirs["code"], (result.out, theirs)
+    anchors = next(p for p in result.json()["pillars"] if p["name"] == "External Anchors")
+    assert anchors["ok"] is theirs["pillars"]["_verify_anchors"], anchors
+
+
+@pytest.mark.parametrize("name", ["untouched", *TSA_VARIANTS])
+def test_strict_authenticates_anchors_with_a_tsa_bundle(
+    name: str, tsa_cases: dict[str, Path], tmp_path: Path
+) -> None:
+    """Strict fails what bernstein fails with the bundle, and a signer certificate not
+    marked for timestamping (RFC 3161 §2.3), which bernstein accepts."""
+    workdir = tsa_cases[name]
+    key = workdir / "audit.key"
+    bundled = import_and_verify(
+        workdir, tmp_path / "bundled.db", key=key, tsa_bundle=workdir / "tsa" / "bundle.pem"
+    )
+    caught = "bernstein.rfc3161.tsa" in bundled.workspace
+    assert caught == (name in FAILS_WITH_THE_BUNDLE | {"no_timestamping_usage"}), bundled.workspace
+    assert "bernstein.rfc3161.token" not in bundled.workspace
+    assert not any("TSAs that signed them were not" in note for note in bundled.notes)
+    assert any("their TSAs against the trust bundle" in note for note in bundled.notes)
+    plain = import_and_verify(workdir, tmp_path / "plain.db", key=key)
+    assert not {c for c in plain.workspace if c.startswith("bernstein.rfc3161")}
+    assert any("not authenticated (give --tsa-bundle)" in note for note in plain.notes)
+
+
+def test_a_tsa_bundle_that_holds_no_certificate_is_a_usage_error(
+    tsa_cases: dict[str, Path], cli: Any, tmp_path: Path
+) -> None:
+    workdir = tsa_cases["good"]
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    bad = tmp_path / "bundle.pem"
+    bad.write_bytes(b"-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n")
+    for args in (
+        ["bernstein", "audit-verify", "--tsa-bundle", str(bad)],
+        ["verify", "--tsa-bundle", str(bad)],
+        ["verify", "--tsa-bundle", str(tmp_path / "absent.pem")],
+    ):
+        result = cli(*args, ledger=ledger)
+        assert result.code == 64, (args, result.out, result.err)
+        assert "--tsa-bundle" in result.err
+
+
+# ---- the witness's own state (--witness-state) ---------------------------------------------
+
+
+def roll_back_with_the_cosignatures(wd: Path) -> None:
+    """Chain, seal, checkpoints and co-signatures rolled back together to the first seal:
+    only the witness's own state (outside the workdir) remembers the longer history."""
+    shutil.rmtree(wd / AUDIT)
+    shutil.copytree(wd / "first-audit", wd / AUDIT)
+
+
+def _edit_pins(wd: Path, **changes: Any) -> None:
+    for pin in (wd / "witness-state").glob("*.json"):
+        doc = json.loads(pin.read_bytes())
+        doc.update(changes)
+        pin.write_text(json.dumps(doc) + "\n")
+
+
+def unreadable_pin_count(wd: Path) -> None:
+    """A pin whose count bernstein's reader cannot turn into an integer: it raises."""
+    _edit_pins(wd, entry_count="many")
+
+
+def roll_back_under_a_pin_of_another_version(wd: Path) -> None:
+    """The rollback, but the witness's pin is of a version bernstein does not read."""
+    roll_back_with_the_cosignatures(wd)
+    _edit_pins(wd, version=2)
+
+
+STATE_CASES: dict[str, Callable[[Path], None]] = {
+    f.__name__: f
+    for f in (
+        untouched,
+        roll_back_everything,
+        roll_back_with_the_cosignatures,
+        unreadable_pin_count,
+        roll_back_under_a_pin_of_another_version,
+    )
+}
+FAILS_WITH_THE_STATE = {
+    "roll_back_everything",
+    "roll_back_with_the_cosignatures",
+    "unreadable_pin_count",
+}
+
+
+@pytest.fixture(scope="module")
+def state_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("state")
+    made = {}
+    for name, tamper in STATE_CASES.items():
+        shutil.copytree(sealed, root / name)
+        tamper(root / name)
+        made[name] = root / name
+    return made
+
+
+@pytest.fixture(scope="module")
+def bernstein_says_state(state_cases: dict[str, Path]) -> dict[tuple[str, bool], dict[str, Any]]:
+    """bernstein's audit verify --witness-key per (case, with --witness-state)."""
+    specs = []
+    for name, workdir in state_cases.items():
+        spec = {"workdir": str(workdir), "witness_key": str((workdir / "witness.pub").resolve())}
+        specs.append((name, False, spec))
+        specs.append((name, True, {**spec, "witness_state": str(workdir / "witness-state")}))
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "audit"] + [json.dumps(spec) for _, _, spec in specs],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [
+        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
+    ]
+    assert len(answers) == len(specs)
+    return {(name, stated): a for (name, stated, _), a in zip(specs, answers, strict=True)}
+
+
+def test_the_state_cases_are_what_they_claim(
+    bernstein_says_state: dict[tuple[str, bool], Any],
+) -> None:
+    for name in STATE_CASES:
+        without = 1 if name == "roll_back_everything" else 0
+        assert bernstein_says_state[(name, False)]["code"] == without, name
+        with_state = 1 if name in FAILS_WITH_THE_STATE else 0
+        assert bernstein_says_state[(name, True)]["code"] == with_state, name
+    raised = bernstein_says_state[("unreadable_pin_count", True)]["pillars"]["_verify_witness"]
+    assert raised == "raises ValueError"
+
+
+@pytest.mark.parametrize("name", sorted(STATE_CASES))
+@pytest.mark.parametrize("stated", [False, True], ids=["no-state", "witness-state"])
+def test_compat_exit_code_with_the_witness_state_is_bernsteins(
+    name: str,
+    stated: bool,
+    state_cases: dict[str, Path],
+    bernstein_says_state: dict[tuple[str, bool], Any],
+    cli: Any,
+    tmp_path: Path,
+) -> None:
+    workdir = state_cases[name]
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    args = ["bernstein", "audit-verify", "--audit-key", str(workdir / "audit.key"), "--json"]
+    args += ["--witness-key", str(workdir / "witness.pub")]
+    if stated:
+        args += ["--witness-state", str(workdir / "witness-state")]
+    result = cli(*args, ledger=ledger)
+    theirs = bernstein_says_state[(name, stated)]
+    assert result.code == theirs["code"], (result.out, theirs)
+    witness = next(p for p in result.json()["pillars"] if p["name"] == "Witness Co-signatures")
+    assert witness["ok"] is (theirs["pillars"]["_verify_witness"] is True), witness
+
+
+# ---- the lineage store's activity ----------------------------------------------------------
+
+LINEAGE_LOG = Path(".sdd/lineage/log.jsonl")
+
+
+def _lineage_log(wd: Path, name: str) -> None:
+    shutil.copyfile(wd / "lineage-store" / f"{name}.jsonl", wd / LINEAGE_LOG)
+
+
+def lineage_active(wd: Path) -> None:
+    _lineage_log(wd, "active")
+
+
+def lineage_orphan(wd: Path) -> None:
+    _lineage_log(wd, "orphan")
+
+
+def lineage_revoked(wd: Path) -> None:
+    """The first entry revoked by a record the audit chain holds (appended after the seal)."""
+    _lineage_log(wd, "active")
+    shutil.rmtree(wd / AUDIT)
+    shutil.copytree(wd / "lineage-store" / "revoked-audit", wd / AUDIT)
+
+
+def lineage_unparsable(wd: Path) -> None:
+    _lineage_log(wd, "active")
+    with (wd / LINEAGE_LOG).open("ab") as handle:
+        handle.write(b"{not json\n")
+
+
+def lineage_refused_kind(wd: Path) -> None:
+    """An entry bernstein's constructor refuses (an unknown artefact kind): it raises."""
+    lines = (wd / "lineage-store" / "active.jsonl").read_bytes().splitlines(keepends=True)
+    lines[0] = lines[0].replace(b'"artefact_kind":"file"', b'"artefact_kind":"folder"')
+    (wd / LINEAGE_LOG).write_bytes(b"".join(lines))
+
+
+def lineage_edited_parent(wd: Path) -> None:
+    """The first entry edited: the second's parent no longer names an entry of the log."""
+    lines = (wd / "lineage-store" / "active.jsonl").read_bytes().splitlines(keepends=True)
+    lines[0] = lines[0].replace(b"call-first", b"call-forged")
+    (wd / LINEAGE_LOG).write_bytes(b"".join(lines))
+
+
+LINEAGE_CASES: dict[str, Callable[[Path], None]] = {
+    f.__name__: f
+    for f in (
+        lineage_active,
+        lineage_orphan,
+        lineage_revoked,
+        lineage_unparsable,
+        lineage_refused_kind,
+        lineage_edited_parent,
+    )
+}
+
+
+@pytest.fixture(scope="module")
+def lineage_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("lineage")
+    made = {}
+    for name, tamper in LINEAGE_CASES.items():
+        shutil.copytree(sealed, root / name)
+        tamper(root / name)
+        made[name] = root / name
+    return made
+
+
+@pytest.fixture(scope="module")
+def bernstein_says_lineage(lineage_cases: dict[str, Path]) -> dict[str, dict[str, Any]]:
+    names = list(lineage_cases)
+    specs = [json.dumps({"workdir": str(lineage_cases[name])}) for name in names]
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "audit", *specs],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [
+        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
+    ]
+    assert len(answers) == len(names)
+    return dict(zip(names, answers, strict=True))
+
+
+def test_the_lineage_cases_are_what_they_claim(
+    bernstein_says_lineage: dict[str, dict[str, Any]],
+) -> None:
+    pillars = {name: a["pillars"] for name, a in bernstein_says_lineage.items()}
+    assert pillars["lineage_active"]["_verify_lineage_active_set"] is True
+    assert bernstein_says_lineage["lineage_active"]["code"] == 0
+    for name in ("lineage_orphan", "lineage_revoked", "lineage_edited_parent"):
+        assert pillars[name]["_verify_lineage_active_set"] is False, name
+    for name in ("lineage_unparsable", "lineage_refused_kind"):
+        assert str(pillars[name]["_verify_lineage_active_set"]).startswith("raises"), name
+    # Only the lineage pillar differs from the untouched workdir's verdict.
+    others = {k: v for k, v in pillars["lineage_revoked"].items() if "lineage" not in k}
+    assert all(v is True for v in others.values()), others
+
+
+@pytest.mark.parametrize("name", sorted(LINEAGE_CASES))
+def test_compat_lineage_activity_is_bernsteins(
+    name: str,
+    lineage_cases: dict[str, Path],
+    bernstein_says_lineage: dict[str, dict[str, Any]],
+    cli: Any,
+    tmp_path: Path,
+) -> None:
+    workdir = lineage_cases[name]
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    args = ["bernstein", "audit-verify", "--audit-key", str(workdir / "audit.key"), "--json"]
+    result = cli(*args, ledger=ledger)
+    theirs = bernstein_says_lineage[name]
+    assert result.code == theirs["code"], (result.out, theirs)
+    assert result.json()["not_reproduced"] == []
+    lineage = next(p for p in result.json()["pillars"] if p["name"] == "Lineage Activity")
+    assert lineage["ok"] is (theirs["pillars"]["_verify_lineage_active_set"] is True), lineage
+
+
+# ---- tears and their acknowledgements ------------------------------------------------------
+
+TEAR_VARIANTS = ("torn", "torn_sealed", "torn_acknowledged", "torn_acknowledged_elsewhere")
+"""``data/sealed_workdirs.py``'s ``OUT/tears/<variant>`` audit folders."""
+
+
+@pytest.fixture(scope="module")
+def tear_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("tears")
+    made = {}
+    for variant in TEAR_VARIANTS:
+        shutil.copytree(sealed, root / variant)
+        shutil.rmtree(root / variant / AUDIT)
+        shutil.copytree(sealed / "tears" / variant, root / variant / AUDIT)
+        made[variant] = root / variant
+    return made
+
+
+@pytest.fixture(scope="module")
+def bernstein_says_tears(tear_cases: dict[str, Path]) -> dict[str, dict[str, Any]]:
+    names = list(tear_cases)
+    specs = [json.dumps({"workdir": str(tear_cases[name])}) for name in names]
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "audit", *specs],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [
+        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
+    ]
+    assert len(answers) == len(names)
+    return dict(zip(names, answers, strict=True))
+
+
+def test_the_tear_cases_are_what_they_claim(bernstein_says_tears: dict[str, Any]) -> None:
+    hmac = {name: a["pillars"]["_verify_hmac_chain"] for name, a in bernstein_says_tears.items()}
+    assert hmac == {
+        "torn": False,
+        "torn_sealed": False,
+        "torn_acknowledged": True,
+        "torn_acknowledged_elsewhere": False,
+    }
+    assert bernstein_says_tears["torn_acknowledged"]["code"] == 0
+
+
+@pytest.mark.parametrize("name", TEAR_VARIANTS)
+def test_compat_tears_are_bernsteins(
+    name: str,
+    tear_cases: dict[str, Path],
+    bernstein_says_tears: dict[str, dict[str, Any]],
+    cli: Any,
+    tmp_path: Path,
+) -> None:
+    workdir = tear_cases[name]
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    args = ["bernstein", "audit-verify", "--audit-key", str(workdir / "audit.key"), "--json"]
+    result = cli(*args, ledger=ledger)
+    theirs = bernstein_says_tears[name]
+    assert result.code == theirs["code"], (result.out, theirs)
+    hmac = next(p for p in result.json()["pillars"] if p["name"] == "HMAC Chain")
+    assert hmac["ok"] is theirs["pillars"]["_verify_hmac_chain"], hmac
+
+
+@pytest.mark.parametrize("name", TEAR_VARIANTS)
+def test_strict_reports_every_tear_even_acknowledged(
+    name: str, tear_cases: dict[str, Path], tmp_path: Path
+) -> None:
+    """An acknowledgement says an operator looked; the records are still lost or damaged,
+    so strict keeps the finding."""
+    workdir = tear_cases[name]
+    outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
+    assert "bernstein.audit.chain" in outcome.workspace, outcome.workspace
+
+
+# ---- seal anchors: bernstein seal verify ----------------------------------------------------
+
+
+def _install_seal_anchor(wd: Path, name: str) -> None:
+    shutil.copyfile(wd / "tsa" / f"seal-{name}.json", anchored_run(wd) / "seal_anchor.json")
+
+
+def trusted_seal_anchor(wd: Path) -> None:
+    _install_seal_anchor(wd, "good")
+
+
+def untrusted_seal_anchor(wd: Path) -> None:
+    _install_seal_anchor(wd, "untrusted")
+
+
+def trusted_seal_anchor_cut_journal(wd: Path) -> None:
+    _install_seal_anchor(wd, "good")
+    cut_anchored_journal(wd)
+
+
+def unreadable_seal_anchor(wd: Path) -> None:
+    (anchored_run(wd) / "seal_anchor.json").write_bytes(b"[1]\n")
+
+
+SEAL_CASES: dict[str, Callable[[Path], None]] = {
+    "fake_token": untouched,
+    "trusted": trusted_seal_anchor,
+    "untrusted": untrusted_seal_anchor,
+    "trusted_cut_journal": trusted_seal_anchor_cut_journal,
+    "unreadable": unreadable_seal_anchor,
+}
+
+
+@pytest.fixture(scope="module")
+def seal_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("seal-anchors")
+    made = {}
+    for name, tamper in SEAL_CASES.items():
+        shutil.copytree(sealed, root / name)
+        tamper(root / name)
+        made[name] = root / name
+    return made
+
+
+def _seal_specs(seal_cases: dict[str, Path]) -> list[tuple[str, str, bool]]:
+    """(case, run, with the bundle); ``missing`` asks for a run without an anchor."""
+    specs = []
+    for name, workdir in seal_cases.items():
+        for bundled in (False, True):
+            specs.append((name, anchored_run(workdir).name, bundled))
+    untouched_wd = seal_cases["fake_token"]
+    specs += [("missing", _second_run(untouched_wd).name, b) for b in (False, True)]
+    return specs
+
+
+@pytest.fixture(scope="module")
+def bernstein_says_seal(seal_cases: dict[str, Path]) -> dict[tuple[str, bool], dict[str, Any]]:
+    specs = _seal_specs(seal_cases)
+    raw = []
+    for name, run, bundled in specs:
+        workdir = seal_cases.get(name, seal_cases["fake_token"])
+        spec = {"workdir": str(workdir), "run": run}
+        if bundled:
+            spec["tsa_bundle"] = str(workdir / "tsa" / "bundle.pem")
+        raw.append(json.dumps(spec))
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "seal-status", *raw],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(answers) == len(specs)
+    return {(name, b): a for (name, _, b), a in zip(specs, answers, strict=True)}
+
+
+def test_the_seal_cases_are_what_they_claim(
+    bernstein_says_seal: dict[tuple[str, bool], dict[str, Any]],
+) -> None:
+    statuses = {key: answer["status"] for key, answer in bernstein_says_seal.items()}
+    assert statuses == {
+        ("fake_token", False): "unverifiable",
+        ("fake_token", True): "invalid",
+        ("trusted", False): "unverifiable",
+        ("trusted", True): "verified",
+        ("untrusted", False): "unverifiable",
+        ("untrusted", True): "invalid",
+        ("trusted_cut_journal", False): "mismatched",
+        ("trusted_cut_journal", True): "mismatched",
+        ("unreadable", False): "unreadable",
+        ("unreadable", True): "unreadable",
+        ("missing", False): "missing",
+        ("missing", True): "missing",
+    }
+
+
+@pytest.mark.parametrize("name", [*SEAL_CASES, "missing"])
+@pytest.mark.parametrize("bundled", [False, True], ids=["no-bundle", "tsa-bundle"])
+def test_seal_verify_is_bernsteins(
+    name: str,
+    bundled: bool,
+    seal_cases: dict[str, Path],
+    bernstein_says_seal: dict[tuple[str, bool], dict[str, Any]],
+    cli: Any,
+    tmp_path: Path,
+) -> None:
+    workdir = seal_cases.get(name, seal_cases["fake_token"])
+    run = _second_run(workdir).name if name == "missing" else anchored_run(workdir).name
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    args = ["bernstein", "seal-verify", run, "--json"]
+    if bundled:
+        args += ["--tsa-bundle", str(workdir / "tsa" / "bundle.pem")]
+    result = cli(*args, ledger=ledger)
+    theirs = bernstein_says_seal[(name, bundled)]
+    assert result.code == theirs["code"], (result.out, theirs)
+    assert result.json()["status"] == theirs["status"]
+
+
+@pytest.mark.parametrize("name", sorted(SEAL_CASES))
+def test_strict_authenticates_seal_anchors_with_a_tsa_bundle(
+    name: str,
+    seal_cases: dict[str, Path],
+    bernstein_says_seal: dict[tuple[str, bool], dict[str, Any]],
+    tmp_path: Path,
+) -> None:
+    """Strict finds a seal anchor bernstein's seal verify does not verify with the bundle
+    (strict's own head and token checks name the mismatched and unreadable ones)."""
+    workdir = seal_cases[name]
+    run_id = anchored_run(workdir).name
+    outcome = import_and_verify(
+        workdir,
+        tmp_path / "ledger.db",
+        key=workdir / "audit.key",
+        tsa_bundle=workdir / "tsa" / "bundle.pem",
+    )
+    found = {c for c in outcome.findings[run_id] if c.startswith("bernstein.seal_anchor")}
+    verified = bernstein_says_seal[(name, True)]["status"] == "verified"
+    assert (not found) is verified, found
+    if bernstein_says_seal[(name, True)]["status"] == "invalid":
+        assert found == {"bernstein.seal_anchor.tsa"}
+
+
+# ---- the journal against its seal: bernstein replay --verify --------------------------------
+
+
+def discarded_line(wd: Path) -> None:
+    """A line bernstein's reader discards appended to the second run's journal."""
+    with (_second_run(wd) / "journal.jsonl").open("ab") as handle:
+        handle.write(b"not json\n")
+
+
+def edited_journal_row(wd: Path) -> None:
+    journal = _second_run(wd) / "journal.jsonl"
+    lines = _lines(journal)
+    lines[1] = lines[1].replace(b'"event": "', b'"event": "x', 1)
+    journal.write_bytes(b"".join(lines))
+
+
+def cut_journal_under_a_tampered_spine(wd: Path) -> None:
+    """A cut tail whose spine also fails its verify: bernstein then trusts no seal."""
+    cut_sealed_journal(wd)
+    edit_spine_entry(wd)
+
+
+REPLAY_CASES: dict[str, Callable[[Path], None]] = {
+    f.__name__: f
+    for f in (
+        untouched,
+        cut_sealed_journal,
+        discarded_line,
+        edited_journal_row,
+        cut_journal_under_a_tampered_spine,
+    )
+}
+
+
+@pytest.fixture(scope="module")
+def replay_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("replay")
+    made = {}
+    for name, tamper in REPLAY_CASES.items():
+        shutil.copytree(sealed, root / name)
+        tamper(root / name)
+        made[name] = root / name
+    return made
+
+
+@pytest.fixture(scope="module")
+def bernstein_says_replay(replay_cases: dict[str, Path]) -> dict[tuple[str, bool], Any]:
+    specs = [
+        (name, keyed, {"workdir": str(wd), "run": _second_run(wd).name, "keyed": keyed})
+        for name, wd in replay_cases.items()
+        for keyed in (False, True)
+    ]
+    specs.append(("no_such_run", True, {"workdir": str(replay_cases["untouched"]), "run": "r9"}))
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "replay-status", *(json.dumps(s) for _, _, s in specs)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(answers) == len(specs)
+    return {(name, keyed): a for (name, keyed, _), a in zip(specs, answers, strict=True)}
+
+
+def test_the_replay_cases_are_what_they_claim(bernstein_says_replay: dict[Any, Any]) -> None:
+    statuses = {key: answer["status"] for key, answer in bernstein_says_replay.items()}
+    assert statuses == {
+        ("untouched", False): "unverifiable",
+        ("untouched", True): "verified",
+        ("cut_sealed_journal", False): "unverifiable",
+        ("cut_sealed_journal", True): "mismatched",
+        ("discarded_line", False): "diverged",
+        ("discarded_line", True): "diverged",
+        ("edited_journal_row", False): "diverged",
+        ("edited_journal_row", True): "diverged",
+        ("cut_journal_under_a_tampered_spine", False): "unverifiable",
+        ("cut_journal_under_a_tampered_spine", True): "unverifiable",
+        ("no_such_run", True): "missing",
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "keyed"),
+    [(name, keyed) for name in REPLAY_CASES for keyed in (False, True)] + [("no_such_run", True)],
+)
+def test_replay_verify_is_bernsteins(
+    name: str,
+    keyed: bool,
+    replay_cases: dict[str, Path],
+    bernstein_says_replay: dict[tuple[str, bool], Any],
+    cli: Any,
+    tmp_path: Path,
+) -> None:
+    workdir = replay_cases.get(name, replay_cases["untouched"])
+    run = "r9" if name == "no_such_run" else _second_run(workdir).name
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    args = ["bernstein", "replay-verify", run, "--json"]
+    if keyed:
+        args += ["--audit-key", str(workdir / "audit.key")]
+    result = cli(*args, ledger=ledger)
+    theirs = bernstein_says_replay[(name, keyed)]
+    assert result.code == theirs["code"], (result.out, theirs)
+    assert result.json()["status"] == theirs["status"]
+
+
+@pytest.mark.parametrize("name", sorted(LINEAGE_CASES))
+def test_strict_fails_every_lineage_log_bernstein_fails(
+    name: str,
+    lineage_cases: dict[str, Path],
+    bernstein_says_lineage: dict[str, dict[str, Any]],
+    tmp_path: Path,
+) -> None:
+    workdir = lineage_cases[name]
+    outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
+    passed = bernstein_says_lineage[name]["pillars"]["_verify_lineage_active_set"] is True
+    assert ("bernstein.lineage.activity" in outcome.workspace) is not passed, outcome.workspace

@@ -124,3 +124,94 @@ def test_hostile_evidence_is_a_finding(name: str, tmp_path: Path, cli: Any) -> N
     assert compat.code in (0, 1), compat.err[-2000:]
     if "/runs/" not in path:
         assert compat.code == 1
+
+
+LINEAGE_LOGS = {
+    "nested deep": DEEP + b"\n",
+    "not utf-8": b"\xff\xfe\n",
+    "not an object": b"[1]\n",
+    "a field missing": json.dumps({"v": 1}).encode() + b"\n",
+    "parents not iterable": json.dumps(
+        {
+            "v": 1,
+            "artefact_path": "a",
+            "artefact_kind": "file",
+            "content_hash": "sha256:x",
+            "parent_hashes": 5,
+            "agent_id": "a",
+            "agent_card_kid": "k",
+            "tool_call_id": "t",
+            "span_id": "s",
+            "ts_ns": 1,
+            "operator_hmac": "",
+        }
+    ).encode()
+    + b"\n",
+    "count not a number": json.dumps({"v": "one"}).encode() + b"\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINEAGE_LOGS))
+def test_a_hostile_lineage_log_fails_its_pillar(name: str, tmp_path: Path, cli: Any) -> None:
+    """bernstein's lineage pillar raises on these (exit 1); ours fails, never crashes."""
+    workdir = copy_workdir(SMALL, tmp_path / "workdir")
+    (workdir / ".sdd" / "lineage").mkdir(parents=True, exist_ok=True)
+    (workdir / ".sdd" / "lineage" / "log.jsonl").write_bytes(LINEAGE_LOGS[name])
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    result = cli("bernstein", "audit-verify", "--audit-key", str(KEY), "--json", ledger=ledger)
+    assert result.code == 1, result.err[-2000:]
+    lineage = next(p for p in result.json()["pillars"] if p["name"] == "Lineage Activity")
+    assert lineage["ok"] is False
+    assert lineage["problems"][0].startswith("bernstein's verifier raises on log.jsonl")
+
+
+HOSTILE_CHAINS = {
+    "empty": b"",
+    "nested deep": DEEP,
+    "not utf-8": b"\xff",
+    "root kid not a string": json.dumps(
+        {
+            "chain_type": "https://bernstein.run/attestations/key-succession/v1",
+            "root": {"kid": 1, "public_key_jwk": {"kid": 1}},
+            "entries": [],
+        }
+    ).encode(),
+    "x not base64": json.dumps(
+        {
+            "chain_type": "https://bernstein.run/attestations/key-succession/v1",
+            "root": {
+                "kid": "k",
+                "public_key_jwk": {"kid": "k", "kty": "OKP", "crv": "Ed25519", "x": "é"},
+            },
+            "entries": [],
+        }
+    ).encode(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_CHAINS))
+def test_a_hostile_key_chain_trusts_nothing(name: str) -> None:
+    from agentledger.bernstein.key_succession import Untrusted, key_trust
+
+    pem = (SMALL.parent / "bernstein-3.23.0" / "audit.key").read_bytes()  # not a key either
+    with pytest.raises(Untrusted):
+        key_trust(HOSTILE_CHAINS[name], pem, "k", b"\x00" * 32, None)
+
+
+@pytest.mark.parametrize(
+    "token",
+    [b"", b"\x30\x03\x02\x01\x01", DEEP, b"\x30" + b"\x84\xff\xff\xff\xff"],
+    ids=["empty", "an integer", "nested deep", "a length past the end"],
+)
+def test_a_hostile_token_is_not_authenticated(token: bytes) -> None:
+    from agentledger.bernstein.rfc3161_token import message_imprint
+    from agentledger.bernstein.tsa_trust import authenticate_token
+
+    from .test_tsa_trust import tsa
+
+    root = tsa.root_ca("hostile root")
+    check = authenticate_token(token, [root.certificate])
+    assert check.problems and check.problems[0].startswith("token:")
+    with pytest.raises(ValueError):
+        message_imprint(token)

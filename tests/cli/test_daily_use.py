@@ -170,8 +170,10 @@ def test_show_of_an_imported_run_shows_bernstein_s_rows_and_stages(
 ) -> None:
     assert cli("import", "bernstein", str(SMALL)).code == 0
     shown = cli("show", "run-001", "--json")
-    assert shown.code == 0, shown.err
+    # The exit code of `verify run-001`: its receipts' only signer is the key they embed.
+    assert shown.code == 2, shown.err
     doc = shown.json()
+    assert doc["run_status"] == "diverged"
     assert doc["source"] == "bernstein" and doc["events"] == 7
     assert [row["event"] for row in doc["rows"]][:2] == ["run_started", "task_claimed"]
     assert all(len(row["event_hash"]) == 64 for row in doc["rows"])

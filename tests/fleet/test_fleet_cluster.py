@@ -167,6 +167,24 @@ def test_bad_arguments_exit_64(
     assert capsys.readouterr().out == ""
 
 
+def test_a_scheduler_with_no_worker_is_one_line_after_the_worker_timeout(
+    fleet: Fleet, empty_home: Path, tmp_path: Path
+) -> None:
+    cluster = DaskCluster(tmp_path / "dask")
+    try:
+        cluster.start(workers=0)
+        done = run_cli(
+            "fleet", "verify", str(fleet.root), "--scheduler", cluster.address,
+            "--worker-timeout", "1", home=empty_home,
+        )  # fmt: skip
+    finally:
+        cluster.stop()
+    assert done.code == 64
+    assert done.out == ""
+    lines = done.err.strip().splitlines()
+    assert len(lines) == 1 and "has no worker" in lines[0], done.err
+
+
 def test_a_worker_killed_mid_task_loses_nothing(
     fleet: Fleet, plain: dict[str, int], tmp_path: Path, empty_home: Path, external: DaskCluster
 ) -> None:
@@ -178,7 +196,8 @@ def test_a_worker_killed_mid_task_loses_nothing(
     inputs = tmp_path / "inputs.txt"
     inputs.write_text("\n".join(paths) + "\n")
     command = subprocess.Popen(
-        [*agentledger_command(), "fleet", "verify", str(inputs), "--scheduler", external.address,
+        [*agentledger_command(), "fleet", "verify", "--from", str(inputs),
+         "--scheduler", external.address,
          "--trust", fleet.public_key, "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(empty_home),
     )  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import subprocess
 import sys
@@ -35,18 +36,41 @@ def test_a_folder_is_searched_for_ledgers_archives_and_damaged_db_files(fleet: F
     assert set(expand_paths([fleet.root])) == set(fleet.kinds)
 
 
-def test_a_list_file_names_paths_relative_to_itself(fleet: Fleet, tmp_path: Path) -> None:
+def test_a_from_list_names_paths_relative_to_itself(fleet: Fleet, tmp_path: Path) -> None:
     listed = sorted(fleet.kinds)[:2]
     listing = tmp_path / "ledgers.txt"
-    lines = ["# nightly", *listed, "", str(tmp_path / "gone.db")]
+    lines = ["# nightly", *listed, "", "gone.db"]
     listing.write_text("\n".join(lines) + "\n")
-    assert expand_paths([listing]) == [*listed, str(tmp_path / "gone.db")]
+    assert expand_paths([], [listing]) == [*listed, str(tmp_path / "gone.db")]
 
 
 def test_a_text_file_that_lists_nothing_is_a_file_to_verify(tmp_path: Path) -> None:
     note = tmp_path / "notes.txt"
     note.write_text("hello, not a ledger\n")
     assert expand_paths([note]) == [str(note)]
+
+
+def test_a_ledger_replaced_by_a_line_naming_another_is_reported_not_dropped(
+    fleet: Fleet, tmp_path: Path
+) -> None:
+    """The attacker replaces a ledger with one line naming a clean ledger: a PATH is never
+    read as a list, so the replaced file is verified (unreadable, exit 2), not swapped."""
+    clean = next(path for path, kind in fleet.kinds.items() if kind == "clean")
+    replaced = tmp_path / "ws" / "ledger.db"
+    replaced.parent.mkdir()
+    replaced.write_text(clean + "\n")
+    assert expand_paths([replaced, clean]) == [str(replaced), clean]
+    summary = verify_file(str(replaced), FleetJob(trust=(fleet.public_key,)))
+    assert summary.status == "unreadable" and summary.code == ExitCode.INVALID_INPUT
+    assert expand_paths([tmp_path]) == [str(replaced)]  # a folder's *.db is never a list
+
+
+def test_a_fifo_in_a_folder_is_reported_never_opened(tmp_path: Path) -> None:
+    fifo = tmp_path / "ledger.db"
+    os.mkfifo(fifo)
+    assert expand_paths([tmp_path]) == [str(fifo)]
+    summary = verify_file(str(fifo), FleetJob())
+    assert summary.status == "unreadable" and summary.error_code == "not-a-ledger"
 
 
 def test_a_path_that_does_not_exist_is_a_usage_error(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ def test_an_archive_of_activity_runs_verifies_with_only_the_public_key(
     result = cli("verify", "--all", "--trust", key, "--json", ledger=out)
     assert result.code == 0, result.out
     assert result.json()["results"] == [
-        {"run": "run-2", "code": 0, "entries": result.json()["entries"]}
+        {"run": "run-2", "code": 0, "status": "clean", "entries": result.json()["entries"]}
     ]
 
 

@@ -50,3 +50,22 @@ def test_a_repeated_leaf_is_named_with_its_holders(
     actual = [d["actual"] for d in result.json()["workspace"] if d["check"] == "log.leaf"]
     assert any("leaf 1 held 2 times" in a and "b seq 0" in a for a in actual), actual
     assert any("leaf 3 missing" in a for a in actual), actual
+
+
+def test_a_cut_at_the_end_of_the_log_leaves_every_run_uncertified_in_both_verdicts(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    for name in ("a", "b"):
+        ledger.run(name).append_many([("step", {"n": i}) for i in range(3)])
+    ledger.close()
+    _cut_tail(ledger_path, "b", 2)  # leaf 5, the last of the signed log
+    whole = cli("verify", "--all", "--json").json()
+    size = [d for d in whole["workspace"] if d["check"] == "log.size"]
+    assert size and "leaf 5 missing" in size[0]["actual"]
+    assert {run["run"] for run in whole["failures"]} == {"a", "b"}  # either may have lost it
+    for name in ("a", "b"):
+        named = cli("verify", name, "--json")
+        assert named.code == 2
+        assert "log.incomplete" in {
+            d["check"] for run in named.json()["failures"] for d in run["divergences"]
+        }

@@ -157,6 +157,8 @@ def test_the_row_count_of_an_append_is_checked_even_past_the_schema_check(
             "CREATE TRIGGER swallow BEFORE INSERT ON entries BEGIN SELECT RAISE(IGNORE); END"
         )
     monkeypatch.setattr(type(ledger.db), "check_writable", lambda self: None)
+    # Past the refusal to run any SQL on an altered schema too.
+    monkeypatch.setattr("agentledger.storage.connection._schema_only", lambda *_: None)
     with pytest.raises(Diverged, match="changed 0 rows"):
         ledger.run("run-0").append("step", {})
     assert _count(ledger_path, "entries") == 1

@@ -4,12 +4,14 @@ checkpoint is judged as an archive, not as a rolled-back copy)."""
 
 from __future__ import annotations
 
+import base64
+import json
 from pathlib import Path
 from typing import Any
 
 from agentledger import Ledger
 
-from .logkit import build
+from .logkit import build, raw
 
 
 def test_each_verdict_names_its_scope(ledger: Ledger, cli: Any) -> None:
@@ -39,3 +41,28 @@ def test_an_archive_checked_against_its_sources_checkpoint_is_judged_as_an_archi
     assert "an archive" in document["scope"] and ledger.id in document["scope"]
     assert "holding 1 runs" in document["scope"]
     assert not any(d["check"] == "log.rollback" for d in document["workspace"])
+
+
+def test_an_archive_proves_each_entry_in_its_sources_signed_checkpoint(
+    ledger: Ledger, cli: Any, tmp_path: Path
+) -> None:
+    build(ledger, runs=3, entries=3)
+    out = tmp_path / "review.db"
+    assert cli("archive", str(out), "run-0", "run-2").code == 0
+    clean = cli("verify", "--all", "--json", ledger=out).json()
+    assert clean["code"] == 0
+    assert "each entry proven in its source's checkpoint of 9 entries" in clean["scope"]
+    with raw(out) as conn:  # one proof node of run-2's first entry replaced
+        seal = json.loads(
+            conn.execute("SELECT value FROM ledger_meta WHERE key = 'archive'").fetchall()[0][0]
+        )
+        seal["source_proofs"][3][1][0] = base64.b64encode(bytes(32)).decode()
+        conn.execute("UPDATE ledger_meta SET value = ? WHERE key = 'archive'", (json.dumps(seal),))
+    result = cli("verify", "--all", "--json", ledger=out)
+    assert result.code == 2
+    found = {
+        (run["run"], d["check"], d["seq"])
+        for run in result.json()["failures"]
+        for d in run["divergences"]
+    }
+    assert ("run-2", "archive.source", 0) in found

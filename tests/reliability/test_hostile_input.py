@@ -432,3 +432,129 @@ def test_a_workdir_file_swapped_for_a_symlink_after_the_scan_is_refused(
         if Path(f"{ledger_file}{s}").exists()
     )
     assert b"TOPSECRET" not in stored
+
+
+def test_a_workdir_file_swapped_for_a_fifo_after_the_scan_never_blocks_the_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening a FIFO for reading waits for a writer: the import held the write lock
+    meanwhile. Files are opened without blocking and must be regular files."""
+    from agentledger.bernstein import importer
+
+    workdir = tmp_path / "workdir"
+    shutil.copytree(BERNSTEIN_FIXTURE / "bernstein-3.23.0-shapes", workdir)
+    journal = sorted((workdir / ".sdd" / "runs").iterdir())[0] / "journal.jsonl"
+    real_scan = importer.scan_workdir
+
+    def scan_then_race(*args: Any, **kwargs: Any) -> Any:
+        scanned = real_scan(*args, **kwargs)
+        journal.unlink()
+        os.mkfifo(journal)
+        return scanned
+
+    monkeypatch.setattr(importer, "scan_workdir", scan_then_race)
+    ledger_file = tmp_path / "ledger.db"
+    with Ledger.open(ledger_file) as ledger, pytest.raises(InvalidInput) as caught:
+        importer.import_workdir(ledger, workdir)
+    assert caught.value.code == "bernstein-changed"
+    with Ledger.open(ledger_file) as ledger:
+        assert ledger.runs() == []
+
+
+def test_a_fifo_in_a_workdir_on_disk_reads_as_absent_without_blocking(tmp_path: Path) -> None:
+    from agentledger.bernstein.workdir import DirectoryWorkdir
+
+    (tmp_path / ".sdd").mkdir()
+    os.mkfifo(tmp_path / ".sdd" / "journal.jsonl")
+    assert DirectoryWorkdir(tmp_path).read(".sdd/journal.jsonl") is None
+
+
+def test_a_two_gigabyte_checkpoint_file_is_refused_unread(tmp_path: Path, capsys: Any) -> None:
+    from agentledger.fleet.inputs import read_checkpoints
+
+    ledger_file = make_ledger(tmp_path / "ws" / "ledger.db", tmp_path / "keys")
+    huge = tmp_path / "cps" / "cp.txt"
+    huge.parent.mkdir()
+    with open(huge, "wb") as handle:
+        handle.truncate(2 << 30)  # sparse: costs no disk
+    before = file_state(ledger_file)
+    code, _, err = run_cli(
+        capsys, "--ledger", str(ledger_file), "verify", "--checkpoint", str(huge)
+    )
+    assert code == 65, err
+    assert_one_line(err)
+    assert "too large" in err
+    assert file_state(ledger_file) == before
+    assert read_checkpoints(huge.parent) == ({}, ["cp.txt"])
+
+
+def test_a_proof_whose_entry_holds_nan_is_a_typed_error(tmp_path: Path, capsys: Any) -> None:
+    import base64
+
+    ledger_file = make_ledger(tmp_path / "ws" / "ledger.db", tmp_path / "keys")
+    with Ledger.open(ledger_file) as ledger:
+        run_id = ledger.runs()[0]
+    code, out, err = run_cli(capsys, "--ledger", str(ledger_file), "prove", run_id, "0", "--json")
+    assert code == 0, err
+    bundle = json.loads(out)
+    entry = base64.b64decode(bundle["entry"])
+    body = json.loads(entry)
+    entry = entry.replace(json.dumps(body["ts"]).encode(), b"NaN", 1)
+    bundle["entry"] = base64.b64encode(entry).decode()
+    proof = tmp_path / "proof.json"
+    proof.write_text(json.dumps(bundle))
+    code, out, err = run_cli(capsys, "verify-proof", str(proof))
+    # Refused as a forgery (its entry no longer hashes to the proven leaf) or as malformed
+    # input: a verdict either way, never a crash (exit 70).
+    assert code in (2, 65), err
+    assert "Traceback" not in err + out
+
+
+def test_asking_for_a_kind_with_a_lone_surrogate_is_a_typed_error(ledger_file: Path) -> None:
+    before = file_state(ledger_file)
+    with Ledger.open(ledger_file) as ledger:
+        run = ledger.run(ledger.runs()[0])
+        with pytest.raises(InvalidInput) as caught:
+            list(run.entries(kind="step\ud800"))
+        assert caught.value.code == "invalid-text"
+    assert file_state(ledger_file) == before
+
+
+def test_activity_verify_of_forged_evidence_with_the_audit_mirror_dropped_is_diverged(
+    tmp_path: Path, capsys: Any
+) -> None:
+    from tests.activity.activity_testkit import record_every_modality
+
+    path = tmp_path / "ws" / "ledger.db"
+    with Ledger.open(path) as ledger:
+        record_every_modality(ledger)
+    conn = apsw.Connection(str(path))
+    conn.execute("DELETE FROM blob_chunks WHERE digest IN (SELECT digest FROM blobs LIMIT 1)")
+    conn.execute("DROP TABLE audit_log")
+    conn.close()
+    before = file_state(path)
+    code, _, err = run_cli(capsys, "--ledger", str(path), "activity", "verify", "run-1")
+    assert code == 2, err
+    assert_one_line(err)
+    assert file_state(path) == before
+
+
+def test_one_trust_parser_a_commented_trust_file_works_for_bernstein_runs_too(
+    tmp_path: Path, capsys: Any
+) -> None:
+    from agentledger.bernstein import import_workdir
+    from tests.bernstein.bernstein_testkit import SMALL, SMALL_SIGNER, private_key_file
+
+    path = tmp_path / "ws" / "ledger.db"
+    with Ledger.open(path) as ledger:
+        import_workdir(ledger, SMALL)
+    trust = tmp_path / "signers.keys"
+    trust.write_text(f"# bernstein's signer\n{SMALL_SIGNER}  # the fixture's\n")
+    trust.chmod(0o600)
+    key = private_key_file(SMALL, tmp_path / "audit.key")
+    by_file = run_cli(capsys, "--ledger", str(path), "verify", "--json", "--trust", str(trust),
+                      "--audit-key", str(key))  # fmt: skip
+    by_key = run_cli(capsys, "--ledger", str(path), "verify", "--json", "--trust", SMALL_SIGNER,
+                     "--audit-key", str(key))  # fmt: skip
+    assert by_file[0] == by_key[0] == 0, by_file[2]
+    assert json.loads(by_file[1])["runs"] == json.loads(by_key[1])["runs"]

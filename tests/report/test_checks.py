@@ -22,6 +22,7 @@ NOT_CHECKS = {
     "audit.key",
     "receipt.plan",
     "chain.tear_acknowledged",
+    "chain.torn_record",
 }
 """Literals of those shapes that are entry kinds, file names or prefixes, not check ids."""
 

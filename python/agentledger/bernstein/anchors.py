@@ -2,14 +2,11 @@
 
 ``checkpoints/anchors.jsonl`` holds, per line, a TSA's timestamp token over
 ``H(C(checkpoint payload))`` with the checkpoint's origin, record count and root. Each
-token must parse (as a ``TimeStampResp`` with a granted status, else as a bare CMS
-``ContentInfo``) into SignedData over a TSTInfo with exactly one signer, whose message
-imprint is a SHA-2 digest equal to the anchor's ``payload_sha256``; and the history must
-not contradict the strongest anchor. The TSA's own signature and certificate chain are
-not checked here: bernstein checks them only against a trust bundle its user gives, and
-agentledger says the anchor was not authenticated.
-
-The DER is parsed with asn1crypto, never by hand.
+token must parse (``rfc3161_token.py``) with a message imprint equal to the anchor's
+``payload_sha256``; and the history must not contradict the strongest anchor. The TSA's
+own signature and certificate chain are checked only against a trust bundle the user
+gives (``tsa_trust.py``), as bernstein does; without one the anchor is named as not
+authenticated.
 """
 
 from __future__ import annotations
@@ -20,14 +17,13 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from asn1crypto import cms, tsp
+from cryptography import x509
+
+from agentledger.bernstein.rfc3161_token import message_imprint
+from agentledger.bernstein.tsa_trust import authenticate_token
 
 VERSION = 1
 KIND = "rfc3161"
-SHA2_OIDS = frozenset(
-    {"2.16.840.1.101.3.4.2.1", "2.16.840.1.101.3.4.2.2", "2.16.840.1.101.3.4.2.3"}
-)
-"""SHA-256, SHA-384, SHA-512: the imprint digests bernstein accepts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,42 +85,16 @@ def _anchor_problem(doc: dict[str, Any]) -> str | None:
     return None
 
 
-def message_imprint(token: bytes) -> bytes:
-    """The token's ``messageImprint.hashedMessage``; ``ValueError`` when it does not
-    parse as bernstein requires."""
-    try:
-        response = tsp.TimeStampResp.load(token)
-        status = response["status"]["status"].native
-    except (ValueError, KeyError, TypeError):
-        try:
-            info = cms.ContentInfo.load(token)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"could not parse the RFC 3161 token: {exc}") from None
-    else:
-        if status not in {"granted", "granted_with_mods"}:
-            raise ValueError(f"the TSA returned the status {status!r}")
-        info = response["time_stamp_token"]
-    try:
-        if info["content_type"].native != "signed_data":
-            raise ValueError("the token is not CMS SignedData")
-        signed = info["content"]
-        encapsulated = signed["encap_content_info"]
-        if encapsulated["content_type"].native != "tst_info":
-            raise ValueError(f"unexpected content type {encapsulated['content_type'].native!r}")
-        imprint = encapsulated["content"].parsed["message_imprint"]
-        if len(signed["signer_infos"]) != 1:
-            raise ValueError(f"{len(signed['signer_infos'])} signer infos, not one")
-        oid = imprint["hash_algorithm"]["algorithm"].dotted
-        digest = bytes(imprint["hashed_message"].native)
-    except (KeyError, AttributeError, TypeError) as exc:
-        raise ValueError(f"malformed token: {exc}") from None
-    if oid not in SHA2_OIDS:
-        raise ValueError(f"the imprint's hash ({oid}) is not SHA-256, -384 or -512")
-    return digest
+def token_problem(anchor: Anchor, trusted: list[x509.Certificate] | None = None) -> str | None:
+    """Why the token does not bind the anchored checkpoint, None when it does; with a
+    trust bundle (``trusted``), as bernstein's, also why its TSA is not authenticated."""
+    return imprint_problem(anchor) or (
+        tsa_problem(anchor, trusted, require_timestamping=False) if trusted else None
+    )
 
 
-def token_problem(anchor: Anchor) -> str | None:
-    """Why the token does not bind the anchored checkpoint, None when it does."""
+def imprint_problem(anchor: Anchor) -> str | None:
+    """Why the token does not cover the anchored checkpoint payload (no trust decided)."""
     try:
         token = base64.b64decode(anchor.token_b64, validate=True)
     except (binascii.Error, ValueError) as exc:
@@ -139,6 +109,24 @@ def token_problem(anchor: Anchor) -> str | None:
         return f"token: {exc}"
     if digest != expected:
         return "token messageImprint does not cover the anchored checkpoint payload"
+    return None
+
+
+def tsa_problem(
+    anchor: Anchor, trusted: list[x509.Certificate], *, require_timestamping: bool
+) -> str | None:
+    """Why the token's TSA is not authenticated by ``trusted`` (``tsa_trust.py``); with
+    ``require_timestamping`` (strict, RFC 3161 §2.3) also a signer certificate not marked
+    for timestamping."""
+    try:
+        token = base64.b64decode(anchor.token_b64, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        return f"anchor token is not valid base64: {exc}"
+    check = authenticate_token(token, trusted)
+    if check.problems:
+        return "TSA not authenticated: " + "; ".join(check.problems)
+    if require_timestamping and not check.timestamping_eku:
+        return f"the TSA certificate ({check.signer}) is not marked for timestamping"
     return None
 
 

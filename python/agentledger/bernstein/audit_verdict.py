@@ -3,10 +3,11 @@
 bernstein's command runs "pillars" and exits 1 when any fails (or when ``.sdd/audit``
 is absent), 0 otherwise (docs/BERNSTEIN.md §13). The pillars that read the audit folder
 are redone here: the HMAC chain, the Merkle seal, the checkpoints (ledger, pointer,
-extension), the RFC 3161 anchors (their tokens' imprints; no trust bundle) and the
-witness co-signatures. Of the others, the lineage activity pillar is named as not
-reproduced when the lineage store's log exists (it passes without one), never guessed;
-the rest read files outside ``.sdd/audit`` and ``.sdd/lineage``.
+extension), the RFC 3161 anchors (their tokens' imprints, and their TSAs against a trust
+bundle when one is given) and the witness co-signatures. Of the others, the lineage
+activity pillar is named as not reproduced when the lineage store's log exists (it passes
+without one), never guessed; the rest read files outside ``.sdd/audit`` and
+``.sdd/lineage``.
 
 ``sealed_history.py`` turns the same reading (``read_folder``) into strict findings, and
 adds what bernstein lets pass.
@@ -18,14 +19,19 @@ import base64
 import binascii
 import json
 import posixpath
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from cryptography import x509
 
 from agentledger import _core
 from agentledger.bernstein import checkpoints as cp
 from agentledger.bernstein.anchors import anchor_contradictions, read_anchors, token_problem
 from agentledger.bernstein.audit_chain import AuditChain, verify_audit
-from agentledger.bernstein.format import AUDIT_DIR, LINEAGE_DIR, SPKI_ED25519_PREFIX
+from agentledger.bernstein.audit_tears import unresolved_damage
+from agentledger.bernstein.format import AUDIT_DIR, LINEAGE_DIR, LINEAGE_LOG, SPKI_ED25519_PREFIX
+from agentledger.bernstein.lineage_activity import NotReproduced, lineage_activity
 from agentledger.bernstein.seal import (
     SealCheck,
     SealUnreadable,
@@ -33,13 +39,12 @@ from agentledger.bernstein.seal import (
     parse_seal,
     seal_paths,
 )
+from agentledger.bernstein.witness_state import WitnessClaim, state_claims
 from agentledger.bernstein.workdir import UNDECODABLE_ARCHIVE, Workdir
 from agentledger.limits import MAX_DOCUMENT_BYTES
 
 ARCHIVE_DIR = f"{AUDIT_DIR}/archive"
 WITNESS_DOMAIN = b"bernstein/audit-checkpoint-witness/v1\n"
-LINEAGE_LOG = f"{LINEAGE_DIR}/log.jsonl"
-"""The lineage store's log: its entries' activity is a pillar (passing when it is absent)."""
 
 
 @dataclass
@@ -198,6 +203,10 @@ class Cosignature:
     payload_sha256: str
     signature_b64: str
 
+    @property
+    def where(self) -> str:
+        return f"cosignatures.jsonl:{self.line}"
+
 
 def read_cosignatures(raw: bytes | None) -> tuple[list[Cosignature], str | None]:
     """The co-signature lines and the first reason the file fails to read (bernstein
@@ -300,10 +309,14 @@ def audit_verdict(
     master: bytes | None,
     *,
     witness: bytes | None = None,
+    witness_state: Callable[[str], bytes | None] | None = None,
+    tsa_bundle: list[x509.Certificate] | None = None,
     folder: AuditFolder | None = None,
     chain: AuditChain | None = None,
 ) -> AuditVerdict:
-    """``bernstein audit verify`` (with ``--witness-key`` when ``witness`` is given)."""
+    """``bernstein audit verify`` (with ``--witness-key`` when ``witness`` is given, and
+    ``--rfc3161-trusted-tsa-bundle`` when ``tsa_bundle`` is, ``--witness-state`` when
+    ``witness_state`` reads a state folder's file by name)."""
     folder = folder if folder is not None else read_folder(workdir)
     if folder.segments and master is not None and folder.chain is None:
         folder.chain = verify_audit(folder.segments, master)
@@ -313,15 +326,35 @@ def audit_verdict(
     verdict.pillars.append(_hmac_pillar(folder, master, chain))
     verdict.pillars.append(_merkle_pillar(folder, workdir))
     verdict.pillars.append(_checkpoint_pillar(folder, master))
-    verdict.pillars.append(_anchor_pillar(folder, master))
-    verdict.pillars.append(_witness_pillar(folder, master, witness))
+    verdict.pillars.append(_anchor_pillar(folder, master, tsa_bundle))
+    verdict.pillars.append(_witness_pillar(folder, master, witness, witness_state))
     verdict.not_reproduced += [
         f"{path} (over {MAX_DOCUMENT_BYTES} bytes)" for path in folder.oversized
     ]
-    if workdir.digest(LINEAGE_LOG) is not None:
-        # Which lineage entries revocations deactivate is not redone here.
+    lineage = _lineage_pillar(workdir, folder, master)
+    if lineage is None:
         verdict.not_reproduced.append(f"Lineage Activity ({LINEAGE_LOG})")
+    else:
+        verdict.pillars.append(lineage)
     return verdict
+
+
+def _lineage_pillar(workdir: Workdir, folder: AuditFolder, master: bytes | None) -> Pillar | None:
+    """bernstein's lineage activity pillar; None when it is not reproduced here."""
+    pillar = Pillar("Lineage Activity", True)
+    if not workdir.has_dir(LINEAGE_DIR):
+        return pillar
+    log = workdir.read(LINEAGE_LOG) if workdir.digest(LINEAGE_LOG) is not None else None
+    if log is not None and len(log) > MAX_DOCUMENT_BYTES:
+        return None
+    days = [data for _, data in sorted(folder.live.items())]
+    try:
+        found = lineage_activity(log, days, master is not None)
+    except NotReproduced:
+        return None
+    pillar.problems = found.problems
+    pillar.ok = not found.problems
+    return pillar
 
 
 def _hmac_pillar(folder: AuditFolder, master: bytes | None, chain: AuditChain | None) -> Pillar:
@@ -337,7 +370,12 @@ def _hmac_pillar(folder: AuditFolder, master: bytes | None, chain: AuditChain | 
         if chain is not None and chain.authenticated
         else verify_audit(folder.segments, master)
     )
-    pillar.problems = [f"{p.segment} line {p.line}: {p.reason}" for p in chain.problems]
+    if chain.problems:
+        # Crash-shaped damage is a tear, which a chain.tear_acknowledged record clears.
+        try:
+            pillar.problems = unresolved_damage(folder.segments, chain)
+        except ValueError as exc:
+            pillar.problems = [str(exc)]
     pillar.ok = not pillar.problems
     return pillar
 
@@ -398,13 +436,15 @@ def known_roots(folder: AuditFolder, master: bytes | None) -> set[str] | None:
     return {str(c.get("root_hash", "")) for c in ledger.checkpoints}
 
 
-def _anchor_pillar(folder: AuditFolder, master: bytes | None) -> Pillar:
+def _anchor_pillar(
+    folder: AuditFolder, master: bytes | None, tsa_bundle: list[x509.Certificate] | None
+) -> Pillar:
     pillar = Pillar("External Anchors", True)
     anchors, problem = read_anchors(folder.anchors)
     if problem is not None:
         return Pillar(pillar.name, False, [problem])
     for anchor in anchors:
-        reason = token_problem(anchor)
+        reason = token_problem(anchor, tsa_bundle)
         if reason is not None:
             pillar.problems.append(f"anchors.jsonl:{anchor.line}: {reason}")
     if not pillar.problems:
@@ -415,7 +455,12 @@ def _anchor_pillar(folder: AuditFolder, master: bytes | None) -> Pillar:
     return pillar
 
 
-def _witness_pillar(folder: AuditFolder, master: bytes | None, witness: bytes | None) -> Pillar:
+def _witness_pillar(
+    folder: AuditFolder,
+    master: bytes | None,
+    witness: bytes | None,
+    witness_state: Callable[[str], bytes | None] | None,
+) -> Pillar:
     pillar = Pillar("Witness Co-signatures", True)
     cosignatures, problem = read_cosignatures(folder.cosignatures)
     if problem is not None:
@@ -426,27 +471,41 @@ def _witness_pillar(folder: AuditFolder, master: bytes | None, witness: bytes | 
         reason = cosignature_problem(cosignature, witness)
         if reason is not None:
             pillar.problems.append(f"cosignatures.jsonl:{cosignature.line}: {reason}")
-    if not pillar.problems:
-        pillar.problems = witness_contradictions(cosignatures, folder, master)
+    if pillar.problems:
+        pillar.ok = False
+        return pillar
+    claims: list[Cosignature | WitnessClaim] = list(cosignatures)
+    if witness_state is not None:
+        # The witness's pins for the co-signed origins and the chain's own (sorted, as
+        # bernstein reads them), which a rollback of the log host cannot delete.
+        origins = {c.origin for c in cosignatures}
+        local = folder.origin_and_count()[0]
+        if local is not None:
+            origins.add(local)
+        try:
+            claims += state_claims(witness_state, sorted(origins))
+        except ValueError as exc:
+            return Pillar(pillar.name, False, [str(exc)])
+    pillar.problems = witness_contradictions(claims, folder, master)
     pillar.ok = not pillar.problems
     return pillar
 
 
 def witness_contradictions(
-    cosignatures: list[Cosignature], folder: AuditFolder, master: bytes | None
+    claims: Sequence[Cosignature | WitnessClaim], folder: AuditFolder, master: bytes | None
 ) -> list[str]:
-    """How the history contradicts verified co-signatures: fewer records than the
-    strongest claim, another origin, or (with the key) a co-signed root that no checkpoint
-    on record holds any more."""
-    if not cosignatures:
+    """How the history contradicts what a witness stands behind (verified co-signatures,
+    its own state): fewer records than the strongest claim, another origin, or (with the
+    key) a witnessed root that no checkpoint on record holds any more."""
+    if not claims:
         return []
     found = []
-    strongest = max(cosignatures, key=lambda c: c.entry_count)
+    strongest = max(claims, key=lambda c: c.entry_count)
     origin, count = folder.origin_and_count()
     if count < strongest.entry_count:
         found.append(
             f"chain holds {count} records; a witness co-signed {strongest.entry_count} "
-            f"(cosignatures.jsonl:{strongest.line})"
+            f"({strongest.where})"
         )
     if origin is not None and strongest.origin and origin != strongest.origin:
         found.append(f"chain origin {origin[:16]}… is not the witnessed {strongest.origin[:16]}…")
@@ -454,8 +513,8 @@ def witness_contradictions(
     if roots is not None:
         found.extend(
             f"witnessed checkpoint root {c.checkpoint_root[:16]}… is no longer on record "
-            f"(cosignatures.jsonl:{c.line})"
-            for c in cosignatures
+            f"({c.where})"
+            for c in claims
             if c.checkpoint_root not in roots
         )
     return found

@@ -21,6 +21,8 @@ RUNS_DIR = ".sdd/runs"
 CAS_DIR = ".sdd/cas"
 AUDIT_DIR = ".sdd/audit"
 LINEAGE_DIR = ".sdd/lineage"
+LINEAGE_LOG = f"{LINEAGE_DIR}/log.jsonl"
+"""The lineage store's log (its entries' activity is a pillar of ``audit verify``)."""
 TOP_DIRS = (RUNS_DIR, CAS_DIR, AUDIT_DIR, LINEAGE_DIR)
 """What an import brings in: the journals (with whatever else a run's folder holds, its
 signed receipt included), the flat store, the audit chain with its seals, checkpoints,

@@ -273,11 +273,13 @@ def _store(ledger: Ledger, item: _File) -> tuple[str, bytes | None]:
     """Store a scanned file, reading exactly the file the scan vetted.
 
     The workdir may change between the scan and the read: a file (or a folder above it)
-    swapped for a symlink would make the path lead outside the workdir. The file is opened
-    without following a final symlink and must still be the inode the scan saw.
+    swapped for a symlink would make the path lead outside the workdir, and one swapped for
+    a FIFO would block the open while the import holds the write lock. The file is opened
+    without following a final symlink and without blocking, and must still be the regular
+    file (the inode) the scan saw.
     """
     try:
-        fd = os.open(item.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(item.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError as exc:
         raise InvalidInput(
             f"{item.rel}: changed during the import ({exc.strerror}); refused",

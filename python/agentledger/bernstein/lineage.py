@@ -47,7 +47,7 @@ def spine_problems(spine: bytes, head_file: bytes | None, master: bytes | None) 
     raw = spine.rstrip(b"\n")
     if not raw:
         return []
-    profile = _profile(head_file)
+    profile = spine_profile(head_file)
     if profile not in PROFILES:
         return [f"unknown hash_profile {profile!r}"]
     keys = None
@@ -91,7 +91,7 @@ def spine_problems(spine: bytes, head_file: bytes | None, master: bytes | None) 
     return problems
 
 
-def _profile(head_file: bytes | None) -> str:
+def spine_profile(head_file: bytes | None) -> str:
     """The spine's hash profile: ``spine.head``'s, the legacy one when it names none."""
     if head_file is None:
         return LEGACY_PROFILE

@@ -9,9 +9,12 @@ be the pinned key when one is given). Statuses and exit codes are bernstein's: `
 (tier ``integrity-only``, or ``provenance`` with a pinned key; 3 when provenance is
 required and not reached), ``malformed`` 1, ``tampered`` 2.
 
-Receipts with an embedded audit range, a ``loaded_extension_set`` row or the ``jcs-v2``
-profile are not redone here: their verdict is ``not_reproduced``, never guessed. Where
-bernstein's own code raises on a receipt, its command exits 1: so does this verdict.
+The binding also carries what the receipt embeds beyond the journal and spine: the
+``jcs-v2`` profile's name (its bytes are then RFC 8785), the digest of the last loaded
+extension set, and an audit range's recomputed head with its declared window. A ``jcs-v2``
+binding holding an integer beyond 2**53 (bernstein writes it exactly, agentledger's RFC
+8785 does not) is ``not_reproduced``, never guessed. Where bernstein's own code raises on
+a receipt, its command exits 1: so does this verdict.
 """
 
 from __future__ import annotations
@@ -23,8 +26,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
 from agentledger import _core
-from agentledger.bernstein.format import SPKI_ED25519_PREFIX
+from agentledger.bernstein.key_succession import Untrusted, key_trust
 from agentledger.limits import MAX_DOCUMENT_BYTES
 
 RECEIPT_TYPE = "https://bernstein.run/attestations/run-receipt/v1"
@@ -45,22 +51,36 @@ SPINE_FIELDS = (
 )
 LINEAGE_V2_TAG = "bernstein:lineage:v2"
 EXTENSION_SET_EVENT = "loaded_extension_set"
+EXTENSION_SET_SCHEMA = "1.0.0"
 
 
 @dataclass
 class ReceiptVerdict:
-    """``status``: ``ok``, ``malformed``, ``tampered`` or ``not_reproduced``."""
+    """``status``: ``ok``, ``malformed``, ``tampered``, ``untrusted_key`` or
+    ``not_reproduced``."""
 
     status: str
     tier: str | None = None
     errors: list[str] = field(default_factory=list)
     divergent_step: int | None = None
+    key_verdict: str | None = None
+    """With a key chain: why it trusts the key (``active``, ``superseded``...)."""
 
     def code(self, require_provenance: bool = False) -> int | None:
         """``bernstein verify receipt``'s exit code (None: not reproduced)."""
         if self.status == "ok":
             return 3 if require_provenance and self.tier != "provenance" else 0
-        return {"malformed": 1, "tampered": 2}.get(self.status)
+        return {"malformed": 1, "tampered": 2, "untrusted_key": 4}.get(self.status)
+
+
+@dataclass(frozen=True)
+class KeyChain:
+    """``--key-chain``: the chain's bytes, the root key pinned for it (``--public-key``'s
+    PEM, None when not given) and the attested signing time (``--signed-at``)."""
+
+    chain: bytes
+    root_pem: bytes | None
+    signed_at: str | None = None
 
 
 class _Verdict(Exception):
@@ -72,13 +92,17 @@ def _stop(status: str, reason: str, step: int | None = None) -> _Verdict:
     return _Verdict(ReceiptVerdict(status, None, [reason], step))
 
 
-def verify_receipt(data: bytes, pinned: bytes | None = None) -> ReceiptVerdict:
-    """Verify ``data`` (a ``run-receipt.json``); ``pinned``: a raw Ed25519 public key the
-    embedded one must be (``--public-key``)."""
+def verify_receipt(
+    data: bytes, pinned_pem: bytes | None = None, key_chain: KeyChain | None = None
+) -> ReceiptVerdict:
+    """Verify ``data`` (a ``run-receipt.json``); ``pinned_pem``: the PEM public key the
+    embedded one must be (``--public-key`` without a chain; read where bernstein reads
+    it, so a bad one is malformed only once the receipt itself holds up); ``key_chain``:
+    the chain the receipt's key must be trusted by, from its pinned root."""
     if len(data) > MAX_DOCUMENT_BYTES:
         return ReceiptVerdict("malformed", errors=["receipt too large to read here"])
     try:
-        return _verify(data, pinned)
+        return _verify(data, None if key_chain is not None else pinned_pem, key_chain)
     except _Verdict as stop:
         return stop.verdict
     except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as exc:
@@ -86,7 +110,7 @@ def verify_receipt(data: bytes, pinned: bytes | None = None) -> ReceiptVerdict:
         return ReceiptVerdict("malformed", errors=[f"bernstein raises {type(exc).__name__}"])
 
 
-def _verify(data: bytes, pinned: bytes | None) -> ReceiptVerdict:
+def _verify(data: bytes, pinned_pem: bytes | None, key_chain: KeyChain | None) -> ReceiptVerdict:
     try:
         receipt = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -131,19 +155,20 @@ def _verify(data: bytes, pinned: bytes | None) -> ReceiptVerdict:
         raise _stop("tampered", "spine.head_hash is not the head recomputed from the entries")
     if spine.get("entry_count") != len(entries):
         raise _stop("tampered", "spine.entry_count does not match the embedded entries")
-    if receipt.get("audit_range") is not None:
-        raise _stop("not_reproduced", "an embedded audit range is not redone here")
-    if profile != LEGACY_PROFILE:
-        raise _stop("not_reproduced", f"the {profile} binding profile is not redone here")
-    if any(e.get("event") == EXTENSION_SET_EVENT for e in events):
-        raise _stop("not_reproduced", "a loaded extension set is not redone here")
+    audit = _audit_range(receipt.get("audit_range"), str(schema))
     binding = _binding(run_id, head, len(events), spine_head, len(entries), events)
-    binding_bytes = json.dumps(binding, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    if profile != LEGACY_PROFILE:
+        binding["hash_profile"] = profile
+    digest = extension_set_digest(events)
+    if digest is not None:
+        binding["extension_set_digest"] = digest
+    binding.update(audit)
+    binding_bytes = _binding_bytes(binding, str(profile))
     stated = str(((receipt.get("subject") or {}).get("digest") or {}).get("sha256", ""))
     if stated != hashlib.sha256(binding_bytes).hexdigest():
         raise _stop("tampered", "the signed subject is not the digest of the rebuilt binding")
     key = _embedded_key(signing.get("public_key_jwk"))
-    if pinned is not None and pinned != key:
+    if pinned_pem is not None and _pinned_key(pinned_pem) != key:
         raise _stop("tampered", "embedded receipt key does not match the pinned public key")
     signature_b64 = signing.get("signature_b64")
     if not isinstance(signature_b64, str):
@@ -154,7 +179,78 @@ def _verify(data: bytes, pinned: bytes | None) -> ReceiptVerdict:
         raise _stop("malformed", "receipt.signing.signature_b64 is not valid base64") from None
     if len(signature) != 64 or not _core.ed25519_verify(key, _pae(binding_bytes), signature):
         raise _stop("tampered", "the signature does not verify over the rebuilt binding")
-    return ReceiptVerdict("ok", "provenance" if pinned is not None else "integrity-only")
+    if key_chain is None:
+        return ReceiptVerdict("ok", "provenance" if pinned_pem is not None else "integrity-only")
+    if key_chain.root_pem is None:
+        raise _stop("malformed", "a key chain needs the pinned root key (--public-key)")
+    kid = str(signing.get("key_id", ""))
+    try:
+        verdict = key_trust(key_chain.chain, key_chain.root_pem, kid, key, key_chain.signed_at)
+    except Untrusted as exc:
+        raise _stop("untrusted_key", str(exc)) from None
+    return ReceiptVerdict("ok", "provenance", key_verdict=verdict)
+
+
+def _audit_range(block: object, schema: str) -> dict[str, Any]:
+    """The binding fields of an embedded audit range (none without one): its head is
+    ``H`` of its events as sorted, compact JSON lines, recomputed; under schema 1.1.0 the
+    declared window (``since``, ``until``, ``event_count``, ``head_hmac``, which no one can
+    recompute without the audit key) is bound as the receipt states it."""
+    if block is None:
+        return {}
+    if not isinstance(block, dict) or not isinstance(block.get("events"), list):
+        raise _stop("malformed", "receipt.audit_range.events missing or not a list")
+    events: list[Any] = block["events"]
+    lines = "".join(json.dumps(e, sort_keys=True, separators=(",", ":")) + "\n" for e in events)
+    head = hashlib.sha256(lines.encode("utf-8")).hexdigest()
+    if str(block.get("head_sha256", "")) != head:
+        raise _stop("tampered", "audit_range.head_sha256 is not the head of the embedded events")
+    if block.get("event_count") != len(events):
+        raise _stop("tampered", "audit_range.event_count does not match the embedded events")
+    if schema == "1.0.0":
+        return {"audit_range_head_sha256": head}
+    fields = {
+        "audit_range_event_count": block.get("event_count"),
+        "audit_range_head_hmac": block.get("head_hmac"),
+        "audit_range_head_sha256": head,
+        "audit_range_since": block.get("since"),
+        "audit_range_until": block.get("until"),
+    }
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def extension_set_digest(events: list[dict[str, Any]]) -> str | None:
+    """The digest of the extension set the run last loaded: the newest
+    ``loaded_extension_set`` row whose ``extensions`` is a list of objects, recomputed
+    (the row's own digest is not read)."""
+    for event in reversed(events):
+        extensions = event.get("extensions")
+        if event.get("event") != EXTENSION_SET_EVENT or not isinstance(extensions, list):
+            continue
+        if not all(isinstance(row, dict) for row in extensions):
+            continue
+        preimage = {"schema_version": EXTENSION_SET_SCHEMA, "entries": extensions}
+        text = json.dumps(preimage, sort_keys=True, separators=(",", ":"))
+        return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return None
+
+
+def _binding_bytes(binding: dict[str, Any], profile: str) -> bytes:
+    """The signed bytes: sorted, compact, ASCII JSON (``py-json-v1``) or RFC 8785
+    (``jcs-v2``, whose integers bernstein writes exactly, unbounded)."""
+    if profile == LEGACY_PROFILE:
+        return json.dumps(binding, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    if _unsafe_integer(binding):
+        raise _stop("not_reproduced", "an integer beyond 2**53 in a jcs-v2 binding")
+    return _core.canonicalize(binding)
+
+
+def _unsafe_integer(value: object) -> bool:
+    if isinstance(value, dict):
+        return any(_unsafe_integer(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_unsafe_integer(v) for v in value)
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 1 << 53
 
 
 def _journal_head(events: list[dict[str, Any]]) -> str:
@@ -272,17 +368,13 @@ def _pae(payload: bytes) -> bytes:
     return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(payload), payload)
 
 
-def pem_public_key(data: bytes) -> bytes:
-    """The raw key of an Ed25519 SubjectPublicKeyInfo PEM (``--public-key``);
-    ``ValueError`` for anything else (bernstein calls the receipt malformed then)."""
-    lines = data.decode("ascii", "replace").splitlines()
-    body = "".join(line.strip() for line in lines if line.strip() and "-----" not in line)
+def _pinned_key(pem: bytes) -> bytes:
+    """The raw key of the pinned PEM (``--public-key``), read as bernstein reads it (any
+    PEM public key pyca/cryptography loads, then Ed25519 only); malformed otherwise."""
     try:
-        der = base64.b64decode(body, validate=True)
-    except (binascii.Error, ValueError):
-        der = b""
-    if not data.lstrip().startswith(b"-----BEGIN PUBLIC KEY-----"):
-        raise ValueError("not a PEM public key")
-    if len(der) != 44 or not der.startswith(SPKI_ED25519_PREFIX):
-        raise ValueError("not an Ed25519 public key")
-    return der[12:]
+        key = serialization.load_pem_public_key(pem)
+    except (ValueError, TypeError) as exc:
+        raise _stop("malformed", f"pinned public key is not valid PEM: {exc}") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise _stop("malformed", f"pinned public key is not Ed25519 ({type(key).__name__})")
+    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)

@@ -4,8 +4,9 @@
 (``head_sha256``) and an external proof that it existed: an RFC 3161 token whose message
 imprint is the head's 32 bytes, or a transparency-log inclusion proof. Strict compares
 the head with the journal the ledger holds (a cut or changed tail moves it) and, for a
-token, its imprint with the head (asn1crypto, ``anchors.message_imprint``). The TSA's
-signature and the log's proof are not checked here.
+token, its imprint with the head (``rfc3161_token.message_imprint``) and, with a trust
+bundle, its TSA (``tsa_trust.py``, the timestamping usage required). The log's proof is
+not checked here.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ import json
 import posixpath
 from dataclasses import dataclass
 
-from agentledger.bernstein.anchors import message_imprint
+from cryptography import x509
+
+from agentledger.bernstein.rfc3161_token import message_imprint
+from agentledger.bernstein.tsa_trust import authenticate_token
 from agentledger.limits import MAX_DOCUMENT_BYTES
 
 ANCHOR_NAME = "seal_anchor.json"
@@ -37,8 +41,11 @@ class AnchorProblem:
     actual: str
 
 
-def seal_anchor_problems(data: bytes, head: str | None) -> list[AnchorProblem]:
-    """How the anchor fails to bind the journal ending at ``head``."""
+def seal_anchor_problems(
+    data: bytes, head: str | None, trusted: list[x509.Certificate] | None = None
+) -> list[AnchorProblem]:
+    """How the anchor fails to bind the journal ending at ``head``; with a trust bundle
+    (``trusted``), also how its RFC 3161 token's TSA fails to be authenticated."""
     doc = None
     if len(data) <= MAX_DOCUMENT_BYTES:
         try:
@@ -59,6 +66,21 @@ def seal_anchor_problems(data: bytes, head: str | None) -> list[AnchorProblem]:
             problems.append(
                 AnchorProblem("bernstein.seal_anchor.token", f"a token over {sealed}", reason)
             )
+        elif trusted:
+            token = base64.b64decode(str(doc["rfc3161_token_b64"]), validate=True)
+            check = authenticate_token(token, trusted)
+            if not check.problems and not check.timestamping_eku:
+                check.problems.append(
+                    f"the TSA certificate ({check.signer}) is not for timestamping"
+                )
+            if check.problems:
+                problems.append(
+                    AnchorProblem(
+                        "bernstein.seal_anchor.tsa",
+                        "a TSA the trust bundle vouches for",
+                        "; ".join(check.problems),
+                    )
+                )
     return problems
 
 

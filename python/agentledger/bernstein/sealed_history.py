@@ -18,8 +18,15 @@ import json
 import posixpath
 from dataclasses import dataclass, field
 
+from cryptography import x509
+
 from agentledger.bernstein import checkpoints as cp
-from agentledger.bernstein.anchors import anchor_contradictions, read_anchors, token_problem
+from agentledger.bernstein.anchors import (
+    anchor_contradictions,
+    imprint_problem,
+    read_anchors,
+    tsa_problem,
+)
 from agentledger.bernstein.audit_verdict import (
     AuditFolder,
     cosignature_problem,
@@ -62,9 +69,14 @@ def _segment(name: str) -> str:
 
 
 def sealed_history(
-    workdir: Workdir, folder: AuditFolder, master: bytes | None, trusted: frozenset[bytes]
+    workdir: Workdir,
+    folder: AuditFolder,
+    master: bytes | None,
+    trusted: frozenset[bytes],
+    tsa_bundle: list[x509.Certificate] | None = None,
 ) -> SealedHistory:
-    """Findings and notes; ``trusted`` (``--trust``) holds the keys a witness may sign with."""
+    """Findings and notes; ``trusted`` (``--trust``) holds the keys a witness may sign with,
+    ``tsa_bundle`` (``--tsa-bundle``) the certificates a TSA must chain to."""
     out = SealedHistory()
     for path in folder.oversized:
         out.findings.append(
@@ -81,7 +93,7 @@ def sealed_history(
             )
     else:
         _checkpoints(folder, master, newest_root, out)
-    _anchors(folder, master, out)
+    _anchors(folder, master, tsa_bundle, out)
     _witness(folder, master, trusted, out)
     _tiles(workdir, folder, out)
     return out
@@ -136,23 +148,34 @@ def _hash_tile_problem(data: bytes, live: dict[str, bytes]) -> str | None:
     return None
 
 
-def _anchors(folder: AuditFolder, master: bytes | None, out: SealedHistory) -> None:
+def _anchors(
+    folder: AuditFolder,
+    master: bytes | None,
+    tsa_bundle: list[x509.Certificate] | None,
+    out: SealedHistory,
+) -> None:
     anchors, problem = read_anchors(folder.anchors)
     if problem is not None:
         out.findings.append(
             Finding("bernstein.rfc3161.file", "readable anchors", problem, cp.ANCHORS)
         )
     for anchor in anchors:
-        reason = token_problem(anchor)
+        subject = f"{cp.ANCHORS} line {anchor.line}"
+        expected = f"a token over {anchor.payload_sha256[:16]}…"
+        reason = imprint_problem(anchor)
         if reason is not None:
-            out.findings.append(
-                Finding(
-                    "bernstein.rfc3161.token",
-                    f"a token over {anchor.payload_sha256[:16]}…",
-                    reason,
-                    f"{cp.ANCHORS} line {anchor.line}",
+            out.findings.append(Finding("bernstein.rfc3161.token", expected, reason, subject))
+        elif tsa_bundle:
+            reason = tsa_problem(anchor, tsa_bundle, require_timestamping=True)
+            if reason is not None:
+                out.findings.append(
+                    Finding(
+                        "bernstein.rfc3161.tsa",
+                        "a TSA the trust bundle vouches for",
+                        reason,
+                        subject,
+                    )
                 )
-            )
     for contradiction in anchor_contradictions(
         anchors, folder.origin_and_count(), known_roots(folder, master)
     ):
@@ -164,10 +187,15 @@ def _anchors(folder: AuditFolder, master: bytes | None, out: SealedHistory) -> N
                 cp.ANCHORS,
             )
         )
-    if anchors:
+    if anchors and not tsa_bundle:
         out.notes.append(
             "bernstein: RFC 3161 anchors checked against their checkpoints; the TSAs that "
-            "signed them were not authenticated (no trust bundle is taken here)"
+            "signed them were not authenticated (give --tsa-bundle)"
+        )
+    elif anchors:
+        out.notes.append(
+            f"bernstein: {len(anchors)} RFC 3161 anchor(s) checked against their checkpoints, "
+            "their TSAs against the trust bundle"
         )
 
 

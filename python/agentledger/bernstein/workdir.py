@@ -10,6 +10,7 @@ import gzip
 import json
 import os
 import posixpath
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -126,10 +127,19 @@ class DirectoryWorkdir:
         return (self.root / CAS_DIR).is_dir()
 
     def read(self, path: str) -> bytes | None:
+        """The bytes of a regular file of the workdir; ``None`` for anything else (a FIFO
+        there would block the open: it is opened without blocking, then looked at)."""
         try:
-            return (self.root / path).read_bytes()
+            fd = os.open(self.root / path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
             return None
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            try:
+                return handle.read()
+            except OSError:
+                return None
 
     def digest(self, path: str) -> str | None:
         data = self.read(path)

@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     import click
 
     from agentledger.cli.app import cli
+    from agentledger.cli.context import PipeClosed
 
     debug = "--debug" in args
     try:
@@ -46,6 +47,10 @@ def main(argv: list[str] | None = None) -> int:
             raise
         click.echo("interrupted", err=True)
         return ExitCode.INTERRUPTED
+    except PipeClosed:
+        # `agentledger runs | head -1`: the reader has what it wanted (git log's convention).
+        _silence_stdout()
+        return ExitCode.OK
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except AgentLedgerError as exc:
@@ -94,6 +99,12 @@ def _fail(exc: AgentLedgerError, code: int | None = None) -> int:
     from agentledger.display import safe  # a message may quote ledger or workdir strings
 
     message = safe(" ".join(exc.message.splitlines()))
+    if exc.code == "signing-refused" and "rolled back" in message:
+        # The one recovery a legitimately restored backup has (cli/log.py).
+        message += (
+            "; if you restored this file from a backup on purpose, "
+            "`agentledger checkpoint --adopt-restored` makes it the base after a clean verify"
+        )
     click.echo(f"error [{exc.code}]: {message}", err=True)
     return int(exc.exit_code if code is None else code)
 

@@ -63,7 +63,7 @@ def activity_verify(
     with app.open_ledger(readonly=True) as ledger:
         report = run_verify(app, ledger, [run_id], options)
     verdict = report.runs[0]
-    if verdict.ok and verdict.activities == 0:
+    if report.status_of(run_id) == "clean" and verdict.activities == 0:
         if as_json:
             emit_json(
                 {**report.to_json(), "code": int(ExitCode.NOT_FOUND), "status": "no-activity"}

@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from agentledger._version import __version__
-from agentledger.cli.context import DEFAULT_LEDGER, AppContext, AppGroup, path_or_none
+from agentledger.cli.context import (
+    DEFAULT_LEDGER,
+    AppContext,
+    AppGroup,
+    PipeClosed,
+    path_or_none,
+)
 
 if TYPE_CHECKING:
     pass
@@ -74,6 +80,14 @@ class RootGroup(AppGroup):
                 command.short_help = short_help  # listed the same, loaded or not
             self.add_command(command, cmd_name)
         return self.commands.get(cmd_name)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as closed:
+            # Click makes a closed pipe exit 1; the reader of `runs | head` has what it
+            # wanted, so the command line ends with 0 (cli/__init__.py).
+            raise PipeClosed from closed
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # The listing comes from COMMANDS so that `-h` imports no command module.

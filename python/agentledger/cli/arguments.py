@@ -83,23 +83,17 @@ def output_folder(path: Path | str, what: str) -> Path:
 
 
 def trust_values(values: Iterable[str], label: str = "--trust") -> tuple[str, ...]:
-    """Each ``--trust`` value is a public key or a trust file that parses."""
-    from agentledger.keys import (  # only with --trust
-        is_vkey,
-        parse_public_key,
-        public_key_from_vkey,
-        read_trust_file,
-    )
+    """Each ``--trust`` value is a public key or a trust file that parses; the keys they
+    name, as ``ed25519:<hex>`` (read by ``keys.trust_values``, the one parser, so every
+    check downstream, bernstein's included, sees keys and never parses a file again)."""
+    from agentledger import keys  # only with --trust
 
-    checked = tuple(values)
-    for value in checked:
+    found: list[str] = []
+    for value in values:
         try:
-            if value.strip().startswith("ed25519:"):
-                parse_public_key(value)
-            elif is_vkey(value):
-                public_key_from_vkey(value)
-            else:
-                read_trust_file(input_file(value, label))
+            if not value.strip().startswith("ed25519:") and not keys.is_vkey(value):
+                input_file(value, label)
+            found.extend(key for key, _ in keys.trust_values([value]))
         except BadArgument:
             raise
         except AgentLedgerError as exc:
@@ -111,7 +105,7 @@ def trust_values(values: Iterable[str], label: str = "--trust") -> tuple[str, ..
             ) from None
         except (OSError, UnicodeDecodeError) as exc:
             raise BadArgument(f"{label} {value}: cannot read ({exc})") from None
-    return checked
+    return tuple(dict.fromkeys(found))
 
 
 def audit_key_file(path: Path | None) -> Path | None:
@@ -131,13 +125,14 @@ def checkpoint_file(path: Path | None) -> Path | None:
     """``--checkpoint``: an existing file holding a checkpoint note that parses."""
     if path is None:
         return None
-    from agentledger.notes import Checkpoint  # only with --checkpoint
+    from agentledger.limits import read_capped
+    from agentledger.notes import MAX_NOTE_BYTES, Checkpoint  # only with --checkpoint
 
     input_file(path, "--checkpoint")
+    # A file larger than a note can be is refused unread (exit 65), not read whole.
+    data = read_capped(path, MAX_NOTE_BYTES, "a checkpoint")
     try:
-        Checkpoint.parse(path.read_bytes())
-    except OSError as exc:
-        raise BadArgument(f"--checkpoint {path}: cannot read ({exc.strerror})") from None
+        Checkpoint.parse(data)
     except AgentLedgerError as exc:
         raise BadArgument(f"--checkpoint {path}: not a checkpoint ({exc.message})") from None
     return path

@@ -12,6 +12,10 @@ from rich.tree import Tree
 
 from agentledger.bernstein.view import ImportedRun
 from agentledger.cli.context import AppContext, emit_json
+from agentledger.display import safe
+from agentledger.errors import ExitCode
+from agentledger.report import run_tree, verdict_line, workspace_tree
+from agentledger.verify import VerifyReport, status_name
 
 HEX_SHOWN = 16
 
@@ -24,11 +28,42 @@ def _short(digest: object) -> str:
     return head + (rest[:HEX_SHOWN] + "…" if len(rest) > HEX_SHOWN else rest)
 
 
-def show_imported(app: AppContext, run: ImportedRun, as_json: bool) -> None:
+def show_imported(
+    app: AppContext,
+    run: ImportedRun,
+    report: VerifyReport | None,
+    unverified: str | None,
+    as_json: bool,
+    width: int | None,
+) -> int:
+    """bernstein's rows and stages, then what `verify RUN` found for the run (its findings,
+    the verdict); the exit code is that verify's."""
+    code = int(report.code) if report is not None else int(ExitCode.OK)
+    verdict = report.runs[0] if report is not None else None
     if as_json:
-        emit_json(run.to_json())
-        return
-    app.console.print(imported_tree(run))
+        emit_json(
+            {
+                **run.to_json(),
+                "code": code,
+                "status": status_name(code),
+                "run_status": "unverified" if report is None else report.status_of(run.run_id),
+                "verify": None if verdict is None else verdict.to_json(),
+                "workspace": [] if report is None else [d.to_json() for d in report.workspace],
+                "unverified": unverified,
+            }
+        )
+        return code
+    console = app.human_console(width)
+    console.print(imported_tree(run))
+    if report is None:
+        console.print(Text(safe(unverified or "not verified"), style="yellow"))
+        return code
+    if verdict is not None and not verdict.ok:
+        console.print(run_tree(verdict, report.status_of(run.run_id)))
+    if report.workspace:
+        console.print(workspace_tree(report))
+    console.print(verdict_line(report))
+    return code
 
 
 def imported_tree(run: ImportedRun) -> Tree:

@@ -93,7 +93,12 @@ def run_verify(
     run_ids: list[str] | None,
     options: VerifyOptions | None = None,
 ) -> VerifyReport:
-    total = ledger.db.scalar("SELECT coalesce(sum(head_seq + 1), 0) FROM runs")
+    # A file whose schema is not ours is read no further than verify's finding.
+    total = (
+        0
+        if ledger.db.schema_findings
+        else ledger.db.scalar("SELECT coalesce(sum(head_seq + 1), 0) FROM runs")
+    )
     with progress_bar(app, int(total or 0)) as progress:
         return ledger.verify(run_ids, progress=progress, options=options)
 
@@ -161,7 +166,7 @@ def finish(
     # without verifying (phase, activity record) never import it.
     from rich.text import Text
 
-    from agentledger.display import human_console, safe
+    from agentledger.display import safe
     from agentledger.report import report_renderable, write_html
 
     if html is not None:
@@ -169,7 +174,7 @@ def finish(
     if as_json:
         emit_json(report.to_json())
     else:
-        human_console(width=width).print(report_renderable(report))
+        app.human_console(width).print(report_renderable(report))
         if html is not None:
             app.err_console.print(Text(f"HTML report written to {safe(str(html))}"))
     return int(report.code)

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 DEFAULT_LEDGER = ".agentledger/ledger.db"
 
 
+class PipeClosed(Exception):
+    """The reader of stdout went away (``agentledger runs | head -1``): end quietly, exit 0."""
+
+
 class AppContext:
     """What the global options chose (a plain class: dataclasses cost start-up time)."""
 
@@ -59,9 +63,14 @@ class AppContext:
     @property
     def console(self) -> Console:
         """Human output (stdout). Never used together with --json output."""
+        return self.human_console()
+
+    def human_console(self, width: int | None = None) -> Console:
+        """Human output (stdout) ``width`` columns wide (``--width``); every command's human
+        output goes through here, so --no-color holds for all of them."""
         from agentledger.display import human_console
 
-        console = human_console()
+        console = human_console(width=width)
         if self.no_color:
             console.no_color = True
         return console
@@ -80,9 +89,9 @@ class AppContext:
 
 def emit_json(obj: Any) -> None:
     """Machine output: one JSON document on stdout and nothing else."""
-    import json
+    from agentledger.display import json_text
 
-    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False))
+    sys.stdout.write(json_text(obj, indent=2, sort_keys=True))
     sys.stdout.write("\n")
 
 

@@ -10,12 +10,14 @@ from pathlib import Path
 import click
 from rich.text import Text
 
+from agentledger import run_status
 from agentledger.cli import arguments
 from agentledger.cli.common import run_verify
 from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option
 from agentledger.demo import ENTRIES_PER_RUN, MIN_RUNS, build_workspace, plant_corruptions
 from agentledger.display import safe
 from agentledger.errors import BadArgument, ExitCode
+from agentledger.keys import KeyStore
 from agentledger.ledger import Ledger
 from agentledger.report import report_renderable, write_html
 
@@ -55,6 +57,8 @@ def demo(app: AppContext, runs: int, as_json: bool) -> int:
     arguments.output_file(target, "--ledger", may_exist=False)
     note = app.err_console.print
     started = time.perf_counter()
+    keys = KeyStore(app.key_dir) if app.key_dir is not None else KeyStore()
+    note(f"signing key of this demo: {safe(str(keys.home))} (--home or AGENTLEDGER_HOME)")
     fd, temporary = tempfile.mkstemp(
         prefix=f".{target.name}.", suffix=".building", dir=target.parent
     )
@@ -75,7 +79,12 @@ def demo(app: AppContext, runs: int, as_json: bool) -> int:
         note(f"  planted: {corruption.run_id or 'workspace'}: {corruption.how}")
     with app.open_ledger(readonly=True) as ledger:
         note(f"verifying {ledger.path}")
+        before = run_status.before(ledger)
         report = run_verify(app, ledger, None)
+        # `agentledger runs` then shows what this verify found (run_status.py).
+        recorded = run_status.remember(ledger, report, "strict", before)
+    if recorded:
+        note(recorded, style="yellow")
     failing = {run.run_id for run in report.runs if not run.ok}
     if report.workspace:
         failing.add(None)  # type: ignore[arg-type]

@@ -29,7 +29,7 @@ def explain(app: AppContext, check: str | None, as_json: bool) -> None:
     from rich.text import Text
 
     from agentledger.checks import CHECKS, RULE
-    from agentledger.display import human_console, safe
+    from agentledger.display import safe
 
     if check is not None and check not in CHECKS:
         raise NotFound(f"no check {safe(check)!r} (agentledger explain lists them)")
@@ -42,7 +42,7 @@ def explain(app: AppContext, check: str | None, as_json: bool) -> None:
         listing: dict[str, object] = {"rule": RULE, "checks": items}
         emit_json(items[0] if check is not None else listing)
         return
-    console = human_console()
+    console = app.console
     if check is not None:
         info = rows[0]
         console.print(Text(info.id, style="bold"))

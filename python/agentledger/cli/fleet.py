@@ -20,7 +20,7 @@ from rich.text import Text
 from agentledger.cli import arguments
 from agentledger.cli.common import html_option
 from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option, width_option
-from agentledger.display import human_console, safe
+from agentledger.display import safe
 from agentledger.fleet.inputs import (
     FleetArgumentError,
     expand_paths,
@@ -77,7 +77,16 @@ def live_progress(app: AppContext, total: int) -> Iterator[OnResult | None]:
 
 
 @fleet.command("verify")
-@click.argument("paths", metavar="PATH...", nargs=-1, required=True)
+@click.argument("paths", metavar="[PATH]...", nargs=-1)
+@click.option(
+    "--from",
+    "lists",
+    multiple=True,
+    metavar="FILE",
+    type=click.Path(path_type=Path),
+    help="A text file listing ledger files or folders, one a line (# comments; relative "
+    "to its folder). Repeatable. A PATH is never read as a list.",
+)
 @click.option(
     "--scheduler",
     metavar="ADDRESS",
@@ -103,6 +112,13 @@ def live_progress(app: AppContext, total: int) -> Iterator[OnResult | None]:
 )
 @html_option
 @click.option(
+    "--worker-timeout",
+    type=click.FloatRange(min=0.1),
+    default=60.0,
+    show_default=True,
+    help="Seconds to wait for the cluster's first worker.",
+)
+@click.option(
     "--connect-timeout",
     type=click.FloatRange(min=0.1),
     default=10.0,
@@ -115,11 +131,13 @@ def live_progress(app: AppContext, total: int) -> Iterator[OnResult | None]:
 def fleet_verify(
     app: AppContext,
     paths: tuple[str, ...],
+    lists: tuple[Path, ...],
     scheduler: str | None,
     workers: int | None,
     trust: tuple[str, ...],
     checkpoints_dir: Path | None,
     html: Path | None,
+    worker_timeout: float,
     connect_timeout: float,
     width: int | None,
     as_json: bool,
@@ -127,27 +145,32 @@ def fleet_verify(
     """Verify every ledger file in PATHs on a Dask cluster; one report.
 
     \b
-    A PATH is a ledger file or archive, a folder (searched for ledgers), or a text file
-    listing such paths. Workers read the files themselves: every path must mean the
-    same file on every worker (shared storage).
+    A PATH is a ledger file or archive, or a folder (searched for ledgers); --from FILE
+    lists more. Every file is reported, one that cannot be read as unreadable. Workers
+    read the files themselves: every path must mean the same file on every worker
+    (shared storage).
     Exit 0 when every file is clean, 2 when any diverged or is unreadable, 64 on bad
     arguments (including a scheduler that cannot be reached).
 
     \b
     Examples:
       agentledger fleet verify ci-ledgers/ review/archive.db --workers 2
-      agentledger fleet verify ledgers.txt --scheduler tcp://10.0.0.2:8786 --json > fleet.json
+      agentledger fleet verify --from ledgers.txt --scheduler tcp://10.0.0.2:8786 --json
       agentledger fleet verify /shared/ws --checkpoints /shared/cps --html fleet.html
     """
     if scheduler is not None and workers is not None:
         raise click.UsageError("--workers sizes the local cluster: not with --scheduler")
+    if not paths and not lists:
+        raise click.UsageError("nothing to verify: give a PATH or --from FILE")
     # Every file argument is checked before any work starts (exit 64, the path named).
     arguments.trust_values(trust)
     if html is not None:
         arguments.output_file(html, "--html")
     if checkpoints_dir is not None:
         arguments.input_folder(checkpoints_dir, "--checkpoints")
-    files = expand_paths(paths)
+    for listing in lists:
+        arguments.input_file(listing, "--from")
+    files = expand_paths(paths, lists)
     notes: list[str] = []
     checkpoints: dict[str, str] | None = None
     if checkpoints_dir is not None:
@@ -172,7 +195,10 @@ def fleet_verify(
     trusted = tuple(sorted(resolve_trust(trust, store)))
     job = FleetJob(trust=trusted, checkpoints=checkpoints, memory=read_signer_memory(store.home))
     options = cluster.ClusterOptions(
-        scheduler=scheduler, workers=workers, connect_timeout=connect_timeout
+        scheduler=scheduler,
+        workers=workers,
+        connect_timeout=connect_timeout,
+        worker_timeout=worker_timeout,
     )
     with live_progress(app, len(files)) as on_result:
         report = cluster.verify_fleet(files, job, options, on_result)
@@ -194,7 +220,7 @@ def fleet_verify(
     if as_json:
         emit_json(report.to_json())
     else:
-        console = app.console if width is None else human_console(width=width)
+        console = app.human_console(width)
         if app.no_color:
             console.no_color = True
         console.print(fleet_renderable(report))

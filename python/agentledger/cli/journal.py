@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Generator, Iterator
+from contextlib import closing, contextmanager
 from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,12 +18,12 @@ from agentledger.bernstein import view
 from agentledger.bernstein.format import BOOKKEEPING_RUN
 from agentledger.bookkeeping import GC_RUN, TEAM_RUN
 from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option, width_option
-from agentledger.display import human_console, safe, shorten
+from agentledger.display import json_text, safe, shorten
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
 from agentledger.ids import check_run_id
 from agentledger.journal import Entry, hash_text
 from agentledger.ledger import Ledger
-from agentledger.run_status import readable, status_path
+from agentledger.run_status import current_log, notes_match, readable, status_path
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -216,11 +216,14 @@ def _status_attached(ledger: Ledger, path: Path) -> Iterator[bool]:
 
 def _run_lines(
     ledger: Ledger, status: str | None, show_all: bool, sort: str, limit: int | None
-) -> Iterator[str]:
+) -> Generator[str, None, None]:
     """One JSON object (text) per run, streamed from one query; an imported run's counts
     and last event time are bernstein's own (read from its journal)."""
-    with _status_attached(ledger, status_path(ledger.id)) as attached, ledger.db.snapshot() as conn:
-        sql, params = _runs_query(attached, status, show_all, sort, limit)
+    notes = status_path(ledger.id, ledger.path)
+    with _status_attached(ledger, notes) as attached, ledger.db.snapshot() as conn:
+        # Notes taken when the file held another log are another content's: not shown.
+        known = attached and notes_match(conn, current_log(conn))
+        sql, params = _runs_query(known, status, show_all, sort, limit)
         for line, imported in conn.execute(sql, params):
             if imported:
                 line = _bernstein_line(conn, line)
@@ -232,7 +235,7 @@ def _bernstein_line(conn: Any, line: str) -> str:
     found = view.journal_of(conn, item["run"])
     summary = view.summarize(found[2] or b"") if found else view.JournalSummary()
     item.update(events=summary.events, activities=summary.activities, last_entry=summary.last_ts)
-    return json.dumps(item, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return json_text(item, sort_keys=True, separators=(",", ":"))
 
 
 STATUS_STYLE = {"clean": "green", "diverged": "red bold", "unverified": "yellow"}
@@ -283,8 +286,12 @@ def runs(
     """
     if jsonl and as_json:
         raise click.UsageError("give --json or --jsonl, not both")
-    with app.open_ledger(readonly=True) as ledger:
-        lines = _run_lines(ledger, status, show_all, sort, limit)
+    with (
+        app.open_ledger(readonly=True) as ledger,
+        closing(_run_lines(ledger, status, show_all, sort, limit)) as lines,
+    ):
+        # closing: a reader that stops early (`runs | head`) ends the query while the
+        # ledger is still open.
         if jsonl:
             _write_jsonl(lines)
         elif as_json:
@@ -313,7 +320,8 @@ def _write_table(app: AppContext, items: Iterator[dict[str, Any]]) -> None:
     """Aligned plain text, streamed (a rich Table would hold every row first)."""
     color = not app.no_color and "NO_COLOR" not in os.environ and sys.stdout.isatty()
     first = list(islice(items, 1000))  # column widths from the first rows
-    width = max([len("run")] + [len(item["run"]) for item in first])
+    # A run id and an entry's time are the file's strings: shown escaped (controls, links).
+    width = max([len("run")] + [len(safe(item["run"])) for item in first])
     echo = click.echo
     echo(f"{'run':<{width}}  {'source':<9} {'events':>7} {'activities':>10}  "
          f"{'last entry':<27} {'status':<10}  head")  # fmt: skip
@@ -324,8 +332,8 @@ def _write_table(app: AppContext, items: Iterator[dict[str, Any]]) -> None:
         if color:
             state = click.style(state, fg={"clean": "green", "diverged": "red"}.get(
                 item["status"], "yellow"))  # fmt: skip
-        echo(f"{item['run']:<{width}}  {item['source']:<9} {item['events']:>7} "
-             f"{item['activities']:>10}  {item['last_entry'] or '-':<27} {state}  "
+        echo(f"{safe(item['run']):<{width}}  {item['source']:<9} {item['events']:>7} "
+             f"{item['activities']:>10}  {safe(item['last_entry'] or '-'):<27} {state}  "
              f"{short(item['head'])}")  # fmt: skip
     app.err_console.print(f"{count:,} run(s)", style="dim")
 
@@ -390,30 +398,37 @@ def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
         ledger.get_run(run_id)
         with ledger.db.snapshot() as conn:
             imported = view.read_imported_run(conn, run_id)
-        if imported is not None:
-            # bernstein's own journal rows and stages (cli/bernstein_show.py)
-            from agentledger.cli.bernstein_show import show_imported
-
-            show_imported(app, imported, as_json)
-            return int(ExitCode.OK)
-        entries = _read(ledger, run_id)
-        stages = stage_summaries(ledger, entries)
         try:
+            # The verify of `verify RUN`: show gives the run the verdict every report gives.
             report: VerifyReport | None = ledger.verify([run_id], options=VerifyOptions(jobs=1))
             unverified = None
         except AgentLedgerError as exc:
             # A key file verify must refuse (e.g. a trust anchor others may write): the
             # journal is still shown, said to be unverified, and why.
             report, unverified = None, f"not verified: {exc.message}"
+        if imported is None:
+            entries = _read(ledger, run_id)
+            stages = stage_summaries(ledger, entries)
+    if imported is not None:
+        # bernstein's own journal rows and stages (cli/bernstein_show.py)
+        from agentledger.cli.bernstein_show import show_imported
+
+        return show_imported(app, imported, report, unverified, as_json, width)
     verdict = report.runs[0] if report is not None else RunVerdict(run_id)
     marks = mark_run(verdict, report.workspace if report is not None else [], stages)
-    code = int(ExitCode.DIVERGED if marks.diverged else ExitCode.OK)
+    # The exit code of `verify RUN` (the run's findings and the ledger's, e.g. no signed
+    # checkpoint), and diverged whenever a step is marked.
+    code = int(report.code) if report is not None else int(ExitCode.OK)
+    if marks.diverged:
+        code = int(ExitCode.DIVERGED)
+    run_status = report.status_of(run_id) if report is not None else "unverified"
     if as_json:
         emit_json(
             {
                 "run": run_id,
                 "code": code,
                 "status": status_name(code),
+                "run_status": run_status,
                 "verify": verdict.to_json() if unverified is None else None,
                 "unverified": unverified,
                 "run_findings": [mark.to_json() for mark in marks.run],
@@ -435,7 +450,7 @@ def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
             }
         )
         return code
-    console = human_console(width=width)
+    console = app.human_console(width)
     status = status_name(code)
     tree = Tree(
         Text.assemble(

@@ -3,6 +3,7 @@ log at work."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import click
 from rich.table import Table
 from rich.text import Text
 
+from agentledger import _core
 from agentledger import archive as archives
 from agentledger import gc as collector
 from agentledger.checkpoint import latest, take_checkpoint
@@ -18,11 +20,14 @@ from agentledger.cli import arguments
 from agentledger.cli.common import run_verify, verify_options
 from agentledger.cli.context import AppCommand, AppContext, AppGroup, emit_json, json_option
 from agentledger.display import safe, styled
-from agentledger.errors import BadArgument, ExitCode
+from agentledger.errors import BadArgument, ExitCode, InvalidInput, LedgerError
+from agentledger.ids import utc_timestamp
 from agentledger.keys import KeyStore, resolve_trust
+from agentledger.ledger import Ledger
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
 from agentledger.proofs import Proof, parse_proof, prove, verify_proof
 from agentledger.report import report_renderable
+from agentledger.signer_memory import SignerMemory
 from agentledger.signing import require_clean
 from agentledger.verify import VerifyOptions
 
@@ -52,9 +57,18 @@ def _checkpoint_json(stored: Any) -> dict[str, Any]:
     help="Sign a ledger nothing signed vouches for yet (one from before checkpoints), after "
     "a whole verify whose only finding is that missing checkpoint.",
 )
+@click.option(
+    "--adopt-restored",
+    "adopt_restored",
+    is_flag=True,
+    help="This file is a backup restored on purpose: make its (older) log what this install "
+    "vouches for, after a whole verify whose only finding is that rollback.",
+)
 @json_option
 @click.pass_obj
-def checkpoint(app: AppContext, export_file: Path | None, adopt: bool, as_json: bool) -> int:
+def checkpoint(
+    app: AppContext, export_file: Path | None, adopt: bool, adopt_restored: bool, as_json: bool
+) -> int:
     """Sign a checkpoint of the workspace log (if it grew) and show the newest.
 
     Checkpoints are also taken automatically at the end of every write transaction that
@@ -63,12 +77,26 @@ def checkpoint(app: AppContext, export_file: Path | None, adopt: bool, as_json: 
     refuses one that does not verify clean (exit 2). Exit 1 when there is no ledger.
 
     \b
+    A backup restored on purpose is older than what this install signed: every signature
+    (an append's too) is refused until `--adopt-restored` makes it the base again.
+
+    \b
     Examples:
       agentledger checkpoint --export cp.txt   # keep cp.txt elsewhere
       agentledger verify --checkpoint cp.txt   # later: the ledger must extend it
+      agentledger checkpoint --adopt-restored  # after restoring a backup on purpose
     """
     if export_file is not None:
         arguments.output_file(export_file, "--export")
+    if adopt_restored:
+        with app.open_ledger() as ledger:
+            forgotten = adopt_restored_backup(ledger)
+        if forgotten is not None:
+            app.err_console.print(
+                f"restored backup adopted: what this install vouched for before is kept in "
+                f"{safe(str(forgotten))}"
+            )
+        adopt = True
     with app.open_ledger() as ledger:
         if export_file is not None:
             # An exported checkpoint is what a reviewer will hold the ledger to: only a
@@ -87,6 +115,29 @@ def checkpoint(app: AppContext, export_file: Path | None, adopt: bool, as_json: 
         if export_file is not None:
             app.err_console.print(f"checkpoint written to {export_file}")
     return int(ExitCode.OK)
+
+
+def adopt_restored_backup(ledger: Ledger) -> Path | None:
+    """Make a legitimately restored (older) ledger what this install vouches for.
+
+    This install's memory of the ledger id (what it signed and verified, newer than the
+    backup) is set aside first — renamed, kept for review, before this process reads it —
+    so that what follows is a first signature: a whole verify, and a signature only if the
+    ledger verifies clean (``checkpoint --adopt``). Refused (``Diverged``, nothing signed),
+    the memory is put back. Returns where it went (None when there was none).
+    """
+    memory = SignerMemory(ledger.keys.home, ledger.id)
+    if not memory.usable or not memory.path.exists():
+        return None
+    kept = memory.path.with_name(f"{memory.path.stem}.before-restore-{utc_timestamp()}.json")
+    memory.path.rename(kept)
+    try:
+        require_clean(ledger, "adopt it as a restored backup", frozenset({"checkpoint.missing"}))
+        take_checkpoint(ledger, adopt=True)
+    except BaseException:
+        kept.replace(memory.path)
+        raise
+    return kept
 
 
 @click.command("prove", cls=AppCommand)
@@ -166,7 +217,13 @@ def verify_proof_command(
     trust = arguments.trust_values(trust)
     proof = parse_proof(read_capped(proof_file, MAX_DOCUMENT_BYTES, "a proof"))
     trusted = resolve_trust(trust, KeyStore(app.key_dir))
-    verdict = verify_proof(proof, trusted)
+    try:
+        verdict = verify_proof(proof, trusted)
+    except _core.CanonicalizationError as exc:  # e.g. NaN in the entry's bytes
+        raise InvalidInput(
+            f"{proof_file}: the proven entry holds what JSON cannot represent ({exc})",
+            code="malformed-proof",
+        ) from None
     signatures = _signatures(proof)
     entry = _proven_entry(proof) if verdict.ok else None
     if as_json:
@@ -312,11 +369,15 @@ def fsck(
     with app.open_ledger(readonly=True) as ledger:
         findings = collector.storage_checks(ledger)
         report = run_verify(app, ledger, None, options)
-        with ledger.db.snapshot() as conn:
-            orphans = sorted(
-                {row[0] for row in conn.execute("SELECT digest FROM blobs")}
-                - collector.reachable_blobs(conn)
-            )
+        orphans: list[str] = []
+        # Unreferenced blobs are looked for in a file verify could read: not in one whose
+        # schema is not ours, nor past text that is not UTF-8 (verify reported both).
+        if not ledger.db.schema_findings:
+            with contextlib.suppress(LedgerError), ledger.db.snapshot() as conn:
+                orphans = sorted(
+                    {row[0] for row in conn.execute("SELECT digest FROM blobs")}
+                    - collector.reachable_blobs(conn)
+                )
     # Every stored checkpoint is checked by verify itself (its signature, and the log's
     # root at its size): the same findings, in the same words.
     history = [

@@ -34,6 +34,12 @@ from agentledger.verify import VerifyOptions
 @click.option(
     "--incremental", is_flag=True, help="Re-check only what the last checkpoint does not cover."
 )
+@click.option(
+    "--tsa-bundle",
+    "tsa_bundle_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Trusted TSA certificates (PEM): authenticate imported bernstein RFC 3161 anchors.",
+)
 @verify_options
 @width_option
 @json_option
@@ -46,6 +52,7 @@ def verify(
     html: Path | None,
     checkpoint_file: Path | None,
     incremental: bool,
+    tsa_bundle_file: Path | None,
     trust: tuple[str, ...],
     audit_key_file: Path | None,
     compat: str | None,
@@ -76,9 +83,17 @@ def verify(
         compat=compat,
         checkpoint_file=arguments.checkpoint_file(checkpoint_file),
         incremental=incremental,
+        tsa_bundle_file=(
+            None
+            if tsa_bundle_file is None
+            else arguments.input_file(tsa_bundle_file, "--tsa-bundle")
+        ),
     )
     with app.open_ledger(readonly=True) as ledger:
-        before = run_status.heads(ledger)
+        # A file whose schema is not ours is read no further than verify's finding.
+        before = (
+            run_status.Before({}, None) if ledger.db.schema_findings else run_status.before(ledger)
+        )
         report = run_verify(app, ledger, list(run_ids) or None, options)
         note = run_status.remember(
             ledger, report, f"compat-{compat}" if compat else "strict", before

@@ -40,6 +40,8 @@ class ClusterOptions:
     workers: int | None = None
     """Worker processes of the local cluster (None: one per core)."""
     connect_timeout: float = 10.0
+    worker_timeout: float = 60.0
+    """How long to wait for the cluster's first worker (a scheduler may have none)."""
 
 
 def run_task(path: str, job: FleetJob) -> LedgerSummary:
@@ -78,6 +80,7 @@ def verify_fleet(
     try:
         with connect(address, options.connect_timeout) as client:
             report.scheduler = str(client.scheduler.address)
+            wait_for_a_worker(client, address, options.worker_timeout)
             by_path = gather(client, files, job, report, on_result)
     finally:
         if cluster is not None:
@@ -97,6 +100,18 @@ def connect(address: str, timeout: float) -> Client:
         message = " ".join(str(exc).split()) or type(exc).__name__
         raise FleetArgumentError(
             f"cannot reach the Dask scheduler at {address}: {message}", code="no-scheduler"
+        ) from None
+
+
+def wait_for_a_worker(client: Client, address: str, timeout: float) -> None:
+    """Tasks on a cluster with no worker would wait forever: wait ``timeout`` for one."""
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except TimeoutError:
+        raise FleetArgumentError(
+            f"the Dask scheduler at {address} has no worker (waited {timeout:g}s; "
+            "--worker-timeout)",
+            code="no-workers",
         ) from None
 
 

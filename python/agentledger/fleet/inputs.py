@@ -1,8 +1,12 @@
 """From the command line's PATHs to the list of files a fleet verifies.
 
-Each PATH is a ledger file or an archive (verified), a folder (searched for ledgers), or a
-text file listing such paths one per line. Paths are made absolute here: workers read the
-files themselves, so a path must mean the same file on every machine (shared storage).
+Each PATH is a ledger file or an archive (verified), or a folder (searched for ledgers).
+A file is never read as a list of paths on the strength of its contents: a ledger an
+attacker replaced with one line naming another ledger would vanish from the report. Lists
+come only from ``--from FILE`` (one path a line, ``#`` comments, relative to the list's
+folder). Every path given or listed is verified and reported, an unreadable one as
+unreadable. Paths are made absolute here: workers read the files themselves, so a path
+must mean the same file on every machine (shared storage).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from agentledger.errors import AgentLedgerError, BadArgument
+from agentledger.limits import read_capped
 from agentledger.storage.migrations import APPLICATION_ID
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -25,21 +30,25 @@ class FleetArgumentError(BadArgument):
     """A fleet argument that cannot be used (no such path, nothing to verify, no scheduler)."""
 
 
-def expand_paths(arguments: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """Every file to verify, absolute, in argument order, each once."""
+def expand_paths(
+    arguments: Iterable[str | os.PathLike[str]], lists: Iterable[str | os.PathLike[str]] = ()
+) -> list[str]:
+    """Every file to verify, absolute, in order (PATHs, then each ``--from`` list), each once."""
+    arguments = list(arguments)
     found: list[str] = []
     for argument in arguments:
         path = Path(argument)
         if path.is_dir():
             found.extend(search_folder(path))
-        elif path.is_file():
-            listed = read_list_file(path)
-            found.extend(_expand_listed(listed) if listed is not None else [_absolute(path)])
+        elif os.path.lexists(path):
+            found.append(_absolute(path))  # a file: verified as it is, whatever it holds
         else:
             raise FleetArgumentError(f"{argument}: no such file or folder")
+    for listing in lists:
+        found.extend(_expand_listed(read_list_file(Path(listing))))
     unique = list(dict.fromkeys(found))
     if not unique:
-        shown = ", ".join(str(a) for a in arguments) or "(none)"
+        shown = ", ".join(str(a) for a in [*arguments, *lists]) or "(none)"
         raise FleetArgumentError(f"no ledger files to verify in {shown}")
     return unique
 
@@ -61,6 +70,9 @@ def search_folder(folder: Path) -> Iterator[str]:
 
 def looks_like_ledger(path: Path) -> bool:
     try:
+        # Only a regular file is opened to look at: a FIFO would block the client.
+        if not path.is_file():
+            return path.name.endswith(LEDGER_SUFFIX)
         with open(path, "rb") as handle:
             header = handle.read(APPLICATION_ID_OFFSET + 4)
     except OSError:
@@ -71,33 +83,21 @@ def looks_like_ledger(path: Path) -> bool:
     return path.name.endswith(LEDGER_SUFFIX)
 
 
-def read_list_file(path: Path) -> list[str] | None:
-    """The paths a list file names, or None when ``path`` is not a list file.
-
-    A list file is UTF-8 text (no NUL byte, not SQLite) whose first line that is not blank
-    or a ``#`` comment names an existing file or folder. Relative paths are relative to
-    the list file's folder. Anything else given as a PATH is a file to verify.
-    """
-    try:
-        if path.stat().st_size > MAX_LIST_BYTES:
-            return None
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if data.startswith(SQLITE_HEADER) or b"\x00" in data:
-        return None
+def read_list_file(path: Path) -> list[str]:
+    """The paths ``--from FILE`` names: one a line, blank lines and ``#`` comments skipped,
+    relative paths relative to the list's folder (a usage error, exit 64, if unreadable)."""
+    data = read_capped(path, MAX_LIST_BYTES, "a list of paths")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return None
+        raise FleetArgumentError(f"--from {path}: not UTF-8 text") from None
+    if "\x00" in text:
+        raise FleetArgumentError(f"--from {path}: not a list of paths (it holds a NUL byte)")
     entries = []
     for line in text.splitlines():
         entry = line.strip()
-        if not entry or entry.startswith("#"):
-            continue
-        entries.append(str(path.parent / entry))
-    if not entries or not Path(entries[0]).exists():
-        return None
+        if entry and not entry.startswith("#"):
+            entries.append(str(path.parent / entry))
     return entries
 
 
@@ -124,7 +124,7 @@ def read_checkpoints(folder: Path) -> tuple[dict[str, str], list[str]]:
     one its file must extend. Returns the map and the names of the files that are not
     checkpoints (skipped; a ledger left without one is reported by its task).
     """
-    from agentledger.notes import Checkpoint  # loaded only when --checkpoints is given
+    from agentledger.notes import MAX_NOTE_BYTES, Checkpoint  # only with --checkpoints
 
     if not folder.is_dir():
         raise FleetArgumentError(f"--checkpoints {folder}: no such folder")
@@ -134,7 +134,8 @@ def read_checkpoints(folder: Path) -> tuple[dict[str, str], list[str]]:
         if not path.is_file():
             continue
         try:
-            data = path.read_bytes()
+            # A huge file there is skipped unread, not read whole.
+            data = read_capped(path, MAX_NOTE_BYTES, "a checkpoint")
             checkpoint = Checkpoint.parse(data)
         except (AgentLedgerError, OSError):
             skipped.append(path.name)

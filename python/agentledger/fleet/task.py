@@ -105,7 +105,10 @@ def verify_ledger_file(path: Path, job: FleetJob, scratch: Path) -> Verified:
             jobs=max(1, job.jobs), trust=job.trust, checkpoint_file=checkpoint_file
         )
         report = ledger.verify(options=options)
-        archive = bool(ledger.db.rows("SELECT 1 FROM ledger_meta WHERE key = ?", (ARCHIVE_META,)))
+        # A file whose schema is not ours is read no further than verify's finding.
+        archive = not ledger.db.schema_findings and bool(
+            ledger.db.rows("SELECT 1 FROM ledger_meta WHERE key = ?", (ARCHIVE_META,))
+        )
         missing = job.checkpoints is not None and text is None
         return Verified(ledger.id, archive, report, missing)
 

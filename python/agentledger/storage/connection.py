@@ -21,9 +21,10 @@ from typing import Any
 
 import apsw
 
-from agentledger.errors import Diverged, LedgerError, NotFound
+from agentledger.errors import Diverged, InvalidInput, LedgerError, NotFound
 from agentledger.storage.migrations import APPLICATION_ID, SCHEMA_VERSION, migrate
 from agentledger.storage.schema_lock import schema_drift
+from agentledger.storage.statement_bound import StatementBound
 
 BUSY_TIMEOUT_MS = 10_000
 """How long a writer waits for another writer before giving up with a clear error."""
@@ -93,6 +94,17 @@ def _translate(exc: apsw.Error, path: Path) -> LedgerError:
     return LedgerError(f"{path}: {exc}", code="ledger-error")
 
 
+def _text_error(exc: UnicodeError, path: Path) -> LedgerError | InvalidInput:
+    """A string SQLite cannot take (a lone surrogate asked about), or text in the file
+    that is not UTF-8 (written by someone else): a typed error, not a crash."""
+    if isinstance(exc, UnicodeEncodeError):
+        return InvalidInput(
+            f"a string that cannot be UTF-8 encoded (a lone surrogate at {exc.start})",
+            code="invalid-text",
+        )
+    return LedgerError(f"{path}: the ledger holds text that is not UTF-8", code="ledger-corrupt")
+
+
 def _remove_empty(created: list[Path]) -> None:
     """A file that is refused is left as it was: SQLite may have created an empty -wal or
     -shm beside it while reading its header."""
@@ -110,6 +122,30 @@ def _needs_immutable(path: Path) -> bool:
         return False
     writable = os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
     return not writable or (Path(f"{path}-shm").exists() and not os.access(f"{path}-shm", os.W_OK))
+
+
+_SCHEMA_TABLES = frozenset({"sqlite_schema", "sqlite_master", "sqlite_temp_master"})
+_HARMLESS = frozenset(
+    {apsw.SQLITE_SELECT, apsw.SQLITE_PRAGMA, apsw.SQLITE_TRANSACTION, apsw.SQLITE_FUNCTION}
+)
+
+
+def _schema_only(path: Path, findings: list[str]) -> Callable[..., int]:
+    """An authorizer refusing every statement that reads a table or view of a file whose
+    schema is not agentledger's: the refusal happens when SQLite prepares the statement,
+    so none of the file's SQL ever runs."""
+
+    def authorize(action: int, name: str | None, *_: object) -> int:
+        if action in _HARMLESS or (action == apsw.SQLITE_READ and name in _SCHEMA_TABLES):
+            return int(apsw.SQLITE_OK)
+        raise Diverged(
+            f"{path}: the ledger's schema is not the one agentledger creates "
+            f"({findings[0]}); refusing to read it "
+            "(`agentledger verify` lists every difference)",
+            code="schema-altered",
+        )
+
+    return authorize
 
 
 def quote_identifier(name: str) -> str:
@@ -164,6 +200,9 @@ class Database:
             os.close(fd)
         elif path.is_dir():
             raise LedgerError(f"{path}: is a directory, not a ledger", code="not-a-ledger")
+        elif not path.is_file():
+            # A FIFO or a device would block SQLite's open, or feed it endless bytes.
+            raise LedgerError(f"{path}: not a regular file, not a ledger", code="not-a-ledger")
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
         immutable = readonly and _needs_immutable(path)
         companions = [Path(f"{path}{suffix}") for suffix in ("-wal", "-shm")]
@@ -179,6 +218,7 @@ class Database:
             # No SQL of the file may change its own schema or reach outside it.
             conn.config(apsw.SQLITE_DBCONFIG_DEFENSIVE, 1)
             conn.set_busy_handler(_busy_handler(BUSY_TIMEOUT_MS))
+            StatementBound(conn, path)
             db = cls(conn, path, readonly)
             db.immutable = immutable
             db._check_identity(fresh, create)
@@ -224,7 +264,7 @@ class Database:
         conn.execute("PRAGMA trusted_schema = OFF")
         conn.transaction_mode = "IMMEDIATE"
         self.version = version
-        self.schema_findings = schema_drift(conn, version)
+        self._set_schema_findings(schema_drift(conn, version))
         self._schema_cookie = self._cookie()
         if not self.readonly and version < SCHEMA_VERSION and not self.schema_findings:
             with conn:
@@ -239,7 +279,7 @@ class Database:
                             (secrets.token_hex(16),),
                         )
             self.version = SCHEMA_VERSION
-            self.schema_findings = schema_drift(conn, SCHEMA_VERSION)
+            self._set_schema_findings(schema_drift(conn, SCHEMA_VERSION))
             self._schema_cookie = self._cookie()
 
     def check_writable(self) -> None:
@@ -261,14 +301,24 @@ class Database:
     def _cookie(self) -> int:
         return int(self.conn.execute("PRAGMA schema_version").fetchall()[0][0])
 
-    def _recheck_schema(self) -> None:
-        """Inside a write transaction: another process may have changed the schema since
-        this handle opened (SQLite bumps its cookie on every change)."""
+    def recheck_schema(self) -> None:
+        """Inside a transaction: another process may have changed the schema since this
+        handle opened (SQLite bumps its cookie on every change); compare it again then."""
         cookie = self._cookie()
         if cookie != self._schema_cookie:
-            self.schema_findings = schema_drift(self.conn, self.version)
+            self._set_schema_findings(schema_drift(self.conn, self.version))
             self._schema_cookie = cookie
-            self.check_writable()
+
+    def _set_schema_findings(self, findings: list[str]) -> None:
+        """Record how the schema differs; while it does, no SQL but reading
+        ``sqlite_schema`` runs on the file (a view there could loop or lie)."""
+        self.schema_findings = findings
+        self.conn.authorizer = _schema_only(self.path, findings) if findings else None
+
+    def _recheck_schema(self) -> None:
+        """Inside a write transaction: refuse a schema changed since this handle opened."""
+        self.recheck_schema()
+        self.check_writable()
 
     @contextlib.contextmanager
     def write(self) -> Iterator[apsw.Connection]:
@@ -312,6 +362,8 @@ class Database:
                 self.conn.execute("COMMIT")
         except apsw.Error as exc:
             raise _translate(exc, self.path) from None
+        except UnicodeError as exc:
+            raise _text_error(exc, self.path) from None
 
     def rows(self, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
         """Every row of one read, with a SQLite failure turned into a typed ``LedgerError``."""
@@ -319,10 +371,15 @@ class Database:
             return list(self.conn.execute(sql, params).fetchall())
         except apsw.Error as exc:
             raise _translate(exc, self.path) from None
+        except UnicodeError as exc:
+            raise _text_error(exc, self.path) from None
 
     def scalar(self, sql: str, params: tuple[object, ...] = ()) -> Any:
         rows = self.rows(sql, params)
         return rows[0][0] if rows else None
 
     def close(self) -> None:
-        self.conn.close()
+        try:
+            self.conn.close()
+        except apsw.Error as exc:
+            raise _translate(exc, self.path) from None

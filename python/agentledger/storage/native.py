@@ -4,8 +4,8 @@ The Rust core cannot link its own SQLite and share apsw's connections, so it bor
 apsw's library instead: ``agentledger._core`` is loaded once as an SQLite extension (the
 documented extension API), which hands it SQLite's function table. A connection is then
 passed to Rust as the ``apsw.Connection`` itself, never as an integer: Rust checks that it
-is one and open, and holds its mutex for the call (``apsw.ThreadingViolationError`` when another
-thread is using it). Failures come back as ``_core.SqliteError`` and are raised here as
+is one and open, and takes its mutex (``apsw.ThreadingViolationError`` when another thread
+is using it). Failures come back as ``_core.SqliteError`` and are raised here as
 the apsw exception of the same result code, so callers handle them exactly like apsw's own.
 """
 
@@ -19,6 +19,7 @@ import apsw
 
 from agentledger import _core
 from agentledger.errors import LedgerError
+from agentledger.storage import statement_bound
 
 ENTRY_POINT = "sqlite3_agentledger_init"
 
@@ -26,11 +27,15 @@ _binding = threading.Lock()
 
 
 def handle(conn: apsw.Connection) -> apsw.Connection:
-    """``conn``, ready for a ``_core`` call: the library is bound first."""
+    """``conn``, ready for a ``_core`` call: the library is bound first.
+
+    The Python progress handler is lifted for the call (``statement_bound.py``): Rust
+    notices Ctrl-C itself between its batches."""
     if not _core.sqlite_bound():
         with _binding:
             if not _core.sqlite_bound():
                 _bind(conn)
+    statement_bound.suspend(conn)
     return conn
 
 

@@ -11,6 +11,7 @@ leaves most of those bytes unhashed.
 from __future__ import annotations
 
 import json
+import posixpath
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,10 @@ from agentledger import _core
 from agentledger.bernstein.audit_chain import AuditChain, read_master_key, verify_audit
 from agentledger.bernstein.audit_verdict import read_folder
 from agentledger.bernstein.format import (
+    AUDIT_DIR,
     BOOKKEEPING_RUN,
     LINEAGE_DIR,
+    LINEAGE_LOG,
     RUNS_DIR,
     SPKI_ED25519_PREFIX,
     content_hash,
@@ -35,13 +38,15 @@ from agentledger.bernstein.lineage import (
     spine_path,
     spine_problems,
 )
+from agentledger.bernstein.lineage_activity import NotReproduced, lineage_activity
 from agentledger.bernstein.run_receipts import RECEIPT_NAME, head_problem, read_claim, receipt_path
 from agentledger.bernstein.seal_anchors import ANCHOR_NAME, seal_anchor_path, seal_anchor_problems
 from agentledger.bernstein.sealed_history import sealed_history
+from agentledger.bernstein.tsa_trust import load_trust_bundle
 from agentledger.bernstein.verifier import verify_ledger_runs
 from agentledger.bernstein.workdir import LedgerWorkdir
-from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
-from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
+from agentledger.errors import AgentLedgerError, BadArgument, ExitCode, InvalidInput
+from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_KEY_FILE_BYTES, read_capped
 from agentledger.storage import native
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
@@ -98,6 +103,7 @@ def check_bernstein(ctx: VerifyContext) -> None:
         segments = workdir.audit_segments()
         audit = _audit(ctx, segments, master)
         _check_sealed_history(ctx, workdir, master, segments, audit)
+        _check_lineage_activity(ctx, workdir, segments)
     results = verify_ledger_runs(
         ctx.conn,
         {run_id: imported[run_id] for run_id in selected},
@@ -343,19 +349,25 @@ def _check_seal_anchors(
         )
     }
     present = sorted(set(wanted) & held)
+    trusted = _tsa_bundle(ctx) if present else None
     workdir.prefetch(present)
     for path in present:
         result = wanted[path]
-        for problem in seal_anchor_problems(workdir.read(path) or b"", result.head):
+        for problem in seal_anchor_problems(workdir.read(path) or b"", result.head, trusted):
             ctx.diverged(
                 result.run_id,
                 _div(result.run_id, None, problem.check, problem.expected, problem.actual, path),
             )
     notes: list[str] | None = getattr(ctx.report, "notes", None)
     if present and notes is not None:
+        checked = (
+            "their RFC 3161 TSAs against the trust bundle, log proofs not checked here"
+            if trusted
+            else "their TSA signatures (give --tsa-bundle) and log proofs not checked here"
+        )
         notes.append(
             f"bernstein: {len(present)} seal anchor(s) compared with their journals' heads; "
-            "their TSA signatures and log proofs are not checked here"
+            + checked
         )
     return {wanted[path].run_id for path in present}
 
@@ -421,6 +433,45 @@ def _master_key(ctx: VerifyContext) -> bytes | None:
         raise InvalidInput(f"cannot read the audit key: {exc}", code="audit-key") from None
 
 
+def _check_lineage_activity(
+    ctx: VerifyContext, workdir: LedgerWorkdir, segments: list[tuple[str, bytes]]
+) -> None:
+    """The lineage store's log as bernstein's lineage activity pillar reads it
+    (``lineage_activity.py``): an entry revoked, deriving from one the log lacks, or one
+    bernstein cannot read is a finding. Revocations are read without the audit key, as
+    bernstein reads them."""
+    if workdir.digest(LINEAGE_LOG) is None:
+        return
+    data = workdir.read(LINEAGE_LOG) or b""
+    notes: list[str] | None = getattr(ctx.report, "notes", None)
+    if len(data) > MAX_DOCUMENT_BYTES:
+        problems = [f"{len(data)} bytes, over the {MAX_DOCUMENT_BYTES} read"]
+    else:
+        days = [d for path, d in segments if posixpath.dirname(path) == AUDIT_DIR]
+        try:
+            problems = lineage_activity(data, days, keyed=True).problems
+        except NotReproduced as exc:
+            if notes is not None:
+                notes.append(f"bernstein: the lineage store's activity is not checked: {exc}")
+            return
+    for problem in problems:
+        ctx.diverged(
+            None,
+            _div(None, None, "bernstein.lineage.activity", "an active entry", problem, LINEAGE_LOG),
+        )
+
+
+def _tsa_bundle(ctx: VerifyContext) -> list[Any] | None:
+    """``--tsa-bundle``'s certificates; a bundle that holds none is a usage error."""
+    path = ctx.options.tsa_bundle_file
+    if path is None:
+        return None
+    try:
+        return load_trust_bundle(read_capped(Path(path), MAX_DOCUMENT_BYTES, "a trust bundle"))
+    except (OSError, ValueError) as exc:
+        raise BadArgument(f"--tsa-bundle {path}: {exc}", code="bad-tsa-bundle") from None
+
+
 def _check_sealed_history(
     ctx: VerifyContext,
     workdir: LedgerWorkdir,
@@ -440,7 +491,9 @@ def _check_sealed_history(
                 "undetectable here"
             )
         return
-    history = sealed_history(workdir, folder, master, trusted_keys(ctx.options.trust))
+    history = sealed_history(
+        workdir, folder, master, trusted_keys(ctx.options.trust), _tsa_bundle(ctx)
+    )
     for finding in history.findings:
         ctx.diverged(
             None, _div(None, None, finding.check, finding.expected, finding.actual, finding.subject)

@@ -40,6 +40,8 @@ class VerifyOptions:
     """An exported checkpoint the ledger must extend (detects rollback)."""
     incremental: bool = False
     """Re-check only what was appended since the last verified checkpoint."""
+    tsa_bundle_file: Path | None = None
+    """Trusted TSA certificates (PEM): authenticate imported bernstein RFC 3161 anchors."""
 
 
 @dataclass

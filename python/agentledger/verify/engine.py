@@ -9,13 +9,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
+
+import apsw
 
 from agentledger import _core
 from agentledger.errors import AgentLedgerError, ExitCode, LedgerError
-from agentledger.keys import parse_public_key, public_key_text, read_trust_file
-from agentledger.signer_memory import SignerMemory
+from agentledger.keys import read_trust_file, trust_values
+from agentledger.signer_memory import Remembered, SignerMemory
+from agentledger.storage import btree_check
 from agentledger.storage.migrations import SCHEMA_VERSION
 from agentledger.verify import (
     audit,
@@ -59,7 +61,83 @@ CHECKS: list[Check] = [
 def verify_ledger(
     ledger: Ledger, run_ids: list[str] | None, options: VerifyOptions
 ) -> VerifyReport:
-    """Verify the whole workspace (``run_ids`` None) or only the named runs."""
+    """Verify the whole workspace (``run_ids`` None) or only the named runs.
+
+    Named runs get the verdict a whole verify gives them: when the signed log misses
+    entries (``log.incomplete``), a pass over the named runs cannot tell whose they were,
+    so the whole ledger is verified and judges them (``judged_by_whole``).
+    """
+    report = _verify(ledger, run_ids, options)
+    if run_ids is not None and any(
+        d.check == LOG_INCOMPLETE for run in report.runs for d in run.divergences
+    ):
+        report = judged_by_whole(report, _verify(ledger, None, options))
+    return report
+
+
+LOG_INCOMPLETE = "log.incomplete"
+
+
+def judged_by_whole(named: VerifyReport, whole: VerifyReport) -> VerifyReport:
+    """The named report, each run's findings those of the whole report (the same words
+    `verify --all` says of it, ``log.incomplete`` included when the run may own a missing
+    entry) plus what the named pass alone checks (its entries proven in the signed log;
+    its ``log.incomplete`` too while the whole report leaves a missing entry unowned)."""
+    of_whole = {run.run_id: run for run in whole.runs}
+    explained = gaps_explained(whole)
+    runs: list[RunVerdict] = []
+    for verdict in named.runs:
+        seen = of_whole.get(verdict.run_id)
+        if verdict.code == ExitCode.NOT_FOUND or seen is None:
+            runs.append(verdict)
+            continue
+        merged = RunVerdict(
+            seen.run_id,
+            code=seen.code,
+            entries=seen.entries,
+            activities=seen.activities,
+            divergence_count=seen.divergence_count,
+            divergences=list(seen.divergences),
+            not_found=seen.not_found,
+        )
+        for divergence in verdict.divergences:
+            if divergence in merged.divergences:
+                continue
+            if divergence.check != LOG_INCOMPLETE or not explained:
+                merged.add(divergence)
+        runs.append(merged)
+    named.runs = runs
+    selected = {run.run_id for run in runs}
+    named.workspace += [
+        d for d in whole.workspace if d.run_id in selected and d not in named.workspace
+    ]
+    elsewhere = sum(1 for d in whole.workspace if d.run_id not in selected)
+    named.notes.append(
+        "the signed log misses entries: the whole ledger was verified to judge these runs"
+        + (
+            f"; {elsewhere:,} workspace finding(s) name no run here "
+            "(`agentledger verify --all` lists them)"
+            if elsewhere
+            else ""
+        )
+    )
+    named.elapsed_s += whole.elapsed_s
+    return named
+
+
+def gaps_explained(whole: VerifyReport) -> bool:
+    """Whether the whole verify says whose every missing entry may be: its only log
+    findings are missing positions named with their neighbours (``log.leaf``) and the runs
+    that may own them (``log.incomplete``). Then its verdict on a named run is the run's;
+    otherwise (a log cut at its end, rewritten, or padded: no run named) the named pass's
+    ``log.incomplete`` stands, so that no run is certified complete by a verify that
+    cannot tell."""
+    found = whole.workspace + [d for run in whole.runs for d in run.divergences]
+    log_checks = {d.check for d in found if d.check.startswith("log.")}
+    return log_checks <= {"log.leaf", LOG_INCOMPLETE}
+
+
+def _verify(ledger: Ledger, run_ids: list[str] | None, options: VerifyOptions) -> VerifyReport:
     started = time.perf_counter()
     if ledger.db.version < SCHEMA_VERSION and not ledger.db.schema_findings:
         # Verify never migrates (it writes nothing); this version reads only its own schema.
@@ -85,43 +163,29 @@ def verify_ledger(
     # what it says is then never newer than what the snapshot sees.
     remembered = SignerMemory(ledger.keys.home, ledger.id).read()
     with ledger.db.snapshot() as conn:
-        heads = {
-            run_id: (head_seq, head_hash)
-            for run_id, head_seq, head_hash in conn.execute(
-                "SELECT run_id, head_seq, head_hash FROM runs ORDER BY ordinal"
-            )
-        }
-        selected = list(heads) if run_ids is None else list(dict.fromkeys(run_ids))
-        verdicts = {run_id: RunVerdict(run_id) for run_id in selected}
-        for run_id in selected:
-            if run_id not in heads:
-                verdicts[run_id].code = ExitCode.NOT_FOUND
-        ctx = VerifyContext(
-            ledger=ledger,
-            conn=conn,
-            options=options,
-            report=report,
-            verdicts=verdicts,
-            whole=run_ids is None,
-            heads=heads,
-            remembered=remembered,
-        )
-        if ledger.db.schema_findings:
-            # What the file's SQL returns cannot be trusted: its schema is not ours.
-            for finding in ledger.db.schema_findings:
-                ctx.diverged(
-                    None,
-                    Divergence(
-                        None,
-                        None,
-                        "schema.altered",
-                        "the schema agentledger creates",
-                        finding,
-                        "sqlite_schema",
-                    ),
+        # What the file's SQL returns cannot be trusted until its schema is ours (re-read
+        # in this snapshot: it may have changed since the file was opened) and its indexes
+        # hold exactly their tables' rows: until then no other SQL runs on it.
+        refused = _untrusted_storage(ledger, conn)
+        for divergence in refused:
+            report.workspace.append(divergence)
+        if refused:
+            report.notes.append(
+                "no other check ran: "
+                + (
+                    "the file's schema was altered"
+                    if ledger.db.schema_findings
+                    else "SQLite's b-trees disagree (an index does not hold its table's rows)"
                 )
-            report.notes.append("no other check ran: the file's schema was altered")
+            )
+            # A named run is not certified from such a file: each carries the reason.
+            verdicts = {run_id: RunVerdict(run_id) for run_id in dict.fromkeys(run_ids or [])}
+            for run_id, verdict in verdicts.items():
+                first = refused[0]
+                verdict.add(Divergence(run_id, None, first.check, first.expected, first.actual))
+            ctx = VerifyContext(ledger, conn, options, report, verdicts, run_ids is None)
         else:
+            ctx = _context(ledger, conn, run_ids, options, report, remembered)
             for check in CHECKS:
                 check(ctx)
     report.runs = list(ctx.verdicts.values())
@@ -132,6 +196,61 @@ def verify_ledger(
     for action in ctx.after_snapshot:
         action()
     return report
+
+
+def _untrusted_storage(ledger: Ledger, conn: apsw.Connection) -> list[Divergence]:
+    """Why nothing the file's SQL answers can be trusted: its schema is not the one
+    agentledger creates, or its b-trees disagree; empty when neither."""
+    ledger.db.recheck_schema()
+    if ledger.db.schema_findings:
+        return [
+            Divergence(
+                None, None, "schema.altered", "the schema agentledger creates", f, "sqlite_schema"
+            )
+            for f in ledger.db.schema_findings
+        ]
+    return [
+        Divergence(
+            None,
+            None,
+            btree_check.CHECK,
+            "every index holds exactly its table's rows",
+            problem,
+            problem.split(":", 1)[0],
+        )
+        for problem in btree_check.btree_problems(conn)
+    ]
+
+
+def _context(
+    ledger: Ledger,
+    conn: apsw.Connection,
+    run_ids: list[str] | None,
+    options: VerifyOptions,
+    report: VerifyReport,
+    remembered: dict[str, Remembered],
+) -> VerifyContext:
+    heads = {
+        run_id: (head_seq, head_hash)
+        for run_id, head_seq, head_hash in conn.execute(
+            "SELECT run_id, head_seq, head_hash FROM runs ORDER BY ordinal"
+        )
+    }
+    selected = list(heads) if run_ids is None else list(dict.fromkeys(run_ids))
+    verdicts = {run_id: RunVerdict(run_id) for run_id in selected}
+    for run_id in selected:
+        if run_id not in heads:
+            verdicts[run_id].code = ExitCode.NOT_FOUND
+    return VerifyContext(
+        ledger=ledger,
+        conn=conn,
+        options=options,
+        report=report,
+        verdicts=verdicts,
+        whole=run_ids is None,
+        heads=heads,
+        remembered=remembered,
+    )
 
 
 def trusted_keys(ledger: Ledger, options: VerifyOptions) -> list[TrustedKey]:
@@ -150,12 +269,8 @@ def trusted_keys(ledger: Ledger, options: VerifyOptions) -> list[TrustedKey]:
         if store.trust_path.exists():
             for key in read_trust_file(store.trust_path):
                 add(key, f"trust file {store.trust_path}")
-        for value in options.trust:
-            if value.strip().startswith("ed25519:"):
-                add(public_key_text(parse_public_key(value)), "--trust")
-            else:
-                for key in read_trust_file(Path(value)):
-                    add(key, f"--trust file {value}")
+        for key, source in trust_values(options.trust):
+            add(key, source)
     except AgentLedgerError as exc:
         found.append(TrustedKey("-", f"not read: {exc.message}"))
     return found

@@ -49,12 +49,15 @@ DETAIL_CHARS = 240
 
 def entry_detail(ctx: VerifyContext, run_id: str, seq: int) -> str | None:
     """The entry's kind and body as the file holds them now, shortened for a report."""
+    # As bytes: a tampered kind may not be UTF-8 (shown with replacement characters).
     rows = ctx.conn.execute(
-        "SELECT kind, bytes FROM entries WHERE run_id = ? AND seq = ?", (run_id, seq)
+        "SELECT CAST(kind AS BLOB), bytes FROM entries WHERE run_id = ? AND seq = ?",
+        (run_id, seq),
     ).fetchall()
     if not rows:
         return None
-    kind, raw = rows[0]
+    kind = bytes(rows[0][0]).decode("utf-8", "replace")
+    raw = rows[0][1]
     try:
         doc = json.loads(raw)
         body = doc.get("body") if isinstance(doc, dict) else doc

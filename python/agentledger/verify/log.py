@@ -72,6 +72,9 @@ class LogPlan:
     archive: str = ""
     """The archive id the file's seal names ("" for a ledger): its checkpoints must name
     it, and they alone make the file an archive (not the seal row, which anyone can add)."""
+    source: Checkpoint | None = None
+    """An archive: its source's signed checkpoint, in which every archived entry was
+    proven (``_check_archive_source``); None when that failed or is absent."""
 
 
 def _diverged(ctx: VerifyContext, check: str, expected: str, actual: str, subject: str) -> None:
@@ -277,6 +280,12 @@ def check_log(ctx: VerifyContext) -> None:
             f"{state.size:,}: the archive was changed after it was sealed",
             "archive",
         )
+    if seal is not None and plan.archive:
+        plan.source = _check_archive_source(ctx, seal, trusted)
+        if plan.source is not None:
+            ctx.report.scope += (
+                f"; each entry proven in its source's checkpoint of {plan.source.size:,} entries"
+            )
     ok = newest is not None and _check_checkpoint(ctx, newest, trusted)
     matches = newest is None or (newest.checkpoint.size, newest.checkpoint.root) == (
         state.size,
@@ -304,14 +313,19 @@ def check_log(ctx: VerifyContext) -> None:
     note = newest.checkpoint
     if note.size != state.size:
         if state.size < note.size:
+            cut = _leaves(state.size, note.size - 1)
             _diverged(
                 ctx,
                 "log.size",
                 f"{note.size:,} entries (checkpoint {newest.id})",
-                f"{state.size:,}: leaves {state.size}..{note.size - 1} missing "
-                f"after {_entry_at(ctx, state.size - 1)} (entries deleted)",
+                f"{state.size:,}: {cut} missing after {_entry_at(ctx, state.size - 1)}, at "
+                "the end of the signed log (entries deleted)",
                 "log",
             )
+            last_leaf = dict(
+                wslog.fetch(ctx.conn, "SELECT run_id, max(leaf) FROM entries GROUP BY run_id")
+            )
+            _uncertify(ctx, last_leaf, [(state.size, note.size - 1)])
         else:
             _diverged(
                 ctx,
@@ -587,14 +601,23 @@ def _report_gaps(ctx: VerifyContext, newest: StoredCheckpoint | None) -> None:
             f"leaf {leaf:,} held {len(holders)} times: {names}",
             "log",
         )
+    _uncertify(ctx, scan.last_leaf, unexplained)
+
+
+def _uncertify(
+    ctx: VerifyContext, last_leaf: dict[str, int], unexplained: list[tuple[int, int]]
+) -> None:
+    """Every run that could own a missing position nothing else explains (its last entry
+    comes before it: a cut tail or a deleted run leaves no other trace) is uncertified,
+    so no damaged run is counted clean."""
     if not unexplained:
         return
     top = unexplained[-1][1]
-    for run_id, last_leaf in scan.last_leaf.items():
-        if last_leaf > top or run_id not in ctx.verdicts:
+    for run_id, last in last_leaf.items():
+        if last > top or run_id not in ctx.verdicts:
             continue  # entries after every gap: a deletion there would have broken its chain
-        later = [(first, last) for first, last in unexplained if first > last_leaf]
-        ranges = ", ".join(_leaves(first, last) for first, last in later[:4])
+        later = [(first, end) for first, end in unexplained if first > last]
+        ranges = ", ".join(_leaves(first, end) for first, end in later[:4])
         if len(later) > 4:
             ranges += f" and {len(later) - 4:,} more ranges"
         ctx.diverged(
@@ -604,7 +627,7 @@ def _report_gaps(ctx: VerifyContext, newest: StoredCheckpoint | None) -> None:
                 None,
                 "log.incomplete",
                 "every entry the log held after this run's last one (leaf "
-                f"{last_leaf:,}) still in the file",
+                f"{last:,}) still in the file",
                 f"{ranges} deleted: entries of this run may be among them (its tail cut), so "
                 "it cannot be certified complete",
             ),
@@ -730,7 +753,7 @@ def _unproven_prefix(ctx: VerifyContext, size: int, root: bytes) -> str | None:
     if gap is not None:
         expected, found = gap
         if found < 0:
-            return f"leaves {expected:,}..{size - 1:,} missing from the file"
+            return f"{_leaves(expected, size - 1)} missing from the file"
         if found > expected:
             return f"leaf {expected:,} missing from the file (entries deleted)"
         return f"leaf {found:,} appears twice (an entry added at a signed position)"
@@ -774,12 +797,8 @@ def _check_exported(
     plan = ctx.log_plan
     if isinstance(plan, LogPlan) and plan.archive and not exported.archive:
         # A reviewer holds the source's checkpoint: an archive is a selection of that
-        # ledger with a log of its own, not an older copy of it.
-        ctx.report.notes.append(
-            f"--checkpoint: the exported checkpoint ({exported.size:,} entries) is one of the "
-            f"source ledger {exported.ledger_id}; this file is an archive of it, whose own log "
-            "is signed under the archive's origin and is not compared with the source's"
-        )
+        # ledger, judged by the source checkpoint its entries are proven in.
+        _check_exported_source(ctx, exported, plan.source)
         return
     if exported.size > size:
         _diverged(
@@ -808,6 +827,105 @@ def _check_exported(
             "a different history (rolled back or forked)",
             subject,
         )
+
+
+def _check_archive_source(
+    ctx: VerifyContext, seal: dict[str, object], trusted: set[str]
+) -> Checkpoint | None:
+    """An archive carries its source's signed checkpoint and, for every archived entry, an
+    inclusion proof in it: each entry is proven to be the one its source signed."""
+    subject = "archive source"
+    text, proofs = seal.get("source_checkpoint"), seal.get("source_proofs")
+    if not isinstance(text, str) or not isinstance(proofs, list):
+        ctx.report.notes.append(
+            "this archive carries no source checkpoint (written before archives did): its "
+            "entries are proven by its own signed log only"
+        )
+        return None
+    try:
+        source = Checkpoint.parse(text)
+    except AgentLedgerError as exc:
+        _diverged(ctx, "archive.source", "its source's signed checkpoint", exc.message, subject)
+        return None
+    if source.signed_by(sorted(trusted)) is None or source.archive:
+        _diverged(
+            ctx,
+            "archive.source",
+            "a checkpoint of the source ledger signed by a trusted key",
+            "not signed by a trusted key" if not source.archive else "an archive's checkpoint",
+            subject,
+        )
+        return None
+    if source.ledger_id != ctx.ledger.id:
+        _diverged(ctx, "archive.source", ctx.ledger.id, source.ledger_id, subject)
+        return None
+    rows = wslog.fetch(ctx.conn, wslog.LEAF_ROWS, (0,))
+    if len(rows) != len(proofs):
+        _diverged(
+            ctx,
+            "archive.source",
+            f"a source proof for each of the {len(rows):,} archived entries",
+            f"{len(proofs):,} proofs",
+            subject,
+        )
+        return None
+    ok = True
+    for (_, run_id, seq, digest), item in zip(rows, proofs, strict=True):
+        if not _source_proof_holds(source, _core.log_leaf(run_id, seq, bytes(digest)), item):
+            ok = False
+            ctx.diverged(
+                run_id,
+                Divergence(
+                    run_id,
+                    seq,
+                    "archive.source",
+                    f"this entry in the source's checkpoint of {source.size:,} entries",
+                    "not proven there: the archive's copy is not the entry its source signed",
+                ),
+            )
+    return source if ok else None
+
+
+def _source_proof_holds(source: Checkpoint, data: bytes, item: object) -> bool:
+    if not isinstance(item, list) or len(item) != 2:
+        return False
+    leaf, path = item
+    if not isinstance(leaf, int) or isinstance(leaf, bool) or not isinstance(path, list):
+        return False
+    try:
+        nodes = [base64.b64decode(node, validate=True) for node in path]
+    except (TypeError, ValueError):
+        return False
+    return bool(_core.verify_inclusion(data, leaf, source.size, nodes, source.root))
+
+
+def _check_exported_source(
+    ctx: VerifyContext, exported: Checkpoint, source: Checkpoint | None
+) -> None:
+    """An archive against its source's exported checkpoint: the same log, or one the
+    archive cannot compare (said, never a rollback)."""
+    if source is None:
+        ctx.report.notes.append(
+            f"--checkpoint: the exported checkpoint ({exported.size:,} entries) is one of the "
+            "source ledger; this archive proves no entry in a source checkpoint to compare it with"
+        )
+        return
+    if exported.size == source.size:
+        if exported.root != source.root:
+            _diverged(
+                ctx,
+                "log.rollback",
+                f"the source log of the exported checkpoint ({exported.size:,} entries)",
+                "the archive's entries were proven in a different source log of that size (forked)",
+                "exported checkpoint",
+            )
+        return
+    ctx.report.notes.append(
+        f"--checkpoint: the exported checkpoint covers {exported.size:,} entries of the source "
+        f"ledger; this archive's entries are proven in the source's checkpoint of "
+        f"{source.size:,} entries (taken when it was archived), which the archive cannot "
+        "compare with it"
+    )
 
 
 def _record_verified(ctx: VerifyContext, memory: SignerMemory, state: wslog.LogState) -> None:

@@ -12,6 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentledger.checks import says
 from agentledger.verify.results import Divergence, RunVerdict
 
 CLEAN = "clean"
@@ -60,7 +61,8 @@ class Mark:
 class RunMarks:
     steps: dict[int, list[Mark]] = field(default_factory=lambda: defaultdict(list))
     run: list[Mark] = field(default_factory=list)
-    """Findings of the run as a whole (its cached head, workspace findings naming it)."""
+    """Findings of the run as a whole (its cached head, workspace findings naming it or
+    naming no run)."""
     missing_before: dict[int, tuple[int, int]] = field(default_factory=dict)
     """seq -> (first, last) step missing right before it."""
 
@@ -73,17 +75,13 @@ class RunMarks:
 
 
 def _text(divergence: Divergence, mark: str) -> str:
+    """The mark's words: the check, and the finding as the check table phrases it."""
     check = divergence.check
-    if check == "activity.evidence_set_hash":
-        return f"edited ({check}): its observation hashes no longer give the pinned hash"
+    words = says(check, divergence.expected, divergence.actual, divergence.seq)
     if mark == EDITED:
-        return f"edited ({check}): the bytes changed after they were written"
-    if mark == GAP:
-        return f"{check}: the chain expected step {divergence.expected} here"
-    if mark == LINK:
-        return f"{check}: the entry before it was changed, removed or replaced"
-    if mark == BLOB_MISSING:
-        return f"{check}: {divergence.expected} is not in the blob store"
+        return f"edited ({check}): {words}"
+    if words is not None:
+        return f"{check}: {words}"
     return f"{check}: expected {divergence.expected}, actual {divergence.actual}"
 
 
@@ -100,7 +98,9 @@ def mark_run(
     """The marks of every step of ``verdict``'s run (``workspace``: the report's findings)."""
     marks = RunMarks()
     findings = list(verdict.divergences)
-    findings += [d for d in workspace if d.run_id == verdict.run_id]
+    # A workspace finding naming the run, or naming none (the signed log, the checkpoint
+    # the run's entries are proven in): what `verify RUN` reports with the run.
+    findings += [d for d in workspace if d.run_id in (verdict.run_id, None)]
     for divergence in findings:
         if divergence.seq is None:
             marks.run.append(Mark(DIVERGED, _run_text(divergence), divergence))
@@ -128,14 +128,9 @@ def mark_run(
 
 
 def _run_text(divergence: Divergence) -> str:
-    if divergence.check == "run.head_seq":
-        chain, cache = _int(divergence.expected), _int(divergence.actual)
-        if chain is not None and cache is not None and cache > chain:
-            return (
-                f"run.head_seq: the runs table records step {cache} as the last, the chain "
-                f"ends at {chain}: steps {chain + 1}..{cache} were removed from its end "
-                "(or the cache was edited)"
-            )
+    words = says(divergence.check, divergence.expected, divergence.actual, divergence.seq)
+    if words is not None:
+        return f"{divergence.check}: {words}"
     return f"{divergence.check}: expected {divergence.expected}, actual {divergence.actual}"
 
 

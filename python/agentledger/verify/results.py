@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentledger import _core
+from agentledger.checks import says
 from agentledger.errors import ExitCode
 
 MAX_DIVERGENCES_PER_RUN = _core.MAX_FINDINGS_PER_RUN
@@ -25,6 +26,11 @@ class Divergence:
     detail: str | None = None
     """What the file holds there, for people (an edited entry's kind and body, shortened)."""
 
+    @property
+    def says(self) -> str | None:
+        """The finding in words (``checks.says``: the one phrasing every output uses)."""
+        return says(self.check, self.expected, self.actual, self.seq)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "run": self.run_id,
@@ -34,6 +40,7 @@ class Divergence:
             "expected": self.expected,
             "actual": self.actual,
             "detail": self.detail,
+            "says": self.says,
         }
 
 
@@ -110,6 +117,21 @@ class CheckpointMatch:
         }
 
 
+NO_VERDICT = "no-verdict"
+"""The status of a run that exists but is answered 1 (see ``RunVerdict.not_found``)."""
+
+
+def _status(verdict: RunVerdict, named: set[str]) -> str:
+    """``VerifyReport.status_of``, given the runs workspace findings name."""
+    if verdict.code == ExitCode.NOT_FOUND:
+        # A run that exists but is answered 1 (bernstein's verdict on a run with no
+        # activity) is not missing: it has no verdict, and ``not_found`` says why.
+        return "missing" if verdict.not_found is None else NO_VERDICT
+    if verdict.code == ExitCode.DIVERGED or verdict.run_id in named:
+        return "diverged"
+    return "clean"
+
+
 def status_name(code: int) -> str:
     return {0: "clean", 1: "missing", 2: "diverged"}.get(code, "error")
 
@@ -161,6 +183,16 @@ class VerifyReport:
         return sum(1 for run in self.runs if run.code == code)
 
     @property
+    def missing_runs(self) -> int:
+        """Runs asked about that do not exist."""
+        return sum(1 for run in self.runs if run.code == ExitCode.NOT_FOUND and not run.not_found)
+
+    @property
+    def no_verdict_runs(self) -> int:
+        """Runs that exist but are answered 1 (``RunVerdict.not_found`` says why)."""
+        return sum(1 for run in self.runs if run.code == ExitCode.NOT_FOUND and run.not_found)
+
+    @property
     def workspace_runs(self) -> set[str]:
         """Runs named by workspace-level findings (e.g. an audit record of a removed run)."""
         return {d.run_id for d in self.workspace if d.run_id is not None}
@@ -173,8 +205,23 @@ class VerifyReport:
 
     @property
     def clean_runs(self) -> int:
+        return sum(1 for status in self.statuses().values() if status == "clean")
+
+    def statuses(self) -> dict[str, str]:
+        """Every run's ``status_of``, computed in one pass (for listings and counts)."""
         named = self.workspace_runs
-        return sum(1 for run in self.runs if run.ok and run.run_id not in named)
+        return {run.run_id: _status(run, named) for run in self.runs}
+
+    def status_of(self, run_id: str) -> str:
+        """A run's status in this report — ``clean``, ``diverged``, ``missing`` (no such run)
+        or ``no-verdict`` (it exists; the verifier answers 1, e.g. bernstein's rules on a run
+        with no activity) — the one answer every output gives for it (verify, show,
+        activity verify, runs, the HTML): diverged when it has a finding of its own or a
+        workspace finding names it."""
+        verdict = next((run for run in self.runs if run.run_id == run_id), None)
+        if verdict is None:
+            return "missing"
+        return _status(verdict, self.workspace_runs)
 
     @property
     def findings(self) -> int:
@@ -229,15 +276,20 @@ class VerifyReport:
         }
 
     def to_json(self) -> dict[str, Any]:
+        statuses = self.statuses()
+        status = status_name(self.code)
+        if self.code == ExitCode.NOT_FOUND and not self.missing_runs:
+            status = NO_VERDICT
         return {
             "code": int(self.code),
-            "status": status_name(self.code),
+            "status": status,
             "scope": self.scope,
             "runs": len(self.runs),
             "entries": self.entries,
-            "clean": self.clean_runs,
+            "clean": sum(1 for status in statuses.values() if status == "clean"),
             "diverged": len(self.diverged_runs),
-            "missing": self.count(ExitCode.NOT_FOUND),
+            "missing": self.missing_runs,
+            "no_verdict": self.no_verdict_runs,
             "blobs_checked": self.blobs_checked,
             "receipts_checked": self.receipts_checked,
             "signatures_checked": self.signatures_checked,
@@ -256,7 +308,12 @@ class VerifyReport:
             "workspace": [d.to_json() for d in self.workspace],
             "failures": [run.to_json() for run in self.runs if not run.ok],
             "results": [
-                {"run": run.run_id, "code": int(run.code), "entries": run.entries}
+                {
+                    "run": run.run_id,
+                    "code": int(run.code),
+                    "status": statuses[run.run_id],
+                    "entries": run.entries,
+                }
                 for run in self.runs
             ],
         }

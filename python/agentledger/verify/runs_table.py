@@ -42,5 +42,21 @@ def check_ordinals(ctx: VerifyContext) -> None:
     ordinals = [row[0] for row in ctx.conn.execute("SELECT ordinal FROM runs ORDER BY ordinal")]
     if ordinals != list(range(1, len(ordinals) + 1)):
         ctx.diverged(
-            None, Divergence(None, None, "runs.ordinal", f"1..{len(ordinals)}", str(ordinals[:20]))
+            None,
+            Divergence(None, None, "runs.ordinal", f"1..{len(ordinals)}", _holes(ordinals)),
         )
+
+
+def _holes(ordinals: list[int]) -> str:
+    """What is wrong with the listing order, named: each hole (a removed run), each repeat."""
+    wrong: list[str] = []
+    expected = 1
+    for ordinal in ordinals:
+        if ordinal > expected:
+            hole = str(expected) if ordinal == expected + 1 else f"{expected}..{ordinal - 1}"
+            wrong.append(f"{hole} missing (a run removed)")
+        elif ordinal < expected:
+            wrong.append(f"{ordinal} repeated or out of order")
+        expected = max(expected, ordinal + 1)
+    shown = ", ".join(wrong[:10]) + (f", and {len(wrong) - 10:,} more" if len(wrong) > 10 else "")
+    return f"{len(ordinals):,} runs, ordinals {ordinals[0]}..{ordinals[-1]}: {shown}"

@@ -1,0 +1,67 @@
+"""What SQLite's index-versus-table check costs verify, side by side in one run.
+
+    python benches/btree_check.py [--runs N] [--entries-per-run M] [--repeat R]
+
+Whole-workspace verify with the check (as shipped) and with it replaced by a no-op,
+sampled R times alternately on the same ledger (benches/bulk_verify.py's, built once under
+benches/.data/); the best of each is kept. Then the check alone, and a named-run verify.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import bulk_verify
+from agentledger import Ledger
+from agentledger.storage import btree_check
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3_000)
+    parser.add_argument("--entries-per-run", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=4)
+    args = parser.parse_args()
+    bulk_verify.DATA.mkdir(exist_ok=True)
+    os.environ.setdefault("AGENTLEDGER_HOME", str(bulk_verify.DATA / "home"))
+    path = bulk_verify.DATA / f"bulk-v2-{args.runs}x{args.entries_per_run}.db"
+    if not path.exists():
+        bulk_verify.build(path, args.runs, args.entries_per_run)
+    checked = btree_check.btree_problems
+    best = {"with the check": float("inf"), "without": float("inf")}
+    named = {"with the check": float("inf"), "without": float("inf")}
+    with Ledger.open(path, readonly=True) as ledger:
+        for _ in range(args.repeat):
+            for mode in best:
+                btree_check.btree_problems = (
+                    checked if mode == "with the check" else (lambda conn, tables=None: [])
+                )
+                started = time.perf_counter()
+                report = ledger.verify()
+                best[mode] = min(best[mode], time.perf_counter() - started)
+                assert report.code == 0, report.code
+                started = time.perf_counter()
+                ledger.verify(["run-000001"])
+                named[mode] = min(named[mode], time.perf_counter() - started)
+        btree_check.btree_problems = checked
+        with ledger.db.snapshot() as conn:
+            started = time.perf_counter()
+            assert btree_check.btree_problems(conn) == []
+            alone = time.perf_counter() - started
+    entries = args.runs * args.entries_per_run
+    print(f"{entries:,} entries, best of {args.repeat}")
+    for mode in best:
+        print(f"  whole verify {mode:<15} {best[mode]:.3f}s   one named run {named[mode]:.3f}s")
+    ratio = best["with the check"] / best["without"]
+    print(f"  whole verify ratio {ratio:.2f}x; the check alone {alone:.3f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""One verdict per run, whoever asks: `verify --all`, `verify RUN`, `show`, `activity
+verify`, `runs` and the HTML give each run the same status, in the same words."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from agentledger import Ledger
+from tests.bernstein.bernstein_testkit import SMALL
+from tests.report.conftest import Demo, as_json
+
+
+def test_every_run_reads_the_same_in_verify_all_verify_run_and_show(
+    demo: Demo, demo_cli: Any
+) -> None:
+    _, out, _ = demo_cli("verify", "--json")
+    whole = {row["run"]: row["status"] for row in as_json(out)["results"]}
+    assert "clean" in whole.values() and "diverged" in whole.values()
+    for run_id, status in whole.items():
+        code, out, _ = demo_cli("verify", run_id, "--json")
+        named = as_json(out)
+        assert named["results"][0]["status"] == status, run_id
+        # Exit 2 for a diverged run, and for a finding of what the run relies on that names
+        # no run (the demo's defaced blob is one run's evidence).
+        assert code == (2 if status == "diverged" or named["workspace"] else 0), run_id
+        shown_code, out, _ = demo_cli("show", run_id, "--json")
+        assert as_json(out)["run_status"] == status and shown_code == code, run_id
+    untouched = next(run for run, status in whole.items() if status == "clean")
+    code, out, _ = demo_cli("show", untouched)
+    assert code == 0 and "verified clean" in out.splitlines()[0]
+
+
+def test_a_damaged_run_reads_the_same_in_verify_all_verify_run_and_show(
+    demo: Demo, demo_cli: Any
+) -> None:
+    code, out, _ = demo_cli("verify", "--json")
+    whole = {row["run"]: row["status"] for row in as_json(out)["results"]}
+    for corruption in demo.planted:
+        if corruption.run_id is None:
+            continue
+        code, out, _ = demo_cli("verify", corruption.run_id, "--json")
+        assert code == 2
+        assert as_json(out)["results"][0]["status"] == whole[corruption.run_id] == "diverged"
+        code, out, _ = demo_cli("show", corruption.run_id, "--json")
+        assert code == 2 and as_json(out)["run_status"] == "diverged"
+
+
+def test_an_imported_bernstein_run_exits_in_show_as_in_verify(cli: Any) -> None:
+    assert cli("import", "bernstein", str(SMALL)).code == 0
+    verified = cli("verify", "run-001", "--json")
+    shown = cli("show", "run-001", "--json")
+    assert shown.code == verified.code == 2
+    assert shown.json()["run_status"] == verified.json()["results"][0]["status"] == "diverged"
+    text = cli("show", "run-001")
+    assert text.code == 2
+    assert "bernstein import" in text.out and "verdict: diverged" in text.out
+
+
+def _cut_tail(path: Path, run_id: str, first: int) -> None:
+    """Steps ``first``.. deleted from the end of a run (its cached head left as it was)."""
+    with Ledger.open(path) as ledger, ledger.db.write() as conn:
+        conn.execute("DELETE FROM entries WHERE run_id = ? AND seq >= ?", (run_id, first))
+
+
+def test_a_cut_tail_reads_the_same_in_verify_and_show(ledger_path: Path, cli: Any) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        ledger.run("r").append_many([("step", {"n": n}) for n in range(15)])
+        ledger.run("other").append("step", {})
+    _cut_tail(ledger_path, "r", 11)
+    words = "steps 11..14 were removed from its end"
+    verified = cli("verify", "--json")
+    assert verified.code == 2
+    said = [d["says"] for run in verified.json()["failures"] for d in run["divergences"]]
+    assert any(words in (s or "") for s in said), said
+    for args in (("verify",), ("verify", "r"), ("show", "r")):
+        done = cli(*args)
+        assert done.code == 2 and words in done.out, args
+    assert cli("verify", "other").code == 0
+    html = ledger_path.parent / "report.html"
+    assert cli("verify", "--html", str(html)).code == 2
+    assert words in html.read_text(encoding="utf-8")
+
+
+def test_a_deleted_run_names_the_hole_in_the_ordinals(ledger_path: Path, cli: Any) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        for n in range(30):
+            ledger.run(f"r{n:02d}").append("step", {})
+        with ledger.db.write() as conn:
+            conn.execute("DELETE FROM entries WHERE run_id = 'r04'")
+            conn.execute("DELETE FROM runs WHERE run_id = 'r04'")
+    report = cli("verify", "--json").json()
+    ordinal = next(d for d in report["workspace"] if d["check"] == "runs.ordinal")
+    assert ordinal["expected"] == "1..29"
+    assert "5 missing (a run removed)" in ordinal["actual"]
+    assert "[1, 2, 3" not in ordinal["actual"]
+
+
+def _damage(path: Path, rng: random.Random) -> set[str]:
+    """Deletions inside runs, edited bodies and cut tails, in many runs at once."""
+    damaged: set[str] = set()
+    with Ledger.open(path) as ledger, ledger.db.write() as conn:
+        runs = rng.sample(ledger.runs(), 12)
+        for n, run_id in enumerate(runs):
+            how = n % 3
+            if how == 0:  # delete steps in the middle
+                first = rng.randint(2, 8)
+                conn.execute(
+                    "DELETE FROM entries WHERE run_id = ? AND seq BETWEEN ? AND ?",
+                    (run_id, first, first + rng.randint(0, 3)),
+                )
+            elif how == 1:  # edit a body in place
+                seq = rng.randint(1, 18)
+                raw = conn.execute(
+                    "SELECT bytes FROM entries WHERE run_id = ? AND seq = ?", (run_id, seq)
+                ).fetchall()[0][0]
+                conn.execute(
+                    "UPDATE entries SET bytes = ? WHERE run_id = ? AND seq = ?",
+                    (raw.replace(b'"n":', b'"n":1'), run_id, seq),
+                )
+            else:  # cut the tail (the runs table still names the old head)
+                conn.execute(
+                    "DELETE FROM entries WHERE run_id = ? AND seq >= ?",
+                    (run_id, rng.randint(12, 19)),
+                )
+            damaged.add(run_id)
+    return damaged
+
+
+def test_every_output_agrees_on_every_run_of_a_ledger_damaged_in_many_runs(
+    ledger_path: Path, cli: Any
+) -> None:
+    with Ledger.open(ledger_path) as ledger, ledger.db.write():
+        for n in range(40):
+            ledger.run(f"run-{n:02d}").append_many([("step", {"n": i}) for i in range(20)])
+    damaged = _damage(ledger_path, random.Random(26))
+    whole = cli("verify", "--all", "--json")
+    assert whole.code == 2
+    status = {row["run"]: row["status"] for row in whole.json()["results"]}
+    diverged = {run for run, s in status.items() if s == "diverged"}
+    assert damaged <= diverged  # every damaged run is named
+    for failure in whole.json()["failures"]:  # the others only as perhaps owning a deletion
+        if failure["run"] not in damaged:
+            assert {d["check"] for d in failure["divergences"]} == {"log.incomplete"}
+    assert whole.json()["diverged"] == len(diverged)
+    listed = {
+        item["run"]: item["status"] for item in map(json.loads, cli("runs", "--jsonl").out.split())
+    }
+    assert listed == status
+    for run_id, expected in status.items():
+        named = cli("verify", run_id, "--json")
+        assert named.json()["results"][0]["status"] == expected, run_id
+        assert named.code == (2 if expected == "diverged" else 0), run_id
+        shown = cli("show", run_id, "--json")
+        assert shown.json()["run_status"] == expected, run_id
+        assert shown.code == named.code, run_id
