@@ -198,6 +198,13 @@ def log_extend(
     """Append ``(leaf, run_id, seq, hash)`` rows to a log state: ``(size, frontier, root, gap)``;
     ``legacy``: in the BLAKE3 tree of the log before schema 6."""
 
+def log_rebuild(
+    connection: apsw.Connection, sql: str, params: Sequence[int | str]
+) -> tuple[int, list[bytes], bytes, tuple[int, int] | None]:
+    """The log of the ``(leaf, run_id, seq, hash)`` rows ``sql`` yields with ``params`` (any
+    order: sorted by leaf here), rebuilt from the empty tree with SQLite stepped in Rust:
+    ``(size, frontier, root, gap)``."""
+
 # ---- Python json compatibility and bernstein journals (rust/core/src/pyjson*) ----------
 
 AUDITED_FIELDS: tuple[str, ...]

@@ -26,6 +26,8 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass
 
+import apsw
+
 from agentledger import _core, proven, tiles
 from agentledger import log as wslog
 from agentledger.archive import archive_seal
@@ -34,6 +36,7 @@ from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.keys import resolve_trust
 from agentledger.notes import CHECKPOINT_COLUMNS, Checkpoint, StoredCheckpoint, newest_checkpoint
 from agentledger.signer_memory import Remembered, SignerMemory
+from agentledger.storage import native
 from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
 
@@ -744,12 +747,28 @@ def _check_selected_runs(
     _check_remembered(ctx, reader, plan, note.size, note.root)
 
 
+LEAF_SCAN = "SELECT leaf, run_id, seq, hash FROM entries NOT INDEXED WHERE leaf >= ? AND leaf < ?"
+"""Every logged entry, read from the table itself in key order (sequential, and no index
+the file could have rebuilt decides which rows are seen); sorted by leaf in Rust."""
+
+
+def rebuilt_log(conn: apsw.Connection, size: int) -> tuple[wslog.LogState, tuple[int, int] | None]:
+    """``log.state_at`` with SQLite stepped in Rust over the table itself (its fast path:
+    no Python row per entry, no index; ``tests/log/test_every_gap.py`` holds the two to the
+    same answers)."""
+    found, frontier, _, gap = _core.log_rebuild(native.handle(conn), LEAF_SCAN, [0, size])
+    state = wslog.LogState(found, tuple(frontier))
+    if gap is None and state.size < size:
+        gap = (state.size, -1)
+    return state, gap
+
+
 def _unproven_prefix(ctx: VerifyContext, size: int, root: bytes) -> str | None:
     """Why the file's first ``size`` log positions are not exactly the signed log of that
     ``root`` (None when they are): every position present once, holding the entry the
     signed tree holds there. Rebuilt from each entry's (run, seq, hash) in leaf order,
     never counted: a count is padded by one junk row."""
-    state, gap = wslog.state_at(ctx.conn, size)
+    state, gap = rebuilt_log(ctx.conn, size)
     if gap is not None:
         expected, found = gap
         if found < 0:

@@ -12,6 +12,7 @@ use rayon::prelude::*;
 use crate::canonical::write_py;
 use crate::errors::to_py;
 use crate::pools::pool;
+use crate::sqlite::{ApswConnection, Param, Reading};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(encode_entries, m)?)?;
@@ -21,6 +22,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log_leaf, m)?)?;
     m.add_function(wrap_pyfunction!(legacy_log_leaf, m)?)?;
     m.add_function(wrap_pyfunction!(log_extend, m)?)?;
+    m.add_function(wrap_pyfunction!(log_rebuild, m)?)?;
     m.add_class::<LogAssembler>()?;
     m.add_class::<JournalScan>()?;
     m.add("MAX_FINDINGS_PER_RUN", journal::MAX_FINDINGS_PER_RUN)?;
@@ -295,6 +297,56 @@ fn log_extend<'py>(
         let gap = pool.install(|| log::extend_log(&mut tree, &rows));
         (tree, gap)
     });
+    let frontier = tree
+        .frontier()
+        .iter()
+        .map(|node| PyBytes::new(py, node))
+        .collect();
+    let root = PyBytes::new(py, &tree.root());
+    Ok((
+        tree.size(),
+        frontier,
+        root,
+        gap.map(|g| (g.expected, g.found)),
+    ))
+}
+
+/// The log of the rows `sql` yields on `connection` with `params` (`leaf, run_id, seq,
+/// hash`, in any order: the statement can scan the table itself rather than trust an index),
+/// sorted by leaf and rebuilt from the empty tree while SQLite is stepped here with the GIL
+/// released: `(size, frontier, root, gap)` as `log_extend` gives. The fast path of
+/// `log.state_at`, which does the same through Python rows (the tests compare them).
+#[pyfunction]
+fn log_rebuild<'py>(
+    py: Python<'py>,
+    connection: ApswConnection<'_>,
+    sql: &str,
+    params: Vec<Param>,
+) -> PyResult<LogExtendTuple<'py>> {
+    let mut statement = connection.connection().prepare(sql)?;
+    let connection = connection.release();
+    let (tree, gap) = py.allow_threads(move || {
+        statement.start(&params).map_err(PyErr::from)?;
+        let mut reading = Reading::new(connection);
+        let mut rows: Vec<LogRow> = Vec::new();
+        while statement.step().map_err(PyErr::from)? {
+            let run_id = statement.bytes_held(reading.held(), 1);
+            let hash = statement.bytes_held(reading.held(), 3);
+            let read = run_id.len() + hash.len() + 16;
+            rows.push(LogRow {
+                leaf: statement.int(0),
+                run_id: String::from_utf8_lossy(run_id).into_owned(),
+                seq: statement.int(2),
+                hash: hash.to_vec(),
+            });
+            reading.count(read)?;
+        }
+        drop(reading);
+        rows.sort_by_key(|row| row.leaf);
+        let mut tree = IncrementalTree::new(log::LOG_ALG);
+        let gap = log::extend_log(&mut tree, &rows);
+        Ok::<_, PyErr>((tree, gap))
+    })?;
     let frontier = tree
         .frontier()
         .iter()
