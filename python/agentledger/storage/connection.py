@@ -337,6 +337,14 @@ class Database:
                     self.before_commit.pop(0)(self.conn)
             committed = outermost
         except apsw.Error as exc:
+            unwinding = exc.__context__
+            if isinstance(exc, apsw.ConnectionClosedError) and isinstance(
+                unwinding, GeneratorExit | KeyboardInterrupt
+            ):
+                # The handle was closed while this transaction unwound (Ctrl-C, then the
+                # command's cleanup): SQLite discarded the transaction with the connection.
+                # Let the unwinding go on instead of raising from a closing generator.
+                raise unwinding from None
             raise _translate(exc, self.path) from None
         finally:
             if outermost:
