@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,38 +37,50 @@ class Anchor:
     token_b64: str
 
 
-def read_anchors(raw: bytes | None) -> tuple[list[Anchor], str | None]:
-    """The anchors and the first reason the file fails to read (bernstein then fails the
-    pillar); a torn last line (no final newline) is skipped, as bernstein does."""
+def committed_records(
+    raw: bytes | None, name: str, problem: Callable[[dict[str, Any]], str | None]
+) -> tuple[list[tuple[int, dict[str, Any]]], str | None]:
+    """Each committed line of one of bernstein's append-only JSONL files, numbered from 1,
+    and the first reason the file fails to read (``problem`` judges each record; bernstein
+    then fails the pillar); a torn last line (no final newline) is skipped, as bernstein
+    does."""
     if not raw:
         return [], None
     lines = raw.split(b"\n")
     if lines and lines[-1] == b"":
         lines.pop()
-    found: list[Anchor] = []
+    found: list[tuple[int, dict[str, Any]]] = []
     for number, line in enumerate(lines, start=1):
         try:
             doc = json.loads(line)
         except (ValueError, RecursionError):
             if number == len(lines) and not raw.endswith(b"\n"):
                 break
-            return found, f"anchors.jsonl:{number}: unparsable committed line"
+            return found, f"{name}:{number}: unparsable committed line"
         if not isinstance(doc, dict):
-            return found, f"anchors.jsonl:{number}: not a JSON object"
-        reason = _anchor_problem(doc)
+            return found, f"{name}:{number}: not a JSON object"
+        reason = problem(doc)
         if reason is not None:
-            return found, f"anchors.jsonl:{number}: {reason}"
-        found.append(
-            Anchor(
-                number,
-                doc["origin"],
-                doc["entry_count"],
-                doc["checkpoint_root"],
-                doc["payload_sha256"],
-                doc["token_b64"],
-            )
-        )
+            return found, f"{name}:{number}: {reason}"
+        found.append((number, doc))
     return found, None
+
+
+def read_anchors(raw: bytes | None) -> tuple[list[Anchor], str | None]:
+    """The anchors and the first reason the file fails to read."""
+    records, reason = committed_records(raw, "anchors.jsonl", _anchor_problem)
+    anchors = [
+        Anchor(
+            number,
+            doc["origin"],
+            doc["entry_count"],
+            doc["checkpoint_root"],
+            doc["payload_sha256"],
+            doc["token_b64"],
+        )
+        for number, doc in records
+    ]
+    return anchors, reason
 
 
 def _anchor_problem(doc: dict[str, Any]) -> str | None:

@@ -27,7 +27,12 @@ from cryptography import x509
 
 from agentledger import _core
 from agentledger.bernstein import checkpoints as cp
-from agentledger.bernstein.anchors import anchor_contradictions, read_anchors, token_problem
+from agentledger.bernstein.anchors import (
+    anchor_contradictions,
+    committed_records,
+    read_anchors,
+    token_problem,
+)
 from agentledger.bernstein.audit_chain import AuditChain, verify_audit
 from agentledger.bernstein.audit_tears import unresolved_damage
 from agentledger.bernstein.format import AUDIT_DIR, LINEAGE_DIR, LINEAGE_LOG, SPKI_ED25519_PREFIX
@@ -210,36 +215,20 @@ class Cosignature:
 
 def read_cosignatures(raw: bytes | None) -> tuple[list[Cosignature], str | None]:
     """The co-signature lines and the first reason the file fails to read (bernstein
-    then fails the witness pillar); a torn last line is skipped, as bernstein does."""
-    if not raw:
-        return [], None
-    lines = raw.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    found: list[Cosignature] = []
-    for number, line in enumerate(lines, start=1):
-        try:
-            doc = json.loads(line)
-        except (ValueError, RecursionError):
-            if number == len(lines) and not raw.endswith(b"\n"):
-                break
-            return found, f"cosignatures.jsonl:{number}: unparsable committed line"
-        if not isinstance(doc, dict):
-            return found, f"cosignatures.jsonl:{number}: not a JSON object"
-        reason = _cosignature_problem(doc)
-        if reason is not None:
-            return found, f"cosignatures.jsonl:{number}: {reason}"
-        found.append(
-            Cosignature(
-                number,
-                doc["origin"],
-                doc["entry_count"],
-                doc["checkpoint_root"],
-                doc["payload_sha256"],
-                doc["signature_b64"],
-            )
+    then fails the witness pillar)."""
+    records, reason = committed_records(raw, "cosignatures.jsonl", _cosignature_problem)
+    cosignatures = [
+        Cosignature(
+            number,
+            doc["origin"],
+            doc["entry_count"],
+            doc["checkpoint_root"],
+            doc["payload_sha256"],
+            doc["signature_b64"],
         )
-    return found, None
+        for number, doc in records
+    ]
+    return cosignatures, reason
 
 
 def _cosignature_problem(doc: dict[str, Any]) -> str | None:

@@ -297,18 +297,27 @@ fn log_extend<'py>(
         let gap = pool.install(|| log::extend_log(&mut tree, &rows));
         (tree, gap)
     });
+    Ok(log_tuple(py, &tree, gap))
+}
+
+/// `(size, frontier, root, gap)` of a rebuilt or extended tree, for Python.
+fn log_tuple<'py>(
+    py: Python<'py>,
+    tree: &IncrementalTree,
+    gap: Option<log::LeafGap>,
+) -> LogExtendTuple<'py> {
     let frontier = tree
         .frontier()
         .iter()
         .map(|node| PyBytes::new(py, node))
         .collect();
     let root = PyBytes::new(py, &tree.root());
-    Ok((
+    (
         tree.size(),
         frontier,
         root,
         gap.map(|g| (g.expected, g.found)),
-    ))
+    )
 }
 
 /// The log of the rows `sql` yields on `connection` with `params` (`leaf, run_id, seq,
@@ -347,18 +356,7 @@ fn log_rebuild<'py>(
         let gap = log::extend_log(&mut tree, &rows);
         Ok::<_, PyErr>((tree, gap))
     })?;
-    let frontier = tree
-        .frontier()
-        .iter()
-        .map(|node| PyBytes::new(py, node))
-        .collect();
-    let root = PyBytes::new(py, &tree.root());
-    Ok((
-        tree.size(),
-        frontier,
-        root,
-        gap.map(|g| (g.expected, g.found)),
-    ))
+    Ok(log_tuple(py, &tree, gap))
 }
 
 /// The workspace log rebuilt from the journal pass's own rows (see `verify_journal`).
