@@ -2,10 +2,14 @@
 
     python benches/bulk_verify.py [--runs N] [--entries-per-run M] [--repeat R] [--json]
 
-(a) ``ledger.verify()``; (b) the pure-Python baseline (benches/baseline_verifier.py);
-(c) the floor: reading the same rows through apsw plus one BLAKE3 pass over their bytes.
-(a) and (c) are sampled R times, alternately, and each keeps its best time; (b), which
-takes ten times longer, runs once.
+Whole processes, as users run them: (a) ``agentledger --ledger L verify --all``; (b) the
+pure-Python baseline (benches/baseline_verifier.py) in a process of its own; (c) the
+floor: a process that reads the same rows through apsw and makes one BLAKE3 pass over
+their bytes (``bulk_verify.py --floor L``). (a) and (c) alternate R times (medians, and
+peak RSS from ``wait4``); (b), which takes ten times longer, runs once.
+
+Then the same in one process (``ledger.verify()`` against the floor function, best of R):
+what the verify itself costs without the interpreter's start-up and imports.
 The ledger is built once per size under benches/.data/ and reused.
 """
 
@@ -16,6 +20,8 @@ import json
 import os
 import random
 import resource
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -83,7 +89,61 @@ def floor(path: Path) -> tuple[int, float]:
     return rows, time.perf_counter() - started
 
 
+AGENTLEDGER = Path(sys.executable).parent / "agentledger"
+
+
+def process(argv: list[str]) -> tuple[float, float]:
+    """One whole process: its wall time and peak RSS (MB), output discarded."""
+    started = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} exited {child.returncode}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def python_process(path: Path) -> None:
+    entries, divergences = baseline_verifier.verify(str(path))
+    assert divergences == 0, divergences
+    print(entries)
+
+
+def whole_processes(path: Path, repeat: int) -> dict[str, Any]:
+    """``agentledger verify --all`` and the floor process, alternated; the Python
+    baseline's process once."""
+    verify = [str(AGENTLEDGER), "--ledger", str(path), "verify", "--all"]
+    floor_argv = [sys.executable, __file__, "--floor", str(path)]
+    verify_samples, floor_samples = [], []
+    for _ in range(repeat):
+        floor_samples.append(process(floor_argv))
+        verify_samples.append(process(verify))
+    python_s, python_rss = process([sys.executable, __file__, "--python", str(path)])
+    verify_s = statistics.median(wall for wall, _ in verify_samples)
+    floor_s = statistics.median(wall for wall, _ in floor_samples)
+    return {
+        "process_verify_s": round(verify_s, 3),
+        "process_floor_s": round(floor_s, 3),
+        "process_python_s": round(python_s, 3),
+        "process_ratio_to_floor": round(verify_s / floor_s, 3),
+        "process_speedup_vs_python": round(python_s / verify_s, 2),
+        "process_verify_samples_s": [round(wall, 3) for wall, _ in verify_samples],
+        "process_floor_samples_s": [round(wall, 3) for wall, _ in floor_samples],
+        "process_verify_peak_rss_mb": round(max(rss for _, rss in verify_samples), 1),
+        "process_floor_peak_rss_mb": round(max(rss for _, rss in floor_samples), 1),
+        "process_python_peak_rss_mb": round(python_rss, 1),
+    }
+
+
 def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] in ("--floor", "--python"):
+        # The two baselines as processes of their own (see whole_processes).
+        if sys.argv[1] == "--floor":
+            print(floor(Path(sys.argv[2]))[0])
+        else:
+            python_process(Path(sys.argv[2]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--entries-per-run", type=int, default=100)
@@ -107,6 +167,7 @@ def main() -> int:
     # Warm the page cache once so that all three read the same hot file.
     floor(path)
     load = os.getloadavg()[0]
+    processes = whole_processes(path, args.repeat)
     # Floor and verify alternate, and each keeps its best time: on a shared machine a
     # neighbour's burst then slows one sample of either, not the whole comparison.
     floor_samples: list[float] = []
@@ -132,18 +193,20 @@ def main() -> int:
     result = {
         "entries": rows,
         "runs": args.runs,
-        "verify_s": round(verify_s, 3),
-        "python_s": round(python_s, 3),
-        "floor_s": round(floor_s, 3),
-        "speedup_vs_python": round(python_s / verify_s, 2),
-        "ratio_to_floor": round(verify_s / floor_s, 3),
-        "entries_per_s": round(rows / verify_s),
-        "peak_rss_mb": round(rss_after_verify, 1),
+        **processes,
+        "in_process_verify_s": round(verify_s, 3),
+        "in_process_python_s": round(python_s, 3),
+        "in_process_floor_s": round(floor_s, 3),
+        "in_process_speedup_vs_python": round(python_s / verify_s, 2),
+        "in_process_ratio_to_floor": round(verify_s / floor_s, 3),
+        "in_process_entries_per_s": round(rows / verify_s),
+        "in_process_peak_rss_mb": round(rss_after_verify, 1),
         # The figures are wall time: on a shared machine, read them with the load.
-        "verify_cpu_s": round(verify_cpu_s, 3),
-        "verify_samples_s": [round(wall, 3) for wall, _ in verify_samples],
-        "floor_samples_s": [round(wall, 3) for wall in floor_samples],
-        "load_avg_1m": round(load, 2),
+        "in_process_verify_cpu_s": round(verify_cpu_s, 3),
+        "in_process_verify_samples_s": [round(wall, 3) for wall, _ in verify_samples],
+        "in_process_floor_samples_s": [round(wall, 3) for wall in floor_samples],
+        "load_avg_1m_at_start": round(load, 2),
+        "load_avg_1m_at_end": round(os.getloadavg()[0], 2),
         "cores": os.cpu_count(),
         "ledger_mb": round(path.stat().st_size / 2**20, 1),
     }
@@ -151,7 +214,7 @@ def main() -> int:
         print(json.dumps(result, indent=2))
     else:
         for key, value in result.items():
-            print(f"{key:>20}  {value}")
+            print(f"{key:>28}  {value}")
     return 0
 
 
