@@ -6,7 +6,9 @@
   the same number of pre-encoded rows into the same table shape (no hashing, no JSON).
 - both sampled R times, alternately, each into a fresh file; the best of each is kept.
 - single durable append: ``run.append`` one at a time (each its own fsync'd transaction);
-  median and p99 latency. Then the storage that run left: the file's size (WAL folded in)
+  median and p99 latency, beside a bare durable SQLite insert (one pre-encoded row, its own
+  transaction, the same pragmas) taken in alternating rounds of 100 in the same minutes.
+  Then the storage that run left: the file's size (WAL folded in)
   over the canonical entry bytes it holds, and whether a proof from an early checkpoint
   (the one at 16 entries) to the newest still verifies from the tiles.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -56,15 +59,38 @@ def raw_baseline(path: Path, entries: int, batch: int) -> float:
     return elapsed
 
 
-def singles(path: Path, count: int) -> list[float]:
-    latencies = []
+ROUND = 100
+"""Single appends and bare inserts alternate in rounds of this many."""
+
+
+def singles(path: Path, raw_path: Path, count: int) -> tuple[list[float], list[float]]:
+    """Latencies of ``count`` single durable appends and as many bare durable inserts."""
+    latencies: list[float] = []
+    raw_latencies: list[float] = []
+    raw = apsw.Connection(str(raw_path))
+    raw.execute("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL")
+    raw.execute(
+        "CREATE TABLE entries (run_id TEXT, seq INTEGER, kind TEXT, hash BLOB, bytes BLOB, "
+        "PRIMARY KEY (run_id, seq)) STRICT, WITHOUT ROWID"
+    )
+    payload = json.dumps({"n": 0, "tool": "edit", "path": "src/f0.py"}).encode()
     with Ledger.open(path) as ledger:
         run = ledger.run("single")
-        for i in range(count):
-            started = time.perf_counter()
-            run.append("step", {"n": i, "tool": "edit", "path": f"src/f{i % 17}.py"})
-            latencies.append(time.perf_counter() - started)
-    return latencies
+        for start in range(0, count, ROUND):
+            for i in range(start, min(count, start + ROUND)):
+                started = time.perf_counter()
+                run.append("step", {"n": i, "tool": "edit", "path": f"src/f{i % 17}.py"})
+                latencies.append(time.perf_counter() - started)
+            for i in range(start, min(count, start + ROUND)):
+                started = time.perf_counter()
+                with raw:
+                    raw.execute(
+                        "INSERT INTO entries VALUES (?, ?, ?, ?, ?)",
+                        ("single", i, "step", bytes(32), payload),
+                    )
+                raw_latencies.append(time.perf_counter() - started)
+    raw.close()
+    return latencies, raw_latencies
 
 
 def storage(path: Path) -> dict[str, object]:
@@ -111,7 +137,8 @@ def main() -> int:
             ledger_samples.append(batched(folder / f"a{n}.db", args.entries, args.batch))
             raw_samples.append(raw_baseline(folder / f"raw{n}.db", args.entries, args.batch))
         ledger_s, raw_s = min(ledger_samples), min(raw_samples)
-        latencies = sorted(singles(folder / "s.db", args.singles))
+        latencies, raw_latencies = singles(folder / "s.db", folder / "raw-s.db", args.singles)
+        latencies.sort()
         stored = storage(folder / "s.db")
     result = {
         "entries": args.entries,
@@ -121,6 +148,11 @@ def main() -> int:
         "ratio_to_raw": round(ledger_s / raw_s, 2),
         "single_median_ms": round(statistics.median(latencies) * 1000, 3),
         "single_p99_ms": round(latencies[int(len(latencies) * 0.99)] * 1000, 3),
+        "raw_single_median_ms": round(statistics.median(raw_latencies) * 1000, 3),
+        "single_ratio_to_raw": round(
+            statistics.median(latencies) / statistics.median(raw_latencies), 2
+        ),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
         "singles": args.singles,
         **stored,
         "appends_per_s_samples": [round(args.entries / s) for s in ledger_samples],
