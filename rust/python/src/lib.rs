@@ -31,6 +31,7 @@ mod rows_table;
 mod sha256_blobs;
 mod signature;
 mod sqlite;
+mod tiles;
 
 /// `mi_option_purge_delay` in mimalloc.h (v3, the version pinned): the sys crate names
 /// no constant for it.
@@ -62,5 +63,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sha256_blobs::register(m)?;
     signature::register(m)?;
     sqlite::register(m)?;
+    tiles::register(m)?;
     Ok(())
 }
