@@ -4,7 +4,8 @@
 //! call or copies them into Rust-owned memory before releasing the GIL (`py.allow_threads`),
 //! so no Python object is touched while other threads run. No Python object is held by Rust
 //! after a call returns, and nothing calls back into Python per item (the journal pass calls
-//! its progress callback once per batch). `sqlite` reaches apsw's own SQLite library.
+//! its progress callback once per batch, `StoredTree` its tile reader once per tile).
+//! `sqlite` reaches apsw's own SQLite library.
 
 use pyo3::prelude::*;
 

@@ -2,6 +2,9 @@
 //! and proofs are the core's (`agentledger_core::tiles`), its tiles read through the
 //! Python callable each call is given (`tiles.py` reads them on its connection).
 //!
+//! A callable rather than the connection: `tiles.py` sits in the layer below
+//! `storage/native.py`, which binds the host SQLite for calls that take a connection.
+//!
 //! A call holds the GIL throughout: it reads O(log n) tiles, each at most once (the
 //! callable is called only for a tile not read before), and hashes fewer than 256 nodes
 //! per level.
