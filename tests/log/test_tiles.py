@@ -122,3 +122,12 @@ def test_a_damaged_tile_is_log_broken_and_names_what_is_wrong(
     with pytest.raises(LedgerError, match="tile 2/0 is 0 bytes"):
         tiles.TileReader(copy).frontier(LEAVES)
     assert tiles.TileReader(copy).frontier(255) == tiles.TileReader(conn).frontier(255)
+
+
+def test_what_reading_a_tile_raises_reaches_the_caller_unchanged() -> None:
+    conn = _fresh()
+    tiles.append(conn, 0, b"\x01" * 32 * 3)
+    reader = tiles.TileReader(conn)
+    conn.close()
+    with pytest.raises(apsw.ConnectionClosedError):
+        reader.root(3)
