@@ -102,6 +102,33 @@ class IncrementalMerkleTree:
         """Append a leaf (its data, not its hash); return its index."""
     def root(self) -> bytes: ...
 
+TileRead = Callable[[int, int], bytes | None]
+"""``read_tile(level, index)``: the stored tile's bytes, None when there is none."""
+
+class LogDamagedError(ValueError):
+    """The stored log is not what it must be (a tile cut short, a hash missing)."""
+
+@final
+class StoredTree:
+    """The log's tree as ``log_tiles`` stores it (C2SP tlog-tiles), its tiles read by calling
+    ``read_tile(level, index)`` (the stored bytes, or None when there is no tile) once per
+    tile: tiles and nodes read are kept (bounded) for later calls. Damaged tiles raise
+    ``LogDamagedError``, an index or size out of range ``ValueError``; what ``read_tile``
+    raises is passed on."""
+
+    def __new__(cls) -> StoredTree: ...
+    def root(self, read_tile: TileRead, size: int) -> bytes:
+        """The root of the tree of the first ``size`` leaves."""
+    def frontier(self, read_tile: TileRead, size: int) -> list[bytes]:
+        """The perfect subtrees' roots of the tree of ``size`` leaves, largest first."""
+    def inclusion_proof(self, read_tile: TileRead, index: int, size: int) -> list[bytes]:
+        """RFC 9162 PATH(index, D[0:size]), lowest level first."""
+    def consistency_proof(self, read_tile: TileRead, old_size: int, new_size: int) -> list[bytes]:
+        """RFC 9162 PROOF(old_size, D[0:new_size])."""
+    def hashes(self, read_tile: TileRead, level: int, start: int, count: int) -> bytes:
+        """``count`` (1..256) consecutive stored hashes of ``level`` from ``start``, all in
+        one tile, concatenated."""
+
 # ---- Ed25519 ---------------------------------------------------------------------------
 
 def ed25519_verify(public_key: bytes, message: bytes, signature: bytes) -> bool:

@@ -173,32 +173,3 @@ def names_root(conn: apsw.Connection, size: int, root: bytes, named: object) -> 
         return False
     old = legacy_root(conn, size)
     return old is not None and named == "blake3:" + old.hex()
-
-
-def _perfect_subtrees(state: LogState) -> dict[tuple[int, int], bytes]:
-    """``(start, width) -> root`` for the perfect subtrees the frontier stands for."""
-    subtrees = {}
-    start = 0
-    widths = [1 << bit for bit in reversed(range(state.size.bit_length())) if state.size >> bit & 1]
-    for width, node in zip(widths, state.frontier, strict=True):
-        subtrees[(start, width)] = node
-        start += width
-    return subtrees
-
-
-def consistency_proof(old: LogState, tail: Sequence[bytes]) -> list[bytes]:
-    """RFC 9162 consistency proof from ``old`` to ``old`` + ``tail`` (leaf data).
-
-    Every node of such a proof (its ranges are the Rust core's) is either a perfect subtree
-    of the old tree (its frontier holds them) or the root of a range of new leaves, so the
-    old leaves are never read.
-    """
-    m = old.size
-    known = _perfect_subtrees(old)
-
-    def node(start: int, stop: int) -> bytes:
-        if start >= m:
-            return _core.merkle_root(list(tail[start - m : stop - m]))
-        return known[(start, stop - start)]
-
-    return [node(a, b) for a, b in _core.consistency_proof_ranges(m, m + len(tail))]

@@ -8,15 +8,16 @@ stored hash is never changed, only appended after, so the prefix of a tile is th
 at an earlier size: the tree at *every* earlier size is in the tiles, and any node,
 root, inclusion or consistency proof is O(log n) tile reads (``TileReader``).
 
-A node of height ``h = 8L + r`` at index ``k`` (the root of leaves ``[k·2^h, (k+1)·2^h)``)
-is the root of ``2^r`` consecutive level-``L`` hashes, all in one tile: one read and fewer
-than 256 hashes. Proof code asks the reader for nodes and never sees where they live, as
-Go's ``tlog.HashReader`` keeps proofs apart from storage.
+This module writes and checks the tiles; the roots and proofs read from them are the Rust
+core's (``_core.StoredTree``, which asks ``TileReader`` for each tile it has not read yet),
+so the tree's arithmetic is written once.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
+from typing import TypeVar
 
 import apsw
 
@@ -30,12 +31,9 @@ TILE_BYTES = TILE_WIDTH * HASH_LEN
 EMPTY_SLOT = bytes(HASH_LEN)
 """A free slot of an edge tile (no hash is 32 zero bytes)."""
 
+_Read = TypeVar("_Read")
+
 _READ = "SELECT hashes FROM log_tiles WHERE level = ? AND idx = ?"
-
-
-def node_hash(left: bytes, right: bytes) -> bytes:
-    """``H(0x01 || left || right)``: the root of two leaf hashes is their parent."""
-    return _core.merkle_root_of_hashes(left + right)
 
 
 def leaf_hash(leaf: bytes) -> bytes:
@@ -52,95 +50,48 @@ def _broken(why: str) -> LedgerError:
     return LedgerError(f"the workspace log's tiles are damaged: {why}", code="log-broken")
 
 
-def stored_hash(conn: apsw.Connection, level: int, index: int) -> bytes:
-    """One stored hash, read without the rest of its tile (b"" when there is none)."""
-    tile, offset = divmod(index, TILE_WIDTH)
-    rows = conn.execute(
-        "SELECT substr(hashes, ?, 32) FROM log_tiles WHERE level = ? AND idx = ?",
-        (offset * HASH_LEN + 1, level, tile),
-    ).fetchall()
-    found = rows[0][0] if rows else b""
-    return bytes(found) if isinstance(found, bytes) and len(found) == HASH_LEN else b""
-
-
 class TileReader:
-    """Nodes of the stored tree, read through one connection (tiles cached per reader)."""
+    """The stored tree, read through one connection (tiles and nodes cached per reader:
+    keep one only while the tiles do not change). Damaged tiles raise
+    ``LedgerError(code="log-broken")``."""
 
     def __init__(self, conn: apsw.Connection) -> None:
         self.conn = conn
-        self._tiles: dict[tuple[int, int], bytes] = {}
-        self._nodes: dict[tuple[int, int], bytes] = {}
-
-    def tile(self, level: int, index: int) -> bytes:
-        key = (level, index)
-        found = self._tiles.get(key)
-        if found is None:
-            rows = self.conn.execute(_READ, key).fetchall()
-            found = bytes(rows[0][0]) if rows and isinstance(rows[0][0], bytes) else b""
-            if len(found) != TILE_BYTES:
-                raise _broken(f"tile {level}/{index} is {len(found)} bytes, not {TILE_BYTES}")
-            self._tiles[key] = found
-        return found
+        self._tree = _core.StoredTree()
 
     def hashes(self, level: int, start: int, count: int) -> bytes:
         """``count`` consecutive level-``level`` hashes from ``start`` (within one tile)."""
-        index, offset = divmod(start, TILE_WIDTH)
-        data = self.tile(level, index)[offset * HASH_LEN : (offset + count) * HASH_LEN]
-        if len(data) != count * HASH_LEN or data[-HASH_LEN:] == EMPTY_SLOT:
-            raise _broken(f"level {level} has no hash {start + count - 1}")
-        return data
-
-    def node(self, height: int, index: int) -> bytes:
-        """The root of the perfect subtree of ``2**height`` leaves at ``index``."""
-        key = (height, index)
-        found = self._nodes.get(key)
-        if found is None:
-            level, rest = divmod(height, TILE_HEIGHT)
-            data = self.hashes(level, index << rest, 1 << rest)
-            found = data if rest == 0 else _core.merkle_root_of_hashes(data)
-            self._nodes[key] = found
-        return found
-
-    def range_root(self, start: int, stop: int) -> bytes:
-        """The Merkle tree hash of leaves ``[start, stop)``, ``start`` aligned to the range's
-        largest power of two (the only ranges RFC 9162's proofs and roots use)."""
-        width = stop - start
-        if width & (width - 1) == 0:
-            height = width.bit_length() - 1
-            return self.node(height, start >> height)
-        split = 1 << (width.bit_length() - 1)
-        return node_hash(
-            self.range_root(start, start + split), self.range_root(start + split, stop)
-        )
+        return self._read(self._tree.hashes, level, start, count)
 
     def frontier(self, size: int) -> list[bytes]:
         """The perfect subtrees' roots of the tree of ``size`` leaves, largest first."""
-        nodes = []
-        start = 0
-        for height in reversed(range(size.bit_length())):
-            if size >> height & 1:
-                nodes.append(self.node(height, start >> height))
-                start += 1 << height
-        return nodes
+        return self._read(self._tree.frontier, size)
 
     def root(self, size: int) -> bytes:
-        if size == 0:
-            return _core.merkle_root([])
-        return self.range_root(0, size)
+        return self._read(self._tree.root, size)
 
     def inclusion_proof(self, index: int, size: int) -> list[bytes]:
-        """RFC 9162 §2.1.3.1 PATH(index, D[0:size]), lowest level first: the proof's shape
-        is the Rust core's (``inclusion_proof_ranges``), its nodes read from the tiles."""
+        """RFC 9162 §2.1.3.1 PATH(index, D[0:size]), lowest level first."""
         if not 0 <= index < size:
             raise ValueError(f"leaf {index} is not in a tree of {size}")
-        return [self.range_root(a, b) for a, b in _core.inclusion_proof_ranges(index, size)]
+        return self._read(self._tree.inclusion_proof, index, size)
 
     def consistency_proof(self, old_size: int, new_size: int) -> list[bytes]:
-        """RFC 9162 §2.1.4.1 PROOF(old_size, D[0:new_size]), its shape from the Rust core."""
+        """RFC 9162 §2.1.4.1 PROOF(old_size, D[0:new_size])."""
         if not 0 <= old_size <= new_size:
             raise ValueError(f"no consistency proof from {old_size} to {new_size}")
-        ranges = _core.consistency_proof_ranges(old_size, new_size)
-        return [self.range_root(a, b) for a, b in ranges]
+        return self._read(self._tree.consistency_proof, old_size, new_size)
+
+    def _read(self, read: Callable[..., _Read], *args: int) -> _Read:
+        try:
+            return read(self._tile, *args)
+        except _core.LogDamagedError as exc:
+            raise _broken(str(exc)) from None
+
+    def _tile(self, level: int, index: int) -> bytes | None:
+        """A stored tile's bytes, as Rust asks for them (once per tile and reader)."""
+        rows = self.conn.execute(_READ, (level, index)).fetchall()
+        return bytes(rows[0][0]) if rows and isinstance(rows[0][0], bytes) else None
 
 
 def append(conn: apsw.Connection, size: int, leaf_hashes: bytes) -> None:

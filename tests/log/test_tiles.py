@@ -74,11 +74,11 @@ def _climb(leaf_hash: bytes, index: int, size: int, proof: list[bytes]) -> bytes
         if sn == 0:
             return None
         if fn & 1 or fn == sn:
-            node = tiles.node_hash(sibling, node)
+            node = _core.merkle_root_of_hashes(sibling + node)
             while not fn & 1 and fn:
                 fn, sn = fn >> 1, sn >> 1
         else:
-            node = tiles.node_hash(node, sibling)
+            node = _core.merkle_root_of_hashes(node + sibling)
         fn, sn = fn >> 1, sn >> 1
     return node if sn == 0 else None
 
@@ -99,3 +99,35 @@ def test_the_check_finds_a_changed_hash_a_cut_tile_and_a_stray_level(
     assert tiles.check(copy, LEAVES) != []
     with pytest.raises(LedgerError):
         tiles.append(copy, LEAVES + 5, b"\x01" * 32)  # not where the tiles end
+
+
+def test_a_damaged_tile_is_log_broken_and_names_what_is_wrong(
+    grown: tuple[apsw.Connection, bytes],
+) -> None:
+    conn, _ = grown
+    copy = _fresh()
+    for level, index, data in conn.execute("SELECT level, idx, hashes FROM log_tiles"):
+        copy.execute("INSERT INTO log_tiles VALUES (?, ?, ?)", (level, index, data))
+    copy.execute("UPDATE log_tiles SET hashes = substr(hashes, 1, 100) WHERE level = 1 AND idx = 0")
+    with pytest.raises(LedgerError) as cut:
+        tiles.TileReader(copy).root(65_535)  # its largest subtree is half of tile 1/0
+    assert (cut.value.code, cut.value.message) == (
+        "log-broken",
+        "the workspace log's tiles are damaged: tile 1/0 is 100 bytes, not 8192",
+    )
+    with pytest.raises(LedgerError) as past:
+        tiles.TileReader(copy).inclusion_proof(LEAVES - 1, LEAVES + 1)
+    assert past.value.message.endswith(f"level 0 has no hash {LEAVES}")
+    copy.execute("DELETE FROM log_tiles WHERE level = 2")
+    with pytest.raises(LedgerError, match="tile 2/0 is 0 bytes"):
+        tiles.TileReader(copy).frontier(LEAVES)
+    assert tiles.TileReader(copy).frontier(255) == tiles.TileReader(conn).frontier(255)
+
+
+def test_what_reading_a_tile_raises_reaches_the_caller_unchanged() -> None:
+    conn = _fresh()
+    tiles.append(conn, 0, b"\x01" * 32 * 3)
+    reader = tiles.TileReader(conn)
+    conn.close()
+    with pytest.raises(apsw.ConnectionClosedError):
+        reader.root(3)

@@ -12,6 +12,9 @@ pub enum Error {
     },
     /// Arguments that make no sense (an unknown hash name, an index out of range...).
     InvalidArgument(String),
+    /// The stored log is not what it must be (a tile cut short, a hash missing): the
+    /// file was damaged, not the call.
+    LogDamaged(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -34,6 +37,10 @@ impl Error {
     pub fn invalid(message: impl Into<String>) -> Self {
         Error::InvalidArgument(message.into())
     }
+
+    pub fn log_damaged(message: impl Into<String>) -> Self {
+        Error::LogDamaged(message.into())
+    }
 }
 
 impl fmt::Display for Error {
@@ -47,7 +54,7 @@ impl fmt::Display for Error {
                 message,
                 position: None,
             } => f.write_str(message),
-            Error::InvalidArgument(message) => f.write_str(message),
+            Error::InvalidArgument(message) | Error::LogDamaged(message) => f.write_str(message),
         }
     }
 }

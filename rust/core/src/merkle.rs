@@ -206,7 +206,7 @@ pub fn consistency_proof_ranges(old_size: u64, new_size: u64) -> Result<Vec<(u64
 }
 
 /// [`split_point`] for a `u64` width (requires `n >= 2`).
-fn split_point_u64(n: u64) -> u64 {
+pub(crate) fn split_point_u64(n: u64) -> u64 {
     debug_assert!(n >= 2);
     1 << (u64::BITS - 1 - (n - 1).leading_zeros())
 }

@@ -12,9 +12,10 @@ use agentledger_core::journal::{self, BatchReport, Carry, EntryRow};
 use agentledger_core::merkle::Hash;
 use pyo3::prelude::*;
 
+use crate::errors::Error;
 use crate::journal::{to_tuples, verify_and_scan, BatchTuple, JournalScan, LogAssembler};
 use crate::pools::pool;
-use crate::sqlite::{ApswConnection, Connection, Failure, Held, Param, Statement};
+use crate::sqlite::{ApswConnection, Connection, Held, Param, Statement};
 
 const IN_FLIGHT: usize = 2;
 
@@ -240,7 +241,7 @@ fn read_batches(
     batch_rows: usize,
     fresh: impl Fn() -> RowBatch,
     mut deliver: impl FnMut(RowBatch) -> bool,
-) -> Result<(), Failure> {
+) -> Result<(), Error> {
     let mut batch = fresh();
     for (params, carry) in queries {
         if let Some((run_id, seq, hash)) = carry {
@@ -270,7 +271,7 @@ fn fill(
     batch: &mut RowBatch,
     limit: usize,
     logged: bool,
-) -> Result<bool, Failure> {
+) -> Result<bool, Error> {
     let held = connection.lock();
     while batch.rows.len() < limit {
         if !statement.step()? {

@@ -4,7 +4,8 @@
 //! call or copies them into Rust-owned memory before releasing the GIL (`py.allow_threads`),
 //! so no Python object is touched while other threads run. No Python object is held by Rust
 //! after a call returns, and nothing calls back into Python per item (the journal pass calls
-//! its progress callback once per batch). `sqlite` reaches apsw's own SQLite library.
+//! its progress callback once per batch, `StoredTree` its tile reader once per tile).
+//! `sqlite` reaches apsw's own SQLite library.
 
 use pyo3::prelude::*;
 
@@ -32,6 +33,7 @@ mod rows_table;
 mod sha256_blobs;
 mod signature;
 mod sqlite;
+mod tiles;
 
 /// `mi_option_purge_delay` in mimalloc.h (v3, the version pinned): the sys crate names
 /// no constant for it.
@@ -64,5 +66,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sha256_blobs::register(m)?;
     signature::register(m)?;
     sqlite::register(m)?;
+    tiles::register(m)?;
     Ok(())
 }

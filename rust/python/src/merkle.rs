@@ -1,6 +1,6 @@
 //! Merkle trees for Python: `merkle_root`, `inclusion_proof`, `verify_inclusion`,
 //! `consistency_proof`, `verify_consistency`, the proofs' leaf ranges and
-//! `IncrementalMerkleTree`.
+//! `IncrementalMerkleTree` (the same over the stored tiles: `tiles.rs`).
 //!
 //! Leaves and proofs are copied into one Rust buffer under the GIL, then hashed with the
 //! GIL released. Sizes and indices that are not in `0..2**64` make generation raise
@@ -81,7 +81,7 @@ fn u64_arg(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<u64>> {
     Ok(value.extract::<u64>().ok())
 }
 
-fn hashes_to_py<'py>(py: Python<'py>, hashes: &[Hash]) -> Vec<Bound<'py, PyBytes>> {
+pub(crate) fn hashes_to_py<'py>(py: Python<'py>, hashes: &[Hash]) -> Vec<Bound<'py, PyBytes>> {
     hashes.iter().map(|h| PyBytes::new(py, h)).collect()
 }
 
@@ -223,7 +223,7 @@ fn verify_consistency(
 }
 
 /// The leaf ranges `(start, stop)` whose roots make the audit path of leaf `index` in a
-/// tree of `size` leaves, lowest level first: the proof of stored hashes (`tiles.py`).
+/// tree of `size` leaves, lowest level first (the shape every proof here has).
 #[pyfunction]
 fn inclusion_proof_ranges(index: u64, size: u64) -> PyResult<Vec<(u64, u64)>> {
     merkle::inclusion_proof_ranges(index, size).map_err(to_py)

@@ -17,7 +17,8 @@ use std::ptr;
 
 use libsqlite3_sys as ffi;
 
-use crate::sqlite::{Connection, Failure, Statement, Value};
+use crate::errors::Error;
+use crate::sqlite::{Connection, Statement, Value};
 
 const NAME: &CStr = c"agentledger_rows";
 /// What the bound pointer is, as `sqlite3_bind_pointer` and `sqlite3_value_pointer` name it.
@@ -59,14 +60,14 @@ impl<'a> Rows<'a> {
 
 /// Prepare `sql`, which reads `agentledger_rows`, on `connection`: the table is registered
 /// on a connection the first time it is needed there (when `sql` does not prepare).
-pub fn prepare(connection: &Connection, sql: &str) -> Result<Statement, Failure> {
+pub fn prepare(connection: &Connection, sql: &str) -> Result<Statement, Error> {
     connection.prepare(sql).or_else(|_| {
         register(connection)?;
         connection.prepare(sql)
     })
 }
 
-fn register(connection: &Connection) -> Result<(), Failure> {
+fn register(connection: &Connection) -> Result<(), Error> {
     // SAFETY: a live connection; the module is static and takes no client data.
     let code = unsafe {
         ffi::sqlite3_create_module_v2(

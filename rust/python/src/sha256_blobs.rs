@@ -9,8 +9,9 @@ use agentledger_bernstein::pyjson::write_py_string;
 use agentledger_core::hash::{sha256_many, to_hex_prefixed, Sha256Name, SHA256_PREFIX};
 use pyo3::prelude::*;
 
+use crate::errors::Error;
 use crate::pools::pool;
-use crate::sqlite::{ApswConnection, Failure, Param, Reading, Statement};
+use crate::sqlite::{ApswConnection, Param, Reading, Statement};
 
 /// Digests listed in one query: a statement per digest costs more than its blob's hash.
 const SLICE: usize = 4096;
@@ -79,7 +80,7 @@ impl BlobBatch {
 
 /// Stream the rows `statement` yields (already started) into batches, each hashed on the
 /// pool into `hashed`; `between` runs after each batch is handed over, with its size in bytes.
-fn hash_rows<'s, E: From<Failure>>(
+fn hash_rows<'s, E: From<Error>>(
     statement: &mut Statement,
     hashed: &'s Hashed,
     scope: &rayon::Scope<'s>,

@@ -13,26 +13,20 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentledger_core::index_agreement::Cell;
 use libsqlite3_sys as ffi;
-use pyo3::create_exception;
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
+
+use crate::errors::Error;
 
 mod apsw_connection;
 
+/// The name the bernstein bindings know SQLite's failures by: the binding's one error.
+pub use crate::errors::Error as Failure;
 pub use apsw_connection::ApswConnection;
 
 static BOUND: AtomicBool = AtomicBool::new(false);
 
-create_exception!(
-    _core,
-    SqliteError,
-    PyRuntimeError,
-    "A failure of the host SQLite: args are (result code, message)."
-);
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sqlite_bound, m)?)?;
-    m.add("SqliteError", m.py().get_type::<SqliteError>())?;
     Ok(())
 }
 
@@ -63,19 +57,6 @@ fn sqlite_bound() -> bool {
     BOUND.load(Ordering::Acquire)
 }
 
-/// What went wrong, as SQLite said it: `(result code, message)`.
-#[derive(Debug, Clone)]
-pub struct Failure {
-    pub code: c_int,
-    pub message: String,
-}
-
-impl From<Failure> for PyErr {
-    fn from(failure: Failure) -> PyErr {
-        SqliteError::new_err((failure.code, failure.message))
-    }
-}
-
 /// An open connection owned by apsw, made only by [`ApswConnection`] (which says why
 /// it may be used during the call). `Send`: SQLite serializes calls on a connection
 /// (apsw's library is built THREADSAFE=1).
@@ -93,10 +74,10 @@ impl Connection {
         self.0
     }
 
-    pub(crate) fn failure(&self, code: c_int) -> Failure {
+    pub(crate) fn failure(&self, code: c_int) -> Error {
         // SAFETY: a live connection; the message is copied before the next call.
         let message = unsafe { CStr::from_ptr(ffi::sqlite3_errmsg(self.0)) };
-        Failure {
+        Error::Sqlite {
             code,
             message: message.to_string_lossy().into_owned(),
         }
@@ -127,8 +108,8 @@ impl Connection {
         (code == ffi::SQLITE_OK).then_some(Held(mutex))
     }
 
-    pub fn prepare(&self, sql: &str) -> Result<Statement, Failure> {
-        let sql = CString::new(sql).map_err(|_| Failure {
+    pub fn prepare(&self, sql: &str) -> Result<Statement, Error> {
+        let sql = CString::new(sql).map_err(|_| Error::Sqlite {
             code: ffi::SQLITE_MISUSE,
             message: "SQL holds a NUL byte".into(),
         })?;
@@ -252,7 +233,7 @@ unsafe impl Send for Statement {}
 impl Statement {
     /// Rewind and bind `params` (1-based, in order). SQLite copies them, as the rows are
     /// stepped through after this returns.
-    pub fn start(&mut self, params: &[Param]) -> Result<(), Failure> {
+    pub fn start(&mut self, params: &[Param]) -> Result<(), Error> {
         // SAFETY: a live statement.
         unsafe {
             ffi::sqlite3_reset(self.raw);
@@ -264,7 +245,7 @@ impl Statement {
 
     /// Run a statement that returns no rows once, with `values` bound (1-based, in order).
     /// SQLite reads them in place (no copy): they are unbound again before this returns.
-    pub fn execute(&mut self, values: &[Value<'_>]) -> Result<(), Failure> {
+    pub fn execute(&mut self, values: &[Value<'_>]) -> Result<(), Error> {
         let done = self
             .bind(values, ffi::SQLITE_STATIC())
             .and_then(|()| self.step().map(drop));
@@ -280,11 +261,11 @@ impl Statement {
         &mut self,
         values: &[Value<'_>],
         lifetime: ffi::sqlite3_destructor_type,
-    ) -> Result<(), Failure> {
+    ) -> Result<(), Error> {
         for (index, value) in values.iter().enumerate() {
             let at = c_int::try_from(index + 1).expect("few parameters");
             let length = |len: usize| {
-                c_int::try_from(len).map_err(|_| Failure {
+                c_int::try_from(len).map_err(|_| Error::Sqlite {
                     code: ffi::SQLITE_TOOBIG,
                     message: "a value too large to bind".into(),
                 })
@@ -327,7 +308,7 @@ impl Statement {
     }
 
     /// Advance: `true` when a row is ready, `false` when done.
-    pub fn step(&mut self) -> Result<bool, Failure> {
+    pub fn step(&mut self) -> Result<bool, Error> {
         // SAFETY: a live statement.
         match unsafe { ffi::sqlite3_step(self.raw) } {
             ffi::SQLITE_ROW => Ok(true),
