@@ -52,7 +52,11 @@ class WholeVerify(Protocol):
 
 
 class RunHandle(Protocol):
-    """One run's journal (``journal.Run``), as activity, phase, gc and bernstein use it."""
+    """One run's journal (``journal.Run``), as activity, phase, gc and bernstein use it.
+
+    The underscored members are the package's own: an append or a head proof inside a
+    write transaction the caller already holds, and whether a run with no row yet is
+    ``NotFound`` (``_must_exist``) rather than created by its first append."""
 
     @property
     def id(self) -> str: ...
