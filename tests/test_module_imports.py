@@ -4,6 +4,7 @@ before it (which an import circle would hide). The import contracts in pyproject
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -54,3 +55,41 @@ def test_every_module_imports_first_and_alone() -> None:
     )
     failed = json.loads(done.stdout)
     assert not failed, "\n".join(f"{name}:\n{trace}" for name, trace in failed.items())
+
+
+def test_the_root_package_gives_its_modules_only_submodules_and_the_core() -> None:
+    # The import graph cannot see the compiled `_core`: it reads `from agentledger import
+    # _core` as an import of the root package, and the layers contract ignores those
+    # imports. So that nothing else hides behind them, a module takes from the root only
+    # its submodules (which the graph sees) and `_core`, never a name the root re-exports.
+    submodules = {path.stem for path in PACKAGE.glob("*.py")}
+    submodules |= {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
+    allowed = (submodules - {"__init__"}) | {"_core"}
+    wrong = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == PACKAGE / "__init__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module == "agentledger" and not node.level:
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names if alias.name == "agentledger"]
+            else:
+                continue
+            where = f"{path.relative_to(PACKAGE)}:{node.lineno}"
+            wrong += [f"{where}: {name}" for name in names if name not in allowed]
+    assert not wrong, wrong
+
+
+def test_importing_the_core_loads_nothing_of_the_root_but_its_lazy_table() -> None:
+    # What the layers contract's ignored imports stand on: the root's `__init__` imports
+    # none of the names it re-exports until they are used (PEP 562).
+    probe = "import json, sys, agentledger._core; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded = {name for name in json.loads(done.stdout) if name.split(".")[0] == "agentledger"}
+    assert loaded == {
+        "agentledger",
+        "agentledger._core",
+        "agentledger._lazy",
+        "agentledger._version",
+    }

@@ -37,7 +37,7 @@ from agentledger.log import fetch
 from agentledger.storage import Database, quote_identifier
 
 if TYPE_CHECKING:
-    from agentledger.ledger import Ledger
+    from agentledger.handle import LedgerHandle
     from agentledger.proven import Proven
 
 ARCHIVE_META = "archive"
@@ -115,7 +115,7 @@ def _parse_since(since: str) -> datetime:
     return parsed
 
 
-def select_runs(ledger: Ledger, run_ids: Iterable[str], since: str | None) -> list[str]:
+def select_runs(ledger: LedgerHandle, run_ids: Iterable[str], since: str | None) -> list[str]:
     """The runs to archive, in the source's order: named ones (all exist), else every run;
     with ``since``, only runs with an entry at or after it."""
     wanted = list(dict.fromkeys(run_ids))
@@ -221,7 +221,9 @@ def _copy_related_tables(
     return named
 
 
-def write_archive(ledger: Ledger, out: str | os.PathLike[str], runs: list[str]) -> ArchiveSummary:
+def write_archive(
+    ledger: LedgerHandle, out: str | os.PathLike[str], runs: list[str]
+) -> ArchiveSummary:
     """Write the archive of ``runs`` to ``out`` (which must not exist).
 
     Verify what you sign, in one snapshot: the source is verified whole and copied in the
@@ -275,7 +277,7 @@ def write_archive(ledger: Ledger, out: str | os.PathLike[str], runs: list[str]) 
 
 
 def _prove_copies(
-    ledger: Ledger, source: apsw.Connection, state: Proven, copied: list[wslog.LeafRow]
+    ledger: LedgerHandle, source: apsw.Connection, state: Proven, copied: list[wslog.LeafRow]
 ) -> list[list[object]]:
     """Every copied entry is the leaf its source position holds in the proven source log;
     returns, in the archive's leaf order, each one's ``[source leaf, [base64 proof]]``,
@@ -294,7 +296,7 @@ def _prove_copies(
     return proofs
 
 
-def _source_checkpoint(ledger: Ledger, source: apsw.Connection, state: Proven) -> str:
+def _source_checkpoint(ledger: LedgerHandle, source: apsw.Connection, state: Proven) -> str:
     """The source's signed checkpoint of exactly the proven log the copies come from."""
     newest = notes.newest_checkpoint(source)
     if newest is None or (newest.checkpoint.size, newest.checkpoint.root) != (
@@ -329,7 +331,7 @@ def _sync_folder(folder: Path) -> None:
 
 
 def _fill(
-    source: apsw.Connection, ledger: Ledger, target_db: Database, runs: list[str]
+    source: apsw.Connection, ledger: LedgerHandle, target_db: Database, runs: list[str]
 ) -> tuple[int, int, list[wslog.LeafRow]]:
     """Copy the runs from the ``source`` snapshot; returns the entries' and blobs' counts
     and each copied entry as the source logged it ``(source leaf, run, seq, hash)``."""

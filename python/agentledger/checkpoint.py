@@ -30,14 +30,14 @@ from agentledger.notes import (
 )
 
 if TYPE_CHECKING:
-    from agentledger.ledger import Ledger
+    from agentledger.handle import LedgerHandle
     from agentledger.proven import Proven
 
 
-_signers: weakref.WeakKeyDictionary[Ledger, SigningKey] = weakref.WeakKeyDictionary()
+_signers: weakref.WeakKeyDictionary[LedgerHandle, SigningKey] = weakref.WeakKeyDictionary()
 
 
-def signing_key(ledger: Ledger) -> SigningKey:
+def signing_key(ledger: LedgerHandle) -> SigningKey:
     """The install key (created on first use by a writer), cached per ledger handle."""
     key = _signers.get(ledger)
     if key is None:
@@ -46,11 +46,11 @@ def signing_key(ledger: Ledger) -> SigningKey:
     return key
 
 
-def install_public_key(ledger: Ledger) -> str:
+def install_public_key(ledger: LedgerHandle) -> str:
     return public_key_text(bytes(signing_key(ledger).verify_key))
 
 
-def take(conn: apsw.Connection, ledger: Ledger, *, force: bool = False) -> StoredCheckpoint:
+def take(conn: apsw.Connection, ledger: LedgerHandle, *, force: bool = False) -> StoredCheckpoint:
     """Sign and store a checkpoint of the log as this transaction proved it.
 
     The root signed is the proven state's (``signing.current_proven``: the install's
@@ -82,7 +82,7 @@ def take(conn: apsw.Connection, ledger: Ledger, *, force: bool = False) -> Store
 
 def _insert(
     conn: apsw.Connection,
-    ledger: Ledger,
+    ledger: LedgerHandle,
     state: Proven,
     size: int,
     root: bytes,
@@ -110,7 +110,9 @@ def history_sizes(size: int) -> list[int]:
     return [1 << k for k in range(size.bit_length()) if 1 << k <= size]
 
 
-def sign_history(conn: apsw.Connection, ledger: Ledger, state: Proven, archive: str = "") -> None:
+def sign_history(
+    conn: apsw.Connection, ledger: LedgerHandle, state: Proven, archive: str = ""
+) -> None:
     """Sign the power-of-two checkpoints the log has passed and that are not stored. Each
     root is read from the tiles and signed only when a consistency proof (from the tiles
     too) shows it leads to the proven root: forged tiles get no signature, and the missing
@@ -125,7 +127,7 @@ def sign_history(conn: apsw.Connection, ledger: Ledger, state: Proven, archive: 
 
 
 def sign_archive(
-    conn: apsw.Connection, ledger: Ledger, state: Proven, archive: str
+    conn: apsw.Connection, ledger: LedgerHandle, state: Proven, archive: str
 ) -> StoredCheckpoint:
     """An archive's checkpoints, under its own origin: its whole log and its history."""
     stored = _insert(conn, ledger, state, state.size, state.root, archive)
@@ -133,7 +135,7 @@ def sign_archive(
     return stored
 
 
-def schedule(ledger: Ledger) -> None:
+def schedule(ledger: LedgerHandle) -> None:
     """Take a checkpoint at the end of the current write transaction (once)."""
     hooks = ledger.db.before_commit
     if not any(isinstance(getattr(hook, "__self__", None), _Pending) for hook in hooks):
@@ -143,14 +145,14 @@ def schedule(ledger: Ledger) -> None:
 class _Pending:
     """The end-of-transaction checkpoint of one ledger."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: LedgerHandle) -> None:
         self.ledger = ledger
 
     def run(self, conn: apsw.Connection) -> None:
         take(conn, self.ledger, force=True)  # the log grew in this transaction
 
 
-def take_checkpoint(ledger: Ledger, *, adopt: bool = False) -> StoredCheckpoint:
+def take_checkpoint(ledger: LedgerHandle, *, adopt: bool = False) -> StoredCheckpoint:
     """``agentledger checkpoint``: a checkpoint covering the whole log (new if it grew).
 
     ``adopt``: sign a ledger that nothing signed vouches for yet (one from before
@@ -164,7 +166,7 @@ def take_checkpoint(ledger: Ledger, *, adopt: bool = False) -> StoredCheckpoint:
         return take(conn, ledger)
 
 
-def latest(ledger: Ledger) -> StoredCheckpoint:
+def latest(ledger: LedgerHandle) -> StoredCheckpoint:
     with ledger.db.snapshot() as conn:
         found = newest_checkpoint(conn)
     if found is None:

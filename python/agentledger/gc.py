@@ -45,7 +45,7 @@ from agentledger.log import fetch
 from agentledger.storage import quote_identifier
 
 if TYPE_CHECKING:
-    from agentledger.ledger import Ledger
+    from agentledger.handle import LedgerHandle
     from agentledger.proven import Proven
 
 DEFAULT_GRACE_S = 3600.0
@@ -81,7 +81,7 @@ class GcResult:
 class Sightings:
     """When this install's GC first saw each blob of a ledger unreachable (unix seconds)."""
 
-    def __init__(self, ledger: Ledger) -> None:
+    def __init__(self, ledger: LedgerHandle) -> None:
         memory = signing.memory_of(ledger)
         self.usable = memory.usable
         self.path = memory.path.with_name(f"{ledger.id}.unreachable.json")
@@ -171,7 +171,9 @@ def reachable_blobs(conn: apsw.Connection) -> set[str]:
     return reachable
 
 
-def collect(ledger: Ledger, *, dry_run: bool = False, grace_s: float = DEFAULT_GRACE_S) -> GcResult:
+def collect(
+    ledger: LedgerHandle, *, dry_run: bool = False, grace_s: float = DEFAULT_GRACE_S
+) -> GcResult:
     """Remove unreachable blobs older than ``grace_s``; sign a receipt of what went.
 
     A ledger that does not verify clean is refused (``Diverged``), nothing removed: a blob
@@ -220,7 +222,7 @@ def collect(ledger: Ledger, *, dry_run: bool = False, grace_s: float = DEFAULT_G
 
 def _record_receipt(
     conn: apsw.Connection,
-    ledger: Ledger,
+    ledger: LedgerHandle,
     result: GcResult,
     sizes: dict[str, int],
     state: Proven,
@@ -299,7 +301,7 @@ def pruned_digests(conn: apsw.Connection, trusted: set[str], ledger_id: str) -> 
     return pruned
 
 
-def storage_checks(ledger: Ledger) -> list[str]:
+def storage_checks(ledger: LedgerHandle) -> list[str]:
     """SQLite's own checks: page and index integrity, then foreign keys. Empty when sound."""
     with ledger.db.snapshot() as conn:
         integrity = [str(row[0]) for row in conn.execute("PRAGMA integrity_check")]

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
         DataOpsActivity,
         ResearchActivity,
     )
-    from agentledger.ledger import Ledger
+    from agentledger.handle import LedgerHandle
     from agentledger.phase.journal import PhaseState, TransitionResult
     from agentledger.phase.ledger import AuthorizationDecision
 
@@ -69,7 +69,7 @@ class Run:
     runs (``NotFound`` if the run is missing).
     """
 
-    def __init__(self, ledger: Ledger, run_id: str, *, must_exist: bool = True) -> None:
+    def __init__(self, ledger: LedgerHandle, run_id: str, *, must_exist: bool = True) -> None:
         self.ledger = ledger
         self.id = run_id
         self._must_exist = must_exist
@@ -256,7 +256,7 @@ class Run:
         """Start ``child_id`` from this run (retry, fork, resume, handoff); never wider."""
         from agentledger.phase.ledger import start_descendant
 
-        return start_descendant(
+        child = start_descendant(
             self,
             child_id,
             relation=relation,
@@ -264,6 +264,7 @@ class Run:
             expected_parent_evidence_digest=expected_parent_evidence_digest,
             now=now,
         )
+        return Run(self.ledger, child.id)
 
     def authorize(
         self,

@@ -160,3 +160,8 @@ class Ledger:
         options.jobs = jobs or options.jobs
         options.progress = progress or options.progress
         return verify_ledger(self, runs, options)
+
+    def verify_whole(self) -> VerifyReport:
+        """A whole verify with the default options: the one the layers below run through
+        their ``LedgerHandle`` (signing, before it signs a ledger nothing vouches for)."""
+        return self.verify()

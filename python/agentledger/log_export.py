@@ -37,7 +37,7 @@ from agentledger.notes import MAX_NOTE_BYTES, Checkpoint, newest_checkpoint
 if TYPE_CHECKING:
     import apsw
 
-    from agentledger.ledger import Ledger
+    from agentledger.handle import LedgerHandle
 
 MAX_LEAF_BYTES = 0xFFFF
 """An entry bundle prefixes each leaf with a uint16 length."""
@@ -76,7 +76,7 @@ class ExportSummary:
         }
 
 
-def export(ledger: Ledger, folder: Path, *, since: int | None = None) -> ExportSummary:
+def export(ledger: LedgerHandle, folder: Path, *, since: int | None = None) -> ExportSummary:
     """Write the log, as of its newest checkpoint, into ``folder`` (created if absent).
 
     ``since``: write only the tiles that hold leaves from that index on (the tiles before

@@ -28,10 +28,10 @@ from agentledger.signer_memory import SignerMemory
 from agentledger.storage.migrations import C2SP_SCHEMA, DROPPED_CHECKPOINTS
 
 if TYPE_CHECKING:
-    from agentledger.ledger import Ledger
+    from agentledger.handle import LedgerHandle
 
 
-def sign_upgraded(ledger: Ledger) -> list[str]:
+def sign_upgraded(ledger: LedgerHandle) -> list[str]:
     """After the migration to schema 6: carry this install's memory over to the new tree,
     then, after a clean whole verify, sign the new tree under the usual rules. Returns (and
     prints to stderr) what it did; refusing to sign is said, never raised (the ledger stays
@@ -69,7 +69,7 @@ def _say(said: list[str]) -> list[str]:
     return said
 
 
-def _carry_memory(ledger: Ledger, memory: SignerMemory, notes: list[str]) -> list[str]:
+def _carry_memory(ledger: LedgerHandle, memory: SignerMemory, notes: list[str]) -> list[str]:
     """Each state this install remembers for the old tree (``signed``, ``verified``) is
     replaced by the new tree's state at the same size when the old tree recomputed from the
     entries has the remembered root; a trusted old checkpoint of this ledger (not of an

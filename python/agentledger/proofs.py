@@ -29,7 +29,7 @@ from agentledger.log import fetch
 from agentledger.notes import MAX_NOTE_BYTES, Checkpoint, newest_checkpoint
 
 if TYPE_CHECKING:
-    from agentledger.ledger import Ledger
+    from agentledger.handle import LedgerHandle
 
 TLOG_PROOF = "c2sp.org/tlog-proof@v1"
 BUNDLE_FORMAT = "agentledger-proof/v1"
@@ -94,7 +94,7 @@ class Proof:
         }
 
 
-def prove(ledger: Ledger, run_id: str, seq: int) -> Proof:
+def prove(ledger: LedgerHandle, run_id: str, seq: int) -> Proof:
     """The proof of entry ``seq`` of ``run_id`` against the newest checkpoint: the inclusion
     proof is read from the tiles (O(log n) reads) and checked before it is handed out."""
     with ledger.db.snapshot() as conn:

@@ -32,17 +32,16 @@ from agentledger.proven import Proven, Unproven
 from agentledger.signer_memory import SignerMemory
 
 if TYPE_CHECKING:
-    from agentledger.ledger import Ledger
-    from agentledger.verify.results import Divergence, VerifyReport
+    from agentledger.handle import Finding, LedgerHandle, WholeVerify
 
 
-_memories: weakref.WeakKeyDictionary[Ledger, SignerMemory] = weakref.WeakKeyDictionary()
+_memories: weakref.WeakKeyDictionary[LedgerHandle, SignerMemory] = weakref.WeakKeyDictionary()
 
 PROVEN = "proven"
 """The transaction scope's key for the state the transaction's signatures extend."""
 
 
-def memory_of(ledger: Ledger) -> SignerMemory:
+def memory_of(ledger: LedgerHandle) -> SignerMemory:
     """The memory of this ledger's id under its key folder (one object per handle)."""
     memory = _memories.get(ledger)
     if memory is None or memory.ledger_id != ledger.id:
@@ -50,7 +49,7 @@ def memory_of(ledger: Ledger) -> SignerMemory:
     return memory
 
 
-def current_proven(ledger: Ledger) -> Proven:
+def current_proven(ledger: LedgerHandle) -> Proven:
     """The proven state of the write transaction ``ledger`` is in, proven on first use.
 
     A ledger this install never vouched for is verified whole first (in this transaction).
@@ -68,7 +67,7 @@ def current_proven(ledger: Ledger) -> Proven:
     return state
 
 
-def extend_proven(ledger: Ledger, size: int, frontier: tuple[bytes, ...]) -> Proven:
+def extend_proven(ledger: LedgerHandle, size: int, frontier: tuple[bytes, ...]) -> Proven:
     """After this process appended leaves: the transaction's proven state, extended."""
     state = current_proven(ledger).extended(size, frontier)
     ledger.db.transaction_scope[PROVEN] = state
@@ -89,11 +88,11 @@ RESTORED_BY_SIGNING = {"checkpoint.history_missing"}
 each proven against the signed root), so they never block it."""
 
 
-def integrity_findings(report: VerifyReport) -> list[Divergence]:
+def integrity_findings(report: WholeVerify) -> list[Finding]:
     """What a verify found against the ledger's own records: every finding but the
     verdicts on an imported workdir's content (bernstein's own checks, other than the
     anchors that pin the import), which stay what they were for whoever reviews them."""
-    found = report.workspace + [d for run in report.runs for d in run.divergences]
+    found = [*report.workspace, *(d for run in report.runs for d in run.divergences)]
     return [
         d
         for d in found
@@ -102,10 +101,13 @@ def integrity_findings(report: VerifyReport) -> list[Divergence]:
     ]
 
 
-def require_clean(ledger: Ledger, what: str, allowed: frozenset[str] = frozenset()) -> VerifyReport:
+def require_clean(
+    ledger: LedgerHandle, what: str, allowed: frozenset[str] = frozenset()
+) -> WholeVerify:
     """A whole verify whose integrity findings are none (but ``allowed``), or
-    ``Diverged``: nothing signed, exported or written."""
-    report = ledger.verify()
+    ``Diverged``: nothing signed, exported or written. The verify is the facade's
+    (``LedgerHandle.verify_whole``): the verifier sits above this module."""
+    report = ledger.verify_whole()
     findings = [d for d in integrity_findings(report) if d.check not in allowed]
     if findings:
         checks = ", ".join(sorted({d.check for d in findings})[:6])
@@ -118,7 +120,7 @@ def require_clean(ledger: Ledger, what: str, allowed: frozenset[str] = frozenset
 
 
 def verify_before_signing(
-    ledger: Ledger, what: str, allowed: frozenset[str] = frozenset()
+    ledger: LedgerHandle, what: str, allowed: frozenset[str] = frozenset()
 ) -> Proven:
     """``require_clean`` in the current transaction: the log that verify rebuilt, proven."""
     state = require_clean(ledger, what, allowed).proven
@@ -128,7 +130,7 @@ def verify_before_signing(
     return state
 
 
-def adopt(ledger: Ledger) -> None:
+def adopt(ledger: LedgerHandle) -> None:
     """``checkpoint --adopt``: a ledger nothing vouches for, clean but for that, is proven
     (the checkpoint at the end of the transaction then signs it)."""
     if memory_of(ledger).base() is not None:
@@ -140,7 +142,7 @@ def adopt(ledger: Ledger) -> None:
     )  # fmt: skip
 
 
-def check_may_append(conn: apsw.Connection, ledger: Ledger) -> Proven:
+def check_may_append(conn: apsw.Connection, ledger: LedgerHandle) -> Proven:
     """The first append of a write transaction: the ledger is no sealed archive and its
     log is proven, so the checkpoint at its end may be signed. Returns the proven state
     the append extends."""
@@ -156,7 +158,7 @@ def check_may_append(conn: apsw.Connection, ledger: Ledger) -> Proven:
 
 def check_head(
     conn: apsw.Connection,
-    ledger: Ledger,
+    ledger: LedgerHandle,
     state: Proven,
     run_id: str,
     head_seq: int,
@@ -200,11 +202,11 @@ rewritten meanwhile makes the cached head differ from the file's, and the proof 
 The fast path of ``check_head``; the proof is its reference, and the tests compare them."""
 
 
-def _own_heads(ledger: Ledger) -> dict[str, tuple[int, bytes, int]]:
+def _own_heads(ledger: LedgerHandle) -> dict[str, tuple[int, bytes, int]]:
     return _heads.setdefault((str(ledger.keys.home), ledger.id), {})
 
 
-def remember_head(ledger: Ledger, run_id: str, seq: int, digest: bytes, leaf: int) -> None:
+def remember_head(ledger: LedgerHandle, run_id: str, seq: int, digest: bytes, leaf: int) -> None:
     """Once the transaction commits: this process appended ``run_id``'s head at ``leaf``."""
     heads = _own_heads(ledger)
     ledger.db.after_commit.append(lambda: heads.__setitem__(run_id, (seq, digest, leaf)))
@@ -218,7 +220,7 @@ def _head_refused(run_id: str, why: str) -> Diverged:
     )
 
 
-def remember_signed(ledger: Ledger, state: Proven, time: str) -> None:
+def remember_signed(ledger: LedgerHandle, state: Proven, time: str) -> None:
     """Once the transaction has committed, remember the state this install signed."""
     memory = memory_of(ledger)
     size, root, frontier = state.size, state.root, state.frontier

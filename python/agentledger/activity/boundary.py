@@ -41,7 +41,8 @@ from agentledger.journal_view import RunView, read_run
 from agentledger.keys import resolve_trust
 
 if TYPE_CHECKING:
-    from agentledger.journal import Entry, Run
+    from agentledger._core import Entry
+    from agentledger.handle import RunHandle
 
 RESULT_KIND = "activity.result"
 REFUSED_KIND = "activity.refused"
@@ -61,7 +62,7 @@ class RedundantEvidence(ActivityRejected):
 
 
 def record_activity(
-    run: Run, result: ActivityResult, *, stage_id: str, role: str | None = None
+    run: RunHandle, result: ActivityResult, *, stage_id: str, role: str | None = None
 ) -> Entry:
     """Validate, pin and mirror one activity result; refuse it with a typed code otherwise."""
     check_stage_id(stage_id)
@@ -150,7 +151,7 @@ def earlier_result(journal: RunView, member: str, value: str) -> tuple[int, str]
     return None
 
 
-def _check_role(conn: apsw.Connection, run: Run, role: str | None, kind: str) -> str | None:
+def _check_role(conn: apsw.Connection, run: RunHandle, role: str | None, kind: str) -> str | None:
     """Refuse a kind the role was not declared with; the hash of the manifest that declares it.
 
     The team is the ``_team`` journal's, verified from its bytes up to its head, and that
@@ -179,7 +180,11 @@ def _check_role(conn: apsw.Connection, run: Run, role: str | None, kind: str) ->
 
 
 def _refuse_redundant(
-    conn: apsw.Connection, run: Run, body: dict[str, Any], master: bytes, prior: tuple[int, str]
+    conn: apsw.Connection,
+    run: RunHandle,
+    body: dict[str, Any],
+    master: bytes,
+    prior: tuple[int, str],
 ) -> RedundantEvidence:
     prior_seq, prior_stage = prior
     refused = {
@@ -205,7 +210,7 @@ def _refuse_redundant(
     )
 
 
-def _check_signed_artifact(run: Run, result: ActivityResult, stage_id: str) -> None:
+def _check_signed_artifact(run: RunHandle, result: ActivityResult, stage_id: str) -> None:
     """A data/ops artifact must be a receipt that verifies, for this run and stage."""
     checked = check_receipt(result.artifact, kind=result.kind, run_id=run.id, stage_id=stage_id)
     for problem in checked.problems:

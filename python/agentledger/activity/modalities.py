@@ -34,7 +34,8 @@ from agentledger.activity.result import (
 if TYPE_CHECKING:
     from nacl.signing import SigningKey
 
-    from agentledger.journal import Entry, Run
+    from agentledger._core import Entry
+    from agentledger.handle import RunHandle
 
 
 class ActivitySession:
@@ -42,7 +43,7 @@ class ActivitySession:
 
     kind = "coding"
 
-    def __init__(self, run: Run, stage_id: str, role: str | None = None) -> None:
+    def __init__(self, run: RunHandle, stage_id: str, role: str | None = None) -> None:
         self.run = run
         self.stage_id = check_stage_id(stage_id)
         self.role = role
@@ -98,7 +99,7 @@ class BrowserActivity(ActivitySession):
 
     kind = "browser"
 
-    def __init__(self, run: Run, stage_id: str, role: str | None = None) -> None:
+    def __init__(self, run: RunHandle, stage_id: str, role: str | None = None) -> None:
         super().__init__(run, stage_id, role)
         self._snapshot_steps: set[str] = set()
 
@@ -123,7 +124,7 @@ class BrowserActivity(ActivitySession):
 class DataOpsActivity(ActivitySession):
     """A data or ops stage: signed inputs, then exactly one plan, then signed outputs."""
 
-    def __init__(self, run: Run, stage_id: str, kind: str, role: str | None = None) -> None:
+    def __init__(self, run: RunHandle, stage_id: str, kind: str, role: str | None = None) -> None:
         super().__init__(run, stage_id, role)
         if kind not in ("data", "ops"):
             raise ActivityRejected(
@@ -220,21 +221,21 @@ class DataOpsActivity(ActivitySession):
 # The entry points: one stage of ``run`` per call (``Run.research`` and the others delegate).
 
 
-def research(run: Run, stage_id: str, *, role: str | None = None) -> ResearchActivity:
+def research(run: RunHandle, stage_id: str, *, role: str | None = None) -> ResearchActivity:
     """A research stage: ``fetch(url, page)`` then ``finish(artifact)``."""
     return ResearchActivity(run, stage_id, role)
 
 
-def browser(run: Run, stage_id: str, *, role: str | None = None) -> BrowserActivity:
+def browser(run: RunHandle, stage_id: str, *, role: str | None = None) -> BrowserActivity:
     """A browser stage: ``observe(step, snapshot)``, ``receipt(step, bytes)``, ``finish``."""
     return BrowserActivity(run, stage_id, role)
 
 
-def data(run: Run, stage_id: str, *, role: str | None = None) -> DataOpsActivity:
+def data(run: RunHandle, stage_id: str, *, role: str | None = None) -> DataOpsActivity:
     """A data stage: ``add_input`` → ``plan(steps)`` → ``add_output`` → ``finish``."""
     return DataOpsActivity(run, stage_id, "data", role)
 
 
-def ops(run: Run, stage_id: str, *, role: str | None = None) -> DataOpsActivity:
+def ops(run: RunHandle, stage_id: str, *, role: str | None = None) -> DataOpsActivity:
     """An ops stage: like ``data``, for activities that change systems."""
     return DataOpsActivity(run, stage_id, "ops", role)

@@ -14,11 +14,11 @@ from agentledger.errors import AgentLedgerError
 from agentledger.keys import resolve_trust
 
 if TYPE_CHECKING:
-    from agentledger.journal import Entry
-    from agentledger.ledger import Ledger
+    from agentledger._core import Entry
+    from agentledger.handle import LedgerHandle
 
 
-def stage_summaries(ledger: Ledger, entries: Iterable[Entry]) -> list[dict[str, Any]]:
+def stage_summaries(ledger: LedgerHandle, entries: Iterable[Entry]) -> list[dict[str, Any]]:
     """One summary per ``activity.result`` / ``activity.refused`` entry, in journal order.
 
     ``receipt`` is None for modalities without one, else ``verified``, ``missing``,
@@ -67,7 +67,7 @@ def stage_summaries(ledger: Ledger, entries: Iterable[Entry]) -> list[dict[str, 
     return out
 
 
-def receipt_status(ledger: Ledger, entry: Entry, trusted: set[str]) -> str:
+def receipt_status(ledger: LedgerHandle, entry: Entry, trusted: set[str]) -> str:
     body = entry.body
     digest = body.get("artifact_hash")
     if not isinstance(digest, str) or digest not in ledger.blobs:

@@ -29,7 +29,7 @@ from agentledger.journal_view import TAMPERED, VerifiedEntry, read_run
 from agentledger.limits import MAX_DOCUMENT_BYTES, read_capped
 
 if TYPE_CHECKING:
-    from agentledger.ledger import Ledger
+    from agentledger.handle import LedgerHandle
 
 DEFAULT_KIND = "coding"
 ROLE_FIELDS = {"role", "agent_kind"}
@@ -77,13 +77,13 @@ def parse_manifest(data: bytes, name: str = "manifest") -> list[Role]:
     return list(roles.values())
 
 
-def load_manifest(ledger: Ledger, path: str | Path) -> list[Role]:
+def load_manifest(ledger: LedgerHandle, path: str | Path) -> list[Role]:
     """Read a manifest file and record its roles (a later manifest redefines a role)."""
     data = read_capped(Path(path), MAX_DOCUMENT_BYTES, "a team manifest")
     return load_manifest_bytes(ledger, data, str(path))
 
 
-def load_manifest_bytes(ledger: Ledger, data: bytes, name: str = "manifest") -> list[Role]:
+def load_manifest_bytes(ledger: LedgerHandle, data: bytes, name: str = "manifest") -> list[Role]:
     roles = parse_manifest(data, name)
     manifest_hash = _core.blake3_hex(data)
     loaded_at = utc_timestamp()
@@ -166,7 +166,7 @@ def confirm_manifest(conn: apsw.Connection, manifest: str, role: str, kind: str)
         )
 
 
-def roles(ledger: Ledger) -> list[Role]:
+def roles(ledger: LedgerHandle) -> list[Role]:
     """The team in force, from the ``_team`` journal."""
     with ledger.db.snapshot() as conn:
         team = loaded_team(conn, ledger.id)

@@ -12,7 +12,7 @@ from agentledger.bernstein.format import RUNS_DIR, SDD
 from agentledger.errors import InvalidInput, LedgerError, NotFound
 
 if TYPE_CHECKING:
-    from agentledger.ledger import Ledger
+    from agentledger.handle import LedgerHandle
 
 
 @dataclass
@@ -44,7 +44,7 @@ def _safe(path: str) -> bool:
 
 
 def export_workdir(
-    ledger: Ledger, outdir: str | os.PathLike[str], run_ids: list[str] | None = None
+    ledger: LedgerHandle, outdir: str | os.PathLike[str], run_ids: list[str] | None = None
 ) -> ExportSummary:
     """Write the workdir (every run, or only ``run_ids``) into ``outdir``, which must be
     absent or empty. The store and the audit chain are always written whole."""

@@ -44,7 +44,7 @@ LARGE_FILE = 16 << 20
 Progress = Callable[[int], None]
 
 if TYPE_CHECKING:
-    from agentledger.ledger import Ledger
+    from agentledger.handle import LedgerHandle
 
 
 @dataclass
@@ -208,7 +208,7 @@ def _admit_dir(
 
 
 def import_workdir(
-    ledger: Ledger,
+    ledger: LedgerHandle,
     workdir: str | os.PathLike[str],
     *,
     runs: list[str] | None = None,
@@ -269,7 +269,7 @@ def import_workdir(
     return summary
 
 
-def _store(ledger: Ledger, item: _File) -> tuple[str, bytes | None]:
+def _store(ledger: LedgerHandle, item: _File) -> tuple[str, bytes | None]:
     """Store a scanned file, reading exactly the file the scan vetted.
 
     The workdir may change between the scan and the read: a file (or a folder above it)
@@ -299,7 +299,7 @@ def _store(ledger: Ledger, item: _File) -> tuple[str, bytes | None]:
 
 
 def _record(
-    ledger: Ledger,
+    ledger: LedgerHandle,
     summary: ImportSummary,
     added: list[tuple[str, str, str | None]],
     journals: dict[str, tuple[str, bytes]],

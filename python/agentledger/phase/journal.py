@@ -61,7 +61,8 @@ from agentledger.phase.transitions import (
 )
 
 if TYPE_CHECKING:
-    from agentledger.journal import Entry, Run
+    from agentledger._core import Entry
+    from agentledger.handle import RunHandle
 
 EVIDENCE_KIND: Final = "phase.evidence"
 DESCENT_KIND: Final = "phase.descent"
@@ -129,7 +130,7 @@ def canonical_bytes(value: Any, what: str) -> bytes:
         ) from None
 
 
-def put_json(run: Run, value: Any, what: str) -> str:
+def put_json(run: RunHandle, value: Any, what: str) -> str:
     """Store ``value`` as a JCS blob; inside a caller's write transaction it joins it."""
     return run.ledger.blobs.put(canonical_bytes(value, what))
 
@@ -358,7 +359,7 @@ def now_or_utc(now: datetime | None) -> datetime:
 
 
 def append_transition(
-    run: Run, conn: apsw.Connection, record: Mapping[str, Any], input_blob: str
+    run: RunHandle, conn: apsw.Connection, record: Mapping[str, Any], input_blob: str
 ) -> Entry:
     """Store a validated record and anchor it (caller holds the write transaction)."""
     record_blob = put_json(run, record, "the phase transition record")
@@ -380,12 +381,12 @@ def append_transition(
     return run._append_locked(conn, [(TRANSITION_KIND, body)])[0]
 
 
-def append_approval(run: Run, conn: apsw.Connection, approval: Mapping[str, Any]) -> Entry:
+def append_approval(run: RunHandle, conn: apsw.Connection, approval: Mapping[str, Any]) -> Entry:
     body = {"approval_id": approval["id"], "status": approval["status"], "approval": approval}
     return run._append_locked(conn, [(APPROVAL_KIND, body)])[0]
 
 
-def maintain(run: Run, conn: apsw.Connection, now: datetime) -> PhaseState:
+def maintain(run: RunHandle, conn: apsw.Connection, now: datetime) -> PhaseState:
     """The run's state after appending what lapsed by ``now`` (caller holds the write lock).
 
     An emergency override whose ``expiresAt`` is not after ``now`` gets its one
@@ -429,7 +430,7 @@ def _input_blob_before(state: PhaseState, sequence: int) -> str:
     return blob
 
 
-def current_state(run: Run, now: datetime | None = None) -> PhaseState:
+def current_state(run: RunHandle, now: datetime | None = None) -> PhaseState:
     """The run's phase state as of ``now`` — the first read after a lapse records it."""
     moment = now_or_utc(now)
     with run.ledger.db.snapshot() as conn:
@@ -446,7 +447,7 @@ def current_state(run: Run, now: datetime | None = None) -> PhaseState:
         return maintain(run, conn, moment)
 
 
-def _as_if_maintained(run: Run, state: PhaseState, now: datetime) -> PhaseState:
+def _as_if_maintained(run: RunHandle, state: PhaseState, now: datetime) -> PhaseState:
     """A read-only view of what :func:`maintain` would append (nothing is written)."""
     current = state.current
     if current is not None and override_has_expired(current, now):
@@ -505,7 +506,7 @@ def target_input_for(state: PhaseState, target_input: Mapping[str, Any]) -> dict
 
 
 def transition(
-    run: Run,
+    run: RunHandle,
     target_input: Mapping[str, Any],
     *,
     operation_id: str,
@@ -553,7 +554,7 @@ def transition(
 
 
 def _transition_locked(
-    run: Run,
+    run: RunHandle,
     conn: apsw.Connection,
     state: PhaseState,
     target_input: Mapping[str, Any],
@@ -641,7 +642,7 @@ def _transition_locked(
 
 
 def decide(
-    run: Run,
+    run: RunHandle,
     approval: str,
     decision: Literal["approved", "rejected"],
     *,

@@ -44,7 +44,8 @@ from agentledger.phase.models import DIMENSIONS, PhaseCapabilityEvidence, valida
 from agentledger.phase.transitions import authority_delta
 
 if TYPE_CHECKING:
-    from agentledger.journal import Entry, Run
+    from agentledger._core import Entry
+    from agentledger.handle import RunHandle
 
 RELATIONS: Final = ("retry", "fork", "resume", "handoff")
 PARENT_SOURCE_PREFIX: Final = "parent-evidence:"
@@ -95,7 +96,7 @@ def _checked_evidence(
 
 
 def record_evidence(
-    run: Run,
+    run: RunHandle,
     evidence: Mapping[str, Any] | None,
     *,
     compiler_input: Mapping[str, Any],
@@ -240,14 +241,14 @@ def _descendant_input(
 
 
 def start_descendant(
-    parent: Run,
+    parent: RunHandle,
     child_id: str,
     *,
     relation: str,
     compiler_input: Mapping[str, Any] | None = None,
     expected_parent_evidence_digest: str | None = None,
     now: datetime | None = None,
-) -> Run:
+) -> RunHandle:
     """Start run ``child_id`` from ``parent`` and record its evidence, in one transaction.
 
     The child's first entries are ``phase.descent`` (relation, parent run, the parent
@@ -295,7 +296,7 @@ def start_descendant(
                 blockers=[blocker["code"] for blocker in evidence["blockers"]],
             )
         _insert_run(conn, child_id)
-        child = type(parent)(ledger, child_id)  # a run like its parent (no import of journal)
+        child = ledger.get_run(child_id)  # the row just inserted, in this transaction
         input_blob = put_json(child, child_input, "the compiler input")
         evidence_blob = put_json(child, evidence, "the phase evidence")
         descent = {
@@ -417,7 +418,7 @@ def check_authorization(
 
 
 def authorize(
-    run: Run,
+    run: RunHandle,
     dimension: str,
     scopes: Sequence[str],
     *,

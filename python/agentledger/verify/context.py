@@ -13,7 +13,7 @@ import apsw
 from agentledger.verify.results import Divergence, RunVerdict, VerifyReport
 
 if TYPE_CHECKING:
-    from agentledger.ledger import Ledger
+    from agentledger.handle import LedgerHandle
     from agentledger.signer_memory import Remembered
 
 Progress = Callable[[int], None]
@@ -46,7 +46,7 @@ class VerifyOptions:
 
 @dataclass
 class VerifyContext:
-    ledger: Ledger
+    ledger: LedgerHandle
     conn: apsw.Connection
     options: VerifyOptions
     report: VerifyReport

@@ -36,7 +36,7 @@ from agentledger.verify.context import VerifyContext, VerifyOptions
 from agentledger.verify.results import Divergence, RunVerdict, TrustedKey, VerifyReport
 
 if TYPE_CHECKING:
-    from agentledger.ledger import Ledger
+    from agentledger.handle import LedgerHandle
 
 Check = Callable[[VerifyContext], None]
 
@@ -59,7 +59,7 @@ CHECKS: list[Check] = [
 
 
 def verify_ledger(
-    ledger: Ledger, run_ids: list[str] | None, options: VerifyOptions
+    ledger: LedgerHandle, run_ids: list[str] | None, options: VerifyOptions
 ) -> VerifyReport:
     """Verify the whole workspace (``run_ids`` None) or only the named runs.
 
@@ -137,7 +137,9 @@ def gaps_explained(whole: VerifyReport) -> bool:
     return log_checks <= {"log.leaf", LOG_INCOMPLETE}
 
 
-def _verify(ledger: Ledger, run_ids: list[str] | None, options: VerifyOptions) -> VerifyReport:
+def _verify(
+    ledger: LedgerHandle, run_ids: list[str] | None, options: VerifyOptions
+) -> VerifyReport:
     started = time.perf_counter()
     if ledger.db.version < SCHEMA_VERSION and not ledger.db.schema_findings:
         # Verify never migrates (it writes nothing); this version reads only its own schema.
@@ -198,7 +200,7 @@ def _verify(ledger: Ledger, run_ids: list[str] | None, options: VerifyOptions) -
     return report
 
 
-def _untrusted_storage(ledger: Ledger, conn: apsw.Connection) -> list[Divergence]:
+def _untrusted_storage(ledger: LedgerHandle, conn: apsw.Connection) -> list[Divergence]:
     """Why nothing the file's SQL answers can be trusted: its schema is not the one
     agentledger creates, or its b-trees disagree; empty when neither."""
     ledger.db.recheck_schema()
@@ -223,7 +225,7 @@ def _untrusted_storage(ledger: Ledger, conn: apsw.Connection) -> list[Divergence
 
 
 def _context(
-    ledger: Ledger,
+    ledger: LedgerHandle,
     conn: apsw.Connection,
     run_ids: list[str] | None,
     options: VerifyOptions,
@@ -253,7 +255,7 @@ def _context(
     )
 
 
-def trusted_keys(ledger: Ledger, options: VerifyOptions) -> list[TrustedKey]:
+def trusted_keys(ledger: LedgerHandle, options: VerifyOptions) -> list[TrustedKey]:
     """The keys verification trusts, each with where it came from (read, never created)."""
     store = ledger.keys
     found: list[TrustedKey] = []
