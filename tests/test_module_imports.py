@@ -59,9 +59,9 @@ def test_every_module_imports_first_and_alone() -> None:
 
 def test_the_root_package_gives_its_modules_only_submodules_and_the_core() -> None:
     # The import graph cannot see the compiled `_core`: it reads `from agentledger import
-    # _core` as an import of the root package, and the layers contract ignores those
-    # imports. So that nothing else hides behind them, a module takes from the root only
-    # its submodules (which the graph sees) and `_core`, never a name the root re-exports.
+    # _core` as an import of the root package. So that nothing else hides behind those
+    # edges, a module takes from the root only its submodules (which the graph sees) and
+    # `_core`, never a name the root re-exports.
     submodules = {path.stem for path in PACKAGE.glob("*.py")}
     submodules |= {path.parent.name for path in PACKAGE.glob("*/__init__.py")}
     allowed = (submodules - {"__init__"}) | {"_core"}
@@ -81,9 +81,21 @@ def test_the_root_package_gives_its_modules_only_submodules_and_the_core() -> No
     assert not wrong, wrong
 
 
+def test_the_root_package_imports_only_the_bottom_layer() -> None:
+    tree = ast.parse((PACKAGE / "__init__.py").read_text())
+    imported = {
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and node.module
+        and node.module.startswith("agentledger")
+    }
+    assert imported == {"agentledger._lazy", "agentledger._version"}
+
+
 def test_importing_the_core_loads_nothing_of_the_root_but_its_lazy_table() -> None:
-    # What the layers contract's ignored imports stand on: the root's `__init__` imports
-    # none of the names it re-exports until they are used (PEP 562).
+    # Why an import of the root closes no circle: its `__init__` imports none of the names
+    # it re-exports until they are used (PEP 562; their types are in `__init__.pyi`).
     probe = "import json, sys, agentledger._core; print(json.dumps(sorted(sys.modules)))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     loaded = {name for name in json.loads(done.stdout) if name.split(".")[0] == "agentledger"}

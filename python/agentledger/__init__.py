@@ -5,28 +5,14 @@ The compiled core is the private module ``agentledger._core``; its public face i
 
 The names below are loaded on first use (PEP 562), so that importing a submodule — the
 command line's ``--version`` and ``--help`` above all — does not pay for the compiled core,
-the schema models or the verifier.
+the schema models or the verifier. Their types are declared in ``__init__.pyi``: this file
+imports nothing above the bottom layer, not even for the type checker.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from agentledger._lazy import lazy_exports
 from agentledger._version import __version__
-
-if TYPE_CHECKING:
-    from agentledger.activity import ActivityRejected, ActivityResult, Observation
-    from agentledger.errors import (
-        AgentLedgerError,
-        InvalidInput,
-        LedgerError,
-        NotFound,
-        WrongThread,
-    )
-    from agentledger.journal import Entry, Run
-    from agentledger.ledger import Ledger
-    from agentledger.verify import Divergence, RunVerdict, VerifyReport
 
 _EXPORTS = {
     "ActivityRejected": "agentledger.activity",

@@ -50,4 +50,4 @@ def test_the_public_names_load_on_first_use() -> None:
     for name in agentledger.__all__:
         assert getattr(agentledger, name) is not None
     with pytest.raises(AttributeError):
-        _ = agentledger.NoSuchThing
+        _ = agentledger.NoSuchThing  # type: ignore[attr-defined]
