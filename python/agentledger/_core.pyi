@@ -232,18 +232,6 @@ def log_rebuild(
     order: sorted by leaf here), rebuilt from the empty tree with SQLite stepped in Rust:
     ``(size, frontier, root, gap)``."""
 
-def index_problems(
-    connection: apsw.Connection,
-    key: bytes,
-    table: str,
-    table_sql: str,
-    key_columns: int,
-    indexes: Sequence[tuple[str, str, Sequence[int]]],
-) -> list[str]:
-    """What differs between the table ``table_sql`` scans (primary-key order, the key its
-    first ``key_columns`` columns) and each index's ordered scan, under the 32-byte
-    ``key``: each problem starts with the b-tree's name (``storage/btree_check.py``)."""
-
 # ---- Python json compatibility and bernstein journals (rust/core/src/pyjson*) ----------
 
 AUDITED_FIELDS: tuple[str, ...]

@@ -23,7 +23,6 @@ mod canonical;
 mod entry;
 mod errors;
 mod hashing;
-mod index_scan;
 mod journal;
 mod journal_pass;
 mod merkle;
@@ -58,7 +57,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     canonical::register(m)?;
     entry::register(m)?;
     hashing::register(m)?;
-    index_scan::register(m)?;
     journal::register(m)?;
     journal_pass::register(m)?;
     merkle::register(m)?;
