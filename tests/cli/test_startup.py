@@ -7,11 +7,12 @@ import json
 import subprocess
 import sys
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 
 import agentledger
-from agentledger import _core
+from agentledger import Ledger, _core
 from agentledger._version import __version__
 from agentledger.cli.app import COMMANDS, cli, load_all
 
@@ -51,3 +52,23 @@ def test_the_public_names_load_on_first_use() -> None:
         assert getattr(agentledger, name) is not None
     with pytest.raises(AttributeError):
         _ = agentledger.NoSuchThing  # type: ignore[attr-defined]
+
+
+def test_verify_loads_the_phase_machinery_only_for_a_ledger_with_phase_entries(
+    ledger_path: Path,
+) -> None:
+    """The compiler, its models and the transition rules load when a run has phase entries
+    to replay, not for every verify."""
+    with Ledger.open(ledger_path) as ledger:
+        ledger.run("plain").append("step", {"n": 1})
+    probe = PROBE.replace("main(sys.argv[1:])", "code = main(sys.argv[1:])")
+    probe += "print(code)\n"
+    args = ["--ledger", str(ledger_path), "verify", "--all"]
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True
+    )
+    modules, code = done.stdout.splitlines()[-2:]
+    assert code == "0", done.stderr
+    loaded = set(json.loads(modules))
+    heavy = {"agentledger.phase.models", "agentledger.phase.compiler", "pydantic"}
+    assert not heavy & loaded, sorted(heavy & loaded)

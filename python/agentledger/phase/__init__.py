@@ -7,29 +7,40 @@
 ``compile`` is pure and deterministic; its output is ``phase-capability-evidence/v1``
 with a ``digest`` identical to the reference (veritas-kanban) implementation's.
 See docs/PHASE.md.
+
+The names below load on first use (PEP 562), so that a module that needs only the entry
+kinds (``phase.kinds``) does not pay for the compiler and its models; their types are in
+``__init__.pyi``.
 """
 
-from agentledger.phase.builtins import WORKSPACE_SCOPE, builtin_profile, builtin_profiles
-from agentledger.phase.compiler import (
-    LEGACY_WARNING,
-    PHASE_COMPILER_SOURCE_ID,
-    compile,
-    compile_validated,
-    intersect_scopes,
-)
-from agentledger.phase.digest import evidence_digest, stable_stringify, verify_evidence_digest
-from agentledger.phase.errors import InputIssue, PhaseInputError
-from agentledger.phase.models import (
-    DIMENSIONS,
-    PHASE_NAMES,
-    PhaseCapabilityEvidence,
-    PhaseCapabilityProfile,
-    PhaseCompilerInput,
-    PhaseTransitionIntent,
-    validate,
-)
-from agentledger.phase.plan_artifact import is_safe_plan_artifact_path
-from agentledger.phase.schemas import json_schema
+from agentledger._lazy import lazy_exports
+
+_EXPORTS = {
+    "DIMENSIONS": "agentledger.phase.models",
+    "InputIssue": "agentledger.phase.errors",
+    "LEGACY_WARNING": "agentledger.phase.compiler",
+    "PHASE_COMPILER_SOURCE_ID": "agentledger.phase.compiler",
+    "PHASE_NAMES": "agentledger.phase.models",
+    "PhaseCapabilityEvidence": "agentledger.phase.models",
+    "PhaseCapabilityProfile": "agentledger.phase.models",
+    "PhaseCompilerInput": "agentledger.phase.models",
+    "PhaseInputError": "agentledger.phase.errors",
+    "PhaseTransitionIntent": "agentledger.phase.models",
+    "WORKSPACE_SCOPE": "agentledger.phase.builtins",
+    "builtin_profile": "agentledger.phase.builtins",
+    "builtin_profiles": "agentledger.phase.builtins",
+    "compile": "agentledger.phase.compiler",
+    "compile_validated": "agentledger.phase.compiler",
+    "evidence_digest": "agentledger.phase.digest",
+    "intersect_scopes": "agentledger.phase.compiler",
+    "is_safe_plan_artifact_path": "agentledger.phase.plan_artifact",
+    "json_schema": "agentledger.phase.schemas",
+    "stable_stringify": "agentledger.phase.digest",
+    "validate": "agentledger.phase.models",
+    "verify_evidence_digest": "agentledger.phase.digest",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "DIMENSIONS",
