@@ -533,20 +533,38 @@ def verify_journal(
     queries: Sequence[tuple[Sequence[int | str], tuple[str, int, bytes] | None]],
     jobs: int = 0,
     *,
-    log: LogAssembler | None = None,
-    scan: JournalScan | None = None,
+    marks: Sequence[tuple[Sequence[str], bytes]] | None = None,
+    marked_limit: int = 100_000,
+    log: tuple[int, Sequence[bytes], int] | None = None,
     progress: Callable[[int], object] | None = None,
     batch_rows: int = 16_384,
-) -> tuple[
-    list[tuple[str, int | None, str, str, str]],
-    list[tuple[str, int, int, int, int, bytes]],
-    list[str],
-]:
+) -> JournalPass:
     """Verify the rows ``sql`` selects on the apsw connection ``connection`` (see
-    ``storage/native.py``), once per ``(params, carry)`` query, read and verified in Rust:
-    ``(findings, run summaries, referenced)`` for all of them, one summary per run. ``sql`` selects
-    ``run_id, seq, kind, hash, bytes`` (and ``leaf``, added to ``log``) in (run, seq)
-    order; ``progress`` is called with entry counts between batches."""
+    ``storage/native.py``), once per ``(params, carry)`` query, read and verified in Rust,
+    in one call. ``sql`` selects ``run_id, seq, kind, hash, bytes`` (and ``leaf`` with
+    ``log``) in (run, seq) order. ``marks`` (``(kinds, needle)``: ``kind IN kinds AND
+    instr(bytes, needle) > 0``) records each mark's rows, up to ``marked_limit``; ``log``
+    = ``(base, frontier, limit)`` rebuilds the workspace log from the rows' leaves;
+    ``progress`` is called with entry counts between batches."""
+@final
+class JournalPass:
+    """What one ``verify_journal`` found and gathered."""
+
+    @property
+    def findings(self) -> list[tuple[str, int | None, str, str, str]]:
+        """``(run_id, seq, check, expected, actual)``, at most ``MAX_FINDINGS_PER_RUN`` a run."""
+    @property
+    def runs(self) -> list[tuple[str, int, int, int, int, bytes]]:
+        """``(run_id, entries, activities, findings, last_seq, last_hash)`` per run."""
+    @property
+    def referenced(self) -> list[str]:
+        """The distinct digests the rows reference, sorted."""
+    @property
+    def marked(self) -> list[list[tuple[str, int]] | None]:
+        """Each mark's ``(run_id, seq)`` in row order (``None`` past the limit)."""
+    @property
+    def log(self) -> tuple[int, list[bytes], bytes, tuple[int, int] | None] | None:
+        """The rebuilt log ``(size, frontier, root, gap)``; None without ``log``."""
 
 def verify_blobs(
     connection: apsw.Connection, sql: str, queries: Sequence[Sequence[int | str]]
@@ -565,24 +583,3 @@ class SqliteError(RuntimeError):
 
 def sqlite_bound() -> bool:
     """Whether apsw has loaded this module as an SQLite extension (``storage/native.py``)."""
-@final
-class JournalScan:
-    """Gathers, across the batches of a whole pass, the referenced digests (then not
-    returned per batch) and the ``(run_id, seq)`` of rows matching each mark
-    ``(kinds, needle)``: ``kind IN kinds AND instr(bytes, needle) > 0``."""
-
-    def __new__(
-        cls, marks: Sequence[tuple[Sequence[str], bytes]], limit: int = 100_000
-    ) -> JournalScan: ...
-    def marked(self, index: int) -> list[tuple[str, int]] | None:
-        """Rows mark ``index`` matched, in row order; ``None`` past ``limit``."""
-    def referenced(self) -> list[str]:
-        """The distinct referenced digests, sorted."""
-
-@final
-class LogAssembler:
-    """The workspace log rebuilt from leaves arriving in any order (expects ``base..limit``)."""
-
-    def __new__(cls, base: int, frontier: Sequence[bytes], limit: int) -> LogAssembler: ...
-    def finish(self) -> tuple[int, list[bytes], bytes, tuple[int, int] | None]:
-        """``(size, frontier, root, gap)``; ``gap`` = ``(expected, found)`` leaf out of place."""

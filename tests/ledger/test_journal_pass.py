@@ -32,10 +32,12 @@ def build(path: Path) -> None:
 
 
 def journal(ledger: Ledger, batch_rows: int, **kwargs: Any) -> Any:
+    """``(findings, runs, referenced)`` of one pass."""
     with ledger.db.snapshot() as conn:
-        return _core.verify_journal(
+        done = _core.verify_journal(
             native.handle(conn), ledger.id, SQL, [((), None)], batch_rows=batch_rows, **kwargs
         )
+    return done.findings, done.runs, done.referenced
 
 
 def test_batch_boundaries_do_not_change_the_findings(tmp_path: Path) -> None:
@@ -79,7 +81,7 @@ def test_rows_come_from_the_callers_snapshot(tmp_path: Path) -> None:
             conn.execute("SELECT count(*) FROM entries").fetchall()  # the snapshot starts
             with Ledger.open(path) as writer:
                 writer.run("a").append_many([("step", {"n": i}) for i in range(5)])
-            _, runs, _ = _core.verify_journal(native.handle(conn), ledger.id, SQL, [((), None)])
+            runs = _core.verify_journal(native.handle(conn), ledger.id, SQL, [((), None)]).runs
         assert [(run_id, entries) for run_id, entries, *_ in runs] == [("a", 5)]
         assert ledger.verify().entries == 10
 

@@ -22,10 +22,16 @@ BODIES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def journal(ledger: Ledger, conn: Any, scan: _core.JournalScan, batch_rows: int = 16_384) -> Any:
-    """The whole journal pass, with ``scan``."""
+def journal(ledger: Ledger, conn: Any, limit: int = 100_000, batch_rows: int = 16_384) -> Any:
+    """The whole journal pass, recording the marks (at most ``limit`` rows each)."""
     return _core.verify_journal(
-        native.handle(conn), ledger.id, SQL, [((), None)], scan=scan, batch_rows=batch_rows
+        native.handle(conn),
+        ledger.id,
+        SQL,
+        [((), None)],
+        marks=list(MARKS.values()),
+        marked_limit=limit,
+        batch_rows=batch_rows,
     )
 
 
@@ -36,8 +42,7 @@ def test_marks_match_the_sql_each_check_would_run(tmp_path: Path) -> None:
         with ledger.db.write() as conn:  # phase kinds are reserved to the phase API
             ledger.run("r0")._append_locked(conn, [("phase.authorize", {"kind": "phase.x"})])
         with ledger.db.snapshot() as conn:
-            scan = _core.JournalScan(list(MARKS.values()))
-            journal(ledger, conn, scan, batch_rows=4)  # across batches
+            marked = journal(ledger, conn, batch_rows=4).marked  # across batches
             for index, (kinds, needle) in enumerate(MARKS.values()):
                 marks = ",".join("?" * len(kinds))
                 expected = conn.execute(
@@ -45,7 +50,7 @@ def test_marks_match_the_sql_each_check_would_run(tmp_path: Path) -> None:
                     "AND instr(bytes, ?) > 0 ORDER BY run_id, seq",
                     (*kinds, needle),
                 ).fetchall()
-                assert expected and scan.marked(index) == expected
+                assert expected and marked[index] == expected
             # The checks' own scans use these same strings.
             assert MARKS["mirrored"] == (
                 ("activity.result", "activity.refused"),
@@ -56,12 +61,10 @@ def test_marks_match_the_sql_each_check_would_run(tmp_path: Path) -> None:
             assert MARKS["receipt_ops"][1].decode() in receipts.ALL_SIGNED
             assert MARKS["stage"][1].decode() in stages.ALL_STAGES
             assert MARKS["phase"][1].decode() in phase.ALL_PHASE_ENTRIES
-            limited = _core.JournalScan(list(MARKS.values()), 1)
-            journal(ledger, conn, limited)
-            assert limited.marked(0) is None
+            assert journal(ledger, conn, limit=1).marked[0] is None
 
 
-def test_referenced_digests_accumulate_in_the_scan(tmp_path: Path) -> None:
+def test_referenced_digests_are_gathered_once_across_batches(tmp_path: Path) -> None:
     with Ledger.open(tmp_path / "l.db") as ledger:
         digest = ledger.blobs.put(b"page")
         body = {
@@ -70,7 +73,6 @@ def test_referenced_digests_accumulate_in_the_scan(tmp_path: Path) -> None:
         }
         ledger.run("a").append_many([("activity.result", body)] * 2)
         assert ledger.verify().code == 0
-        scan = _core.JournalScan([])
         with ledger.db.snapshot() as conn:
-            findings, _, referenced = journal(ledger, conn, scan)
-        assert findings == [] and referenced == [] and scan.referenced() == [digest]
+            done = journal(ledger, conn, batch_rows=1)
+        assert done.findings == [] and done.referenced == [digest]

@@ -71,10 +71,8 @@ def entry_detail(ctx: VerifyContext, run_id: str, seq: int) -> str | None:
 def check_journal(ctx: VerifyContext) -> None:
     """Verify every selected entry; fill ``ctx.tails`` and ``ctx.referenced``."""
     # The workspace log (verify/log.py) is rebuilt from these same rows when it asks to be.
-    assembler = getattr(ctx.log_plan, "assembler", None)
-    columns = COLUMNS if assembler is None else LOGGED_COLUMNS
-    # A whole pass keeps referenced digests and marked rows in Rust across batches.
-    scan = _core.JournalScan(list(MARKS.values()), MARKED_LIMIT) if ctx.whole else None
+    rebuild_from = getattr(ctx.log_plan, "rebuild_from", None)
+    columns = COLUMNS if rebuild_from is None else LOGGED_COLUMNS
     queries: list[tuple[tuple[Any, ...], tuple[str, int, bytes] | None]]
     if ctx.tail_from is not None:
         # Incremental: each run from its first new entry, chained to the one before it.
@@ -92,17 +90,20 @@ def check_journal(ctx: VerifyContext) -> None:
     else:
         sql, queries = SELECTED_ROWS.format(columns=columns), [((ctx.selected_json,), None)]
     with native.sqlite_errors():
-        findings, summaries, referenced = _core.verify_journal(
+        done = _core.verify_journal(
             native.handle(ctx.conn),
             ctx.ledger.id,
             sql,
             queries,
             ctx.options.jobs,
-            log=assembler,
-            scan=scan,
+            # A whole pass records which rows later checks look at (they fetch just those).
+            marks=list(MARKS.values()) if ctx.whole else None,
+            marked_limit=MARKED_LIMIT,
+            log=rebuild_from,
             progress=ctx.options.progress,
             batch_rows=BATCH_ROWS,
         )
+    findings = done.findings
     sent = Counter(finding[0] for finding in findings)
     shown = 0
     for run_id, seq, check, expected, actual in findings:
@@ -111,14 +112,15 @@ def check_journal(ctx: VerifyContext) -> None:
             shown += 1
             detail = entry_detail(ctx, run_id, seq)
         ctx.diverged(run_id, Divergence(run_id, seq, check, expected, actual, detail=detail))
-    for run_id, entries, activities, found, last_seq, last_hash in summaries:
+    for run_id, entries, activities, found, last_seq, last_hash in done.runs:
         verdict = ctx.verdict(run_id)
         verdict.entries += entries
         verdict.activities += activities
         # Findings past the per-run cap were counted in Rust but not sent.
         verdict.divergence_count += max(0, found - sent[run_id])
         ctx.tails[run_id] = (last_seq, last_hash)
-    ctx.referenced.update(referenced)
-    if scan is not None:
-        ctx.referenced.update(scan.referenced())
-        ctx.marked = {name: scan.marked(i) for i, name in enumerate(MARKS)}
+    ctx.referenced.update(done.referenced)
+    if ctx.whole:
+        ctx.marked = dict(zip(MARKS, done.marked, strict=True))
+    if rebuild_from is not None:
+        ctx.log_plan.rebuilt = done.log

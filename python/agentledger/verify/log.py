@@ -1,7 +1,7 @@
 """The workspace log: the signed checkpoints commit to exactly the ledger's entries.
 
 Whole-workspace verify rebuilds the log from the rows the journal pass reads anyway: each
-row's leaf hash goes, in Rust, into a ``LogAssembler`` that accepts leaves in any order;
+row's leaf hash goes, in Rust, into an assembler that accepts leaves in any order;
 the leaves must be exactly 0..n-1, and the root and size those of the newest trusted
 checkpoint. So deleting any entry (the last of a run or of the workspace too), or a whole
 run, changes what the log recomputes to. The stored tiles must be exactly the tree of
@@ -70,8 +70,12 @@ class LogPlan:
     """Incremental verify: the state the re-checked tail extends (None: full verify)."""
     covers_workspace: bool = False
     """The whole workspace is verified (fully, or incrementally from ``base``)."""
-    assembler: _core.LogAssembler | None = None
-    """Rebuilds the log from the journal pass's own rows (no second read)."""
+    rebuild_from: tuple[int, tuple[bytes, ...], int] | None = None
+    """The journal pass rebuilds the log from its own rows (no second read): the first
+    ``size`` leaves given by their frontier, then leaves up to the limit: ``(size,
+    frontier, limit)``."""
+    rebuilt: tuple[int, list[bytes], bytes, tuple[int, int] | None] | None = None
+    """What the journal pass rebuilt: ``(size, frontier, root, gap)``."""
     archive: str = ""
     """The archive id the file's seal names ("" for a ledger): its checkpoints must name
     it, and they alone make the file an archive (not the seal row, which anyone can add)."""
@@ -133,7 +137,7 @@ def plan_log(ctx: VerifyContext) -> None:
             )
         if ctx.whole:
             total = int(wslog.fetch(ctx.conn, "SELECT count(*) FROM entries")[0][0])
-            plan.assembler = _core.LogAssembler(0, [], _limit(ctx, total))
+            plan.rebuild_from = (0, (), _limit(ctx, total))
         return
     base = plan.base
     tail_from = {
@@ -149,7 +153,7 @@ def plan_log(ctx: VerifyContext) -> None:
                 0
             ]
         )
-        plan.assembler = _core.LogAssembler(base.size, base.frontier, base.size + tail_count)
+        plan.rebuild_from = (base.size, tuple(base.frontier), base.size + tail_count)
         ctx.verdicts.clear()
         for run_id in tail_from:
             ctx.verdict(run_id)
@@ -247,9 +251,9 @@ def check_log(ctx: VerifyContext) -> None:
         _check_selected_runs(ctx, plan, newest, trusted)
         return
     unlogged = _check_unlogged(ctx)
-    if plan.assembler is None:
+    if plan.rebuilt is None:
         return
-    size, frontier, root, gap = plan.assembler.finish()
+    size, frontier, root, gap = plan.rebuilt
     if gap is not None:
         _report_gaps(ctx, newest)
         return

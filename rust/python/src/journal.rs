@@ -1,13 +1,11 @@
 //! Journal encoding and batch verification. Rows cross the boundary as plain tuples of
 //! str/int/bytes, are copied into Rust memory, and are verified with the GIL released.
 
-use agentledger_core::journal::{self, Carry, DigestSet, EntryRow};
-use agentledger_core::log::{self, LogAssembler as CoreAssembler, LogRow};
+use agentledger_core::journal;
+use agentledger_core::log::{self, LogRow};
 use agentledger_core::merkle::{Hash, HashAlg, IncrementalTree};
-use memchr::memmem::Finder;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rayon::prelude::*;
 
 use crate::canonical::write_py;
 use crate::errors::to_py;
@@ -23,8 +21,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(legacy_log_leaf, m)?)?;
     m.add_function(wrap_pyfunction!(log_extend, m)?)?;
     m.add_function(wrap_pyfunction!(log_rebuild, m)?)?;
-    m.add_class::<LogAssembler>()?;
-    m.add_class::<JournalScan>()?;
     m.add("MAX_FINDINGS_PER_RUN", journal::MAX_FINDINGS_PER_RUN)?;
     Ok(())
 }
@@ -65,157 +61,6 @@ pub(crate) fn canonical_bodies<'a, 'py: 'a, K>(
             Ok((kind, out))
         })
         .collect()
-}
-
-type FindingTuple = (String, Option<i64>, String, String, String);
-type RunTuple = (String, u64, u64, u64, i64, Vec<u8>);
-pub(crate) type BatchTuple = (Vec<FindingTuple>, Vec<RunTuple>, Vec<String>);
-pub(crate) fn to_tuples(report: journal::BatchReport) -> BatchTuple {
-    let findings = report
-        .findings
-        .into_iter()
-        .map(|f| (f.run_id, f.seq, f.check, f.expected, f.actual))
-        .collect();
-    let runs = report
-        .runs
-        .into_iter()
-        .map(|r| {
-            (
-                r.run_id,
-                r.entries,
-                r.activities,
-                r.findings,
-                r.last_seq,
-                r.last_hash,
-            )
-        })
-        .collect();
-    (findings, runs, report.referenced)
-}
-
-/// What a whole journal pass gathers for the checks after it, across batches and without
-/// a Python object per row: the distinct digests activity results reference, and for
-/// each mark `(kinds, needle)` the `(run_id, seq)` of the rows whose kind is one of
-/// `kinds` and whose bytes contain `needle` (SQL's `kind IN (...) AND instr(bytes,
-/// needle) > 0`), in row order. A mark matching more than `limit` rows stops recording
-/// (`marked` is then `None`), so memory stays bounded.
-#[pyclass(module = "agentledger._core")]
-pub(crate) struct JournalScan {
-    marks: Vec<(Vec<String>, Finder<'static>)>,
-    limit: usize,
-    marked: Vec<Option<Vec<(String, i64)>>>,
-    referenced: DigestSet,
-}
-
-#[pymethods]
-impl JournalScan {
-    #[new]
-    #[pyo3(signature = (marks, limit = 100_000))]
-    fn new(marks: Vec<(Vec<String>, Vec<u8>)>, limit: usize) -> Self {
-        let marked = marks.iter().map(|_| Some(Vec::new())).collect();
-        let marks = marks
-            .into_iter()
-            .map(|(kinds, needle)| (kinds, Finder::new(&needle).into_owned()))
-            .collect();
-        JournalScan {
-            marks,
-            limit,
-            marked,
-            referenced: DigestSet::default(),
-        }
-    }
-
-    /// The rows mark `index` matched, in row order, or `None` past the limit.
-    fn marked(&self, index: usize) -> Option<Vec<(String, i64)>> {
-        self.marked.get(index).cloned().flatten()
-    }
-
-    /// The distinct referenced digests, sorted.
-    fn referenced(&self) -> Vec<String> {
-        let mut out: Vec<String> = self.referenced.iter().cloned().collect();
-        out.sort_unstable();
-        out
-    }
-}
-
-/// Which of `marks` each row matches (bit `i` for mark `i`), computed in parallel.
-fn match_rows<R: EntryRow>(marks: &[(Vec<String>, Finder<'static>)], rows: &[R]) -> Vec<u64> {
-    if marks.is_empty() {
-        return vec![0; rows.len()];
-    }
-    // Each kind the marks name, with the marks naming it: one lookup per row.
-    let mut by_kind: Vec<(&str, u64)> = Vec::new();
-    for (i, (kinds, _)) in marks.iter().enumerate().take(64) {
-        for kind in kinds {
-            match by_kind.iter_mut().find(|(name, _)| name == kind) {
-                Some((_, candidates)) => *candidates |= 1 << i,
-                None => by_kind.push((kind, 1 << i)),
-            }
-        }
-    }
-    rows.par_iter()
-        .map(|row| {
-            let Some(&(_, mut candidates)) = by_kind.iter().find(|(kind, _)| *kind == row.kind())
-            else {
-                return 0;
-            };
-            let mut bits = 0u64;
-            while candidates != 0 {
-                let i = candidates.trailing_zeros() as usize;
-                candidates &= candidates - 1;
-                if marks[i].1.find(row.bytes()).is_some() {
-                    bits |= 1 << i;
-                }
-            }
-            bits
-        })
-        .collect()
-}
-
-impl JournalScan {
-    fn record<R: EntryRow>(&mut self, rows: &[R], bits: &[u64]) {
-        for (row, &bits) in rows.iter().zip(bits) {
-            if bits == 0 {
-                continue;
-            }
-            for (i, slot) in self.marked.iter_mut().enumerate().take(64) {
-                if bits & (1 << i) == 0 {
-                    continue;
-                }
-                if let Some(keys) = slot {
-                    if keys.len() < self.limit {
-                        keys.push((row.run_id().to_owned(), row.seq()));
-                    } else {
-                        *slot = None;
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// `verify_batch`, and with a scan, its marks matched in parallel with it and the batch's
-/// referenced digests kept there rather than returned.
-pub(crate) fn verify_and_scan<R: EntryRow>(
-    ledger_id: &str,
-    carry: Option<&Carry>,
-    rows: &[R],
-    scan: Option<&mut JournalScan>,
-) -> journal::BatchReport {
-    match scan {
-        None => journal::verify_batch(ledger_id, carry, rows),
-        Some(scan) => {
-            let JournalScan {
-                marks, referenced, ..
-            } = scan;
-            let (report, bits) = rayon::join(
-                || journal::verify_batch_into(ledger_id, carry, rows, referenced),
-                || match_rows(marks, rows),
-            );
-            scan.record(rows, &bits);
-            report
-        }
-    }
 }
 
 #[pyfunction]
@@ -357,39 +202,6 @@ fn log_rebuild<'py>(
         Ok::<_, PyErr>((tree, gap))
     })?;
     Ok(log_tuple(py, &tree, gap))
-}
-
-/// The workspace log rebuilt from the journal pass's own rows (see `verify_journal`).
-#[pyclass(module = "agentledger._core")]
-pub(crate) struct LogAssembler(pub(crate) CoreAssembler);
-
-#[pymethods]
-impl LogAssembler {
-    /// Expect leaves `base..limit`; the first `base` are given by their frontier.
-    #[new]
-    fn new(base: u64, frontier: Vec<Bound<'_, PyBytes>>, limit: u64) -> PyResult<Self> {
-        let frontier = frontier_nodes(&frontier)?;
-        CoreAssembler::new(log::LOG_ALG, base, frontier, limit)
-            .map(LogAssembler)
-            .map_err(to_py)
-    }
-
-    /// `(size, frontier, root, gap)`: the tree of every leaf added, or `gap` =
-    /// `(expected, found)` for the first leaf out of place (missing, repeated, out of range).
-    fn finish<'py>(&self, py: Python<'py>) -> LogExtendTuple<'py> {
-        let done = self.0.finish();
-        let frontier = done
-            .frontier
-            .iter()
-            .map(|node| PyBytes::new(py, node))
-            .collect();
-        (
-            done.size,
-            frontier,
-            PyBytes::new(py, &done.root),
-            done.gap.map(|g| (g.expected, g.found)),
-        )
-    }
 }
 
 pub(crate) fn frontier_nodes(frontier: &[Bound<'_, PyBytes>]) -> PyResult<Vec<Hash>> {

@@ -2,18 +2,24 @@
 //! (same transaction) into batches on the calling thread, while a second thread verifies
 //! the batch before on the rayon pool. No Python object is made per row, at most
 //! `IN_FLIGHT` batches exist at once, and the GIL is taken only between batches (progress,
-//! Ctrl-C).
+//! Ctrl-C). One call: what the pass gathers (findings, run summaries, referenced digests,
+//! marked rows, the rebuilt log) comes back as one `JournalPass`, and nothing of it stays
+//! in Rust between calls.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
-use agentledger_core::journal::{self, BatchReport, Carry, EntryRow};
+use agentledger_core::journal::{
+    self, verify_and_scan, BatchReport, Carry, EntryRow, JournalScan, MarkedRows,
+};
+use agentledger_core::log::{LogAssembler, LogAssembly, LOG_ALG};
 use agentledger_core::merkle::Hash;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
-use crate::errors::Error;
-use crate::journal::{to_tuples, verify_and_scan, BatchTuple, JournalScan, LogAssembler};
+use crate::errors::{to_py, Error};
+use crate::journal::frontier_nodes;
 use crate::pools::pool;
 use crate::sqlite::{ApswConnection, Connection, Held, Param, Statement};
 
@@ -21,18 +27,24 @@ const IN_FLIGHT: usize = 2;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verify_journal, m)?)?;
+    m.add_class::<JournalPass>()?;
     Ok(())
 }
 
 /// One query's parameters, and the entry before its first row when it starts mid-run.
 type Query = (Vec<Param>, Option<(String, i64, Vec<u8>)>);
 
-/// Verify the rows `sql` selects on `connection`, once per query in
-/// `queries`, in order. `sql` selects `run_id, seq, kind, hash, bytes` (and `leaf` when
-/// `log` is given) ordered by `(run_id, seq)`. Returns `(findings, run summaries,
-/// referenced digests)` for all the rows: one summary per run, findings capped per run.
+/// What to rebuild the workspace log from: the first `base` leaves given by their
+/// `frontier`, then leaves `base..limit` as the rows name them (any order).
+type LogBase<'py> = (u64, Vec<Bound<'py, PyBytes>>, u64);
+
+/// Verify the rows `sql` selects on `connection`, once per query in `queries`, in order.
+/// `sql` selects `run_id, seq, kind, hash, bytes` (and `leaf` when `log` is given) ordered
+/// by `(run_id, seq)`. With `marks`, the referenced digests are gathered across batches
+/// and each mark's rows recorded (up to `marked_limit` each); with `log`, the workspace
+/// log is rebuilt from the rows' leaves.
 #[pyfunction]
-#[pyo3(signature = (connection, ledger_id, sql, queries, jobs = 0, *, log = None, scan = None, progress = None, batch_rows = 16_384))]
+#[pyo3(signature = (connection, ledger_id, sql, queries, jobs = 0, *, marks = None, marked_limit = 100_000, log = None, progress = None, batch_rows = 16_384))]
 #[allow(clippy::too_many_arguments)]
 fn verify_journal(
     py: Python<'_>,
@@ -41,20 +53,26 @@ fn verify_journal(
     sql: &str,
     queries: Vec<Query>,
     jobs: usize,
-    log: Option<&Bound<'_, LogAssembler>>,
-    scan: Option<&Bound<'_, JournalScan>>,
+    marks: Option<Vec<(Vec<String>, Vec<u8>)>>,
+    marked_limit: usize,
+    log: Option<LogBase<'_>>,
     progress: Option<PyObject>,
     batch_rows: usize,
-) -> PyResult<BatchTuple> {
+) -> PyResult<JournalPass> {
+    let mut assembler = match log {
+        Some((base, frontier, limit)) => Some(
+            LogAssembler::new(LOG_ALG, base, frontier_nodes(&frontier)?, limit).map_err(to_py)?,
+        ),
+        None => None,
+    };
+    let mut scan = marks.map(|marks| JournalScan::new(marks, marked_limit));
     let statement = connection.connection().prepare(sql)?;
     let connection = connection.release();
     let batch_rows = batch_rows.max(1);
     let pool = pool(jobs)?;
-    let mut log_guard = log.map(|l| l.borrow_mut());
-    let mut scan_guard = scan.map(|s| s.borrow_mut());
-    let assembler = log_guard.as_deref_mut().map(|l| &mut l.0);
-    let scan = scan_guard.as_deref_mut();
     let logged = assembler.is_some();
+    let folding = assembler.as_mut();
+    let scanning = scan.as_mut();
     let report = py.allow_threads(move || {
         let (send, receive) = mpsc::sync_channel::<RowBatch>(IN_FLIGHT);
         // Verified batches come back to be filled again: their buffers are reused.
@@ -65,7 +83,7 @@ fn verify_journal(
             // tree while the next batch is verified (that fold is sequential).
             let (leaves, to_fold) = mpsc::sync_channel::<Vec<(i64, Hash)>>(IN_FLIGHT);
             threads.spawn(move || {
-                if let Some(assembler) = assembler {
+                if let Some(assembler) = folding {
                     for batch in to_fold {
                         for (leaf, hash) in batch {
                             assembler.add(leaf, hash);
@@ -76,7 +94,7 @@ fn verify_journal(
             let verifier = threads.spawn(|| {
                 pool.install(|| {
                     let leaves = logged.then_some(leaves);
-                    verify_batches(ledger_id, receive, give_back, leaves, scan, &verified)
+                    verify_batches(ledger_id, receive, give_back, leaves, scanning, &verified)
                 })
             });
             let mut reported = 0;
@@ -118,9 +136,100 @@ fn verify_journal(
             Ok::<_, PyErr>(report)
         })
     })?;
-    drop(log_guard);
-    drop(scan_guard);
-    Ok(to_tuples(report))
+    let (marked, mut referenced) = match scan {
+        Some(scan) => scan.into_parts(),
+        None => (Vec::new(), Vec::new()),
+    };
+    referenced.extend(report.referenced.iter().cloned());
+    referenced.sort_unstable();
+    referenced.dedup();
+    Ok(JournalPass {
+        report,
+        marked,
+        referenced,
+        log: assembler.map(|assembler| assembler.finish()),
+    })
+}
+
+/// What one journal pass found and gathered (``verify_journal``'s result).
+#[pyclass(frozen, module = "agentledger._core")]
+struct JournalPass {
+    report: BatchReport,
+    marked: Vec<Option<MarkedRows>>,
+    referenced: Vec<String>,
+    log: Option<LogAssembly>,
+}
+
+type FindingTuple = (String, Option<i64>, String, String, String);
+type RunTuple = (String, u64, u64, u64, i64, Vec<u8>);
+type LogTuple<'py> = (
+    u64,
+    Vec<Bound<'py, PyBytes>>,
+    Bound<'py, PyBytes>,
+    Option<(u64, i64)>,
+);
+
+#[pymethods]
+impl JournalPass {
+    /// `(run_id, seq, check, expected, actual)`, at most `MAX_FINDINGS_PER_RUN` per run.
+    #[getter]
+    fn findings(&self) -> Vec<FindingTuple> {
+        self.report
+            .findings
+            .iter()
+            .map(|f| {
+                let f = f.clone();
+                (f.run_id, f.seq, f.check, f.expected, f.actual)
+            })
+            .collect()
+    }
+
+    /// One `(run_id, entries, activities, findings, last_seq, last_hash)` per run (a run
+    /// split across queries may appear more than once).
+    #[getter]
+    fn runs(&self) -> Vec<RunTuple> {
+        self.report
+            .runs
+            .iter()
+            .map(|r| {
+                let r = r.clone();
+                (
+                    r.run_id,
+                    r.entries,
+                    r.activities,
+                    r.findings,
+                    r.last_seq,
+                    r.last_hash,
+                )
+            })
+            .collect()
+    }
+
+    /// The distinct digests the rows reference, sorted.
+    #[getter]
+    fn referenced(&self) -> Vec<String> {
+        self.referenced.clone()
+    }
+
+    /// Each mark's `(run_id, seq)` in row order (`None` past the limit); empty without marks.
+    #[getter]
+    fn marked(&self) -> Vec<Option<MarkedRows>> {
+        self.marked.clone()
+    }
+
+    /// The rebuilt log `(size, frontier, root, gap)` (None without `log`): `gap` is
+    /// `(expected, found)` for the first leaf out of place.
+    #[getter]
+    fn log<'py>(&self, py: Python<'py>) -> Option<LogTuple<'py>> {
+        self.log.as_ref().map(|done| {
+            (
+                done.size,
+                done.frontier.iter().map(|n| PyBytes::new(py, n)).collect(),
+                PyBytes::new(py, &done.root),
+                done.gap.as_ref().map(|g| (g.expected, g.found)),
+            )
+        })
+    }
 }
 
 /// Rows read from SQLite, their text and bytes in one buffer.

@@ -11,13 +11,15 @@
 //! - `encode`: an entry's bytes, its hash, the chain and the genesis link;
 //! - `row`: a row as the verifier reads it, and what the check of one row says;
 //! - `verify`: the batch verifier and its reference checks of each row;
-//! - `clean_row`: the verifier's fast path for the common row (same results, less work).
+//! - `clean_row`: the verifier's fast path for the common row (same results, less work);
+//! - `scan`: what a whole pass gathers for the checks after it (marked rows, digests).
 //!
 //! The workspace log the entries are leaves of is in [`crate::log`].
 
 mod clean_row;
 mod encode;
 mod row;
+mod scan;
 mod verify;
 
 #[cfg(test)]
@@ -29,6 +31,7 @@ pub use encode::{
     encode_chain, encode_entry, encode_entry_around, entry_hash, evidence_set_hash, genesis_digest,
     genesis_prev, prefixed_hex, EntryHeader,
 };
+pub use scan::{verify_and_scan, JournalScan, MarkedRows};
 pub use verify::{
     verify_batch, verify_batch_into, BatchReport, Carry, DigestSet, EntryRow, Finding, RunSummary,
     StoredEntry,
