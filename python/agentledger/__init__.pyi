@@ -16,20 +16,4 @@ from agentledger.verify import Divergence as Divergence
 from agentledger.verify import RunVerdict as RunVerdict
 from agentledger.verify import VerifyReport as VerifyReport
 
-__all__ = [
-    "ActivityRejected",
-    "ActivityResult",
-    "AgentLedgerError",
-    "Divergence",
-    "Entry",
-    "InvalidInput",
-    "Ledger",
-    "LedgerError",
-    "NotFound",
-    "Observation",
-    "Run",
-    "RunVerdict",
-    "VerifyReport",
-    "WrongThread",
-    "__version__",
-]
+__all__: list[str]

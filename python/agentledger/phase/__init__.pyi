@@ -23,27 +23,4 @@ from agentledger.phase.models import validate as validate
 from agentledger.phase.plan_artifact import is_safe_plan_artifact_path as is_safe_plan_artifact_path
 from agentledger.phase.schemas import json_schema as json_schema
 
-__all__ = [
-    "DIMENSIONS",
-    "LEGACY_WARNING",
-    "PHASE_COMPILER_SOURCE_ID",
-    "PHASE_NAMES",
-    "WORKSPACE_SCOPE",
-    "InputIssue",
-    "PhaseCapabilityEvidence",
-    "PhaseCapabilityProfile",
-    "PhaseCompilerInput",
-    "PhaseInputError",
-    "PhaseTransitionIntent",
-    "builtin_profile",
-    "builtin_profiles",
-    "compile",
-    "compile_validated",
-    "evidence_digest",
-    "intersect_scopes",
-    "is_safe_plan_artifact_path",
-    "json_schema",
-    "stable_stringify",
-    "validate",
-    "verify_evidence_digest",
-]
+__all__: list[str]
