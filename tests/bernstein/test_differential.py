@@ -25,7 +25,7 @@ from agentledger.bernstein.format import acanon, content_hash
 from agentledger.bernstein.writer import public_key_pem, rechain
 from agentledger.storage import native
 from agentledger.verify import VerifyOptions
-from agentledger.verify.bernstein import audit_findings
+from agentledger.verify.bernstein_runs import audit_findings
 
 from . import reference
 from .bernstein_testkit import (

@@ -54,11 +54,12 @@ def test_the_public_names_load_on_first_use() -> None:
         _ = agentledger.NoSuchThing  # type: ignore[attr-defined]
 
 
-def test_verify_loads_the_phase_machinery_only_for_a_ledger_with_phase_entries(
+def test_verify_loads_the_phase_and_bernstein_machinery_only_for_a_ledger_that_needs_it(
     ledger_path: Path,
 ) -> None:
-    """The compiler, its models and the transition rules load when a run has phase entries
-    to replay, not for every verify."""
+    """The phase compiler, its models and the transition rules load when a run has phase
+    entries to replay, and bernstein's verifier when the ledger holds an import: not for
+    every verify."""
     with Ledger.open(ledger_path) as ledger:
         ledger.run("plain").append("step", {"n": 1})
     probe = PROBE.replace("main(sys.argv[1:])", "code = main(sys.argv[1:])")
@@ -70,5 +71,12 @@ def test_verify_loads_the_phase_machinery_only_for_a_ledger_with_phase_entries(
     modules, code = done.stdout.splitlines()[-2:]
     assert code == "0", done.stderr
     loaded = set(json.loads(modules))
-    heavy = {"agentledger.phase.models", "agentledger.phase.compiler", "pydantic"}
+    heavy = {
+        "agentledger.phase.models",
+        "agentledger.phase.compiler",
+        "pydantic",
+        "agentledger.verify.bernstein_runs",
+        "agentledger.bernstein.verifier",
+        "cryptography.x509",
+    }
     assert not heavy & loaded, sorted(heavy & loaded)

@@ -31,13 +31,12 @@ from agentledger.bernstein.format import (
     content_hash,
     valid_run_id,
 )
+from agentledger.bernstein.kinds import IMPORT_KIND, WORKDIR_KIND
 from agentledger.errors import ExitCode, InvalidInput
 from agentledger.ids import utc_timestamp
 from agentledger.journal import ensure_run_row
 
 FORMAT = "bernstein-3.23.0"
-IMPORT_KIND = "import.bernstein"
-WORKDIR_KIND = "import.bernstein.workdir"
 LARGE_FILE = 16 << 20
 """Files above this are streamed into the store instead of read whole."""
 

@@ -56,7 +56,7 @@ def audit_mirror(audit: AuditChain | None) -> _core.BernsteinAuditMirror | None:
     if audit.mirror is not None:
         return audit.mirror
     # A record whose journal_index is not an integer audits no row; verify reports it
-    # with the chain's own findings (``verify.bernstein.audit_findings``).
+    # with the chain's own findings (``verify.bernstein_runs.audit_findings``).
     return _core.BernsteinAuditMirror(
         [
             (

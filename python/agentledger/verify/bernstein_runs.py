@@ -1,0 +1,745 @@
+"""Imported bernstein runs: anchoring in the native chain, then bernstein's verdict
+(``--compat bernstein``) or the strict one (the default). Loaded by ``verify/bernstein.py``
+only for a ledger that holds an import.
+
+Anchoring is always checked: each imported run's ``import.bernstein`` entry must pin the
+digest of the journal bytes the ledger holds, and the manifests pinned by the bookkeeping
+run must list exactly the rows of ``bernstein_files``. So an edit of an imported byte,
+or of the tables that place it, is a divergence even though bernstein's own format
+leaves most of those bytes unhashed.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from agentledger import _core
+from agentledger.bernstein.audit_chain import AuditChain, read_master_key, verify_audit
+from agentledger.bernstein.audit_verdict import read_folder
+from agentledger.bernstein.format import (
+    AUDIT_DIR,
+    BOOKKEEPING_RUN,
+    LINEAGE_DIR,
+    LINEAGE_LOG,
+    RUNS_DIR,
+    SPKI_ED25519_PREFIX,
+    content_hash,
+    journal_path,
+    valid_run_id,
+)
+from agentledger.bernstein.importer import FORMAT, manifest_of
+from agentledger.bernstein.kinds import IMPORT_KIND, WORKDIR_KIND
+from agentledger.bernstein.lineage import (
+    journal_problem,
+    sealed_journal,
+    spine_head_path,
+    spine_path,
+    spine_problems,
+)
+from agentledger.bernstein.lineage_activity import NotReproduced, lineage_activity
+from agentledger.bernstein.run_receipts import RECEIPT_NAME, head_problem, read_claim, receipt_path
+from agentledger.bernstein.seal_anchors import ANCHOR_NAME, seal_anchor_path, seal_anchor_problems
+from agentledger.bernstein.sealed_history import sealed_history
+from agentledger.bernstein.tsa_trust import load_trust_bundle
+from agentledger.bernstein.verifier import verify_ledger_runs
+from agentledger.bernstein.workdir import LedgerWorkdir
+from agentledger.errors import AgentLedgerError, BadArgument, ExitCode, InvalidInput
+from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_KEY_FILE_BYTES, read_capped
+from agentledger.storage import native
+from agentledger.verify.context import VerifyContext
+from agentledger.verify.results import Divergence
+
+COMPAT = "bernstein"
+RECEIPT_FILES = (
+    "a signed run receipt (.sdd/runs/<run>/run-receipt.json), a seal anchor "
+    "(.sdd/runs/<run>/seal_anchor.json) or the journal's seal in the lineage spine "
+    "(.sdd/lineage/<run>/spine.jsonl)"
+)
+IMPORT_FILES = "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path"
+FILES_NAMED = (
+    "SELECT path FROM bernstein_files WHERE path > ? AND path < ? AND path LIKE ? "
+    "AND kind = 'other'"
+)
+"""Files under a folder (a path range, so the store's rows are not scanned) whose path
+matches a LIKE pattern."""
+
+
+def check_imported(ctx: VerifyContext) -> None:
+    pins = _journal_pins(ctx)
+    imported, rows = _imported_runs(ctx, pins)
+    if not imported and not ctx.whole:
+        return
+    selected = [
+        run_id
+        for run_id, verdict in ctx.verdicts.items()
+        if run_id in imported and verdict.code != ExitCode.NOT_FOUND
+    ]
+    if not (ctx.whole or selected or BOOKKEEPING_RUN in ctx.verdicts):
+        return
+    # The files table, read once: the manifests' rows, absent blobs, the store index.
+    with native.sqlite_errors():
+        files = _core.BernsteinFiles(
+            native.handle(ctx.conn), LedgerWorkdir.FILES, FORMAT, LedgerWorkdir.NAME_FROM
+        )
+    _check_manifests(ctx, files)
+    if not selected:
+        return
+    for run_id in selected:
+        if run_id not in rows:
+            ctx.diverged(
+                run_id,
+                _div(run_id, None, "bernstein.anchor.run_row", imported[run_id], "absent",
+                     "bernstein_runs"),
+            )  # fmt: skip
+    compat = ctx.options.compat == COMPAT
+    workdir = LedgerWorkdir(ctx.conn, ctx.ledger.blobs, files.store_index)
+    # bernstein's activity verify never reads the audit chain; strict mode cross-checks it,
+    # and its seals and checkpoints.
+    audit = None
+    master = None if compat else _master_key(ctx)
+    if not compat:
+        segments = workdir.audit_segments()
+        audit = _audit(ctx, segments, master)
+        _check_sealed_history(ctx, workdir, master, segments, audit)
+        _check_lineage_activity(ctx, workdir, segments)
+    results = verify_ledger_runs(
+        ctx.conn,
+        {run_id: imported[run_id] for run_id in selected},
+        store=files.store_index if workdir.has_store() else None,
+        audit=audit,
+        trusted=trusted_keys(ctx.options.trust),
+        jobs=ctx.options.jobs,
+        # A whole-workspace verify re-hashes every blob anyway (verify/blobs.py).
+        referenced=not ctx.whole,
+    )
+    _check_journal_anchors(ctx, results, imported, pins)
+    _rehash_referenced(ctx, results)
+    from_chain = audit_findings(audit)
+    for result in results:
+        _apply(ctx, result, compat, from_chain.get(result.run_id, ()))
+    bound: set[str] = set()
+    if not compat:
+        bound = _check_run_receipts(ctx, workdir, results, imported)
+        bound |= _check_lineage(ctx, workdir, results, imported, master)
+        bound |= _check_seal_anchors(ctx, workdir, results, imported)
+    _notes(ctx, results, audit, compat, bound)
+
+
+def _imported_runs(
+    ctx: VerifyContext, pins: dict[str, tuple[int, dict[str, Any]]]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Every imported run and its journal path, and the ``bernstein_runs`` rows: the runs
+    the native chain says were imported (each run's ``import.bernstein`` entry, the runs
+    each ``import.bernstein.workdir`` entry lists) and those the side table lists. A run
+    the chain pins is verified even when its row was deleted (the missing row is itself a
+    finding); a row the chain does not pin is ``bernstein.anchor.missing``."""
+    rows = {
+        str(run_id): str(path)
+        for run_id, path in ctx.conn.execute("SELECT run_id, path FROM bernstein_runs")
+    }
+    pinned: dict[str, str] = {}
+    for run_id, (_seq, body) in pins.items():
+        path = body.get("path")
+        pinned[run_id] = path if isinstance(path, str) else journal_path(run_id)
+    for run_id, _seq, body in _bodies(ctx, WORKDIR_KIND):
+        listed = body.get("runs") if run_id == BOOKKEEPING_RUN else None
+        for name in listed if isinstance(listed, list) else ():
+            if isinstance(name, str) and valid_run_id(name):
+                pinned.setdefault(name, journal_path(name))
+    return {**pinned, **rows}, rows
+
+
+def _rehash_referenced(ctx: VerifyContext, results: list[_core.BernsteinRun]) -> None:
+    """Reattachment compared stored digests; here the bytes behind them are re-hashed, in
+    Rust, while whole-workspace verify re-hashes every blob anyway."""
+    if ctx.whole:
+        return
+    referenced = sorted({digest for r in results for digest in r.referenced})
+    with native.sqlite_errors():
+        found, mismatches, missing = _core.sha256_check_blobs(
+            native.handle(ctx.conn), LedgerWorkdir.LISTED_BLOBS, referenced, ctx.options.jobs
+        )
+    ctx.report.blobs_checked += found
+    for name, got in mismatches:
+        ctx.diverged(None, _div(None, None, "blob.digest", name, got, name))
+    for name in missing:
+        ctx.diverged(None, _div(None, None, "blob.missing", name, "absent", name))
+
+
+def _div(
+    run_id: str | None, step: int | None, check: str, expected: str, actual: str, subject: str
+) -> Divergence:
+    return Divergence(run_id, step, check, expected, actual, subject)
+
+
+def audit_findings(audit: AuditChain | None) -> dict[str, list[Divergence]]:
+    """By run, what the audit chain's own walk found: its records that do not verify, and
+    records whose ``journal_index`` is not an integer (they audit no row)."""
+    by_run: dict[str, list[Divergence]] = {}
+    if audit is None or not audit.mirrors_activities:
+        return by_run
+    for problem in audit.problems:
+        if problem.run_id is not None:
+            where = f"{problem.segment} line {problem.line}"
+            by_run.setdefault(problem.run_id, []).append(
+                _div(problem.run_id, None, "bernstein.audit.chain", "a verifying record",
+                     problem.reason, where)
+            )  # fmt: skip
+    for record in audit.walked:
+        index = record.journal_index
+        if not isinstance(index, int) or isinstance(index, bool):
+            by_run.setdefault(record.run_id, []).append(
+                _div(record.run_id, None, "bernstein.audit.mismatch", "an integer", repr(index),
+                     "journal_index")
+            )  # fmt: skip
+    return by_run
+
+
+def _apply(
+    ctx: VerifyContext,
+    result: _core.BernsteinRun,
+    compat: bool,
+    audit_findings: Iterable[Divergence],
+) -> None:
+    run_id = result.run_id
+    verdict = ctx.verdict(run_id)
+    verdict.entries += result.rows
+    verdict.activities += result.activities
+    if not result.has_journal:
+        ctx.diverged(
+            run_id,
+            _div(run_id, None, "bernstein.journal", "the imported journal", "absent", "journal"),
+        )
+        return
+    ctx.report.receipts_checked += result.receipts
+    ctx.report.signatures_checked += result.signatures
+    if compat:
+        code = result.compat_code
+        if code == ExitCode.NOT_FOUND:
+            if verdict.code == ExitCode.OK:
+                verdict.code = ExitCode.NOT_FOUND
+                verdict.not_found = f"{result.crash or result.reason} (bernstein exits 1)"
+            return
+        if code == ExitCode.OK:
+            return
+    for finding in result.findings:
+        if compat and finding.strict_only:
+            continue
+        ctx.diverged(
+            run_id,
+            _div(
+                run_id, finding.step, finding.check, finding.expected, finding.actual, finding.field
+            ),
+        )
+    for divergence in audit_findings:
+        ctx.diverged(run_id, divergence)
+
+
+def _check_run_receipts(
+    ctx: VerifyContext,
+    workdir: LedgerWorkdir,
+    results: list[_core.BernsteinRun],
+    imported: dict[str, str],
+) -> set[str]:
+    """Each run's signed receipt, where it has one, against its journal
+    (``run_receipts.py``): a cut or changed tail. Returns the runs with a receipt."""
+    wanted = {receipt_path(imported[r.run_id]): r for r in results if r.has_journal}
+    held = {
+        str(path)
+        for (path,) in ctx.conn.execute(
+            FILES_NAMED,
+            (f"{RUNS_DIR}/", f"{RUNS_DIR}0", f"%/{RECEIPT_NAME}"),
+        )
+    }
+    present = sorted(set(wanted) & held)
+    workdir.prefetch(present)
+    for path in present:
+        result = wanted[path]
+        claim = read_claim(workdir.read(path) or b"")
+        if isinstance(claim, str):
+            ctx.diverged(
+                result.run_id,
+                _div(result.run_id, None, "bernstein.run_receipt.unreadable", "a run receipt",
+                     claim, path),
+            )  # fmt: skip
+            continue
+        problem = head_problem(claim, result.run_id, result.rows, result.head)
+        if problem is not None:
+            ctx.diverged(
+                result.run_id,
+                _div(result.run_id, None, "bernstein.run_receipt.head",
+                     f"{claim.rows} rows, head {claim.head}", problem, path),
+            )  # fmt: skip
+    notes: list[str] | None = getattr(ctx.report, "notes", None)
+    if present and notes is not None:
+        notes.append(
+            f"bernstein: {len(present)} run receipt(s) compared with their journals (rows "
+            "and head); their signatures are not checked here"
+        )
+    return {wanted[path].run_id for path in present}
+
+
+def _check_lineage(
+    ctx: VerifyContext,
+    workdir: LedgerWorkdir,
+    results: list[_core.BernsteinRun],
+    imported: dict[str, str],
+    master: bytes | None,
+) -> set[str]:
+    """Each run's lineage spine as bernstein verifies it, and the run's journal as the
+    spine sealed it (``lineage.py``): other bytes since are a finding. Returns the runs
+    whose journal a spine seals."""
+    wanted = {spine_path(r.run_id): r for r in results if r.has_journal}
+    held = {
+        str(path)
+        for (path,) in ctx.conn.execute(
+            FILES_NAMED,
+            (f"{LINEAGE_DIR}/", f"{LINEAGE_DIR}0", f"{LINEAGE_DIR}/%/spine.jsonl"),
+        )
+    }
+    present = sorted(set(wanted) & held)
+    workdir.prefetch([*present, *(spine_head_path(wanted[p].run_id) for p in present)])
+    sealed_runs = set()
+    for path in present:
+        result = wanted[path]
+        spine = workdir.read(path) or b""
+        head_file = workdir.read(spine_head_path(result.run_id))
+        for reason in spine_problems(spine, head_file, master):
+            ctx.diverged(
+                result.run_id,
+                _div(result.run_id, None, "bernstein.lineage.chain",
+                     "an entry bernstein's spine verify accepts", reason, path),
+            )  # fmt: skip
+        sealed = sealed_journal(spine, imported[result.run_id])
+        if sealed is None:
+            continue
+        sealed_runs.add(result.run_id)
+        problem = journal_problem(sealed, result.file_sha256, result.head)
+        if problem is not None:
+            ctx.diverged(
+                result.run_id,
+                _div(result.run_id, None, "bernstein.lineage.journal",
+                     f"{sealed.content_hash}, head {sealed.head}", problem,
+                     f"{path} line {sealed.line}"),
+            )  # fmt: skip
+    notes: list[str] | None = getattr(ctx.report, "notes", None)
+    if sealed_runs and notes is not None:
+        notes.append(
+            f"bernstein: {len(sealed_runs)} journal(s) compared with their lineage-spine "
+            "seal" + ("" if master is not None else "; the spines' HMAC tags need --audit-key")
+        )
+    return sealed_runs
+
+
+def _check_seal_anchors(
+    ctx: VerifyContext,
+    workdir: LedgerWorkdir,
+    results: list[_core.BernsteinRun],
+    imported: dict[str, str],
+) -> set[str]:
+    """Each run's seal anchor against its journal head (``seal_anchors.py``). Returns the
+    runs with one."""
+    wanted = {seal_anchor_path(imported[r.run_id]): r for r in results if r.has_journal}
+    held = {
+        str(path)
+        for (path,) in ctx.conn.execute(
+            FILES_NAMED, (f"{RUNS_DIR}/", f"{RUNS_DIR}0", f"%/{ANCHOR_NAME}")
+        )
+    }
+    present = sorted(set(wanted) & held)
+    trusted = _tsa_bundle(ctx) if present else None
+    workdir.prefetch(present)
+    for path in present:
+        result = wanted[path]
+        for problem in seal_anchor_problems(workdir.read(path) or b"", result.head, trusted):
+            ctx.diverged(
+                result.run_id,
+                _div(result.run_id, None, problem.check, problem.expected, problem.actual, path),
+            )
+    notes: list[str] | None = getattr(ctx.report, "notes", None)
+    if present and notes is not None:
+        checked = (
+            "their RFC 3161 TSAs against the trust bundle, log proofs not checked here"
+            if trusted
+            else "their TSA signatures (give --tsa-bundle) and log proofs not checked here"
+        )
+        notes.append(
+            f"bernstein: {len(present)} seal anchor(s) compared with their journals' heads; "
+            + checked
+        )
+    return {wanted[path].run_id for path in present}
+
+
+def _notes(
+    ctx: VerifyContext,
+    results: list[_core.BernsteinRun],
+    audit: AuditChain | None,
+    compat: bool,
+    bound: set[str],
+) -> None:
+    notes: list[str] | None = getattr(ctx.report, "notes", None)
+    if notes is None:
+        return
+    if compat:
+        return  # a run bernstein answers 1 says why itself (``RunVerdict.not_found``)
+    if audit is None:
+        notes.append(
+            "bernstein: no audit chain imported; journals cannot be cross-checked against it"
+        )
+    elif not audit.mirrors_activities:
+        notes.append(
+            "bernstein: the audit chain holds no activity.result record (its writer did not "
+            "mirror activities); journals cannot be cross-checked against it"
+        )
+    elif not audit.authenticated:
+        notes.append("bernstein: audit chain read but not authenticated (give --audit-key)")
+    if len(results) == 1 and results[0].run_id in bound:
+        notes.append(
+            f"bernstein run {results[0].run_id}: its run receipt, seal anchor or lineage "
+            "seal binds its rows"
+        )
+    elif len(results) == 1:
+        notes.extend(f"bernstein run {results[0].run_id}: {limit}" for limit in results[0].limits)
+    else:
+        notes.append(
+            "bernstein: ts and elapsed_s are outside every hash in bernstein's format; "
+            "edits to them cannot be detected"
+        )
+        unaudited = sum(
+            1
+            for r in results
+            if r.run_id not in bound
+            and any("after the last audited" in x or "no audit record" in x for x in r.limits)
+        )
+        if unaudited:
+            notes.append(
+                f"bernstein: {unaudited} run(s) end with rows no audit record covers, and "
+                f"have no run receipt, seal anchor or lineage seal (a cut tail there is "
+                "undetectable: "
+                f"{RECEIPT_FILES} would bind each run's rows)"
+            )
+
+
+def _master_key(ctx: VerifyContext) -> bytes | None:
+    if ctx.options.audit_key_file is None:
+        return None
+    try:
+        return read_master_key(
+            read_capped(Path(ctx.options.audit_key_file), MAX_KEY_FILE_BYTES, "a key")
+        )
+    except OSError as exc:
+        raise InvalidInput(f"cannot read the audit key: {exc}", code="audit-key") from None
+
+
+def _check_lineage_activity(
+    ctx: VerifyContext, workdir: LedgerWorkdir, segments: list[tuple[str, bytes]]
+) -> None:
+    """The lineage store's log as bernstein's lineage activity pillar reads it
+    (``lineage_activity.py``): an entry revoked, deriving from one the log lacks, or one
+    bernstein cannot read is a finding. Revocations are read without the audit key, as
+    bernstein reads them."""
+    if workdir.digest(LINEAGE_LOG) is None:
+        return
+    data = workdir.read(LINEAGE_LOG) or b""
+    notes: list[str] | None = getattr(ctx.report, "notes", None)
+    if len(data) > MAX_DOCUMENT_BYTES:
+        problems = [f"{len(data)} bytes, over the {MAX_DOCUMENT_BYTES} read"]
+    else:
+        days = [d for path, d in segments if posixpath.dirname(path) == AUDIT_DIR]
+        try:
+            problems = lineage_activity(data, days, keyed=True).problems
+        except NotReproduced as exc:
+            if notes is not None:
+                notes.append(f"bernstein: the lineage store's activity is not checked: {exc}")
+            return
+    for problem in problems:
+        ctx.diverged(
+            None,
+            _div(None, None, "bernstein.lineage.activity", "an active entry", problem, LINEAGE_LOG),
+        )
+
+
+def _tsa_bundle(ctx: VerifyContext) -> list[Any] | None:
+    """``--tsa-bundle``'s certificates; a bundle that holds none is a usage error."""
+    path = ctx.options.tsa_bundle_file
+    if path is None:
+        return None
+    try:
+        return load_trust_bundle(read_capped(Path(path), MAX_DOCUMENT_BYTES, "a trust bundle"))
+    except (OSError, ValueError) as exc:
+        raise BadArgument(f"--tsa-bundle {path}: {exc}", code="bad-tsa-bundle") from None
+
+
+def _check_sealed_history(
+    ctx: VerifyContext,
+    workdir: LedgerWorkdir,
+    master: bytes | None,
+    segments: list[tuple[str, bytes]],
+    chain: AuditChain | None,
+) -> None:
+    """The audit chain's seals, checkpoints, anchors and co-signatures
+    (``sealed_history.py``), from the segments the chain's walk read."""
+    folder = read_folder(workdir, segments, chain)
+    notes: list[str] | None = getattr(ctx.report, "notes", None)
+    if not folder.sealed and folder.cosignatures is None and folder.anchors is None:
+        if folder.segments and notes is not None:
+            notes.append(
+                "bernstein: the audit chain is not sealed (no .sdd/audit/merkle/seal-*.json, "
+                "no .sdd/audit/checkpoints/checkpoints.jsonl): a cut audit tail is "
+                "undetectable here"
+            )
+        return
+    history = sealed_history(
+        workdir, folder, master, trusted_keys(ctx.options.trust), _tsa_bundle(ctx)
+    )
+    for finding in history.findings:
+        ctx.diverged(
+            None, _div(None, None, finding.check, finding.expected, finding.actual, finding.subject)
+        )
+    if notes is not None:
+        notes.extend(history.notes)
+
+
+def _audit(
+    ctx: VerifyContext, segments: list[tuple[str, bytes]], master: bytes | None
+) -> AuditChain | None:
+    if not segments:
+        return None
+    audit = verify_audit(segments, master)
+    ctx.report.audit_records = getattr(ctx.report, "audit_records", 0) + audit.records
+    if ctx.options.compat != COMPAT:
+        for problem in audit.problems:
+            if problem.run_id is None:
+                ctx.diverged(
+                    None,
+                    _div(
+                        None,
+                        None,
+                        "bernstein.audit.chain",
+                        "a verifying record",
+                        problem.reason,
+                        f"{problem.segment} line {problem.line}",
+                    ),
+                )
+    return audit
+
+
+def trusted_keys(trust: tuple[str, ...]) -> frozenset[bytes]:
+    """Raw Ed25519 keys from ``--trust``: ``ed25519:<hex>``, or a file holding that or a PEM."""
+    keys = set()
+    for item in trust:
+        text = item
+        if not item.startswith("ed25519:"):
+            try:
+                text = read_capped(Path(item), MAX_KEY_FILE_BYTES, "a key").decode("utf-8").strip()
+            except (OSError, UnicodeDecodeError, AgentLedgerError):
+                raise InvalidInput(
+                    f"--trust {item!r}: not ed25519:<hex> nor a readable file", code="bad-trust"
+                ) from None
+        keys.add(_parse_key(text, item))
+    return frozenset(keys)
+
+
+def _parse_key(text: str, label: str) -> bytes:
+    import base64
+    import binascii
+
+    if text.startswith("ed25519:"):
+        try:
+            raw = bytes.fromhex(text[len("ed25519:") :])
+        except ValueError:
+            raw = b""
+    else:
+        body = "".join(line for line in text.splitlines() if not line.startswith("-----"))
+        try:
+            der = base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            der = b""
+        raw = der[12:] if len(der) == 44 and der.startswith(SPKI_ED25519_PREFIX) else b""
+    if len(raw) != 32:
+        raise InvalidInput(f"--trust {label!r}: not an Ed25519 public key", code="bad-trust")
+    return raw
+
+
+def _bodies(ctx: VerifyContext, kind: str) -> list[tuple[str, int, dict[str, Any]]]:
+    rows = ctx.conn.execute(
+        "SELECT run_id, seq, bytes FROM entries WHERE kind = ? ORDER BY run_id, seq", (kind,)
+    ).fetchall()
+    out = []
+    for run_id, seq, raw in rows:
+        try:
+            body = json.loads(bytes(raw))["body"]
+        except (ValueError, KeyError, TypeError):
+            continue  # the journal pass reports entries that do not decode
+        if isinstance(body, dict):
+            out.append((str(run_id), int(seq), body))
+    return out
+
+
+def _journal_pins(ctx: VerifyContext) -> dict[str, tuple[int, dict[str, Any]]]:
+    """Each imported run's first ``import.bernstein`` entry: its seq and body."""
+    pins: dict[str, tuple[int, dict[str, Any]]] = {}
+    for run_id, seq, body in _bodies(ctx, IMPORT_KIND):
+        pins.setdefault(run_id, (seq, body))
+    return pins
+
+
+def _check_journal_anchors(
+    ctx: VerifyContext,
+    results: list[_core.BernsteinRun],
+    imported: dict[str, str],
+    pins: dict[str, tuple[int, dict[str, Any]]],
+) -> None:
+    """Each run's ``import.bernstein`` entry (``pins``) pins the digest of the journal
+    bytes held."""
+    held_imports = dict(ctx.conn.execute("SELECT run_id, import_id FROM bernstein_runs"))
+    for result in results:
+        run_id = result.run_id
+        path = imported[run_id]
+        if run_id not in pins:
+            ctx.diverged(
+                run_id,
+                _div(run_id, None, "bernstein.anchor.missing", IMPORT_KIND, "no entry", path),
+            )
+            continue
+        seq, body = pins[run_id]
+        if run_id in held_imports and body.get("import_id") != held_imports[run_id]:
+            ctx.diverged(
+                run_id,
+                _div(run_id, seq, "bernstein.anchor.import", str(body.get("import_id")),
+                     str(held_imports[run_id]), "import_id"),
+            )  # fmt: skip
+        if body.get("path") != path:
+            ctx.diverged(
+                run_id,
+                _div(run_id, seq, "bernstein.anchor.path", str(body.get("path")), path, "path"),
+            )
+        actual = result.file_sha256 or "absent"
+        if body.get("journal") != actual:
+            ctx.diverged(
+                run_id,
+                _div(
+                    run_id,
+                    seq,
+                    "bernstein.anchor.journal",
+                    str(body.get("journal")),
+                    str(actual),
+                    path,
+                ),
+            )
+
+
+def _check_manifests(ctx: VerifyContext, files: _core.BernsteinFiles) -> None:
+    """Each import's rows of ``bernstein_files`` re-serialize to the manifest its
+    ``import.bernstein.workdir`` entry pins; only on a mismatch are the rows compared one
+    by one, to name the file."""
+    pinned: dict[int, tuple[str, str, int]] = {}
+    details: dict[int, dict[str, Any]] = {}
+    for run_id, seq, body in _bodies(ctx, WORKDIR_KIND):
+        if run_id == BOOKKEEPING_RUN and isinstance(body.get("import_id"), int):
+            pinned[body["import_id"]] = (str(body.get("manifest")), run_id, seq)
+            details[body["import_id"]] = body
+    rows = ctx.conn.execute(
+        "SELECT import_id, manifest, source, imported_at FROM bernstein_imports"
+    ).fetchall()
+    for import_id in sorted(set(pinned) - {int(row[0]) for row in rows}):
+        ctx.diverged(
+            None,
+            _div(None, None, "bernstein.anchor.import", pinned[import_id][0], "absent",
+                 f"bernstein_imports {import_id}"),
+        )  # fmt: skip
+    for import_id, recorded, source, imported_at in rows:
+        body = details.get(int(import_id), {})
+        # Imports made before these were pinned carry neither (then they are only notes).
+        for field, held in (("source", source), ("imported_at", imported_at)):
+            if field in body and body[field] != held:
+                ctx.diverged(
+                    None,
+                    _div(None, None, "bernstein.anchor.import", str(body[field]), str(held),
+                         f"bernstein_imports {import_id} {field}"),
+                )  # fmt: skip
+        if pinned.get(int(import_id), ("",))[0] != recorded:
+            ctx.diverged(
+                None,
+                _div(
+                    None,
+                    None,
+                    "bernstein.anchor.import",
+                    "a pinned manifest",
+                    str(recorded),
+                    f"bernstein_imports {import_id}",
+                ),
+            )
+    for import_id in sorted(set(files.import_ids) - set(pinned)):
+        for path, kind, digest in _files_of(ctx, import_id):
+            ctx.diverged(
+                None,
+                _div(
+                    None,
+                    None,
+                    "bernstein.anchor.file",
+                    "a file of a pinned import",
+                    repr((kind, digest)),
+                    path,
+                ),
+            )
+    for import_id, (manifest, run_id, seq) in sorted(pinned.items()):
+        # Serialized in Rust as the rows were read (path order is ``sorted``'s: paths are
+        # unique, and SQLite's BINARY order is code point order).
+        if files.manifest_hash(import_id) == manifest:
+            continue
+        # Only Python's own serialization of the rows decides a mismatch.
+        held = _files_of(ctx, import_id)
+        if content_hash(manifest_of(held)) != manifest:
+            _name_differences(ctx, manifest, held, run_id, seq)
+    for path, digest in files.absent:
+        ctx.diverged(
+            None, _div(None, None, "bernstein.anchor.blob_missing", digest, "absent", path)
+        )
+
+
+def _files_of(ctx: VerifyContext, import_id: int) -> list[tuple[str, str, str | None]]:
+    return [
+        (str(path), str(kind), None if digest is None else str(digest))
+        for path, kind, digest in ctx.conn.execute(IMPORT_FILES, (import_id,))
+    ]
+
+
+def _name_differences(
+    ctx: VerifyContext,
+    manifest: str,
+    held: list[tuple[str, str, str | None]],
+    run_id: str,
+    seq: int,
+) -> None:
+    try:
+        data = ctx.ledger.blobs.get(manifest)
+    except (KeyError, ValueError):
+        data = b""
+    if content_hash(data) != manifest:
+        ctx.diverged(
+            run_id,
+            _div(
+                run_id, seq, "bernstein.anchor.manifest", manifest, content_hash(data), "manifest"
+            ),
+        )
+        return
+    listed = {path: (kind, digest) for path, kind, digest in json.loads(data)["files"]}
+    have = {path: (kind, digest) for path, kind, digest in held}
+    for path in sorted(set(listed) | set(have)):
+        if listed.get(path) != have.get(path):
+            ctx.diverged(
+                None,
+                _div(
+                    None,
+                    None,
+                    "bernstein.anchor.file",
+                    repr(listed.get(path)),
+                    repr(have.get(path)),
+                    path,
+                ),
+            )
