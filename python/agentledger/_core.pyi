@@ -536,6 +536,7 @@ def verify_journal(
     marks: Sequence[tuple[Sequence[str], bytes]] | None = None,
     marked_limit: int = 100_000,
     log: tuple[int, Sequence[bytes], int] | None = None,
+    indexes: tuple[bytes, str, Sequence[tuple[str, str, Sequence[int]]]] | None = None,
     progress: Callable[[int], object] | None = None,
     batch_rows: int = 16_384,
 ) -> JournalPass:
@@ -545,7 +546,10 @@ def verify_journal(
     ``log``) in (run, seq) order. ``marks`` (``(kinds, needle)``: ``kind IN kinds AND
     instr(bytes, needle) > 0``) records each mark's rows, up to ``marked_limit``; ``log``
     = ``(base, frontier, limit)`` rebuilds the workspace log from the rows' leaves;
-    ``progress`` is called with entry counts between batches."""
+    ``indexes`` = ``(key, table, [(index, scan sql, columns in the row)])`` (a whole pass
+    with ``log``) compares each index with the rows read, under the 32-byte ``key``
+    (``storage/btree_check.py``); ``progress`` is called with entry counts between
+    batches."""
 @final
 class JournalPass:
     """What one ``verify_journal`` found and gathered."""
@@ -562,6 +566,10 @@ class JournalPass:
     @property
     def marked(self) -> list[list[tuple[str, int]] | None]:
         """Each mark's ``(run_id, seq)`` in row order (``None`` past the limit)."""
+    @property
+    def index_problems(self) -> list[str]:
+        """What differs between the table and its indexes, each starting with a b-tree's
+        name; empty without ``indexes``."""
     @property
     def log(self) -> tuple[int, list[bytes], bytes, tuple[int, int] | None] | None:
         """The rebuilt log ``(size, frontier, root, gap)``; None without ``log``."""

@@ -7,11 +7,22 @@ that index from rows the attacker chose. A forged run without a leaf vanishes fr
 ``entries_by_leaf`` (and from ``count(*)``, which SQLite answers from the smallest index);
 an entry left out of ``entries_by_kind`` hides the blob it references.
 
-So verify, and every signer inside its write transaction, first runs SQLite's own
-index-versus-table check (``PRAGMA integrity_check(table)``: every row of the table is
-found in each of its indexes, each index holds as many entries as the table has rows, and
-the pages of both are well formed) on the tables it reads, in the snapshot it decides from.
-``quick_check`` is not enough: it skips exactly the index-versus-table comparison.
+So verify, and every signer inside its write transaction, checks that every index holds
+exactly its table's rows, in the snapshot it decides from:
+
+- SQLite's own index-versus-table check (``PRAGMA integrity_check(table)``: every row of the
+  table is looked up in each of its indexes, each index holds as many entries as the table
+  has rows, and the pages of both are well formed) is the reference, and checks every table
+  but one case. ``quick_check`` is not enough: it skips exactly that comparison.
+- A whole verify reads every row of ``entries`` anyway (the journal pass), so there the
+  ``entries`` indexes are checked from that same read (``fold_plan``): the pass counts the
+  table's rows as each index holds them, as keyed multisets (a key drawn for the call, so
+  no arrangement of the file's rows can aim at a collision), and checks its keys come in
+  strictly increasing order; then each index is scanned in its own order, which must be
+  strictly increasing too, and its rows must be the table's. ``entries`` is a ``WITHOUT
+  ROWID`` table: in it, as in every index, each key is a cell its scan visits (interior
+  cells included), so sorted scans prove every seek goes the right way. A finding stops the
+  verify as SQLite's would (``IndexesDisagree``): nothing else is reported from such a file.
 """
 
 from __future__ import annotations
@@ -20,7 +31,7 @@ from collections.abc import Iterable
 
 import apsw
 
-from agentledger.errors import Diverged
+from agentledger.errors import Diverged, LedgerError
 from agentledger.storage.migrations import SCHEMA_VERSION
 from agentledger.storage.schema_lock import expected_objects
 
@@ -47,6 +58,58 @@ def btree_problems(conn: apsw.Connection, tables: Iterable[str] | None = None) -
     return problems
 
 
+class IndexesDisagree(LedgerError):
+    """The folded index check (``fold_plan``) found an index that is not its table's."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__(f"SQLite's b-trees disagree ({problems[0]})", code="btree-mismatch")
+        self.problems = problems
+
+
+FOLDED_TABLE = "entries"
+PASS_COLUMNS = ("run_id", "seq", "kind", "hash", "bytes", "leaf")
+"""The journal pass's row (``verify/journal_pass.py``), which the folded check reads."""
+
+IndexSpec = tuple[str, str, list[int]]
+
+
+def fold_plan(conn: apsw.Connection) -> list[IndexSpec] | None:
+    """How a whole journal pass checks the ``entries`` indexes from its own read: for each
+    index, its name, the SQL that scans it in its order, and where its columns are in the
+    pass's row. None when only SQLite's check can (the table not ``WITHOUT ROWID`` keyed
+    ``(run_id, seq)``, an index partial, descending, not BINARY, or over another column;
+    a scan SQLite would sort rather than read straight from the b-tree: a sort would hide
+    an index out of order)."""
+    table = FOLDED_TABLE
+    listed = conn.execute(
+        "SELECT wr FROM pragma_table_list WHERE schema = 'main' AND name = ?", (table,)
+    ).fetchall()
+    if not listed or not listed[0][0]:
+        return None
+    specs: list[IndexSpec] = []
+    for name, origin, partial in conn.execute(
+        "SELECT name, origin, partial FROM pragma_index_list(?)", (table,)
+    ).fetchall():
+        info = conn.execute(
+            "SELECT name, desc, coll, key FROM pragma_index_xinfo(?) ORDER BY seqno", (name,)
+        ).fetchall()
+        plain = all(not desc and coll == "BINARY" for _, desc, coll, _ in info)
+        columns = [column for column, *_ in info]
+        if partial or not plain or not all(c in PASS_COLUMNS for c in columns):
+            return None
+        if origin == "pk":  # the table's own b-tree: the pass reads it in this order
+            if [column for column, _, _, is_key in info if is_key] != ["run_id", "seq"]:
+                return None
+            continue
+        names = ", ".join(f'"{c}"' for c in columns)
+        sql = f'SELECT {names} FROM "{table}" INDEXED BY "{name}" ORDER BY {names}'
+        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}")]
+        if plan != [f"SCAN {table} USING COVERING INDEX {name}"]:
+            return None
+        specs.append((name, sql, [PASS_COLUMNS.index(c) for c in columns]))
+    return specs
+
+
 def require_btrees_agree(
     conn: apsw.Connection, tables: Iterable[str] | None = None, *, what: str = "the ledger"
 ) -> None:
@@ -68,4 +131,12 @@ def require_btrees_agree(
         )
 
 
-__all__ = ["CHECK", "btree_problems", "ledger_tables", "require_btrees_agree"]
+__all__ = [
+    "CHECK",
+    "FOLDED_TABLE",
+    "IndexesDisagree",
+    "btree_problems",
+    "fold_plan",
+    "ledger_tables",
+    "require_btrees_agree",
+]

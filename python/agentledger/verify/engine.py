@@ -149,29 +149,30 @@ def _verify(
             "it (its entries are then verified before anything is signed)",
             code="ledger-old",
         )
-    report = VerifyReport(
-        ledger_path=str(ledger.path),
-        ledger_id=ledger.id,
-        version=_core.__version__,
-        verified_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
-        trusted_keys=trusted_keys(ledger, options),
-    )
-    if ledger.db.immutable:
-        report.notes.append(
-            "the ledger cannot be written here: read as immutable (no locks, no -wal); "
-            "nothing was written"
-        )
+    report = _new_report(ledger, options)
     # Read before the snapshot's first read: the memory is written after each commit, so
     # what it says is then never newer than what the snapshot sees.
     remembered = SignerMemory(ledger.keys.home, ledger.id).read()
     with ledger.db.snapshot() as conn:
         # What the file's SQL returns cannot be trusted until its schema is ours (re-read
         # in this snapshot: it may have changed since the file was opened) and its indexes
-        # hold exactly their tables' rows: until then no other SQL runs on it.
-        refused = _untrusted_storage(ledger, conn)
-        for divergence in refused:
-            report.workspace.append(divergence)
+        # hold exactly their tables' rows: until then no other SQL runs on it. A whole
+        # pass checks the entries' indexes from its own read of every row (btree_check).
+        whole_pass = run_ids is None and not options.incremental
+        refused, folded = _untrusted_storage(ledger, conn, whole_pass)
+        if not refused:
+            ctx = _context(ledger, conn, run_ids, options, report, remembered)
+            ctx.folded_indexes = folded
+            try:
+                for check in CHECKS:
+                    check(ctx)
+            except btree_check.IndexesDisagree as disagree:
+                # Nothing the other checks found from such a file is reported.
+                report = _new_report(ledger, options)
+                refused = _btree_divergences(disagree.problems)
         if refused:
+            for divergence in refused:
+                report.workspace.append(divergence)
             report.notes.append(
                 "no other check ran: "
                 + (
@@ -186,10 +187,6 @@ def _verify(
                 first = refused[0]
                 verdict.add(Divergence(run_id, None, first.check, first.expected, first.actual))
             ctx = VerifyContext(ledger, conn, options, report, verdicts, run_ids is None)
-        else:
-            ctx = _context(ledger, conn, run_ids, options, report, remembered)
-            for check in CHECKS:
-                check(ctx)
     report.runs = list(ctx.verdicts.values())
     if report.checkpoint is None and report.checkpoint_reason is None:
         # The log check records the newest checkpoint (or that there is none) when it runs.
@@ -200,9 +197,29 @@ def _verify(
     return report
 
 
-def _untrusted_storage(ledger: LedgerHandle, conn: apsw.Connection) -> list[Divergence]:
+def _new_report(ledger: LedgerHandle, options: VerifyOptions) -> VerifyReport:
+    report = VerifyReport(
+        ledger_path=str(ledger.path),
+        ledger_id=ledger.id,
+        version=_core.__version__,
+        verified_at=datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
+        trusted_keys=trusted_keys(ledger, options),
+    )
+    if ledger.db.immutable:
+        report.notes.append(
+            "the ledger cannot be written here: read as immutable (no locks, no -wal); "
+            "nothing was written"
+        )
+    return report
+
+
+def _untrusted_storage(
+    ledger: LedgerHandle, conn: apsw.Connection, whole_pass: bool
+) -> tuple[list[Divergence], list[btree_check.IndexSpec] | None]:
     """Why nothing the file's SQL answers can be trusted: its schema is not the one
-    agentledger creates, or its b-trees disagree; empty when neither."""
+    agentledger creates, or its b-trees disagree; empty when neither. With ``whole_pass``
+    the ``entries`` indexes are left to the journal pass when it can check them (the plan
+    it will follow is returned)."""
     ledger.db.recheck_schema()
     if ledger.db.schema_findings:
         return [
@@ -210,7 +227,17 @@ def _untrusted_storage(ledger: LedgerHandle, conn: apsw.Connection) -> list[Dive
                 None, None, "schema.altered", "the schema agentledger creates", f, "sqlite_schema"
             )
             for f in ledger.db.schema_findings
-        ]
+        ], None
+    folded = btree_check.fold_plan(conn) if whole_pass else None
+    tables = [
+        table
+        for table in btree_check.ledger_tables()
+        if folded is None or table != btree_check.FOLDED_TABLE
+    ]
+    return _btree_divergences(btree_check.btree_problems(conn, tables)), folded
+
+
+def _btree_divergences(problems: list[str]) -> list[Divergence]:
     return [
         Divergence(
             None,
@@ -220,7 +247,7 @@ def _untrusted_storage(ledger: LedgerHandle, conn: apsw.Connection) -> list[Dive
             problem,
             problem.split(":", 1)[0],
         )
-        for problem in btree_check.btree_problems(conn)
+        for problem in problems
     ]
 
 

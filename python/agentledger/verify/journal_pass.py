@@ -9,13 +9,14 @@ workspace. Python only merges the per-run results into the verdicts.
 from __future__ import annotations
 
 import json
+import secrets
 from collections import Counter
 from typing import Any
 
 from agentledger import _core
 from agentledger.display import shorten
 from agentledger.phase.kinds import PHASE_KINDS
-from agentledger.storage import native
+from agentledger.storage import btree_check, native
 from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
 
@@ -68,6 +69,23 @@ def entry_detail(ctx: VerifyContext, run_id: str, seq: int) -> str | None:
     return f"{kind} {shorten(text, DETAIL_CHARS)}"
 
 
+def _folded_index_check(
+    ctx: VerifyContext, whole_read: bool
+) -> tuple[bytes, str, list[tuple[str, str, list[int]]]] | None:
+    """The ``entries`` index check this pass makes from its own read, when the engine left
+    it here; SQLite's own check first instead when the pass does not read every row."""
+    folded = ctx.folded_indexes
+    if folded is None:
+        return None
+    if not whole_read or ctx.tail_from is not None:
+        problems = btree_check.btree_problems(ctx.conn, [btree_check.FOLDED_TABLE])
+        if problems:
+            raise btree_check.IndexesDisagree(problems)
+        return None
+    # Drawn after the file was written: no arrangement of its rows aims at it.
+    return secrets.token_bytes(32), btree_check.FOLDED_TABLE, folded
+
+
 def check_journal(ctx: VerifyContext) -> None:
     """Verify every selected entry; fill ``ctx.tails`` and ``ctx.referenced``."""
     # The workspace log (verify/log.py) is rebuilt from these same rows when it asks to be.
@@ -89,6 +107,7 @@ def check_journal(ctx: VerifyContext) -> None:
         sql, queries = ALL_ROWS.format(columns=columns), [((), None)]
     else:
         sql, queries = SELECTED_ROWS.format(columns=columns), [((ctx.selected_json,), None)]
+    indexes = _folded_index_check(ctx, whole_read=rebuild_from is not None and ctx.whole)
     with native.sqlite_errors():
         done = _core.verify_journal(
             native.handle(ctx.conn),
@@ -100,9 +119,12 @@ def check_journal(ctx: VerifyContext) -> None:
             marks=list(MARKS.values()) if ctx.whole else None,
             marked_limit=MARKED_LIMIT,
             log=rebuild_from,
+            indexes=indexes,
             progress=ctx.options.progress,
             batch_rows=BATCH_ROWS,
         )
+    if done.index_problems:
+        raise btree_check.IndexesDisagree(done.index_problems)
     findings = done.findings
     sent = Counter(finding[0] for finding in findings)
     shown = 0

@@ -13,6 +13,7 @@ pub mod blob_check;
 pub mod canonical;
 pub mod error;
 pub mod hash;
+pub mod index_agreement;
 pub mod journal;
 pub mod log;
 pub mod merkle;

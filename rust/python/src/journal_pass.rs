@@ -10,18 +10,21 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
+use agentledger_core::index_agreement::Cell;
 use agentledger_core::journal::{
     self, verify_and_scan, BatchReport, Carry, EntryRow, JournalScan, MarkedRows,
 };
 use agentledger_core::log::{LogAssembler, LogAssembly, LOG_ALG};
 use agentledger_core::merkle::Hash;
+use libsqlite3_sys as ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::errors::{to_py, Error};
+use crate::index_check::{self, IndexSpec, PassRows, TableSide};
 use crate::journal::frontier_nodes;
 use crate::pools::pool;
-use crate::sqlite::{ApswConnection, Connection, Held, Param, Statement};
+use crate::sqlite::{ApswConnection, Connection, Held, Param, Reading, Statement};
 
 const IN_FLIGHT: usize = 2;
 
@@ -38,13 +41,18 @@ type Query = (Vec<Param>, Option<(String, i64, Vec<u8>)>);
 /// `frontier`, then leaves `base..limit` as the rows name them (any order).
 type LogBase<'py> = (u64, Vec<Bound<'py, PyBytes>>, u64);
 
+/// The index-versus-table check folded into a whole pass: a 32-byte key drawn for this
+/// call, the table's name, and its indexes (`index_check.rs`).
+type IndexCheck = (Vec<u8>, String, Vec<IndexSpec>);
+
 /// Verify the rows `sql` selects on `connection`, once per query in `queries`, in order.
 /// `sql` selects `run_id, seq, kind, hash, bytes` (and `leaf` when `log` is given) ordered
 /// by `(run_id, seq)`. With `marks`, the referenced digests are gathered across batches
 /// and each mark's rows recorded (up to `marked_limit` each); with `log`, the workspace
-/// log is rebuilt from the rows' leaves.
+/// log is rebuilt from the rows' leaves; with `indexes` (a whole pass in primary-key order,
+/// `leaf` selected), each index is compared with the table's rows.
 #[pyfunction]
-#[pyo3(signature = (connection, ledger_id, sql, queries, jobs = 0, *, marks = None, marked_limit = 100_000, log = None, progress = None, batch_rows = 16_384))]
+#[pyo3(signature = (connection, ledger_id, sql, queries, jobs = 0, *, marks = None, marked_limit = 100_000, log = None, indexes = None, progress = None, batch_rows = 16_384))]
 #[allow(clippy::too_many_arguments)]
 fn verify_journal(
     py: Python<'_>,
@@ -56,9 +64,11 @@ fn verify_journal(
     marks: Option<Vec<(Vec<String>, Vec<u8>)>>,
     marked_limit: usize,
     log: Option<LogBase<'_>>,
+    indexes: Option<IndexCheck>,
     progress: Option<PyObject>,
     batch_rows: usize,
 ) -> PyResult<JournalPass> {
+    let logged = log.is_some();
     let mut assembler = match log {
         Some((base, frontier, limit)) => Some(
             LogAssembler::new(LOG_ALG, base, frontier_nodes(&frontier)?, limit).map_err(to_py)?,
@@ -67,12 +77,30 @@ fn verify_journal(
     };
     let mut scan = marks.map(|marks| JournalScan::new(marks, marked_limit));
     let statement = connection.connection().prepare(sql)?;
+    let mut folded = None;
+    if let Some((key, table, specs)) = indexes {
+        let key: [u8; 32] = key
+            .try_into()
+            .map_err(|_| pyo3::exceptions::PyValueError::new_err("the key is 32 bytes"))?;
+        if !logged {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "the index check needs the rows' leaf (a pass that rebuilds the log)",
+            ));
+        }
+        let statements = index_check::prepare(connection.connection(), &specs)?;
+        folded = Some((key, table, TableSide::new(key, &specs)?, specs, statements));
+    }
     let connection = connection.release();
     let batch_rows = batch_rows.max(1);
     let pool = pool(jobs)?;
-    let logged = assembler.is_some();
     let folding = assembler.as_mut();
     let scanning = scan.as_mut();
+    let (index_statements, table_side) = match folded.as_mut() {
+        Some((key, _, side, _, statements)) => {
+            (Some((*key, std::mem::take(statements))), Some(side))
+        }
+        None => (None, None),
+    };
     let report = py.allow_threads(move || {
         let (send, receive) = mpsc::sync_channel::<RowBatch>(IN_FLIGHT);
         // Verified batches come back to be filled again: their buffers are reused.
@@ -94,7 +122,9 @@ fn verify_journal(
             let verifier = threads.spawn(|| {
                 pool.install(|| {
                     let leaves = logged.then_some(leaves);
-                    verify_batches(ledger_id, receive, give_back, leaves, scanning, &verified)
+                    verify_batches(
+                        ledger_id, receive, give_back, leaves, scanning, table_side, &verified,
+                    )
                 })
             });
             let mut reported = 0;
@@ -127,15 +157,29 @@ fn verify_journal(
                 },
             );
             drop(send);
+            // Each index scanned in its own order while the last batches are verified.
+            let scans = match (&read, &stopped, index_statements) {
+                (Ok(()), None, Some((key, statements))) => {
+                    let mut reading = Reading::new(connection);
+                    Some(index_check::scan_indexes(key, statements, &mut reading))
+                }
+                _ => None,
+            };
             let report = verifier.join().expect("the verifier does not panic");
             read.map_err(PyErr::from)?;
             if let Some(err) = stopped {
                 return Err(err);
             }
+            let scans = scans.transpose()?;
             report_progress()?;
-            Ok::<_, PyErr>(report)
+            Ok::<_, PyErr>((report, scans))
         })
     })?;
+    let (report, scans) = report;
+    let index_problems = match (&folded, scans) {
+        (Some((_, table, side, specs, _)), Some(scans)) => side.problems(table, specs, &scans),
+        _ => Vec::new(),
+    };
     let (marked, mut referenced) = match scan {
         Some(scan) => scan.into_parts(),
         None => (Vec::new(), Vec::new()),
@@ -148,6 +192,7 @@ fn verify_journal(
         marked,
         referenced,
         log: assembler.map(|assembler| assembler.finish()),
+        index_problems,
     })
 }
 
@@ -158,6 +203,7 @@ struct JournalPass {
     marked: Vec<Option<MarkedRows>>,
     referenced: Vec<String>,
     log: Option<LogAssembly>,
+    index_problems: Vec<String>,
 }
 
 type FindingTuple = (String, Option<i64>, String, String, String);
@@ -217,6 +263,13 @@ impl JournalPass {
         self.marked.clone()
     }
 
+    /// What differs between the table and its indexes (empty without `indexes`), each
+    /// problem starting with the b-tree's name.
+    #[getter]
+    fn index_problems(&self) -> Vec<String> {
+        self.index_problems.clone()
+    }
+
     /// The rebuilt log `(size, frontier, root, gap)` (None without `log`): `gap` is
     /// `(expected, found)` for the first leaf out of place.
     #[getter]
@@ -247,6 +300,9 @@ struct StoredRow {
     hash: Range<usize>,
     bytes: Range<usize>,
     leaf: Option<i64>,
+    /// A value not of its column's type (STRICT: `run_id` and `kind` UTF-8 text, `seq` an
+    /// integer, `leaf` an integer or NULL): what the index check reports.
+    odd: bool,
 }
 
 /// A row of a batch, borrowed from its buffer.
@@ -300,24 +356,37 @@ impl RowBatch {
         start..self.data.len()
     }
 
-    /// Text kept as UTF-8 (an invalid sequence becomes U+FFFD, and so differs).
-    fn keep_text(&mut self, bytes: &[u8]) -> Range<usize> {
+    /// Text kept as UTF-8 (an invalid sequence becomes U+FFFD, and so differs); whether
+    /// it was valid.
+    fn keep_text(&mut self, bytes: &[u8]) -> (Range<usize>, bool) {
         match std::str::from_utf8(bytes) {
-            Ok(_) => self.keep(bytes),
-            Err(_) => self.keep(String::from_utf8_lossy(bytes).as_bytes()),
+            Ok(_) => (self.keep(bytes), true),
+            Err(_) => (self.keep(String::from_utf8_lossy(bytes).as_bytes()), false),
         }
     }
 
     /// Copy the statement's current row. Values are taken by content: a STRICT table
     /// holds each in its column's type, and any edit of one changes what is hashed.
     fn push(&mut self, statement: &Statement, held: &Held, logged: bool) {
+        // Types first: reading a value as bytes may convert it.
+        let typed = statement.column_type(0) == ffi::SQLITE_TEXT
+            && statement.column_type(1) == ffi::SQLITE_INTEGER
+            && statement.column_type(2) == ffi::SQLITE_TEXT
+            && (!logged
+                || matches!(
+                    statement.column_type(5),
+                    ffi::SQLITE_INTEGER | ffi::SQLITE_NULL
+                ));
+        let (run_id, run_id_utf8) = self.keep_text(statement.bytes_held(held, 0));
+        let (kind, kind_utf8) = self.keep_text(statement.bytes_held(held, 2));
         let row = StoredRow {
-            run_id: self.keep_text(statement.bytes_held(held, 0)),
+            run_id,
             seq: statement.int(1),
-            kind: self.keep_text(statement.bytes_held(held, 2)),
+            kind,
             hash: self.keep(statement.bytes_held(held, 3)),
             bytes: self.keep(statement.bytes_held(held, 4)),
             leaf: (logged && !statement.is_null(5)).then(|| statement.int(5)),
+            odd: !(typed && run_id_utf8 && kind_utf8),
         };
         self.rows.push(row);
     }
@@ -337,6 +406,29 @@ impl RowBatch {
                 bytes: &self.data[row.bytes.clone()],
             })
             .collect()
+    }
+}
+
+impl PassRows for RowBatch {
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn cell(&self, row: usize, column: usize) -> Cell<'_> {
+        let row = &self.rows[row];
+        let at = |range: &Range<usize>| &self.data[range.clone()];
+        match column {
+            0 => Cell::Text(at(&row.run_id)),
+            1 => Cell::Int(row.seq),
+            2 => Cell::Text(at(&row.kind)),
+            3 => Cell::Blob(at(&row.hash)),
+            4 => Cell::Blob(at(&row.bytes)),
+            _ => row.leaf.map_or(Cell::Null, Cell::Int),
+        }
+    }
+
+    fn odd(&self, row: usize) -> bool {
+        self.rows[row].odd
     }
 }
 
@@ -398,6 +490,7 @@ fn verify_batches(
     spent: mpsc::Sender<RowBatch>,
     leaves: Option<mpsc::SyncSender<Vec<(i64, Hash)>>>,
     mut scan: Option<&mut JournalScan>,
+    mut table: Option<&mut TableSide>,
     verified: &AtomicU64,
 ) -> BatchReport {
     let mut total = BatchReport::default();
@@ -406,12 +499,21 @@ fn verify_batches(
         let rows = batch.views();
         // Each row's `prev` names its predecessor's hash as recomputed from its bytes.
         let carry = batch.carry.clone().or(previous.take());
-        let (report, hashes) = rayon::join(
+        let (report, (hashes, ())) = rayon::join(
             || verify_and_scan(ledger_id, carry.as_ref(), &rows, scan.as_deref_mut()),
             || {
-                leaves
-                    .is_some()
-                    .then(|| agentledger_core::log::row_leaf_hashes(&rows))
+                rayon::join(
+                    || {
+                        leaves
+                            .is_some()
+                            .then(|| agentledger_core::log::row_leaf_hashes(&rows))
+                    },
+                    || {
+                        if let Some(table) = table.as_deref_mut() {
+                            table.count(&batch);
+                        }
+                    },
+                )
             },
         );
         if let (Some(leaves), Some(hashes)) = (&leaves, hashes) {

@@ -23,6 +23,7 @@ mod canonical;
 mod entry;
 mod errors;
 mod hashing;
+mod index_check;
 mod journal;
 mod journal_pass;
 mod merkle;

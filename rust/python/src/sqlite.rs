@@ -11,6 +11,7 @@ use std::ffi::{c_char, c_int, CStr, CString};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use agentledger_core::index_agreement::Cell;
 use libsqlite3_sys as ffi;
 use pyo3::prelude::*;
 
@@ -342,6 +343,44 @@ impl Statement {
             let data = ffi::sqlite3_value_blob(value);
             value_bytes(data, ffi::sqlite3_value_bytes(value))
         }
+    }
+
+    /// How many columns the statement's rows have.
+    pub fn columns(&self) -> usize {
+        // SAFETY: a live statement.
+        usize::try_from(unsafe { ffi::sqlite3_column_count(self.raw) }).unwrap_or(0)
+    }
+
+    /// The value as SQLite holds it, typed, on a thread that holds the connection (see
+    /// [`Statement::bytes_held`]); text and blobs valid until the statement moves.
+    pub fn cell_held(&self, held: &Held, column: c_int) -> Cell<'_> {
+        // SAFETY: as for `bytes_held`; the type is read before any conversion.
+        unsafe {
+            debug_assert_eq!(
+                held.0,
+                ffi::sqlite3_db_mutex(ffi::sqlite3_db_handle(self.raw))
+            );
+            let value = ffi::sqlite3_column_value(self.raw, column);
+            match ffi::sqlite3_value_type(value) {
+                ffi::SQLITE_NULL => Cell::Null,
+                ffi::SQLITE_INTEGER => Cell::Int(ffi::sqlite3_value_int64(value)),
+                ffi::SQLITE_FLOAT => Cell::Real(ffi::sqlite3_value_double(value)),
+                ffi::SQLITE_TEXT => {
+                    let data = ffi::sqlite3_value_text(value);
+                    Cell::Text(value_bytes(data.cast(), ffi::sqlite3_value_bytes(value)))
+                }
+                _ => {
+                    let data = ffi::sqlite3_value_blob(value);
+                    Cell::Blob(value_bytes(data, ffi::sqlite3_value_bytes(value)))
+                }
+            }
+        }
+    }
+
+    /// The SQLite type code of the value (`SQLITE_INTEGER`, `SQLITE_TEXT`, ...).
+    pub fn column_type(&self, column: c_int) -> c_int {
+        // SAFETY: a statement positioned on a row.
+        unsafe { ffi::sqlite3_column_type(self.raw, column) }
     }
 
     /// The value's bytes (a blob's, or a text's UTF-8), valid until the next step.
