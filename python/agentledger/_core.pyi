@@ -538,6 +538,12 @@ class SqliteError(RuntimeError):
 
 def sqlite_bound() -> bool:
     """Whether apsw has loaded this module as an SQLite extension (``storage/native.py``)."""
+
+def sqlite_readers(connection: apsw.Connection, count: int) -> int:
+    """How many of ``count`` read-only connections beside ``connection`` could be opened
+    in the snapshot of its current read transaction (``count``, or 0 when refused: no
+    transaction, another VFS, or the file changed since the snapshot began); closed again.
+    The bernstein verify's pool threads read through such readers."""
 @final
 class JournalScan:
     """Gathers, across the batches of a whole pass, the referenced digests (then not

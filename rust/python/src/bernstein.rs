@@ -19,7 +19,7 @@ use crate::bernstein_audit::BernsteinAuditMirror;
 use crate::bernstein_files::BernsteinStoreIndex;
 use crate::pools::pool;
 use crate::pyjson::py_text as text;
-use crate::sqlite::{ApswConnection, Connection, Failure, Held, Param, Statement};
+use crate::sqlite::{ApswConnection, Connection, Failure, Held, OwnedConnection, Param, Statement};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bernstein_verify, m)?)?;
@@ -91,15 +91,25 @@ impl BernsteinOptions {
     }
 }
 
-/// The imported workdir, read through the caller's connection: the calling thread reads
-/// the journals, the pool the store; one lock serializes them, and each read holds the
-/// connection's mutex while it steps.
+/// The imported workdir, read through the caller's connection and, when they could be
+/// opened in the same snapshot (`sqlite/reader.rs`), one reader connection per pool thread:
+/// the calling thread reads the journals through the caller's connection, each pool thread
+/// the store through its own reader (or, without readers, through the caller's connection,
+/// one thread at a time, holding its mutex while it steps).
 struct Ledger<'i> {
     connection: Connection,
     statements: Mutex<Statements>,
+    /// By pool thread index: its reader and statements (empty: none could be opened).
+    readers: Vec<Mutex<Reader>>,
     /// Each run's journal path (`None`: no journal to read).
     paths: Vec<Option<String>>,
     index: Option<&'i StoreIndex>,
+}
+
+/// A pool thread's own connection and its statements (dropped before the connection).
+struct Reader {
+    statements: Statements,
+    _connection: OwnedConnection,
 }
 
 /// The statements, and the connection's mutex, held by one reading thread.
@@ -129,14 +139,39 @@ struct Statements {
     blob: Statement,
 }
 
+impl Statements {
+    fn prepare(on: Connection) -> Result<Self, Failure> {
+        Ok(Statements {
+            journal: on.prepare(JOURNAL_SQL)?,
+            file: on.prepare(FILE_SQL)?,
+            digest: on.prepare(DIGEST_SQL)?,
+            chunks: on.prepare(CHUNKS_SQL)?,
+            blob: on.prepare(BLOB_SQL)?,
+        })
+    }
+}
+
 impl Ledger<'_> {
-    fn statements(&self) -> HeldStatements<'_> {
+    fn shared(&self) -> HeldStatements<'_> {
         let statements = self.statements.lock().unwrap_or_else(|p| p.into_inner());
         // After the statements' lock: a thread holds the connection only while it reads.
         let held = self.connection.lock();
         HeldStatements {
             statements,
             _held: held,
+        }
+    }
+
+    /// The statements this thread reads the store with: its own reader's on a pool thread
+    /// that has one (no other thread takes that lock), else the shared ones.
+    fn with_store<R>(&self, read: impl FnOnce(&mut Statements) -> R) -> R {
+        let own = rayon::current_thread_index().and_then(|i| self.readers.get(i));
+        match own {
+            Some(reader) => {
+                let mut reader = reader.lock().unwrap_or_else(|p| p.into_inner());
+                read(&mut reader.statements)
+            }
+            None => read(&mut self.shared()),
         }
     }
 
@@ -161,18 +196,19 @@ impl Store for Ledger<'_> {
         // A failing read is an absent file here; the workspace checks report the table.
         if let Some(digest) = self.index.and_then(|index| index.get(content_hash)) {
             let digest = std::str::from_utf8(digest).ok()?;
-            let mut statements = self.statements();
-            return match Self::read(&mut statements.chunks, digest).ok()? {
-                Some(data) => Some(Cow::Owned(data)),
-                // No chunk: an empty blob, or none at all.
-                None => {
-                    let held = Self::read(&mut statements.blob, digest).ok()?;
-                    held.map(|_| Cow::Owned(Vec::new()))
+            return self.with_store(|statements| {
+                match Self::read(&mut statements.chunks, digest).ok()? {
+                    Some(data) => Some(Cow::Owned(data)),
+                    // No chunk: an empty blob, or none at all.
+                    None => {
+                        let held = Self::read(&mut statements.blob, digest).ok()?;
+                        held.map(|_| Cow::Owned(Vec::new()))
+                    }
                 }
-            };
+            });
         }
         let path = cas_path(content_hash)?;
-        Self::read(&mut self.statements().file, &path)
+        self.with_store(|statements| Self::read(&mut statements.file, &path))
             .ok()
             .flatten()
             .map(Cow::Owned)
@@ -183,13 +219,14 @@ impl Store for Ledger<'_> {
             return Some(Cow::Borrowed(stored));
         }
         let path = cas_path(content_hash)?;
-        let mut statements = self.statements();
-        let statement = &mut statements.digest;
-        statement.start(&[Param::Text(path)]).ok()?;
-        match statement.step() {
-            Ok(true) if !statement.is_null(0) => Some(Cow::Owned(statement.bytes(0).to_vec())),
-            _ => None,
-        }
+        self.with_store(|statements| {
+            let statement = &mut statements.digest;
+            statement.start(&[Param::Text(path)]).ok()?;
+            match statement.step() {
+                Ok(true) if !statement.is_null(0) => Some(Cow::Owned(statement.bytes(0).to_vec())),
+                _ => None,
+            }
+        })
     }
 }
 
@@ -198,7 +235,7 @@ impl Source for Ledger<'_> {
 
     fn journal(&self, run: usize) -> PyResult<Option<Vec<u8>>> {
         match &self.paths[run] {
-            Some(path) => Ok(Self::read(&mut self.statements().journal, path)?),
+            Some(path) => Ok(Self::read(&mut self.shared().journal, path)?),
             None => Ok(None),
         }
     }
@@ -219,14 +256,29 @@ fn bernstein_verify(
 ) -> PyResult<Vec<BernsteinRun>> {
     let options = options.get();
     let on = connection.connection();
-    let statements = Statements {
-        journal: on.prepare(JOURNAL_SQL)?,
-        file: on.prepare(FILE_SQL)?,
-        digest: on.prepare(DIGEST_SQL)?,
-        chunks: on.prepare(CHUNKS_SQL)?,
-        blob: on.prepare(BLOB_SQL)?,
-    };
-    // The pool's threads read too: each takes the mutex for its read (`Ledger::statements`).
+    let statements = Statements::prepare(on)?;
+    let pool = pool(options.jobs)?;
+    // A reader per pool thread when the file allows it, opened while the caller's
+    // connection is held (it is in the caller's read transaction). The portable switch
+    // keeps the reference: every read through the caller's connection, one at a time.
+    let readers = (!agentledger_core::portable::forced())
+        .then(|| on.open_readers(pool.current_num_threads()))
+        .flatten()
+        .and_then(|readers| {
+            readers
+                .into_iter()
+                .map(|reader| {
+                    let statements = Statements::prepare(reader.connection()).ok()?;
+                    Some(Mutex::new(Reader {
+                        statements,
+                        _connection: reader,
+                    }))
+                })
+                .collect::<Option<Vec<_>>>()
+        })
+        .unwrap_or_default();
+    // The pool's threads read too: each takes its reader, or the shared statements with
+    // the connection's mutex (`Ledger::with_store`).
     let connection = connection.release();
     let index = options.store.as_ref().map(|s| &s.get().map);
     let (ids, paths): (Vec<String>, Vec<Option<String>>) = runs.into_iter().unzip();
@@ -234,6 +286,7 @@ fn bernstein_verify(
     let ledger = Ledger {
         connection,
         statements: Mutex::new(statements),
+        readers,
         paths,
         index,
     };

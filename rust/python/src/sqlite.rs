@@ -17,8 +17,10 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 
 mod apsw_connection;
+mod reader;
 
 pub use apsw_connection::ApswConnection;
+pub use reader::OwnedConnection;
 
 static BOUND: AtomicBool = AtomicBool::new(false);
 
@@ -31,6 +33,7 @@ create_exception!(
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sqlite_bound, m)?)?;
+    m.add_function(wrap_pyfunction!(sqlite_readers, m)?)?;
     m.add("SqliteError", m.py().get_type::<SqliteError>())?;
     Ok(())
 }
@@ -60,6 +63,18 @@ pub unsafe extern "C" fn sqlite3_agentledger_init(
 #[pyfunction]
 fn sqlite_bound() -> bool {
     BOUND.load(Ordering::Acquire)
+}
+
+/// How many of `count` reader connections (`sqlite/reader.rs`) could be opened beside
+/// `connection` in the snapshot of its current read transaction: `count`, or 0 when they
+/// were refused (no transaction, another VFS, a file changed since the snapshot began).
+/// What the bernstein verify's pool threads read with; the readers are closed again.
+#[pyfunction]
+fn sqlite_readers(connection: ApswConnection<'_>, count: usize) -> usize {
+    connection
+        .connection()
+        .open_readers(count)
+        .map_or(0, |readers| readers.len())
 }
 
 /// What went wrong, as SQLite said it: `(result code, message)`.
