@@ -51,15 +51,12 @@ const CHUNKS_SQL: &str = "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY
 /// Whether a blob is held (an empty one has no chunk).
 const BLOB_SQL: &str = "SELECT size FROM blobs WHERE digest = ?";
 
-/// How `bernstein_verify` reads and what it keeps.
+/// How `bernstein_verify` reads and what it keeps: plain values only (no Python object is
+/// held after the call that made them).
 #[pyclass(frozen, get_all, module = "agentledger._core")]
 pub struct BernsteinOptions {
     /// Raw Ed25519 keys whose receipts are not self-asserted (`--trust`).
     trusted: Vec<Vec<u8>>,
-    /// The store's index; `None`: the workdir has no `.sdd/cas`.
-    store: Option<Py<BernsteinStoreIndex>>,
-    /// The audit chain's `activity.result` records, when it holds anything.
-    audit: Option<Py<BernsteinAuditMirror>>,
     /// Keep every stage's verdict (`BernsteinRun.stages`), not only failing ones' reasons.
     stages: bool,
     /// Keep the content hashes reattachment trusted (`BernsteinRun.referenced`).
@@ -71,19 +68,10 @@ pub struct BernsteinOptions {
 #[pymethods]
 impl BernsteinOptions {
     #[new]
-    #[pyo3(signature = (*, trusted=Vec::new(), store=None, audit=None, stages=false, referenced=false, jobs=0))]
-    fn new(
-        trusted: Vec<Vec<u8>>,
-        store: Option<Py<BernsteinStoreIndex>>,
-        audit: Option<Py<BernsteinAuditMirror>>,
-        stages: bool,
-        referenced: bool,
-        jobs: usize,
-    ) -> Self {
+    #[pyo3(signature = (*, trusted=Vec::new(), stages=false, referenced=false, jobs=0))]
+    fn new(trusted: Vec<Vec<u8>>, stages: bool, referenced: bool, jobs: usize) -> Self {
         BernsteinOptions {
             trusted,
-            store,
-            audit,
             stages,
             referenced,
             jobs,
@@ -246,13 +234,18 @@ impl Source for Ledger<'_> {
 }
 
 /// Verify the imported runs `runs` (`(run id, journal path or None)`, in order) of the
-/// ledger open on `connection`: one verdict per run, in order.
+/// ledger open on `connection`: one verdict per run, in order. `store`: the store's index
+/// (`None`: the workdir has no `.sdd/cas`); `audit`: the audit chain's `activity.result`
+/// records, when the chain mirrors activities. Both are only borrowed for the call.
 #[pyfunction]
+#[pyo3(signature = (connection, runs, options, *, store=None, audit=None))]
 fn bernstein_verify(
     py: Python<'_>,
     connection: ApswConnection<'_>,
     runs: Vec<(String, Option<String>)>,
     options: &Bound<'_, BernsteinOptions>,
+    store: Option<PyRef<'_, BernsteinStoreIndex>>,
+    audit: Option<PyRef<'_, BernsteinAuditMirror>>,
 ) -> PyResult<Vec<BernsteinRun>> {
     let options = options.get();
     let on = connection.connection();
@@ -280,7 +273,7 @@ fn bernstein_verify(
     // The pool's threads read too: each takes its reader, or the shared statements with
     // the connection's mutex (`Ledger::with_store`).
     let connection = connection.release();
-    let index = options.store.as_ref().map(|s| &s.get().map);
+    let index = store.as_deref().map(|s| &s.map);
     let (ids, paths): (Vec<String>, Vec<Option<String>>) = runs.into_iter().unzip();
     let run_ids: Vec<Vec<u8>> = ids.iter().map(|id| id.as_bytes().to_vec()).collect();
     let ledger = Ledger {
@@ -290,7 +283,7 @@ fn bernstein_verify(
         paths,
         index,
     };
-    let verdicts = run(py, &ledger, &run_ids, options, |n| {
+    let verdicts = run(py, &ledger, &run_ids, options, audit.as_deref(), |n| {
         // Ctrl-C is seen between two journals (every 64th, to keep the GIL away).
         if n % 64 == 63 {
             Python::with_gil(|py| py.check_signals())
@@ -301,19 +294,21 @@ fn bernstein_verify(
     Ok(finish(verdicts, ids))
 }
 
-/// Verify the runs `run_ids` of the workdir at `root`, in place (`options.store` is not
-/// used: the directory is its own store).
+/// Verify the runs `run_ids` of the workdir at `root`, in place (the directory is its own
+/// store); `audit` as for `bernstein_verify`.
 #[pyfunction]
+#[pyo3(signature = (root, run_ids, options, *, audit=None))]
 fn bernstein_verify_workdir(
     py: Python<'_>,
     root: std::path::PathBuf,
     run_ids: Vec<String>,
     options: &Bound<'_, BernsteinOptions>,
+    audit: Option<PyRef<'_, BernsteinAuditMirror>>,
 ) -> PyResult<Vec<BernsteinRun>> {
     let options = options.get();
     let ids: Vec<Vec<u8>> = run_ids.iter().map(|id| id.as_bytes().to_vec()).collect();
     let directory = Directory::new(root, ids.clone());
-    let runs = run(py, &directory, &ids, options, |_| Ok(()))?;
+    let runs = run(py, &directory, &ids, options, audit.as_deref(), |_| Ok(()))?;
     Ok(finish(runs, run_ids))
 }
 
@@ -323,12 +318,12 @@ fn run<S: Source>(
     source: &S,
     run_ids: &[Vec<u8>],
     options: &BernsteinOptions,
+    mirror: Option<&BernsteinAuditMirror>,
     between: impl FnMut(usize) -> Result<(), S::Error> + Send,
 ) -> PyResult<Vec<Run>>
 where
     PyErr: From<S::Error>,
 {
-    let mirror = options.audit.as_ref().map(|m| m.get());
     let trusted: Vec<[u8; 32]> = options
         .trusted
         .iter()
