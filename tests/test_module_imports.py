@@ -54,3 +54,25 @@ def test_every_module_imports_first_and_alone() -> None:
     )
     failed = json.loads(done.stdout)
     assert not failed, "\n".join(f"{name}:\n{trace}" for name, trace in failed.items())
+
+
+def test_a_verify_without_phase_entries_never_loads_the_phase_models(tmp_path: Path) -> None:
+    """The phase compiler and its pydantic models load only for a ledger that holds a phase
+    entry (``verify/phase.py``); one that does is still replayed (tests/phase_ledger)."""
+    probe = """
+import sys
+from pathlib import Path
+from agentledger import Ledger
+with Ledger.open(Path(sys.argv[1]), key_dir=Path(sys.argv[2])) as ledger:
+    ledger.run("r").append("note", {"n": 1})
+with Ledger.open(Path(sys.argv[1]), readonly=True, key_dir=Path(sys.argv[2])) as ledger:
+    report = ledger.verify()
+print(report.code, "agentledger.phase.models" in sys.modules, "pydantic" in sys.modules)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path / "l.db"), str(tmp_path / "home")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.split() == ["0", "False", "False"], done.stderr

@@ -47,6 +47,14 @@ from agentledger.journal_view import RunView, read_run
 from agentledger.phase.compiler import compile
 from agentledger.phase.digest import stable_stringify, verify_evidence_digest
 from agentledger.phase.jscompat import js_trim, to_js_string
+from agentledger.phase.kinds import (
+    APPROVAL_KIND,
+    AUTHORIZE_KIND,
+    DESCENT_KIND,
+    EVIDENCE_KIND,
+    PHASE_KINDS,
+    TRANSITION_KIND,
+)
 from agentledger.phase.models import validate
 from agentledger.phase.transitions import (
     ApprovalRecord,
@@ -63,12 +71,6 @@ from agentledger.phase.transitions import (
 if TYPE_CHECKING:
     from agentledger.journal import Entry, Run
 
-EVIDENCE_KIND: Final = "phase.evidence"
-DESCENT_KIND: Final = "phase.descent"
-TRANSITION_KIND: Final = "phase.transition"
-APPROVAL_KIND: Final = "phase.approval"
-AUTHORIZE_KIND: Final = "phase.authorize"
-PHASE_KINDS: Final = (EVIDENCE_KIND, DESCENT_KIND, TRANSITION_KIND, APPROVAL_KIND, AUTHORIZE_KIND)
 
 STATE_KINDS: Final = (EVIDENCE_KIND, DESCENT_KIND, TRANSITION_KIND, APPROVAL_KIND)
 """What the phase state is replayed from; decisions (``phase.authorize``) change nothing.

@@ -14,7 +14,7 @@ from typing import Any
 
 from agentledger import _core
 from agentledger.display import shorten
-from agentledger.phase.journal import PHASE_KINDS
+from agentledger.phase.kinds import PHASE_KINDS
 from agentledger.storage import native
 from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence

@@ -1,4 +1,5 @@
-"""Phase evidence and the transition journal, re-derived from the run's chain and blobs.
+"""Phase evidence and the transition journal, re-derived from the run's chain and blobs
+(loaded by ``verify/phase.py`` only when the ledger holds phase entries).
 
 For every run with ``phase.*`` entries, in chain order:
 
@@ -34,7 +35,6 @@ from agentledger.phase.journal import (
     AUTHORIZE_KIND,
     DESCENT_KIND,
     EVIDENCE_KIND,
-    PHASE_KINDS,
     TRANSITION_KIND,
     check_approval,
     read_json_blob,
@@ -51,17 +51,9 @@ from agentledger.phase.transitions import (
     expiry_record,
     is_expansion,
 )
-from agentledger.verify.context import IN_SELECTED, VerifyContext
+from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
 
-_KINDS = ", ".join("?" * len(PHASE_KINDS))
-# ``+kind``: the table itself is scanned, never an index on the kind (an index is a hint).
-_PHASE_ENTRIES = (
-    f"SELECT run_id, seq, bytes FROM entries WHERE +kind IN ({_KINDS}) "
-    'AND instr(bytes, CAST(\'"kind":"phase.\' AS BLOB)) > 0 {where} ORDER BY run_id, seq'
-)
-ALL_PHASE_ENTRIES = _PHASE_ENTRIES.format(where="")
-SELECTED_PHASE_ENTRIES = _PHASE_ENTRIES.format(where=f"AND {IN_SELECTED}")
 ENTRY_AT = "SELECT hash, bytes FROM entries WHERE run_id = ? AND seq = ?"
 
 
@@ -118,13 +110,9 @@ class _Replay:
             )
 
 
-def check_phase(ctx: VerifyContext) -> None:
-    entries: Iterable[Any]
-    if ctx.whole:
-        # The journal pass marked exactly the rows ALL_PHASE_ENTRIES selects.
-        entries = ctx.marked_rows(("phase",), "run_id, seq, bytes", ALL_PHASE_ENTRIES, PHASE_KINDS)
-    else:
-        entries = ctx.conn.execute(SELECTED_PHASE_ENTRIES, (*PHASE_KINDS, ctx.selected_json))
+def replay_phase(ctx: VerifyContext, entries: Iterable[Any]) -> None:
+    """The checks above over ``entries`` (``run_id, seq, bytes`` rows in run and seq
+    order), a run at a time."""
     # Streamed, a run at a time (the replay's own reads use other cursors meanwhile).
     for run_id, run_rows in itertools.groupby(entries, key=operator.itemgetter(0)):
         replay = _Replay(ctx, run_id)
