@@ -290,7 +290,7 @@ class BernsteinStoreIndex:
     kind, digest`` rows of ``bernstein_files`` that ``sql`` selects on the apsw
     connection ``connection``: each ``cas`` file whose name (the path after ``name_from``
     characters) has no ``/``, keyed ``sha256:<name>``. ``bernstein_verify_journals`` and
-    ``BernsteinOptions`` take it as it is."""
+    ``bernstein_verify`` take it as it is."""
 
     def __new__(
         cls, connection: apsw.Connection, sql: str, name_from: int
@@ -360,14 +360,10 @@ def sha256_check_blobs(
     ``(digest, "sha256:<hex>")`` of each whose bytes hash otherwise, the digests absent."""
 @final
 class BernsteinOptions:
-    """How ``bernstein_verify`` reads and what it keeps."""
+    """How ``bernstein_verify`` reads and what it keeps: plain values only."""
 
     trusted: list[bytes]
     """Raw Ed25519 keys whose receipts are not self-asserted (``--trust``)."""
-    store: BernsteinStoreIndex | None
-    """The store's index; ``None``: the workdir has no ``.sdd/cas``."""
-    audit: BernsteinAuditMirror | None
-    """The audit chain's records, when it holds anything (runs are cross-checked)."""
     stages: bool
     """Keep every stage's verdict (``BernsteinRun.stages``)."""
     referenced: bool
@@ -378,8 +374,6 @@ class BernsteinOptions:
         cls,
         *,
         trusted: Sequence[bytes] = ...,
-        store: BernsteinStoreIndex | None = None,
-        audit: BernsteinAuditMirror | None = None,
         stages: bool = False,
         referenced: bool = False,
         jobs: int = 0,
@@ -513,18 +507,31 @@ class BernsteinRun:
         """bernstein's ``activity verify --json`` object (the stages when kept)."""
 
 def bernstein_verify(
-    connection: apsw.Connection, runs: Sequence[tuple[str, str | None]], options: BernsteinOptions
+    connection: apsw.Connection,
+    runs: Sequence[tuple[str, str | None]],
+    options: BernsteinOptions,
+    *,
+    store: BernsteinStoreIndex | None = None,
+    audit: BernsteinAuditMirror | None = None,
 ) -> list[BernsteinRun]:
     """Verify the imported runs ``runs`` (``(run id, journal path or None)``, in order) of
     the ledger open on the apsw connection ``connection``: the journals read on this thread,
     the pool verifying each (chain, evidence sets, stored reports, receipts, audit
-    cross-check) as it arrives. Ctrl-C is seen between journals."""
+    cross-check) as it arrives, each pool thread reading the store through a reader of its
+    own when one sees the connection's snapshot (``sqlite_readers``). ``store``: the
+    store's index (``None``: the workdir has no ``.sdd/cas``); ``audit``: the chain's
+    records, when it mirrors activities (runs are cross-checked). Both are only borrowed.
+    Ctrl-C is seen between journals."""
 
 def bernstein_verify_workdir(
-    root: str, run_ids: Sequence[str], options: BernsteinOptions
+    root: str,
+    run_ids: Sequence[str],
+    options: BernsteinOptions,
+    *,
+    audit: BernsteinAuditMirror | None = None,
 ) -> list[BernsteinRun]:
     """Verify the runs ``run_ids`` of the workdir at ``root`` in place, read the way
-    bernstein reads it (``options.store`` is not used)."""
+    bernstein reads it (the directory is its own store)."""
 
 def verify_journal(
     connection: apsw.Connection,
@@ -591,3 +598,9 @@ class SqliteError(RuntimeError):
 
 def sqlite_bound() -> bool:
     """Whether apsw has loaded this module as an SQLite extension (``storage/native.py``)."""
+
+def sqlite_readers(connection: apsw.Connection, count: int) -> int:
+    """How many of ``count`` read-only connections beside ``connection`` could be opened
+    in the snapshot of its current read transaction (``count``, or 0 when refused: no
+    transaction, another VFS, or the file changed since the snapshot began); closed again.
+    The bernstein verify's pool threads read through such readers."""

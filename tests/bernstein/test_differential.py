@@ -424,13 +424,14 @@ def test_ctrl_c_stops_the_verify_between_journals(tmp_path: Path) -> None:
         with ledger.db.snapshot() as conn:
             workdir = LedgerWorkdir(conn, ledger.blobs)
             journals = [("run-001", workdir.runs["run-001"])] * 50_000
-            options = rust.options(store=workdir.store_index(), audit=None, trusted=(), jobs=1)
+            options = rust.options(trusted=(), jobs=1)
+            store = workdir.store_index()
             timer = threading.Timer(0.1, signal.raise_signal, (signal.SIGINT,))
             timer.start()
             try:
                 with pytest.raises(KeyboardInterrupt):
-                    _core.bernstein_verify(native.handle(conn), journals, options)
+                    _core.bernstein_verify(native.handle(conn), journals, options, store=store)
             finally:
                 timer.cancel()
-            again = _core.bernstein_verify(native.handle(conn), journals[:3], options)
+            again = _core.bernstein_verify(native.handle(conn), journals[:3], options, store=store)
     assert [r.compat_code for r in again] == [0, 0, 0]

@@ -28,23 +28,12 @@ AUDITED_FIELDS = _core.AUDITED_FIELDS  # the one list, in the Rust crate (audit.
 
 
 def options(
-    *,
-    store: _core.BernsteinStoreIndex | None,
-    audit: AuditChain | None,
-    trusted: Iterable[bytes],
-    jobs: int,
-    stages: bool = False,
-    referenced: bool = False,
+    *, trusted: Iterable[bytes], jobs: int, stages: bool = False, referenced: bool = False
 ) -> _core.BernsteinOptions:
-    """``_core.BernsteinOptions``: ``store`` None when the workdir has no ``.sdd/cas``;
-    runs are cross-checked with ``audit`` when it mirrors activities."""
+    """``_core.BernsteinOptions``: plain values (the store's index and the audit mirror are
+    arguments of the call, only borrowed by it)."""
     return _core.BernsteinOptions(
-        trusted=sorted(trusted),
-        store=store,
-        audit=audit_mirror(audit),
-        stages=stages,
-        referenced=referenced,
-        jobs=jobs,
+        trusted=sorted(trusted), stages=stages, referenced=referenced, jobs=jobs
     )
 
 
@@ -88,11 +77,11 @@ def verify_ledger_runs(
     """The imported runs ``journals`` (run id -> journal path in ``bernstein_files``),
     verified from the ledger open on ``conn``, in that order."""
     runs = [(run_id, path if valid_run_id(run_id) else None) for run_id, path in journals.items()]
-    chosen = options(
-        store=store, audit=audit, trusted=trusted, jobs=jobs, stages=stages, referenced=referenced
-    )
+    chosen = options(trusted=trusted, jobs=jobs, stages=stages, referenced=referenced)
     with native.sqlite_errors():
-        return _core.bernstein_verify(native.handle(conn), runs, chosen)
+        return _core.bernstein_verify(
+            native.handle(conn), runs, chosen, store=store, audit=audit_mirror(audit)
+        )
 
 
 def verify_runs(
@@ -105,5 +94,7 @@ def verify_runs(
     stages: bool = True,
 ) -> list[_core.BernsteinRun]:
     """Runs of a workdir on disk, verified in place and read the way bernstein reads it."""
-    chosen = options(store=None, audit=audit, trusted=trusted, jobs=jobs, stages=stages)
-    return _core.bernstein_verify_workdir(str(workdir.root), list(run_ids), chosen)
+    chosen = options(trusted=trusted, jobs=jobs, stages=stages)
+    return _core.bernstein_verify_workdir(
+        str(workdir.root), list(run_ids), chosen, audit=audit_mirror(audit)
+    )

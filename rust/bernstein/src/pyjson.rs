@@ -22,10 +22,10 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
+use crate::{Error, Result};
 use agentledger_core::canonical::{
     compare_keys_utf16, skip_plain, skip_printable_ascii, write_number, write_string,
 };
-use agentledger_core::error::{Error, Result};
 
 /// Python's default limit on the digits of an `int` parsed from text (`sys.int_info`).
 pub const MAX_INT_DIGITS: usize = 4300;
@@ -96,55 +96,21 @@ pub fn parse(text: &str) -> Result<Parsed<'_>> {
     })
 }
 
-/// Why `json.loads(bytes)` raised: the exception's class, and its text.
-#[derive(Debug, Clone, PartialEq)]
-pub enum LoadError {
-    /// `JSONDecodeError` (a `ValueError`).
-    Decode(String),
-    /// `UnicodeDecodeError` (a `ValueError`): bytes that are not UTF-8.
-    Unicode,
-    /// `RecursionError`: nesting deeper than Python's recursion limit (not a `ValueError`,
-    /// so bernstein's own code does not catch it).
-    Recursion,
-}
-
-impl LoadError {
-    /// The exception's class name (`type(exc).__name__`).
-    pub fn name(&self) -> &'static str {
-        match self {
-            LoadError::Decode(_) => "JSONDecodeError",
-            LoadError::Unicode => "UnicodeDecodeError",
-            LoadError::Recursion => "RecursionError",
-        }
-    }
-
-    /// What bernstein's own code would raise instead of answering (it catches only
-    /// `ValueError`).
-    pub fn crash(&self) -> Option<crate::Crash> {
-        match self {
-            LoadError::Recursion => Some(crate::Crash(
-                "RecursionError: maximum recursion depth exceeded while decoding a JSON document"
-                    .into(),
-            )),
-            _ => None,
-        }
-    }
-}
-
 /// `json.loads(data)` for bytes: UTF-8, with or without a byte order mark. bernstein's
 /// writers only write UTF-8; UTF-16/32 text (which Python would detect from NUL bytes)
 /// and UTF-8 that encodes surrogates (which Python decodes with `surrogatepass`) are
 /// reported as `UnicodeDecodeError` here. A stored artifact is only parsed after its
 /// bytes matched the anchored hash, so only such a writer could produce them.
-pub fn loads(data: &[u8]) -> std::result::Result<Parsed<'_>, LoadError> {
+/// Its errors are [`Error::JsonDecode`], [`Error::UnicodeDecode`] and [`Error::Recursion`].
+pub fn loads(data: &[u8]) -> Result<Parsed<'_>> {
     let data = data.strip_prefix(b"\xef\xbb\xbf").unwrap_or(data);
-    let text = std::str::from_utf8(data).map_err(|_| LoadError::Unicode)?;
+    let text = std::str::from_utf8(data).map_err(|_| Error::UnicodeDecode)?;
     parse(text).map_err(|error| {
         let message = error.to_string();
         if message.contains("maximum recursion depth exceeded") {
-            LoadError::Recursion
+            Error::Recursion
         } else {
-            LoadError::Decode(message)
+            Error::JsonDecode(message)
         }
     })
 }

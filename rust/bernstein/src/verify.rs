@@ -503,7 +503,10 @@ fn trusted<'d>(
 fn load_stored<'d>(run: &mut Run, data: &'d [u8], noun: &str) -> Result<Parsed<'d>, Vec<u8>> {
     loads(data).map_err(|error| match error.crash() {
         Some(crash) => crashed(run, crash),
-        None => format!("stored {noun} is not valid JSON: {}", error.name()).into_bytes(),
+        None => {
+            let name = error.python_name().unwrap_or("ValueError");
+            format!("stored {noun} is not valid JSON: {name}").into_bytes()
+        }
     })
 }
 

@@ -17,9 +17,10 @@ use pyo3::types::{PyDict, PyList};
 
 use crate::bernstein_audit::BernsteinAuditMirror;
 use crate::bernstein_files::BernsteinStoreIndex;
+use crate::errors::Error;
 use crate::pools::pool;
 use crate::pyjson::py_text as text;
-use crate::sqlite::{ApswConnection, Connection, Failure, Held, Param, Statement};
+use crate::sqlite::{ApswConnection, Connection, Held, OwnedConnection, Param, Statement};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bernstein_verify, m)?)?;
@@ -51,15 +52,12 @@ const CHUNKS_SQL: &str = "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY
 /// Whether a blob is held (an empty one has no chunk).
 const BLOB_SQL: &str = "SELECT size FROM blobs WHERE digest = ?";
 
-/// How `bernstein_verify` reads and what it keeps.
+/// How `bernstein_verify` reads and what it keeps: plain values only (no Python object is
+/// held after the call that made them).
 #[pyclass(frozen, get_all, module = "agentledger._core")]
 pub struct BernsteinOptions {
     /// Raw Ed25519 keys whose receipts are not self-asserted (`--trust`).
     trusted: Vec<Vec<u8>>,
-    /// The store's index; `None`: the workdir has no `.sdd/cas`.
-    store: Option<Py<BernsteinStoreIndex>>,
-    /// The audit chain's `activity.result` records, when it holds anything.
-    audit: Option<Py<BernsteinAuditMirror>>,
     /// Keep every stage's verdict (`BernsteinRun.stages`), not only failing ones' reasons.
     stages: bool,
     /// Keep the content hashes reattachment trusted (`BernsteinRun.referenced`).
@@ -71,19 +69,10 @@ pub struct BernsteinOptions {
 #[pymethods]
 impl BernsteinOptions {
     #[new]
-    #[pyo3(signature = (*, trusted=Vec::new(), store=None, audit=None, stages=false, referenced=false, jobs=0))]
-    fn new(
-        trusted: Vec<Vec<u8>>,
-        store: Option<Py<BernsteinStoreIndex>>,
-        audit: Option<Py<BernsteinAuditMirror>>,
-        stages: bool,
-        referenced: bool,
-        jobs: usize,
-    ) -> Self {
+    #[pyo3(signature = (*, trusted=Vec::new(), stages=false, referenced=false, jobs=0))]
+    fn new(trusted: Vec<Vec<u8>>, stages: bool, referenced: bool, jobs: usize) -> Self {
         BernsteinOptions {
             trusted,
-            store,
-            audit,
             stages,
             referenced,
             jobs,
@@ -91,15 +80,25 @@ impl BernsteinOptions {
     }
 }
 
-/// The imported workdir, read through the caller's connection: the calling thread reads
-/// the journals, the pool the store; one lock serializes them, and each read holds the
-/// connection's mutex while it steps.
+/// The imported workdir, read through the caller's connection and, when they could be
+/// opened in the same snapshot (`sqlite/reader.rs`), one reader connection per pool thread:
+/// the calling thread reads the journals through the caller's connection, each pool thread
+/// the store through its own reader (or, without readers, through the caller's connection,
+/// one thread at a time, holding its mutex while it steps).
 struct Ledger<'i> {
     connection: Connection,
     statements: Mutex<Statements>,
+    /// By pool thread index: its reader and statements (empty: none could be opened).
+    readers: Vec<Mutex<Reader>>,
     /// Each run's journal path (`None`: no journal to read).
     paths: Vec<Option<String>>,
     index: Option<&'i StoreIndex>,
+}
+
+/// A pool thread's own connection and its statements (dropped before the connection).
+struct Reader {
+    statements: Statements,
+    _connection: OwnedConnection,
 }
 
 /// The statements, and the connection's mutex, held by one reading thread.
@@ -129,8 +128,20 @@ struct Statements {
     blob: Statement,
 }
 
+impl Statements {
+    fn prepare(on: Connection) -> Result<Self, Error> {
+        Ok(Statements {
+            journal: on.prepare(JOURNAL_SQL)?,
+            file: on.prepare(FILE_SQL)?,
+            digest: on.prepare(DIGEST_SQL)?,
+            chunks: on.prepare(CHUNKS_SQL)?,
+            blob: on.prepare(BLOB_SQL)?,
+        })
+    }
+}
+
 impl Ledger<'_> {
-    fn statements(&self) -> HeldStatements<'_> {
+    fn shared(&self) -> HeldStatements<'_> {
         let statements = self.statements.lock().unwrap_or_else(|p| p.into_inner());
         // After the statements' lock: a thread holds the connection only while it reads.
         let held = self.connection.lock();
@@ -140,8 +151,21 @@ impl Ledger<'_> {
         }
     }
 
+    /// The statements this thread reads the store with: its own reader's on a pool thread
+    /// that has one (no other thread takes that lock), else the shared ones.
+    fn with_store<R>(&self, read: impl FnOnce(&mut Statements) -> R) -> R {
+        let own = rayon::current_thread_index().and_then(|i| self.readers.get(i));
+        match own {
+            Some(reader) => {
+                let mut reader = reader.lock().unwrap_or_else(|p| p.into_inner());
+                read(&mut reader.statements)
+            }
+            None => read(&mut self.shared()),
+        }
+    }
+
     /// The rows' data concatenated: `None` when there is no row.
-    fn read(statement: &mut Statement, key: &str) -> Result<Option<Vec<u8>>, Failure> {
+    fn read(statement: &mut Statement, key: &str) -> Result<Option<Vec<u8>>, Error> {
         statement.start(&[Param::Text(key.to_owned())])?;
         let mut data: Option<Vec<u8>> = None;
         while statement.step()? {
@@ -161,18 +185,19 @@ impl Store for Ledger<'_> {
         // A failing read is an absent file here; the workspace checks report the table.
         if let Some(digest) = self.index.and_then(|index| index.get(content_hash)) {
             let digest = std::str::from_utf8(digest).ok()?;
-            let mut statements = self.statements();
-            return match Self::read(&mut statements.chunks, digest).ok()? {
-                Some(data) => Some(Cow::Owned(data)),
-                // No chunk: an empty blob, or none at all.
-                None => {
-                    let held = Self::read(&mut statements.blob, digest).ok()?;
-                    held.map(|_| Cow::Owned(Vec::new()))
+            return self.with_store(|statements| {
+                match Self::read(&mut statements.chunks, digest).ok()? {
+                    Some(data) => Some(Cow::Owned(data)),
+                    // No chunk: an empty blob, or none at all.
+                    None => {
+                        let held = Self::read(&mut statements.blob, digest).ok()?;
+                        held.map(|_| Cow::Owned(Vec::new()))
+                    }
                 }
-            };
+            });
         }
         let path = cas_path(content_hash)?;
-        Self::read(&mut self.statements().file, &path)
+        self.with_store(|statements| Self::read(&mut statements.file, &path))
             .ok()
             .flatten()
             .map(Cow::Owned)
@@ -183,13 +208,14 @@ impl Store for Ledger<'_> {
             return Some(Cow::Borrowed(stored));
         }
         let path = cas_path(content_hash)?;
-        let mut statements = self.statements();
-        let statement = &mut statements.digest;
-        statement.start(&[Param::Text(path)]).ok()?;
-        match statement.step() {
-            Ok(true) if !statement.is_null(0) => Some(Cow::Owned(statement.bytes(0).to_vec())),
-            _ => None,
-        }
+        self.with_store(|statements| {
+            let statement = &mut statements.digest;
+            statement.start(&[Param::Text(path)]).ok()?;
+            match statement.step() {
+                Ok(true) if !statement.is_null(0) => Some(Cow::Owned(statement.bytes(0).to_vec())),
+                _ => None,
+            }
+        })
     }
 }
 
@@ -198,7 +224,7 @@ impl Source for Ledger<'_> {
 
     fn journal(&self, run: usize) -> PyResult<Option<Vec<u8>>> {
         match &self.paths[run] {
-            Some(path) => Ok(Self::read(&mut self.statements().journal, path)?),
+            Some(path) => Ok(Self::read(&mut self.shared().journal, path)?),
             None => Ok(None),
         }
     }
@@ -209,35 +235,56 @@ impl Source for Ledger<'_> {
 }
 
 /// Verify the imported runs `runs` (`(run id, journal path or None)`, in order) of the
-/// ledger open on `connection`: one verdict per run, in order.
+/// ledger open on `connection`: one verdict per run, in order. `store`: the store's index
+/// (`None`: the workdir has no `.sdd/cas`); `audit`: the audit chain's `activity.result`
+/// records, when the chain mirrors activities. Both are only borrowed for the call.
 #[pyfunction]
+#[pyo3(signature = (connection, runs, options, *, store=None, audit=None))]
 fn bernstein_verify(
     py: Python<'_>,
     connection: ApswConnection<'_>,
     runs: Vec<(String, Option<String>)>,
     options: &Bound<'_, BernsteinOptions>,
+    store: Option<PyRef<'_, BernsteinStoreIndex>>,
+    audit: Option<PyRef<'_, BernsteinAuditMirror>>,
 ) -> PyResult<Vec<BernsteinRun>> {
     let options = options.get();
     let on = connection.connection();
-    let statements = Statements {
-        journal: on.prepare(JOURNAL_SQL)?,
-        file: on.prepare(FILE_SQL)?,
-        digest: on.prepare(DIGEST_SQL)?,
-        chunks: on.prepare(CHUNKS_SQL)?,
-        blob: on.prepare(BLOB_SQL)?,
-    };
-    // The pool's threads read too: each takes the mutex for its read (`Ledger::statements`).
+    let statements = Statements::prepare(on)?;
+    let pool = pool(options.jobs)?;
+    // A reader per pool thread when the file allows it, opened while the caller's
+    // connection is held (it is in the caller's read transaction). The portable switch
+    // keeps the reference: every read through the caller's connection, one at a time.
+    let readers = (!agentledger_core::portable::forced())
+        .then(|| on.open_readers(pool.current_num_threads()))
+        .flatten()
+        .and_then(|readers| {
+            readers
+                .into_iter()
+                .map(|reader| {
+                    let statements = Statements::prepare(reader.connection()).ok()?;
+                    Some(Mutex::new(Reader {
+                        statements,
+                        _connection: reader,
+                    }))
+                })
+                .collect::<Option<Vec<_>>>()
+        })
+        .unwrap_or_default();
+    // The pool's threads read too: each takes its reader, or the shared statements with
+    // the connection's mutex (`Ledger::with_store`).
     let connection = connection.release();
-    let index = options.store.as_ref().map(|s| &s.get().map);
+    let index = store.as_deref().map(|s| &s.map);
     let (ids, paths): (Vec<String>, Vec<Option<String>>) = runs.into_iter().unzip();
     let run_ids: Vec<Vec<u8>> = ids.iter().map(|id| id.as_bytes().to_vec()).collect();
     let ledger = Ledger {
         connection,
         statements: Mutex::new(statements),
+        readers,
         paths,
         index,
     };
-    let verdicts = run(py, &ledger, &run_ids, options, |n| {
+    let verdicts = run(py, &ledger, &run_ids, options, audit.as_deref(), |n| {
         // Ctrl-C is seen between two journals (every 64th, to keep the GIL away).
         if n % 64 == 63 {
             Python::with_gil(|py| py.check_signals())
@@ -248,19 +295,21 @@ fn bernstein_verify(
     Ok(finish(verdicts, ids))
 }
 
-/// Verify the runs `run_ids` of the workdir at `root`, in place (`options.store` is not
-/// used: the directory is its own store).
+/// Verify the runs `run_ids` of the workdir at `root`, in place (the directory is its own
+/// store); `audit` as for `bernstein_verify`.
 #[pyfunction]
+#[pyo3(signature = (root, run_ids, options, *, audit=None))]
 fn bernstein_verify_workdir(
     py: Python<'_>,
     root: std::path::PathBuf,
     run_ids: Vec<String>,
     options: &Bound<'_, BernsteinOptions>,
+    audit: Option<PyRef<'_, BernsteinAuditMirror>>,
 ) -> PyResult<Vec<BernsteinRun>> {
     let options = options.get();
     let ids: Vec<Vec<u8>> = run_ids.iter().map(|id| id.as_bytes().to_vec()).collect();
     let directory = Directory::new(root, ids.clone());
-    let runs = run(py, &directory, &ids, options, |_| Ok(()))?;
+    let runs = run(py, &directory, &ids, options, audit.as_deref(), |_| Ok(()))?;
     Ok(finish(runs, run_ids))
 }
 
@@ -270,12 +319,12 @@ fn run<S: Source>(
     source: &S,
     run_ids: &[Vec<u8>],
     options: &BernsteinOptions,
+    mirror: Option<&BernsteinAuditMirror>,
     between: impl FnMut(usize) -> Result<(), S::Error> + Send,
 ) -> PyResult<Vec<Run>>
 where
     PyErr: From<S::Error>,
 {
-    let mirror = options.audit.as_ref().map(|m| m.get());
     let trusted: Vec<[u8; 32]> = options
         .trusted
         .iter()

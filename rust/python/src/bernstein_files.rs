@@ -13,8 +13,9 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
+use crate::errors::Error;
 use crate::pools::drop_later;
-use crate::sqlite::{ApswConnection, Failure};
+use crate::sqlite::ApswConnection;
 
 /// How every manifest starts.
 const FILES: &[u8] = b"{\"files\":[";
@@ -259,7 +260,7 @@ impl BernsteinFiles {
                 let _ = made.send(scanned);
             })
             .map_err(|e| PyRuntimeError::new_err(format!("cannot start a thread: {e}")))?;
-        py.allow_threads(move || -> Result<_, Failure> {
+        py.allow_threads(move || -> Result<_, Error> {
             let held = connection.lock();
             statement.start(&[])?;
             let mut rows = Rows::default();
@@ -350,7 +351,7 @@ impl BernsteinStoreIndex {
     ) -> PyResult<Self> {
         let mut statement = connection.connection().prepare(sql)?;
         let connection = connection.release();
-        let map = py.allow_threads(move || -> Result<journal::StoreIndex, Failure> {
+        let map = py.allow_threads(move || -> Result<journal::StoreIndex, Error> {
             let held = connection.lock();
             statement.start(&[])?;
             let mut map = journal::StoreIndex::default();

@@ -76,3 +76,14 @@ impl From<Error> for PyErr {
 pub fn to_py(err: agentledger_core::Error) -> PyErr {
     Error::Core(err).into()
 }
+
+/// Convert an error of the bernstein crate: the core's as [`to_py`]; what `json.loads`
+/// would raise as the `ValueError` (or `RecursionError`) it stands for.
+pub fn bernstein_to_py(err: agentledger_bernstein::Error) -> PyErr {
+    use agentledger_bernstein::Error as B;
+    match err {
+        B::Core(err) => to_py(err),
+        B::Recursion => pyo3::exceptions::PyRecursionError::new_err(err.to_string()),
+        B::JsonDecode(_) | B::UnicodeDecode => PyValueError::new_err(err.to_string()),
+    }
+}

@@ -18,15 +18,16 @@ use pyo3::prelude::*;
 use crate::errors::Error;
 
 mod apsw_connection;
+mod reader;
 
-/// The name the bernstein bindings know SQLite's failures by: the binding's one error.
-pub use crate::errors::Error as Failure;
 pub use apsw_connection::ApswConnection;
+pub use reader::OwnedConnection;
 
 static BOUND: AtomicBool = AtomicBool::new(false);
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sqlite_bound, m)?)?;
+    m.add_function(wrap_pyfunction!(sqlite_readers, m)?)?;
     Ok(())
 }
 
@@ -55,6 +56,18 @@ pub unsafe extern "C" fn sqlite3_agentledger_init(
 #[pyfunction]
 fn sqlite_bound() -> bool {
     BOUND.load(Ordering::Acquire)
+}
+
+/// How many of `count` reader connections (`sqlite/reader.rs`) could be opened beside
+/// `connection` in the snapshot of its current read transaction: `count`, or 0 when they
+/// were refused (no transaction, another VFS, a file changed since the snapshot began).
+/// What the bernstein verify's pool threads read with; the readers are closed again.
+#[pyfunction]
+fn sqlite_readers(connection: ApswConnection<'_>, count: usize) -> usize {
+    connection
+        .connection()
+        .open_readers(count)
+        .map_or(0, |readers| readers.len())
 }
 
 /// An open connection owned by apsw, made only by [`ApswConnection`] (which says why

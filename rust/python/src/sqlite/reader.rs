@@ -1,0 +1,182 @@
+//! Read-only connections of our own beside a caller's connection, so that a pool's threads
+//! read the ledger in parallel instead of taking turns on the caller's one connection.
+//!
+//! A reader opens the very file the caller's connection reads (the default VFS only; the
+//! `immutable` flag and `mmap_size` copied), begins a read transaction, and is kept only if
+//! it provably sees what the caller's transaction sees: the workspace log's size and root
+//! (`log_state`), and the row counts and highest row ids of the tables it reads. A write
+//! between the caller's snapshot and the reader's would change the log, or those tables.
+//! (The host SQLite is built without `SQLITE_ENABLE_SNAPSHOT`, so a snapshot cannot be
+//! handed over.) Whatever cannot be set up this way is `None`: the caller reads through
+//! its own connection, as before.
+
+use std::ffi::{c_int, CStr, CString};
+use std::ptr;
+
+use libsqlite3_sys as ffi;
+
+use super::{Connection, Statement};
+use crate::errors::Error;
+
+/// What a reader must see as the caller does: the log (size and root) and the tables a
+/// bernstein verify reads, by count and highest row id.
+const STATE_SQL: &str = "SELECT (SELECT size FROM log_state), (SELECT frontier FROM log_state), \
+     (SELECT count(*) FROM blobs), (SELECT max(rowid) FROM blobs), \
+     (SELECT count(*) FROM blob_chunks), (SELECT max(rowid) FROM blob_chunks), \
+     (SELECT count(*) FROM bernstein_files), (SELECT max(rowid) FROM bernstein_files)";
+
+/// A connection this module opened, closed when dropped (its statements must be dropped
+/// first: a struct holding both declares them before it).
+pub struct OwnedConnection(Connection);
+
+// SAFETY: opened with SQLITE_OPEN_NOMUTEX; its user (a `Mutex` around it and its
+// statements) lets one thread at a time use it.
+unsafe impl Send for OwnedConnection {}
+
+impl OwnedConnection {
+    pub fn connection(&self) -> Connection {
+        self.0
+    }
+}
+
+impl Drop for OwnedConnection {
+    fn drop(&mut self) {
+        // SAFETY: opened by `open_reader`, closed once; its statements are finalized (the
+        // read transaction is ended by the close).
+        unsafe {
+            ffi::sqlite3_close(self.0 .0);
+        }
+    }
+}
+
+/// The state a reader is compared on: the row of [`STATE_SQL`], as text.
+fn state(connection: Connection) -> Result<Vec<Vec<u8>>, Error> {
+    let mut statement = connection.prepare(STATE_SQL)?;
+    statement.start(&[])?;
+    if !statement.step()? {
+        return Err(Error::Sqlite {
+            code: ffi::SQLITE_ERROR,
+            message: "no state row".into(),
+        });
+    }
+    Ok((0..8)
+        .map(|column| {
+            let mut value = vec![u8::from(statement.is_null(column))];
+            value.extend_from_slice(statement.bytes(column));
+            value
+        })
+        .collect())
+}
+
+fn execute(connection: Connection, sql: &str) -> Result<(), Error> {
+    let mut statement: Statement = connection.prepare(sql)?;
+    statement.start(&[])?;
+    while statement.step()? {}
+    Ok(())
+}
+
+/// The file name as a URI that opens it `immutable`.
+fn immutable_uri(path: &[u8]) -> Vec<u8> {
+    let mut uri = b"file:".to_vec();
+    for &byte in path {
+        match byte {
+            b'%' | b'?' | b'#' => uri.extend_from_slice(format!("%{byte:02X}").as_bytes()),
+            _ => uri.push(byte),
+        }
+    }
+    uri.extend_from_slice(b"?immutable=1");
+    uri
+}
+
+impl Connection {
+    /// `count` readers of the file this connection reads, each in a read transaction that
+    /// sees what this connection's current transaction sees (see the module); `None` when
+    /// that cannot be had. The caller holds this connection (its mutex), inside a read
+    /// transaction.
+    pub fn open_readers(&self, count: usize) -> Option<Vec<OwnedConnection>> {
+        // SAFETY: a live connection held by this thread.
+        let (in_transaction, default_vfs, filename) = unsafe {
+            let mut vfs: *mut ffi::sqlite3_vfs = ptr::null_mut();
+            let found = ffi::sqlite3_file_control(
+                self.0,
+                c"main".as_ptr(),
+                ffi::SQLITE_FCNTL_VFS_POINTER,
+                ptr::from_mut(&mut vfs).cast(),
+            );
+            let default = ffi::sqlite3_vfs_find(ptr::null());
+            let filename = ffi::sqlite3_db_filename(self.0, c"main".as_ptr());
+            (
+                ffi::sqlite3_get_autocommit(self.0) == 0,
+                found == ffi::SQLITE_OK && !vfs.is_null() && vfs == default,
+                filename,
+            )
+        };
+        if !in_transaction || !default_vfs || filename.is_null() {
+            return None;
+        }
+        // SAFETY: a file name SQLite gave, valid while the connection is open; the URI
+        // parameters after it are read by `sqlite3_uri_boolean`, as SQLite documents.
+        let (path, immutable) = unsafe {
+            let path = CStr::from_ptr(filename).to_bytes().to_vec();
+            let immutable = ffi::sqlite3_uri_boolean(filename, c"immutable".as_ptr(), 0) != 0;
+            (path, immutable)
+        };
+        if path.is_empty() {
+            return None; // in memory, or a temporary file
+        }
+        let expected = state(*self).ok()?;
+        let mmap = {
+            let mut statement = self.prepare("PRAGMA mmap_size").ok()?;
+            statement.start(&[]).ok()?;
+            statement.step().ok()?.then(|| statement.int(0))?
+        };
+        let (name, uri_flag) = if immutable {
+            (immutable_uri(&path), ffi::SQLITE_OPEN_URI)
+        } else {
+            (path, 0)
+        };
+        let name = CString::new(name).ok()?;
+        let mut readers = Vec::with_capacity(count);
+        for _ in 0..count {
+            let reader = open_one(&name, uri_flag, mmap)?;
+            if state(reader.connection()).ok()? != expected {
+                return None;
+            }
+            readers.push(reader);
+        }
+        Some(readers)
+    }
+}
+
+/// One reader, in a read transaction (begun by the caller's first read).
+fn open_one(name: &CStr, uri_flag: c_int, mmap: i64) -> Option<OwnedConnection> {
+    let mut raw: *mut ffi::sqlite3 = ptr::null_mut();
+    let flags = ffi::SQLITE_OPEN_READONLY | ffi::SQLITE_OPEN_NOMUTEX | uri_flag;
+    // SAFETY: a NUL-terminated name; `raw` receives a handle (even on failure, when it
+    // must still be closed).
+    let code = unsafe { ffi::sqlite3_open_v2(name.as_ptr(), &mut raw, flags, ptr::null()) };
+    if raw.is_null() {
+        return None;
+    }
+    let reader = OwnedConnection(Connection(raw));
+    if code != ffi::SQLITE_OK {
+        return None;
+    }
+    // SAFETY: a live connection of ours. No SQL of the file may change its schema or reach
+    // outside it; a writer busy checkpointing is waited for a while.
+    unsafe {
+        ffi::sqlite3_db_config(
+            raw,
+            ffi::SQLITE_DBCONFIG_DEFENSIVE,
+            1,
+            ptr::null_mut::<c_int>(),
+        );
+        ffi::sqlite3_busy_timeout(raw, 5000);
+    }
+    let connection = reader.connection();
+    execute(connection, "PRAGMA trusted_schema = OFF").ok()?;
+    execute(connection, "PRAGMA query_only = ON").ok()?;
+    execute(connection, &format!("PRAGMA mmap_size = {}", mmap.max(0))).ok()?;
+    execute(connection, "BEGIN DEFERRED").ok()?;
+    Some(reader)
+}
