@@ -189,11 +189,19 @@ def test_an_edited_kind_cell_does_not_hide_an_earlier_stage(
         assert caught.value.code == "redundant-evidence"  # the one refusal journaled
 
 
+@pytest.mark.parametrize("marked_limit", [200_000, 5, 0])
 def test_verify_finds_a_duplicate_and_a_redundant_stage(
-    ledger: Ledger, ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+    ledger: Ledger, ledger_path: Path, monkeypatch: pytest.MonkeyPatch, marked_limit: int
 ) -> None:
     """Let in by a fooled boundary (the earlier stage hidden from it), then the cell put
-    back: verify re-derives both decisions from the journal."""
+    back: verify re-derives both decisions from the journal, whether the journal pass
+    marked the stages (fetched by key) or there were more than it keeps (scanned)."""
+    monkeypatch.setattr("agentledger.verify.journal_pass.MARKED_LIMIT", marked_limit)
+    # Results the boundary never decided (not mirrored): with a limit of 5, more stages than
+    # the pass keeps but not more decisions, so the decided runs are scanned one by one.
+    empty = {"evidence_set_hash": _core.evidence_set_hash([]), "observations": []}
+    plain = [("activity.result", {"stage_id": f"p{n}", **empty}) for n in range(6)]
+    ledger.run("plain").append_many(plain)
     run = ledger.run("r")
     run.record_activity(research_result(), stage_id="s1")
     with monkeypatch.context() as patch:

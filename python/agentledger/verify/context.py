@@ -63,10 +63,10 @@ class VerifyContext:
     tail_from: dict[str, int] | None = None
     """Incremental verify: the journal pass reads each of these runs from this seq only."""
     log_plan: Any = None
+    """The workspace-log check's own state (verify/log.py)."""
     folded_indexes: list[tuple[str, str, list[int]]] | None = None
     """The ``entries`` indexes the journal pass checks from its own read
     (``btree_check.fold_plan``); None when SQLite's check has done it."""
-    """The workspace-log check's own state (verify/log.py)."""
     after_snapshot: list[Callable[[], None]] = field(default_factory=list)
     """Run once the read snapshot is closed (e.g. recording a clean verify)."""
     marked: dict[str, list[tuple[str, int]] | None] = field(default_factory=dict)
