@@ -15,6 +15,7 @@
 pub mod audit;
 pub mod directory;
 pub mod journal;
+pub mod manifest;
 pub mod mirror;
 pub mod pipeline;
 pub mod pyjson;

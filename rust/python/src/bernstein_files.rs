@@ -1,14 +1,17 @@
 //! The ledger's table of imported bernstein files (`bernstein_files`), read once by Rust
 //! through apsw's connection: each import's manifest as `importer.manifest_of` writes it,
 //! the import ids present, the files whose blob is absent, and the store index. One scan
-//! in path order instead of one per use.
+//! in path order instead of one per use. What the rows mean (the manifests, the store
+//! index) is the bernstein crate's (`manifest.rs`); this reads them.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::{mpsc, Mutex, OnceLock};
 
-use agentledger_bernstein::{journal, pyjson};
-use agentledger_core::hash::{to_hex_prefixed, Sha256Hasher, SHA256_PREFIX};
+use agentledger_bernstein::journal;
+use agentledger_bernstein::manifest::{
+    self, manifest_hash, manifest_parts, store_key, FileRow, ImportedFiles,
+};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -16,9 +19,6 @@ use pyo3::types::PyBytes;
 use crate::errors::Error;
 use crate::pools::drop_later;
 use crate::sqlite::ApswConnection;
-
-/// How every manifest starts.
-const FILES: &[u8] = b"{\"files\":[";
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<BernsteinFiles>()?;
@@ -34,7 +34,7 @@ struct BernsteinFiles {
     /// What closes every manifest: `],"format":"…"}`.
     closing: Vec<u8>,
     /// What the rows are made into, until taken by `settled`.
-    pending: Mutex<Option<mpsc::Receiver<Scanned>>>,
+    pending: Mutex<Option<mpsc::Receiver<ImportedFiles>>>,
     settled: OnceLock<Settled>,
 }
 
@@ -52,18 +52,6 @@ struct Row {
     digest: Option<Range<usize>>,
     import_id: i64,
     absent: bool,
-}
-
-/// What the rows are made into.
-#[derive(Default)]
-struct Scanned {
-    /// Each import's manifest so far: `{"files":[[path, kind, digest], …` (unclosed).
-    manifests: BTreeMap<i64, Vec<u8>>,
-    /// `(path, digest)` of the files whose blob the ledger lacks, in path order.
-    absent: Vec<(String, String)>,
-    index: journal::StoreIndex,
-    /// Each manifest's `content_hash`, closed (once every row is in).
-    hashes: BTreeMap<i64, String>,
 }
 
 struct Settled {
@@ -91,68 +79,21 @@ impl Rows {
         self.text.extend_from_slice(text);
         start..self.text.len()
     }
-}
 
-impl Scanned {
-    /// The manifests, absent blobs and store index of the next `rows`, in their order
-    /// (`key`: a buffer).
-    fn add(&mut self, rows: &Rows, name_from: usize, key: &mut Vec<u8>) {
-        let text = |range: &Range<usize>| &rows.text[range.clone()];
-        for row in &rows.rows {
-            let manifest = self
-                .manifests
-                .entry(row.import_id)
-                .or_insert_with(|| FILES.to_vec());
-            if manifest.len() > FILES.len() {
-                manifest.push(b',');
-            }
-            manifest.push(b'[');
-            for (column, value) in [Some(&row.path), Some(&row.kind), row.digest.as_ref()]
-                .into_iter()
-                .enumerate()
-            {
-                if column > 0 {
-                    manifest.push(b',');
-                }
-                match value {
-                    // ASCII-escaped: any text is written (a mismatch is decided in Python).
-                    Some(range) => {
-                        let _ = pyjson::write_py_string(text(range), true, manifest);
-                    }
-                    None => manifest.extend_from_slice(b"null"),
-                }
-            }
-            manifest.push(b']');
-            let lossy = |range: &Range<usize>| String::from_utf8_lossy(text(range)).into_owned();
-            if let Some(digest) = &row.digest {
-                if row.absent {
-                    self.absent.push((lossy(&row.path), lossy(digest)));
-                }
-                if store_key(text(&row.path), text(&row.kind), name_from, key) {
-                    self.index.insert(key, text(digest));
-                }
-            }
+    /// Hand every row to `files`, in order.
+    fn add_to(&self, files: &mut ImportedFiles, name_from: usize) {
+        let text = |range: &Range<usize>| &self.text[range.clone()];
+        for row in &self.rows {
+            let file = FileRow {
+                path: text(&row.path),
+                kind: text(&row.kind),
+                digest: row.digest.as_ref().map(text),
+                import_id: row.import_id,
+                absent: row.absent,
+            };
+            files.add(&file, name_from);
         }
     }
-}
-
-/// `content_hash` of the manifest `parts`.
-fn manifest_hash(parts: [&[u8]; 2]) -> String {
-    let mut hasher = Sha256Hasher::new();
-    for part in parts {
-        hasher.update(part);
-    }
-    to_hex_prefixed(SHA256_PREFIX, &hasher.finalize())
-}
-
-/// The manifest's bytes, in pieces: its rows (none: an empty list), then `closing`.
-fn manifest_parts<'m>(
-    manifests: &'m BTreeMap<i64, Vec<u8>>,
-    closing: &'m [u8],
-    import_id: i64,
-) -> [&'m [u8]; 2] {
-    let files = manifests.get(&import_id).map_or(FILES, Vec::as_slice);
-    [files, closing]
 }
 
 impl BernsteinFiles {
@@ -163,11 +104,12 @@ impl BernsteinFiles {
         }
         let pending = lock(&self.pending).take();
         if let Some(pending) = pending {
-            let Scanned {
+            let ImportedFiles {
                 manifests,
                 absent,
                 index,
                 hashes,
+                ..
             } = py.allow_threads(move || pending.recv()).map_err(|_| {
                 PyRuntimeError::new_err("reading the files failed (internal error)")
             })?;
@@ -191,35 +133,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Whether a `bernstein_files` row with a digest is in the store index, and its key in
-/// `key`: a `cas` file whose name, the path after its first `name_from` characters, has no
-/// `/` (a plain name in the flat store), keyed by `sha256:` + that name. Characters are
-/// counted as SQLite's `substr` counts them, so that the index matches what SQL selects.
-pub(crate) fn store_key(path: &[u8], kind: &[u8], name_from: usize, key: &mut Vec<u8>) -> bool {
-    if kind != b"cas" {
-        return false;
-    }
-    let mut at = 0;
-    for _ in 0..name_from {
-        // SQLite's SQLITE_SKIP_UTF8: a lead byte takes its continuation bytes with it.
-        let Some(&lead) = path.get(at) else { break };
-        at += 1;
-        if lead >= 0xC0 {
-            while path.get(at).is_some_and(|&b| b & 0xC0 == 0x80) {
-                at += 1;
-            }
-        }
-    }
-    let name = &path[at..];
-    if name.contains(&b'/') {
-        return false;
-    }
-    key.clear();
-    key.extend_from_slice(SHA256_PREFIX.as_bytes());
-    key.extend_from_slice(name);
-    true
-}
-
 #[pymethods]
 impl BernsteinFiles {
     /// Scan the rows `sql` selects, in path order: `path, kind, digest,
@@ -236,28 +149,19 @@ impl BernsteinFiles {
     ) -> PyResult<Self> {
         let mut statement = connection.connection().prepare(sql)?;
         let connection = connection.release();
-        let mut closing = b"],\"format\":".to_vec();
-        let _ = pyjson::write_py_string(format.as_bytes(), true, &mut closing);
-        closing.push(b'}');
+        let closing = manifest::closing(&format);
         let (chunks, chunks_in) = mpsc::channel::<Rows>();
         let (made, pending) = mpsc::channel();
         let closed = closing.clone();
         std::thread::Builder::new()
             .name("bernstein-files".into())
             .spawn(move || {
-                let (mut scanned, mut key) = (Scanned::default(), Vec::new());
+                let mut files = ImportedFiles::default();
                 for rows in chunks_in {
-                    scanned.add(&rows, name_from, &mut key);
+                    rows.add_to(&mut files, name_from);
                 }
-                scanned.hashes = scanned
-                    .manifests
-                    .keys()
-                    .map(|&id| {
-                        let parts = manifest_parts(&scanned.manifests, &closed, id);
-                        (id, manifest_hash(parts))
-                    })
-                    .collect();
-                let _ = made.send(scanned);
+                files.close(&closed);
+                let _ = made.send(files);
             })
             .map_err(|e| PyRuntimeError::new_err(format!("cannot start a thread: {e}")))?;
         py.allow_threads(move || -> Result<_, Error> {
@@ -327,7 +231,7 @@ impl BernsteinFiles {
 
 /// `content hash -> digest of the stored bytes`, built in Rust from the `path, kind,
 /// digest` rows of `bernstein_files` that `sql` selects on the connection (no Python object
-/// per row; the rows of the index are those `bernstein_files::store_key` keys): handed to
+/// per row; the rows of the index are those `manifest::store_key` keys): handed to
 /// `bernstein_verify_journals` and `BernsteinOptions` without conversion.
 #[pyclass(frozen, module = "agentledger._core")]
 pub(crate) struct BernsteinStoreIndex {
