@@ -154,3 +154,19 @@ def test_an_index_holding_the_tables_rows_in_another_order_is_found(
     fast, reference = _both(ledger_path)
     assert reference, "SQLite's own check finds it too"
     assert fast and "out of order" in fast[0], fast
+
+
+def test_text_that_is_not_utf8_is_compared_as_stored(ledger: Ledger, ledger_path: Path) -> None:
+    """A kind cell edited to bytes that are not UTF-8 (its indexes rebuilt with it): the
+    b-trees agree, as SQLite's check says, and what is wrong is the entry's, not an index."""
+    build(ledger, runs=2, entries=3)
+    ledger.close()
+    with raw(ledger_path) as conn:
+        conn.execute(
+            "UPDATE entries SET kind = CAST(x'73746570ff' AS TEXT) "
+            "WHERE run_id = 'run-0' AND seq = 1"
+        )
+    fast, reference = _both(ledger_path)
+    assert fast == [] and reference == []
+    report = verify(ledger_path)
+    assert "schema.btree" not in checks(report) and "entry.kind" in checks(report)

@@ -36,7 +36,7 @@ pub struct TableSide {
     agreement: IndexAgreement,
     projections: Vec<Vec<usize>>,
     /// The first row whose values are not of their column's type (a STRICT table holds
-    /// none: `run_id` and `kind` UTF-8 text, `seq` an integer, `leaf` an integer or NULL).
+    /// none: `run_id` and `kind` text, `seq` an integer, `leaf` an integer or NULL).
     odd_row: Option<(String, i64)>,
 }
 
@@ -109,7 +109,7 @@ impl TableSide {
         let mut problems: Vec<String> = Vec::new();
         if let Some((run_id, seq)) = &self.odd_row {
             problems.push(format!(
-                "{table}: the row ({run_id:?}, {seq}) holds a value of another type than its column's"
+                "{table}: the row ({run_id:?}, {seq}) holds a value of another type than its STRICT column's"
             ));
         }
         problems.extend(

@@ -300,7 +300,10 @@ struct StoredRow {
     hash: Range<usize>,
     bytes: Range<usize>,
     leaf: Option<i64>,
-    /// A value not of its column's type (STRICT: `run_id` and `kind` UTF-8 text, `seq` an
+    /// `run_id` and `kind` as stored, when they are not UTF-8 (the ranges above then hold
+    /// their lossy text, which the verifier reads): what the index check compares.
+    raw_text: Option<(Range<usize>, Range<usize>)>,
+    /// A value not of its column's type (STRICT: `run_id` and `kind` text, `seq` an
     /// integer, `leaf` an integer or NULL): what the index check reports.
     odd: bool,
 }
@@ -379,6 +382,10 @@ impl RowBatch {
                 ));
         let (run_id, run_id_utf8) = self.keep_text(statement.bytes_held(held, 0));
         let (kind, kind_utf8) = self.keep_text(statement.bytes_held(held, 2));
+        let raw_text = (!(run_id_utf8 && kind_utf8)).then(|| {
+            let raw_run_id = self.keep(statement.bytes_held(held, 0));
+            (raw_run_id, self.keep(statement.bytes_held(held, 2)))
+        });
         let row = StoredRow {
             run_id,
             seq: statement.int(1),
@@ -386,7 +393,8 @@ impl RowBatch {
             hash: self.keep(statement.bytes_held(held, 3)),
             bytes: self.keep(statement.bytes_held(held, 4)),
             leaf: (logged && !statement.is_null(5)).then(|| statement.int(5)),
-            odd: !(typed && run_id_utf8 && kind_utf8),
+            raw_text,
+            odd: !typed,
         };
         self.rows.push(row);
     }
@@ -417,10 +425,14 @@ impl PassRows for RowBatch {
     fn cell(&self, row: usize, column: usize) -> Cell<'_> {
         let row = &self.rows[row];
         let at = |range: &Range<usize>| &self.data[range.clone()];
+        let (run_id, kind) = match &row.raw_text {
+            Some((run_id, kind)) => (run_id, kind),
+            None => (&row.run_id, &row.kind),
+        };
         match column {
-            0 => Cell::Text(at(&row.run_id)),
+            0 => Cell::Text(at(run_id)),
             1 => Cell::Int(row.seq),
-            2 => Cell::Text(at(&row.kind)),
+            2 => Cell::Text(at(kind)),
             3 => Cell::Blob(at(&row.hash)),
             4 => Cell::Blob(at(&row.bytes)),
             _ => row.leaf.map_or(Cell::Null, Cell::Int),
