@@ -36,6 +36,17 @@ def raw(path: Path) -> Iterator[apsw.Connection]:
         conn.close()
 
 
+def rebuild_index(conn: apsw.Connection, index: str, create: str) -> None:
+    """Rebuild ``index`` as ``create`` makes it, then put its original SQL text back
+    (``PRAGMA writable_schema``): SQLite parses the original and answers from the new b-tree."""
+    sql = conn.execute("SELECT sql FROM sqlite_schema WHERE name = ?", (index,)).fetchall()[0][0]
+    conn.execute(f"DROP INDEX {index}")
+    conn.execute(create)
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("UPDATE sqlite_schema SET sql = ? WHERE name = ?", (sql, index))
+    conn.execute("PRAGMA writable_schema = OFF")
+
+
 def verify(path: Path, options: VerifyOptions | None = None) -> VerifyReport:
     with Ledger.open(path) as ledger:
         return ledger.verify(options=options)

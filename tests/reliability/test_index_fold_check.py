@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from agentledger import Ledger
 from agentledger.storage.btree_check import btree_problems, fold_plan
-from tests.log.logkit import build, checks, raw, verify
+from tests.log.logkit import build, checks, raw, rebuild_index, verify
 
 INDEXES = ("entries_by_kind", "entries_by_leaf")
 
@@ -122,13 +122,9 @@ def test_an_index_out_of_order_is_found_though_its_rows_are_the_tables(
     build(ledger, runs=3, entries=4)
     ledger.close()
     with raw(ledger_path) as conn:
-        sql = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'entries_by_kind'")
-        sql = sql.fetchall()[0][0]
-        conn.execute("DROP INDEX entries_by_kind")
-        conn.execute("CREATE INDEX entries_by_kind ON entries (run_id, kind)")
-        conn.execute("PRAGMA writable_schema = ON")
-        conn.execute("UPDATE sqlite_schema SET sql = ? WHERE name = 'entries_by_kind'", (sql,))
-        conn.execute("PRAGMA writable_schema = OFF")
+        rebuild_index(
+            conn, "entries_by_kind", "CREATE INDEX entries_by_kind ON entries (run_id, kind)"
+        )
     fast, reference = _both(ledger_path)
     assert fast and reference
     assert "entries_by_kind" in fast[0]
@@ -144,13 +140,11 @@ def test_an_index_holding_the_tables_rows_in_another_order_is_found(
     ledger.run("run-0").append("note", {"n": 1})  # a second kind, so the order matters
     ledger.close()
     with raw(ledger_path) as conn:
-        sql = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'entries_by_kind'")
-        sql = sql.fetchall()[0][0]
-        conn.execute("DROP INDEX entries_by_kind")
-        conn.execute("CREATE INDEX entries_by_kind ON entries (kind DESC, run_id DESC)")
-        conn.execute("PRAGMA writable_schema = ON")
-        conn.execute("UPDATE sqlite_schema SET sql = ? WHERE name = 'entries_by_kind'", (sql,))
-        conn.execute("PRAGMA writable_schema = OFF")
+        rebuild_index(
+            conn,
+            "entries_by_kind",
+            "CREATE INDEX entries_by_kind ON entries (kind DESC, run_id DESC)",
+        )
     fast, reference = _both(ledger_path)
     assert reference, "SQLite's own check finds it too"
     assert fast and "out of order" in fast[0], fast

@@ -19,17 +19,13 @@ import pytest
 from agentledger import Ledger, _core
 from agentledger.errors import Diverged
 from agentledger.storage.btree_check import btree_problems, require_btrees_agree
-from tests.log.logkit import build, checks, raw, verify
+from tests.log.logkit import build, checks, raw, rebuild_index, verify
 
 
 def _rebuild_partial(conn: apsw.Connection, index: str, where: str) -> None:
     """Rebuild ``index`` with a WHERE clause and put its original SQL text back."""
     sql = conn.execute("SELECT sql FROM sqlite_schema WHERE name = ?", (index,)).fetchall()[0][0]
-    conn.execute(f"DROP INDEX {index}")
-    conn.execute(f"{sql} WHERE {where}")
-    conn.execute("PRAGMA writable_schema = ON")
-    conn.execute("UPDATE sqlite_schema SET sql = ? WHERE name = ?", (sql, index))
-    conn.execute("PRAGMA writable_schema = OFF")
+    rebuild_index(conn, index, f"{sql} WHERE {where}")
 
 
 def _forge_unlogged_run(path: Path, run_id: str) -> None:

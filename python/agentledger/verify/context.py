@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from agentledger.storage import btree_check
 from agentledger.verify.results import Divergence, RunVerdict, VerifyReport
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ class VerifyContext:
     """Incremental verify: the journal pass reads each of these runs from this seq only."""
     log_plan: Any = None
     """The workspace-log check's own state (verify/log.py)."""
-    folded_indexes: list[tuple[str, str, list[int]]] | None = None
+    folded_indexes: list[btree_check.IndexSpec] | None = None
     """The ``entries`` indexes the journal pass checks from its own read
     (``btree_check.fold_plan``); None when SQLite's check has done it."""
     after_snapshot: list[Callable[[], None]] = field(default_factory=list)

@@ -71,7 +71,7 @@ def entry_detail(ctx: VerifyContext, run_id: str, seq: int) -> str | None:
 
 def _folded_index_check(
     ctx: VerifyContext, whole_read: bool
-) -> tuple[bytes, str, list[tuple[str, str, list[int]]]] | None:
+) -> tuple[bytes, str, list[btree_check.IndexSpec]] | None:
     """The ``entries`` index check this pass makes from its own read, when the engine left
     it here; SQLite's own check first instead when the pass does not read every row."""
     folded = ctx.folded_indexes
