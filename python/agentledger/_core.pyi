@@ -570,9 +570,9 @@ class JournalPass:
     @property
     def referenced(self) -> list[str]:
         """The distinct digests the rows reference, sorted."""
-    @property
-    def marked(self) -> list[list[tuple[str, int]] | None]:
-        """Each mark's ``(run_id, seq)`` in row order (``None`` past the limit)."""
+    def marked(self, index: int) -> list[tuple[str, int]] | None:
+        """Mark ``index``'s ``(run_id, seq)`` in row order (``None`` past the limit, or
+        without marks)."""
     @property
     def index_problems(self) -> list[str]:
         """What differs between the table and its indexes, each starting with a b-tree's

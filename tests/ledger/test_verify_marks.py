@@ -42,7 +42,7 @@ def test_marks_match_the_sql_each_check_would_run(tmp_path: Path) -> None:
         with ledger.db.write() as conn:  # phase kinds are reserved to the phase API
             ledger.run("r0")._append_locked(conn, [("phase.authorize", {"kind": "phase.x"})])
         with ledger.db.snapshot() as conn:
-            marked = journal(ledger, conn, batch_rows=4).marked  # across batches
+            done = journal(ledger, conn, batch_rows=4)  # across batches
             for index, (kinds, needle) in enumerate(MARKS.values()):
                 marks = ",".join("?" * len(kinds))
                 expected = conn.execute(
@@ -50,7 +50,7 @@ def test_marks_match_the_sql_each_check_would_run(tmp_path: Path) -> None:
                     "AND instr(bytes, ?) > 0 ORDER BY run_id, seq",
                     (*kinds, needle),
                 ).fetchall()
-                assert expected and marked[index] == expected
+                assert expected and done.marked(index) == expected
             # The checks' own scans use these same strings.
             assert MARKS["mirrored"] == (
                 ("activity.result", "activity.refused"),
@@ -61,7 +61,7 @@ def test_marks_match_the_sql_each_check_would_run(tmp_path: Path) -> None:
             assert MARKS["receipt_ops"][1].decode() in receipts.ALL_SIGNED
             assert MARKS["stage"][1].decode() in stages.ALL_STAGES
             assert MARKS["phase"][1].decode() in phase.ALL_PHASE_ENTRIES
-            assert journal(ledger, conn, limit=1).marked[0] is None
+            assert journal(ledger, conn, limit=1).marked(0) is None
 
 
 def test_referenced_digests_are_gathered_once_across_batches(tmp_path: Path) -> None:

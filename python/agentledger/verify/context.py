@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,7 +70,7 @@ class VerifyContext:
     (``btree_check.fold_plan``); None when SQLite's check has done it."""
     after_snapshot: list[Callable[[], None]] = field(default_factory=list)
     """Run once the read snapshot is closed (e.g. recording a clean verify)."""
-    marked: dict[str, list[tuple[str, int]] | None] = field(default_factory=dict)
+    marked: Mapping[str, list[tuple[str, int]] | None] = field(default_factory=dict)
     """``(run_id, seq)`` of the entries the whole journal pass matched per mark
     (``journal_pass.MARKS``); ``None`` or absent: not recorded, scan instead."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from agentledger import _core
@@ -20,7 +21,7 @@ from agentledger.storage import btree_check, native
 from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
 
-BATCH_ROWS = 16_384
+BATCH_ROWS = 4_096
 COLUMNS = "run_id, seq, kind, hash, bytes"
 LOGGED_COLUMNS = COLUMNS + ", leaf"
 ALL_ROWS = "SELECT {columns} FROM entries ORDER BY run_id, seq"
@@ -86,6 +87,30 @@ def _folded_index_check(
     return secrets.token_bytes(32), btree_check.FOLDED_TABLE, folded
 
 
+class _Marked(Mapping[str, list[tuple[str, int]] | None]):
+    """Each mark's rows, converted from the pass's result when a check first asks: a
+    ledger of many activity entries marks tens of thousands of rows that no check reads
+    when no run holds a boundary decision."""
+
+    def __init__(self, done: _core.JournalPass) -> None:
+        self._done = done
+        self._rows: dict[str, list[tuple[str, int]] | None] = {}
+
+    def __getitem__(self, mark: str) -> list[tuple[str, int]] | None:
+        if mark not in self._rows:
+            self._rows[mark] = self._done.marked(_MARK_INDEX[mark])
+        return self._rows[mark]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(MARKS)
+
+    def __len__(self) -> int:
+        return len(MARKS)
+
+
+_MARK_INDEX = {mark: index for index, mark in enumerate(MARKS)}
+
+
 def check_journal(ctx: VerifyContext) -> None:
     """Verify every selected entry; fill ``ctx.tails`` and ``ctx.referenced``."""
     # The workspace log (verify/log.py) is rebuilt from these same rows when it asks to be.
@@ -143,6 +168,6 @@ def check_journal(ctx: VerifyContext) -> None:
         ctx.tails[run_id] = (last_seq, last_hash)
     ctx.referenced.update(done.referenced)
     if ctx.whole:
-        ctx.marked = dict(zip(MARKS, done.marked, strict=True))
+        ctx.marked = _Marked(done)
     if rebuild_from is not None:
         ctx.log_plan.rebuilt = done.log

@@ -88,12 +88,15 @@ def _history(ctx: VerifyContext) -> _TeamHistory:
 
 
 def _rows(ctx: VerifyContext) -> Iterable[Any]:
-    stages, mirrored = ctx.marked.get("stage"), ctx.marked.get("mirrored")
+    mirrored = ctx.marked.get("mirrored")
     if ctx.whole and mirrored is not None:
         # Marked by the journal pass: only runs with a decision of the boundary (a result
         # or refusal it mirrored) are read, each of their activity entries fetched by key,
         # or, past the marks' limit, scanned run by run.
         decided = {run_id for run_id, _ in mirrored}
+        if not decided:
+            return ()
+        stages = ctx.marked.get("stage")
         if stages is None:
             found: Iterable[Any] = ctx.conn.execute(RUN_STAGES, (json.dumps(sorted(decided)),))
             return found

@@ -257,10 +257,10 @@ impl JournalPass {
         self.referenced.clone()
     }
 
-    /// Each mark's `(run_id, seq)` in row order (`None` past the limit); empty without marks.
-    #[getter]
-    fn marked(&self) -> Vec<Option<MarkedRows>> {
-        self.marked.clone()
+    /// Mark `index`'s `(run_id, seq)` in row order (`None` past the limit, or without
+    /// marks). One mark at a time: a check converts only the rows it reads.
+    fn marked(&self, index: usize) -> Option<MarkedRows> {
+        self.marked.get(index).cloned().flatten()
     }
 
     /// What differs between the table and its indexes (empty without `indexes`), each
