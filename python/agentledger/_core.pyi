@@ -545,7 +545,7 @@ def verify_journal(
     log: tuple[int, Sequence[bytes], int] | None = None,
     indexes: tuple[bytes, str, Sequence[tuple[str, str, Sequence[int]]]] | None = None,
     progress: Callable[[int], object] | None = None,
-    batch_rows: int = 16_384,
+    batch_rows: int = 4_096,
 ) -> JournalPass:
     """Verify the rows ``sql`` selects on the apsw connection ``connection`` (see
     ``storage/native.py``), once per ``(params, carry)`` query, read and verified in Rust,

@@ -6,12 +6,16 @@
 //! hashed with a key drawn fresh for every check (keyed BLAKE3, 128 bits) and the hashes
 //! are summed: the file was written before the key existed, so no arrangement of rows can
 //! aim at a collision (each pair of distinct multisets collides with probability 2^-128).
+//! The scans hash their rows a batch at a time in BLAKE3's lanes ([`RowBatch`]), held to
+//! the row-by-row [`RowMultiset::add`] by a property test.
 //! Each scan must also come out strictly increasing in SQLite's own order: a b-tree whose
 //! in-order walk is sorted sends every seek the right way, so a query answered through the
 //! index finds exactly the rows a scan of the table finds.
 
 use std::cmp::Ordering;
 use std::ops::Range;
+
+use crate::hash::many::{hash_many, Mode};
 
 /// One value as SQLite returns it, borrowed from the row.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -68,6 +72,28 @@ pub struct RowMultiset {
     count: u64,
 }
 
+/// A row's values, each typed and length-prefixed so no two rows encode alike.
+fn encode_row(row: &[Cell<'_>], out: &mut Vec<u8>) {
+    for cell in row {
+        match *cell {
+            Cell::Null => out.push(0),
+            Cell::Int(n) => {
+                out.push(1);
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+            Cell::Real(x) => {
+                out.push(2);
+                out.extend_from_slice(&x.to_bits().to_le_bytes());
+            }
+            Cell::Text(t) | Cell::Blob(t) => {
+                out.push(if matches!(cell, Cell::Text(_)) { 3 } else { 4 });
+                out.extend_from_slice(&(t.len() as u64).to_le_bytes());
+                out.extend_from_slice(t);
+            }
+        }
+    }
+}
+
 impl RowMultiset {
     pub fn new(key: [u8; 32]) -> Self {
         RowMultiset {
@@ -77,48 +103,17 @@ impl RowMultiset {
         }
     }
 
-    /// Add one row: its values, each typed and length-prefixed so no two rows encode alike.
+    /// Add one row, hashed on its own: the reference [`RowBatch`] is held to.
     pub fn add(&mut self, row: &[Cell<'_>]) {
-        let mut encoded = [0u8; 128];
-        let mut heap = Vec::new();
-        let mut at = 0;
-        let mut put = |bytes: &[u8]| {
-            if heap.is_empty() && at + bytes.len() <= encoded.len() {
-                encoded[at..at + bytes.len()].copy_from_slice(bytes);
-                at += bytes.len();
-            } else {
-                if heap.is_empty() {
-                    heap.extend_from_slice(&encoded[..at]);
-                }
-                heap.extend_from_slice(bytes);
-            }
-        };
-        for cell in row {
-            match *cell {
-                Cell::Null => put(&[0]),
-                Cell::Int(n) => {
-                    put(&[1]);
-                    put(&n.to_le_bytes());
-                }
-                Cell::Real(x) => {
-                    put(&[2]);
-                    put(&x.to_bits().to_le_bytes());
-                }
-                Cell::Text(t) | Cell::Blob(t) => {
-                    put(&[if matches!(cell, Cell::Text(_)) { 3 } else { 4 }]);
-                    put(&(t.len() as u64).to_le_bytes());
-                    put(t);
-                }
-            }
-        }
-        let bytes = if heap.is_empty() {
-            &encoded[..at]
-        } else {
-            &heap[..]
-        };
-        let digest = blake3::keyed_hash(&self.key, bytes);
+        let mut encoded = Vec::new();
+        encode_row(row, &mut encoded);
+        self.absorb_digest(blake3::keyed_hash(&self.key, &encoded).as_bytes());
+    }
+
+    /// Count a row by its keyed digest (the low 128 bits are summed).
+    fn absorb_digest(&mut self, digest: &[u8; 32]) {
         let mut low = [0u8; 16];
-        low.copy_from_slice(&digest.as_bytes()[..16]);
+        low.copy_from_slice(&digest[..16]);
         self.sum = self.sum.wrapping_add(u128::from_le_bytes(low));
         self.count += 1;
     }
@@ -133,6 +128,59 @@ impl RowMultiset {
         debug_assert_eq!(self.key, other.key);
         self.sum = self.sum.wrapping_add(other.sum);
         self.count += other.count;
+    }
+}
+
+/// Rows hashed a batch at a time, side by side in BLAKE3's lanes (`hash::many`): the
+/// same sum as [`RowMultiset::add`] row by row, at a fraction of the cost for the short
+/// rows of an index. A check adds hundreds of thousands of them.
+#[derive(Debug, Clone)]
+pub struct RowBatch {
+    rows: RowMultiset,
+    encoded: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+/// Rows encoded before their digests are computed together.
+const BATCH_ROWS: usize = 256;
+
+impl RowBatch {
+    pub fn new(key: [u8; 32]) -> Self {
+        RowBatch {
+            rows: RowMultiset::new(key),
+            encoded: Vec::new(),
+            ends: Vec::with_capacity(BATCH_ROWS),
+        }
+    }
+
+    pub fn add(&mut self, row: &[Cell<'_>]) {
+        encode_row(row, &mut self.encoded);
+        self.ends.push(self.encoded.len());
+        if self.ends.len() == BATCH_ROWS {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        let mut starts = std::iter::once(0).chain(self.ends.iter().copied());
+        let inputs: Vec<&[u8]> = self
+            .ends
+            .iter()
+            .map(|&end| &self.encoded[starts.next().unwrap_or(0)..end])
+            .collect();
+        let mut digests = vec![[0u8; 32]; inputs.len()];
+        hash_many(&Mode::keyed(self.rows.key), &inputs, &mut digests);
+        for digest in &digests {
+            self.rows.absorb_digest(digest);
+        }
+        self.encoded.clear();
+        self.ends.clear();
+    }
+
+    /// Every row added, hashed and counted.
+    pub fn finish(mut self) -> RowMultiset {
+        self.flush();
+        self.rows
     }
 }
 
@@ -202,7 +250,7 @@ impl Order {
 /// scan was not strictly increasing.
 #[derive(Debug, Clone)]
 pub struct IndexScan {
-    rows: RowMultiset,
+    rows: RowBatch,
     order: Order,
 }
 
@@ -210,7 +258,7 @@ impl IndexScan {
     /// An empty scan under `key` (the key of the [`IndexAgreement`] it is compared with).
     pub fn new(key: [u8; 32]) -> Self {
         IndexScan {
-            rows: RowMultiset::new(key),
+            rows: RowBatch::new(key),
             order: Order::default(),
         }
     }
@@ -263,9 +311,9 @@ impl IndexAgreement {
         self.table.add(key);
     }
 
-    /// An empty multiset under this check's key, for rows of the table counted apart.
-    pub fn fresh(&self) -> RowMultiset {
-        RowMultiset::new(self.key)
+    /// An empty batch under this check's key, for rows of the table counted apart.
+    pub fn fresh(&self) -> RowBatch {
+        RowBatch::new(self.key)
     }
 
     /// Rows of the table as index `index` holds them, counted apart.
@@ -282,20 +330,21 @@ impl IndexAgreement {
 
     /// What is wrong with index `index`'s scan against the table (None: the same rows, in
     /// order).
-    pub fn index_problem(&self, index: usize, scan: &IndexScan) -> Option<String> {
+    pub fn index_problem(&self, index: usize, scan: IndexScan) -> Option<String> {
         let table = &self.projected[index];
         if let Some(at) = scan.order.disorder {
             return Some(format!(
                 "row {at} of the index's scan is not after the row before it (its b-tree is out of order)"
             ));
         }
-        if scan.rows.count != table.count {
+        let rows = scan.rows.finish();
+        if rows.count != table.count {
             return Some(format!(
                 "the index holds {} rows, its table {}",
-                scan.rows.count, table.count
+                rows.count, table.count
             ));
         }
-        (scan.rows.sum != table.sum).then(|| {
+        (rows.sum != table.sum).then(|| {
             "the index's rows are not its table's rows (same count, other values)".to_owned()
         })
     }
@@ -365,7 +414,7 @@ mod tests {
         agreement
             .table_problem()
             .into_iter()
-            .chain(agreement.index_problem(0, &scan))
+            .chain(agreement.index_problem(0, scan))
             .collect()
     }
 
@@ -407,6 +456,45 @@ mod tests {
             merged.merge(&part);
         }
         assert_eq!(merged, whole);
+    }
+
+    fn cell() -> impl Strategy<Value = (u8, i64, Vec<u8>)> {
+        (
+            0u8..5,
+            any::<i64>(),
+            proptest::collection::vec(any::<u8>(), 0..80),
+        )
+    }
+
+    fn as_cell((kind, n, bytes): &(u8, i64, Vec<u8>)) -> Cell<'_> {
+        match kind {
+            0 => Cell::Null,
+            1 => Cell::Int(*n),
+            2 => Cell::Real(*n as f64 / 3.0),
+            3 => Cell::Text(bytes),
+            _ => Cell::Blob(bytes),
+        }
+    }
+
+    proptest! {
+        /// The lanes path sums exactly what the row-by-row reference sums, across batch
+        /// boundaries and for rows longer than one BLAKE3 chunk.
+        #[test]
+        fn rows_hashed_in_batches_sum_as_rows_hashed_one_by_one(
+            rows in proptest::collection::vec(proptest::collection::vec(cell(), 1..4), 0..600),
+            long in proptest::collection::vec(any::<u8>(), 1000..2100),
+        ) {
+            let mut rows: Vec<Vec<Cell<'_>>> =
+                rows.iter().map(|row| row.iter().map(as_cell).collect()).collect();
+            rows.push(vec![Cell::Blob(&long), Cell::Int(1)]);
+            let mut reference = RowMultiset::new(KEY);
+            let mut batch = RowBatch::new(KEY);
+            for row in &rows {
+                reference.add(row);
+                batch.add(row);
+            }
+            prop_assert_eq!(batch.finish(), reference);
+        }
     }
 
     #[test]

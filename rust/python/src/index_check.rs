@@ -91,7 +91,7 @@ impl TableSide {
                             cells.extend(projection.iter().map(|&c| rows.cell(row, c)));
                             part.add(&cells);
                         }
-                        part
+                        part.finish()
                     })
                     .collect()
             })
@@ -105,7 +105,7 @@ impl TableSide {
 
     /// What differs, each problem starting with the b-tree's name; empty when every index
     /// holds exactly the table's rows and every scan was in order.
-    pub fn problems(&self, table: &str, specs: &[IndexSpec], scans: &[IndexScan]) -> Vec<String> {
+    pub fn problems(&self, table: &str, specs: &[IndexSpec], scans: Vec<IndexScan>) -> Vec<String> {
         let mut problems: Vec<String> = Vec::new();
         if let Some((run_id, seq)) = &self.odd_row {
             problems.push(format!(

@@ -52,7 +52,7 @@ type IndexCheck = (Vec<u8>, String, Vec<IndexSpec>);
 /// log is rebuilt from the rows' leaves; with `indexes` (a whole pass in primary-key order,
 /// `leaf` selected), each index is compared with the table's rows.
 #[pyfunction]
-#[pyo3(signature = (connection, ledger_id, sql, queries, jobs = 0, *, marks = None, marked_limit = 100_000, log = None, indexes = None, progress = None, batch_rows = 16_384))]
+#[pyo3(signature = (connection, ledger_id, sql, queries, jobs = 0, *, marks = None, marked_limit = 100_000, log = None, indexes = None, progress = None, batch_rows = 4_096))]
 #[allow(clippy::too_many_arguments)]
 fn verify_journal(
     py: Python<'_>,
@@ -177,7 +177,7 @@ fn verify_journal(
     })?;
     let (report, scans) = report;
     let index_problems = match (&folded, scans) {
-        (Some((_, table, side, specs, _)), Some(scans)) => side.problems(table, specs, &scans),
+        (Some((_, table, side, specs, _)), Some(scans)) => side.problems(table, specs, scans),
         _ => Vec::new(),
     };
     let (marked, mut referenced) = match scan {

@@ -27,6 +27,7 @@ const BLOCK_LEN: usize = 64;
 const CHUNK_START: u32 = 1;
 const CHUNK_END: u32 = 2;
 const ROOT: u32 = 8;
+const KEYED_HASH: u32 = 16;
 const DERIVE_KEY_MATERIAL: u32 = 64;
 
 const IV: [u32; 8] = [
@@ -40,12 +41,19 @@ const IV: [u32; 8] = [
     0x5BE0_CD19,
 ];
 
-/// How the messages are hashed: plain BLAKE3, or derive-key mode under a context key.
+/// How the messages are hashed: plain BLAKE3, keyed, or derive-key mode under a context key.
 #[derive(Clone, Copy)]
 pub struct Mode {
     key: [u32; 8],
     flags: u32,
-    context_key: Option<ContextKey>,
+    kind: Kind,
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Plain,
+    Keyed([u8; 32]),
+    DeriveKey(ContextKey),
 }
 
 impl Mode {
@@ -54,7 +62,16 @@ impl Mode {
         Mode {
             key: IV,
             flags: 0,
-            context_key: None,
+            kind: Kind::Plain,
+        }
+    }
+
+    /// Keyed BLAKE3 (`blake3::keyed_hash`).
+    pub fn keyed(key: [u8; 32]) -> Self {
+        Mode {
+            key: words(&key),
+            flags: KEYED_HASH,
+            kind: Kind::Keyed(key),
         }
     }
 
@@ -66,33 +83,40 @@ impl Mode {
 
     /// Derive-key mode under `context_key` (`blake3::hazmat::hash_derive_key_context`).
     pub fn derive_key(context_key: ContextKey) -> Self {
-        let mut key = [0u32; 8];
-        for (word, bytes) in key.iter_mut().zip(context_key.chunks_exact(4)) {
-            *word = u32::from_le_bytes(bytes.try_into().expect("4 bytes"));
-        }
         Mode {
-            key,
+            key: words(&context_key),
             flags: DERIVE_KEY_MATERIAL,
-            context_key: Some(context_key),
+            kind: Kind::DeriveKey(context_key),
         }
     }
 
     /// The mode as `blake3::hazmat` names it, to merge chunks.
     fn hazmat(&self) -> hazmat::Mode<'_> {
-        match &self.context_key {
-            Some(key) => hazmat::Mode::DeriveKeyMaterial(key),
-            None => hazmat::Mode::Hash,
+        match &self.kind {
+            Kind::Plain => hazmat::Mode::Hash,
+            Kind::Keyed(key) => hazmat::Mode::KeyedHash(key),
+            Kind::DeriveKey(key) => hazmat::Mode::DeriveKeyMaterial(key),
         }
     }
 
     /// One message through the `blake3` crate.
     fn hash_one(&self, input: &[u8]) -> [u8; 32] {
-        let mut hasher = match &self.context_key {
-            Some(key) => blake3::Hasher::new_from_context_key(key),
-            None => blake3::Hasher::new(),
+        let mut hasher = match &self.kind {
+            Kind::Plain => blake3::Hasher::new(),
+            Kind::Keyed(key) => blake3::Hasher::new_keyed(key),
+            Kind::DeriveKey(key) => blake3::Hasher::new_from_context_key(key),
         };
         *hasher.update(input).finalize().as_bytes()
     }
+}
+
+/// A 32-byte key as the compression function's eight little-endian words.
+fn words(key: &[u8; 32]) -> [u32; 8] {
+    let mut words = [0u32; 8];
+    for (word, bytes) in words.iter_mut().zip(key.chunks_exact(4)) {
+        *word = u32::from_le_bytes(bytes.try_into().expect("4 bytes"));
+    }
+    words
 }
 
 /// The BLAKE3 digest of each of `inputs` under `mode`, into `out` (same length).
@@ -637,6 +661,19 @@ mod tests {
             assert_eq!(
                 mode.hash_one(input),
                 super::super::domain_hash("entry", input)
+            );
+        }
+    }
+
+    #[test]
+    fn keyed_mode_matches_keyed_blake3_at_every_length() {
+        let inputs = messages();
+        let key = [0x5a; 32];
+        check(&Mode::keyed(key), &inputs);
+        for input in &inputs {
+            assert_eq!(
+                Mode::keyed(key).hash_one(input),
+                *blake3::keyed_hash(&key, input).as_bytes()
             );
         }
     }
