@@ -58,6 +58,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 
 import bernstein_peer as peer_code
+import installed
 
 PEER_SCRIPT = Path(peer_code.__file__).resolve()
 TARGETS = {"compat": 15.0, "strict": 12.0}
@@ -179,8 +180,11 @@ def prepare_workdir(args: argparse.Namespace, python: str) -> Workdir:
         notes.append(note)
         print("WARNING: " + note, file=sys.stderr)
 
+    installed.compile_package()
     try:
-        peer_code.fetch_peer(args.cache, python)
+        peer = peer_code.fetch_peer(args.cache, python)
+        for tree in (peer.code, peer.deps, peer.cbor):
+            installed.compile_tree(tree)  # both sides run as installed wheels do
         writer, reference = "wheel", False
     except peer_code.PeerUnavailable as exc:
         writer, reference = "agentledger", True

@@ -33,6 +33,7 @@ import blake3
 sys.path.insert(0, str(Path(__file__).parent))
 
 import baseline_verifier
+import installed
 from agentledger import Ledger, _core
 
 DATA = Path(__file__).parent / ".data"
@@ -160,6 +161,7 @@ def main() -> int:
     home = DATA / "home"
     home.mkdir(mode=0o700, exist_ok=True)
     os.environ["AGENTLEDGER_HOME"] = str(home)
+    installed.compile_package()
     path = DATA / f"bulk-v2-{args.runs}x{args.entries_per_run}.db"
     if not path.exists():
         build(path, args.runs, args.entries_per_run)

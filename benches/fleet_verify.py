@@ -27,6 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+import installed
 from agentledger import Ledger
 
 DATA = Path(__file__).parent / ".data"
@@ -161,6 +164,7 @@ def dask_overhead(workers: int, tasks: int) -> dict[str, float]:
 
 
 def main() -> None:
+    installed.compile_package()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ledgers", type=int, default=64)
     parser.add_argument("--entries", type=int, default=20_000, help="entries per ledger")

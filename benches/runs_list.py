@@ -26,6 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+import installed
 from agentledger import Ledger
 
 AGENTLEDGER = Path(sys.executable).parent / "agentledger"
@@ -71,6 +74,7 @@ def sample(argv: list[str], env: dict[str, str]) -> tuple[float, int, int]:
 
 
 def main() -> None:
+    installed.compile_package()
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--runs", type=int, default=150_000)
     parser.add_argument("--entries", type=int, default=3)

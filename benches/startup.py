@@ -16,6 +16,10 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+
+import installed
+
 AGENTLEDGER = Path(sys.executable).parent / "agentledger"
 
 
@@ -26,6 +30,7 @@ def sample(argv: list[str]) -> float:
 
 
 def main() -> None:
+    installed.compile_package()
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--json", action="store_true")
