@@ -10,11 +10,45 @@
 //! has a record (all of its records cut, or written without the mirror: the two cannot be
 //! told apart, and either way nothing vouches for the row).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::audit::{ActivityRecord, AUDITED_FIELDS, JOURNAL_EVENT_HASH};
 use crate::journal::ActivityRow;
 use crate::pyjson::{py_repr, PyValue};
+
+/// A chain's `activity.result` records that audit a row, found by run: what the pipeline
+/// cross-checks each run with.
+#[derive(Debug, Clone, Default)]
+pub struct RecordsByRun {
+    records: Vec<ActivityRecord>,
+    /// Positions in `records`, by `str(details["run_id"])` (`""` when absent).
+    by_run: HashMap<Vec<u8>, Vec<usize>>,
+}
+
+impl RecordsByRun {
+    pub fn new(records: Vec<ActivityRecord>) -> Self {
+        let mut by_run: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+        for (i, record) in records.iter().enumerate() {
+            let run = record.run_id.clone().unwrap_or_default();
+            by_run.entry(run).or_default().push(i);
+        }
+        Self { records, by_run }
+    }
+
+    /// The records of `run_id`, in chain order.
+    pub fn of_run(&self, run_id: &[u8]) -> Vec<&ActivityRecord> {
+        let positions = self.by_run.get(run_id).map_or(&[][..], Vec::as_slice);
+        positions.iter().map(|&i| &self.records[i]).collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+}
 
 /// One strict finding: the step, the check, the field, expected and actual (WTF-8).
 #[derive(Debug, Clone, PartialEq)]

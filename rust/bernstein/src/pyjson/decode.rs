@@ -34,16 +34,28 @@ enum Encoding {
 /// byte order, which is what that codec then reads).
 fn detect_encoding(b: &[u8]) -> Encoding {
     if b.starts_with(b"\xff\xfe\x00\x00") {
-        return Encoding::Utf32 { big_endian: false, bom: true };
+        return Encoding::Utf32 {
+            big_endian: false,
+            bom: true,
+        };
     }
     if b.starts_with(b"\x00\x00\xfe\xff") {
-        return Encoding::Utf32 { big_endian: true, bom: true };
+        return Encoding::Utf32 {
+            big_endian: true,
+            bom: true,
+        };
     }
     if b.starts_with(b"\xff\xfe") {
-        return Encoding::Utf16 { big_endian: false, bom: true };
+        return Encoding::Utf16 {
+            big_endian: false,
+            bom: true,
+        };
     }
     if b.starts_with(b"\xfe\xff") {
-        return Encoding::Utf16 { big_endian: true, bom: true };
+        return Encoding::Utf16 {
+            big_endian: true,
+            bom: true,
+        };
     }
     if b.starts_with(b"\xef\xbb\xbf") {
         return Encoding::Utf8Sig;
@@ -51,24 +63,42 @@ fn detect_encoding(b: &[u8]) -> Encoding {
     if b.len() >= 4 {
         if b[0] == 0 {
             return if b[1] != 0 {
-                Encoding::Utf16 { big_endian: true, bom: false }
+                Encoding::Utf16 {
+                    big_endian: true,
+                    bom: false,
+                }
             } else {
-                Encoding::Utf32 { big_endian: true, bom: false }
+                Encoding::Utf32 {
+                    big_endian: true,
+                    bom: false,
+                }
             };
         }
         if b[1] == 0 {
             return if b[2] != 0 || b[3] != 0 {
-                Encoding::Utf16 { big_endian: false, bom: false }
+                Encoding::Utf16 {
+                    big_endian: false,
+                    bom: false,
+                }
             } else {
-                Encoding::Utf32 { big_endian: false, bom: false }
+                Encoding::Utf32 {
+                    big_endian: false,
+                    bom: false,
+                }
             };
         }
     } else if b.len() == 2 {
         if b[0] == 0 {
-            return Encoding::Utf16 { big_endian: true, bom: false };
+            return Encoding::Utf16 {
+                big_endian: true,
+                bom: false,
+            };
         }
         if b[1] == 0 {
-            return Encoding::Utf16 { big_endian: false, bom: false };
+            return Encoding::Utf16 {
+                big_endian: false,
+                bom: false,
+            };
         }
     }
     Encoding::Utf8
@@ -164,13 +194,19 @@ mod tests {
         assert_eq!(decoded(b"\x00\x00\x00\x31"), Some(b"1".to_vec()));
         assert_eq!(decoded(b"1\x00"), Some(b"1".to_vec()));
         // A surrogate encoded in UTF-8 passes; other invalid UTF-8 does not.
-        assert_eq!(decoded(b"\"\xed\xa0\x80\""), Some(b"\"\xed\xa0\x80\"".to_vec()));
+        assert_eq!(
+            decoded(b"\"\xed\xa0\x80\""),
+            Some(b"\"\xed\xa0\x80\"".to_vec())
+        );
         assert_eq!(decoded(b"\xff"), None);
         assert_eq!(decoded(b"\xc0\xaf"), None);
         // An odd UTF-16 length, a code point beyond U+10FFFF.
         assert_eq!(decoded(b"{\x00}\x00\x01"), None);
         assert_eq!(decoded(b"\x00\x00\xfe\xff\x00\x11\x00\x00"), None);
         // A lone UTF-16 surrogate is kept as WTF-8.
-        assert_eq!(decoded(b"\x00\"\xd8\x00\x00\""), Some(b"\"\xed\xa0\x80\"".to_vec()));
+        assert_eq!(
+            decoded(b"\x00\"\xd8\x00\x00\""),
+            Some(b"\"\xed\xa0\x80\"".to_vec())
+        );
     }
 }
