@@ -19,34 +19,24 @@ use crate::pyjson::{py_repr, PyValue};
 /// A chain's `activity.result` records that audit a row, found by run: what the pipeline
 /// cross-checks each run with.
 #[derive(Debug, Clone, Default)]
-pub struct RecordsByRun {
-    records: Vec<ActivityRecord>,
-    /// Positions in `records`, by `str(details["run_id"])` (`""` when absent).
-    by_run: HashMap<Vec<u8>, Vec<usize>>,
+pub struct RecordsByRun<'a> {
+    /// By `str(details["run_id"])` (`""` when absent), in chain order.
+    by_run: HashMap<&'a [u8], Vec<&'a ActivityRecord>>,
 }
 
-impl RecordsByRun {
-    pub fn new(records: Vec<ActivityRecord>) -> Self {
-        let mut by_run: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
-        for (i, record) in records.iter().enumerate() {
-            let run = record.run_id.clone().unwrap_or_default();
-            by_run.entry(run).or_default().push(i);
+impl<'a> RecordsByRun<'a> {
+    pub fn new(records: impl IntoIterator<Item = &'a ActivityRecord>) -> Self {
+        let mut by_run: HashMap<&'a [u8], Vec<&'a ActivityRecord>> = HashMap::new();
+        for record in records {
+            let run = record.run_id.as_deref().unwrap_or_default();
+            by_run.entry(run).or_default().push(record);
         }
-        Self { records, by_run }
+        Self { by_run }
     }
 
     /// The records of `run_id`, in chain order.
-    pub fn of_run(&self, run_id: &[u8]) -> Vec<&ActivityRecord> {
-        let positions = self.by_run.get(run_id).map_or(&[][..], Vec::as_slice);
-        positions.iter().map(|&i| &self.records[i]).collect()
-    }
-
-    pub fn len(&self) -> usize {
-        self.records.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
+    pub fn of_run(&self, run_id: &[u8]) -> Vec<&'a ActivityRecord> {
+        self.by_run.get(run_id).cloned().unwrap_or_default()
     }
 }
 

@@ -280,7 +280,7 @@ pub(crate) fn verify_in_ledger(
     runs: Vec<(String, Option<String>)>,
     options: &BernsteinOptions,
     index: Option<&StoreIndex>,
-    audit: Option<&RecordsByRun>,
+    audit: Option<&RecordsByRun<'_>>,
 ) -> PyResult<Vec<BernsteinRun>> {
     let (ids, paths): (Vec<String>, Vec<Option<String>>) = runs.into_iter().unzip();
     let run_ids: Vec<Vec<u8>> = ids.iter().map(|id| id.as_bytes().to_vec()).collect();
@@ -319,8 +319,9 @@ fn bernstein_verify_workdir(
     let options = options.get();
     let ids: Vec<Vec<u8>> = run_ids.iter().map(|id| id.as_bytes().to_vec()).collect();
     let directory = Directory::new(root, ids.clone());
-    let mirror = audit.as_deref().map(|m| &m.records);
-    let runs = py.allow_threads(|| verify_with(&directory, &ids, options, mirror, |_| Ok(())))?;
+    let mirror = audit.as_deref().map(|m| RecordsByRun::new(&m.records));
+    let runs =
+        py.allow_threads(|| verify_with(&directory, &ids, options, mirror.as_ref(), |_| Ok(())))?;
     Ok(finish(runs, run_ids))
 }
 
@@ -329,7 +330,7 @@ fn verify_with<S: Source>(
     source: &S,
     run_ids: &[Vec<u8>],
     options: &BernsteinOptions,
-    mirror: Option<&RecordsByRun>,
+    mirror: Option<&RecordsByRun<'_>>,
     between: impl FnMut(usize) -> Result<(), S::Error> + Send,
 ) -> PyResult<Vec<Run>>
 where

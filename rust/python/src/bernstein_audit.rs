@@ -3,7 +3,6 @@
 //! cross-checks runs with.
 
 use agentledger_bernstein::audit::{self, AuditWalk, Walked};
-use agentledger_bernstein::mirror::RecordsByRun;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
@@ -106,7 +105,8 @@ fn walked<'a, 'py>(
     records: impl Iterator<Item = &'a Walked>,
 ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
     let mut out = Vec::new();
-    for record in records {
+    for walked in records {
+        let record = &walked.activity;
         let fields = PyDict::new(py);
         for (name, value) in &record.fields {
             fields.set_item(*name, py_text(py, value)?)?;
@@ -115,7 +115,7 @@ fn walked<'a, 'py>(
             record.segment,
             record.line,
             opt_text(py, record.run_id.as_deref())?,
-            py_object(py, &record.journal_index)?,
+            py_object(py, &walked.journal_index())?,
             fields,
         );
         out.push(item.into_pyobject(py)?);
@@ -130,7 +130,7 @@ type MirroredRecord = (Vec<u8>, i64, Vec<(String, Vec<u8>)>);
 /// on disk): given by Python from its walk, plain values.
 #[pyclass(frozen, module = "agentledger._core")]
 pub(crate) struct BernsteinAuditMirror {
-    pub(crate) records: RecordsByRun,
+    pub(crate) records: Vec<audit::ActivityRecord>,
 }
 
 #[pymethods]
@@ -158,9 +158,7 @@ impl BernsteinAuditMirror {
                 },
             )
             .collect();
-        Self {
-            records: RecordsByRun::new(records),
-        }
+        Self { records }
     }
 
     fn __len__(&self) -> usize {

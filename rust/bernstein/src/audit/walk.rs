@@ -46,34 +46,44 @@ pub struct Problem {
 /// links verify or not.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Walked {
-    pub segment: usize,
-    pub line: u64,
-    /// `str(details["run_id"])`, `None` when absent.
-    pub run_id: Option<Vec<u8>>,
-    /// `details.get("journal_index")` as parsed (`null` when absent).
-    pub journal_index: PyValue<'static>,
-    /// `(name, str(value))` for the [`AUDITED`] members present in `details`.
-    pub fields: Vec<(&'static str, Vec<u8>)>,
+    /// The record as the cross-check reads it (its `journal_index` 0 when not
+    /// [`Walked::indexed`]).
+    pub activity: ActivityRecord,
+    /// `details.get("journal_index")` as parsed when it is not an `i64` (`null` when
+    /// absent); `None` when it is `activity.journal_index`.
+    pub unindexed: Option<PyValue<'static>>,
 }
 
 impl Walked {
-    /// The journal row the record audits: an integer (one past `i64` audits no row).
-    pub fn indexed(&self) -> Option<i64> {
-        match &self.journal_index {
-            PyValue::Int(digits) => digits.parse().ok(),
+    fn new(mut activity: ActivityRecord, journal_index: Option<&PyValue<'_>>) -> Self {
+        let step = match journal_index {
+            Some(PyValue::Int(digits)) => digits.parse::<i64>().ok(),
             _ => None,
+        };
+        activity.journal_index = step.unwrap_or_default();
+        let unindexed = match step {
+            Some(_) => None,
+            None => Some(journal_index.map_or(PyValue::Null, owned)),
+        };
+        Walked {
+            activity,
+            unindexed,
         }
     }
 
-    /// The record as the cross-check reads it, when it audits a row.
-    pub fn activity(&self) -> Option<ActivityRecord> {
-        Some(ActivityRecord {
-            segment: self.segment,
-            line: self.line,
-            run_id: self.run_id.clone(),
-            journal_index: self.indexed()?,
-            fields: self.fields.clone(),
-        })
+    /// The journal row the record audits: an integer (one past `i64` audits no row).
+    pub fn indexed(&self) -> Option<i64> {
+        self.unindexed
+            .is_none()
+            .then_some(self.activity.journal_index)
+    }
+
+    /// `details.get("journal_index")` as parsed.
+    pub fn journal_index(&self) -> PyValue<'static> {
+        match &self.unindexed {
+            Some(value) => value.clone(),
+            None => PyValue::Int(self.activity.journal_index.to_string().into()),
+        }
     }
 }
 
@@ -94,19 +104,25 @@ impl AuditWalk {
     }
 
     /// The records that audit a journal row, in chain order.
-    pub fn mirror(&self) -> Vec<ActivityRecord> {
-        self.walked.iter().filter_map(Walked::activity).collect()
+    pub fn mirror(&self) -> impl Iterator<Item = &ActivityRecord> {
+        self.walked
+            .iter()
+            .filter(|walked| walked.unindexed.is_none())
+            .map(|walked| &walked.activity)
     }
 }
 
-/// A line, parsed on its own.
+/// A line, parsed on its own. Not boxed: nearly every line is a record, and a box would
+/// cost each an allocation.
+#[allow(clippy::large_enum_variant)]
 enum Settled {
     /// `json.loads` raised, or gave no object: no record.
     Unread(&'static str),
-    Record(Box<Record>),
+    Record(Record),
 }
 
 struct Record {
+    /// `str(details["run_id"])`, when not in `walked`.
     run_id: Option<Vec<u8>>,
     /// A problem found before the links are followed (the head stays).
     refused: Option<&'static str>,
@@ -115,7 +131,7 @@ struct Record {
     prev_hmac: Option<Vec<u8>>,
     /// `str(record.get("hmac", ""))`: the head after this record.
     stored: Vec<u8>,
-    /// The serialization the HMAC covers.
+    /// The serialization the HMAC covers (only made when the HMACs are checked).
     body: Vec<u8>,
     walked: Option<Walked>,
     /// `details.prev_chain_digest` names another predecessor than `prev_hmac`.
@@ -124,7 +140,7 @@ struct Record {
 
 impl Record {
     fn refused(run_id: Option<Vec<u8>>, reason: &'static str) -> Settled {
-        Settled::Record(Box::new(Record {
+        Settled::Record(Record {
             run_id,
             refused: Some(reason),
             scheme: 1,
@@ -133,7 +149,7 @@ impl Record {
             body: Vec::new(),
             walked: None,
             stated_predecessor_differs: false,
-        }))
+        })
     }
 }
 
@@ -149,7 +165,8 @@ fn scheme(value: Option<&PyValue<'_>>) -> Option<u8> {
     }
 }
 
-fn settle(segment: usize, number: u64, raw: &[u8]) -> Settled {
+/// Parse and check one line; its HMAC body only when `keyed`.
+fn settle(segment: usize, number: u64, raw: &[u8], keyed: bool) -> Settled {
     let Some(text) = decode_json_bytes(raw) else {
         return Settled::Unread(UNDECODABLE);
     };
@@ -175,20 +192,23 @@ fn settle(segment: usize, number: u64, raw: &[u8]) -> Settled {
         return Record::refused(run_id, NON_CANONICAL);
     }
     let event_type = record.get("event_type").and_then(PyValue::as_str_bytes);
-    let walked = (event_type == Some(b"activity.result")).then(|| Walked {
-        segment,
-        line: number,
-        run_id: run_id.clone(),
-        journal_index: details
-            .and_then(|d| d.get("journal_index"))
-            .map_or(PyValue::Null, owned),
-        fields: AUDITED
-            .iter()
-            .filter_map(|&name| {
-                let value = details?.get(name)?;
-                Some((name, py_str(value).into_owned()))
-            })
-            .collect(),
+    // An activity's run id is kept once, in its record.
+    let mut run_id = run_id;
+    let walked = (event_type == Some(b"activity.result")).then(|| {
+        let activity = ActivityRecord {
+            segment,
+            line: number,
+            run_id: run_id.take(),
+            journal_index: 0,
+            fields: AUDITED
+                .iter()
+                .filter_map(|&name| {
+                    let value = details?.get(name)?;
+                    Some((name, py_str(value).into_owned()))
+                })
+                .collect(),
+        };
+        Walked::new(activity, details.and_then(|d| d.get("journal_index")))
     });
     let prev_hmac = record
         .get("prev_hmac")
@@ -202,14 +222,15 @@ fn settle(segment: usize, number: u64, raw: &[u8]) -> Settled {
         _ => false,
     };
     let (stored, body) = match record.get("hmac") {
-        Some(hmac) => {
+        Some(hmac) if keyed => {
             let mut body = Vec::with_capacity(raw.len());
             let _ = dumps_spaced(&record, Some(b"hmac"), &mut body);
             (py_str(hmac).into_owned(), body)
         }
+        Some(hmac) => (py_str(hmac).into_owned(), Vec::new()),
         None => (Vec::new(), canonical),
     };
-    Settled::Record(Box::new(Record {
+    Settled::Record(Record {
         run_id,
         refused: None,
         scheme,
@@ -218,7 +239,15 @@ fn settle(segment: usize, number: u64, raw: &[u8]) -> Settled {
         body,
         walked,
         stated_predecessor_differs,
-    }))
+    })
+}
+
+/// What is left of a line once its links and HMAC are settled.
+#[derive(Default)]
+struct Outcome {
+    run_id: Option<Vec<u8>>,
+    walked: Option<Walked>,
+    stated_predecessor_differs: bool,
 }
 
 /// How a line's links came out.
@@ -267,7 +296,7 @@ pub fn walk(segments: &[&[u8]], keys: Option<(&[u8], &[u8])>) -> AuditWalk {
     }
     let settled: Vec<Settled> = lines
         .par_iter()
-        .map(|&(segment, number, raw)| settle(segment, number, raw))
+        .map(|&(segment, number, raw)| settle(segment, number, raw, keys.is_some()))
         .collect();
     let mut records = 0;
     let mut links = Vec::with_capacity(settled.len());
@@ -311,11 +340,24 @@ pub fn walk(segments: &[&[u8]], keys: Option<(&[u8], &[u8])>) -> AuditWalk {
             .collect(),
         None => vec![true; links.len()],
     };
+    // What the problems and records need of each line, the rest (bodies, hmacs) freed on
+    // the pool rather than one by one here.
+    let outcomes: Vec<Outcome> = settled
+        .into_par_iter()
+        .map(|line| match line {
+            Settled::Unread(_) => Outcome::default(),
+            Settled::Record(record) => Outcome {
+                run_id: record.run_id,
+                walked: record.walked,
+                stated_predecessor_differs: record.stated_predecessor_differs,
+            },
+        })
+        .collect();
+    let mut outcomes = outcomes.into_iter();
     let mut walk = AuditWalk {
         records,
         ..AuditWalk::default()
     };
-    let mut settled = settled;
     for (segment, span) in spans.into_iter().enumerate() {
         let data = segments[segment];
         if !data.is_empty() && !data.ends_with(b"\n") {
@@ -328,30 +370,27 @@ pub fn walk(segments: &[&[u8]], keys: Option<(&[u8], &[u8])>) -> AuditWalk {
         }
         for k in span {
             let (_, number, _) = lines[k];
-            let line = std::mem::replace(&mut settled[k], Settled::Unread(""));
-            let (reason, run_id) = match line {
-                Settled::Unread(reason) => (Some(reason), None),
-                Settled::Record(record) => {
-                    let record = *record;
-                    if let Some(walked) = record.walked {
-                        walk.walked.push(walked);
-                    }
-                    let reason = match links[k] {
-                        Link::Failed(reason) => Some(reason),
-                        _ if !hmac_ok[k] => Some(HMAC_MISMATCH),
-                        _ if record.stated_predecessor_differs => Some(STATED_PREDECESSOR),
-                        _ => None,
-                    };
-                    (reason, record.run_id)
-                }
+            let outcome = outcomes.next().unwrap_or_default();
+            let reason = match links[k] {
+                Link::Failed(reason) => Some(reason),
+                _ if !hmac_ok[k] => Some(HMAC_MISMATCH),
+                _ if outcome.stated_predecessor_differs => Some(STATED_PREDECESSOR),
+                _ => None,
             };
             if let Some(reason) = reason {
+                let run_id = match &outcome.walked {
+                    Some(walked) => walked.activity.run_id.clone(),
+                    None => outcome.run_id,
+                };
                 walk.problems.push(Problem {
                     segment,
                     line: number as i64,
                     reason,
                     run_id,
                 });
+            }
+            if let Some(walked) = outcome.walked {
+                walk.walked.push(walked);
             }
         }
     }
@@ -408,8 +447,8 @@ mod tests {
         assert!(found.problems.is_empty());
         let indexes: Vec<Option<i64>> = found.walked.iter().map(Walked::indexed).collect();
         assert_eq!(indexes, vec![Some(4), Some(7)]);
-        assert_eq!(found.walked[1].line, 2);
-        assert_eq!(found.mirror().len(), 2);
+        assert_eq!(found.walked[1].activity.line, 2);
+        assert_eq!(found.mirror().count(), 2);
         assert!(found.mirrors_activities());
     }
 
@@ -454,9 +493,9 @@ mod tests {
         assert_eq!(found.problems[0].run_id.as_deref(), Some(&b"r"[..]));
         // A record whose journal_index is not an integer is walked, and audits no row.
         assert_eq!(found.walked.len(), 4);
-        assert_eq!(found.walked[3].run_id.as_deref(), Some(&b"5"[..]));
+        assert_eq!(found.walked[3].activity.run_id.as_deref(), Some(&b"5"[..]));
         assert_eq!(found.walked[3].indexed(), None);
-        assert_eq!(found.mirror().len(), 2);
+        assert_eq!(found.mirror().count(), 2);
     }
 
     /// The `hmac` member of a line made by [`line`].

@@ -124,7 +124,7 @@ fn utf8_surrogatepass(data: &[u8]) -> Option<Cow<'_, [u8]>> {
 
 /// UTF-16 code units: pairs joined, lone surrogates kept; an odd byte is refused.
 fn utf16_surrogatepass(data: &[u8], big_endian: bool) -> Option<Vec<u8>> {
-    if data.len() % 2 != 0 {
+    if !data.len().is_multiple_of(2) {
         return None;
     }
     let units: Vec<u32> = data
@@ -159,7 +159,7 @@ fn utf16_surrogatepass(data: &[u8], big_endian: bool) -> Option<Vec<u8>> {
 
 /// UTF-32 code points (surrogates kept); beyond U+10FFFF or a partial unit is refused.
 fn utf32_surrogatepass(data: &[u8], big_endian: bool) -> Option<Vec<u8>> {
-    if data.len() % 4 != 0 {
+    if !data.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(data.len());
