@@ -439,6 +439,35 @@ mod tests {
     }
 
     #[test]
+    fn the_reasons_are_the_words_of_the_python_walk() {
+        // Verify's findings and the tear rules (audit_tears.py) read these texts.
+        assert_eq!(
+            [
+                MISSING_NEWLINE,
+                UNDECODABLE,
+                INVALID_JSON,
+                NOT_AN_OBJECT,
+                UNSUPPORTED_SCHEME,
+                NON_CANONICAL,
+                PREV_HMAC_MISMATCH,
+                HMAC_MISMATCH,
+                STATED_PREDECESSOR,
+            ],
+            [
+                "missing trailing newline",
+                "undecodable bytes",
+                "invalid JSON",
+                "entry is not a JSON object",
+                "unsupported audit scheme",
+                "non-canonical line bytes",
+                "prev_hmac mismatch",
+                "HMAC mismatch",
+                "prev_chain_digest does not match prev_hmac",
+            ]
+        );
+    }
+
+    #[test]
     fn a_clean_chain_has_its_records_and_activity() {
         let (a, b, _) = chain();
         let data = format!("{a}\n\n{b}\n");
