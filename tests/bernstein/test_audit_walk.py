@@ -165,6 +165,22 @@ def hand_made() -> dict[str, list[tuple[str, bytes]]]:
         "UTF-16 without a BOM": [("a.jsonl", segment([a, '{"x": 1}'.encode("utf-16-le"), b]))],
         "UTF-16 with a BOM, odd length": [("a.jsonl", segment([b"\xff\xfe{\x00}", a]))],
         "UTF-32": [("a.jsonl", segment([a, "[1]".encode("utf-32-be"), b]))],
+        "lone surrogates in UTF-16, UTF-32 and UTF-8": [
+            (
+                "a.jsonl",
+                segment(
+                    [
+                        '"\ud800"'.encode("utf-16-le", "surrogatepass"),
+                        b'\x00"\xd8\x00',  # a high surrogate that ends the data
+                        '{"a": "\udc00x"}'.encode("utf-32-le", "surrogatepass"),
+                        b'{"a": "\xed\xa0\xbd\xed\xb8\x80"}',  # a pair, encoded apart
+                        b"\xf4\x90\x80\x80",  # beyond U+10FFFF
+                        b"\xff\xfe\x00\x00",  # a BOM and nothing
+                        a,
+                    ]
+                ),
+            )
+        ],
         "a UTF-8 BOM": [("a.jsonl", segment([a, b"\xef\xbb\xbf" + b.encode(), c]))],
         "invalid JSON": [("a.jsonl", segment([a, "{", "[1,]", "NaNx", b, c]))],
         "too deep": [("a.jsonl", segment([a, "[" * 5000 + "]" * 5000, b]))],

@@ -7,6 +7,8 @@
 //! the last one wins. This module has:
 //!
 //! - [`parse`]: `json.loads` (the C scanner's grammar and errors) into a [`PyValue`];
+//!   [`decode_json_bytes`] what `json.loads` decodes bytes to first (UTF-16 and UTF-32
+//!   guessed from NUL bytes, surrogates let through), for [`parse_wtf8`] (the audit walk);
 //! - [`dumps_sorted`]: `json.dumps(v, sort_keys=True, separators=(",", ":"))` with
 //!   `ensure_ascii` on (the `py-json-v1` profile) or off (bernstein's activity hashes);
 //! - [`dumps_jcs`]: bernstein's RFC 8785 (`jcs-v2`), reusing [`crate::canonical`] for

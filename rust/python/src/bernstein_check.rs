@@ -6,7 +6,7 @@
 //! on the one result (`verify/bernstein_runs.py`). The rules are the bernstein crate's;
 //! this converts and reads.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use agentledger_bernstein::manifest::{self, manifest_hash, manifest_parts};
 use agentledger_bernstein::mirror::RecordsByRun;
@@ -86,11 +86,11 @@ fn bernstein_check<'py>(
         };
         let rehashed = match rehash_statement.as_mut() {
             Some(statement) => {
-                let referenced: BTreeSet<String> = runs
+                // Each digest once, in order: `check_blobs` sorts them.
+                let referenced: Vec<String> = runs
                     .iter()
                     .flat_map(BernsteinRun::referenced_digests)
                     .collect();
-                let referenced: Vec<String> = referenced.into_iter().collect();
                 Some(check_blobs(connection, statement, &referenced, &pool)?)
             }
             None => None,
