@@ -1,5 +1,7 @@
 """The plain Python verifier of bernstein runs: the reference the Rust verifier
-(``_core.bernstein_verify``, ``rust/bernstein/src/verify.rs``) is held to.
+(``_core.bernstein_check``, ``rust/bernstein/src/verify.rs``) is held to; and the plain
+Python walk of the audit chain (``walk_audit``), the reference of the Rust walk
+(``rust/bernstein/src/audit/walk.rs``, ``test_audit_walk.py``).
 
 Stage by stage, in bernstein's order, with Python's own ``json`` so that bernstein's
 parsing quirks are reproduced by the very code that has them. The journal pass (chain
