@@ -82,6 +82,11 @@ impl ImportedFiles {
         }
     }
 
+    /// The store index the verifiers read, when the workdir has a store.
+    pub fn store(&self) -> Option<&StoreIndex> {
+        self.has_store.then_some(&self.index)
+    }
+
     /// Every row is in: each manifest's `content_hash`, closed by `closing`.
     pub fn close(&mut self, closing: &[u8]) {
         self.hashes = self
@@ -169,7 +174,7 @@ mod tests {
         };
         files.add(&row(b".sdd/cas/ab", Some(b"sha256:ab")), 9);
         files.add(&row(b".sdd/x/\xc3\xa9", None), 9);
-        assert!(!files.has_store);
+        assert!(!files.has_store && files.store().is_none());
         let closing = closing("bernstein-3.23.0");
         files.close(&closing);
         let manifest = [files.manifests[&1].as_slice(), closing.as_slice()].concat();
@@ -187,7 +192,9 @@ mod tests {
             absent: false,
         };
         files.add(&folder, 9);
-        assert!(files.has_store);
+        assert!(files
+            .store()
+            .is_some_and(|index| index.get(b"sha256:ab").is_some()));
     }
 
     #[test]

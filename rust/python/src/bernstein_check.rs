@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
+use agentledger_bernstein::audit::AuditWalk;
 use agentledger_bernstein::manifest::{self, manifest_hash, manifest_parts};
-use agentledger_bernstein::mirror::RecordsByRun;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
@@ -73,11 +73,8 @@ fn bernstein_check<'py>(
             .as_deref()
             .map(|segments| pool.install(|| walk_segments(segments, keys.as_ref())));
         let files = pending.wait()?;
-        let mirror = walk
-            .as_ref()
-            .filter(|walk| walk.mirrors_activities())
-            .map(|walk| RecordsByRun::new(walk.mirror()));
-        let index = files.has_store.then_some(&files.index);
+        let mirror = walk.as_ref().and_then(AuditWalk::cross_check);
+        let index = files.store();
         let runs = match reads {
             Some(reads) => {
                 verify_in_ledger(connection, reads, runs, options, index, mirror.as_ref())?

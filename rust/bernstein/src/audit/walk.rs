@@ -15,6 +15,7 @@
 use rayon::prelude::*;
 
 use super::{dumps_spaced, ActivityRecord, AUDITED, EXEMPT_EVENTS, GENESIS, SCHEME2_PREFIX};
+use crate::mirror::RecordsByRun;
 use crate::pyjson::{decode_json_bytes, owned, parse_wtf8, py_str, PyValue};
 use agentledger_core::hash::{hex64, hmac_sha256};
 
@@ -101,6 +102,13 @@ impl AuditWalk {
     /// damaged record that still names its run (`AuditChain.mirrors_activities`).
     pub fn mirrors_activities(&self) -> bool {
         !self.walked.is_empty() || self.problems.iter().any(|p| p.run_id.is_some())
+    }
+
+    /// What the runs are cross-checked with: the records that audit a row, by run, when
+    /// the chain mirrors activities (`None`: runs are not cross-checked).
+    pub fn cross_check(&self) -> Option<RecordsByRun<'_>> {
+        self.mirrors_activities()
+            .then(|| RecordsByRun::new(self.mirror()))
     }
 
     /// The records that audit a journal row, in chain order.
@@ -478,7 +486,9 @@ mod tests {
         assert_eq!(indexes, vec![Some(4), Some(7)]);
         assert_eq!(found.walked[1].activity.line, 2);
         assert_eq!(found.mirror().count(), 2);
-        assert!(found.mirrors_activities());
+        let by_run = found.cross_check().unwrap();
+        assert_eq!(by_run.of_run(b"r").len(), 2);
+        assert!(by_run.of_run(b"other").is_empty());
     }
 
     #[test]
@@ -575,5 +585,7 @@ mod tests {
         let found = walk(&[format!("{exempt}\n").as_bytes()], None);
         assert!(found.problems.is_empty());
         assert!(found.walked.is_empty());
+        // No activity.result record: the runs are not cross-checked with the chain.
+        assert!(found.cross_check().is_none());
     }
 }
