@@ -25,6 +25,7 @@ from agentledger.bernstein.audit_chain import (
     verify_audit,
 )
 from agentledger.bernstein.workdir import DirectoryWorkdir
+from agentledger.verify.bernstein_runs import audit_findings
 
 from . import reference
 from .bernstein_testkit import SHAPES, SMALL
@@ -297,6 +298,28 @@ def test_the_hand_made_chains_name_every_reason() -> None:
     assert [p.reason for p in head.problems] == ["HMAC mismatch"] * 6
     unkeyed = reference.walk_audit(CASES["lone surrogate in a head"], None)
     assert unkeyed.problems == []
+
+
+def test_records_that_audit_no_row_are_verify_findings_of_their_run() -> None:
+    chain_ = verify_audit(CASES["journal_index of every kind"], MASTER)
+    found = audit_findings(chain_)
+    named = {
+        run: [(d.check, d.expected, d.actual, d.subject) for d in divergences]
+        for run, divergences in found.items()
+    }
+    mismatch = "bernstein.audit.mismatch"
+    assert named == {
+        "r4": [
+            (mismatch, "an integer", "'4'", "journal_index"),
+            (mismatch, "an integer", "True", "journal_index"),
+            (mismatch, "a 64-bit integer", repr(2**70), "journal_index"),
+            (mismatch, "an integer", "1.5", "journal_index"),
+            (mismatch, "an integer", "None", "journal_index"),
+            (mismatch, "an integer", "[1]", "journal_index"),
+            (mismatch, "an integer", "{'a': 1}", "journal_index"),
+        ],
+        "": [(mismatch, "an integer", "None", "journal_index")] * 2,
+    }
 
 
 @pytest.mark.parametrize("root", [SMALL, SHAPES], ids=["small", "shapes"])

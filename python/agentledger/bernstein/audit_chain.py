@@ -85,7 +85,8 @@ class AuditChain:
 
     @property
     def unindexed(self) -> list[ActivityRecord]:
-        """The walked records whose ``journal_index`` is not an integer: they audit no row."""
+        """The walked records whose ``journal_index`` is not an integer of 64 bits: they
+        audit no row."""
         return self._records(self._walk.unindexed())
 
     @property

@@ -173,7 +173,8 @@ def _div(
 
 def audit_findings(audit: AuditChain | None) -> dict[str, list[Divergence]]:
     """By run, what the audit chain's own walk found: its records that do not verify, and
-    records whose ``journal_index`` is not an integer (they audit no row)."""
+    records whose ``journal_index`` is not an integer of 64 bits (they audit no row; a
+    larger one names no step the cross-check can hold, so it is named here)."""
     by_run: dict[str, list[Divergence]] = {}
     if audit is None or not audit.mirrors_activities:
         return by_run
@@ -186,11 +187,11 @@ def audit_findings(audit: AuditChain | None) -> dict[str, list[Divergence]]:
             )  # fmt: skip
     for record in audit.unindexed:
         index = record.journal_index
-        if not isinstance(index, int) or isinstance(index, bool):
-            by_run.setdefault(record.run_id, []).append(
-                _div(record.run_id, None, "bernstein.audit.mismatch", "an integer", repr(index),
-                     "journal_index")
-            )  # fmt: skip
+        wanted = "a 64-bit integer" if type(index) is int else "an integer"
+        by_run.setdefault(record.run_id, []).append(
+            _div(record.run_id, None, "bernstein.audit.mismatch", wanted, repr(index),
+                 "journal_index")
+        )  # fmt: skip
     return by_run
 
 
