@@ -289,8 +289,8 @@ class BernsteinStoreIndex:
     """``content hash -> digest of the stored bytes``, built in Rust from the ``path,
     kind, digest`` rows of ``bernstein_files`` that ``sql`` selects on the apsw
     connection ``connection``: each ``cas`` file whose name (the path after ``name_from``
-    characters) has no ``/``, keyed ``sha256:<name>``. ``bernstein_verify_journals`` and
-    ``bernstein_verify`` take it as it is."""
+    characters) has no ``/``, keyed ``sha256:<name>``. ``bernstein_verify_journals``
+    takes it as it is."""
 
     def __new__(
         cls, connection: apsw.Connection, sql: str, name_from: int
@@ -310,57 +310,92 @@ def bernstein_verify_journals(
     ``reattach`` the first observation that is missing or mismatching (``("ok", -1)``)."""
 @final
 class BernsteinAuditMirror:
-    """An audit chain's ``activity.result`` records, kept in Rust: a clean chain's
-    (``bernstein_audit_clean``), or those a Python walk found, given as ``(run_id,
-    journal_index, [(audited name, str(value))])`` with strings as WTF-8 bytes."""
+    """An audit chain's ``activity.result`` records, for ``bernstein_verify_workdir``:
+    given as ``(run_id, journal_index, [(audited name, str(value))])`` with strings as
+    WTF-8 bytes."""
 
     def __new__(
         cls, records: Sequence[tuple[bytes, int, Sequence[tuple[str, bytes]]]]
     ) -> BernsteinAuditMirror: ...
-    def records(
-        self, run_id: str | None = None
-    ) -> list[tuple[int, int, str | None, int, dict[str, str]]]:
-        """``(segment, line, run_id, journal_index, {audited name: str(value)})`` of each
-        record in chain order; only those of ``run_id`` when given."""
     def __len__(self) -> int: ...
 
-def bernstein_audit_clean(
-    segments: Sequence[bytes], keys: tuple[bytes, bytes] | None = None, jobs: int = 0
-) -> tuple[int, BernsteinAuditMirror] | None:
-    """A bernstein audit chain that verifies clean: its record count and its
-    ``activity.result`` records; ``None`` when any line needs the exact walk. ``keys``:
-    the scheme 1 and 2 HMAC keys."""
 @final
-class BernsteinFiles:
-    """The imported files table, read once in Rust: the rows ``sql`` selects on the apsw
-    connection ``connection`` in path order (``path, kind, digest, import_id, blob absent``);
-    the store index as ``BernsteinStoreIndex`` builds it (``name_from``). The rows are
-    made sense of on a thread of their own; the attributes wait for it."""
+class BernsteinAuditWalk:
+    """What the walk of a bernstein audit chain found (``rust/bernstein/src/audit/walk.rs``,
+    the Python walk of ``tests/bernstein/reference.py`` exactly)."""
 
-    absent: list[tuple[str, str]]
-    """``(path, digest)`` of the files whose blob the ledger lacks, in path order."""
-    store_index: BernsteinStoreIndex
-    import_ids: list[int]
-    """The import ids the rows hold, in order."""
+    @property
+    def records(self) -> int:
+        """Lines that parsed as a JSON object."""
+    @property
+    def problems(self) -> list[tuple[int, int, str, str | None]]:
+        """``(segment index, line, reason, run_id)`` of each problem, in chain order (line
+        -1: the segment's missing trailing newline)."""
+    @property
+    def walked(self) -> list[tuple[int, int, str | None, object, dict[str, str]]]:
+        """``(segment index, line, run_id, journal_index, {audited name: str(value)})`` of
+        each ``activity.result`` record, in chain order; ``journal_index`` as parsed."""
+    def unindexed(self) -> list[tuple[int, int, str | None, object, dict[str, str]]]:
+        """The same, for the records whose ``journal_index`` is not an integer."""
+    @property
+    def mirrors_activities(self) -> bool:
+        """Whether the chain holds an ``activity.result`` record, or a damaged record that
+        names its run."""
 
-    def __new__(
-        cls, connection: apsw.Connection, sql: str, format: str, name_from: int
-    ) -> BernsteinFiles: ...
+def bernstein_audit_walk(
+    segments: Sequence[bytes], keys: tuple[bytes, bytes] | None = None, jobs: int = 0
+) -> BernsteinAuditWalk:
+    """Walk a bernstein audit chain (segments in chain order) in parallel, GIL released.
+    ``keys``: the scheme 1 and 2 HMAC keys (``None``: the HMACs are not checked)."""
+@final
+class BernsteinCheck:
+    """What ``bernstein_check`` found, read as plain values."""
+
+    @property
+    def import_ids(self) -> list[int]:
+        """The import ids the files table holds, in order."""
+    @property
+    def absent(self) -> list[tuple[str, str]]:
+        """``(path, digest)`` of the files whose blob the ledger lacks, in path order."""
     def manifest(self, import_id: int) -> bytes:
         """``importer.manifest_of`` over the import's rows (none: an empty list)."""
     def manifest_hash(self, import_id: int) -> str:
         """``content_hash(manifest(import_id))``, hashed in Rust without a copy."""
+    @property
+    def audit(self) -> BernsteinAuditWalk | None:
+        """The audit chain's walk (``None``: no segments given)."""
+    @property
+    def runs(self) -> list[BernsteinRun]:
+        """One verdict per run, in the order given."""
+    @property
+    def rehashed(self) -> tuple[int, list[tuple[str, str]], list[str]] | None:
+        """The blobs the runs referenced, re-hashed: the number found, ``(digest,
+        "sha256:<hex>")`` of each whose bytes hash otherwise, the digests absent; in
+        digest order (``None``: not asked for)."""
 
-def sha256_check_blobs(
-    connection: apsw.Connection, sql: str, digests: Sequence[str], jobs: int = 0
-) -> tuple[int, list[tuple[str, str]], list[str]]:
-    """Re-hash the blob of each digest, read on the apsw connection ``connection`` by ``sql``
-    (``digest, data, idx`` of the chunks of the digests in the JSON array it is given, in
-    digest then chunk order) and hashed in parallel: the number of blobs found,
-    ``(digest, "sha256:<hex>")`` of each whose bytes hash otherwise, the digests absent."""
+def bernstein_check(
+    connection: apsw.Connection,
+    runs: Sequence[tuple[str, str | None]],
+    options: BernsteinOptions,
+    *,
+    files: tuple[str, str, int],
+    audit: Sequence[bytes] | None = None,
+    keys: tuple[bytes, bytes] | None = None,
+    rehash: str | None = None,
+) -> BernsteinCheck:
+    """verify's one call for the bernstein runs imported into the ledger open on the apsw
+    connection ``connection``, the GIL released throughout: the files table read
+    (``files``: ``(sql, manifest format, name_from)``, ``sql`` selecting ``path, kind,
+    digest, import_id, blob absent`` in path order), the audit chain's segments ``audit``
+    walked (``keys``: its HMAC keys), the runs ``runs`` (``(run id, journal path or
+    None)``) verified on the pool and cross-checked with the chain's records when it
+    mirrors activities, and with ``rehash`` (the SQL selecting ``digest, data, idx`` of
+    the chunks of the digests in a JSON array) the blobs they referenced re-hashed. The
+    store index and the chain's records stay in Rust. Ctrl-C is seen between journals."""
 @final
 class BernsteinOptions:
-    """How ``bernstein_verify`` reads and what it keeps: plain values only."""
+    """How ``bernstein_check`` and ``bernstein_verify_workdir`` read and what they keep:
+    plain values only."""
 
     trusted: list[bytes]
     """Raw Ed25519 keys whose receipts are not self-asserted (``--trust``)."""
@@ -505,23 +540,6 @@ class BernsteinRun:
         itself raises), 2 not ok."""
     def compat_json(self) -> dict[str, Any]:
         """bernstein's ``activity verify --json`` object (the stages when kept)."""
-
-def bernstein_verify(
-    connection: apsw.Connection,
-    runs: Sequence[tuple[str, str | None]],
-    options: BernsteinOptions,
-    *,
-    store: BernsteinStoreIndex | None = None,
-    audit: BernsteinAuditMirror | None = None,
-) -> list[BernsteinRun]:
-    """Verify the imported runs ``runs`` (``(run id, journal path or None)``, in order) of
-    the ledger open on the apsw connection ``connection``: the journals read on this thread,
-    the pool verifying each (chain, evidence sets, stored reports, receipts, audit
-    cross-check) as it arrives, each pool thread reading the store through a reader of its
-    own when one sees the connection's snapshot (``sqlite_readers``). ``store``: the
-    store's index (``None``: the workdir has no ``.sdd/cas``); ``audit``: the chain's
-    records, when it mirrors activities (runs are cross-checked). Both are only borrowed.
-    Ctrl-C is seen between journals."""
 
 def bernstein_verify_workdir(
     root: str,

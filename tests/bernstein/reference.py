@@ -1,5 +1,7 @@
 """The plain Python verifier of bernstein runs: the reference the Rust verifier
-(``_core.bernstein_verify``, ``rust/bernstein/src/verify.rs``) is held to.
+(``_core.bernstein_check``, ``rust/bernstein/src/verify.rs``) is held to; and the plain
+Python walk of the audit chain (``walk_audit``), the reference of the Rust walk
+(``rust/bernstein/src/audit/walk.rs``, ``test_audit_walk.py``).
 
 Stage by stage, in bernstein's order, with Python's own ``json`` so that bernstein's
 parsing quirks are reproduced by the very code that has them. The journal pass (chain
@@ -13,13 +15,23 @@ what bernstein lets through and answers 2 for them.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentledger import _core
-from agentledger.bernstein.audit_chain import ActivityRecord, AuditChain
+from agentledger.bernstein.audit_chain import (
+    GENESIS,
+    SCHEME2_PREFIX,
+    ActivityRecord,
+    AuditChain,
+    AuditProblem,
+    hkdf_sha256,
+)
 from agentledger.bernstein.format import HEX64, artifact_hex, content_hash
 from agentledger.bernstein.workdir import Workdir
 from agentledger.errors import ExitCode
@@ -141,7 +153,7 @@ def verify_runs(
     workdir: Workdir,
     run_ids: Iterable[str],
     *,
-    audit: AuditChain | None = None,
+    audit: AuditChain | ReferenceWalk | None = None,
     trusted: frozenset[bytes] = frozenset(),
     jobs: int = 0,
 ) -> list[RunResult]:
@@ -173,7 +185,7 @@ def verify_runs(
 def _audit_and_limits(
     result: RunResult,
     activities: Sequence[Mapping[str, Any]],
-    audit: AuditChain | None,
+    audit: AuditChain | ReferenceWalk | None,
 ) -> None:
     """The audit rule: when the workdir's chain mirrors activities at all, every run's
     rows are cross-checked with their records (``_cross_check_audit``), so that a row with
@@ -575,3 +587,132 @@ def _state_limits(result: RunResult, last: int | None) -> None:
             f"{rows - 1 - last} row(s) after the last audited activity (step {last}) could be "
             "cut or appended without trace"
         )
+
+
+# ---- the audit chain's walk ------------------------------------------------------------
+#
+# The Python walk the Rust one (``rust/bernstein/src/audit/walk.rs``) is held to, as
+# ``audit_chain.verify_audit`` made it before the walk moved to Rust. Where it raised
+# instead of answering it now answers as Rust does, each place marked: nesting too deep
+# for ``json.loads`` is "invalid JSON", a head UTF-8 cannot encode or an ``hmac`` that is
+# not ASCII (``hmac.compare_digest`` refuses it) is an "HMAC mismatch", and an
+# ``event_type`` that cannot be hashed is not an exempt event.
+
+EXEMPT_EVENTS = frozenset({"skill.catalog.install", "skill.catalog.upgrade"})
+
+
+@dataclass
+class ReferenceWalk:
+    records: int = 0
+    problems: list[AuditProblem] = field(default_factory=list)
+    walked: list[ActivityRecord] = field(default_factory=list)
+    marker: str = field(default_factory=lambda: "marker-" + secrets.token_hex(16))
+
+    @property
+    def mirrors_activities(self) -> bool:
+        return bool(self.walked) or any(p.run_id is not None for p in self.problems)
+
+    def activity_of(self, run_id: str) -> list[ActivityRecord]:
+        return [record for record in self.walked if record.run_id == run_id]
+
+
+def walk_audit(segments: list[tuple[str, bytes]], master: bytes | None) -> ReferenceWalk:
+    """Walk every segment as ``_verify_log_bytes`` does; without a key, parse only."""
+    chain = ReferenceWalk()
+    keys = {}
+    if master is not None:
+        keys = {2: (hkdf_sha256(master, b"audit"), SCHEME2_PREFIX), 1: (master, b"")}
+    head = GENESIS
+    for name, data in segments:
+        if data and not data.endswith(b"\n"):
+            chain.problems.append(AuditProblem(name, -1, "missing trailing newline", None))
+        pieces = data.split(b"\n")
+        if pieces and pieces[-1] == b"":
+            pieces.pop()
+        for number, line in enumerate(pieces):
+            if not line:
+                continue
+            head = _check_line(chain, keys, name, number, line, head, master is not None)
+    return chain
+
+
+def _check_line(
+    chain: ReferenceWalk,
+    keys: dict[int, tuple[bytes, bytes]],
+    name: str,
+    number: int,
+    line: bytes,
+    head: str,
+    keyed: bool,
+) -> str:
+    def problem(reason: str, run_id: str | None = None) -> None:
+        chain.problems.append(AuditProblem(name, number, reason, run_id))
+
+    try:
+        record = json.loads(line)
+    except UnicodeDecodeError:
+        problem("undecodable bytes")
+        return head
+    except (ValueError, RecursionError):  # RecursionError: was raised
+        problem("invalid JSON")
+        return head
+    if not isinstance(record, dict):
+        problem("entry is not a JSON object")
+        return head
+    chain.records += 1
+    details = record.get("details")
+    details = details if isinstance(details, dict) else {}
+    run_id = str(details["run_id"]) if "run_id" in details else None
+    scheme = record.get("scheme", 1)
+    if scheme not in (1, 2) or isinstance(scheme, bool):
+        problem("unsupported audit scheme", run_id)
+        return head
+    # One serialisation serves both the canonical-bytes check and the HMAC body: the
+    # record is dumped with its hmac replaced by a per-walk random marker, which is then
+    # either put back (the line) or cut out with its member (the body).
+    has_hmac = "hmac" in record
+    if has_hmac:
+        text = json.dumps({**record, "hmac": chain.marker}, sort_keys=True)
+        member = f'"hmac": "{chain.marker}"'
+        canonical = text.replace(f'"{chain.marker}"', json.dumps(record["hmac"]), 1)
+        if f"{member}, " in text:
+            body_text = text.replace(f"{member}, ", "", 1)
+        else:
+            body_text = text.replace(f", {member}", "", 1).replace(member, "", 1)
+    else:
+        canonical = body_text = json.dumps(record, sort_keys=True)
+    if line != canonical.encode():
+        problem("non-canonical line bytes", run_id)
+        return head
+    if record.get("event_type") == "activity.result":
+        chain.walked.append(
+            ActivityRecord(
+                run_id=run_id or "",
+                stage_id=str(details.get("stage_id", "")),
+                journal_index=details.get("journal_index"),
+                details=details,
+                segment=name,
+                line=number,
+            )
+        )
+    stored = str(record.get("hmac", ""))
+    if record.get("prev_hmac") != head:
+        problem("prev_hmac mismatch", run_id)
+        return stored
+    if keyed:
+        key, prefix = keys[int(scheme)]
+        try:
+            message = prefix + head.encode() + body_text.encode()
+            mac = hmac.new(key, message, hashlib.sha256).hexdigest()
+            matches = hmac.compare_digest(mac, stored)
+        except (UnicodeEncodeError, TypeError):  # were raised
+            matches = False
+        if not matches:
+            problem("HMAC mismatch", run_id)
+            return stored
+    digest = details.get("prev_chain_digest")
+    event_type = record.get("event_type")
+    exempt = isinstance(event_type, str) and event_type in EXEMPT_EVENTS  # was a TypeError
+    if isinstance(digest, str) and digest and not exempt and digest != record.get("prev_hmac"):
+        problem("prev_chain_digest does not match prev_hmac", run_id)
+    return stored

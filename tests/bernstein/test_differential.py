@@ -22,6 +22,7 @@ from agentledger.bernstein import DirectoryWorkdir, LedgerWorkdir, import_workdi
 from agentledger.bernstein import verifier as rust
 from agentledger.bernstein.audit_chain import AuditChain, verify_audit
 from agentledger.bernstein.format import acanon, content_hash
+from agentledger.bernstein.importer import FORMAT
 from agentledger.bernstein.writer import public_key_pem, rechain
 from agentledger.storage import native
 from agentledger.verify import VerifyOptions
@@ -192,23 +193,28 @@ def both_ways(
         with ledger.db.snapshot() as conn:
             in_ledger = LedgerWorkdir(conn, ledger.blobs)
             runs = [*sorted(in_ledger.runs), "no-such-run"]
-            audit = verify_audit(in_ledger.audit_segments(), master)
-            expected = reference.verify_runs(in_ledger, runs, audit=audit, trusted=trusted)
-            store = in_ledger.store_index() if in_ledger.has_store() else None
-            got = rust.verify_ledger_runs(
+            segments = in_ledger.audit_segments()
+            audit = verify_audit(segments, master)
+            # The reference walks the chain in Python; Rust walks it inside the one call.
+            walked = reference.walk_audit(segments, master) if segments else None
+            expected = reference.verify_runs(in_ledger, runs, audit=walked, trusted=trusted)
+            check = rust.check_ledger(
                 conn,
                 {run_id: in_ledger.runs.get(run_id, "") for run_id in runs},
-                store=store,
-                audit=audit,
+                segments=segments or None,
+                master=master,
                 trusted=trusted,
                 stages=True,
-                referenced=True,
+                rehash=True,
             )
+            got = check.runs
     assert rust_summary(got, audit) == reference_summary(expected)
     assert {h for r in got for h in r.referenced} == set().union(*(r.referenced for r in expected))
     on_disk = DirectoryWorkdir(workdir)
-    disk_audit = verify_audit(on_disk.audit_segments(), master)
-    expected = reference.verify_runs(on_disk, runs, audit=disk_audit, trusted=trusted)
+    disk_segments = on_disk.audit_segments()
+    disk_audit = verify_audit(disk_segments, master)
+    disk_walk = reference.walk_audit(disk_segments, master) if disk_segments else None
+    expected = reference.verify_runs(on_disk, runs, audit=disk_walk, trusted=trusted)
     from_disk = rust.verify_runs(on_disk, runs, audit=disk_audit, trusted=trusted)
     assert rust_summary(from_disk, disk_audit) == reference_summary(expected)
     return got
@@ -399,17 +405,31 @@ def test_a_blob_whose_chunks_are_stored_out_of_order_is_hashed_in_chunk_order(
         assert report.code == 0, [d.to_json() for d in report.workspace]
 
 
-def test_sha256_check_blobs_reports_each_digest_once_in_order(tmp_path: Path) -> None:
+def test_the_referenced_blobs_are_rehashed_each_once_in_order(tmp_path: Path) -> None:
     with Ledger.open(tmp_path / "ledger.db") as ledger:
         import_workdir(ledger, SMALL)
         with ledger.db.snapshot() as conn:
-            stored = sorted(str(r[0]) for r in conn.execute("SELECT digest FROM blobs LIMIT 3"))
-            absent = "sha256:" + "0" * 64
-            digests = [stored[2], absent, stored[0], stored[2], stored[1]]
-            found, mismatches, missing = _core.sha256_check_blobs(
-                native.handle(conn), LedgerWorkdir.LISTED_BLOBS, digests
-            )
-    assert (found, mismatches, missing) == (3, [], [absent])
+            workdir = LedgerWorkdir(conn, ledger.blobs)
+            check = rust.check_ledger(conn, workdir.runs, segments=None, rehash=True)
+    referenced = sorted({h for r in check.runs for h in r.referenced})
+    assert len(referenced) >= 3
+    assert check.rehashed == (len(referenced), [], [])
+    conn = apsw.Connection(str(tmp_path / "ledger.db"))
+    conn.execute("PRAGMA foreign_keys = OFF")
+    for digest in (referenced[2], referenced[0]):
+        conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (digest,))
+    conn.execute("UPDATE blob_chunks SET data = x'00' WHERE digest = ?", (referenced[1],))
+    conn.close()
+    with Ledger.open(tmp_path / "ledger.db") as ledger, ledger.db.snapshot() as conn:
+        workdir = LedgerWorkdir(conn, ledger.blobs)
+        check = rust.check_ledger(conn, workdir.runs, segments=None, rehash=True)
+        unasked = rust.check_ledger(conn, workdir.runs, segments=None)
+    assert check.rehashed == (
+        len(referenced) - 2,
+        [(referenced[1], content_hash(b"\x00"))],
+        [referenced[0], referenced[2]],
+    )
+    assert unasked.rehashed is None
 
 
 def test_ctrl_c_stops_the_verify_between_journals(tmp_path: Path) -> None:
@@ -425,13 +445,15 @@ def test_ctrl_c_stops_the_verify_between_journals(tmp_path: Path) -> None:
             workdir = LedgerWorkdir(conn, ledger.blobs)
             journals = [("run-001", workdir.runs["run-001"])] * 50_000
             options = rust.options(trusted=(), jobs=1)
-            store = workdir.store_index()
+            files = (LedgerWorkdir.FILES, FORMAT, LedgerWorkdir.NAME_FROM)
             timer = threading.Timer(0.1, signal.raise_signal, (signal.SIGINT,))
             timer.start()
             try:
                 with pytest.raises(KeyboardInterrupt):
-                    _core.bernstein_verify(native.handle(conn), journals, options, store=store)
+                    _core.bernstein_check(native.handle(conn), journals, options, files=files)
             finally:
                 timer.cancel()
-            again = _core.bernstein_verify(native.handle(conn), journals[:3], options, store=store)
+            again = _core.bernstein_check(
+                native.handle(conn), journals[:3], options, files=files
+            ).runs
     assert [r.compat_code for r in again] == [0, 0, 0]

@@ -71,9 +71,7 @@ def test_stage_flags_claims_and_browser_verdicts_match_bernsteins_json(
     expected = VERDICTS[run_id]
     with Ledger.open(shapes_ledger) as ledger, ledger.db.snapshot() as conn:
         workdir = LedgerWorkdir(conn, ledger.blobs)
-        (result,) = verify_ledger_runs(
-            conn, {run_id: workdir.runs[run_id]}, store=workdir.store_index(), stages=True
-        )
+        (result,) = verify_ledger_runs(conn, {run_id: workdir.runs[run_id]}, stages=True)
     assert result.head == expected["journal"]["head"]
     assert result.rows == expected["journal"]["count"]
     ours = result.compat_json()

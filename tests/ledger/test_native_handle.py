@@ -25,9 +25,9 @@ CALLS = {
     "append_entries": "_core.append_entries(CONN, 'r', 0, 'p', 't', [], 0, [])",
     "verify_journal": "_core.verify_journal(CONN, 'id', 'SELECT 1', [((), None)])",
     "verify_blobs": "_core.verify_blobs(CONN, 'SELECT 1', [[]])",
-    "sha256_check_blobs": "_core.sha256_check_blobs(CONN, 'SELECT 1', [])",
-    "bernstein_verify": "_core.bernstein_verify(CONN, [], _core.BernsteinOptions())",
-    "BernsteinFiles": "_core.BernsteinFiles(CONN, 'SELECT 1', 'f', 0)",
+    "bernstein_check": (
+        "_core.bernstein_check(CONN, [], _core.BernsteinOptions(), files=('SELECT 1', 'f', 0))"
+    ),
     "BernsteinStoreIndex": "_core.BernsteinStoreIndex(CONN, 'SELECT 1', 0)",
 }
 

@@ -112,10 +112,10 @@ class AuditFolder:
 
     def origin_and_count(self) -> tuple[str | None, int]:
         """The chain's origin and record count (``checkpoints.origin_and_count``), once. On
-        a chain the walk found clean every non-empty line is a canonical record: only the
-        first is parsed."""
+        a chain the walk found clean with its key every non-empty line is a canonical
+        record with an ``hmac``: only the first is parsed."""
         if self._origin_count is None:
-            clean = self.chain is not None and self.chain.mirror is not None
+            clean = self.chain is not None and self.chain.ok and self.chain.authenticated
             self._origin_count = (
                 _clean_origin_and_count(self.snapshot, self.chain)
                 if clean and self.chain is not None

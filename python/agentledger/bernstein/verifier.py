@@ -1,7 +1,8 @@
 """Verify bernstein runs: bernstein's own verdict (compat) and the stricter one, in one
-Rust call (``_core.bernstein_verify``): journals, evidence sets, stored reports,
-receipts and the audit cross-check are all decided there, on every core. This module
-only gathers what the call needs; ``verify/bernstein.py`` reports the results.
+Rust call (``_core.bernstein_check`` for a ledger, ``_core.bernstein_verify_workdir`` for
+a workdir on disk): journals, evidence sets, stored reports, receipts, the audit chain's
+walk and its cross-check are all decided there, on every core. This module only gathers
+what the call needs; ``verify/bernstein_runs.py`` reports the results.
 
 Each result (``_core.BernsteinRun``) carries both verdicts: ``compat_code`` is
 bernstein's exit code for ``activity verify`` (0 clean, 1 not found / no activity rows /
@@ -16,9 +17,10 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from agentledger import _core
-from agentledger.bernstein.audit_chain import AuditChain
+from agentledger.bernstein.audit_chain import AuditChain, audit_keys
 from agentledger.bernstein.format import valid_run_id
-from agentledger.bernstein.workdir import DirectoryWorkdir
+from agentledger.bernstein.importer import FORMAT
+from agentledger.bernstein.workdir import DirectoryWorkdir, LedgerWorkdir
 from agentledger.storage import native
 
 if TYPE_CHECKING:
@@ -30,20 +32,21 @@ AUDITED_FIELDS = _core.AUDITED_FIELDS  # the one list, in the Rust crate (audit.
 def options(
     *, trusted: Iterable[bytes], jobs: int, stages: bool = False, referenced: bool = False
 ) -> _core.BernsteinOptions:
-    """``_core.BernsteinOptions``: plain values (the store's index and the audit mirror are
-    arguments of the call, only borrowed by it)."""
+    """``_core.BernsteinOptions``: plain values."""
     return _core.BernsteinOptions(
         trusted=sorted(trusted), stages=stages, referenced=referenced, jobs=jobs
     )
 
 
+# A journal_index Rust reads as a row's step: an integer of 64 bits.
+_STEPS = range(-(2**63), 2**63)
+
+
 def audit_mirror(audit: AuditChain | None) -> _core.BernsteinAuditMirror | None:
-    """The chain's ``activity.result`` records as the Rust cross-check reads them, when
-    the chain mirrors activities (``None``: runs are not cross-checked)."""
+    """The chain's ``activity.result`` records as the workdir verify cross-checks them,
+    when the chain mirrors activities (``None``: runs are not cross-checked)."""
     if audit is None or not audit.mirrors_activities:
         return None
-    if audit.mirror is not None:
-        return audit.mirror
     # A record whose journal_index is not an integer audits no row; verify reports it
     # with the chain's own findings (``verify.bernstein_runs.audit_findings``).
     return _core.BernsteinAuditMirror(
@@ -58,30 +61,59 @@ def audit_mirror(audit: AuditChain | None) -> _core.BernsteinAuditMirror | None:
                 ],
             )
             for record in audit.walked
-            if isinstance(record.journal_index, int) and not isinstance(record.journal_index, bool)
+            if type(record.journal_index) is int and record.journal_index in _STEPS
         ]
     )
+
+
+def check_ledger(
+    conn: apsw.Connection,
+    journals: Mapping[str, str],
+    *,
+    segments: list[tuple[str, bytes]] | None,
+    master: bytes | None = None,
+    trusted: Iterable[bytes] = (),
+    jobs: int = 0,
+    stages: bool = False,
+    rehash: bool = False,
+) -> _core.BernsteinCheck:
+    """The imported runs ``journals`` (run id -> journal path in ``bernstein_files``) of
+    the ledger open on ``conn``, checked in one Rust call (``_core.bernstein_check``): the
+    files table read (manifests, absent blobs, the store index), the audit chain
+    ``segments`` walked (``None``: not walked; ``master`` checks its HMACs), the runs
+    verified in that order and cross-checked with the chain, and with ``rehash`` the
+    blobs they referenced re-hashed."""
+    runs = [(run_id, path if valid_run_id(run_id) else None) for run_id, path in journals.items()]
+    chosen = options(trusted=trusted, jobs=jobs, stages=stages, referenced=rehash)
+    with native.sqlite_errors():
+        return _core.bernstein_check(
+            native.handle(conn),
+            runs,
+            chosen,
+            files=(LedgerWorkdir.FILES, FORMAT, LedgerWorkdir.NAME_FROM),
+            audit=None if segments is None else [data for _, data in segments],
+            keys=audit_keys(master),
+            rehash=LedgerWorkdir.LISTED_BLOBS if rehash else None,
+        )
 
 
 def verify_ledger_runs(
     conn: apsw.Connection,
     journals: Mapping[str, str],
     *,
-    store: _core.BernsteinStoreIndex | None,
-    audit: AuditChain | None = None,
+    segments: list[tuple[str, bytes]] | None = None,
+    master: bytes | None = None,
     trusted: Iterable[bytes] = (),
     jobs: int = 0,
     stages: bool = False,
-    referenced: bool = False,
 ) -> list[_core.BernsteinRun]:
-    """The imported runs ``journals`` (run id -> journal path in ``bernstein_files``),
-    verified from the ledger open on ``conn``, in that order."""
-    runs = [(run_id, path if valid_run_id(run_id) else None) for run_id, path in journals.items()]
-    chosen = options(trusted=trusted, jobs=jobs, stages=stages, referenced=referenced)
-    with native.sqlite_errors():
-        return _core.bernstein_verify(
-            native.handle(conn), runs, chosen, store=store, audit=audit_mirror(audit)
-        )
+    """The imported runs ``journals``, verified from the ledger open on ``conn`` in that
+    order (cross-checked with the audit chain ``segments`` when given)."""
+    check = check_ledger(
+        conn, journals, segments=segments, master=master, trusted=trusted, jobs=jobs,
+        stages=stages,
+    )  # fmt: skip
+    return check.runs
 
 
 def verify_runs(

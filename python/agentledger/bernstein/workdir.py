@@ -6,6 +6,7 @@ ledger and bernstein on the exported directory read exactly the same bytes.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -182,7 +183,7 @@ class LedgerWorkdir:
         "SELECT f.path, f.kind, f.digest, f.import_id, f.digest IS NOT NULL AND b.digest IS NULL"
         " FROM bernstein_files AS f LEFT JOIN blobs AS b ON b.digest = f.digest ORDER BY f.path"
     )
-    """Every file in path order, for ``_core.BernsteinFiles``: whether its blob is absent."""
+    """Every file in path order, for ``_core.bernstein_check``: whether its blob is absent."""
     JOURNAL_CHUNKS = (
         "SELECT c.data FROM bernstein_files AS f JOIN blob_chunks AS c ON c.digest = f.digest "
         "WHERE f.path = ? AND f.kind = 'journal' ORDER BY c.idx"
@@ -201,29 +202,25 @@ class LedgerWorkdir:
         "SELECT digest, data, idx FROM blob_chunks WHERE digest IN "
         "(SELECT value FROM json_each(?)) ORDER BY digest, idx"
     )
-    """The chunks of the digests in a JSON array (``_core.sha256_check_blobs``)."""
+    """The chunks of the digests in a JSON array (``_core.bernstein_check``'s re-hash)."""
 
-    def __init__(
-        self,
-        conn: apsw.Connection,
-        blobs: BlobStore,
-        store_index: _core.BernsteinStoreIndex | None = None,
-    ) -> None:
+    def __init__(self, conn: apsw.Connection, blobs: BlobStore) -> None:
         self.conn = conn
         self.blobs = blobs
         self.runs: dict[str, str] = dict(
             conn.execute("SELECT run_id, path FROM bernstein_runs").fetchall()
         )
-        if store_index is None:
-            with native.sqlite_errors():
-                store_index = _core.BernsteinStoreIndex(
-                    native.handle(conn), self.STORE_INDEX, self.NAME_FROM
-                )
-        self.by_content_hash = store_index
-        """The common lookup, ``sha256:<name>`` -> stored digest, without path handling
-        (``store_index``: the same, already read, e.g. by ``_core.BernsteinFiles``)."""
         self.cache: dict[str, bytes] = {}
         """Bytes by path, from ``prefetch``."""
+
+    @functools.cached_property
+    def by_content_hash(self) -> _core.BernsteinStoreIndex:
+        """The common lookup, ``sha256:<name>`` -> stored digest, without path handling;
+        read when first asked for (verify's own reads go by path)."""
+        with native.sqlite_errors():
+            return _core.BernsteinStoreIndex(
+                native.handle(self.conn), self.STORE_INDEX, self.NAME_FROM
+            )
 
     def run_ids(self) -> list[str]:
         return sorted(self.runs)

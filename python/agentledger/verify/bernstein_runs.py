@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agentledger import _core
-from agentledger.bernstein.audit_chain import AuditChain, read_master_key, verify_audit
+from agentledger.bernstein.audit_chain import AuditChain, from_walk, read_master_key
 from agentledger.bernstein.audit_verdict import read_folder
 from agentledger.bernstein.format import (
     AUDIT_DIR,
@@ -31,7 +31,7 @@ from agentledger.bernstein.format import (
     journal_path,
     valid_run_id,
 )
-from agentledger.bernstein.importer import FORMAT, manifest_of
+from agentledger.bernstein.importer import manifest_of
 from agentledger.bernstein.kinds import IMPORT_KIND, WORKDIR_KIND
 from agentledger.bernstein.lineage import (
     journal_problem,
@@ -45,11 +45,10 @@ from agentledger.bernstein.run_receipts import RECEIPT_NAME, head_problem, read_
 from agentledger.bernstein.seal_anchors import ANCHOR_NAME, seal_anchor_path, seal_anchor_problems
 from agentledger.bernstein.sealed_history import sealed_history
 from agentledger.bernstein.tsa_trust import load_trust_bundle
-from agentledger.bernstein.verifier import verify_ledger_runs
+from agentledger.bernstein.verifier import check_ledger
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.errors import AgentLedgerError, BadArgument, ExitCode, InvalidInput
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_KEY_FILE_BYTES, read_capped
-from agentledger.storage import native
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
 
@@ -80,12 +79,25 @@ def check_imported(ctx: VerifyContext) -> None:
     ]
     if not (ctx.whole or selected or BOOKKEEPING_RUN in ctx.verdicts):
         return
-    # The files table, read once: the manifests' rows, absent blobs, the store index.
-    with native.sqlite_errors():
-        files = _core.BernsteinFiles(
-            native.handle(ctx.conn), LedgerWorkdir.FILES, FORMAT, LedgerWorkdir.NAME_FROM
-        )
-    _check_manifests(ctx, files)
+    compat = ctx.options.compat == COMPAT
+    workdir = LedgerWorkdir(ctx.conn, ctx.ledger.blobs)
+    # bernstein's activity verify never reads the audit chain; strict mode walks it, and
+    # checks its seals and checkpoints. Reading and ordering its files is the workdir's.
+    master = None if compat or not selected else _master_key(ctx)
+    segments = workdir.audit_segments() if selected and not compat else []
+    # The one call into Rust: the files table (manifests, absent blobs), the chain's walk,
+    # the runs cross-checked with it, the blobs they referenced re-hashed (a whole-workspace
+    # verify re-hashes every blob anyway, verify/blobs.py).
+    check = check_ledger(
+        ctx.conn,
+        {run_id: imported[run_id] for run_id in selected},
+        segments=segments or None,
+        master=master,
+        trusted=trusted_keys(ctx.options.trust) if selected else (),
+        jobs=ctx.options.jobs,
+        rehash=bool(selected) and not ctx.whole,
+    )
+    _check_manifests(ctx, check)
     if not selected:
         return
     for run_id in selected:
@@ -95,29 +107,14 @@ def check_imported(ctx: VerifyContext) -> None:
                 _div(run_id, None, "bernstein.anchor.run_row", imported[run_id], "absent",
                      "bernstein_runs"),
             )  # fmt: skip
-    compat = ctx.options.compat == COMPAT
-    workdir = LedgerWorkdir(ctx.conn, ctx.ledger.blobs, files.store_index)
-    # bernstein's activity verify never reads the audit chain; strict mode cross-checks it,
-    # and its seals and checkpoints.
     audit = None
-    master = None if compat else _master_key(ctx)
     if not compat:
-        segments = workdir.audit_segments()
-        audit = _audit(ctx, segments, master)
+        audit = _audit(ctx, segments, master, check.audit)
         _check_sealed_history(ctx, workdir, master, segments, audit)
         _check_lineage_activity(ctx, workdir, segments)
-    results = verify_ledger_runs(
-        ctx.conn,
-        {run_id: imported[run_id] for run_id in selected},
-        store=files.store_index if workdir.has_store() else None,
-        audit=audit,
-        trusted=trusted_keys(ctx.options.trust),
-        jobs=ctx.options.jobs,
-        # A whole-workspace verify re-hashes every blob anyway (verify/blobs.py).
-        referenced=not ctx.whole,
-    )
+    results = check.runs
     _check_journal_anchors(ctx, results, imported, pins)
-    _rehash_referenced(ctx, results)
+    _rehash_referenced(ctx, check.rehashed)
     from_chain = audit_findings(audit)
     for result in results:
         _apply(ctx, result, compat, from_chain.get(result.run_id, ()))
@@ -153,16 +150,14 @@ def _imported_runs(
     return {**pinned, **rows}, rows
 
 
-def _rehash_referenced(ctx: VerifyContext, results: list[_core.BernsteinRun]) -> None:
-    """Reattachment compared stored digests; here the bytes behind them are re-hashed, in
-    Rust, while whole-workspace verify re-hashes every blob anyway."""
-    if ctx.whole:
+def _rehash_referenced(
+    ctx: VerifyContext, rehashed: tuple[int, list[tuple[str, str]], list[str]] | None
+) -> None:
+    """Reattachment compared stored digests; the bytes behind them were re-hashed, in
+    Rust (``rehashed``), unless whole-workspace verify re-hashes every blob anyway."""
+    if rehashed is None:
         return
-    referenced = sorted({digest for r in results for digest in r.referenced})
-    with native.sqlite_errors():
-        found, mismatches, missing = _core.sha256_check_blobs(
-            native.handle(ctx.conn), LedgerWorkdir.LISTED_BLOBS, referenced, ctx.options.jobs
-        )
+    found, mismatches, missing = rehashed
     ctx.report.blobs_checked += found
     for name, got in mismatches:
         ctx.diverged(None, _div(None, None, "blob.digest", name, got, name))
@@ -178,7 +173,8 @@ def _div(
 
 def audit_findings(audit: AuditChain | None) -> dict[str, list[Divergence]]:
     """By run, what the audit chain's own walk found: its records that do not verify, and
-    records whose ``journal_index`` is not an integer (they audit no row)."""
+    records whose ``journal_index`` is not an integer of 64 bits (they audit no row; a
+    larger one names no step the cross-check can hold, so it is named here)."""
     by_run: dict[str, list[Divergence]] = {}
     if audit is None or not audit.mirrors_activities:
         return by_run
@@ -189,13 +185,13 @@ def audit_findings(audit: AuditChain | None) -> dict[str, list[Divergence]]:
                 _div(problem.run_id, None, "bernstein.audit.chain", "a verifying record",
                      problem.reason, where)
             )  # fmt: skip
-    for record in audit.walked:
+    for record in audit.unindexed:
         index = record.journal_index
-        if not isinstance(index, int) or isinstance(index, bool):
-            by_run.setdefault(record.run_id, []).append(
-                _div(record.run_id, None, "bernstein.audit.mismatch", "an integer", repr(index),
-                     "journal_index")
-            )  # fmt: skip
+        wanted = "a 64-bit integer" if type(index) is int else "an integer"
+        by_run.setdefault(record.run_id, []).append(
+            _div(record.run_id, None, "bernstein.audit.mismatch", wanted, repr(index),
+                 "journal_index")
+        )  # fmt: skip
     return by_run
 
 
@@ -505,26 +501,30 @@ def _check_sealed_history(
 
 
 def _audit(
-    ctx: VerifyContext, segments: list[tuple[str, bytes]], master: bytes | None
+    ctx: VerifyContext,
+    segments: list[tuple[str, bytes]],
+    master: bytes | None,
+    walk: _core.BernsteinAuditWalk | None,
 ) -> AuditChain | None:
-    if not segments:
+    """The chain as the one call walked it; its problems that name no run are findings
+    here (those that do go with their run, ``audit_findings``)."""
+    if not segments or walk is None:
         return None
-    audit = verify_audit(segments, master)
+    audit = from_walk(walk, segments, master is not None)
     ctx.report.audit_records = getattr(ctx.report, "audit_records", 0) + audit.records
-    if ctx.options.compat != COMPAT:
-        for problem in audit.problems:
-            if problem.run_id is None:
-                ctx.diverged(
+    for problem in audit.problems:
+        if problem.run_id is None:
+            ctx.diverged(
+                None,
+                _div(
                     None,
-                    _div(
-                        None,
-                        None,
-                        "bernstein.audit.chain",
-                        "a verifying record",
-                        problem.reason,
-                        f"{problem.segment} line {problem.line}",
-                    ),
-                )
+                    None,
+                    "bernstein.audit.chain",
+                    "a verifying record",
+                    problem.reason,
+                    f"{problem.segment} line {problem.line}",
+                ),
+            )
     return audit
 
 
@@ -633,7 +633,7 @@ def _check_journal_anchors(
             )
 
 
-def _check_manifests(ctx: VerifyContext, files: _core.BernsteinFiles) -> None:
+def _check_manifests(ctx: VerifyContext, files: _core.BernsteinCheck) -> None:
     """Each import's rows of ``bernstein_files`` re-serialize to the manifest its
     ``import.bernstein.workdir`` entry pins; only on a mismatch are the rows compared one
     by one, to name the file."""

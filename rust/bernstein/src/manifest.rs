@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use agentledger_core::hash::{to_hex_prefixed, Sha256Hasher, SHA256_PREFIX};
 
 use crate::pyjson;
+use crate::store::CAS_DIR;
 use crate::store_index::StoreIndex;
 
 /// How every manifest starts.
@@ -34,6 +35,8 @@ pub struct ImportedFiles {
     pub index: StoreIndex,
     /// Each manifest's `content_hash`, closed (by [`ImportedFiles::close`]).
     pub hashes: BTreeMap<i64, String>,
+    /// Whether `.sdd/cas` is listed as a folder (bernstein skips every byte check without).
+    pub has_store: bool,
     key: Vec<u8>,
 }
 
@@ -65,6 +68,9 @@ impl ImportedFiles {
             }
         }
         manifest.push(b']');
+        if row.path == CAS_DIR && row.kind == b"dir" {
+            self.has_store = true;
+        }
         if let Some(digest) = row.digest {
             let lossy = |text: &[u8]| String::from_utf8_lossy(text).into_owned();
             if row.absent {
@@ -74,6 +80,11 @@ impl ImportedFiles {
                 self.index.insert(&self.key, digest);
             }
         }
+    }
+
+    /// The store index the verifiers read, when the workdir has a store.
+    pub fn store(&self) -> Option<&StoreIndex> {
+        self.has_store.then_some(&self.index)
     }
 
     /// Every row is in: each manifest's `content_hash`, closed by `closing`.
@@ -163,6 +174,7 @@ mod tests {
         };
         files.add(&row(b".sdd/cas/ab", Some(b"sha256:ab")), 9);
         files.add(&row(b".sdd/x/\xc3\xa9", None), 9);
+        assert!(!files.has_store && files.store().is_none());
         let closing = closing("bernstein-3.23.0");
         files.close(&closing);
         let manifest = [files.manifests[&1].as_slice(), closing.as_slice()].concat();
@@ -172,6 +184,17 @@ mod tests {
         );
         assert_eq!(files.hashes[&1], manifest_hash([&manifest, b""]));
         assert!(files.index.get(b"sha256:ab").is_some());
+        let folder = FileRow {
+            path: CAS_DIR,
+            kind: b"dir",
+            digest: None,
+            import_id: 1,
+            absent: false,
+        };
+        files.add(&folder, 9);
+        assert!(files
+            .store()
+            .is_some_and(|index| index.get(b"sha256:ab").is_some()));
     }
 
     #[test]

@@ -10,11 +10,35 @@
 //! has a record (all of its records cut, or written without the mirror: the two cannot be
 //! told apart, and either way nothing vouches for the row).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::audit::{ActivityRecord, AUDITED_FIELDS, JOURNAL_EVENT_HASH};
 use crate::journal::ActivityRow;
 use crate::pyjson::{py_repr, PyValue};
+
+/// A chain's `activity.result` records that audit a row, found by run: what the pipeline
+/// cross-checks each run with.
+#[derive(Debug, Clone, Default)]
+pub struct RecordsByRun<'a> {
+    /// By `str(details["run_id"])` (`""` when absent), in chain order.
+    by_run: HashMap<&'a [u8], Vec<&'a ActivityRecord>>,
+}
+
+impl<'a> RecordsByRun<'a> {
+    pub fn new(records: impl IntoIterator<Item = &'a ActivityRecord>) -> Self {
+        let mut by_run: HashMap<&'a [u8], Vec<&'a ActivityRecord>> = HashMap::new();
+        for record in records {
+            let run = record.run_id.as_deref().unwrap_or_default();
+            by_run.entry(run).or_default().push(record);
+        }
+        Self { by_run }
+    }
+
+    /// The records of `run_id`, in chain order.
+    pub fn of_run(&self, run_id: &[u8]) -> Vec<&'a ActivityRecord> {
+        self.by_run.get(run_id).cloned().unwrap_or_default()
+    }
+}
 
 /// One strict finding: the step, the check, the field, expected and actual (WTF-8).
 #[derive(Debug, Clone, PartialEq)]

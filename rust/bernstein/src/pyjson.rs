@@ -7,6 +7,8 @@
 //! the last one wins. This module has:
 //!
 //! - [`parse`]: `json.loads` (the C scanner's grammar and errors) into a [`PyValue`];
+//!   [`decode_json_bytes`] what `json.loads` decodes bytes to first (UTF-16 and UTF-32
+//!   guessed from NUL bytes, surrogates let through), for [`parse_wtf8`] (the audit walk);
 //! - [`dumps_sorted`]: `json.dumps(v, sort_keys=True, separators=(",", ":"))` with
 //!   `ensure_ascii` on (the `py-json-v1` profile) or off (bernstein's activity hashes);
 //! - [`dumps_jcs`]: bernstein's RFC 8785 (`jcs-v2`), reusing [`crate::canonical`] for
@@ -78,8 +80,14 @@ pub struct Parsed<'a> {
 
 /// Parse one JSON text as Python's `json.loads` does (on the already decoded `str`).
 pub fn parse(text: &str) -> Result<Parsed<'_>> {
+    parse_wtf8(text.as_bytes())
+}
+
+/// [`parse`] of a `str` that may hold lone surrogates (WTF-8, as [`decode_json_bytes`]
+/// gives it): they are kept in strings, and refused elsewhere, as Python's scanner does.
+pub fn parse_wtf8(text: &[u8]) -> Result<Parsed<'_>> {
     let mut parser = Parser {
-        text: text.as_bytes(),
+        text,
         pos: 0,
         depth: 0,
         duplicate_keys: false,
@@ -935,6 +943,27 @@ pub fn compare_py_str(a: &[u8], b: &[u8]) -> Ordering {
 }
 
 pub(crate) mod printable;
+
+mod decode;
+pub use decode::decode_json_bytes;
+
+/// The value with nothing borrowed (kept after the text it was parsed from is gone).
+pub fn owned(value: &PyValue<'_>) -> PyValue<'static> {
+    match value {
+        PyValue::Null => PyValue::Null,
+        PyValue::Bool(b) => PyValue::Bool(*b),
+        PyValue::Int(digits) => PyValue::Int(Cow::Owned(digits.to_string())),
+        PyValue::Float(x) => PyValue::Float(*x),
+        PyValue::Str(s) => PyValue::Str(Cow::Owned(s.to_vec())),
+        PyValue::Array(items) => PyValue::Array(items.iter().map(owned).collect()),
+        PyValue::Object(members) => PyValue::Object(
+            members
+                .iter()
+                .map(|(k, v)| (Cow::Owned(k.to_vec()), owned(v)))
+                .collect(),
+        ),
+    }
+}
 
 use printable::is_printable;
 

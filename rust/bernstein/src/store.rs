@@ -6,6 +6,9 @@ use std::borrow::Cow;
 
 use agentledger_core::hash::{hex64, sha256};
 
+/// The folder of the flat content store.
+pub const CAS_DIR: &[u8] = b".sdd/cas";
+
 /// The flat content store `.sdd/cas`, looked up the way bernstein's `ContentStore` does.
 pub trait Store: Sync {
     /// Whether `.sdd/cas` exists (without it bernstein skips every byte check).

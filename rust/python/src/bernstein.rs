@@ -1,7 +1,8 @@
-//! `bernstein_verify`: the imported runs of a ledger verified in one call, through the
-//! pipeline of `agentledger-bernstein` over the ledger's tables (a [`Source`] read with
-//! the caller's apsw connection). Results are frozen classes holding the Rust verdicts;
-//! each field becomes a Python object only when read.
+//! Verifying bernstein runs through the pipeline of `agentledger-bernstein`: those imported
+//! into a ledger (over its tables, a [`Source`] read with the caller's apsw connection,
+//! for `bernstein_check`) and those of a workdir on disk (`bernstein_verify_workdir`).
+//! Results are frozen classes holding the Rust verdicts; each field becomes a Python
+//! object only when read.
 
 use std::borrow::Cow;
 use std::sync::Mutex;
@@ -15,15 +16,15 @@ use agentledger_bernstein::verify::{Finding, Options, Run, Stage};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+use agentledger_bernstein::mirror::RecordsByRun;
+
 use crate::bernstein_audit::BernsteinAuditMirror;
-use crate::bernstein_files::BernsteinStoreIndex;
 use crate::errors::Error;
 use crate::pools::pool;
 use crate::pyjson::py_text as text;
-use crate::sqlite::{ApswConnection, Connection, Held, OwnedConnection, Param, Statement};
+use crate::sqlite::{Connection, Held, OwnedConnection, Param, Statement};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(bernstein_verify, m)?)?;
     m.add_function(wrap_pyfunction!(bernstein_verify_workdir, m)?)?;
     m.add_class::<BernsteinOptions>()?;
     m.add_class::<BernsteinRun>()?;
@@ -52,18 +53,18 @@ const CHUNKS_SQL: &str = "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY
 /// Whether a blob is held (an empty one has no chunk).
 const BLOB_SQL: &str = "SELECT size FROM blobs WHERE digest = ?";
 
-/// How `bernstein_verify` reads and what it keeps: plain values only (no Python object is
+/// How `bernstein_check` and `bernstein_verify_workdir` read and what they keep: plain values only (no Python object is
 /// held after the call that made them).
 #[pyclass(frozen, get_all, module = "agentledger._core")]
 pub struct BernsteinOptions {
     /// Raw Ed25519 keys whose receipts are not self-asserted (`--trust`).
-    trusted: Vec<Vec<u8>>,
+    pub(crate) trusted: Vec<Vec<u8>>,
     /// Keep every stage's verdict (`BernsteinRun.stages`), not only failing ones' reasons.
-    stages: bool,
+    pub(crate) stages: bool,
     /// Keep the content hashes reattachment trusted (`BernsteinRun.referenced`).
-    referenced: bool,
+    pub(crate) referenced: bool,
     /// Pool threads (0: every core).
-    jobs: usize,
+    pub(crate) jobs: usize,
 }
 
 #[pymethods]
@@ -234,57 +235,65 @@ impl Source for Ledger<'_> {
     }
 }
 
-/// Verify the imported runs `runs` (`(run id, journal path or None)`, in order) of the
-/// ledger open on `connection`: one verdict per run, in order. `store`: the store's index
-/// (`None`: the workdir has no `.sdd/cas`); `audit`: the audit chain's `activity.result`
-/// records, when the chain mirrors activities. Both are only borrowed for the call.
-#[pyfunction]
-#[pyo3(signature = (connection, runs, options, *, store=None, audit=None))]
-fn bernstein_verify(
-    py: Python<'_>,
-    connection: ApswConnection<'_>,
-    runs: Vec<(String, Option<String>)>,
-    options: &Bound<'_, BernsteinOptions>,
-    store: Option<PyRef<'_, BernsteinStoreIndex>>,
-    audit: Option<PyRef<'_, BernsteinAuditMirror>>,
-) -> PyResult<Vec<BernsteinRun>> {
-    let options = options.get();
-    let on = connection.connection();
-    let statements = Statements::prepare(on)?;
-    let pool = pool(options.jobs)?;
-    // A reader per pool thread when the file allows it, opened while the caller's
-    // connection is held (it is in the caller's read transaction). The portable switch
-    // keeps the reference: every read through the caller's connection, one at a time.
-    let readers = (!agentledger_core::portable::forced())
-        .then(|| on.open_readers(pool.current_num_threads()))
-        .flatten()
-        .and_then(|readers| {
-            readers
-                .into_iter()
-                .map(|reader| {
-                    let statements = Statements::prepare(reader.connection()).ok()?;
-                    Some(Mutex::new(Reader {
-                        statements,
-                        _connection: reader,
-                    }))
-                })
-                .collect::<Option<Vec<_>>>()
+/// What verifying in a ledger reads with, prepared while the caller's connection is held
+/// with the GIL: the statements, and a reader per pool thread when the file allows it
+/// (opened in the caller's read transaction, `sqlite/reader.rs`). The portable switch
+/// keeps the reference: every read through the caller's connection, one at a time.
+pub(crate) struct LedgerReads {
+    statements: Statements,
+    readers: Vec<Mutex<Reader>>,
+}
+
+impl LedgerReads {
+    pub(crate) fn prepare(on: Connection, threads: usize) -> Result<Self, Error> {
+        let statements = Statements::prepare(on)?;
+        let readers = (!agentledger_core::portable::forced())
+            .then(|| on.open_readers(threads))
+            .flatten()
+            .and_then(|readers| {
+                readers
+                    .into_iter()
+                    .map(|reader| {
+                        let statements = Statements::prepare(reader.connection()).ok()?;
+                        Some(Mutex::new(Reader {
+                            statements,
+                            _connection: reader,
+                        }))
+                    })
+                    .collect::<Option<Vec<_>>>()
+            })
+            .unwrap_or_default();
+        Ok(LedgerReads {
+            statements,
+            readers,
         })
-        .unwrap_or_default();
-    // The pool's threads read too: each takes its reader, or the shared statements with
-    // the connection's mutex (`Ledger::with_store`).
-    let connection = connection.release();
-    let index = store.as_deref().map(|s| &s.map);
+    }
+}
+
+/// Verify the imported runs `runs` (`(run id, journal path or None)`, in order) of the
+/// ledger on `connection` (released by its `ApswConnection`, the GIL let go): one verdict
+/// per run, in order. `index`: the store's index (`None`: the workdir has no `.sdd/cas`);
+/// `audit`: the audit chain's records, when the chain mirrors activities.
+pub(crate) fn verify_in_ledger(
+    connection: Connection,
+    reads: LedgerReads,
+    runs: Vec<(String, Option<String>)>,
+    options: &BernsteinOptions,
+    index: Option<&StoreIndex>,
+    audit: Option<&RecordsByRun<'_>>,
+) -> PyResult<Vec<BernsteinRun>> {
     let (ids, paths): (Vec<String>, Vec<Option<String>>) = runs.into_iter().unzip();
     let run_ids: Vec<Vec<u8>> = ids.iter().map(|id| id.as_bytes().to_vec()).collect();
+    // The pool's threads read too: each takes its reader, or the shared statements with
+    // the connection's mutex (`Ledger::with_store`).
     let ledger = Ledger {
         connection,
-        statements: Mutex::new(statements),
-        readers,
+        statements: Mutex::new(reads.statements),
+        readers: reads.readers,
         paths,
         index,
     };
-    let verdicts = run(py, &ledger, &run_ids, options, audit.as_deref(), |n| {
+    let verdicts = verify_with(&ledger, &run_ids, options, audit, |n| {
         // Ctrl-C is seen between two journals (every 64th, to keep the GIL away).
         if n % 64 == 63 {
             Python::with_gil(|py| py.check_signals())
@@ -296,7 +305,8 @@ fn bernstein_verify(
 }
 
 /// Verify the runs `run_ids` of the workdir at `root`, in place (the directory is its own
-/// store); `audit` as for `bernstein_verify`.
+/// store); `audit`: the audit chain's `activity.result` records, when the chain mirrors
+/// activities.
 #[pyfunction]
 #[pyo3(signature = (root, run_ids, options, *, audit=None))]
 fn bernstein_verify_workdir(
@@ -309,17 +319,18 @@ fn bernstein_verify_workdir(
     let options = options.get();
     let ids: Vec<Vec<u8>> = run_ids.iter().map(|id| id.as_bytes().to_vec()).collect();
     let directory = Directory::new(root, ids.clone());
-    let runs = run(py, &directory, &ids, options, audit.as_deref(), |_| Ok(()))?;
+    let mirror = audit.as_deref().map(|m| RecordsByRun::new(&m.records));
+    let runs =
+        py.allow_threads(|| verify_with(&directory, &ids, options, mirror.as_ref(), |_| Ok(())))?;
     Ok(finish(runs, run_ids))
 }
 
-/// The pipeline over `source`, with the GIL released.
-fn run<S: Source>(
-    py: Python<'_>,
+/// The pipeline over `source` (the GIL let go by the caller).
+fn verify_with<S: Source>(
     source: &S,
     run_ids: &[Vec<u8>],
     options: &BernsteinOptions,
-    mirror: Option<&BernsteinAuditMirror>,
+    mirror: Option<&RecordsByRun<'_>>,
     between: impl FnMut(usize) -> Result<(), S::Error> + Send,
 ) -> PyResult<Vec<Run>>
 where
@@ -341,8 +352,7 @@ where
         Some(_) => Some(&of_run),
         None => None,
     };
-    let verdicts =
-        py.allow_threads(|| pipeline::verify_runs(source, run_ids, audit, verify, &pool, between));
+    let verdicts = pipeline::verify_runs(source, run_ids, audit, verify, &pool, between);
     Ok(verdicts?)
 }
 
@@ -360,6 +370,18 @@ pub struct BernsteinRun {
     #[pyo3(get)]
     run_id: String,
     run: Run,
+}
+
+impl BernsteinRun {
+    /// The content hashes reattachment trusted, as text (lossily: one that is not UTF-8
+    /// names no blob the ledger holds).
+    pub(crate) fn referenced_digests(&self) -> Vec<String> {
+        self.run
+            .referenced
+            .iter()
+            .map(|h| String::from_utf8_lossy(h).into_owned())
+            .collect()
+    }
 }
 
 #[pymethods]

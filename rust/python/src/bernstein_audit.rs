@@ -1,17 +1,17 @@
-//! bernstein's HMAC audit chain: a chain that verifies clean, settled in Rust, and the
-//! `activity.result` records the strict cross-check reads (kept in Rust).
+//! bernstein's HMAC audit chain: the crate's walk (`audit::walk`) with the GIL released,
+//! its result as plain values, and the `activity.result` records the workdir verify
+//! cross-checks runs with.
 
-use std::collections::HashMap;
-
-use agentledger_bernstein::audit;
+use agentledger_bernstein::audit::{self, AuditWalk, Walked};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use crate::pools::pool;
-use crate::pyjson::{opt_text, py_text};
+use crate::pyjson::{opt_text, py_object, py_text};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(bernstein_audit_clean, m)?)?;
+    m.add_function(wrap_pyfunction!(bernstein_audit_walk, m)?)?;
+    m.add_class::<BernsteinAuditWalk>()?;
     m.add_class::<BernsteinAuditMirror>()?;
     m.add(
         "AUDITED_FIELDS",
@@ -20,66 +20,125 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// A bernstein audit chain (segments in chain order) that verifies clean, settled in
-/// parallel with the GIL released: `(records, mirror)`, the mirror holding its
-/// `activity.result` records; or `None` when any line needs the exact walk.
-/// `keys`: `(scheme 1 key, scheme 2 key)`; without them the HMACs are not checked.
+/// Walk a bernstein audit chain (its segments in chain order) in parallel, the GIL
+/// released. `keys`: `(scheme 1 key, scheme 2 key)`; without them the HMACs are not
+/// checked.
 #[pyfunction]
 #[pyo3(signature = (segments, keys = None, jobs = 0))]
-fn bernstein_audit_clean<'py>(
-    py: Python<'py>,
-    segments: Vec<Bound<'py, PyBytes>>,
-    keys: Option<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)>,
+fn bernstein_audit_walk(
+    py: Python<'_>,
+    segments: Vec<Bound<'_, PyBytes>>,
+    keys: Option<(Vec<u8>, Vec<u8>)>,
     jobs: usize,
-) -> PyResult<Option<(u64, BernsteinAuditMirror)>> {
-    let segments: Vec<Vec<u8>> = segments.iter().map(|b| b.as_bytes().to_vec()).collect();
-    let keys: Option<(Vec<u8>, Vec<u8>)> =
-        keys.map(|(k1, k2)| (k1.as_bytes().to_vec(), k2.as_bytes().to_vec()));
+) -> PyResult<BernsteinAuditWalk> {
+    let views: Vec<&[u8]> = segments.iter().map(|b| b.as_bytes()).collect();
     let pool = pool(jobs)?;
-    let chain = py.allow_threads(|| {
-        let views: Vec<&[u8]> = segments.iter().map(Vec::as_slice).collect();
-        let keys = keys.as_ref().map(|(a, b)| (a.as_slice(), b.as_slice()));
-        pool.install(|| audit::walk_clean(&views, keys))
-    });
-    Ok(chain.map(|chain| (chain.records, BernsteinAuditMirror::new(chain.activity))))
+    let walk = py.allow_threads(|| pool.install(|| walk_segments(&views, keys.as_ref())));
+    Ok(BernsteinAuditWalk(walk))
 }
 
-/// `(run_id, journal_index, [(audited name, value)])` of a record walked in Python.
-type WalkedRecord = (Vec<u8>, i64, Vec<(String, Vec<u8>)>);
+/// The crate's walk, keys borrowed (on the current pool).
+pub(crate) fn walk_segments(segments: &[&[u8]], keys: Option<&(Vec<u8>, Vec<u8>)>) -> AuditWalk {
+    let keys = keys.map(|(a, b)| (a.as_slice(), b.as_slice()));
+    audit::walk(segments, keys)
+}
 
-/// A clean audit chain's `activity.result` records, kept in Rust: the ledger pass
-/// cross-checks runs with them there, and Python reads them only when it asks.
+/// What the walk of an audit chain found, read as plain values.
+#[pyclass(frozen, module = "agentledger._core")]
+pub(crate) struct BernsteinAuditWalk(pub(crate) AuditWalk);
+
+#[pymethods]
+impl BernsteinAuditWalk {
+    /// Lines that parsed as a JSON object.
+    #[getter]
+    fn records(&self) -> u64 {
+        self.0.records
+    }
+
+    /// `(segment index, line, reason, run_id or None)` of each problem, in chain order
+    /// (line -1: the segment's missing trailing newline).
+    #[getter]
+    fn problems<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        self.0
+            .problems
+            .iter()
+            .map(|p| {
+                let run_id = opt_text(py, p.run_id.as_deref())?;
+                (p.segment, p.line, p.reason, run_id).into_pyobject(py)
+            })
+            .collect()
+    }
+
+    /// `(segment index, line, run_id or None, journal_index, {audited name: str(value)})`
+    /// of each `activity.result` record, in chain order; `journal_index` as parsed (any
+    /// JSON value, `None` when absent).
+    #[getter]
+    fn walked<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        walked(py, self.0.walked.iter())
+    }
+
+    /// The same, only for the records whose `journal_index` is not an integer (they
+    /// audit no row; verify reports them).
+    fn unindexed<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+        walked(py, self.0.walked.iter().filter(|r| r.indexed().is_none()))
+    }
+
+    /// Whether the chain mirrors activities (`AuditChain.mirrors_activities`).
+    #[getter]
+    fn mirrors_activities(&self) -> bool {
+        self.0.mirrors_activities()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "BernsteinAuditWalk(records={}, problems={}, walked={})",
+            self.0.records,
+            self.0.problems.len(),
+            self.0.walked.len()
+        )
+    }
+}
+
+/// Walked records as `(segment, line, run_id, journal_index, {audited name: value})`.
+fn walked<'a, 'py>(
+    py: Python<'py>,
+    records: impl Iterator<Item = &'a Walked>,
+) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+    let mut out = Vec::new();
+    for walked in records {
+        let record = &walked.activity;
+        let fields = PyDict::new(py);
+        for (name, value) in &record.fields {
+            fields.set_item(*name, py_text(py, value)?)?;
+        }
+        let item = (
+            record.segment,
+            record.line,
+            opt_text(py, record.run_id.as_deref())?,
+            py_object(py, &walked.journal_index())?,
+            fields,
+        );
+        out.push(item.into_pyobject(py)?);
+    }
+    Ok(out)
+}
+
+/// `(run_id, journal_index, [(audited name, value)])` of a record, for the workdir verify.
+type MirroredRecord = (Vec<u8>, i64, Vec<(String, Vec<u8>)>);
+
+/// An audit chain's `activity.result` records, for `bernstein_verify_workdir` (a workdir
+/// on disk): given by Python from its walk, plain values.
 #[pyclass(frozen, module = "agentledger._core")]
 pub(crate) struct BernsteinAuditMirror {
-    records: Vec<audit::ActivityRecord>,
-    /// Positions in `records`, by `str(details["run_id"])` (`""` when absent).
-    by_run: HashMap<Vec<u8>, Vec<usize>>,
-}
-
-impl BernsteinAuditMirror {
-    fn new(records: Vec<audit::ActivityRecord>) -> Self {
-        let mut by_run: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
-        for (i, record) in records.iter().enumerate() {
-            let run = record.run_id.clone().unwrap_or_default();
-            by_run.entry(run).or_default().push(i);
-        }
-        Self { records, by_run }
-    }
-
-    /// The records of `run_id`, in chain order.
-    pub(crate) fn of_run(&self, run_id: &[u8]) -> Vec<&audit::ActivityRecord> {
-        let positions = self.by_run.get(run_id).map_or(&[][..], Vec::as_slice);
-        positions.iter().map(|&i| &self.records[i]).collect()
-    }
+    pub(crate) records: Vec<audit::ActivityRecord>,
 }
 
 #[pymethods]
 impl BernsteinAuditMirror {
-    /// The mirror of records walked in Python (a chain `bernstein_audit_clean` would not
-    /// settle): `(run_id, journal_index, [(audited name, str(value))])`, strings as WTF-8
-    /// bytes, in chain order. Names outside `AUDITED` are ignored.
+    /// `(run_id, journal_index, [(audited name, str(value))])`, strings as WTF-8 bytes, in
+    /// chain order. Names outside `AUDITED` are ignored.
     #[new]
-    fn walked(records: Vec<WalkedRecord>) -> Self {
+    fn new(records: Vec<MirroredRecord>) -> Self {
         let records = records
             .into_iter()
             .enumerate()
@@ -99,37 +158,7 @@ impl BernsteinAuditMirror {
                 },
             )
             .collect();
-        Self::new(records)
-    }
-
-    /// `(segment, line, run_id, journal_index, {audited name: str(value)})` of each
-    /// record in chain order; only those of `run_id` when it is given.
-    #[pyo3(signature = (run_id = None))]
-    fn records<'py>(
-        &self,
-        py: Python<'py>,
-        run_id: Option<&str>,
-    ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
-        let records = match run_id {
-            Some(run_id) => self.of_run(run_id.as_bytes()),
-            None => self.records.iter().collect(),
-        };
-        let mut out = Vec::with_capacity(records.len());
-        for record in records {
-            let fields = PyDict::new(py);
-            for (name, value) in &record.fields {
-                fields.set_item(*name, py_text(py, value)?)?;
-            }
-            let item = (
-                record.segment,
-                record.line,
-                opt_text(py, record.run_id.as_deref())?,
-                record.journal_index,
-                fields,
-            );
-            out.push(item.into_pyobject(py)?);
-        }
-        Ok(out)
+        Self { records }
     }
 
     fn __len__(&self) -> usize {

@@ -16,6 +16,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod append;
 mod bernstein;
 mod bernstein_audit;
+mod bernstein_check;
 mod bernstein_files;
 mod bernstein_journals;
 mod blob_pass;
@@ -52,6 +53,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     append::register(m)?;
     bernstein::register(m)?;
     bernstein_audit::register(m)?;
+    bernstein_check::register(m)?;
     bernstein_files::register(m)?;
     bernstein_journals::register(m)?;
     blob_pass::register(m)?;
@@ -62,7 +64,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     journal_pass::register(m)?;
     merkle::register(m)?;
     pyjson::register(m)?;
-    sha256_blobs::register(m)?;
     signature::register(m)?;
     sqlite::register(m)?;
     tiles::register(m)?;

@@ -5,7 +5,7 @@
 use agentledger_bernstein::pyjson;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::types::{PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
 
 use crate::errors::bernstein_to_py as to_py;
 
@@ -54,4 +54,35 @@ pub(crate) fn opt_text<'py>(py: Python<'py>, wtf8: Option<&[u8]>) -> PyResult<Bo
         Some(s) => py_text(py, s),
         None => Ok(py.None().into_bound(py)),
     }
+}
+
+/// The value as `json.loads` gives it: an `int` of any size, a `float`, a `str` (lone
+/// surrogates kept), lists and dicts.
+pub(crate) fn py_object<'py>(
+    py: Python<'py>,
+    value: &pyjson::PyValue<'_>,
+) -> PyResult<Bound<'py, PyAny>> {
+    use pyjson::PyValue;
+    Ok(match value {
+        PyValue::Null => py.None().into_bound(py),
+        PyValue::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
+        // Python's int of any size, from its decimal text.
+        PyValue::Int(digits) => py.get_type::<PyInt>().call1((digits.as_ref(),))?,
+        PyValue::Float(x) => PyFloat::new(py, *x).into_any(),
+        PyValue::Str(s) => py_text(py, s)?,
+        PyValue::Array(items) => {
+            let list = PyList::empty(py);
+            for item in items {
+                list.append(py_object(py, item)?)?;
+            }
+            list.into_any()
+        }
+        PyValue::Object(members) => {
+            let dict = PyDict::new(py);
+            for (key, item) in members {
+                dict.set_item(py_text(py, key)?, py_object(py, item)?)?;
+            }
+            dict.into_any()
+        }
+    })
 }

@@ -1,6 +1,6 @@
-//! Re-hashing ledger blobs read by Rust itself: the calling thread steps ordered queries of
-//! `digest, data, idx` chunk rows through the open apsw connection (same transaction) while the
-//! rayon pool hashes the blobs already read.
+//! Re-hashing ledger blobs read by Rust itself (for `bernstein_check`'s partial verify): the
+//! calling thread steps ordered queries of `digest, data, idx` chunk rows through the open
+//! apsw connection (same transaction) while the rayon pool hashes the blobs already read.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -10,19 +10,13 @@ use agentledger_core::hash::{sha256_many, to_hex_prefixed, Sha256Name, SHA256_PR
 use pyo3::prelude::*;
 
 use crate::errors::Error;
-use crate::pools::pool;
-use crate::sqlite::{ApswConnection, Param, Reading, Statement};
+use crate::sqlite::{Connection, Param, Reading, Statement};
 
 /// Digests listed in one query: a statement per digest costs more than its blob's hash.
 const SLICE: usize = 4096;
 
 /// Bytes read before a batch of blobs is handed to the pool.
 const BATCH_BYTES: usize = 1 << 20;
-
-pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(sha256_check_blobs, m)?)?;
-    Ok(())
-}
 
 /// The SHA-256 of each blob read, by digest.
 type Hashed = Mutex<HashMap<Sha256Name, [u8; 32], foldhash::fast::RandomState>>;
@@ -107,24 +101,19 @@ fn hash_rows<'s, E: From<Error>>(
     Ok(())
 }
 
-/// Re-hash the blob of every digest in `digests`: `sql` selects `digest, data, idx` of
-/// the chunks of the digests in the JSON array it is given (one parameter), in digest
-/// then chunk order. Returns the number of blobs found, `(digest, "sha256:<hex>")` for
-/// each whose bytes hash otherwise, and the digests that have no chunk at all; all in
-/// digest order.
-#[pyfunction]
-#[pyo3(signature = (connection, sql, digests, jobs = 0))]
-#[allow(clippy::type_complexity)]
-fn sha256_check_blobs(
-    py: Python<'_>,
-    connection: ApswConnection<'_>,
-    sql: &str,
-    digests: Vec<String>,
-    jobs: usize,
-) -> PyResult<(usize, Vec<(String, String)>, Vec<String>)> {
-    let mut statement = connection.connection().prepare(sql)?;
-    let connection = connection.release();
-    let pool = pool(jobs)?;
+/// What re-hashing found: the number of blobs found, `(digest, "sha256:<hex>")` for each
+/// whose bytes hash otherwise, and the digests that have no chunk at all; in digest order.
+pub(crate) type Rehashed = (usize, Vec<(String, String)>, Vec<String>);
+
+/// Re-hash the blob of every digest in `digests` on `pool`, the GIL let go:
+/// `statement` (prepared on `connection`) selects `digest, data, idx` of the chunks of
+/// the digests in the JSON array it is given (one parameter), in digest then chunk order.
+pub(crate) fn check_blobs(
+    connection: Connection,
+    statement: &mut Statement,
+    digests: &[String],
+    pool: &rayon::ThreadPool,
+) -> PyResult<Rehashed> {
     let listed: Vec<Sha256Name> = digests
         .iter()
         .map(|d| d.as_bytes())
@@ -134,15 +123,13 @@ fn sha256_check_blobs(
         .collect();
     let hashed = Hashed::default();
     let (wanted, results) = (&listed, &hashed);
-    py.allow_threads(move || {
-        pool.in_place_scope(|scope| -> PyResult<()> {
-            let mut reading = Reading::new(connection);
-            for slice in wanted.chunks(SLICE) {
-                statement.start(&[Param::Text(json_array(slice))])?;
-                hash_rows(&mut statement, results, scope, |bytes| reading.count(bytes))?;
-            }
-            Ok(())
-        })
+    pool.in_place_scope(|scope| -> PyResult<()> {
+        let mut reading = Reading::new(connection);
+        for slice in wanted.chunks(SLICE) {
+            statement.start(&[Param::Text(json_array(slice))])?;
+            hash_rows(statement, results, scope, |bytes| reading.count(bytes))?;
+        }
+        Ok(())
     })?;
     let hashed = hashed.into_inner().unwrap_or_else(|p| p.into_inner());
     let (mut found, mut mismatches, mut missing) = (0, Vec::new(), Vec::new());
