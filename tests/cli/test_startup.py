@@ -80,3 +80,25 @@ def test_verify_loads_the_phase_and_bernstein_machinery_only_for_a_ledger_that_n
         "cryptography.x509",
     }
     assert not heavy & loaded, sorted(heavy & loaded)
+
+
+def test_compat_verify_of_imported_runs_loads_none_of_the_strict_machinery(
+    tmp_path: Path,
+) -> None:
+    """bernstein's own verdict (``--compat bernstein``) reads no seal, receipt or anchor:
+    the strict checks, X.509 and RFC 3161 load for the strict verdict only."""
+    from agentledger.bernstein import import_workdir
+    from tests.bernstein.bernstein_testkit import SMALL, copy_workdir
+
+    ledger_path = tmp_path / "l.db"
+    with Ledger.open(ledger_path) as ledger:
+        import_workdir(ledger, copy_workdir(SMALL, tmp_path / "wd"))
+    strict_only = {"agentledger.verify.bernstein_strict", "cryptography.x509"}
+    for compat, expected in ((["--compat", "bernstein"], set()), ([], strict_only)):
+        args = ["--ledger", str(ledger_path), "verify", *compat]
+        done = subprocess.run(
+            [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, check=False
+        )
+        loaded = set(json.loads(done.stdout.splitlines()[-1]))
+        assert "agentledger.verify.bernstein_runs" in loaded, done.stderr
+        assert strict_only & loaded == expected, (compat, sorted(strict_only & loaded))

@@ -6,26 +6,21 @@ Anchoring is always checked: each imported run's ``import.bernstein`` entry must
 digest of the journal bytes the ledger holds, and the manifests pinned by the bookkeeping
 run must list exactly the rows of ``bernstein_files``. So an edit of an imported byte,
 or of the tables that place it, is a divergence even though bernstein's own format
-leaves most of those bytes unhashed.
+leaves most of those bytes unhashed. The strict verdict's own evidence (the audit chain,
+its seals, receipts, lineage and seal anchors) is checked in ``bernstein_strict.py``.
 """
 
 from __future__ import annotations
 
 import json
-import posixpath
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from agentledger import _core
-from agentledger.bernstein.audit_chain import AuditChain, from_walk, read_master_key
-from agentledger.bernstein.audit_verdict import read_folder
+from agentledger.bernstein.audit_chain import AuditChain
 from agentledger.bernstein.format import (
-    AUDIT_DIR,
     BOOKKEEPING_RUN,
-    LINEAGE_DIR,
-    LINEAGE_LOG,
-    RUNS_DIR,
     SPKI_ED25519_PREFIX,
     content_hash,
     journal_path,
@@ -33,22 +28,10 @@ from agentledger.bernstein.format import (
 )
 from agentledger.bernstein.importer import manifest_of
 from agentledger.bernstein.kinds import IMPORT_KIND, WORKDIR_KIND
-from agentledger.bernstein.lineage import (
-    journal_problem,
-    sealed_journal,
-    spine_head_path,
-    spine_path,
-    spine_problems,
-)
-from agentledger.bernstein.lineage_activity import NotReproduced, lineage_activity
-from agentledger.bernstein.run_receipts import RECEIPT_NAME, head_problem, read_claim, receipt_path
-from agentledger.bernstein.seal_anchors import ANCHOR_NAME, seal_anchor_path, seal_anchor_problems
-from agentledger.bernstein.sealed_history import sealed_history
-from agentledger.bernstein.tsa_trust import load_trust_bundle
 from agentledger.bernstein.verifier import check_ledger
 from agentledger.bernstein.workdir import LedgerWorkdir
-from agentledger.errors import AgentLedgerError, BadArgument, ExitCode, InvalidInput
-from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_KEY_FILE_BYTES, read_capped
+from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
+from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
 
@@ -59,12 +42,6 @@ RECEIPT_FILES = (
     "(.sdd/lineage/<run>/spine.jsonl)"
 )
 IMPORT_FILES = "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path"
-FILES_NAMED = (
-    "SELECT path FROM bernstein_files WHERE path > ? AND path < ? AND path LIKE ? "
-    "AND kind = 'other'"
-)
-"""Files under a folder (a path range, so the store's rows are not scanned) whose path
-matches a LIKE pattern."""
 
 
 def check_imported(ctx: VerifyContext) -> None:
@@ -80,10 +57,13 @@ def check_imported(ctx: VerifyContext) -> None:
     if not (ctx.whole or selected or BOOKKEEPING_RUN in ctx.verdicts):
         return
     compat = ctx.options.compat == COMPAT
+    if not compat:
+        # X.509, RFC 3161 and the seals' machinery: loaded for the strict verdict only.
+        from agentledger.verify import bernstein_strict
     workdir = LedgerWorkdir(ctx.conn, ctx.ledger.blobs)
     # bernstein's activity verify never reads the audit chain; strict mode walks it, and
     # checks its seals and checkpoints. Reading and ordering its files is the workdir's.
-    master = None if compat or not selected else _master_key(ctx)
+    master = None if compat or not selected else bernstein_strict.master_key(ctx)
     segments = workdir.audit_segments() if selected and not compat else []
     # The one call into Rust: the files table (manifests, absent blobs), the chain's walk,
     # the runs cross-checked with it, the blobs they referenced re-hashed (a whole-workspace
@@ -109,9 +89,11 @@ def check_imported(ctx: VerifyContext) -> None:
             )  # fmt: skip
     audit = None
     if not compat:
-        audit = _audit(ctx, segments, master, check.audit)
-        _check_sealed_history(ctx, workdir, master, segments, audit)
-        _check_lineage_activity(ctx, workdir, segments)
+        audit = bernstein_strict.walked_chain(ctx, segments, master, check.audit)
+        bernstein_strict.check_sealed_history(
+            ctx, workdir, master, segments, audit, trusted_keys(ctx.options.trust)
+        )
+        bernstein_strict.check_lineage_activity(ctx, workdir, segments)
     results = check.runs
     _check_journal_anchors(ctx, results, imported, pins)
     _rehash_referenced(ctx, check.rehashed)
@@ -120,9 +102,9 @@ def check_imported(ctx: VerifyContext) -> None:
         _apply(ctx, result, compat, from_chain.get(result.run_id, ()))
     bound: set[str] = set()
     if not compat:
-        bound = _check_run_receipts(ctx, workdir, results, imported)
-        bound |= _check_lineage(ctx, workdir, results, imported, master)
-        bound |= _check_seal_anchors(ctx, workdir, results, imported)
+        bound = bernstein_strict.check_run_receipts(ctx, workdir, results, imported)
+        bound |= bernstein_strict.check_lineage(ctx, workdir, results, imported, master)
+        bound |= bernstein_strict.check_seal_anchors(ctx, workdir, results, imported)
     _notes(ctx, results, audit, compat, bound)
 
 
@@ -235,141 +217,6 @@ def _apply(
         ctx.diverged(run_id, divergence)
 
 
-def _check_run_receipts(
-    ctx: VerifyContext,
-    workdir: LedgerWorkdir,
-    results: list[_core.BernsteinRun],
-    imported: dict[str, str],
-) -> set[str]:
-    """Each run's signed receipt, where it has one, against its journal
-    (``run_receipts.py``): a cut or changed tail. Returns the runs with a receipt."""
-    wanted = {receipt_path(imported[r.run_id]): r for r in results if r.has_journal}
-    held = {
-        str(path)
-        for (path,) in ctx.conn.execute(
-            FILES_NAMED,
-            (f"{RUNS_DIR}/", f"{RUNS_DIR}0", f"%/{RECEIPT_NAME}"),
-        )
-    }
-    present = sorted(set(wanted) & held)
-    workdir.prefetch(present)
-    for path in present:
-        result = wanted[path]
-        claim = read_claim(workdir.read(path) or b"")
-        if isinstance(claim, str):
-            ctx.diverged(
-                result.run_id,
-                _div(result.run_id, None, "bernstein.run_receipt.unreadable", "a run receipt",
-                     claim, path),
-            )  # fmt: skip
-            continue
-        problem = head_problem(claim, result.run_id, result.rows, result.head)
-        if problem is not None:
-            ctx.diverged(
-                result.run_id,
-                _div(result.run_id, None, "bernstein.run_receipt.head",
-                     f"{claim.rows} rows, head {claim.head}", problem, path),
-            )  # fmt: skip
-    notes: list[str] | None = getattr(ctx.report, "notes", None)
-    if present and notes is not None:
-        notes.append(
-            f"bernstein: {len(present)} run receipt(s) compared with their journals (rows "
-            "and head); their signatures are not checked here"
-        )
-    return {wanted[path].run_id for path in present}
-
-
-def _check_lineage(
-    ctx: VerifyContext,
-    workdir: LedgerWorkdir,
-    results: list[_core.BernsteinRun],
-    imported: dict[str, str],
-    master: bytes | None,
-) -> set[str]:
-    """Each run's lineage spine as bernstein verifies it, and the run's journal as the
-    spine sealed it (``lineage.py``): other bytes since are a finding. Returns the runs
-    whose journal a spine seals."""
-    wanted = {spine_path(r.run_id): r for r in results if r.has_journal}
-    held = {
-        str(path)
-        for (path,) in ctx.conn.execute(
-            FILES_NAMED,
-            (f"{LINEAGE_DIR}/", f"{LINEAGE_DIR}0", f"{LINEAGE_DIR}/%/spine.jsonl"),
-        )
-    }
-    present = sorted(set(wanted) & held)
-    workdir.prefetch([*present, *(spine_head_path(wanted[p].run_id) for p in present)])
-    sealed_runs = set()
-    for path in present:
-        result = wanted[path]
-        spine = workdir.read(path) or b""
-        head_file = workdir.read(spine_head_path(result.run_id))
-        for reason in spine_problems(spine, head_file, master):
-            ctx.diverged(
-                result.run_id,
-                _div(result.run_id, None, "bernstein.lineage.chain",
-                     "an entry bernstein's spine verify accepts", reason, path),
-            )  # fmt: skip
-        sealed = sealed_journal(spine, imported[result.run_id])
-        if sealed is None:
-            continue
-        sealed_runs.add(result.run_id)
-        problem = journal_problem(sealed, result.file_sha256, result.head)
-        if problem is not None:
-            ctx.diverged(
-                result.run_id,
-                _div(result.run_id, None, "bernstein.lineage.journal",
-                     f"{sealed.content_hash}, head {sealed.head}", problem,
-                     f"{path} line {sealed.line}"),
-            )  # fmt: skip
-    notes: list[str] | None = getattr(ctx.report, "notes", None)
-    if sealed_runs and notes is not None:
-        notes.append(
-            f"bernstein: {len(sealed_runs)} journal(s) compared with their lineage-spine "
-            "seal" + ("" if master is not None else "; the spines' HMAC tags need --audit-key")
-        )
-    return sealed_runs
-
-
-def _check_seal_anchors(
-    ctx: VerifyContext,
-    workdir: LedgerWorkdir,
-    results: list[_core.BernsteinRun],
-    imported: dict[str, str],
-) -> set[str]:
-    """Each run's seal anchor against its journal head (``seal_anchors.py``). Returns the
-    runs with one."""
-    wanted = {seal_anchor_path(imported[r.run_id]): r for r in results if r.has_journal}
-    held = {
-        str(path)
-        for (path,) in ctx.conn.execute(
-            FILES_NAMED, (f"{RUNS_DIR}/", f"{RUNS_DIR}0", f"%/{ANCHOR_NAME}")
-        )
-    }
-    present = sorted(set(wanted) & held)
-    trusted = _tsa_bundle(ctx) if present else None
-    workdir.prefetch(present)
-    for path in present:
-        result = wanted[path]
-        for problem in seal_anchor_problems(workdir.read(path) or b"", result.head, trusted):
-            ctx.diverged(
-                result.run_id,
-                _div(result.run_id, None, problem.check, problem.expected, problem.actual, path),
-            )
-    notes: list[str] | None = getattr(ctx.report, "notes", None)
-    if present and notes is not None:
-        checked = (
-            "their RFC 3161 TSAs against the trust bundle, log proofs not checked here"
-            if trusted
-            else "their TSA signatures (give --tsa-bundle) and log proofs not checked here"
-        )
-        notes.append(
-            f"bernstein: {len(present)} seal anchor(s) compared with their journals' heads; "
-            + checked
-        )
-    return {wanted[path].run_id for path in present}
-
-
 def _notes(
     ctx: VerifyContext,
     results: list[_core.BernsteinRun],
@@ -418,114 +265,6 @@ def _notes(
                 "undetectable: "
                 f"{RECEIPT_FILES} would bind each run's rows)"
             )
-
-
-def _master_key(ctx: VerifyContext) -> bytes | None:
-    if ctx.options.audit_key_file is None:
-        return None
-    try:
-        return read_master_key(
-            read_capped(Path(ctx.options.audit_key_file), MAX_KEY_FILE_BYTES, "a key")
-        )
-    except OSError as exc:
-        raise InvalidInput(f"cannot read the audit key: {exc}", code="audit-key") from None
-
-
-def _check_lineage_activity(
-    ctx: VerifyContext, workdir: LedgerWorkdir, segments: list[tuple[str, bytes]]
-) -> None:
-    """The lineage store's log as bernstein's lineage activity pillar reads it
-    (``lineage_activity.py``): an entry revoked, deriving from one the log lacks, or one
-    bernstein cannot read is a finding. Revocations are read without the audit key, as
-    bernstein reads them."""
-    if workdir.digest(LINEAGE_LOG) is None:
-        return
-    data = workdir.read(LINEAGE_LOG) or b""
-    notes: list[str] | None = getattr(ctx.report, "notes", None)
-    if len(data) > MAX_DOCUMENT_BYTES:
-        problems = [f"{len(data)} bytes, over the {MAX_DOCUMENT_BYTES} read"]
-    else:
-        days = [d for path, d in segments if posixpath.dirname(path) == AUDIT_DIR]
-        try:
-            problems = lineage_activity(data, days, keyed=True).problems
-        except NotReproduced as exc:
-            if notes is not None:
-                notes.append(f"bernstein: the lineage store's activity is not checked: {exc}")
-            return
-    for problem in problems:
-        ctx.diverged(
-            None,
-            _div(None, None, "bernstein.lineage.activity", "an active entry", problem, LINEAGE_LOG),
-        )
-
-
-def _tsa_bundle(ctx: VerifyContext) -> list[Any] | None:
-    """``--tsa-bundle``'s certificates; a bundle that holds none is a usage error."""
-    path = ctx.options.tsa_bundle_file
-    if path is None:
-        return None
-    try:
-        return load_trust_bundle(read_capped(Path(path), MAX_DOCUMENT_BYTES, "a trust bundle"))
-    except (OSError, ValueError) as exc:
-        raise BadArgument(f"--tsa-bundle {path}: {exc}", code="bad-tsa-bundle") from None
-
-
-def _check_sealed_history(
-    ctx: VerifyContext,
-    workdir: LedgerWorkdir,
-    master: bytes | None,
-    segments: list[tuple[str, bytes]],
-    chain: AuditChain | None,
-) -> None:
-    """The audit chain's seals, checkpoints, anchors and co-signatures
-    (``sealed_history.py``), from the segments the chain's walk read."""
-    folder = read_folder(workdir, segments, chain)
-    notes: list[str] | None = getattr(ctx.report, "notes", None)
-    if not folder.sealed and folder.cosignatures is None and folder.anchors is None:
-        if folder.segments and notes is not None:
-            notes.append(
-                "bernstein: the audit chain is not sealed (no .sdd/audit/merkle/seal-*.json, "
-                "no .sdd/audit/checkpoints/checkpoints.jsonl): a cut audit tail is "
-                "undetectable here"
-            )
-        return
-    history = sealed_history(
-        workdir, folder, master, trusted_keys(ctx.options.trust), _tsa_bundle(ctx)
-    )
-    for finding in history.findings:
-        ctx.diverged(
-            None, _div(None, None, finding.check, finding.expected, finding.actual, finding.subject)
-        )
-    if notes is not None:
-        notes.extend(history.notes)
-
-
-def _audit(
-    ctx: VerifyContext,
-    segments: list[tuple[str, bytes]],
-    master: bytes | None,
-    walk: _core.BernsteinAuditWalk | None,
-) -> AuditChain | None:
-    """The chain as the one call walked it; its problems that name no run are findings
-    here (those that do go with their run, ``audit_findings``)."""
-    if not segments or walk is None:
-        return None
-    audit = from_walk(walk, segments, master is not None)
-    ctx.report.audit_records = getattr(ctx.report, "audit_records", 0) + audit.records
-    for problem in audit.problems:
-        if problem.run_id is None:
-            ctx.diverged(
-                None,
-                _div(
-                    None,
-                    None,
-                    "bernstein.audit.chain",
-                    "a verifying record",
-                    problem.reason,
-                    f"{problem.segment} line {problem.line}",
-                ),
-            )
-    return audit
 
 
 def trusted_keys(trust: tuple[str, ...]) -> frozenset[bytes]:
