@@ -151,14 +151,7 @@ def check_run_receipts(
     """Each run's signed receipt, where it has one, against its journal
     (``run_receipts.py``): a cut or changed tail. Returns the runs with a receipt."""
     wanted = {receipt_path(imported[r.run_id]): r for r in results if r.has_journal}
-    held = {
-        str(path)
-        for (path,) in ctx.conn.execute(
-            FILES_NAMED,
-            (f"{RUNS_DIR}/", f"{RUNS_DIR}0", f"%/{RECEIPT_NAME}"),
-        )
-    }
-    present = sorted(set(wanted) & held)
+    present = sorted(set(wanted) & _files_named(ctx, RUNS_DIR, f"%/{RECEIPT_NAME}"))
     workdir.prefetch(present)
     for path in present:
         result = wanted[path]
@@ -197,14 +190,7 @@ def check_lineage(
     spine sealed it (``lineage.py``): other bytes since are a finding. Returns the runs
     whose journal a spine seals."""
     wanted = {spine_path(r.run_id): r for r in results if r.has_journal}
-    held = {
-        str(path)
-        for (path,) in ctx.conn.execute(
-            FILES_NAMED,
-            (f"{LINEAGE_DIR}/", f"{LINEAGE_DIR}0", f"{LINEAGE_DIR}/%/spine.jsonl"),
-        )
-    }
-    present = sorted(set(wanted) & held)
+    present = sorted(set(wanted) & _files_named(ctx, LINEAGE_DIR, f"{LINEAGE_DIR}/%/spine.jsonl"))
     workdir.prefetch([*present, *(spine_head_path(wanted[p].run_id) for p in present)])
     sealed_runs = set()
     for path in present:
@@ -247,13 +233,7 @@ def check_seal_anchors(
     """Each run's seal anchor against its journal head (``seal_anchors.py``). Returns the
     runs with one."""
     wanted = {seal_anchor_path(imported[r.run_id]): r for r in results if r.has_journal}
-    held = {
-        str(path)
-        for (path,) in ctx.conn.execute(
-            FILES_NAMED, (f"{RUNS_DIR}/", f"{RUNS_DIR}0", f"%/{ANCHOR_NAME}")
-        )
-    }
-    present = sorted(set(wanted) & held)
+    present = sorted(set(wanted) & _files_named(ctx, RUNS_DIR, f"%/{ANCHOR_NAME}"))
     trusted = _tsa_bundle(ctx) if present else None
     workdir.prefetch(present)
     for path in present:
@@ -288,3 +268,9 @@ def _tsa_bundle(ctx: VerifyContext) -> list[Any] | None:
         return load_trust_bundle(read_capped(Path(path), MAX_DOCUMENT_BYTES, "a trust bundle"))
     except (OSError, ValueError) as exc:
         raise BadArgument(f"--tsa-bundle {path}: {exc}", code="bad-tsa-bundle") from None
+
+
+def _files_named(ctx: VerifyContext, folder: str, pattern: str) -> set[str]:
+    """The imported files under ``folder`` whose path matches the LIKE ``pattern``."""
+    rows = ctx.conn.execute(FILES_NAMED, (f"{folder}/", f"{folder}0", pattern))
+    return {str(path) for (path,) in rows}
