@@ -16,6 +16,9 @@ MAX_DOCUMENT_BYTES = 64 << 20
 """JSON documents and proof bundles (a proof carries one entry's bytes, base64)."""
 MAX_KEY_FILE_BYTES = 64 << 10
 """Key and trust files."""
+MAX_INFLATED_BYTES = 1 << 30
+"""What a workdir's gzip archives may inflate to, all together: a file of a few kilobytes
+can inflate without end."""
 MAX_SQLITE_INT = (1 << 63) - 1
 """The largest integer SQLite stores: sequence numbers, leaves and sizes stay below it."""
 

@@ -45,7 +45,7 @@ from agentledger.bernstein.seal import (
     seal_paths,
 )
 from agentledger.bernstein.witness_state import WitnessClaim, state_claims
-from agentledger.bernstein.workdir import UNDECODABLE_ARCHIVE, Workdir
+from agentledger.bernstein.workdir import UNREAD_ARCHIVES, Workdir
 from agentledger.limits import MAX_DOCUMENT_BYTES
 
 ARCHIVE_DIR = f"{AUDIT_DIR}/archive"
@@ -161,11 +161,12 @@ def read_folder(
         for path, data in segments
         if posixpath.dirname(path) == AUDIT_DIR
     }
-    # Archives keep their live name; one that does not inflate is skipped, as bernstein does.
+    # Archives keep their live name; one that does not inflate is skipped, as bernstein does
+    # (and one past the read limit, which bernstein would inflate: the walk names it).
     snapshot = [
         (posixpath.basename(path)[: -len(".gz")], data)
         for path, data in segments
-        if posixpath.dirname(path) == ARCHIVE_DIR and data != UNDECODABLE_ARCHIVE
+        if posixpath.dirname(path) == ARCHIVE_DIR and data not in UNREAD_ARCHIVES
     ]
     snapshot.extend(sorted(live.items()))
     return AuditFolder(

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import functools
 import gzip
+import io
 import json
 import os
 import posixpath
 import stat
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from agentledger import _core
+from agentledger import _core, limits
 from agentledger.bernstein.format import (
     AUDIT_DIR,
     CAS_DIR,
@@ -81,6 +83,20 @@ class Workdir(Protocol):
 
 UNDECODABLE_ARCHIVE = b"\x00undecodable archive\n"
 """What an archive that does not inflate reads as: a line no verifier accepts."""
+OVERSIZED_ARCHIVE = b"\x00archive inflating past the read limit\n"
+"""What an archive reads as once the archives have inflated to ``MAX_INFLATED_BYTES``."""
+UNREAD_ARCHIVES = (UNDECODABLE_ARCHIVE, OVERSIZED_ARCHIVE)
+
+
+def _inflate(data: bytes, limit: int) -> bytes:
+    """The archive's bytes, at most ``limit`` of them (a marker past it, or when the
+    archive is not gzip)."""
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as archive:
+            inflated = archive.read(limit + 1)
+    except (OSError, EOFError, zlib.error):
+        return UNDECODABLE_ARCHIVE
+    return OVERSIZED_ARCHIVE if len(inflated) > limit else inflated
 
 
 def _order_segments(
@@ -91,13 +107,14 @@ def _order_segments(
     )
     live = sorted(n for n in names if posixpath.dirname(n) == AUDIT_DIR and n.endswith(".jsonl"))
     segments: list[tuple[str, bytes]] = []
+    budget = limits.MAX_INFLATED_BYTES
     for name in archives:
         data = read(name)
         if data is not None:
-            try:
-                segments.append((name, gzip.decompress(data)))
-            except (OSError, EOFError):
-                segments.append((name, UNDECODABLE_ARCHIVE))
+            inflated = _inflate(data, budget)
+            if inflated not in UNREAD_ARCHIVES:
+                budget -= len(inflated)
+            segments.append((name, inflated))
     for name in live:
         data = read(name)
         if data is not None:
