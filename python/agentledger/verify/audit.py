@@ -106,7 +106,7 @@ def check_audit(ctx: VerifyContext) -> None:
         try:
             fields = json.loads(record)
             ok = isinstance(fields, dict) and set(fields) == set(RECORD_FIELDS)
-        except ValueError:
+        except (ValueError, RecursionError):
             ok = False
         if not ok:
             diverged(run_id, seq, "audit.record", "a mirror record", repr(record[:60]), pos)
@@ -133,7 +133,7 @@ def check_audit(ctx: VerifyContext) -> None:
 def _body(raw: bytes) -> dict[str, Any] | None:
     try:
         body = json.loads(raw)["body"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         return None  # the journal pass reports malformed entries
     return body if isinstance(body, dict) else None
 

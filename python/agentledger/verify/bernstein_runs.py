@@ -312,7 +312,7 @@ def _bodies(ctx: VerifyContext, kind: str) -> list[tuple[str, int, dict[str, Any
     for run_id, seq, raw in rows:
         try:
             body = json.loads(bytes(raw))["body"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             continue  # the journal pass reports entries that do not decode
         if isinstance(body, dict):
             out.append((str(run_id), int(seq), body))

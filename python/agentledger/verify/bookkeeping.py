@@ -33,7 +33,7 @@ def _bodies(ctx: VerifyContext, run_id: str, kind: str) -> list[tuple[int, dict[
     ):
         try:
             body = json.loads(raw)["body"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             continue  # the journal pass reports a malformed entry
         if isinstance(body, dict):
             found.append((int(seq), body))
@@ -96,7 +96,7 @@ def _receipt_problem(
         return "its signature does not verify"
     try:
         document = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return "not JSON"
     if not isinstance(document, dict) or document.get("ledger") != ctx.ledger.id:
         return "a receipt of another ledger"

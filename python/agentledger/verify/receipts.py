@@ -89,7 +89,7 @@ def _check_one(
         kind, stage_id, artifact_hash = body["kind"], body["stage_id"], body["artifact_hash"]
         observations = body["observations"]
         observed = sorted(o["content_hash"] for o in observations)
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         diverged("receipt.entry", "a data/ops result body", "malformed")
         return []
     if kind not in SIGNED_MODALITIES or not isinstance(artifact_hash, str):
@@ -105,7 +105,7 @@ def _check_one(
         return []
     try:
         doc = json.loads(data)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         diverged("receipt.json", "a JSON receipt", str(exc), stage_id)
         return []
     checked = check_receipt(doc, kind=kind, run_id=run_id, stage_id=stage_id)

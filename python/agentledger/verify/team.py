@@ -38,7 +38,7 @@ def check_team_roles(ctx: VerifyContext) -> None:
         try:
             body = json.loads(raw)["body"]
             manifest, role, kind = body["team_manifest"], body["role"], body["kind"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             continue  # not a pinned-manifest body (the journal pass reports malformed ones)
         if not isinstance(manifest, str):
             continue
