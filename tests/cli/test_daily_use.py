@@ -10,6 +10,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 
 from agentledger import Ledger
@@ -224,3 +225,29 @@ def test_reading_a_run_through_the_cli_never_creates_it(cli: Any, ledger_path: P
     assert cli("activity", "verify", "ghost").code == 1
     with Ledger.open(ledger_path) as ledger:
         assert ledger.runs() == ["run-0"]
+
+
+def test_runs_lists_every_run_of_a_ledger_whose_entries_are_not_json(
+    cli: Any, ledger_path: Path
+) -> None:
+    """A tampered entry is verify's to report (exit 2); the listing still lists every run,
+    whatever entry was rewritten and however it is sorted."""
+    with Ledger.open(ledger_path) as ledger:
+        build_workspace(ledger, 3)
+        runs = sorted(ledger.runs())
+    conn = apsw.Connection(str(ledger_path))
+    ((head,),) = conn.execute("SELECT head_seq FROM runs WHERE run_id = ?", (runs[0],))
+    for run_id, seq, data in (
+        (runs[0], head, b'{"kind":"step","ts":'),  # the head: the listing reads its ts
+        (runs[1], 0, b"[" * 5_000 + b"]" * 5_000),
+    ):
+        conn.execute(
+            "UPDATE entries SET bytes = ? WHERE run_id = ? AND seq = ?", (data, run_id, seq)
+        )
+    conn.close()
+    for sort in ("created", "last", "run", "entries"):
+        listed = cli("runs", "--sort", sort, "--json")
+        assert listed.code == 0, listed.err
+        items = {r["run"]: r for r in listed.json()["runs"]}
+        assert set(items) == set(runs) and items[runs[0]]["last_entry"] is None
+    assert cli("verify").code == 2

@@ -138,11 +138,17 @@ def append(app: AppContext, run_id: str, kind: str, body: str | None, as_json: b
         click.echo(f"appended {entry.run_id} #{entry.seq} {entry.kind} {entry.hash}")
 
 
+HEAD_TS = (
+    "(SELECT CASE WHEN json_valid(l.bytes) THEN json_extract(l.bytes, '$.ts') END"
+    " FROM entries l WHERE l.run_id = r.run_id AND l.seq = r.head_seq)"
+)
+"""The run's last entry's ``ts``; NULL when its stored bytes are not JSON (a tampered
+entry is verify's to report: the listing still lists every run)."""
+
 SORTS = {
     "created": "r.ordinal",
     "run": "r.run_id",
-    "last": "(SELECT json_extract(l.bytes, '$.ts') FROM entries l"
-    " WHERE l.run_id = r.run_id AND l.seq = r.head_seq) DESC, r.ordinal",
+    "last": f"{HEAD_TS} DESC, r.ordinal",
     "entries": "r.head_seq DESC, r.ordinal",
 }
 
@@ -153,8 +159,7 @@ SELECT json_object(
          'entries', r.head_seq + 1,
          'events', r.head_seq + 1,
          'head', 'blake3:' || lower(hex(r.head_hash)),
-         'last_entry', (SELECT json_extract(l.bytes, '$.ts') FROM entries l
-                         WHERE l.run_id = r.run_id AND l.seq = r.head_seq),
+         'last_entry', {head_ts},
          'run', r.run_id,
          'source', CASE WHEN b.run_id IS NULL THEN 'native' ELSE 'bernstein' END,
          'status', {status},
@@ -184,6 +189,7 @@ def _runs_query(
         where += f" AND {status_sql} = ?" if status_db else " AND 'unverified' = ?"
         params.append(status)
     sql = RUNS_SQL.format(
+        head_ts=HEAD_TS,
         status=status_sql if status_db else "'unverified'",
         verified_at=f"CASE WHEN {STATUS_KNOWN} THEN s.verified_at END" if status_db else "NULL",
         join=STATUS_JOIN if status_db else "",
