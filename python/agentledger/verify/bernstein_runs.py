@@ -415,17 +415,7 @@ def _check_manifests(ctx: VerifyContext, files: _core.BernsteinCheck) -> None:
             )
     for import_id in sorted(set(files.import_ids) - set(pinned)):
         for path, kind, digest in _files_of(ctx, import_id):
-            ctx.diverged(
-                None,
-                _div(
-                    None,
-                    None,
-                    "bernstein.anchor.file",
-                    "a file of a pinned import",
-                    repr((kind, digest)),
-                    path,
-                ),
-            )
+            _file_differs(ctx, "a file of a pinned import", repr((kind, digest)), path)
     for import_id, (manifest, run_id, seq) in sorted(pinned.items()):
         # Serialized in Rust as the rows were read (path order is ``sorted``'s: paths are
         # unique, and SQLite's BINARY order is code point order).
@@ -471,14 +461,9 @@ def _name_differences(
     have = {path: (kind, digest) for path, kind, digest in held}
     for path in sorted(set(listed) | set(have)):
         if listed.get(path) != have.get(path):
-            ctx.diverged(
-                None,
-                _div(
-                    None,
-                    None,
-                    "bernstein.anchor.file",
-                    repr(listed.get(path)),
-                    repr(have.get(path)),
-                    path,
-                ),
-            )
+            _file_differs(ctx, repr(listed.get(path)), repr(have.get(path)), path)
+
+
+def _file_differs(ctx: VerifyContext, expected: str, actual: str, path: str) -> None:
+    """A row of ``bernstein_files`` that is not the pinned manifest's."""
+    ctx.diverged(None, _div(None, None, "bernstein.anchor.file", expected, actual, path))

@@ -162,12 +162,12 @@ impl RowBatch {
     }
 
     fn flush(&mut self) {
-        let mut starts = std::iter::once(0).chain(self.ends.iter().copied());
-        let inputs: Vec<&[u8]> = self
-            .ends
-            .iter()
-            .map(|&end| &self.encoded[starts.next().unwrap_or(0)..end])
-            .collect();
+        let mut inputs: Vec<&[u8]> = Vec::with_capacity(self.ends.len());
+        let mut start = 0;
+        for &end in &self.ends {
+            inputs.push(&self.encoded[start..end]);
+            start = end;
+        }
         let mut digests = vec![[0u8; 32]; inputs.len()];
         hash_many(&Mode::keyed(self.rows.key), &inputs, &mut digests);
         for digest in &digests {
