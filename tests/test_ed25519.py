@@ -298,6 +298,31 @@ def test_decisions_match_libsodium_on_edge_cases(cases: list[Case]) -> None:
         assert decisions[kind, False] > 0, kind
 
 
+def test_a_key_verifying_many_signatures_decides_as_libsodium_throughout(
+    cases: list[Case],
+) -> None:
+    # Past 64 verifications under one key on a thread, the core takes them from the key's
+    # precomputed multiples instead of a double-base multiplication: each case aimed at the
+    # equation is repeated well past that switch, and every decision must stay libsodium's.
+    kinds = {
+        "honest",
+        "bit-flip",
+        "mixed-order-valid",
+        "mixed-order-cofactored-only",
+        "mixed-order-R",
+        "small-order-R",
+        "non-canonical-R",
+    }
+    chosen = [case for case in cases if case.kind in kinds][::3]
+    assert {case.kind for case in chosen} == kinds
+    for case in chosen:
+        expected = libsodium_accepts(case.public_key, case.message, case.signature)
+        decisions = {
+            ed25519_verify(case.public_key, case.message, case.signature) for _ in range(100)
+        }
+        assert decisions == {expected}, case
+
+
 def test_batch_decisions_equal_single_decisions(cases: list[Case]) -> None:
     items = [(c.public_key, c.message, c.signature) for c in cases]
     batch = ed25519_verify_batch(items)

@@ -50,6 +50,18 @@
 //! non-canonical encodings of large-order points have `y - p < 19`, and nobody can sign
 //! for them); it is mirrored from libsodium's `ge25519_is_canonical(pk)` check so that the
 //! decisions agree on every input, not only on the ones we can construct.
+//!
+//! # Two ways to the same point
+//!
+//! Rule 6's `[S]B - [h]A` is computed by a double-base multiplication
+//! ([`PublicKey::verifies_plain`], the reference), or, once a key has verified enough
+//! signatures on a thread, as sums of precomputed multiples of `B` and of `-A`
+//! ([`TabledKey`], about 2.5 times faster). Both give the same group element and so the same
+//! canonical encoding: the decisions are the same, and the tests take each of theirs both
+//! ways.
+
+mod fixed_base;
+mod tabled;
 
 use std::cell::RefCell;
 
@@ -57,6 +69,9 @@ use curve25519_dalek::edwards::{CompressedEdwardsY, EdwardsPoint};
 use curve25519_dalek::scalar::Scalar;
 use rayon::prelude::*;
 use sha2::{Digest, Sha512};
+
+pub use fixed_base::FixedBase;
+pub use tabled::{TabledKey, TABLES_AFTER};
 
 pub const PUBLIC_KEY_LENGTH: usize = 32;
 pub const SIGNATURE_LENGTH: usize = 64;
@@ -119,8 +134,27 @@ impl PublicKey {
         })
     }
 
-    /// Rules 1, 2, 5 and 6 for one signature under this key.
+    /// Rules 1, 2, 5 and 6 for one signature under this key: from this thread's tables for
+    /// the key once it has verified [`TABLES_AFTER`] signatures here, else as
+    /// [`PublicKey::verifies_plain`].
     pub fn verifies(&self, message: &[u8], signature: &[u8]) -> bool {
+        tabled::verifies_remembered(self, message, signature)
+    }
+
+    /// Rules 1, 2, 5 and 6 with one double-base multiplication: the reference.
+    pub fn verifies_plain(&self, message: &[u8], signature: &[u8]) -> bool {
+        self.decide(message, signature, |h, s| {
+            EdwardsPoint::vartime_double_scalar_mul_basepoint(h, &self.minus_a, s)
+        })
+    }
+
+    /// Rules 1, 2, 5 and 6, with `product(h, S)` computing `[S]B - [h]A`.
+    fn decide(
+        &self,
+        message: &[u8],
+        signature: &[u8],
+        product: impl FnOnce(&Scalar, &Scalar) -> EdwardsPoint,
+    ) -> bool {
         let Ok(signature) = <&[u8; SIGNATURE_LENGTH]>::try_from(signature) else {
             return false;
         };
@@ -134,7 +168,7 @@ impl PublicKey {
         hasher.update(self.encoding);
         hasher.update(message);
         let h = Scalar::from_bytes_mod_order_wide(&hasher.finalize().into());
-        let computed = EdwardsPoint::vartime_double_scalar_mul_basepoint(&h, &self.minus_a, &s);
+        let computed = product(&h, &s);
         computed.compress().as_bytes() == r && !computed.is_small_order()
     }
 }
@@ -210,6 +244,17 @@ mod tests {
 
     fn h(s: &str) -> Vec<u8> {
         hex::decode(s).unwrap()
+    }
+
+    /// [`super::verify`], with every decision taken three ways that must agree: the
+    /// double-base reference, a key's tables, and the remembering path the product takes.
+    fn verify(public_key: &[u8], message: &[u8], signature: &[u8]) -> bool {
+        let key = PublicKey::parse(public_key);
+        let plain = key.is_some_and(|key| key.verifies_plain(message, signature));
+        let tabled = key.is_some_and(|key| TabledKey::new(key).verifies(message, signature));
+        assert_eq!(plain, tabled, "tables: {}", hex::encode(signature));
+        assert_eq!(plain, super::verify(public_key, message, signature));
+        plain
     }
 
     /// Every encoding of a small-order point (8 points, 14 encodings).
@@ -502,6 +547,26 @@ mod tests {
         }
         assert!(key.verifies(&vectors[3].message, &vectors[3].signature));
         assert!(PublicKey::parse(&h(SMALL_ORDER_ENCODINGS[4])).is_none());
+    }
+
+    #[test]
+    fn a_key_past_the_threshold_decides_from_its_tables_as_before() {
+        // One key on one thread: its first TABLES_AFTER verifications are plain, the rest
+        // come from its tables; valid and corrupted signatures on both sides of the switch.
+        let vectors = testvectors();
+        let v = &vectors[9];
+        let key = PublicKey::parse(&v.public_key).unwrap();
+        let mut accepted = 0;
+        for i in 0..(3 * TABLES_AFTER as usize) {
+            let mut sig = v.signature.clone();
+            if i % 3 == 1 {
+                sig[i % 64] ^= 1 << (i % 8);
+            }
+            let decision = key.verifies(&v.message, &sig);
+            assert_eq!(decision, key.verifies_plain(&v.message, &sig), "at {i}");
+            accepted += usize::from(decision);
+        }
+        assert_eq!(accepted, 2 * TABLES_AFTER as usize);
     }
 
     #[test]
