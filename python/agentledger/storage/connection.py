@@ -221,6 +221,9 @@ class Database:
                 conn = apsw.Connection(str(path), flags=flags, vfs=vfs)
             # No SQL of the file may change its own schema or reach outside it.
             conn.config(apsw.SQLITE_DBCONFIG_DEFENSIVE, 1)
+            # A statement's plan never depends on the values bound to it: apsw's SQLite
+            # (built with STAT4) otherwise re-prepares a cached statement at each new key.
+            conn.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, 1)
             conn.set_busy_handler(_busy_handler(BUSY_TIMEOUT_MS))
             if readonly:
                 # Reads map the file instead of copying each page (the bernstein verify's

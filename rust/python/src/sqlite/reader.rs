@@ -163,11 +163,19 @@ fn open_one(name: &CStr, uri_flag: c_int, mmap: i64) -> Option<OwnedConnection> 
         return None;
     }
     // SAFETY: a live connection of ours. No SQL of the file may change its schema or reach
-    // outside it; a writer busy checkpointing is waited for a while.
+    // outside it; a plan never depends on a bound value (else SQLite's build, with STAT4,
+    // re-prepared every store read at each new key: a tenth of a bernstein verify's CPU);
+    // a writer busy checkpointing is waited for a while.
     unsafe {
         ffi::sqlite3_db_config(
             raw,
             ffi::SQLITE_DBCONFIG_DEFENSIVE,
+            1,
+            ptr::null_mut::<c_int>(),
+        );
+        ffi::sqlite3_db_config(
+            raw,
+            ffi::SQLITE_DBCONFIG_ENABLE_QPSG,
             1,
             ptr::null_mut::<c_int>(),
         );
