@@ -1,9 +1,11 @@
 # Exact type stub of the compiled extension (rust/python). Keep in sync with the Rust code.
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypedDict, final
+from typing import Any, Literal, TypedDict, TypeVar, final
 
 import apsw
 from typing_extensions import Buffer
+
+_T = TypeVar("_T")
 
 __version__: str
 
@@ -605,6 +607,14 @@ def verify_blobs(
     """Re-hash the blobs ``sql`` yields on the apsw connection ``connection`` (rows
     ``(digest, size, chunk_size, idx, data)``, each blob's chunks together in order), once
     per parameter list: ``(blobs checked, [(digest, check, expected, actual)])``."""
+
+def verify_blobs_beside(
+    connection: apsw.Connection, sql: str, beside: Callable[[], _T]
+) -> tuple[tuple[int, list[tuple[str, str, str, str]]] | None, _T]:
+    """``verify_blobs(connection, sql, [()])`` on a reader of its own (in ``connection``'s
+    read transaction) while ``beside()`` runs with ``connection``: ``(blobs, what beside
+    returned)``, the blobs None when no reader could be opened (nothing was re-hashed).
+    When ``beside`` raises, the pass stops and the error is raised."""
 
 # ---- the host SQLite (apsw's own library, through the extension API) ----------------
 # Every call taking ``connection`` takes the ``apsw.Connection`` itself: anything else is a

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
+import apsw
+
 from agentledger import _core
 from agentledger.cas import CHUNK_SIZE, DIGEST, DIGEST_BYTES
 from agentledger.gc import Pruned, pruned_digests
@@ -101,7 +106,10 @@ def check_all_blobs(ctx: VerifyContext) -> None:
     """
     if not ctx.whole:
         return
-    _check_blobs(ctx, ALL_CHUNKS, [()])
+    if ctx.rehashed is None:
+        _check_blobs(ctx, ALL_CHUNKS, [()])
+    else:
+        _report_blobs(ctx, *ctx.rehashed)
     # Every writer cuts blobs into chunks of the same length: a single-chunk blob's
     # chunk_size would otherwise be a value nothing checks.
     for digest, chunk_size in ctx.conn.execute(
@@ -133,10 +141,31 @@ ONE_BLOB = (
 )
 
 
+T = TypeVar("T")
+
+
+def rehash_beside(conn: apsw.Connection, work: Callable[[], T]) -> tuple[Rehashed | None, T]:
+    """``check_all_blobs``'s pass on a reader of its own (in ``conn``'s snapshot) while
+    ``work()`` reads on ``conn``: the two take a core each. The blobs are None when no
+    reader could be had (``check_all_blobs`` then re-hashes on ``conn``)."""
+    with native.sqlite_errors():
+        return _core.verify_blobs_beside(native.handle(conn), ALL_CHUNKS, work)
+
+
+Rehashed = tuple[int, list[tuple[str, str, str, str]]]
+"""``(blobs checked, [(digest, check, expected, actual)])``."""
+
+
 def _check_blobs(ctx: VerifyContext, sql: str, queries: list[tuple[str, ...]]) -> None:
     """Re-hash the blobs ``sql`` yields (name, hash, size, chunking) in Rust."""
     with native.sqlite_errors():
         checked, findings = _core.verify_blobs(native.handle(ctx.conn), sql, queries)
+    _report_blobs(ctx, checked, findings)
+
+
+def _report_blobs(
+    ctx: VerifyContext, checked: int, findings: list[tuple[str, str, str, str]]
+) -> None:
     ctx.report.blobs_checked += checked
     for digest, check, expected, actual in findings:
         ctx.diverged(None, Divergence(None, None, check, expected, actual, digest))

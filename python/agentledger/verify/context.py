@@ -68,6 +68,9 @@ class VerifyContext:
     folded_indexes: list[btree_check.IndexSpec] | None = None
     """The ``entries`` indexes the journal pass checks from its own read
     (``btree_check.fold_plan``); None when SQLite's check has done it."""
+    rehashed: tuple[int, list[tuple[str, str, str, str]]] | None = None
+    """Every blob re-hashed beside SQLite's b-tree check (``blobs.rehash_beside``):
+    ``(blobs checked, findings)``; None when the whole blob pass is still to be made."""
     after_snapshot: list[Callable[[], None]] = field(default_factory=list)
     """Run once the read snapshot is closed (e.g. recording a clean verify)."""
     marked: Mapping[str, list[tuple[str, int]] | None] = field(default_factory=dict)

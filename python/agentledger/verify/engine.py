@@ -156,13 +156,17 @@ def _verify(
     with ledger.db.snapshot() as conn:
         # What the file's SQL returns cannot be trusted until its schema is ours (re-read
         # in this snapshot: it may have changed since the file was opened) and its indexes
-        # hold exactly their tables' rows: until then no other SQL runs on it. A whole
-        # pass checks the entries' indexes from its own read of every row (btree_check).
+        # hold exactly their tables' rows: until then no other SQL's answer is used. A
+        # whole pass checks the entries' indexes from its own read of every row
+        # (btree_check), and re-hashes every blob while SQLite checks the other tables.
         whole_pass = run_ids is None and not options.incremental
-        refused, folded = _untrusted_storage(ledger, conn, whole_pass)
+        refused, folded, rehashed = _untrusted_storage(
+            ledger, conn, whole_pass, rehash=run_ids is None
+        )
         if not refused:
             ctx = _context(ledger, conn, run_ids, options, report, remembered)
             ctx.folded_indexes = folded
+            ctx.rehashed = rehashed
             try:
                 for check in CHECKS:
                     check(ctx)
@@ -214,27 +218,41 @@ def _new_report(ledger: LedgerHandle, options: VerifyOptions) -> VerifyReport:
 
 
 def _untrusted_storage(
-    ledger: LedgerHandle, conn: apsw.Connection, whole_pass: bool
-) -> tuple[list[Divergence], list[btree_check.IndexSpec] | None]:
+    ledger: LedgerHandle, conn: apsw.Connection, whole_pass: bool, *, rehash: bool
+) -> tuple[list[Divergence], list[btree_check.IndexSpec] | None, blobs.Rehashed | None]:
     """Why nothing the file's SQL answers can be trusted: its schema is not the one
     agentledger creates, or its b-trees disagree; empty when neither. With ``whole_pass``
     the ``entries`` indexes are left to the journal pass when it can check them (the plan
-    it will follow is returned)."""
+    it will follow is returned). With ``rehash`` every blob is re-hashed meanwhile, on a
+    reader of its own (``blobs.rehash_beside``; None when none could be had): its findings
+    are reported only when the b-trees agree."""
     ledger.db.recheck_schema()
     if ledger.db.schema_findings:
-        return [
-            Divergence(
-                None, None, "schema.altered", "the schema agentledger creates", f, "sqlite_schema"
-            )
-            for f in ledger.db.schema_findings
-        ], None
+        return (
+            [
+                Divergence(
+                    None,
+                    None,
+                    "schema.altered",
+                    "the schema agentledger creates",
+                    f,
+                    "sqlite_schema",
+                )
+                for f in ledger.db.schema_findings
+            ],
+            None,
+            None,
+        )
     folded = btree_check.fold_plan(conn) if whole_pass else None
     tables = [
         table
         for table in btree_check.ledger_tables()
         if folded is None or table != btree_check.FOLDED_TABLE
     ]
-    return _btree_divergences(btree_check.btree_problems(conn, tables)), folded
+    if not rehash:
+        return _btree_divergences(btree_check.btree_problems(conn, tables)), folded, None
+    rehashed, problems = blobs.rehash_beside(conn, lambda: btree_check.btree_problems(conn, tables))
+    return _btree_divergences(problems), folded, rehashed
 
 
 def _btree_divergences(problems: list[str]) -> list[Divergence]:

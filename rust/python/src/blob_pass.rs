@@ -1,17 +1,27 @@
-//! The blob pass straight from SQLite: every chunk of every blob streamed through the open
-//! apsw connection and re-hashed, with the GIL released (taken back now and then for Ctrl-C).
+//! The blob pass straight from SQLite: every chunk of every blob streamed through a
+//! connection and re-hashed, with the GIL released: on the open apsw connection (taking the
+//! GIL back now and then for Ctrl-C), or on a reader of its own beside work the caller does
+//! on its connection meanwhile.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentledger_core::blob_check::{BlobCheck, BlobFinding};
 use pyo3::prelude::*;
 
-use crate::sqlite::{ApswConnection, Param, Reading};
+use pyo3::exceptions::PyKeyboardInterrupt;
+
+use crate::sqlite::{ApswConnection, Held, Param, Reading, Statement};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verify_blobs, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_blobs_beside, m)?)?;
     Ok(())
 }
 
 type FindingTuple = (String, &'static str, String, String);
+
+/// `(blobs checked, findings)`.
+type Rehashed = (u64, Vec<FindingTuple>);
 
 /// Check the blobs `sql` yields on `connection`, once per parameter list
 /// in `queries`: rows `(digest, size, chunk_size, idx, data)`, each blob's chunks together
@@ -23,54 +33,138 @@ fn verify_blobs(
     connection: ApswConnection<'_>,
     sql: &str,
     queries: Vec<Vec<Param>>,
-) -> PyResult<(u64, Vec<FindingTuple>)> {
+) -> PyResult<Rehashed> {
     let mut statement = connection.connection().prepare(sql)?;
     let connection = connection.release();
-    py.allow_threads(move || {
-        let mut findings = Vec::new();
-        let mut checked = 0u64;
-        let mut finish = |blob: BlobCheck| {
-            checked += 1;
-            findings.extend(blob.finish().into_iter().map(
-                |BlobFinding {
-                     digest,
-                     check,
-                     expected,
-                     actual,
-                 }| (digest, check, expected, actual),
+    py.allow_threads(move || rehash(&mut statement, queries, &mut Reading::new(connection)))
+}
+
+/// [`verify_blobs`] on a reader of its own (`sqlite/reader.rs`: it sees the caller's read
+/// transaction), while `beside()` runs on this thread with the caller's connection free:
+/// SQLite does not step two statements of one connection at once, and this way the blobs
+/// are re-hashed on one core while `beside` (the b-tree check) reads on the other. Returns
+/// `(blobs, what beside returned)`; `blobs` is `None` when no reader could be opened (or
+/// the portable paths are forced): then nothing was re-hashed. When `beside` raises, the
+/// pass is stopped and the error raised.
+#[pyfunction]
+fn verify_blobs_beside(
+    py: Python<'_>,
+    connection: ApswConnection<'_>,
+    sql: &str,
+    beside: PyObject,
+) -> PyResult<(Option<Rehashed>, PyObject)> {
+    let reader = (!agentledger_core::portable::forced())
+        .then(|| connection.connection().open_readers(1))
+        .flatten()
+        .and_then(|mut readers| readers.pop());
+    let Some(reader) = reader else {
+        drop(connection);
+        return Ok((None, beside.call0(py)?));
+    };
+    let mut statement = reader.connection().prepare(sql)?;
+    drop(connection); // `beside` uses it
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|threads| {
+        let pass = threads.spawn(|| {
+            let mut holding = Stoppable {
+                held: reader.connection().lock(),
+                stop: &stop,
+            };
+            rehash(&mut statement, vec![Vec::new()], &mut holding)
+        });
+        let done = beside.call0(py);
+        if done.is_err() {
+            stop.store(true, Ordering::Relaxed);
+        }
+        let blobs = py.allow_threads(|| pass.join().expect("the blob pass does not panic"));
+        let done = done?;
+        Ok((Some(blobs?), done))
+    })
+}
+
+/// How a pass holds its connection between two rows.
+trait Holding {
+    fn held(&self) -> &Held;
+    /// Count `bytes` just read; the error that stops the pass, if one is due.
+    fn count(&mut self, bytes: usize) -> PyResult<()>;
+}
+
+impl Holding for Reading {
+    fn held(&self) -> &Held {
+        Reading::held(self)
+    }
+    fn count(&mut self, bytes: usize) -> PyResult<()> {
+        Reading::count(self, bytes)
+    }
+}
+
+/// A reader's hold, on a thread that never takes the GIL: stopped by a flag instead.
+struct Stoppable<'s> {
+    held: Held,
+    stop: &'s AtomicBool,
+}
+
+impl Holding for Stoppable<'_> {
+    fn held(&self) -> &Held {
+        &self.held
+    }
+    fn count(&mut self, _bytes: usize) -> PyResult<()> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(PyKeyboardInterrupt::new_err(
+                "the work beside the blob pass failed",
             ));
-        };
-        for params in queries {
-            statement.start(&params).map_err(PyErr::from)?;
-            // The blob being read, and its name's stored bytes (what rows are grouped by).
-            let mut current: Option<(BlobCheck, Vec<u8>)> = None;
-            let mut reading = Reading::new(connection);
-            while statement.step().map_err(PyErr::from)? {
-                let digest = statement.bytes_held(reading.held(), 0);
-                if current.as_ref().is_none_or(|(_, name)| name != digest) {
-                    if let Some((done, _)) = current.take() {
-                        finish(done);
-                    }
-                    let name = String::from_utf8_lossy(digest).into_owned();
-                    let blob = BlobCheck::new(name, statement.int(1), statement.int(2));
-                    current = Some((blob, digest.to_vec()));
+        }
+        Ok(())
+    }
+}
+
+/// The rows of `statement` for each of `queries`, re-hashed blob by blob.
+fn rehash(
+    statement: &mut Statement,
+    queries: Vec<Vec<Param>>,
+    holding: &mut impl Holding,
+) -> PyResult<Rehashed> {
+    let mut findings = Vec::new();
+    let mut checked = 0u64;
+    let mut finish = |blob: BlobCheck| {
+        checked += 1;
+        findings.extend(blob.finish().into_iter().map(
+            |BlobFinding {
+                 digest,
+                 check,
+                 expected,
+                 actual,
+             }| (digest, check, expected, actual),
+        ));
+    };
+    for params in queries {
+        statement.start(&params).map_err(PyErr::from)?;
+        // The blob being read, and its name's stored bytes (what rows are grouped by).
+        let mut current: Option<(BlobCheck, Vec<u8>)> = None;
+        while statement.step().map_err(PyErr::from)? {
+            let digest = statement.bytes_held(holding.held(), 0);
+            if current.as_ref().is_none_or(|(_, name)| name != digest) {
+                if let Some((done, _)) = current.take() {
+                    finish(done);
                 }
-                if !statement.is_null(3) {
-                    let data = statement.bytes_held(reading.held(), 4);
-                    let read = data.len();
-                    current
-                        .as_mut()
-                        .expect("set above")
-                        .0
-                        .add(statement.int(3), data);
-                    reading.count(read)?;
-                }
+                let name = String::from_utf8_lossy(digest).into_owned();
+                let blob = BlobCheck::new(name, statement.int(1), statement.int(2));
+                current = Some((blob, digest.to_vec()));
             }
-            drop(reading);
-            if let Some((done, _)) = current.take() {
-                finish(done);
+            if !statement.is_null(3) {
+                let data = statement.bytes_held(holding.held(), 4);
+                let read = data.len();
+                current
+                    .as_mut()
+                    .expect("set above")
+                    .0
+                    .add(statement.int(3), data);
+                holding.count(read)?;
             }
         }
-        Ok::<_, PyErr>((checked, findings))
-    })
+        if let Some((done, _)) = current.take() {
+            finish(done);
+        }
+    }
+    Ok((checked, findings))
 }

@@ -1,0 +1,84 @@
+"""A whole verify re-hashes every blob on a reader of its own while SQLite checks the
+b-trees on the verify's connection (``blobs.rehash_beside``). The reference is the same
+pass on the verify's connection, after the check (what ``AGENTLEDGER_PORTABLE=1``, or a
+file no reader can be opened on, gives): both must find the same, blob by blob."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentledger import Ledger, _core
+from agentledger.storage import btree_check, native
+from agentledger.verify.blobs import ALL_CHUNKS
+
+from .test_tamper import CASES, build
+
+BLOB_CASES = sorted(case for case in CASES if case.startswith("blob"))
+
+
+def _damaged(path: Path) -> None:
+    """Every blob edit of the tamper cases at once: each blob finding kind is present."""
+    build(path)
+    for case in BLOB_CASES:
+        edit, _ = CASES[case]
+        if case != "blob_chunks.digest":  # it would move the chunk the others damage
+            edit(path)
+
+
+def test_the_pass_beside_finds_what_the_pass_on_the_connection_finds(ledger_path: Path) -> None:
+    _damaged(ledger_path)
+    with Ledger.open(ledger_path, readonly=True) as ledger, ledger.db.snapshot() as snap:
+        blobs, problems = _core.verify_blobs_beside(
+            native.handle(snap), ALL_CHUNKS, lambda: btree_check.btree_problems(snap)
+        )
+        assert problems == []
+        assert blobs is not None, "a reader opens inside a read transaction"
+        assert blobs == _core.verify_blobs(native.handle(snap), ALL_CHUNKS, [()])
+        checked, findings = blobs
+        assert checked >= 3
+        assert {check for _, check, _, _ in findings} >= {"blob.digest", "blob.size"}
+
+
+def test_without_a_reader_nothing_is_rehashed_and_the_work_still_runs(ledger_path: Path) -> None:
+    build(ledger_path)
+    with Ledger.open(ledger_path, readonly=True) as ledger:
+        conn = ledger.db.conn  # no read transaction: a reader could see another state
+        assert _core.verify_blobs_beside(native.handle(conn), ALL_CHUNKS, lambda: 7) == (None, 7)
+
+
+def test_an_error_beside_stops_the_pass_and_is_raised(ledger_path: Path) -> None:
+    build(ledger_path)
+    with Ledger.open(ledger_path, readonly=True) as ledger, ledger.db.snapshot() as snap:
+        with pytest.raises(ZeroDivisionError):
+            _core.verify_blobs_beside(native.handle(snap), ALL_CHUNKS, lambda: 1 / 0)
+        # The connection is free again, and the pass can be made.
+        assert _core.verify_blobs(native.handle(snap), ALL_CHUNKS, [()])[0] >= 3
+
+
+def _verify(path: Path, home: Path, portable: bool) -> tuple[int, dict[str, Any]]:
+    agentledger = Path(sys.executable).with_name("agentledger")
+    command = [str(agentledger), "--home", str(home), "--ledger", str(path), "verify", "--json"]
+    env = dict(os.environ, AGENTLEDGER_PORTABLE="1" if portable else "0")
+    done = subprocess.run(command, capture_output=True, env=env, check=False)
+    report: dict[str, Any] = json.loads(done.stdout)
+    for timing in ("elapsed_s", "entries_per_s", "verified_at"):
+        report.pop(timing, None)
+    return done.returncode, report
+
+
+def test_whole_verify_reports_equal_the_reference(ledger_path: Path, tmp_path: Path) -> None:
+    _damaged(ledger_path)
+    beside = _verify(ledger_path, tmp_path / "home", portable=False)
+    reference = _verify(ledger_path, tmp_path / "home", portable=True)
+    assert beside == reference
+    code, report = beside
+    assert code == 2
+    found = {d["check"] for d in report["workspace"]}
+    assert found >= {"blob.digest", "blob.size", "blob.chunk_size"}
