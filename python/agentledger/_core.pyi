@@ -613,7 +613,8 @@ def verify_blobs_beside(
 ) -> tuple[tuple[int, list[tuple[str, str, str, str]]] | None, _T]:
     """``verify_blobs(connection, sql, [()])`` on a reader of its own (in ``connection``'s
     read transaction) while ``beside()`` runs with ``connection``: ``(blobs, what beside
-    returned)``, the blobs None when no reader could be opened (nothing was re-hashed).
+    returned)``, the blobs None when no reader could be opened or SQLite failed the pass
+    (nothing was re-hashed).
     When ``beside`` raises, the pass stops and the error is raised."""
 
 # ---- the host SQLite (apsw's own library, through the extension API) ----------------

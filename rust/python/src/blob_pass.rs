@@ -44,8 +44,8 @@ fn verify_blobs(
 /// SQLite does not step two statements of one connection at once, and this way the blobs
 /// are re-hashed on one core while `beside` (the b-tree check) reads on the other. Returns
 /// `(blobs, what beside returned)`; `blobs` is `None` when no reader could be opened (or
-/// the portable paths are forced): then nothing was re-hashed. When `beside` raises, the
-/// pass is stopped and the error raised.
+/// the portable paths are forced), or when SQLite failed the pass: then nothing was
+/// re-hashed. When `beside` raises, the pass is stopped and the error raised.
 #[pyfunction]
 fn verify_blobs_beside(
     py: Python<'_>,
@@ -77,8 +77,9 @@ fn verify_blobs_beside(
             stop.store(true, Ordering::Relaxed);
         }
         let blobs = py.allow_threads(|| pass.join().expect("the blob pass does not panic"));
-        let done = done?;
-        Ok((Some(blobs?), done))
+        // A pass the file's SQLite stopped (a page it cannot read) re-hashed nothing: the
+        // caller's b-tree check says why, or the pass on its connection raises as before.
+        Ok((blobs.ok(), done?))
     })
 }
 

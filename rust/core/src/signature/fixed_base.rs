@@ -53,12 +53,12 @@ impl FixedBase {
             }
             match digit {
                 0 => {}
-                d if d > 0 => *acc += row[d as usize - 1],
-                d => *acc -= row[(-d) as usize - 1],
+                d if d > 0 => *acc += &row[d as usize - 1],
+                d => *acc -= &row[(-d) as usize - 1],
             }
         }
         if carry == 1 {
-            *acc += self.top;
+            *acc += &self.top;
         }
     }
 }
