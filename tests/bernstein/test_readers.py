@@ -6,10 +6,6 @@ on a clean ledger and on one whose stored blobs were damaged."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +15,7 @@ from agentledger import Ledger, _core
 from agentledger.bernstein import import_workdir
 from agentledger.storage import native
 
+from ..verify_process import verify_json
 from .bernstein_testkit import SHAPES, SHAPES_SIGNERS, copy_workdir, private_key_file
 
 
@@ -56,21 +53,14 @@ def test_readers_open_only_inside_a_read_transaction_that_nothing_wrote_after(
 def _verify(
     path: Path, tmp_path: Path, *, portable: bool, strict: bool
 ) -> tuple[int, dict[str, Any]]:
-    agentledger = Path(sys.executable).with_name("agentledger")
-    command = [str(agentledger), "--home", str(tmp_path / "home"), "--ledger", str(path)]
-    command += ["verify", "--json", "--jobs", "2"]
+    args = ["--jobs", "2"]
     if strict:
         key = private_key_file(SHAPES, tmp_path / "audit.key")
-        command += ["--audit-key", str(key)]
-        command += [arg for signer in SHAPES_SIGNERS for arg in ("--trust", signer)]
+        args += ["--audit-key", str(key)]
+        args += [arg for signer in SHAPES_SIGNERS for arg in ("--trust", signer)]
     else:
-        command += ["--compat", "bernstein"]
-    env = dict(os.environ, AGENTLEDGER_PORTABLE="1" if portable else "0")
-    done = subprocess.run(command, capture_output=True, env=env, check=False)
-    report: dict[str, Any] = json.loads(done.stdout)
-    for timing in ("elapsed_s", "entries_per_s", "verified_at"):
-        report.pop(timing, None)
-    return done.returncode, report
+        args += ["--compat", "bernstein"]
+    return verify_json(path, tmp_path / "home", *args, portable=portable)
 
 
 def test_verdicts_with_readers_equal_the_one_connection_reference(tmp_path: Path) -> None:

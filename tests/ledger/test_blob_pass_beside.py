@@ -5,10 +5,6 @@ file no reader can be opened on, gives): both must find the same, blob by blob."
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +14,7 @@ from agentledger import Ledger, _core
 from agentledger.storage import btree_check, native
 from agentledger.verify.blobs import ALL_CHUNKS
 
+from ..verify_process import verify_json
 from .test_tamper import CASES, build
 
 BLOB_CASES = sorted(case for case in CASES if case.startswith("blob"))
@@ -63,14 +60,7 @@ def test_an_error_beside_stops_the_pass_and_is_raised(ledger_path: Path) -> None
 
 
 def _verify(path: Path, home: Path, portable: bool) -> tuple[int, dict[str, Any]]:
-    agentledger = Path(sys.executable).with_name("agentledger")
-    command = [str(agentledger), "--home", str(home), "--ledger", str(path), "verify", "--json"]
-    env = dict(os.environ, AGENTLEDGER_PORTABLE="1" if portable else "0")
-    done = subprocess.run(command, capture_output=True, env=env, check=False)
-    report: dict[str, Any] = json.loads(done.stdout)
-    for timing in ("elapsed_s", "entries_per_s", "verified_at"):
-        report.pop(timing, None)
-    return done.returncode, report
+    return verify_json(path, home, portable=portable)
 
 
 def test_whole_verify_reports_equal_the_reference(ledger_path: Path, tmp_path: Path) -> None:
