@@ -13,7 +13,7 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from agentledger import _core
@@ -94,8 +94,12 @@ def agree(segments: list[tuple[str, bytes]], master: bytes | None) -> reference.
     got = verify_audit(segments, master)
     assert rust_shape(got) == reference_shape(expected)
     assert got.authenticated is (master is not None)
+    # A record audits a journal row only through a 64-bit index: any other value, an
+    # integer past either end included, leaves it unindexed.
     unindexed = [
-        r.line for r in got.walked if type(r.journal_index) is not int or r.journal_index >= 2**63
+        r.line
+        for r in got.walked
+        if type(r.journal_index) is not int or not -(2**63) <= r.journal_index < 2**63
     ]
     assert [r.line for r in got.unindexed] == unindexed
     return expected
@@ -432,6 +436,16 @@ def damage(lines: list[bytes], at: int, how: str, junk: bytes) -> list[bytes]:
     cuts=st.lists(st.integers(0, 8), max_size=2),
     unterminated=st.booleans(),
     master=st.sampled_from([None, MASTER, b"wrong"]),
+)
+@example(  # an index one below the 64-bit range: unindexed, as one above it is
+    records=[
+        {"event_type": "activity.result", "details": {"journal_index": -(2**63) - 1}},
+        {"event_type": "activity.result", "details": {"journal_index": -(2**63)}},
+    ],
+    damages=[],
+    cuts=[],
+    unterminated=False,
+    master=None,
 )
 def test_the_rust_walk_is_the_python_walk_on_damaged_chains(
     records: list[dict[str, Any]],
