@@ -38,6 +38,7 @@ from agentledger.bernstein.audit_tears import unresolved_damage
 from agentledger.bernstein.format import AUDIT_DIR, LINEAGE_DIR, LINEAGE_LOG, SPKI_ED25519_PREFIX
 from agentledger.bernstein.lineage_activity import NotReproduced, lineage_activity
 from agentledger.bernstein.seal import (
+    PrefixLeaves,
     SealCheck,
     SealUnreadable,
     check_seal,
@@ -109,6 +110,8 @@ class AuditFolder:
     chain: AuditChain | None = None
     """The segments' walk, when done: a clean one makes every line a canonical record."""
     _origin_count: tuple[str | None, int] | None = None
+    leaves: PrefixLeaves = field(default_factory=PrefixLeaves)
+    """The day files' prefix leaves, hashed once for the seals and the checkpoints."""
 
     def origin_and_count(self) -> tuple[str | None, int]:
         """The chain's origin and record count (``checkpoints.origin_and_count``), once. On
@@ -194,7 +197,7 @@ def newest_seal(folder: AuditFolder, workdir: Workdir) -> SealCheck | str | None
         doc = parse_seal(workdir.read(path) or b"")
     except SealUnreadable as exc:
         return f"{path}: {exc}"
-    return check_seal(path, doc, folder.live)
+    return check_seal(path, doc, folder.live, folder.leaves)
 
 
 # ---- witness co-signatures -------------------------------------------------------------
@@ -401,7 +404,9 @@ def _checkpoint_pillar(folder: AuditFolder, master: bytes | None) -> Pillar:
     if last is None:
         return pillar
     try:
-        conflicts = cp.check_extension(last, folder.snapshot, folder.origin_and_count())
+        conflicts = cp.check_extension(
+            last, folder.snapshot, folder.origin_and_count(), folder.leaves
+        )
     except (ValueError, TypeError, AttributeError) as exc:
         pillar.ok = False
         pillar.problems.append(f"bernstein's verifier raises on the checkpoint: {exc}")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentledger.bernstein.format import AUDIT_DIR
-from agentledger.bernstein.seal import leaf_digest, merkle_root
+from agentledger.bernstein.seal import PrefixLeaves, merkle_root
 
 CHECKPOINTS_DIR = f"{AUDIT_DIR}/checkpoints"
 LEDGER = f"{CHECKPOINTS_DIR}/checkpoints.jsonl"
@@ -187,11 +187,14 @@ def check_extension(
     checkpoint: dict[str, Any],
     snapshot: list[tuple[str, bytes]],
     origin_count: tuple[str | None, int] | None = None,
+    prefix_leaves: PrefixLeaves | None = None,
 ) -> list[Conflict]:
     """Whether ``snapshot`` (the chain's segments in order, archives under their live
     names) extends ``checkpoint``; ``origin_count`` is ``origin_and_count(snapshot)`` when
     known. ``ValueError``/``TypeError`` where bernstein's own check raises on the
-    checkpoint's values (it verifies nothing then)."""
+    checkpoint's values (it verifies nothing then). ``prefix_leaves``: the prefix leaves the
+    seals' check already hashed."""
+    leaf_of = PrefixLeaves() if prefix_leaves is None else prefix_leaves
     conflicts: list[Conflict] = []
     by_name = dict(snapshot)
     origin, count = origin_count if origin_count is not None else origin_and_count(snapshot)
@@ -213,9 +216,9 @@ def check_extension(
             conflicts.append(
                 Conflict("segment_shrunk", name, f"{byte_len} bytes", f"{len(current)} bytes")
             )
-        elif leaf_digest(current[:byte_len]) != pinned:
+        elif leaf_of(current, byte_len) != pinned:
             conflicts.append(
-                Conflict("segment_prefix_mismatch", name, pinned, leaf_digest(current[:byte_len]))
+                Conflict("segment_prefix_mismatch", name, pinned, leaf_of(current, byte_len))
             )
     if leaves:
         scheme = int(checkpoint.get("scheme", 2) or 2)

@@ -37,6 +37,23 @@ def leaf_digest(data: bytes) -> str:
     return hashlib.sha256(LEAF_TAG + data).hexdigest()
 
 
+class PrefixLeaves:
+    """Scheme-2 leaves of day-file prefixes, each hashed once: the seals and the
+    checkpoints pin the same prefixes of the same bytes. Keyed by the bytes object itself
+    (kept alive here), so a name read twice with other contents is never confused."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[int, int], tuple[bytes, str]] = {}
+
+    def __call__(self, content: bytes, byte_len: int) -> str:
+        """``leaf_digest(content[:byte_len])``."""
+        known = self._known.get((id(content), byte_len))
+        if known is None or known[0] is not content:
+            known = (content, leaf_digest(content[:byte_len]))
+            self._known[(id(content), byte_len)] = known
+        return known[1]
+
+
 def legacy_leaf(content: bytes) -> str:
     """A scheme-1 leaf: the stored ``hmac`` of the last line, else ``H(bytes)``."""
     if not content.strip():
@@ -172,13 +189,13 @@ def check_seal(
     path: str,
     doc: dict[str, Any],
     files: dict[str, bytes],
-    leaves_seen: dict[tuple[str, int], str] | None = None,
+    prefix_leaves: PrefixLeaves | None = None,
 ) -> SealCheck:
     """Check ``doc`` (the newest seal, at ``path``) against ``files``: each live day file's
     bytes by name (``2026-01-01.jsonl``). Mirrors bernstein's ``verify_merkle``.
-    ``leaves_seen`` caches prefix leaves across seals (a day file sealed again at the same
-    length is hashed once)."""
-    leaves_seen = {} if leaves_seen is None else leaves_seen
+    ``prefix_leaves`` remembers prefix leaves across seals and checkpoints (a day file
+    sealed again at the same length is hashed once)."""
+    leaf_of = PrefixLeaves() if prefix_leaves is None else prefix_leaves
     check = SealCheck(path, str(doc.get("root_hash", "")))
     scheme = seal_scheme(doc)
     leaves: list[dict[str, Any]] = doc.get("leaves", [])
@@ -206,8 +223,7 @@ def check_seal(
                     )
                 )
                 continue
-            digest = leaves_seen.get((name, byte_len)) or leaf_digest(content[:byte_len])
-            leaves_seen[(name, byte_len)] = digest
+            digest = leaf_of(content, byte_len)
             check.post_seal_rows += _rows(content[byte_len:])
         recomputed[name] = digest
         if digest != leaf["hash"]:

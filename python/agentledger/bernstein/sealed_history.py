@@ -203,7 +203,6 @@ def _seals(workdir: Workdir, folder: AuditFolder, out: SealedHistory) -> str | N
     """Every seal must still hold (the log only grows); only the newest must name every
     day file. Returns the newest seal's root."""
     newest_root = None
-    leaves_seen: dict[tuple[str, int], str] = {}
     for position, path in enumerate(folder.seal_files):
         try:
             doc = parse_seal(workdir.read(path) or b"")
@@ -212,7 +211,7 @@ def _seals(workdir: Workdir, folder: AuditFolder, out: SealedHistory) -> str | N
                 Finding("bernstein.seal.unreadable", "a seal document", str(exc), path)
             )
             continue
-        check = check_seal(path, doc, folder.live, leaves_seen)
+        check = check_seal(path, doc, folder.live, folder.leaves)
         if position == 0:
             newest_root = check.root_hash
         for problem in check.problems:
@@ -280,7 +279,9 @@ def _checkpoints(
             )
         )
     try:
-        conflicts = cp.check_extension(last, folder.snapshot, folder.origin_and_count())
+        conflicts = cp.check_extension(
+            last, folder.snapshot, folder.origin_and_count(), folder.leaves
+        )
     except (ValueError, TypeError, AttributeError) as exc:
         out.findings.append(
             Finding("bernstein.checkpoint.line", "usable values", str(exc), cp.LEDGER)
