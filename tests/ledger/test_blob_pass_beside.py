@@ -102,3 +102,27 @@ def test_a_page_the_pass_cannot_read_leaves_the_b_tree_finding_to_speak(
     code, report = beside
     assert code == 2
     assert {d["check"] for d in report["workspace"]} == {"schema.btree"}
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_one_job_rehashes_on_the_verify_s_own_thread(
+    ledger_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    # `--jobs 1` asks for one thread: the pass then runs after SQLite's check, on the
+    # verify's connection, and finds the same.
+    from agentledger.verify import VerifyOptions, blobs
+
+    beside = blobs.rehash_beside
+    calls: list[int] = []
+
+    def counted(conn: Any, work: Any) -> Any:
+        calls.append(1)
+        return beside(conn, work)
+
+    monkeypatch.setattr(blobs, "rehash_beside", counted)
+    build(ledger_path)
+    with Ledger.open(ledger_path, readonly=True) as ledger:
+        report = ledger.verify(options=VerifyOptions(jobs=jobs))
+    assert report.code == 0
+    assert report.blobs_checked >= 3
+    assert calls == ([] if jobs == 1 else [1])

@@ -158,10 +158,11 @@ def _verify(
         # in this snapshot: it may have changed since the file was opened) and its indexes
         # hold exactly their tables' rows: until then no other SQL's answer is used. A
         # whole pass checks the entries' indexes from its own read of every row
-        # (btree_check), and re-hashes every blob while SQLite checks the other tables.
+        # (btree_check), and re-hashes every blob while SQLite checks the other tables
+        # (on a thread of its own: not with --jobs 1).
         whole_pass = run_ids is None and not options.incremental
         refused, folded, rehashed = _untrusted_storage(
-            ledger, conn, whole_pass, rehash=run_ids is None
+            ledger, conn, whole_pass, rehash=run_ids is None and options.jobs != 1
         )
         if not refused:
             ctx = _context(ledger, conn, run_ids, options, report, remembered)
