@@ -177,15 +177,16 @@ def _wait_until_open(pid: int, path: Path) -> bool:
     return False
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])  # 2: the blob pass runs beside the b-tree check
 def test_130_ctrl_c_during_verify_leaves_the_ledger_untouched(
-    tmp_path: Path, env: dict[str, str]
+    tmp_path: Path, env: dict[str, str], jobs: str
 ) -> None:
     path = Path(env["AGENTLEDGER_LEDGER"])
     with Ledger.open(path) as ledger:
         build_workspace(ledger, 4000)
     before = state(path)
     process = subprocess.Popen(
-        [str(AGENTLEDGER), "verify", "--jobs", "1"],
+        [str(AGENTLEDGER), "verify", "--jobs", jobs],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -4,6 +4,8 @@
 //! on its connection meanwhile.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
+use std::time::Duration;
 
 use agentledger_core::blob_check::{BlobCheck, BlobFinding};
 use pyo3::prelude::*;
@@ -45,7 +47,8 @@ fn verify_blobs(
 /// are re-hashed on one core while `beside` (the b-tree check) reads on the other. Returns
 /// `(blobs, what beside returned)`; `blobs` is `None` when no reader could be opened (or
 /// the portable paths are forced), or when SQLite failed the pass: then nothing was
-/// re-hashed. When `beside` raises, the pass is stopped and the error raised.
+/// re-hashed. When `beside` raises, or Ctrl-C comes while the pass ends, the pass is
+/// stopped and the error raised.
 #[pyfunction]
 fn verify_blobs_beside(
     py: Python<'_>,
@@ -64,15 +67,25 @@ fn verify_blobs_beside(
     let mut statement = reader.connection().prepare(sql)?;
     drop(connection); // `beside` uses it
     let stop = AtomicBool::new(false);
+    let finished = (Mutex::new(false), Condvar::new());
     std::thread::scope(|threads| {
         let pass = threads.spawn(|| {
             let mut holding = Stoppable {
                 held: reader.connection().lock(),
                 stop: &stop,
             };
-            rehash(&mut statement, vec![Vec::new()], &mut holding)
+            let blobs = rehash(&mut statement, vec![Vec::new()], &mut holding);
+            *finished.0.lock().unwrap_or_else(PoisonError::into_inner) = true;
+            finished.1.notify_all();
+            blobs
         });
-        let done = beside.call0(py);
+        let mut done = beside.call0(py);
+        // Ctrl-C is looked at while the pass ends (a large store takes a while).
+        while done.is_ok() && !py.allow_threads(|| wait_for(&finished, SIGNALS_EVERY)) {
+            if let Err(interrupted) = py.check_signals() {
+                done = Err(interrupted);
+            }
+        }
         if done.is_err() {
             stop.store(true, Ordering::Relaxed);
         }
@@ -81,6 +94,18 @@ fn verify_blobs_beside(
         // caller's b-tree check says why, or the pass on its connection raises as before.
         Ok((blobs.ok(), done?))
     })
+}
+
+/// How often the caller looks at Ctrl-C while it waits for the pass beside it.
+const SIGNALS_EVERY: Duration = Duration::from_millis(50);
+
+/// Whether `flag` was set within `timeout`.
+fn wait_for((flag, changed): &(Mutex<bool>, Condvar), timeout: Duration) -> bool {
+    let set = flag.lock().unwrap_or_else(PoisonError::into_inner);
+    let (set, _) = changed
+        .wait_timeout_while(set, timeout, |set| !*set)
+        .unwrap_or_else(PoisonError::into_inner);
+    *set
 }
 
 /// How a pass holds its connection between two rows.
