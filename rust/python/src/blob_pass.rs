@@ -8,9 +8,8 @@ use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 use agentledger_core::blob_check::{BlobCheck, BlobFinding};
-use pyo3::prelude::*;
-
 use pyo3::exceptions::PyKeyboardInterrupt;
+use pyo3::prelude::*;
 
 use crate::sqlite::{ApswConnection, Held, Param, Reading, Statement};
 
