@@ -8,6 +8,7 @@ none of it): X.509, RFC 3161 and the seals' machinery stay unloaded for it.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -150,11 +151,11 @@ def check_run_receipts(
 ) -> set[str]:
     """Each run's signed receipt, where it has one, against its journal
     (``run_receipts.py``): a cut or changed tail. Returns the runs with a receipt."""
-    wanted = {receipt_path(imported[r.run_id]): r for r in results if r.has_journal}
-    present = sorted(set(wanted) & _files_named(ctx, RUNS_DIR, f"%/{RECEIPT_NAME}"))
-    workdir.prefetch(present)
-    for path in present:
-        result = wanted[path]
+    held = _held_per_run(
+        ctx, results, lambda r: receipt_path(imported[r.run_id]), RUNS_DIR, f"%/{RECEIPT_NAME}"
+    )
+    workdir.prefetch(list(held))
+    for path, result in held.items():
         claim = read_claim(workdir.read(path) or b"")
         if isinstance(claim, str):
             ctx.diverged(
@@ -171,12 +172,12 @@ def check_run_receipts(
                      f"{claim.rows} rows, head {claim.head}", problem, path),
             )  # fmt: skip
     notes: list[str] | None = getattr(ctx.report, "notes", None)
-    if present and notes is not None:
+    if held and notes is not None:
         notes.append(
-            f"bernstein: {len(present)} run receipt(s) compared with their journals (rows "
+            f"bernstein: {len(held)} run receipt(s) compared with their journals (rows "
             "and head); their signatures are not checked here"
         )
-    return {wanted[path].run_id for path in present}
+    return {result.run_id for result in held.values()}
 
 
 def check_lineage(
@@ -189,12 +190,12 @@ def check_lineage(
     """Each run's lineage spine as bernstein verifies it, and the run's journal as the
     spine sealed it (``lineage.py``): other bytes since are a finding. Returns the runs
     whose journal a spine seals."""
-    wanted = {spine_path(r.run_id): r for r in results if r.has_journal}
-    present = sorted(set(wanted) & _files_named(ctx, LINEAGE_DIR, f"{LINEAGE_DIR}/%/spine.jsonl"))
-    workdir.prefetch([*present, *(spine_head_path(wanted[p].run_id) for p in present)])
+    held = _held_per_run(
+        ctx, results, lambda r: spine_path(r.run_id), LINEAGE_DIR, f"{LINEAGE_DIR}/%/spine.jsonl"
+    )
+    workdir.prefetch([*held, *(spine_head_path(r.run_id) for r in held.values())])
     sealed_runs = set()
-    for path in present:
-        result = wanted[path]
+    for path, result in held.items():
         spine = workdir.read(path) or b""
         head_file = workdir.read(spine_head_path(result.run_id))
         for reason in spine_problems(spine, head_file, master):
@@ -232,12 +233,12 @@ def check_seal_anchors(
 ) -> set[str]:
     """Each run's seal anchor against its journal head (``seal_anchors.py``). Returns the
     runs with one."""
-    wanted = {seal_anchor_path(imported[r.run_id]): r for r in results if r.has_journal}
-    present = sorted(set(wanted) & _files_named(ctx, RUNS_DIR, f"%/{ANCHOR_NAME}"))
-    trusted = _tsa_bundle(ctx) if present else None
-    workdir.prefetch(present)
-    for path in present:
-        result = wanted[path]
+    held = _held_per_run(
+        ctx, results, lambda r: seal_anchor_path(imported[r.run_id]), RUNS_DIR, f"%/{ANCHOR_NAME}"
+    )
+    trusted = _tsa_bundle(ctx) if held else None
+    workdir.prefetch(list(held))
+    for path, result in held.items():
         for problem in seal_anchor_problems(workdir.read(path) or b"", result.head, trusted):
             ctx.diverged(
                 result.run_id,
@@ -246,17 +247,16 @@ def check_seal_anchors(
                 ),
             )
     notes: list[str] | None = getattr(ctx.report, "notes", None)
-    if present and notes is not None:
+    if held and notes is not None:
         checked = (
             "their RFC 3161 TSAs against the trust bundle, log proofs not checked here"
             if trusted
             else "their TSA signatures (give --tsa-bundle) and log proofs not checked here"
         )
         notes.append(
-            f"bernstein: {len(present)} seal anchor(s) compared with their journals' heads; "
-            + checked
+            f"bernstein: {len(held)} seal anchor(s) compared with their journals' heads; " + checked
         )
-    return {wanted[path].run_id for path in present}
+    return {result.run_id for result in held.values()}
 
 
 def _tsa_bundle(ctx: VerifyContext) -> list[Any] | None:
@@ -270,7 +270,16 @@ def _tsa_bundle(ctx: VerifyContext) -> list[Any] | None:
         raise BadArgument(f"--tsa-bundle {path}: {exc}", code="bad-tsa-bundle") from None
 
 
-def _files_named(ctx: VerifyContext, folder: str, pattern: str) -> set[str]:
-    """The imported files under ``folder`` whose path matches the LIKE ``pattern``."""
+def _held_per_run(
+    ctx: VerifyContext,
+    results: list[_core.BernsteinRun],
+    path_of: Callable[[_core.BernsteinRun], str],
+    folder: str,
+    pattern: str,
+) -> dict[str, _core.BernsteinRun]:
+    """Each run's file at ``path_of(run)`` (runs with a journal) that the import holds, in
+    path order: the files under ``folder`` whose path matches the LIKE ``pattern``."""
     rows = ctx.conn.execute(FILES_NAMED, (f"{folder}/", f"{folder}0", pattern))
-    return {str(path) for (path,) in rows}
+    named = {str(path) for (path,) in rows}
+    wanted = {path_of(r): r for r in results if r.has_journal}
+    return {path: wanted[path] for path in sorted(set(wanted) & named)}

@@ -12,7 +12,7 @@ from agentledger.cas import CHUNK_SIZE, DIGEST, DIGEST_BYTES
 from agentledger.gc import Pruned, pruned_digests
 from agentledger.keys import resolve_trust
 from agentledger.storage import native
-from agentledger.verify.context import VerifyContext
+from agentledger.verify.context import Rehashed, VerifyContext
 from agentledger.verify.results import Divergence
 
 
@@ -150,10 +150,6 @@ def rehash_beside(conn: apsw.Connection, work: Callable[[], T]) -> tuple[Rehashe
     reader could be had (``check_all_blobs`` then re-hashes on ``conn``)."""
     with native.sqlite_errors():
         return _core.verify_blobs_beside(native.handle(conn), ALL_CHUNKS, work)
-
-
-Rehashed = tuple[int, list[tuple[str, str, str, str]]]
-"""``(blobs checked, [(digest, check, expected, actual)])``."""
 
 
 def _check_blobs(ctx: VerifyContext, sql: str, queries: list[tuple[str, ...]]) -> None:

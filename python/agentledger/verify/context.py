@@ -45,6 +45,10 @@ class VerifyOptions:
     """Trusted TSA certificates (PEM): authenticate imported bernstein RFC 3161 anchors."""
 
 
+Rehashed = tuple[int, list[tuple[str, str, str, str]]]
+"""A blob pass's ``(blobs checked, [(digest, check, expected, actual)])``."""
+
+
 @dataclass
 class VerifyContext:
     ledger: LedgerHandle
@@ -68,7 +72,7 @@ class VerifyContext:
     folded_indexes: list[btree_check.IndexSpec] | None = None
     """The ``entries`` indexes the journal pass checks from its own read
     (``btree_check.fold_plan``); None when SQLite's check has done it."""
-    rehashed: tuple[int, list[tuple[str, str, str, str]]] | None = None
+    rehashed: Rehashed | None = None
     """Every blob re-hashed beside SQLite's b-tree check (``blobs.rehash_beside``):
     ``(blobs checked, findings)``; None when the whole blob pass is still to be made."""
     after_snapshot: list[Callable[[], None]] = field(default_factory=list)

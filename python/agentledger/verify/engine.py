@@ -32,7 +32,7 @@ from agentledger.verify import (
 from agentledger.verify import bernstein as bernstein_checks
 from agentledger.verify import log as workspace_log
 from agentledger.verify import phase as phase_checks
-from agentledger.verify.context import VerifyContext, VerifyOptions
+from agentledger.verify.context import Rehashed, VerifyContext, VerifyOptions
 from agentledger.verify.results import Divergence, RunVerdict, TrustedKey, VerifyReport
 
 if TYPE_CHECKING:
@@ -220,7 +220,7 @@ def _new_report(ledger: LedgerHandle, options: VerifyOptions) -> VerifyReport:
 
 def _untrusted_storage(
     ledger: LedgerHandle, conn: apsw.Connection, whole_pass: bool, *, rehash: bool
-) -> tuple[list[Divergence], list[btree_check.IndexSpec] | None, blobs.Rehashed | None]:
+) -> tuple[list[Divergence], list[btree_check.IndexSpec] | None, Rehashed | None]:
     """Why nothing the file's SQL answers can be trusted: its schema is not the one
     agentledger creates, or its b-trees disagree; empty when neither. With ``whole_pass``
     the ``entries`` indexes are left to the journal pass when it can check them (the plan
