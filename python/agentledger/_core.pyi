@@ -628,6 +628,12 @@ class SqliteError(RuntimeError):
 def sqlite_bound() -> bool:
     """Whether apsw has loaded this module as an SQLite extension (``storage/native.py``)."""
 
+def sqlite_rows(
+    connection: apsw.Connection, sql: str, params: Sequence[int | str] = ...
+) -> list[tuple[Any, ...]]:
+    """Every row of ``sql`` with ``params`` bound, as apsw's ``fetchall`` gives them,
+    stepped with the GIL held (``storage/native.py``: ``rows``)."""
+
 def sqlite_readers(connection: apsw.Connection, count: int) -> int:
     """How many of ``count`` read-only connections beside ``connection`` could be opened
     in the snapshot of its current read transaction (``count``, or 0 when refused: no

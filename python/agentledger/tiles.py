@@ -16,8 +16,8 @@ so the tree's arithmetic is written once.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import apsw
 
@@ -157,23 +157,50 @@ def _write_into(
 
 
 _ROWID = "SELECT rowid FROM log_tiles WHERE level = ? AND idx = ?"
+_PAGE = (
+    "SELECT level, idx, hashes FROM log_tiles WHERE (level, idx) > (?, ?) "
+    "ORDER BY level, idx LIMIT ?"
+)
 
 
-def check(conn: apsw.Connection, size: int) -> list[str]:
+Rows = Callable[[apsw.Connection, str, tuple[int, ...]], list[tuple[Any, ...]]]
+"""How a query's rows are read: apsw's ``fetchall`` (``apsw_rows``), or verify's
+``storage.native.rows``, the same rows stepped with the GIL held (``storage`` sits above
+this module)."""
+
+
+def apsw_rows(conn: apsw.Connection, sql: str, params: tuple[int, ...]) -> list[tuple[Any, ...]]:
+    found: list[tuple[Any, ...]] = conn.execute(sql, params).fetchall()
+    return found
+
+
+def stored(
+    conn: apsw.Connection, rows: Rows = apsw_rows, page_rows: int = 256
+) -> Iterator[tuple[int, int, bytes]]:
+    """Every stored tile as ``(level, index, hashes)``, in (level, index) order, read
+    ``page_rows`` tiles at a time by ``rows``: never all at once, nor one call per tile."""
+    after = (-1, -1)
+    while True:
+        page = rows(conn, _PAGE, (*after, page_rows))
+        yield from page
+        if len(page) < page_rows:
+            return
+        after = (page[-1][0], page[-1][1])
+
+
+def check(conn: apsw.Connection, size: int, rows: Rows = apsw_rows) -> list[str]:
     """Whether the stored tiles are exactly those of a tree of ``size`` leaves: each level
     holds the right number of hashes in consecutive full-length tiles, the free slots of
     its edge tile zero, and each hash above level 0 is the root of the full tile below it.
     Then the tiles' root is the root of the level-0 hashes, so a tiles' root equal to the
     entries' root means level 0 holds the entries' leaf hashes. One pass in (level, index)
-    order, keeping only a level's tile roots. Empty when they are."""
+    order, keeping only a level's tile roots, the tiles read by ``rows``. Empty when they
+    are."""
     problems: list[str] = []
-    by_level = itertools.groupby(
-        conn.execute("SELECT level, idx, hashes FROM log_tiles ORDER BY level, idx"),
-        key=lambda row: int(row[0]),
-    )
+    by_level = itertools.groupby(stored(conn, rows), key=lambda row: int(row[0]))
     roots_below: list[bytes] = []
     want_level = 0
-    for level, rows in by_level:
+    for level, level_tiles in by_level:
         want = hashes_at(size, level)
         if level != want_level or not want:
             problems.append(
@@ -182,7 +209,7 @@ def check(conn: apsw.Connection, size: int) -> list[str]:
             return problems
         roots: list[bytes] = []
         expected_index = 0
-        for _, index, data in rows:
+        for _, index, data in level_tiles:
             data = bytes(data) if isinstance(data, bytes) else b""
             used = min(TILE_WIDTH, want - index * TILE_WIDTH) * HASH_LEN
             if index != expected_index or used <= 0:

@@ -29,6 +29,7 @@ CALLS = {
         "_core.bernstein_check(CONN, [], _core.BernsteinOptions(), files=('SELECT 1', 'f', 0))"
     ),
     "BernsteinStoreIndex": "_core.BernsteinStoreIndex(CONN, 'SELECT 1', 0)",
+    "sqlite_rows": "_core.sqlite_rows(CONN, 'SELECT 1')",
 }
 
 

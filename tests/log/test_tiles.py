@@ -10,6 +10,7 @@ import pytest
 
 from agentledger import _core, tiles
 from agentledger.errors import LedgerError
+from agentledger.storage import native
 from agentledger.storage.migrations import migrate
 
 LEAVES = 66_000  # past 256 * 256: three levels
@@ -46,6 +47,19 @@ def test_appends_in_any_batches_store_the_same_tiles_as_one_append(
     query = "SELECT level, idx, hashes FROM log_tiles ORDER BY level, idx"
     assert list(conn.execute(query)) == list(whole.execute(query))
     assert tiles.check(conn, LEAVES) == []
+
+
+@pytest.mark.parametrize("rows", [tiles.apsw_rows, native.rows])
+@pytest.mark.parametrize("page_rows", [1, 2, 3, 260, 261, 262, None])
+def test_the_tiles_read_a_page_at_a_time_are_all_the_tiles_in_order(
+    grown: tuple[apsw.Connection, bytes], page_rows: int | None, rows: tiles.Rows
+) -> None:
+    conn, _ = grown
+    query = "SELECT level, idx, hashes FROM log_tiles ORDER BY level, idx"
+    everything = conn.execute(query).fetchall()
+    assert len(everything) == 261  # 258 + 2 + 1: past one default page
+    pages = {} if page_rows is None else {"page_rows": page_rows}
+    assert list(tiles.stored(conn, rows, **pages)) == everything
 
 
 @pytest.mark.parametrize("size", [1, 2, 255, 256, 257, 65_535, 65_536, 65_537, LEAVES])

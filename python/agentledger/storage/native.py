@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from typing import Any
 
 import apsw
 
@@ -68,3 +69,14 @@ def sqlite_errors() -> Iterator[None]:
         failure = apsw.exception_for(code)
         failure.args = (message,)
         raise failure from None
+
+
+def rows(
+    conn: apsw.Connection, sql: str, params: tuple[int | str, ...] = ()
+) -> list[tuple[Any, ...]]:
+    """Every row of ``sql`` on ``conn``, stepped by Rust with the GIL held: what apsw's
+    ``execute(...).fetchall()`` returns, without letting the GIL go at each row (beside a
+    busy Python thread, each such row waits for that thread's switch interval). For
+    results the caller holds in memory anyway, or reads a page at a time."""
+    with sqlite_errors():
+        return _core.sqlite_rows(handle(conn), sql, list(params))

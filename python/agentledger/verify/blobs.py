@@ -22,7 +22,8 @@ def check_referenced_blobs(ctx: VerifyContext) -> None:
         return
     present = {
         row[0]
-        for row in ctx.conn.execute(
+        for row in native.rows(
+            ctx.conn,
             "SELECT digest FROM blobs WHERE digest IN (SELECT value FROM json_each(?))",
             (_json_list(sorted(ctx.referenced)),),
         )

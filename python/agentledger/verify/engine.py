@@ -17,7 +17,7 @@ from agentledger import _core
 from agentledger.errors import AgentLedgerError, ExitCode, LedgerError
 from agentledger.keys import read_trust_file, trust_values
 from agentledger.signer_memory import Remembered, SignerMemory
-from agentledger.storage import btree_check
+from agentledger.storage import btree_check, native
 from agentledger.storage.migrations import SCHEMA_VERSION
 from agentledger.verify import (
     audit,
@@ -280,8 +280,8 @@ def _context(
 ) -> VerifyContext:
     heads = {
         run_id: (head_seq, head_hash)
-        for run_id, head_seq, head_hash in conn.execute(
-            "SELECT run_id, head_seq, head_hash FROM runs ORDER BY ordinal"
+        for run_id, head_seq, head_hash in native.rows(
+            conn, "SELECT run_id, head_seq, head_hash FROM runs ORDER BY ordinal"
         )
     }
     selected = list(heads) if run_ids is None else list(dict.fromkeys(run_ids))

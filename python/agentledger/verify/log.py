@@ -358,7 +358,7 @@ def _check_tiles(
 ) -> bool:
     """The stored tree is the tree of the entries: every tile on a full verify, its root
     on an incremental one."""
-    problems = tiles.check(ctx.conn, state.size) if full else []
+    problems = tiles.check(ctx.conn, state.size, native.rows) if full else []
     if not problems:
         try:
             if reader.root(state.size) != root:

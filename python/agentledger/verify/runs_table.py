@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agentledger.storage import native
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
 
@@ -39,7 +40,9 @@ def check_ordinals(ctx: VerifyContext) -> None:
     """Ordinals only order the listing, but they must be exactly 1..N: no value is loose."""
     if not ctx.whole:
         return
-    ordinals = [row[0] for row in ctx.conn.execute("SELECT ordinal FROM runs ORDER BY ordinal")]
+    ordinals = [
+        row[0] for row in native.rows(ctx.conn, "SELECT ordinal FROM runs ORDER BY ordinal")
+    ]
     if ordinals != list(range(1, len(ordinals) + 1)):
         ctx.diverged(
             None,

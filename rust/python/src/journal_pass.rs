@@ -1,14 +1,15 @@
 //! The journal pass straight from SQLite: rows are read through the open apsw connection
 //! (same transaction) into batches on the calling thread, while a second thread verifies
 //! the batch before on the rayon pool. No Python object is made per row, at most
-//! `IN_FLIGHT` batches exist at once, and the GIL is taken only between batches (progress,
-//! Ctrl-C). One call: what the pass gathers (findings, run summaries, referenced digests,
+//! `IN_FLIGHT` batches exist at once, and the GIL is taken only between batches, at most
+//! every `LOOK_EVERY` (progress, Ctrl-C). One call: what the pass gathers (findings, run summaries, referenced digests,
 //! marked rows, the rebuilt log) comes back as one `JournalPass`, and nothing of it stays
 //! in Rust between calls.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use agentledger_core::index_agreement::Cell;
 use agentledger_core::journal::{
@@ -27,6 +28,8 @@ use crate::pools::pool;
 use crate::sqlite::{ApswConnection, Connection, Held, Param, Reading, Statement};
 
 const IN_FLIGHT: usize = 2;
+/// The least time between two looks at progress and Ctrl-C.
+const LOOK_EVERY: Duration = Duration::from_millis(50);
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verify_journal, m)?)?;
@@ -128,7 +131,14 @@ fn verify_journal(
                 })
             });
             let mut reported = 0;
-            let mut report_progress = || -> PyResult<()> {
+            let mut looked = Instant::now();
+            let mut report_progress = |now: bool| -> PyResult<()> {
+                // Taking the GIL back can wait for a busy Python thread's switch interval:
+                // done at most every LOOK_EVERY, not once a batch.
+                if !now && looked.elapsed() < LOOK_EVERY {
+                    return Ok(());
+                }
+                looked = Instant::now();
                 Python::with_gil(|py| {
                     py.check_signals()?;
                     let done = verified.load(Ordering::Acquire);
@@ -153,7 +163,9 @@ fn verify_journal(
                 fresh,
                 |batch| {
                     send.send(batch).is_ok()
-                        && report_progress().map_err(|err| stopped = Some(err)).is_ok()
+                        && report_progress(false)
+                            .map_err(|err| stopped = Some(err))
+                            .is_ok()
                 },
             );
             drop(send);
@@ -171,7 +183,7 @@ fn verify_journal(
                 return Err(err);
             }
             let scans = scans.transpose()?;
-            report_progress()?;
+            report_progress(true)?;
             Ok::<_, PyErr>((report, scans))
         })
     })?;

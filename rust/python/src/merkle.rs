@@ -2,8 +2,8 @@
 //! `consistency_proof`, `verify_consistency`, the proofs' leaf ranges and
 //! `IncrementalMerkleTree` (the same over the stored tiles: `tiles.rs`).
 //!
-//! Leaves and proofs are copied into one Rust buffer under the GIL, then hashed with the
-//! GIL released. Sizes and indices that are not in `0..2**64` make generation raise
+//! Leaves and proofs are copied into one Rust buffer under the GIL, then hashed, with the
+//! GIL released when there are many of them ([`RELEASE_GIL_FROM`]). Sizes and indices that are not in `0..2**64` make generation raise
 //! `ValueError` and verification return `False`; a non-integer is a `TypeError`.
 
 use agentledger_core::merkle::{self, Hash, HashAlg, IncrementalTree, HASH_LEN};
@@ -25,6 +25,21 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(consistency_proof_ranges, m)?)?;
     m.add_class::<IncrementalMerkleTree>()?;
     Ok(())
+}
+
+/// Trees over at least this many bytes of leaves or hashes are worked on with the GIL
+/// released. Below, the work (a tile's root: tens of microseconds; a proof's check: a few)
+/// costs less than taking the GIL back can: beside a busy Python thread that waits up to
+/// the thread's switch interval (5 ms), which made a verify's 800 tile roots take seconds.
+const RELEASE_GIL_FROM: usize = 64 * 1024;
+
+/// `work()`, with the GIL released when it is over `bytes` of at least [`RELEASE_GIL_FROM`].
+fn hashing<T: Send>(py: Python<'_>, bytes: usize, work: impl FnOnce() -> T + Send) -> T {
+    if bytes >= RELEASE_GIL_FROM {
+        py.allow_threads(work)
+    } else {
+        work()
+    }
 }
 
 fn hash_alg(name: &str) -> PyResult<HashAlg> {
@@ -94,7 +109,7 @@ fn merkle_root<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let alg = hash_alg(hash)?;
     let leaves = FlatBytes::from_sequence(py, leaves, "leaves")?;
-    let root = py.allow_threads(|| merkle::root(alg, &leaves.slices()));
+    let root = hashing(py, leaves.data.len(), || merkle::root(alg, &leaves.slices()));
     Ok(PyBytes::new(py, &root))
 }
 
@@ -118,7 +133,7 @@ fn merkle_root_of_hashes<'py>(
         .chunks_exact(HASH_LEN)
         .map(|chunk| chunk.try_into().expect("chunks of HASH_LEN"))
         .collect();
-    let root = py.allow_threads(|| merkle::root_of_leaf_hashes(alg, &nodes));
+    let root = hashing(py, hashes.len(), || merkle::root_of_leaf_hashes(alg, &nodes));
     Ok(PyBytes::new(py, &root))
 }
 
@@ -138,9 +153,10 @@ fn inclusion_proof<'py>(
             leaves.ends.len()
         )));
     };
-    let proof = py
-        .allow_threads(|| merkle::inclusion_proof(alg, &leaves.slices(), index_u64))
-        .map_err(to_py)?;
+    let proof = hashing(py, leaves.data.len(), || {
+        merkle::inclusion_proof(alg, &leaves.slices(), index_u64)
+    })
+    .map_err(to_py)?;
     Ok(hashes_to_py(py, &proof))
 }
 
@@ -162,7 +178,7 @@ fn verify_inclusion(
     let (Some(index), Some(size)) = (u64_arg(index, "index")?, u64_arg(size, "size")?) else {
         return Ok(false);
     };
-    Ok(py.allow_threads(|| {
+    Ok(hashing(py, leaf.len() + proof.data.len(), || {
         merkle::verify_inclusion(alg, &leaf, index, size, &proof.slices(), &root)
     }))
 }
@@ -183,9 +199,10 @@ fn consistency_proof<'py>(
             leaves.ends.len()
         )));
     };
-    let proof = py
-        .allow_threads(|| merkle::consistency_proof(alg, &leaves.slices(), old_size_u64))
-        .map_err(to_py)?;
+    let proof = hashing(py, leaves.data.len(), || {
+        merkle::consistency_proof(alg, &leaves.slices(), old_size_u64)
+    })
+    .map_err(to_py)?;
     Ok(hashes_to_py(py, &proof))
 }
 
@@ -210,7 +227,7 @@ fn verify_consistency(
     ) else {
         return Ok(false);
     };
-    Ok(py.allow_threads(|| {
+    Ok(hashing(py, proof.data.len(), || {
         merkle::verify_consistency(
             alg,
             old_size,

@@ -19,6 +19,7 @@ use crate::errors::Error;
 
 mod apsw_connection;
 mod reader;
+mod rows;
 
 pub use apsw_connection::ApswConnection;
 pub use reader::OwnedConnection;
@@ -28,6 +29,7 @@ static BOUND: AtomicBool = AtomicBool::new(false);
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sqlite_bound, m)?)?;
     m.add_function(wrap_pyfunction!(sqlite_readers, m)?)?;
+    m.add_function(wrap_pyfunction!(rows::sqlite_rows, m)?)?;
     Ok(())
 }
 
