@@ -225,7 +225,7 @@ class LedgerWorkdir:
         self.conn = conn
         self.blobs = blobs
         self.runs: dict[str, str] = dict(
-            conn.execute("SELECT run_id, path FROM bernstein_runs").fetchall()
+            native.rows(conn, "SELECT run_id, path FROM bernstein_runs")
         )
         self.cache: dict[str, bytes] = {}
         """Bytes by path, from ``prefetch``."""

@@ -32,6 +32,7 @@ from agentledger.bernstein.verifier import check_ledger
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
 from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
+from agentledger.storage import native
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
 
@@ -118,7 +119,7 @@ def _imported_runs(
     finding); a row the chain does not pin is ``bernstein.anchor.missing``."""
     rows = {
         str(run_id): str(path)
-        for run_id, path in ctx.conn.execute("SELECT run_id, path FROM bernstein_runs")
+        for run_id, path in native.rows(ctx.conn, "SELECT run_id, path FROM bernstein_runs")
     }
     pinned: dict[str, str] = {}
     for run_id, (_seq, body) in pins.items():
@@ -305,9 +306,11 @@ def _parse_key(text: str, label: str) -> bytes:
 
 
 def _bodies(ctx: VerifyContext, kind: str) -> list[tuple[str, int, dict[str, Any]]]:
-    rows = ctx.conn.execute(
-        "SELECT run_id, seq, bytes FROM entries WHERE kind = ? ORDER BY run_id, seq", (kind,)
-    ).fetchall()
+    rows = native.rows(
+        ctx.conn,
+        "SELECT run_id, seq, bytes FROM entries WHERE kind = ? ORDER BY run_id, seq",
+        (kind,),
+    )
     out = []
     for run_id, seq, raw in rows:
         try:
@@ -335,7 +338,7 @@ def _check_journal_anchors(
 ) -> None:
     """Each run's ``import.bernstein`` entry (``pins``) pins the digest of the journal
     bytes held."""
-    held_imports = dict(ctx.conn.execute("SELECT run_id, import_id FROM bernstein_runs"))
+    held_imports = dict(native.rows(ctx.conn, "SELECT run_id, import_id FROM bernstein_runs"))
     for result in results:
         run_id = result.run_id
         path = imported[run_id]

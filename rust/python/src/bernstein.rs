@@ -20,6 +20,7 @@ use agentledger_bernstein::mirror::RecordsByRun;
 
 use crate::bernstein_audit::BernsteinAuditMirror;
 use crate::errors::Error;
+use crate::interrupts::Looks;
 use crate::pools::pool;
 use crate::pyjson::py_text as text;
 use crate::sqlite::{Connection, Held, OwnedConnection, Param, Statement};
@@ -293,12 +294,12 @@ pub(crate) fn verify_in_ledger(
         paths,
         index,
     };
-    let verdicts = verify_with(&ledger, &run_ids, options, audit, |n| {
-        // Ctrl-C is seen between two journals (every 64th, to keep the GIL away).
-        if n % 64 == 63 {
-            Python::with_gil(|py| py.check_signals())
-        } else {
-            Ok(())
+    let mut looks = Looks::new();
+    let verdicts = verify_with(&ledger, &run_ids, options, audit, |_| {
+        // Ctrl-C is seen between two journals, at most every `LOOK_EVERY`.
+        match looks.due() {
+            true => Python::with_gil(|py| py.check_signals()),
+            false => Ok(()),
         }
     })?;
     Ok(finish(verdicts, ids))

@@ -11,6 +11,7 @@ use agentledger_core::blob_check::{BlobCheck, BlobFinding};
 use pyo3::exceptions::PyKeyboardInterrupt;
 use pyo3::prelude::*;
 
+use crate::interrupts::LOOK_EVERY;
 use crate::sqlite::{ApswConnection, Held, Param, Reading, Statement};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -80,7 +81,7 @@ fn verify_blobs_beside(
         });
         let mut done = beside.call0(py);
         // Ctrl-C is looked at while the pass ends (a large store takes a while).
-        while done.is_ok() && !py.allow_threads(|| wait_for(&finished, SIGNALS_EVERY)) {
+        while done.is_ok() && !py.allow_threads(|| wait_for(&finished, LOOK_EVERY)) {
             if let Err(interrupted) = py.check_signals() {
                 done = Err(interrupted);
             }
@@ -94,9 +95,6 @@ fn verify_blobs_beside(
         Ok((blobs.ok(), done?))
     })
 }
-
-/// How often the caller looks at Ctrl-C while it waits for the pass beside it.
-const SIGNALS_EVERY: Duration = Duration::from_millis(50);
 
 /// Whether `flag` was set within `timeout`.
 fn wait_for((flag, changed): &(Mutex<bool>, Condvar), timeout: Duration) -> bool {

@@ -2,14 +2,13 @@
 //! (same transaction) into batches on the calling thread, while a second thread verifies
 //! the batch before on the rayon pool. No Python object is made per row, at most
 //! `IN_FLIGHT` batches exist at once, and the GIL is taken only between batches, at most
-//! every `LOOK_EVERY` (progress, Ctrl-C). One call: what the pass gathers (findings, run summaries, referenced digests,
+//! every `interrupts::LOOK_EVERY` (progress, Ctrl-C). One call: what the pass gathers (findings, run summaries, referenced digests,
 //! marked rows, the rebuilt log) comes back as one `JournalPass`, and nothing of it stays
 //! in Rust between calls.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
 
 use agentledger_core::index_agreement::Cell;
 use agentledger_core::journal::{
@@ -23,13 +22,12 @@ use pyo3::types::PyBytes;
 
 use crate::errors::{to_py, Error};
 use crate::index_check::{self, IndexSpec, PassRows, TableSide};
+use crate::interrupts::Looks;
 use crate::journal::frontier_nodes;
 use crate::pools::pool;
 use crate::sqlite::{ApswConnection, Connection, Held, Param, Reading, Statement};
 
 const IN_FLIGHT: usize = 2;
-/// The least time between two looks at progress and Ctrl-C.
-const LOOK_EVERY: Duration = Duration::from_millis(50);
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(verify_journal, m)?)?;
@@ -131,14 +129,11 @@ fn verify_journal(
                 })
             });
             let mut reported = 0;
-            let mut looked = Instant::now();
+            let mut looks = Looks::new();
             let mut report_progress = |now: bool| -> PyResult<()> {
-                // Taking the GIL back can wait for a busy Python thread's switch interval:
-                // done at most every LOOK_EVERY, not once a batch.
-                if !now && looked.elapsed() < LOOK_EVERY {
+                if !(now || looks.due()) {
                     return Ok(());
                 }
-                looked = Instant::now();
                 Python::with_gil(|py| {
                     py.check_signals()?;
                     let done = verified.load(Ordering::Acquire);

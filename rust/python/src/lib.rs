@@ -25,6 +25,7 @@ mod entry;
 mod errors;
 mod hashing;
 mod index_check;
+mod interrupts;
 mod journal;
 mod journal_pass;
 mod merkle;
