@@ -109,7 +109,9 @@ fn merkle_root<'py>(
 ) -> PyResult<Bound<'py, PyBytes>> {
     let alg = hash_alg(hash)?;
     let leaves = FlatBytes::from_sequence(py, leaves, "leaves")?;
-    let root = hashing(py, leaves.data.len(), || merkle::root(alg, &leaves.slices()));
+    let root = hashing(py, leaves.data.len(), || {
+        merkle::root(alg, &leaves.slices())
+    });
     Ok(PyBytes::new(py, &root))
 }
 
@@ -133,7 +135,9 @@ fn merkle_root_of_hashes<'py>(
         .chunks_exact(HASH_LEN)
         .map(|chunk| chunk.try_into().expect("chunks of HASH_LEN"))
         .collect();
-    let root = hashing(py, hashes.len(), || merkle::root_of_leaf_hashes(alg, &nodes));
+    let root = hashing(py, hashes.len(), || {
+        merkle::root_of_leaf_hashes(alg, &nodes)
+    });
     Ok(PyBytes::new(py, &root))
 }
 

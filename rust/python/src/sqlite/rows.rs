@@ -7,8 +7,8 @@
 //! SQLite and the conversions cost, whatever other threads do. For queries whose rows the
 //! caller holds in memory anyway (a table of runs, a set of digests), or reads in pages.
 
-use pyo3::prelude::*;
 use pyo3::exceptions::PyUnicodeDecodeError;
+use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use super::{ApswConnection, Param};
