@@ -14,13 +14,14 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from agentledger import Ledger
 from agentledger.errors import Diverged, LedgerError
-from agentledger.storage import Database, statement_bound
+from agentledger.storage import Database, native, statement_bound
 from tests.log.logkit import build, raw
 
 AGENTLEDGER = Path(sys.executable).parent / "agentledger"
@@ -87,14 +88,29 @@ def test_no_sql_of_an_altered_schema_runs_through_the_api(looping: Path) -> None
     assert {d.check for d in report.workspace} == {"schema.altered"}
 
 
+LOOP = (
+    "WITH RECURSIVE n(x) AS (SELECT started() UNION ALL SELECT x + 1 FROM n{until}) "
+    "SELECT count(*) FROM n"
+)
+
+
 def _loop_forever(db: Database) -> None:
-    db.conn.execute(
-        "WITH RECURSIVE n(x) AS (SELECT started() UNION ALL SELECT x + 1 FROM n) "
-        "SELECT count(*) FROM n"
-    ).fetchall()
+    db.conn.execute(LOOP.format(until="")).fetchall()
 
 
-def test_ctrl_c_ends_a_statement_that_never_ends(ledger: Ledger) -> None:
+def _loop_in_rust(db: Database) -> None:
+    # Rust steps it with the GIL held (native.rows). Not forever: were it unbounded, it
+    # would end (in about 30 s) and the test fail, rather than hang the suite.
+    native.rows(db.conn, LOOP.format(until=" WHERE x < 300000000"))
+
+
+LOOPS = pytest.mark.parametrize("loop", [_loop_forever, _loop_in_rust], ids=["apsw", "rust"])
+
+
+@LOOPS
+def test_ctrl_c_ends_a_statement_that_never_ends(
+    ledger: Ledger, loop: Callable[[Database], None]
+) -> None:
     began = threading.Event()
 
     def started() -> int:
@@ -108,20 +124,23 @@ def test_ctrl_c_ends_a_statement_that_never_ends(ledger: Ledger) -> None:
         os.kill(os.getpid(), signal.SIGINT)
 
     threading.Thread(target=interrupt, daemon=True).start()
-    with pytest.raises(KeyboardInterrupt):
-        _loop_forever(ledger.db)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        loop(ledger.db)
+    # Raised by the bound's handler inside the statement, not after it ended.
+    assert "_progress" in [entry.name for entry in caught.traceback]
     assert ledger.run("r").append("step", {}).seq == 0  # the handle is still usable
 
 
+@LOOPS
 def test_a_statement_past_its_budget_is_stopped_with_a_typed_error(
-    ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+    ledger_path: Path, monkeypatch: pytest.MonkeyPatch, loop: Callable[[Database], None]
 ) -> None:
     monkeypatch.setattr(statement_bound, "MIN_STEPS", 5 * statement_bound.PROGRESS_STEPS)
     monkeypatch.setattr(statement_bound, "STEPS_PER_PAGE", 1)
     with Ledger.open(ledger_path) as ledger:
         ledger.db.conn.create_scalar_function("started", lambda: 1)
         with pytest.raises(LedgerError) as caught:
-            _loop_forever(ledger.db)
+            loop(ledger.db)
         assert caught.value.code == "statement-bound"
         # Statements of honest size still run: each starts its count afresh.
         ledger.run("r").append_many([("step", {"i": i}) for i in range(50)])

@@ -32,12 +32,16 @@ def handle(conn: apsw.Connection) -> apsw.Connection:
 
     The Python progress handler is lifted for the call (``statement_bound.py``): Rust
     notices Ctrl-C itself between its batches."""
+    _bound(conn)
+    statement_bound.suspend(conn)
+    return conn
+
+
+def _bound(conn: apsw.Connection) -> None:
     if not _core.sqlite_bound():
         with _binding:
             if not _core.sqlite_bound():
                 _bind(conn)
-    statement_bound.suspend(conn)
-    return conn
 
 
 def _bind(conn: apsw.Connection) -> None:
@@ -77,6 +81,9 @@ def rows(
     """Every row of ``sql`` on ``conn``, stepped by Rust with the GIL held: what apsw's
     ``execute(...).fetchall()`` returns, without letting the GIL go at each row (beside a
     busy Python thread, each such row waits for that thread's switch interval). For
-    results the caller holds in memory anyway, or reads a page at a time."""
+    results the caller holds in memory anyway, or reads a page at a time. The statement
+    runs under the connection's bound, as apsw's do (Ctrl-C, the step budget)."""
+    _bound(conn)
+    statement_bound.begin(conn)
     with sqlite_errors():
-        return _core.sqlite_rows(handle(conn), sql, list(params))
+        return _core.sqlite_rows(conn, sql, list(params))

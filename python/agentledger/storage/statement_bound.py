@@ -33,10 +33,11 @@ HANDLER_ID = "agentledger-statement-bound"
 class StatementBound:
     """The progress handler of one connection; counts instructions per statement.
 
-    Statements the Rust core steps on the connection (``storage/native.py``) run without
-    it: Rust notices Ctrl-C itself, and an exception raised by a Python callback inside
-    SQLite would reach Rust, not apsw. The handler comes back with the next statement
-    Python runs.
+    The passes the Rust core runs on the connection without the GIL (``native.handle``)
+    run without it: Rust notices Ctrl-C itself, and an exception raised by a Python
+    callback inside SQLite would reach Rust, not apsw. The handler comes back with the
+    next statement Python runs. ``native.rows``, which Rust steps with the GIL held, runs
+    under it (``begin``) and raises what it raises.
     """
 
     def __init__(self, conn: apsw.Connection, path: Path) -> None:
@@ -67,11 +68,14 @@ class StatementBound:
                 pages += os.stat(part).st_size // self.page_size
         return max(MIN_STEPS, STEPS_PER_PAGE * pages)
 
-    def _statement_begins(self, cursor: object, sql: str, bindings: object) -> bool:
-        # Each statement Python runs starts its count afresh.
+    def begin(self) -> None:
+        """A statement starts: its count afresh, under the handler."""
         self.steps = 0
         if not self.installed:
             self._install()
+
+    def _statement_begins(self, cursor: object, sql: str, bindings: object) -> bool:
+        self.begin()  # each statement Python runs through apsw
         return True
 
     def _progress(self) -> bool:
@@ -91,6 +95,15 @@ class StatementBound:
 
 
 _bounds: weakref.WeakKeyDictionary[apsw.Connection, StatementBound] = weakref.WeakKeyDictionary()
+
+
+def begin(conn: apsw.Connection) -> None:
+    """A statement Rust steps with the GIL held (``native.rows``) runs under ``conn``'s
+    bound, its count afresh, as one Python runs does: what the handler raises (Ctrl-C,
+    the budget's error) is raised by that call."""
+    bound = _bounds.get(conn)
+    if bound is not None:
+        bound.begin()
 
 
 def suspend(conn: apsw.Connection) -> None:

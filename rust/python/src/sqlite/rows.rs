@@ -12,15 +12,15 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString, PyTuple};
 
 use super::{ApswConnection, Param};
+use crate::errors::Error;
 use agentledger_core::index_agreement::Cell;
-
-/// Rows stepped between two looks at Ctrl-C.
-const SIGNAL_EVERY_ROWS: usize = 4096;
 
 /// Every row of `sql` with `params` bound (1-based), on `connection`, as tuples of
 /// `int`, `float`, `str`, `bytes` or `None`, as apsw gives them (a text that is not UTF-8
 /// raises `UnicodeDecodeError`, as it does there). SQLite's failures raise
-/// `_core.SqliteError` (`storage/native.py` turns it into apsw's exception).
+/// `_core.SqliteError` (`storage/native.py` turns it into apsw's exception); what a Python
+/// callback of the connection raised stops the statement and is raised as it is (the
+/// statement bound's progress handler: Ctrl-C, the step budget).
 #[pyfunction]
 #[pyo3(signature = (connection, sql, params=Vec::new()))]
 pub(super) fn sqlite_rows<'py>(
@@ -29,13 +29,14 @@ pub(super) fn sqlite_rows<'py>(
     sql: &str,
     params: Vec<Param>,
 ) -> PyResult<Vec<Bound<'py, PyTuple>>> {
+    let raised = |failure: Error| PyErr::take(py).unwrap_or_else(|| failure.into());
     let on = connection.connection();
     let held = on.lock();
-    let mut statement = on.prepare(sql)?;
+    let mut statement = on.prepare(sql).map_err(raised)?;
     statement.start(&params)?;
     let columns = statement.columns();
     let mut rows = Vec::new();
-    while statement.step()? {
+    while statement.step().map_err(raised)? {
         let mut row = Vec::with_capacity(columns);
         for column in 0..columns {
             let at = i32::try_from(column).expect("SQLite counts columns in an int");
@@ -48,9 +49,6 @@ pub(super) fn sqlite_rows<'py>(
             });
         }
         rows.push(PyTuple::new(py, row)?);
-        if rows.len().is_multiple_of(SIGNAL_EVERY_ROWS) {
-            py.check_signals()?;
-        }
     }
     Ok(rows)
 }
