@@ -30,8 +30,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import apsw
-from nacl.exceptions import BadSignatureError
-from nacl.signing import VerifyKey
 
 from agentledger import _core, signing, tiles
 from agentledger import checkpoint as checkpoints
@@ -278,11 +276,11 @@ def pruned_digests(conn: apsw.Connection, trusted: set[str], ledger_id: str) -> 
         if signer not in trusted:
             continue
         try:
-            VerifyKey(parse_public_key(signer)).verify(
-                PRUNE_DOMAIN + receipt.encode(), bytes(signature)
+            signed = _core.ed25519_verify(
+                parse_public_key(signer), PRUNE_DOMAIN + receipt.encode(), bytes(signature)
             )
-            document = json.loads(receipt)
-        except (BadSignatureError, ValueError):
+            document = json.loads(receipt) if signed else None
+        except ValueError:
             continue
         if not isinstance(document, dict) or document.get("ledger") != ledger_id:
             continue

@@ -28,9 +28,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import apsw
-from nacl.exceptions import BadSignatureError
-from nacl.signing import SigningKey, VerifyKey
+from nacl.signing import SigningKey
 
+from agentledger import _core
 from agentledger.errors import InvalidInput
 from agentledger.keys import parse_public_key
 from agentledger.log import fetch
@@ -119,11 +119,8 @@ class Checkpoint:
             for signature in self.signatures:
                 if signature.key_id != key_id(signature.name, public_key):
                     continue
-                try:
-                    VerifyKey(public_key).verify(body, signature.signature)
-                except BadSignatureError:
-                    continue
-                return key_text
+                if _core.ed25519_verify(public_key, body, signature.signature):
+                    return key_text
         return None
 
     @classmethod

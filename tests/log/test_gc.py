@@ -37,6 +37,20 @@ def test_gc_removes_only_unreachable_blobs_and_signs_a_receipt(
     assert verify(ledger_path).code == 0
 
 
+def test_a_prune_receipt_whose_signature_was_altered_names_nothing_pruned(
+    ledger: Ledger, ledger_path: Path
+) -> None:
+    garbage = ledger.blobs.put(b"garbage")
+    assert collector.collect(ledger, grace_s=0).removed == [garbage]
+    trusted = set(ledger.keys.trusted())
+    assert set(collector.pruned_digests(ledger.db.conn, trusted, ledger.id)) == {garbage}
+    with raw(ledger_path) as conn:
+        (signature,) = conn.execute("SELECT signature FROM prune_receipts").fetchone()
+        altered = bytes([signature[0] ^ 1]) + bytes(signature[1:])
+        conn.execute("UPDATE prune_receipts SET signature = ?", (altered,))
+    assert collector.pruned_digests(ledger.db.conn, trusted, ledger.id) == {}
+
+
 def test_a_blob_reachable_only_through_another_blob_is_kept(ledger: Ledger) -> None:
     inner = ledger.blobs.put(b"input bytes")
     receipt = ledger.blobs.put(f'{{"inputs":[{{"content_hash":"{inner}"}}]}}'.encode())

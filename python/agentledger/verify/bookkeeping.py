@@ -12,11 +12,8 @@ import json
 from collections import Counter
 from typing import Any
 
-from nacl.exceptions import BadSignatureError
-from nacl.signing import VerifyKey
-
+from agentledger import _core, tiles
 from agentledger import log as wslog
-from agentledger import tiles
 from agentledger.bookkeeping import GC_PRUNED, GC_RUN, TEAM_LOADED, TEAM_RUN
 from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.gc import PRUNE_DOMAIN, receipt_hash
@@ -91,8 +88,10 @@ def _receipt_problem(
     if not isinstance(signature, bytes):
         return "its signature is not bytes"
     try:
-        VerifyKey(parse_public_key(signer)).verify(PRUNE_DOMAIN + data, signature)
-    except (BadSignatureError, InvalidInput, TypeError, ValueError):
+        signed = _core.ed25519_verify(parse_public_key(signer), PRUNE_DOMAIN + data, signature)
+    except (InvalidInput, TypeError, ValueError):
+        signed = False
+    if not signed:
         return "its signature does not verify"
     try:
         document = json.loads(data)
