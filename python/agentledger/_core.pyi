@@ -629,10 +629,11 @@ def sqlite_bound() -> bool:
     """Whether apsw has loaded this module as an SQLite extension (``storage/native.py``)."""
 
 def sqlite_rows(
-    connection: apsw.Connection, sql: str, params: Sequence[int | str] = ...
+    connection: apsw.Connection, sql: str, params: Sequence[object] = ...
 ) -> list[tuple[Any, ...]]:
-    """Every row of ``sql`` with ``params`` bound, as apsw's ``fetchall`` gives them,
-    stepped with the GIL held (``storage/native.py``: ``rows``)."""
+    """Every row of ``sql`` with ``params`` (``int``, ``float``, ``str``, ``bytes``,
+    ``None``) bound, as apsw's ``fetchall`` gives them, stepped with the GIL held
+    (``storage/native.py``: ``rows``)."""
 
 def sqlite_readers(connection: apsw.Connection, count: int) -> int:
     """How many of ``count`` read-only connections beside ``connection`` could be opened

@@ -23,6 +23,7 @@ import apsw
 
 from agentledger import _core, tiles
 from agentledger.errors import LedgerError
+from agentledger.storage import native
 
 HASH_LEN = 32
 LEAF_ROWS = "SELECT leaf, run_id, seq, hash FROM entries WHERE leaf >= ? ORDER BY leaf"
@@ -36,8 +37,9 @@ LeafRow = tuple[int, str, int, bytes]
 
 
 def fetch(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
-    """Every row of a query, typed loosely: the callers know their columns."""
-    return list(conn.execute(sql, params))
+    """Every row of a query, typed loosely: the callers know their columns. Stepped with
+    the GIL held (``native.rows``)."""
+    return native.rows(conn, sql, params)
 
 
 @dataclass(frozen=True, slots=True)

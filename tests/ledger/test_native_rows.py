@@ -36,11 +36,21 @@ def test_rows_equal_apsws_for_every_kind_of_value(rows: list[list[object]]) -> N
     assert native.rows(conn, sql) == conn.execute(sql).fetchall()
 
 
-@given(number=st.integers(min_value=-(2**63), max_value=2**63 - 1), text=st.text())
-def test_parameters_are_bound_in_order(number: int, text: str) -> None:
+@given(params=st.lists(st.one_of(VALUES, st.booleans()), min_size=1, max_size=4))
+def test_parameters_of_every_kind_are_bound_in_order(params: list[object]) -> None:
     conn = memory()
-    sql = "SELECT ?, ?, typeof(?1), length(?2)"
-    assert native.rows(conn, sql, (number, text)) == conn.execute(sql, (number, text)).fetchall()
+    sql = "SELECT " + ", ".join(f"?{n}, typeof(?{n})" for n in range(1, len(params) + 1))
+    assert native.rows(conn, sql, tuple(params)) == conn.execute(sql, params).fetchall()
+
+
+def test_a_parameter_that_cannot_be_bound_is_a_type_error() -> None:
+    conn = memory()
+    with pytest.raises(TypeError):
+        conn.execute("SELECT ?", ([1],)).fetchall()
+    with pytest.raises(TypeError, match="list cannot be bound"):
+        native.rows(conn, "SELECT ?", ([1],))
+    with pytest.raises(OverflowError):
+        native.rows(conn, "SELECT ?", (2**63,))
 
 
 def test_many_rows_come_back_in_order() -> None:

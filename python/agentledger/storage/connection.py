@@ -22,6 +22,7 @@ from typing import Any
 import apsw
 
 from agentledger.errors import Diverged, InvalidInput, LedgerError, NotFound
+from agentledger.storage import native
 from agentledger.storage.migrations import APPLICATION_ID, SCHEMA_VERSION, migrate
 from agentledger.storage.schema_lock import schema_drift
 from agentledger.storage.statement_bound import StatementBound
@@ -386,9 +387,10 @@ class Database:
             raise _text_error(exc, self.path) from None
 
     def rows(self, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
-        """Every row of one read, with a SQLite failure turned into a typed ``LedgerError``."""
+        """Every row of one read (stepped with the GIL held: ``native.rows``), with a SQLite
+        failure turned into a typed ``LedgerError``."""
         try:
-            return list(self.conn.execute(sql, params).fetchall())
+            return native.rows(self.conn, sql, params)
         except apsw.Error as exc:
             raise _translate(exc, self.path) from None
         except UnicodeError as exc:

@@ -75,9 +75,7 @@ def sqlite_errors() -> Iterator[None]:
         raise failure from None
 
 
-def rows(
-    conn: apsw.Connection, sql: str, params: tuple[int | str, ...] = ()
-) -> list[tuple[Any, ...]]:
+def rows(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
     """Every row of ``sql`` on ``conn``, stepped by Rust with the GIL held: what apsw's
     ``execute(...).fetchall()`` returns, without letting the GIL go at each row (beside a
     busy Python thread, each such row waits for that thread's switch interval). For

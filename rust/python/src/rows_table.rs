@@ -253,6 +253,7 @@ unsafe extern "C" fn column(
     unsafe {
         match value {
             Some(Value::Int(n)) => ffi::sqlite3_result_int64(context, *n),
+            Some(Value::Real(x)) => ffi::sqlite3_result_double(context, *x),
             Some(Value::Text(text)) => match length(text.len()) {
                 Some(len) => ffi::sqlite3_result_text(
                     context,
@@ -271,7 +272,7 @@ unsafe extern "C" fn column(
                 ),
                 None => ffi::sqlite3_result_error_toobig(context),
             },
-            Some(Value::Pointer { .. }) | None => ffi::sqlite3_result_null(context),
+            Some(Value::Pointer { .. } | Value::Null) | None => ffi::sqlite3_result_null(context),
         }
     }
     ffi::SQLITE_OK

@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use agentledger_core::index_agreement::Cell;
 use libsqlite3_sys as ffi;
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyFloat, PyInt, PyString};
 
 use crate::errors::Error;
 
@@ -194,19 +196,47 @@ impl Drop for Held {
     }
 }
 
-/// A bound parameter.
-#[derive(Debug, Clone, FromPyObject)]
+/// A bound parameter: a value apsw binds (`int`, `float`, `str`, `bytes`, `None`).
+#[derive(Debug, Clone)]
 pub enum Param {
     Int(i64),
+    Real(f64),
     Text(String),
+    Blob(Vec<u8>),
+    Null,
+}
+
+impl<'py> FromPyObject<'py> for Param {
+    fn extract_bound(value: &Bound<'py, PyAny>) -> PyResult<Self> {
+        // `bool` is an `int`, bound as one (as apsw does); a text with a lone surrogate
+        // raises `UnicodeEncodeError` (as it does there).
+        if value.is_none() {
+            Ok(Param::Null)
+        } else if let Ok(int) = value.downcast::<PyInt>() {
+            Ok(Param::Int(int.extract()?))
+        } else if let Ok(real) = value.downcast::<PyFloat>() {
+            Ok(Param::Real(real.value()))
+        } else if let Ok(text) = value.downcast::<PyString>() {
+            Ok(Param::Text(text.to_str()?.to_owned()))
+        } else if let Ok(bytes) = value.downcast::<PyBytes>() {
+            Ok(Param::Blob(bytes.as_bytes().to_vec()))
+        } else {
+            Err(PyTypeError::new_err(format!(
+                "a {} cannot be bound to a statement",
+                value.get_type().name()?
+            )))
+        }
+    }
 }
 
 /// A value bound for one [`Statement::execute`], borrowed from the caller.
 #[derive(Debug, Clone, Copy)]
 pub enum Value<'a> {
     Int(i64),
+    Real(f64),
     Text(&'a str),
     Blob(&'a [u8]),
+    Null,
     /// A pointer of type `type_name`, bound with `sqlite3_bind_pointer` (which SQL text
     /// cannot forge): how `agentledger_rows(?)` gets its rows (`rows_table.rs`).
     Pointer {
@@ -231,7 +261,10 @@ impl<'a> From<&'a Param> for Value<'a> {
     fn from(param: &'a Param) -> Self {
         match param {
             Param::Int(n) => Value::Int(*n),
+            Param::Real(x) => Value::Real(*x),
             Param::Text(text) => Value::Text(text),
+            Param::Blob(blob) => Value::Blob(blob),
+            Param::Null => Value::Null,
         }
     }
 }
@@ -289,6 +322,8 @@ impl Statement {
             let code = unsafe {
                 match *value {
                     Value::Int(n) => ffi::sqlite3_bind_int64(self.raw, at, n),
+                    Value::Real(x) => ffi::sqlite3_bind_double(self.raw, at, x),
+                    Value::Null => ffi::sqlite3_bind_null(self.raw, at),
                     Value::Text(text) => ffi::sqlite3_bind_text(
                         self.raw,
                         at,
