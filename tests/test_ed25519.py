@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentledger._core import ed25519_verify, ed25519_verify_batch
+from agentledger._core import ed25519_sign, ed25519_verify, ed25519_verify_batch
 
 VECTORS = Path(__file__).parent / "vectors" / "ed25519-dalek-testvectors" / "TESTVECTORS"
 
@@ -403,3 +403,29 @@ def test_corrupted_honest_signatures_match_libsodium(
     ours = ed25519_verify(pk, message, sig)
     assert ours == libsodium_accepts(pk, message, sig)
     assert ed25519_verify_batch([(pk, message, sig)]) == [ours]
+
+
+# ---- signing --------------------------------------------------------------------------------
+
+
+def test_dalek_testvectors_sign_to_their_signatures() -> None:
+    for line in VECTORS.read_text().splitlines():
+        if not line:
+            continue
+        secret_hex, _, msg_hex, signed_hex, _ = line.split(":")
+        seed, message = bytes.fromhex(secret_hex)[:32], bytes.fromhex(msg_hex)
+        assert ed25519_sign(seed, message) == bytes.fromhex(signed_hex)[:64]
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.binary(min_size=32, max_size=32), message=st.binary(max_size=3000))
+def test_signatures_are_the_bytes_libsodium_makes(seed: bytes, message: bytes) -> None:
+    expected = nacl.signing.SigningKey(seed).sign(message).signature
+    assert ed25519_sign(seed, message) == expected
+    assert ed25519_verify(bytes(nacl.signing.SigningKey(seed).verify_key), message, expected)
+
+
+@pytest.mark.parametrize("length", [0, 31, 33, 64])
+def test_a_seed_of_another_length_is_refused(length: int) -> None:
+    with pytest.raises(ValueError, match="32 bytes"):
+        ed25519_sign(bytes(length), b"message")

@@ -133,6 +133,10 @@ class StoredTree:
 
 # ---- Ed25519 ---------------------------------------------------------------------------
 
+def ed25519_sign(seed: Buffer, message: Buffer) -> bytes:
+    """The signature of ``message`` by the key of the 32-byte ``seed`` (RFC 8032: the bytes
+    libsodium gives); ``ValueError`` for another length."""
+
 def ed25519_verify(public_key: bytes, message: bytes, signature: bytes) -> bool:
     """Strict verification: the same decision as libsodium's crypto_sign_verify_detached."""
 

@@ -38,7 +38,7 @@ from agentledger.bookkeeping import GC_PRUNED, GC_RUN
 from agentledger.cas import DIGEST_BYTES
 from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.ids import utc_timestamp
-from agentledger.keys import parse_public_key, public_key_text
+from agentledger.keys import parse_public_key, public_key_text, sign_message
 from agentledger.log import fetch
 from agentledger.storage import quote_identifier
 
@@ -238,7 +238,7 @@ def _record_receipt(
         }
     )
     key = checkpoints.signing_key(ledger)
-    signature = key.sign(PRUNE_DOMAIN + receipt).signature
+    signature = sign_message(key, PRUNE_DOMAIN + receipt)
     conn.execute(
         "INSERT INTO prune_receipts (receipt, signer, signature) VALUES (?, ?, ?)",
         (receipt.decode(), public_key_text(bytes(key.verify_key)), signature),

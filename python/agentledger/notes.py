@@ -32,7 +32,7 @@ from nacl.signing import SigningKey
 
 from agentledger import _core
 from agentledger.errors import InvalidInput
-from agentledger.keys import parse_public_key
+from agentledger.keys import parse_public_key, sign_message
 from agentledger.log import fetch
 
 ORIGIN_PREFIX = "agentledger/v1/ledger/"
@@ -197,7 +197,7 @@ def _malformed(why: str) -> InvalidInput:
 def sign(checkpoint: Checkpoint, signing_key: SigningKey) -> Checkpoint:
     """The checkpoint signed by the install key, under the name the origin gives it."""
     public_key = bytes(signing_key.verify_key)
-    signature = signing_key.sign(checkpoint.body()).signature
+    signature = sign_message(signing_key, checkpoint.body())
     name = checkpoint.key_name
     added = NoteSignature(name, key_id(name, public_key), signature)
     return dataclasses.replace(checkpoint, signatures=(added,))

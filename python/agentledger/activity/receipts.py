@@ -19,7 +19,7 @@ from nacl.signing import SigningKey
 
 from agentledger import _core
 from agentledger.cas import DIGEST
-from agentledger.keys import PUBLIC_KEY, public_key_text
+from agentledger.keys import PUBLIC_KEY, public_key_text, sign_message
 
 RECEIPT_TYPE = "agentledger/data-ops-receipt"
 RECEIPT_VERSION = 1
@@ -79,7 +79,7 @@ def seal_statement(receipt: Mapping[str, Any]) -> bytes:
 
 
 def sign(key: SigningKey, message: bytes) -> str:
-    return bytes(key.sign(message).signature).hex()
+    return sign_message(key, message).hex()
 
 
 @dataclass(frozen=True, slots=True)

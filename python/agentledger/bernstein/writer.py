@@ -20,6 +20,7 @@ from typing import Any
 
 from agentledger.bernstein.audit_chain import GENESIS, SCHEME2_PREFIX, hkdf_sha256
 from agentledger.bernstein.format import ACTIVITY_EVENT, acanon, content_hash
+from agentledger.keys import sign_message
 
 SPKI_PREFIX = bytes.fromhex("302a300506032b6570032100")
 
@@ -90,7 +91,7 @@ def sign_receipt(
     def artifact(role: str, ref: str, data: bytes) -> dict[str, Any]:
         digest = content_hash(data)
         message = acanon({"role": role, "ref": ref, "content_hash": digest})
-        signature = base64.urlsafe_b64encode(key.sign(message).signature).rstrip(b"=").decode()
+        signature = base64.urlsafe_b64encode(sign_message(key, message)).rstrip(b"=").decode()
         return {"role": role, "ref": ref, "content_hash": digest, "signature": signature}
 
     input_hashes = sorted({content_hash(data) for _, data in inputs})

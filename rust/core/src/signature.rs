@@ -173,6 +173,14 @@ impl PublicKey {
     }
 }
 
+/// The Ed25519 signature of `message` by the key whose 32-byte seed is `seed` (RFC 8032).
+/// Signing is deterministic: these are the bytes libsodium's `crypto_sign_detached` gives.
+/// The expanded key is zeroed when dropped.
+pub fn sign(seed: &[u8; 32], message: &[u8]) -> [u8; 64] {
+    use ed25519_dalek::{Signer, SigningKey};
+    SigningKey::from_bytes(seed).sign(message).to_bytes()
+}
+
 /// Verify one Ed25519 signature with libsodium's decisions (see the module docs).
 pub fn verify(public_key: &[u8], message: &[u8], signature: &[u8]) -> bool {
     PublicKey::parse(public_key).is_some_and(|key| key.verifies(message, signature))

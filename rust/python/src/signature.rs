@@ -1,5 +1,7 @@
-//! Ed25519 for Python: `ed25519_verify` and `ed25519_verify_batch`, deciding exactly as
-//! libsodium's `crypto_sign_verify_detached` (rules in `agentledger_core::signature`).
+//! Ed25519 for Python: `ed25519_sign` (the bytes libsodium gives), and `ed25519_verify` and
+//! `ed25519_verify_batch`, deciding exactly as libsodium's `crypto_sign_verify_detached`
+//! (rules in `agentledger_core::signature`). Signing keeps the GIL (a signature takes tens
+//! of microseconds; letting the GIL go can cost a busy thread's switch interval).
 //!
 //! Wrong lengths are `False`, never an exception; only arguments that are not bytes-like
 //! raise `TypeError`. The batch copies every triple into one Rust buffer, then releases the
@@ -7,15 +9,32 @@
 //! while other threads run.
 
 use agentledger_core::signature;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyBytes, PyTuple};
 
 use crate::hashing::{BytesArg, RELEASE_GIL_FROM};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(ed25519_sign, m)?)?;
     m.add_function(wrap_pyfunction!(ed25519_verify, m)?)?;
     m.add_function(wrap_pyfunction!(ed25519_verify_batch, m)?)?;
     Ok(())
+}
+
+/// The signature of `message` by the key of the 32-byte `seed` (`ValueError` otherwise).
+#[pyfunction]
+fn ed25519_sign<'py>(
+    py: Python<'py>,
+    seed: &Bound<'py, PyAny>,
+    message: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let seed: [u8; 32] = BytesArg::extract(seed)?
+        .to_vec(py)
+        .try_into()
+        .map_err(|_| PyValueError::new_err("an Ed25519 seed is 32 bytes"))?;
+    let message = BytesArg::extract(message)?.to_vec(py);
+    Ok(PyBytes::new(py, &signature::sign(&seed, &message)))
 }
 
 /// Strict verification: the same decision as libsodium's crypto_sign_verify_detached.
