@@ -22,12 +22,14 @@ from agentledger import proven, signing
 from agentledger.errors import NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.keys import public_key_text
+from agentledger.log import fetch
 from agentledger.notes import (
     Checkpoint,
     StoredCheckpoint,
     newest_checkpoint,
     sign,
 )
+from agentledger.storage import native
 
 if TYPE_CHECKING:
     from agentledger.handle import LedgerHandle
@@ -66,12 +68,10 @@ def take(conn: apsw.Connection, ledger: LedgerHandle, *, force: bool = False) ->
         if newest is not None and (newest.size_column, newest.root_column) == (state.size, root):
             return newest
     # Only the previous newest's row and size are needed here: its note is not parsed.
-    previous = conn.execute(
-        "SELECT id, size FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1"
-    ).fetchall()
+    previous = fetch(conn, "SELECT id, size FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1")
     stored = _insert(conn, ledger, state, state.size, root)
     if previous and not is_kept(previous[0][1]):
-        conn.execute("DELETE FROM checkpoints WHERE id = ?", (previous[0][0],))
+        native.execute(conn, "DELETE FROM checkpoints WHERE id = ?", (previous[0][0],))
     # The history is completed when the log passes a power of two, and on demand (a row
     # deleted meanwhile is a finding of verify until then).
     if not force or not previous or previous[0][1].bit_length() != state.size.bit_length():
@@ -93,8 +93,10 @@ def _insert(
     signing.require_current(conn, ledger.id, state)
     note = Checkpoint(ledger.id, size, root, utc_timestamp(), archive=archive)
     signed = sign(note, signing_key(ledger))
-    conn.execute(
-        "INSERT INTO checkpoints (size, root, note) VALUES (?, ?, ?)", (size, root, signed.text())
+    native.execute(
+        conn,
+        "INSERT INTO checkpoints (size, root, note) VALUES (?, ?, ?)",
+        (size, root, signed.text()),
     )
     return StoredCheckpoint(conn.last_insert_rowid(), signed, size, root)
 

@@ -111,9 +111,7 @@ class Run:
         """Append inside a write transaction the caller holds (so other writes can join it)."""
         # What the transaction may sign: the log as proven (signing.py), never the file's.
         state = signing.check_may_append(conn, self.ledger)
-        head = conn.execute(
-            "SELECT head_seq, head_hash FROM runs WHERE run_id = ?", (self.id,)
-        ).fetchall()
+        head = log.fetch(conn, "SELECT head_seq, head_hash FROM runs WHERE run_id = ?", (self.id,))
         if not head:
             if self._must_exist:
                 raise NotFound(f"no run {self.id!r}")
@@ -159,7 +157,8 @@ class Run:
             self.ledger, self.id, first_seq + len(batch) - 1, bytes(head_hash), grown.size - 1
         )
         checkpoint.schedule(self.ledger)
-        conn.execute(
+        native.execute(
+            conn,
             "UPDATE runs SET head_seq = ?, head_hash = ? WHERE run_id = ?",
             (first_seq + len(batch) - 1, head_hash, self.id),
         )

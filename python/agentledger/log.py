@@ -89,7 +89,8 @@ def read_state(conn: apsw.Connection) -> LogState:
 
 
 def _write_state(conn: apsw.Connection, state: LogState) -> None:
-    conn.execute(
+    native.execute(
+        conn,
         "UPDATE log_state SET size = ?, frontier = ? WHERE id = 1",
         (state.size, pack_frontier(state.frontier)),
     )
@@ -101,7 +102,7 @@ def current_state(conn: apsw.Connection) -> LogState:
 
 
 def is_archive(conn: apsw.Connection) -> bool:
-    return bool(conn.execute("SELECT 1 FROM ledger_meta WHERE key = 'archive'").fetchall())
+    return bool(fetch(conn, "SELECT 1 FROM ledger_meta WHERE key = 'archive'"))
 
 
 MAX_LEAVES = 1 << 63

@@ -27,7 +27,7 @@ import apsw
 
 from agentledger import _core, proven
 from agentledger.errors import Diverged, LedgerError
-from agentledger.log import is_archive
+from agentledger.log import fetch, is_archive
 from agentledger.proven import Proven, Unproven
 from agentledger.signer_memory import SignerMemory
 
@@ -167,11 +167,10 @@ def check_head(
     """The run's cached head must be its last entry, and that entry the leaf the proven
     log holds at its position (an inclusion proof checked against the proven root)."""
     if head_seq < 0:
-        rows = conn.execute("SELECT 1 FROM entries WHERE run_id = ? LIMIT 1", (run_id,))
-        if rows.fetchall():
+        if fetch(conn, "SELECT 1 FROM entries WHERE run_id = ? LIMIT 1", (run_id,)):
             raise _head_refused(run_id, "it has entries, but its head says it is empty")
         return
-    rows = conn.execute(HEAD_ROW, (run_id, head_seq, run_id, head_seq)).fetchall()
+    rows = fetch(conn, HEAD_ROW, (run_id, head_seq, run_id, head_seq))
     if not rows or rows[0][2]:
         raise _head_refused(run_id, f"its entry {head_seq} is not its last")
     digest, leaf, _ = rows[0]

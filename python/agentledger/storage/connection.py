@@ -312,7 +312,7 @@ class Database:
             )
 
     def _cookie(self) -> int:
-        return int(self.conn.execute("PRAGMA schema_version").fetchall()[0][0])
+        return int(native.rows(self.conn, "PRAGMA schema_version")[0][0])
 
     def recheck_schema(self) -> None:
         """Inside a transaction: another process may have changed the schema since this

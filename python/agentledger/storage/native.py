@@ -85,3 +85,9 @@ def rows(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> li
     statement_bound.begin(conn)
     with sqlite_errors():
         return _core.sqlite_rows(conn, sql, list(params))
+
+
+def execute(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> None:
+    """Run a statement that returns no rows as ``rows`` runs one: with the GIL held (the
+    write path's statements: an append beside a busy thread waited at each one)."""
+    rows(conn, sql, params)
