@@ -631,9 +631,19 @@ class SqliteError(RuntimeError):
 
 def sqlite_bound() -> bool:
     """Whether apsw has loaded this module as an SQLite extension (``storage/native.py``)."""
+@final
+class StatementCache:
+    """A connection's statements kept prepared for ``sqlite_rows``."""
+
+    def __new__(cls, connection: apsw.Connection) -> StatementCache: ...
+    def clear(self, connection: apsw.Connection) -> None:
+        """Finalize every statement kept (before the connection is closed)."""
 
 def sqlite_rows(
-    connection: apsw.Connection, sql: str, params: Sequence[object] = ...
+    connection: apsw.Connection,
+    sql: str,
+    params: Sequence[object] = ...,
+    cache: StatementCache | None = None,
 ) -> list[tuple[Any, ...]]:
     """Every row of ``sql`` with ``params`` (``int``, ``float``, ``str``, ``bytes``,
     ``None``) bound, as apsw's ``fetchall`` gives them, stepped with the GIL held

@@ -97,3 +97,73 @@ def test_it_reads_inside_the_callers_transaction(ledger_path: Path) -> None:
             conn.execute("INSERT INTO temp.seen VALUES ('uncommitted')")
             assert native.rows(conn, "SELECT x FROM temp.seen") == [("uncommitted",)]
         assert native.rows(conn, "SELECT count(*) FROM blobs") == [(1,)]
+
+
+# ---- statements kept from call to call -----------------------------------------------------
+
+
+def kept() -> apsw.Connection:
+    conn = memory()
+    native.keep_statements(conn)
+    conn.execute("CREATE TABLE t(a, b)")
+    conn.executemany("INSERT INTO t VALUES (?, ?)", [(n, f"v{n}") for n in range(50)])
+    return conn
+
+
+def test_a_kept_statement_gives_what_a_fresh_one_gives_at_every_use() -> None:
+    conn = kept()
+    sql = "SELECT a, b FROM t WHERE a >= ? ORDER BY a"
+    for low in [0, 10, 49, 50, 3, 0]:
+        assert native.rows(conn, sql, (low,)) == conn.execute(sql, (low,)).fetchall()
+    # A use that fails midway leaves nothing behind for the next one.
+    conn.execute("INSERT INTO t VALUES (100, CAST(x'ff' AS TEXT))")
+    with pytest.raises(UnicodeDecodeError):
+        native.rows(conn, sql, (0,))
+    conn.execute("DELETE FROM t WHERE a = 100")
+    assert native.rows(conn, sql, (45,)) == conn.execute(sql, (45,)).fetchall()
+    native.forget_statements(conn)
+    conn.close()
+
+
+def test_the_same_sql_run_again_inside_a_use_gets_a_statement_of_its_own() -> None:
+    conn = kept()
+    sql = "SELECT a, inner(a) FROM t WHERE a < 3 ORDER BY a"
+    depth: list[int] = []
+
+    def inner(a: int) -> int:
+        if depth:
+            return -1
+        depth.append(a)
+        try:
+            return len(native.rows(conn, sql))
+        finally:
+            depth.pop()
+
+    conn.create_scalar_function("inner", inner)
+    assert native.rows(conn, sql) == [(0, 3), (1, 3), (2, 3)]
+    assert native.rows(conn, sql) == [(0, 3), (1, 3), (2, 3)]
+    native.forget_statements(conn)
+    conn.close()
+
+
+def test_a_connection_with_kept_statements_closes_once_they_are_forgotten(
+    ledger_path: Path,
+) -> None:
+    Ledger.open(ledger_path).close()
+    conn = apsw.Connection(str(ledger_path))
+    native.keep_statements(conn)
+    assert native.rows(conn, "SELECT count(*) FROM entries") == [(0,)]
+    with pytest.raises(apsw.BusyError):
+        conn.close()  # SQLite will not close it under an unfinalized statement
+    native.forget_statements(conn)
+    conn.close()
+    assert not Path(f"{ledger_path}-wal").exists()  # closed whole: the -wal folded away
+
+
+def test_a_ledger_closes_whole_after_its_statements_were_kept(ledger_path: Path) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        ledger.run("r").append("step", {})
+        assert native.rows(ledger.db.conn, "SELECT count(*) FROM entries") == [(1,)]
+    assert not Path(f"{ledger_path}-wal").exists()
+    with Ledger.open(ledger_path) as again:
+        assert again.db.rows("SELECT count(*) FROM entries") == [(1,)]

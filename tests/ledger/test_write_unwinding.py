@@ -17,7 +17,7 @@ def test_a_transaction_closed_after_its_connection_unwinds_quietly(
     ledger.run("r").append("step", {})
     pending = ledger.db.write()
     pending.__enter__()
-    ledger.db.conn.close()
+    ledger.db.close()
     del pending  # finalized as a generator left at its yield: closed with GeneratorExit
     gc.collect()
     assert "Exception ignored" not in capsys.readouterr().err
@@ -28,5 +28,5 @@ def test_a_transaction_unwinding_a_ctrl_c_after_its_connection_closed_keeps_the_
 ) -> None:
     ledger.run("r").append("step", {})
     with pytest.raises(KeyboardInterrupt), ledger.db.write():
-        ledger.db.conn.close()
+        ledger.db.close()
         raise KeyboardInterrupt

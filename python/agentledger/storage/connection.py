@@ -232,11 +232,13 @@ class Database:
                 # mapped per connection, and counts in the process's resident set once read.
                 conn.execute(f"PRAGMA mmap_size = {READONLY_MMAP_BYTES}")
             StatementBound(conn, path)
+            native.keep_statements(conn)
             db = cls(conn, path, readonly)
             db.immutable = immutable
             db._check_identity(fresh, create)
         except BaseException as exc:
             if conn is not None:
+                native.forget_statements(conn)
                 conn.close()
             _remove_empty(absent)
             if isinstance(exc, apsw.Error):
@@ -402,6 +404,7 @@ class Database:
 
     def close(self) -> None:
         try:
+            native.forget_statements(self.conn)
             self.conn.close()
         except apsw.Error as exc:
             raise _translate(exc, self.path) from None

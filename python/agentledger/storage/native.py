@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,6 +36,28 @@ def handle(conn: apsw.Connection) -> apsw.Connection:
     _bound(conn)
     statement_bound.suspend(conn)
     return conn
+
+
+_kept: weakref.WeakKeyDictionary[apsw.Connection, _core.StatementCache] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def keep_statements(conn: apsw.Connection) -> None:
+    """Keep the statements ``rows`` prepares on ``conn`` from call to call, as apsw keeps
+    its own: ``forget_statements`` before closing it."""
+    _bound(conn)
+    _kept[conn] = _core.StatementCache(conn)
+
+
+def forget_statements(conn: apsw.Connection) -> None:
+    """Finalize the statements kept for ``conn``, before it is closed: SQLite does not
+    close a connection under an unfinalized statement (apsw raises ``BusyError``)."""
+    kept = _kept.pop(conn, None)
+    if kept is not None:
+        with contextlib.suppress(apsw.ConnectionClosedError):
+            kept.clear(conn)
+        # Closed already: dropping the cache finalizes them.
 
 
 def _bound(conn: apsw.Connection) -> None:
@@ -84,7 +107,7 @@ def rows(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> li
     _bound(conn)
     statement_bound.begin(conn)
     with sqlite_errors():
-        return _core.sqlite_rows(conn, sql, list(params))
+        return _core.sqlite_rows(conn, sql, list(params), _kept.get(conn))
 
 
 def execute(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> None:

@@ -32,6 +32,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sqlite_bound, m)?)?;
     m.add_function(wrap_pyfunction!(sqlite_readers, m)?)?;
     m.add_function(wrap_pyfunction!(rows::sqlite_rows, m)?)?;
+    m.add_class::<rows::StatementCache>()?;
     Ok(())
 }
 
@@ -289,6 +290,16 @@ impl Statement {
         }
         let values: Vec<Value<'_>> = params.iter().map(Value::from).collect();
         self.bind(&values, ffi::SQLITE_TRANSIENT())
+    }
+
+    /// Reset the statement and clear its bindings (between two uses; an error of the last
+    /// step is not reported again).
+    pub fn rewind(&mut self) {
+        // SAFETY: a live statement.
+        unsafe {
+            ffi::sqlite3_reset(self.raw);
+            ffi::sqlite3_clear_bindings(self.raw);
+        }
     }
 
     /// Run a statement that returns no rows once, with `values` bound (1-based, in order).
