@@ -52,10 +52,7 @@ pub(super) fn sqlite_rows<'py>(
         None => on.prepare(sql).map_err(raised)?,
     };
     statement.start(&params)?;
-    let rows = step_all(py, &held, &mut statement).map_err(|err| match err {
-        Stepping::Sqlite(failure) => raised(failure),
-        Stepping::Python(err) => err,
-    })?;
+    let rows = step_all(py, &held, &mut statement, raised)?;
     if let Some(cache) = cache {
         statement.rewind();
         cache.give_back(sql, statement);
@@ -63,26 +60,16 @@ pub(super) fn sqlite_rows<'py>(
     Ok(rows)
 }
 
-/// How stepping failed: SQLite (maybe because a callback raised), or a conversion.
-enum Stepping {
-    Sqlite(Error),
-    Python(PyErr),
-}
-
-impl From<PyErr> for Stepping {
-    fn from(err: PyErr) -> Self {
-        Stepping::Python(err)
-    }
-}
-
+/// The statement's rows as tuples; `raised` says what a failed step raises.
 fn step_all<'py>(
     py: Python<'py>,
     held: &Held,
     statement: &mut Statement,
-) -> Result<Vec<Bound<'py, PyTuple>>, Stepping> {
+    raised: impl Fn(Error) -> PyErr,
+) -> PyResult<Vec<Bound<'py, PyTuple>>> {
     let columns = statement.columns();
     let mut rows = Vec::new();
-    while statement.step().map_err(Stepping::Sqlite)? {
+    while statement.step().map_err(&raised)? {
         let mut row = Vec::with_capacity(columns);
         for column in 0..columns {
             let at = i32::try_from(column).expect("SQLite counts columns in an int");
