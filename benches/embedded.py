@@ -1,6 +1,6 @@
 """A program that embeds agentledger, alone and beside a busy Python thread.
 
-    python benches/embedded.py [--runs N] [--appends A] [--repeat R] [--json]
+    python benches/embedded.py [--runs N] [--appends A] [--repeat R] [--bernstein DIR] [--json]
 
 Each sample is a whole process, a program that uses the ledger as a library: (a) alone;
 (b) while another thread of the program runs Python without pause, as a server's or an
@@ -9,7 +9,9 @@ agent's loop does. The two alternate R times; medians. Two programs:
 - verify: opens the bulk bench's ledger (built by ``bulk_verify.py``, N runs of 100
   entries), verifies it once (its imports then done) and again, timed;
 - append: appends A single entries to a run of a fresh ledger, each its own durable
-  commit, timed one by one (the median append).
+  commit, timed one by one (the median append);
+- with ``--bernstein DIR``: the verify again, ``compat="bernstein"``, of the bernstein
+  workdir's import that ``bernstein_verify.py --profile light|heavy --keep DIR`` kept.
 
 The ratio (b) / (a) is what the other thread costs: each time the library lets the GIL go,
 taking it back can wait for that thread's switch interval (5 ms).
@@ -47,19 +49,21 @@ def spinning() -> threading.Event:
     return stop
 
 
-def verify_program(path: Path, busy: bool) -> float:
-    """The second verify's seconds."""
+def verify_program(path: Path, busy: bool, compat: str | None = None) -> float:
+    """The second verify's seconds (``compat``: ``verify --compat`` of that peer)."""
     from agentledger import Ledger
+    from agentledger.verify import VerifyOptions
 
     with Ledger.open(path, readonly=True) as ledger:
-        assert ledger.verify().code == 0
+        first = ledger.verify(options=VerifyOptions(compat=compat)).code
         stop = spinning() if busy else None
         started = time.perf_counter()
-        report = ledger.verify()
+        report = ledger.verify(options=VerifyOptions(compat=compat))
         verify_s = time.perf_counter() - started
         if stop is not None:
             stop.set()
-        assert report.code == 0
+        # The same verdict both times; a native ledger verifies clean (a peer's may not).
+        assert report.code == first and (compat or first == 0), (first, report.code)
     return verify_s
 
 
@@ -117,6 +121,10 @@ def main() -> int:
         busy = "--busy" in sys.argv[4:]
         if sys.argv[2] == "verify":
             print(verify_program(Path(sys.argv[3]), busy))
+        elif sys.argv[2] == "compat":
+            kept = Path(sys.argv[3])
+            os.environ["AGENTLEDGER_HOME"] = str(kept / "home")
+            print(verify_program(kept / "ledger.db", busy, compat="bernstein"))
         else:
             print(append_program(int(sys.argv[3]), busy))
         return 0
@@ -124,6 +132,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=2_000)
     parser.add_argument("--appends", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument(
+        "--bernstein",
+        type=Path,
+        metavar="DIR",
+        help="also verify --compat bernstein the ledger `bernstein_verify.py --keep DIR` kept",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -142,6 +156,8 @@ def main() -> int:
         "verify": {"entries": args.runs * 100, **measure(["verify", str(path)], args.repeat)},
         "append": {"appends": args.appends, **measure(["append", str(args.appends)], args.repeat)},
     }
+    if args.bernstein is not None:
+        result["compat"] = measure(["compat", str(args.bernstein)], args.repeat)
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -151,6 +167,9 @@ def main() -> int:
     _print(verify, lambda s: f"{s:.3f} s")
     print(f"  one durable append (median of {args.appends} in a process):")
     _print(append, lambda s: f"{s * 1000:.2f} ms")
+    if "compat" in result:
+        print(f"  ledger.verify(compat='bernstein') of {args.bernstein}, its second call:")
+        _print(result["compat"], lambda s: f"{s:.3f} s")
     return 0
 
 
