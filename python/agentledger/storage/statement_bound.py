@@ -41,7 +41,9 @@ class StatementBound:
     """
 
     def __init__(self, conn: apsw.Connection, path: Path) -> None:
-        self.conn = conn
+        # Weak: the connection holds its handler, and ``_bounds`` holds this, so a strong
+        # reference back would keep a connection nobody closed open until the process ends.
+        self._conn = weakref.ref(conn)
         self.path = path
         self.steps = 0
         self.installed = False
@@ -52,13 +54,16 @@ class StatementBound:
         self._install()
 
     def _install(self) -> None:
-        self.conn.set_progress_handler(self._progress, PROGRESS_STEPS, id=HANDLER_ID)
-        self.installed = True
+        conn = self._conn()
+        if conn is not None:
+            conn.set_progress_handler(self._progress, PROGRESS_STEPS, id=HANDLER_ID)
+            self.installed = True
 
     def suspend(self) -> None:
         """Before a Rust call steps statements on this connection."""
-        if self.installed:
-            self.conn.set_progress_handler(None, id=HANDLER_ID)
+        conn = self._conn()
+        if self.installed and conn is not None:
+            conn.set_progress_handler(None, id=HANDLER_ID)
             self.installed = False
 
     def _budget(self) -> int:
