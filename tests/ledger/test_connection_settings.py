@@ -39,8 +39,9 @@ def test_a_ledger_nobody_closed_lets_its_file_go_once_dropped(
         ledger.run("r").append("step", {})
 
     def descriptors() -> int:
+        # Where the system lists them (Linux); elsewhere the collected connections say it.
         fds = Path("/proc/self/fd")
-        return sum(1 for fd in fds.iterdir() if _points_at(fd, ledger_path))
+        return sum(1 for fd in fds.iterdir() if _points_at(fd, ledger_path)) if fds.is_dir() else 0
 
     before = descriptors()
     dropped = []
@@ -50,7 +51,7 @@ def test_a_ledger_nobody_closed_lets_its_file_go_once_dropped(
             ledger.run(f"dropped-{n}").append("step", {"n": n})
         assert ledger.verify().code == 0
         dropped.append(weakref.ref(ledger.db.conn))
-        assert descriptors() > before
+        assert descriptors() > before or not Path("/proc/self/fd").is_dir()
         del ledger
     gc.collect()
     assert [conn() for conn in dropped] == [None] * 5
