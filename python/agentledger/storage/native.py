@@ -38,6 +38,9 @@ def handle(conn: apsw.Connection) -> apsw.Connection:
     return conn
 
 
+# Weak keys: a connection nobody closed is still collected, its cache first (apsw clears
+# weak references before it closes a connection it frees, so SQLite is still open when
+# the cache finalizes its statements).
 _kept: weakref.WeakKeyDictionary[apsw.Connection, _core.StatementCache] = (
     weakref.WeakKeyDictionary()
 )
