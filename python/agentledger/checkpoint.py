@@ -16,7 +16,6 @@ import weakref
 from typing import TYPE_CHECKING
 
 import apsw
-from nacl.signing import SigningKey
 
 from agentledger import proven, signing
 from agentledger.errors import NotFound
@@ -32,6 +31,8 @@ from agentledger.notes import (
 from agentledger.storage import native
 
 if TYPE_CHECKING:
+    from nacl.signing import SigningKey
+
     from agentledger.handle import LedgerHandle
     from agentledger.proven import Proven
 

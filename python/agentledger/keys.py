@@ -27,12 +27,14 @@ import secrets
 import stat
 from collections.abc import Iterable
 from pathlib import Path
-
-from nacl.signing import SigningKey
+from typing import TYPE_CHECKING
 
 from agentledger import _core
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
+
+if TYPE_CHECKING:
+    from nacl.signing import SigningKey
 
 HOME_ENV = "AGENTLEDGER_HOME"
 INSTALL_KEY = "install.key"
@@ -163,6 +165,9 @@ class KeyStore:
             seed = b""
         if len(seed) != 32:
             raise KeyFileError(f"{path}: not an Ed25519 seed (expected 64 hex characters)")
+        # PyNaCl loads with the first key used: a verify reads keys but never signs.
+        from nacl.signing import SigningKey
+
         key = SigningKey(seed)
         if not self.install_public_key_path.exists():
             public = public_key_text(bytes(key.verify_key))

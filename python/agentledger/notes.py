@@ -26,14 +26,17 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import apsw
-from nacl.signing import SigningKey
 
 from agentledger import _core
 from agentledger.errors import InvalidInput
 from agentledger.keys import parse_public_key, sign_message
 from agentledger.log import fetch
+
+if TYPE_CHECKING:
+    from nacl.signing import SigningKey
 
 ORIGIN_PREFIX = "agentledger/v1/ledger/"
 ARCHIVE_INFIX = "/archive/"

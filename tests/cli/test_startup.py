@@ -82,6 +82,24 @@ def test_verify_loads_the_phase_and_bernstein_machinery_only_for_a_ledger_that_n
     assert not heavy & loaded, sorted(heavy & loaded)
 
 
+def test_a_verify_that_prints_json_loads_no_console_and_no_signer(ledger_path: Path) -> None:
+    """Machine output needs neither rich (the terminal report) nor PyNaCl (a verify reads
+    keys and signs nothing): both are a tenth of a second of every such process's start-up.
+    The terminal report still loads rich, after the verify it shows."""
+    with Ledger.open(ledger_path) as ledger:
+        ledger.run("plain").append("step", {"n": 1})
+    probe = PROBE.replace("main(sys.argv[1:])", "code = main(sys.argv[1:])") + "print(code)\n"
+    for output, expected in ((["--json"], set()), ([], {"rich"})):
+        args = ["--ledger", str(ledger_path), "verify", "--all", *output]
+        done = subprocess.run(
+            [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True
+        )
+        modules, code = done.stdout.splitlines()[-2:]
+        assert code == "0", done.stderr
+        loaded = {name.split(".")[0] for name in json.loads(modules)}
+        assert loaded & {"rich", "nacl"} == expected, (output, sorted(loaded & {"rich", "nacl"}))
+
+
 def test_compat_verify_of_imported_runs_loads_none_of_the_strict_machinery(
     tmp_path: Path,
 ) -> None:

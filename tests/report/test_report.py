@@ -15,7 +15,7 @@ from rich.console import Console
 import agentledger
 from agentledger import Ledger, _core
 from agentledger.checks import explain
-from agentledger.display import human_console
+from agentledger.cli.console import human_console
 from agentledger.report import report_renderable
 from agentledger.report_html import render_html
 from agentledger.verify import Divergence, RunVerdict, VerifyReport

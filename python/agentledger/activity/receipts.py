@@ -13,13 +13,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from nacl.signing import SigningKey
+from typing import TYPE_CHECKING, Any
 
 from agentledger import _core
 from agentledger.cas import DIGEST
 from agentledger.keys import PUBLIC_KEY, public_key_text, sign_message
+
+if TYPE_CHECKING:
+    from nacl.signing import SigningKey
 
 RECEIPT_TYPE = "agentledger/data-ops-receipt"
 RECEIPT_VERSION = 1

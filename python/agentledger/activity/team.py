@@ -12,7 +12,6 @@ reads (verify holds it to the journal, ``team.roles``).
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +46,8 @@ class Role:
 
 def parse_manifest(data: bytes, name: str = "manifest") -> list[Role]:
     """The roles a manifest declares; ``InvalidManifest`` (exit 65) for anything off."""
+    import tomllib  # loaded with the first manifest read: a verify reads none
+
     try:
         doc = tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:

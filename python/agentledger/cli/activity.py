@@ -20,8 +20,8 @@ from agentledger.activity import ActivityResult, Observation
 from agentledger.activity.modalities import ActivitySession, DataOpsActivity
 from agentledger.cli import arguments
 from agentledger.cli.common import finish, read_json_document, run_verify, verify_options
+from agentledger.cli.console import styled
 from agentledger.cli.context import AppContext, AppGroup, F, emit_json, json_option
-from agentledger.display import styled
 from agentledger.errors import BadArgument, ExitCode, InvalidInput
 from agentledger.ids import check_run_id
 from agentledger.journal import Entry, Run

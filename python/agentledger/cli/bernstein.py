@@ -31,8 +31,9 @@ from agentledger.bernstein.seal_verdict import seal_verdict
 from agentledger.bernstein.tsa_trust import load_trust_bundle
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.cli import arguments
+from agentledger.cli.console import styled
 from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option
-from agentledger.display import safe, styled
+from agentledger.display import safe
 from agentledger.errors import BadArgument, ExitCode, InvalidInput, NotFound
 from agentledger.ledger import Ledger
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_KEY_FILE_BYTES, read_capped

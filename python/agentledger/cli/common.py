@@ -162,18 +162,21 @@ def finish(
 ) -> int:
     """Print a verify report (``--json``, or the terminal report), write ``--html``; the exit
     code is the report's."""
-    # The report renderer loads after the verify it shows: commands that share this module
-    # without verifying (phase, activity record) never import it.
-    from rich.text import Text
-
-    from agentledger.display import safe
-    from agentledger.report import report_renderable, write_html
-
+    # The report renderers (and rich) load after the verify they show, and only for the
+    # output asked for: commands that share this module without verifying (phase, activity
+    # record) never import them, nor does a verify that prints JSON alone.
     if html is not None:
+        from agentledger.report import write_html
+
         write_html(report, html)
     if as_json:
         emit_json(report.to_json())
     else:
+        from rich.text import Text
+
+        from agentledger.display import safe
+        from agentledger.report import report_renderable
+
         app.human_console(width).print(report_renderable(report))
         if html is not None:
             app.err_console.print(Text(f"HTML report written to {safe(str(html))}"))

@@ -68,7 +68,7 @@ class AppContext:
     def human_console(self, width: int | None = None) -> Console:
         """Human output (stdout) ``width`` columns wide (``--width``); every command's human
         output goes through here, so --no-color holds for all of them."""
-        from agentledger.display import human_console
+        from agentledger.cli.console import human_console
 
         console = human_console(width=width)
         if self.no_color:
@@ -78,7 +78,7 @@ class AppContext:
     @property
     def err_console(self) -> Console:
         """Progress and notes (stderr); silent under --quiet."""
-        from agentledger.display import human_console
+        from agentledger.cli.console import human_console
 
         console = human_console(stderr=True)
         console.quiet = self.quiet

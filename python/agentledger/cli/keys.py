@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from agentledger.cli import arguments
+from agentledger.cli.console import styled
 from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option
-from agentledger.display import styled
 from agentledger.errors import NotFound
 from agentledger.keys import KeyStore, public_key_text
 

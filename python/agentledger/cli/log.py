@@ -18,8 +18,9 @@ from agentledger import gc as collector
 from agentledger.checkpoint import latest, take_checkpoint
 from agentledger.cli import arguments
 from agentledger.cli.common import run_verify, verify_options
+from agentledger.cli.console import styled
 from agentledger.cli.context import AppCommand, AppContext, AppGroup, emit_json, json_option
-from agentledger.display import safe, styled
+from agentledger.display import safe
 from agentledger.errors import BadArgument, ExitCode, InvalidInput, LedgerError
 from agentledger.ids import utc_timestamp
 from agentledger.keys import KeyStore, resolve_trust

@@ -14,8 +14,8 @@ from rich.table import Table
 from rich.text import Text
 
 from agentledger.cli.common import read_json_document
+from agentledger.cli.console import styled
 from agentledger.cli.context import AppContext, AppGroup, json_option
-from agentledger.display import styled
 from agentledger.errors import ExitCode, InvalidInput, NotFound
 from agentledger.phase import (
     DIMENSIONS,

@@ -9,7 +9,7 @@ for what SQL cannot compute (the log's tiles are hashes of the entries).
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib import resources
+from pathlib import Path
 
 import apsw
 
@@ -21,7 +21,9 @@ APPLICATION_ID = 0x41474C44  # "AGLD"
 
 def migration_scripts() -> list[tuple[int, str]]:
     """``(version, sql)`` for every ``schema/NNN_*.sql`` file, in order."""
-    folder = resources.files("agentledger.storage") / "schema"
+    # The package is installed as files (never zipped): importlib.resources, and the
+    # zipfile and tempfile machinery it loads, would cost every command's start-up.
+    folder = Path(__file__).parent / "schema"
     scripts = []
     for item in folder.iterdir():
         if item.name.endswith(".sql"):
