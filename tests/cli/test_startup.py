@@ -82,7 +82,10 @@ def test_verify_loads_the_phase_and_bernstein_machinery_only_for_a_ledger_that_n
     assert not heavy & loaded, sorted(heavy & loaded)
 
 
-def test_a_verify_that_prints_json_loads_no_console_and_no_signer(ledger_path: Path) -> None:
+@pytest.mark.parametrize("command", [["verify", "--all"], ["show", "plain"]])
+def test_a_verify_that_prints_json_loads_no_console_and_no_signer(
+    ledger_path: Path, command: list[str]
+) -> None:
     """Machine output needs neither rich (the terminal report) nor PyNaCl (a verify reads
     keys and signs nothing): both are a tenth of a second of every such process's start-up.
     The terminal report still loads rich, after the verify it shows."""
@@ -90,7 +93,7 @@ def test_a_verify_that_prints_json_loads_no_console_and_no_signer(ledger_path: P
         ledger.run("plain").append("step", {"n": 1})
     probe = PROBE.replace("main(sys.argv[1:])", "code = main(sys.argv[1:])") + "print(code)\n"
     for output, expected in ((["--json"], set()), ([], {"rich"})):
-        args = ["--ledger", str(ledger_path), "verify", "--all", *output]
+        args = ["--ledger", str(ledger_path), *command, *output]
         done = subprocess.run(
             [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True
         )

@@ -393,9 +393,6 @@ def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
       agentledger show run-001 --json | jq '.stages'
       agentledger show run-7 --no-color | less
     """
-    from rich.text import Text
-    from rich.tree import Tree
-
     from agentledger.activity.stages import stage_summaries
     from agentledger.verify import RunVerdict, VerifyOptions, status_name
     from agentledger.verify.marks import mark_run
@@ -456,6 +453,10 @@ def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
             }
         )
         return code
+    # rich loads for the terminal's tree only: `show --json` never needs it.
+    from rich.text import Text
+    from rich.tree import Tree
+
     console = app.human_console(width)
     status = status_name(code)
     tree = Tree(
