@@ -28,6 +28,17 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
+def modules_loaded(args: list[str]) -> set[str]:
+    """The modules a command line that exits 0 loaded, in a fresh interpreter."""
+    probe = PROBE.replace("main(sys.argv[1:])", "code = main(sys.argv[1:])") + "print(code)\n"
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True
+    )
+    modules, code = done.stdout.splitlines()[-2:]
+    assert code == "0", done.stderr
+    return set(json.loads(modules))
+
+
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["-h"]])
 def test_version_and_help_import_no_heavy_module(args: list[str]) -> None:
     done = subprocess.run(
@@ -62,15 +73,7 @@ def test_verify_loads_the_phase_and_bernstein_machinery_only_for_a_ledger_that_n
     every verify."""
     with Ledger.open(ledger_path) as ledger:
         ledger.run("plain").append("step", {"n": 1})
-    probe = PROBE.replace("main(sys.argv[1:])", "code = main(sys.argv[1:])")
-    probe += "print(code)\n"
-    args = ["--ledger", str(ledger_path), "verify", "--all"]
-    done = subprocess.run(
-        [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True
-    )
-    modules, code = done.stdout.splitlines()[-2:]
-    assert code == "0", done.stderr
-    loaded = set(json.loads(modules))
+    loaded = modules_loaded(["--ledger", str(ledger_path), "verify", "--all"])
     heavy = {
         "agentledger.phase.models",
         "agentledger.phase.compiler",
@@ -91,15 +94,9 @@ def test_a_verify_that_prints_json_loads_no_console_and_no_signer(
     The terminal report still loads rich, after the verify it shows."""
     with Ledger.open(ledger_path) as ledger:
         ledger.run("plain").append("step", {"n": 1})
-    probe = PROBE.replace("main(sys.argv[1:])", "code = main(sys.argv[1:])") + "print(code)\n"
     for output, expected in ((["--json"], set()), ([], {"rich"})):
         args = ["--ledger", str(ledger_path), *command, *output]
-        done = subprocess.run(
-            [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True
-        )
-        modules, code = done.stdout.splitlines()[-2:]
-        assert code == "0", done.stderr
-        loaded = {name.split(".")[0] for name in json.loads(modules)}
+        loaded = {name.split(".")[0] for name in modules_loaded(args)}
         assert loaded & {"rich", "nacl"} == expected, (output, sorted(loaded & {"rich", "nacl"}))
 
 

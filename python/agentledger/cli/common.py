@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from agentledger.cli.context import AppContext, F, emit_json
+from agentledger.display import safe
 from agentledger.errors import InvalidInput
 from agentledger.limits import MAX_DOCUMENT_BYTES, read_capped
 
@@ -174,7 +175,6 @@ def finish(
     else:
         from rich.text import Text
 
-        from agentledger.display import safe
         from agentledger.report import report_renderable
 
         app.human_console(width).print(report_renderable(report))
