@@ -15,6 +15,7 @@ import agentledger
 from agentledger import Ledger, _core
 from agentledger._version import __version__
 from agentledger.cli.app import COMMANDS, cli, load_all
+from agentledger.errors import ExitCode
 
 HEAVY = ("rich", "pydantic", "agentledger._core", "apsw", "agentledger.ledger", "nacl")
 
@@ -28,14 +29,14 @@ print(json.dumps(sorted(sys.modules)))
 """
 
 
-def modules_loaded(args: list[str]) -> set[str]:
-    """The modules a command line that exits 0 loaded, in a fresh interpreter."""
+def modules_loaded(args: list[str], exit_code: int = 0) -> set[str]:
+    """The modules a command line that exits ``exit_code`` loaded, in a fresh interpreter."""
     probe = PROBE.replace("main(sys.argv[1:])", "code = main(sys.argv[1:])") + "print(code)\n"
     done = subprocess.run(
         [sys.executable, "-c", probe, *args], capture_output=True, text=True, check=True
     )
     modules, code = done.stdout.splitlines()[-2:]
-    assert code == "0", done.stderr
+    assert code == str(exit_code), done.stderr
     return set(json.loads(modules))
 
 
@@ -98,6 +99,24 @@ def test_a_verify_that_prints_json_loads_no_console_and_no_signer(
         args = ["--ledger", str(ledger_path), *command, *output]
         loaded = {name.split(".")[0] for name in modules_loaded(args)}
         assert loaded & {"rich", "nacl"} == expected, (output, sorted(loaded & {"rich", "nacl"}))
+
+
+def test_show_of_an_imported_bernstein_run_as_json_loads_no_console(tmp_path: Path) -> None:
+    """``show RUN --json`` of an imported run prints bernstein's rows and the verify's
+    verdict without rich; its terminal tree loads it. (The fixture's signer is not trusted
+    here: the strict verdict is diverged, exit 2, either way.)"""
+    from agentledger.bernstein import import_workdir
+    from tests.bernstein.bernstein_testkit import SMALL, copy_workdir
+
+    ledger_path = tmp_path / "l.db"
+    with Ledger.open(ledger_path) as ledger:
+        imported = import_workdir(ledger, copy_workdir(SMALL, tmp_path / "wd"))
+    run_id = imported.runs_imported[0]
+    for output, expected in ((["--json"], set()), ([], {"rich"})):
+        args = ["--ledger", str(ledger_path), "show", run_id, *output]
+        loaded = {name.split(".")[0] for name in modules_loaded(args, ExitCode.DIVERGED)}
+        assert "agentledger" in loaded
+        assert loaded & {"rich"} == expected, (output, sorted(loaded & {"rich"}))
 
 
 def test_compat_verify_of_imported_runs_loads_none_of_the_strict_machinery(

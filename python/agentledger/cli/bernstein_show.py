@@ -6,16 +6,16 @@
 from __future__ import annotations
 
 import json
-
-from rich.text import Text
-from rich.tree import Tree
+from typing import TYPE_CHECKING
 
 from agentledger.bernstein.view import ImportedRun
 from agentledger.cli.context import AppContext, emit_json
 from agentledger.display import safe
 from agentledger.errors import ExitCode
-from agentledger.report import run_tree, verdict_line, workspace_tree
 from agentledger.verify import VerifyReport, status_name
+
+if TYPE_CHECKING:
+    from rich.tree import Tree
 
 HEX_SHOWN = 16
 
@@ -53,6 +53,11 @@ def show_imported(
             }
         )
         return code
+    # rich loads for the terminal's tree only: `show --json` never needs it.
+    from rich.text import Text
+
+    from agentledger.report import run_tree, verdict_line, workspace_tree
+
     console = app.human_console(width)
     console.print(imported_tree(run))
     if report is None:
@@ -67,6 +72,9 @@ def show_imported(
 
 
 def imported_tree(run: ImportedRun) -> Tree:
+    from rich.text import Text
+    from rich.tree import Tree
+
     events = sum(1 for row in run.rows if row["parsed"])
     discarded = len(run.rows) - events
     title = Text.assemble(
@@ -111,6 +119,8 @@ def imported_tree(run: ImportedRun) -> Tree:
 
 
 def _add_stage(node: Tree, stage: dict[str, object]) -> None:
+    from rich.text import Text
+
     state = str(stage["terminal_state"])
     node.add(
         Text.assemble(
