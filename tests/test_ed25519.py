@@ -20,7 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentledger._core import ed25519_sign, ed25519_verify, ed25519_verify_batch
+from agentledger._core import Ed25519Signer, ed25519_verify, ed25519_verify_batch
+from agentledger.keys import sign_message
 
 VECTORS = Path(__file__).parent / "vectors" / "ed25519-dalek-testvectors" / "TESTVECTORS"
 
@@ -414,18 +415,31 @@ def test_dalek_testvectors_sign_to_their_signatures() -> None:
             continue
         secret_hex, _, msg_hex, signed_hex, _ = line.split(":")
         seed, message = bytes.fromhex(secret_hex)[:32], bytes.fromhex(msg_hex)
-        assert ed25519_sign(seed, message) == bytes.fromhex(signed_hex)[:64]
+        signer = Ed25519Signer(seed)
+        assert signer.sign(message) == bytes.fromhex(signed_hex)[:64]
+        assert signer.public_key == bytes.fromhex(secret_hex)[32:]
 
 
 @settings(max_examples=300, deadline=None)
 @given(seed=st.binary(min_size=32, max_size=32), message=st.binary(max_size=3000))
 def test_signatures_are_the_bytes_libsodium_makes(seed: bytes, message: bytes) -> None:
-    expected = nacl.signing.SigningKey(seed).sign(message).signature
-    assert ed25519_sign(seed, message) == expected
-    assert ed25519_verify(bytes(nacl.signing.SigningKey(seed).verify_key), message, expected)
+    key = nacl.signing.SigningKey(seed)
+    expected = key.sign(message).signature
+    signer = Ed25519Signer(seed)
+    # The expanded key signs every message as a fresh one would.
+    assert signer.sign(message) == expected
+    assert signer.sign(message + b"!") == key.sign(message + b"!").signature
+    assert ed25519_verify(bytes(key.verify_key), message, expected)
 
 
 @pytest.mark.parametrize("length", [0, 31, 33, 64])
 def test_a_seed_of_another_length_is_refused(length: int) -> None:
     with pytest.raises(ValueError, match="32 bytes"):
-        ed25519_sign(bytes(length), b"message")
+        Ed25519Signer(bytes(length))
+
+
+def test_sign_message_signs_with_each_key_s_own_kept_expansion() -> None:
+    keys = [nacl.signing.SigningKey(bytes([n]) * 32) for n in (1, 2)]
+    for _ in range(2):  # the second round signs with the expansions kept from the first
+        for key in keys:
+            assert sign_message(key, b"message") == key.sign(b"message").signature

@@ -133,9 +133,16 @@ class StoredTree:
 
 # ---- Ed25519 ---------------------------------------------------------------------------
 
-def ed25519_sign(seed: Buffer, message: Buffer) -> bytes:
-    """The signature of ``message`` by the key of the 32-byte ``seed`` (RFC 8032: the bytes
-    libsodium gives); ``ValueError`` for another length."""
+@final
+class Ed25519Signer:
+    """The key of a 32-byte ``seed``, expanded once (``ValueError`` for another length)."""
+
+    def __new__(cls, seed: Buffer) -> Ed25519Signer: ...
+    def sign(self, message: Buffer) -> bytes:
+        """The signature of ``message`` (RFC 8032: the bytes libsodium gives)."""
+    @property
+    def public_key(self) -> bytes:
+        """The 32-byte public key."""
 
 def ed25519_verify(public_key: bytes, message: bytes, signature: bytes) -> bool:
     """Strict verification: the same decision as libsodium's crypto_sign_verify_detached."""

@@ -39,4 +39,11 @@ def check_kind(kind: object) -> str:
 
 def utc_timestamp() -> str:
     """RFC 3339 UTC with microseconds, the form every entry's ``ts`` takes."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return rfc3339(datetime.now(UTC))
+
+
+def rfc3339(moment: datetime) -> str:
+    """``moment`` (aware, UTC) as ``%Y-%m-%dT%H:%M:%S.%fZ``, formatted by ``isoformat``:
+    ``strftime`` goes through the C library's, a tenth of a single append's CPU for its two
+    timestamps (the entry's and its checkpoint's)."""
+    return moment.isoformat(timespec="microseconds").removesuffix("+00:00") + "Z"

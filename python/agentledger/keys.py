@@ -25,6 +25,7 @@ import os
 import re
 import secrets
 import stat
+import weakref
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -61,8 +62,15 @@ def default_home() -> Path:
 def sign_message(key: SigningKey, message: bytes) -> bytes:
     """The Ed25519 signature of ``message`` by ``key``: every signature agentledger makes.
     Made in Rust with the GIL held (PyNaCl's lets it go, and taking it back can wait for a
-    busy thread's switch interval); the same bytes libsodium gives (tested)."""
-    return _core.ed25519_sign(bytes(key), message)
+    busy thread's switch interval); the same bytes libsodium gives (tested). The key is
+    expanded once, for as long as ``key`` lives (``_signers``)."""
+    signer = _signers.get(key)
+    if signer is None:
+        signer = _signers[key] = _core.Ed25519Signer(bytes(key))
+    return signer.sign(message)
+
+
+_signers: weakref.WeakKeyDictionary[SigningKey, _core.Ed25519Signer] = weakref.WeakKeyDictionary()
 
 
 def public_key_text(public_key: bytes) -> str:

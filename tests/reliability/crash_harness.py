@@ -237,7 +237,9 @@ def archive_kill_points(workdir: Path, kill_points: int, *, seed: int) -> tuple[
             pid = server.spawn(
                 "tests.reliability.crash_writer:run_archive", str(source), str(key_home), str(out)
             )
-            time.sleep(rng.uniform(0.0, duration * 1.2))
+            # Stratified over 0..1.2 durations: the early points land before the archive
+            # is written whatever the machine's speed does to a single timing run.
+            time.sleep(duration * 1.2 * (point + rng.random()) / kill_points)
             server.kill(pid)
             if not out.exists():
                 absent += 1

@@ -95,10 +95,15 @@ def sqlite_errors() -> Iterator[None]:
     try:
         yield
     except _core.SqliteError as exc:
-        code, message = exc.args
-        failure = apsw.exception_for(code)
-        failure.args = (message,)
-        raise failure from None
+        raise as_apsw(exc) from None
+
+
+def as_apsw(exc: _core.SqliteError) -> apsw.Error:
+    """apsw's exception for the result code of a ``_core`` SQLite failure."""
+    code, message = exc.args
+    failure = apsw.exception_for(code)
+    failure.args = (message,)
+    return failure
 
 
 def rows(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
@@ -109,8 +114,10 @@ def rows(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> li
     runs under the connection's bound, as apsw's do (Ctrl-C, the step budget)."""
     _bound(conn)
     statement_bound.begin(conn)
-    with sqlite_errors():
+    try:  # not `sqlite_errors()`: entering a context manager costs what a short statement does
         return _core.sqlite_rows(conn, sql, list(params), _kept.get(conn))
+    except _core.SqliteError as exc:
+        raise as_apsw(exc) from None
 
 
 def execute(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> None:

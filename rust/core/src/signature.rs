@@ -173,12 +173,27 @@ impl PublicKey {
     }
 }
 
-/// The Ed25519 signature of `message` by the key whose 32-byte seed is `seed` (RFC 8032).
-/// Signing is deterministic: these are the bytes libsodium's `crypto_sign_detached` gives.
-/// The expanded key is zeroed when dropped.
-pub fn sign(seed: &[u8; 32], message: &[u8]) -> [u8; 64] {
-    use ed25519_dalek::{Signer, SigningKey};
-    SigningKey::from_bytes(seed).sign(message).to_bytes()
+/// An Ed25519 signing key (RFC 8032), expanded once from its 32-byte seed: the hashed seed
+/// and the public key, so each signature costs one fixed-base multiplication (signing from
+/// the seed each time costs two). Signing is deterministic: these are the bytes libsodium's
+/// `crypto_sign_detached` gives. The expanded key is zeroed when dropped.
+pub struct Signer(ed25519_dalek::SigningKey);
+
+impl Signer {
+    pub fn from_seed(seed: &[u8; 32]) -> Self {
+        Signer(ed25519_dalek::SigningKey::from_bytes(seed))
+    }
+
+    /// The signature of `message`.
+    pub fn sign(&self, message: &[u8]) -> [u8; 64] {
+        use ed25519_dalek::Signer as _;
+        self.0.sign(message).to_bytes()
+    }
+
+    /// The 32-byte public key.
+    pub fn public_key(&self) -> [u8; 32] {
+        self.0.verifying_key().to_bytes()
+    }
 }
 
 /// Verify one Ed25519 signature with libsodium's decisions (see the module docs).

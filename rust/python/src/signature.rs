@@ -1,4 +1,4 @@
-//! Ed25519 for Python: `ed25519_sign` (the bytes libsodium gives), and `ed25519_verify` and
+//! Ed25519 for Python: `Ed25519Signer` (the bytes libsodium gives), and `ed25519_verify` and
 //! `ed25519_verify_batch`, deciding exactly as libsodium's `crypto_sign_verify_detached`
 //! (rules in `agentledger_core::signature`). Signing keeps the GIL (a signature takes tens
 //! of microseconds; letting the GIL go can cost a busy thread's switch interval).
@@ -16,25 +16,47 @@ use pyo3::types::{PyBytes, PyTuple};
 use crate::hashing::{BytesArg, RELEASE_GIL_FROM};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(ed25519_sign, m)?)?;
     m.add_function(wrap_pyfunction!(ed25519_verify, m)?)?;
     m.add_function(wrap_pyfunction!(ed25519_verify_batch, m)?)?;
+    m.add_class::<Ed25519Signer>()?;
     Ok(())
 }
 
-/// The signature of `message` by the key of the 32-byte `seed` (`ValueError` otherwise).
-#[pyfunction]
-fn ed25519_sign<'py>(
-    py: Python<'py>,
-    seed: &Bound<'py, PyAny>,
-    message: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyBytes>> {
-    let seed: [u8; 32] = BytesArg::extract(seed)?
-        .to_vec(py)
-        .try_into()
-        .map_err(|_| PyValueError::new_err("an Ed25519 seed is 32 bytes"))?;
-    let message = BytesArg::extract(message)?.to_vec(py);
-    Ok(PyBytes::new(py, &signature::sign(&seed, &message)))
+/// The key of a 32-byte seed, expanded once (`signature::Signer`): `ValueError` for another
+/// length. The expanded key is zeroed when the object is freed.
+#[pyclass(frozen, module = "agentledger._core")]
+pub struct Ed25519Signer {
+    signer: signature::Signer,
+}
+
+#[pymethods]
+impl Ed25519Signer {
+    #[new]
+    fn new(py: Python<'_>, seed: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let seed: [u8; 32] = BytesArg::extract(seed)?
+            .to_vec(py)
+            .try_into()
+            .map_err(|_| PyValueError::new_err("an Ed25519 seed is 32 bytes"))?;
+        Ok(Ed25519Signer {
+            signer: signature::Signer::from_seed(&seed),
+        })
+    }
+
+    /// The signature of `message` (the bytes libsodium gives).
+    fn sign<'py>(
+        &self,
+        py: Python<'py>,
+        message: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let message = BytesArg::extract(message)?.to_vec(py);
+        Ok(PyBytes::new(py, &self.signer.sign(&message)))
+    }
+
+    /// The 32-byte public key.
+    #[getter]
+    fn public_key<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.signer.public_key())
+    }
 }
 
 /// Strict verification: the same decision as libsodium's crypto_sign_verify_detached.
