@@ -105,13 +105,7 @@ def test_show_of_an_imported_bernstein_run_as_json_loads_no_console(tmp_path: Pa
     """``show RUN --json`` of an imported run prints bernstein's rows and the verify's
     verdict without rich; its terminal tree loads it. (The fixture's signer is not trusted
     here: the strict verdict is diverged, exit 2, either way.)"""
-    from agentledger.bernstein import import_workdir
-    from tests.bernstein.bernstein_testkit import SMALL, copy_workdir
-
-    ledger_path = tmp_path / "l.db"
-    with Ledger.open(ledger_path) as ledger:
-        imported = import_workdir(ledger, copy_workdir(SMALL, tmp_path / "wd"))
-    run_id = imported.runs_imported[0]
+    ledger_path, run_id = imported_small_workdir(tmp_path)
     for output, expected in ((["--json"], set()), ([], {"rich"})):
         args = ["--ledger", str(ledger_path), "show", run_id, *output]
         loaded = {name.split(".")[0] for name in modules_loaded(args, ExitCode.DIVERGED)}
@@ -124,18 +118,26 @@ def test_compat_verify_of_imported_runs_loads_none_of_the_strict_machinery(
 ) -> None:
     """bernstein's own verdict (``--compat bernstein``) reads no seal, receipt or anchor:
     the strict checks, X.509 and RFC 3161 load for the strict verdict only."""
+    ledger_path, _ = imported_small_workdir(tmp_path)
+    strict_only = {"agentledger.verify.bernstein_strict", "cryptography.x509"}
+    # The fixture's signer is not trusted here: the strict verdict is diverged.
+    verdicts: tuple[tuple[list[str], ExitCode, set[str]], ...] = (
+        (["--compat", "bernstein"], ExitCode.OK, set()),
+        ([], ExitCode.DIVERGED, strict_only),
+    )
+    for compat, code, expected in verdicts:
+        args = ["--ledger", str(ledger_path), "verify", *compat]
+        loaded = modules_loaded(args, code)
+        assert "agentledger.verify.bernstein_runs" in loaded
+        assert strict_only & loaded == expected, (compat, sorted(strict_only & loaded))
+
+
+def imported_small_workdir(tmp_path: Path) -> tuple[Path, str]:
+    """A ledger holding the small bernstein fixture's import, and one run it imported."""
     from agentledger.bernstein import import_workdir
     from tests.bernstein.bernstein_testkit import SMALL, copy_workdir
 
     ledger_path = tmp_path / "l.db"
     with Ledger.open(ledger_path) as ledger:
-        import_workdir(ledger, copy_workdir(SMALL, tmp_path / "wd"))
-    strict_only = {"agentledger.verify.bernstein_strict", "cryptography.x509"}
-    for compat, expected in ((["--compat", "bernstein"], set()), ([], strict_only)):
-        args = ["--ledger", str(ledger_path), "verify", *compat]
-        done = subprocess.run(
-            [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, check=False
-        )
-        loaded = set(json.loads(done.stdout.splitlines()[-1]))
-        assert "agentledger.verify.bernstein_runs" in loaded, done.stderr
-        assert strict_only & loaded == expected, (compat, sorted(strict_only & loaded))
+        imported = import_workdir(ledger, copy_workdir(SMALL, tmp_path / "wd"))
+    return ledger_path, imported.runs_imported[0]
