@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentledger._core import Ed25519Signer, ed25519_verify, ed25519_verify_batch
+from agentledger import keys as keys_module
 from agentledger.keys import sign_message
 
 VECTORS = Path(__file__).parent / "vectors" / "ed25519-dalek-testvectors" / "TESTVECTORS"
@@ -443,3 +444,16 @@ def test_sign_message_signs_with_each_key_s_own_kept_expansion() -> None:
     for _ in range(2):  # the second round signs with the expansions kept from the first
         for key in keys:
             assert sign_message(key, b"message") == key.sign(b"message").signature
+
+
+def test_sign_message_forgets_a_collected_key_before_its_id_names_another() -> None:
+    # CPython reuses a freed object's memory at once: each new key may take the id of the
+    # one just dropped, and must still sign with its own expansion.
+    ids = set()
+    for n in range(1, 40):
+        key = nacl.signing.SigningKey(bytes([n]) * 32)
+        ids.add(id(key))
+        assert sign_message(key, b"message") == key.sign(b"message").signature
+        del key
+    assert len(ids) < 39  # ids were reused, so the test exercised what it names
+    assert not ids & keys_module._signers.keys()  # every dropped key was forgotten

@@ -64,13 +64,17 @@ def sign_message(key: SigningKey, message: bytes) -> bytes:
     Made in Rust with the GIL held (PyNaCl's lets it go, and taking it back can wait for a
     busy thread's switch interval); the same bytes libsodium gives (tested). The key is
     expanded once, for as long as ``key`` lives (``_signers``)."""
-    signer = _signers.get(key)
+    signer = _signers.get(id(key))
     if signer is None:
-        signer = _signers[key] = _core.Ed25519Signer(bytes(key))
+        signer = _signers[id(key)] = _core.Ed25519Signer(bytes(key))
+        weakref.finalize(key, _signers.pop, id(key), None)
     return signer.sign(message)
 
 
-_signers: weakref.WeakKeyDictionary[SigningKey, _core.Ed25519Signer] = weakref.WeakKeyDictionary()
+_signers: dict[int, _core.Ed25519Signer] = {}
+"""Each live key's expansion, by the key object's identity: a ``SigningKey`` hashes and
+compares its secret bytes on every dictionary lookup (half of a checkpoint's signing cost).
+The entry goes when the key is collected, before its id can name another object."""
 
 
 def public_key_text(public_key: bytes) -> str:
