@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentledger._core import Ed25519Signer, ed25519_verify, ed25519_verify_batch
 from agentledger import keys as keys_module
+from agentledger._core import Ed25519Signer, ed25519_verify, ed25519_verify_batch
 from agentledger.keys import sign_message
 
 VECTORS = Path(__file__).parent / "vectors" / "ed25519-dalek-testvectors" / "TESTVECTORS"

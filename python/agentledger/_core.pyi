@@ -564,6 +564,20 @@ def bernstein_verify_workdir(
     """Verify the runs ``run_ids`` of the workdir at ``root`` in place, read the way
     bernstein reads it (the directory is its own store)."""
 
+def check_indexes(
+    connection: apsw.Connection,
+    sql: str,
+    columns: Sequence[int],
+    key: bytes,
+    table: str,
+    specs: Sequence[tuple[str, str, Sequence[int]]],
+    jobs: int = 0,
+) -> list[str]:
+    """``verify_journal``'s index check on a read of its own: ``sql`` selects every row of
+    ``table`` in primary-key order, the journal pass's columns at positions ``columns``
+    (``run_id, seq`` first); each index of ``specs`` is then scanned in its order and
+    compared under the 32-byte ``key``. The problems found (empty: every index agrees)."""
+
 def verify_journal(
     connection: apsw.Connection,
     ledger_id: str,

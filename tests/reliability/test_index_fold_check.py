@@ -1,22 +1,28 @@
-"""The index check a whole verify folds into its journal pass, against SQLite's own
+"""The index check a verify folds into a read of the ``entries`` rows, against SQLite's own
 (``PRAGMA integrity_check``, the reference).
 
-A whole verify counts the ``entries`` rows as each index holds them while it reads them,
-then scans each index in order (``btree_check.fold_plan``); SQLite's check looks each row up
-in each index. Here an index's b-tree is replaced by one built over a *changed copy* of the
-table (rows left out, added, altered, or none), its SQL text kept: the two must agree on
-whether anything is wrong, and a verify that finds it reports ``schema.btree`` alone.
+A whole verify counts the ``entries`` rows as each index holds them while its journal pass
+reads them, then scans each index in order (``btree_check.fold_plan``); a verify of named
+runs or ``--incremental`` makes the same check from a read of the rows' keys of its own
+(``btree_check.entries_problems``). SQLite's check looks each row up in each index. Here an
+index's b-tree is replaced by one built over a *changed copy* of the table (rows left out,
+added, altered, or none), its SQL text kept: the two must agree on whether anything is
+wrong, and a verify that finds it reports ``schema.btree`` alone.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentledger import Ledger
-from agentledger.storage.btree_check import btree_problems, fold_plan
+from agentledger.storage import btree_check
+from agentledger.storage.btree_check import btree_problems, entries_problems, fold_plan
+from agentledger.verify import VerifyOptions
+from agentledger.verify import log as verify_log
 from tests.log.logkit import build, checks, raw, rebuild_index, verify
 
 INDEXES = ("entries_by_kind", "entries_by_leaf")
@@ -69,9 +75,20 @@ def _graft_index(path: Path, index: str, edits: list[Change]) -> None:
         conn.execute("PRAGMA writable_schema = OFF")
 
 
-def _both(path: Path) -> tuple[list[str], list[str]]:
+HOW = ("whole", "named", "incremental")
+"""How the verify reads ``entries``: every row (the journal pass's fold), or some (a read
+of the keys of its own): named runs, or ``--incremental`` after a clean whole verify."""
+
+
+def _both(path: Path, how: str = "whole") -> tuple[list[str], list[str]]:
     """What each check finds: the verify's (its ``schema.btree`` findings) and SQLite's."""
-    report = verify(path)
+    with Ledger.open(path) as ledger:
+        if how == "named":
+            report = ledger.verify(["run-1"])
+        elif how == "incremental":
+            report = ledger.verify(options=VerifyOptions(incremental=True))
+        else:
+            report = ledger.verify()
     folded = [d.actual for d in report.workspace if d.check == "schema.btree"]
     if folded:
         assert checks(report) == {"schema.btree"}  # nothing else reported from such a file
@@ -84,17 +101,74 @@ def _both(path: Path) -> tuple[list[str], list[str]]:
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
-@given(index=st.sampled_from(INDEXES), edits=changes)
+@given(index=st.sampled_from(INDEXES), edits=changes, how=st.sampled_from(HOW))
 def test_the_folded_check_agrees_with_sqlites_on_a_grafted_index(
-    tmp_path_factory: object, index: str, edits: list[Change]
+    tmp_path_factory: object, index: str, edits: list[Change], how: str
 ) -> None:
     path = tmp_path_factory.mktemp("graft") / "ledger.db"  # type: ignore[attr-defined]
     with Ledger.open(path) as ledger:
         build(ledger, runs=3, entries=5)
+        if how == "incremental":
+            assert ledger.verify().code == 0  # remembered clean: the next verify reads the tail
+            ledger.run("run-1").append("step", {"n": 99})
     _graft_index(path, index, edits)
-    fast, reference = _both(path)
+    fast, reference = _both(path, how)
     assert bool(fast) == bool(reference), (edits, fast, reference)
     assert all(problem.startswith(f"{index}:") for problem in fast), fast
+
+
+@pytest.mark.parametrize("how", ["named", "incremental"])
+def test_a_verify_reading_some_rows_checks_the_entries_indexes_from_a_read_of_its_own(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    """SQLite's check (every row looked up in each index) is left for the other tables:
+    ``entries`` is checked from the keys of its rows, read from its own b-tree in key order."""
+    build(ledger, runs=3, entries=4)
+    assert ledger.verify().code == 0
+    ledger.run("run-1").append("step", {"n": 99})
+    by_sqlite: list[str] = []
+    by_fold: list[list[str]] = []
+    reference, folded = btree_check.btree_problems, btree_check.entries_problems
+
+    def sqlite_check(conn: object, tables: list[str] | None = None) -> list[str]:
+        by_sqlite.extend(tables or ["every table"])
+        return reference(conn, tables)
+
+    def fold_check(conn: object, specs: list[btree_check.IndexSpec], jobs: int = 0) -> list[str]:
+        by_fold.append([name for name, _, _ in specs])
+        return folded(conn, specs, jobs)
+
+    monkeypatch.setattr(btree_check, "btree_problems", sqlite_check)
+    monkeypatch.setattr(btree_check, "entries_problems", fold_check)
+    options = VerifyOptions(incremental=True) if how == "incremental" else None
+    report = ledger.verify(["run-1"] if how == "named" else None, options=options)
+    assert report.code == 0
+    assert [sorted(names) for names in by_fold] == [sorted(INDEXES)]
+    assert btree_check.FOLDED_TABLE not in by_sqlite and by_sqlite
+    with ledger.db.snapshot() as conn:
+        plan = fold_plan(conn)
+        assert plan is not None
+        assert entries_problems(conn, plan) == []
+        # The keys are read from the table's own b-tree in key order (no sort, no index).
+        steps = [
+            row[3]
+            for row in conn.execute(
+                'EXPLAIN QUERY PLAN SELECT "run_id", "seq", "kind", "leaf" FROM "entries" '
+                'ORDER BY "run_id", "seq"'
+            )
+        ]
+        assert steps == ["SCAN entries"]
+
+
+def test_the_log_is_rebuilt_from_the_table_itself(ledger: Ledger) -> None:
+    """The rows a verify of named runs rebuilds the signed log from are the table's, read in
+    key order: no index the file could have rebuilt (``entries_by_leaf``) decides which."""
+    build(ledger, runs=2, entries=3)
+    with ledger.db.snapshot() as conn:
+        steps = [
+            row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {verify_log.LEAF_SCAN}", (0, 6))
+        ]
+    assert steps == ["SCAN entries"]
 
 
 def test_a_whole_verify_checks_the_entries_indexes_from_its_own_read(ledger: Ledger) -> None:

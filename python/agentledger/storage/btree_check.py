@@ -7,13 +7,14 @@ that index from rows the attacker chose. A forged run without a leaf vanishes fr
 ``entries_by_leaf`` (and from ``count(*)``, which SQLite answers from the smallest index);
 an entry left out of ``entries_by_kind`` hides the blob it references.
 
-So verify, and every signer inside its write transaction, checks that every index holds
-exactly its table's rows, in the snapshot it decides from:
+So verify checks that every index holds exactly its table's rows, in the snapshot it
+decides from, before any other SQL's answer is used; a signer that reads through an index
+stands on such a verify (``signing.require_clean``), in its write transaction:
 
 - SQLite's own index-versus-table check (``PRAGMA integrity_check(table)``: every row of the
   table is looked up in each of its indexes, each index holds as many entries as the table
   has rows, and the pages of both are well formed) is the reference, and checks every table
-  but one case. ``quick_check`` is not enough: it skips exactly that comparison.
+  but ``entries``. ``quick_check`` is not enough: it skips exactly that comparison.
 - A whole verify reads every row of ``entries`` anyway (the journal pass), so there the
   ``entries`` indexes are checked from that same read (``fold_plan``): the pass counts the
   table's rows as each index holds them, as keyed multisets (a key drawn for the call, so
@@ -23,15 +24,22 @@ exactly its table's rows, in the snapshot it decides from:
   ROWID`` table: in it, as in every index, each key is a cell its scan visits (interior
   cells included), so sorted scans prove every seek goes the right way. A finding stops the
   verify as SQLite's would (``IndexesDisagree``): nothing else is reported from such a file.
+- A verify that reads only some rows (named runs, ``--incremental``) makes the same check
+  from a read of its own (``entries_problems``): the key columns of every row, from the
+  table's own b-tree in key order. On a million entries that takes half as long as
+  SQLite's check, which looks every row up in each index.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable
 
 import apsw
 
-from agentledger.errors import Diverged, LedgerError
+from agentledger import _core
+from agentledger.errors import LedgerError
+from agentledger.storage import native
 from agentledger.storage.migrations import SCHEMA_VERSION
 from agentledger.storage.schema_lock import expected_objects
 
@@ -110,25 +118,22 @@ def fold_plan(conn: apsw.Connection) -> list[IndexSpec] | None:
     return specs
 
 
-def require_btrees_agree(
-    conn: apsw.Connection, tables: Iterable[str] | None = None, *, what: str = "the ledger"
-) -> None:
-    """Raise ``Diverged`` (code ``btree-mismatch``, exit 2) unless every b-tree of
-    ``tables`` (default: every ledger table) agrees with its indexes, in ``conn``'s current
-    transaction: what a signer calls inside its write transaction before it decides.
-
-    It reads every row of those tables (about as long again as the journal pass): call it
-    where a whole pass is paid anyway (archive, gc, adopting a ledger), naming the tables
-    the decision reads; a decision that reads rows only by primary key needs no index.
-    """
-    problems = btree_problems(conn, tables)
-    if problems:
-        raise Diverged(
-            f"{what}: SQLite's b-trees disagree ({problems[0]}; {len(problems)} problem(s)): "
-            "an index was rebuilt or the file is damaged; refusing to decide from it "
-            "(`agentledger verify` names each)",
-            code="btree-mismatch",
-        )
+def entries_problems(conn: apsw.Connection, specs: list[IndexSpec], jobs: int = 0) -> list[str]:
+    """The folded check of ``entries`` (``specs``, from ``fold_plan``) on a read of its
+    own, in ``conn``'s current transaction: every row's key columns, read from the table's
+    own b-tree in key order. SQLite's check when SQLite would read them otherwise."""
+    read = sorted({0, 1}.union(*(projection for _, _, projection in specs)))
+    names = ", ".join(f'"{PASS_COLUMNS[c]}"' for c in read)
+    sql = f'SELECT {names} FROM "{FOLDED_TABLE}" ORDER BY "run_id", "seq"'
+    # A covering index sorted, or the table read through an index, would not prove the
+    # table's own b-tree: only its plain scan in key order does.
+    plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}")]
+    if plan != [f"SCAN {FOLDED_TABLE}"]:
+        return btree_problems(conn, [FOLDED_TABLE])
+    # Drawn after the file was written: no arrangement of its rows aims at it.
+    key = secrets.token_bytes(32)
+    with native.sqlite_errors():
+        return _core.check_indexes(native.handle(conn), sql, read, key, FOLDED_TABLE, specs, jobs)
 
 
 __all__ = [
@@ -136,7 +141,7 @@ __all__ = [
     "FOLDED_TABLE",
     "IndexesDisagree",
     "btree_problems",
+    "entries_problems",
     "fold_plan",
     "ledger_tables",
-    "require_btrees_agree",
 ]

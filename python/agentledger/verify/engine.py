@@ -162,7 +162,11 @@ def _verify(
         # (on a thread of its own: not with --jobs 1).
         whole_pass = run_ids is None and not options.incremental
         refused, folded, rehashed = _untrusted_storage(
-            ledger, conn, whole_pass, rehash=run_ids is None and options.jobs != 1
+            ledger,
+            conn,
+            whole_pass,
+            rehash=run_ids is None and options.jobs != 1,
+            jobs=options.jobs,
         )
         if not refused:
             ctx = _context(ledger, conn, run_ids, options, report, remembered)
@@ -219,14 +223,20 @@ def _new_report(ledger: LedgerHandle, options: VerifyOptions) -> VerifyReport:
 
 
 def _untrusted_storage(
-    ledger: LedgerHandle, conn: apsw.Connection, whole_pass: bool, *, rehash: bool
+    ledger: LedgerHandle,
+    conn: apsw.Connection,
+    whole_pass: bool,
+    *,
+    rehash: bool,
+    jobs: int,
 ) -> tuple[list[Divergence], list[btree_check.IndexSpec] | None, Rehashed | None]:
     """Why nothing the file's SQL answers can be trusted: its schema is not the one
-    agentledger creates, or its b-trees disagree; empty when neither. With ``whole_pass``
-    the ``entries`` indexes are left to the journal pass when it can check them (the plan
-    it will follow is returned). With ``rehash`` every blob is re-hashed meanwhile, on a
-    reader of its own (``blobs.rehash_beside``; None when none could be had): its findings
-    are reported only when the b-trees agree."""
+    agentledger creates, or its b-trees disagree; empty when neither. The ``entries``
+    indexes are checked from a read of their rows (``btree_check``): the journal pass's
+    with ``whole_pass`` (the plan it will follow is returned), else one of their own. With
+    ``rehash`` every blob is re-hashed meanwhile, on a reader of its own
+    (``blobs.rehash_beside``; None when none could be had): its findings are reported only
+    when the b-trees agree."""
     ledger.db.recheck_schema()
     if ledger.db.schema_findings:
         return (
@@ -244,16 +254,24 @@ def _untrusted_storage(
             None,
             None,
         )
-    folded = btree_check.fold_plan(conn) if whole_pass else None
+    folded = btree_check.fold_plan(conn)
     tables = [
         table
         for table in btree_check.ledger_tables()
         if folded is None or table != btree_check.FOLDED_TABLE
     ]
+
+    def problems() -> list[str]:
+        found = btree_check.btree_problems(conn, tables)
+        if folded is not None and not whole_pass:
+            found += btree_check.entries_problems(conn, folded, jobs)
+        return found
+
+    left = folded if whole_pass else None
     if not rehash:
-        return _btree_divergences(btree_check.btree_problems(conn, tables)), folded, None
-    rehashed, problems = blobs.rehash_beside(conn, lambda: btree_check.btree_problems(conn, tables))
-    return _btree_divergences(problems), folded, rehashed
+        return _btree_divergences(problems()), left, None
+    rehashed, found = blobs.rehash_beside(conn, problems)
+    return _btree_divergences(found), left, rehashed
 
 
 def _btree_divergences(problems: list[str]) -> list[Divergence]:

@@ -74,12 +74,12 @@ def _folded_index_check(
     ctx: VerifyContext, whole_read: bool
 ) -> tuple[bytes, str, list[btree_check.IndexSpec]] | None:
     """The ``entries`` index check this pass makes from its own read, when the engine left
-    it here; SQLite's own check first instead when the pass does not read every row."""
+    it here; made first from a read of its own when the pass does not read every row."""
     folded = ctx.folded_indexes
     if folded is None:
         return None
     if not whole_read or ctx.tail_from is not None:
-        problems = btree_check.btree_problems(ctx.conn, [btree_check.FOLDED_TABLE])
+        problems = btree_check.entries_problems(ctx.conn, folded, ctx.options.jobs)
         if problems:
             raise btree_check.IndexesDisagree(problems)
         return None

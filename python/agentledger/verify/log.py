@@ -751,9 +751,14 @@ def _check_selected_runs(
     _check_remembered(ctx, reader, plan, note.size, note.root)
 
 
-LEAF_SCAN = "SELECT leaf, run_id, seq, hash FROM entries NOT INDEXED WHERE leaf >= ? AND leaf < ?"
+LEAF_SCAN = (
+    "SELECT leaf, run_id, seq, hash FROM entries WHERE +leaf >= ? AND +leaf < ? "
+    "ORDER BY run_id, seq"
+)
 """Every logged entry, read from the table itself in key order (sequential, and no index
-the file could have rebuilt decides which rows are seen); sorted by leaf in Rust."""
+the file could have rebuilt decides which rows are seen); sorted by leaf in Rust. The
+unary ``+`` keeps ``entries_by_leaf`` out: ``NOT INDEXED`` does not, on a ``WITHOUT
+ROWID`` table (SQLite 3.54 then seeks every row through that index, 2.5 times slower)."""
 
 
 def rebuilt_log(conn: apsw.Connection, size: int) -> tuple[wslog.LogState, tuple[int, int] | None]:

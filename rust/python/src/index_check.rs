@@ -3,6 +3,12 @@
 //! keyed multisets on the pool), each index is then scanned in its own order on the reading
 //! thread. `agentledger_core::index_agreement` compares them; which indexes, and the SQL
 //! that scans each, are the caller's (`storage/btree_check.py`).
+//!
+//! A verify that reads only some rows (named runs, `--incremental`) makes the same check
+//! from a read of its own (`check_indexes`): the key columns of every row, in key order.
+
+use std::ops::Range;
+use std::sync::mpsc;
 
 use agentledger_core::index_agreement::{Cell, IndexAgreement, IndexScan, RowMultiset};
 use pyo3::exceptions::PyValueError;
@@ -10,7 +16,13 @@ use pyo3::prelude::*;
 use rayon::prelude::*;
 
 use crate::errors::Error;
-use crate::sqlite::{Connection, Reading, Statement};
+use crate::pools::pool;
+use crate::sqlite::{ApswConnection, Connection, Held, Reading, Statement};
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(check_indexes, m)?)?;
+    Ok(())
+}
 
 /// One index: its name, the SQL that scans it (covering, in its order: its columns, the
 /// primary key last), and where each of those columns is in the journal pass's row.
@@ -171,4 +183,225 @@ pub fn scan_indexes(
 fn recycle<'a, 'b>(mut cells: Vec<Cell<'a>>) -> Vec<Cell<'b>> {
     cells.clear();
     cells.into_iter().map(|_| Cell::Null).collect()
+}
+
+/// Rows of a table scan, batched before the table's side counts them.
+const SCAN_ROWS: usize = 16_384;
+
+/// The folded check on a read of its own, for a verify that reads only some rows:
+/// `sql` (prepared on `connection`, inside the caller's read transaction) selects, for
+/// every row of `table` in primary-key order, the journal pass's columns `columns` (their
+/// positions in `PASS_COLUMNS`, the key `run_id, seq` first); then each index of `specs`
+/// is scanned as in the whole pass. The problems, as `TableSide::problems` words them.
+#[pyfunction]
+#[pyo3(signature = (connection, sql, columns, key, table, specs, jobs = 0))]
+#[allow(clippy::too_many_arguments)]
+fn check_indexes(
+    py: Python<'_>,
+    connection: ApswConnection<'_>,
+    sql: &str,
+    columns: Vec<usize>,
+    key: Vec<u8>,
+    table: &str,
+    specs: Vec<IndexSpec>,
+    jobs: usize,
+) -> PyResult<Vec<String>> {
+    let key: [u8; 32] = key
+        .try_into()
+        .map_err(|_| PyValueError::new_err("the key is 32 bytes"))?;
+    let mut side = TableSide::new(key, &specs)?;
+    let mut batch = ScannedRows::new(&columns)?;
+    for (name, _, projection) in &specs {
+        if projection.iter().any(|&c| batch.at[c].is_none()) {
+            return Err(PyValueError::new_err(format!(
+                "{name}: a column the table scan does not read"
+            )));
+        }
+    }
+    let on = connection.connection();
+    let mut statement = on.prepare(sql)?;
+    if statement.columns() != columns.len() {
+        return Err(PyValueError::new_err(
+            "the table scan selects other columns",
+        ));
+    }
+    let statements = prepare(on, &specs)?;
+    let connection = connection.release();
+    let pool = pool(jobs)?;
+    py.allow_threads(|| {
+        let mut reading = Reading::new(connection);
+        // Batches are counted on a thread of their own while the next ones are read, and
+        // come back to be filled again.
+        let (send, batches) = mpsc::sync_channel::<ScannedRows>(2);
+        let (give_back, spent) = mpsc::channel::<ScannedRows>();
+        std::thread::scope(|threads| {
+            let counter = threads.spawn(|| {
+                for batch in batches {
+                    pool.install(|| side.count(&batch));
+                    let _ = give_back.send(batch);
+                }
+                side
+            });
+            let mut read = || -> PyResult<()> {
+                statement.start(&[])?;
+                while statement.step()? {
+                    let bytes = batch.push(&statement, reading.held());
+                    reading.count(bytes)?;
+                    if batch.len() == SCAN_ROWS {
+                        let next = match spent.try_recv() {
+                            Ok(mut used) => {
+                                used.clear();
+                                used
+                            }
+                            Err(_) => batch.empty(),
+                        };
+                        let _ = send.send(std::mem::replace(&mut batch, next));
+                    }
+                }
+                let _ = send.send(std::mem::replace(&mut batch, ScannedRows::unused()));
+                Ok(())
+            };
+            let read = read();
+            drop(send);
+            // Each index scanned in its order while the last batches are counted.
+            let scans = read.and_then(|()| scan_indexes(key, statements, &mut reading));
+            let side = counter.join().expect("the counting does not panic");
+            Ok(side.problems(table, &specs, scans?))
+        })
+    })
+}
+
+/// A value copied out of a scan's row (text and blobs into the batch's buffer).
+#[derive(Clone)]
+enum Kept {
+    Null,
+    Int(i64),
+    Real(f64),
+    Text(Range<usize>),
+    Blob(Range<usize>),
+}
+
+/// Rows of a table scan: for each row, its values in the scan's column order.
+struct ScannedRows {
+    /// Where each of `PASS_COLUMNS` is in the scan's row (None: not read).
+    at: [Option<usize>; PASS_COLUMNS],
+    width: usize,
+    data: Vec<u8>,
+    values: Vec<Kept>,
+    odd: Vec<bool>,
+}
+
+impl ScannedRows {
+    fn new(columns: &[usize]) -> PyResult<Self> {
+        let mut at = [None; PASS_COLUMNS];
+        for (position, &column) in columns.iter().enumerate() {
+            if column >= PASS_COLUMNS || at[column].is_some() {
+                return Err(PyValueError::new_err(
+                    "the scan's columns are distinct columns of the journal pass's row",
+                ));
+            }
+            at[column] = Some(position);
+        }
+        if columns.get(..2) != Some(&[0, 1]) {
+            return Err(PyValueError::new_err(
+                "the scan reads the key (run_id, seq) first",
+            ));
+        }
+        Ok(ScannedRows {
+            at,
+            width: columns.len(),
+            data: Vec::new(),
+            values: Vec::new(),
+            odd: Vec::new(),
+        })
+    }
+
+    /// A batch of the same columns, empty.
+    fn empty(&self) -> Self {
+        ScannedRows {
+            at: self.at,
+            width: self.width,
+            data: Vec::new(),
+            values: Vec::new(),
+            odd: Vec::new(),
+        }
+    }
+
+    /// What is left where a batch was sent on: nothing to fill.
+    fn unused() -> Self {
+        ScannedRows {
+            at: [None; PASS_COLUMNS],
+            width: 0,
+            data: Vec::new(),
+            values: Vec::new(),
+            odd: Vec::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.odd.len()
+    }
+
+    fn clear(&mut self) {
+        self.data.clear();
+        self.values.clear();
+        self.odd.clear();
+    }
+
+    /// Copy the statement's row (each value as SQLite holds it, never converted); the
+    /// bytes it held.
+    fn push(&mut self, statement: &Statement, held: &Held) -> usize {
+        let start = self.data.len();
+        let first = self.values.len();
+        for column in 0..self.width {
+            let kept = match statement.cell_held(held, column as i32) {
+                Cell::Null => Kept::Null,
+                Cell::Int(n) => Kept::Int(n),
+                Cell::Real(x) => Kept::Real(x),
+                Cell::Text(text) => Kept::Text(self.keep(text)),
+                Cell::Blob(blob) => Kept::Blob(self.keep(blob)),
+            };
+            self.values.push(kept);
+        }
+        // The types a STRICT `entries` holds, as the whole pass checks them.
+        let row = &self.values[first..];
+        let is = |column: usize, typed: fn(&Kept) -> bool| {
+            self.at[column].is_none_or(|at| typed(&row[at]))
+        };
+        let odd = !(is(0, |v| matches!(v, Kept::Text(_)))
+            && is(1, |v| matches!(v, Kept::Int(_)))
+            && is(2, |v| matches!(v, Kept::Text(_)))
+            && is(5, |v| matches!(v, Kept::Int(_) | Kept::Null)));
+        self.odd.push(odd);
+        8 * self.width + self.data.len() - start
+    }
+
+    fn keep(&mut self, bytes: &[u8]) -> Range<usize> {
+        let start = self.data.len();
+        self.data.extend_from_slice(bytes);
+        start..self.data.len()
+    }
+}
+
+impl PassRows for ScannedRows {
+    fn len(&self) -> usize {
+        ScannedRows::len(self)
+    }
+
+    fn cell(&self, row: usize, column: usize) -> Cell<'_> {
+        let Some(at) = self.at[column] else {
+            return Cell::Null; // never projected: `check_indexes` refuses such a spec
+        };
+        match &self.values[row * self.width + at] {
+            Kept::Null => Cell::Null,
+            Kept::Int(n) => Cell::Int(*n),
+            Kept::Real(x) => Cell::Real(*x),
+            Kept::Text(range) => Cell::Text(&self.data[range.clone()]),
+            Kept::Blob(range) => Cell::Blob(&self.data[range.clone()]),
+        }
+    }
+
+    fn odd(&self, row: usize) -> bool {
+        self.odd[row]
+    }
 }

@@ -61,6 +61,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     canonical::register(m)?;
     entry::register(m)?;
     hashing::register(m)?;
+    index_check::register(m)?;
     journal::register(m)?;
     journal_pass::register(m)?;
     merkle::register(m)?;
