@@ -244,6 +244,14 @@ def log_rebuild(
     """The log of the ``(leaf, run_id, seq, hash)`` rows ``sql`` yields with ``params`` (any
     order: sorted by leaf here), rebuilt from the empty tree with SQLite stepped in Rust:
     ``(size, frontier, root, gap)``."""
+@final
+class LoggedRows:
+    """The ``(leaf, run_id, seq, hash)`` of every logged row of ``entries``, kept by the
+    read ``check_indexes`` made with ``logged=True``."""
+
+    def rebuild(self, size: int) -> tuple[int, list[bytes], bytes, tuple[int, int] | None]:
+        """``log_rebuild`` over the rows whose leaf is in ``0..size``: the same answer."""
+    def __len__(self) -> int: ...
 
 # ---- Python json compatibility and bernstein journals (rust/core/src/pyjson*) ----------
 
@@ -572,11 +580,14 @@ def check_indexes(
     table: str,
     specs: Sequence[tuple[str, str, Sequence[int]]],
     jobs: int = 0,
-) -> list[str]:
+    *,
+    logged: bool = False,
+) -> tuple[list[str], LoggedRows | None]:
     """``verify_journal``'s index check on a read of its own: ``sql`` selects every row of
     ``table`` in primary-key order, the journal pass's columns at positions ``columns``
     (``run_id, seq`` first); each index of ``specs`` is then scanned in its order and
-    compared under the 32-byte ``key``. The problems found (empty: every index agrees)."""
+    compared under the 32-byte ``key``. The problems found (empty: every index agrees),
+    and with ``logged`` (``hash`` and ``leaf`` among the columns) the logged rows read."""
 
 def verify_journal(
     connection: apsw.Connection,

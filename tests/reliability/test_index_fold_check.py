@@ -4,7 +4,7 @@
 A whole verify counts the ``entries`` rows as each index holds them while its journal pass
 reads them, then scans each index in order (``btree_check.fold_plan``); a verify of named
 runs or ``--incremental`` makes the same check from a read of the rows' keys of its own
-(``btree_check.entries_problems``). SQLite's check looks each row up in each index. Here an
+(``btree_check.check_entries``). SQLite's check looks each row up in each index. Here an
 index's b-tree is replaced by one built over a *changed copy* of the table (rows left out,
 added, altered, or none), its SQL text kept: the two must agree on whether anything is
 wrong, and a verify that finds it reports ``schema.btree`` alone.
@@ -13,14 +13,15 @@ wrong, and a verify that finds it reports ``schema.btree`` alone.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentledger import Ledger
+from agentledger import Ledger, _core
 from agentledger.storage import btree_check
-from agentledger.storage.btree_check import btree_problems, entries_problems, fold_plan
+from agentledger.storage.btree_check import btree_problems, check_entries, fold_plan
 from agentledger.verify import VerifyOptions
 from agentledger.verify import log as verify_log
 from tests.log.logkit import build, checks, raw, rebuild_index, verify
@@ -122,24 +123,30 @@ def test_a_verify_reading_some_rows_checks_the_entries_indexes_from_a_read_of_it
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch, how: str
 ) -> None:
     """SQLite's check (every row looked up in each index) is left for the other tables:
-    ``entries`` is checked from the keys of its rows, read from its own b-tree in key order."""
+    ``entries`` is checked from the keys of its rows, read from its own b-tree in key order,
+    and the log the verify proves is rebuilt from that same read."""
     build(ledger, runs=3, entries=4)
     assert ledger.verify().code == 0
     ledger.run("run-1").append("step", {"n": 99})
     by_sqlite: list[str] = []
     by_fold: list[list[str]] = []
-    reference, folded = btree_check.btree_problems, btree_check.entries_problems
+    reference, folded = btree_check.btree_problems, btree_check.check_entries
 
-    def sqlite_check(conn: object, tables: list[str] | None = None) -> list[str]:
+    def sqlite_check(conn: Any, tables: list[str] | None = None) -> list[str]:
         by_sqlite.extend(tables or ["every table"])
         return reference(conn, tables)
 
-    def fold_check(conn: object, specs: list[btree_check.IndexSpec], jobs: int = 0) -> list[str]:
+    def fold_check(conn: Any, specs: list[btree_check.IndexSpec], *args: Any, **kw: Any) -> Any:
         by_fold.append([name for name, _, _ in specs])
-        return folded(conn, specs, jobs)
+        return folded(conn, specs, *args, **kw)
+
+    def second_read(*args: Any) -> Any:
+        raise AssertionError("the log's proof read the table again")
 
     monkeypatch.setattr(btree_check, "btree_problems", sqlite_check)
-    monkeypatch.setattr(btree_check, "entries_problems", fold_check)
+    monkeypatch.setattr(btree_check, "check_entries", fold_check)
+    # The log's proof is rebuilt from the rows that read kept.
+    monkeypatch.setattr(_core, "log_rebuild", second_read)
     options = VerifyOptions(incremental=True) if how == "incremental" else None
     report = ledger.verify(["run-1"] if how == "named" else None, options=options)
     assert report.code == 0
@@ -148,7 +155,8 @@ def test_a_verify_reading_some_rows_checks_the_entries_indexes_from_a_read_of_it
     with ledger.db.snapshot() as conn:
         plan = fold_plan(conn)
         assert plan is not None
-        assert entries_problems(conn, plan) == []
+        problems, rows = check_entries(conn, plan, keep_log=True)
+        assert problems == [] and rows is not None and len(rows) == 13
         # The keys are read from the table's own b-tree in key order (no sort, no index).
         steps = [
             row[3]

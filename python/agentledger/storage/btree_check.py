@@ -25,7 +25,7 @@ stands on such a verify (``signing.require_clean``), in its write transaction:
   cells included), so sorted scans prove every seek goes the right way. A finding stops the
   verify as SQLite's would (``IndexesDisagree``): nothing else is reported from such a file.
 - A verify that reads only some rows (named runs, ``--incremental``) makes the same check
-  from a read of its own (``entries_problems``): the key columns of every row, from the
+  from a read of its own (``check_entries``): the key columns of every row, from the
   table's own b-tree in key order. On a million entries that takes half as long as
   SQLite's check, which looks every row up in each index.
 """
@@ -118,22 +118,30 @@ def fold_plan(conn: apsw.Connection) -> list[IndexSpec] | None:
     return specs
 
 
-def entries_problems(conn: apsw.Connection, specs: list[IndexSpec], jobs: int = 0) -> list[str]:
+def check_entries(
+    conn: apsw.Connection, specs: list[IndexSpec], jobs: int = 0, *, keep_log: bool = False
+) -> tuple[list[str], _core.LoggedRows | None]:
     """The folded check of ``entries`` (``specs``, from ``fold_plan``) on a read of its
     own, in ``conn``'s current transaction: every row's key columns, read from the table's
-    own b-tree in key order. SQLite's check when SQLite would read them otherwise."""
+    own b-tree in key order; SQLite's check when SQLite would read them otherwise. With
+    ``keep_log``, the same read also keeps each logged row (``verify/log.rebuilt_log``
+    rebuilds the log from them rather than read the table again)."""
     read = sorted({0, 1}.union(*(projection for _, _, projection in specs)))
+    if keep_log:
+        read = sorted({*read, PASS_COLUMNS.index("hash"), PASS_COLUMNS.index("leaf")})
     names = ", ".join(f'"{PASS_COLUMNS[c]}"' for c in read)
     sql = f'SELECT {names} FROM "{FOLDED_TABLE}" ORDER BY "run_id", "seq"'
     # A covering index sorted, or the table read through an index, would not prove the
     # table's own b-tree: only its plain scan in key order does.
     plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {sql}")]
     if plan != [f"SCAN {FOLDED_TABLE}"]:
-        return btree_problems(conn, [FOLDED_TABLE])
+        return btree_problems(conn, [FOLDED_TABLE]), None
     # Drawn after the file was written: no arrangement of its rows aims at it.
     key = secrets.token_bytes(32)
     with native.sqlite_errors():
-        return _core.check_indexes(native.handle(conn), sql, read, key, FOLDED_TABLE, specs, jobs)
+        return _core.check_indexes(
+            native.handle(conn), sql, read, key, FOLDED_TABLE, specs, jobs, logged=keep_log
+        )
 
 
 __all__ = [
@@ -141,7 +149,7 @@ __all__ = [
     "FOLDED_TABLE",
     "IndexesDisagree",
     "btree_problems",
-    "entries_problems",
+    "check_entries",
     "fold_plan",
     "ledger_tables",
 ]

@@ -14,6 +14,7 @@ from agentledger.storage import btree_check
 from agentledger.verify.results import Divergence, RunVerdict, VerifyReport
 
 if TYPE_CHECKING:
+    from agentledger import _core
     from agentledger.handle import LedgerHandle
     from agentledger.signer_memory import Remembered
 
@@ -71,7 +72,10 @@ class VerifyContext:
     """The workspace-log check's own state (verify/log.py)."""
     folded_indexes: list[btree_check.IndexSpec] | None = None
     """The ``entries`` indexes the journal pass checks from its own read
-    (``btree_check.fold_plan``); None when SQLite's check has done it."""
+    (``btree_check.fold_plan``); None when they were checked before the checks ran."""
+    logged_rows: _core.LoggedRows | None = None
+    """Every logged row of ``entries``, kept by that earlier check's read of the table
+    (``btree_check.check_entries``): the log's proof is rebuilt from them."""
     rehashed: Rehashed | None = None
     """Every blob re-hashed beside SQLite's b-tree check (``blobs.rehash_beside``):
     ``(blobs checked, findings)``; None when the whole blob pass is still to be made."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -161,17 +162,19 @@ def _verify(
         # (btree_check), and re-hashes every blob while SQLite checks the other tables
         # (on a thread of its own: not with --jobs 1).
         whole_pass = run_ids is None and not options.incremental
-        refused, folded, rehashed = _untrusted_storage(
+        storage = _untrusted_storage(
             ledger,
             conn,
             whole_pass,
             rehash=run_ids is None and options.jobs != 1,
             jobs=options.jobs,
         )
+        refused = storage.refused
         if not refused:
             ctx = _context(ledger, conn, run_ids, options, report, remembered)
-            ctx.folded_indexes = folded
-            ctx.rehashed = rehashed
+            ctx.folded_indexes = storage.folded
+            ctx.rehashed = storage.rehashed
+            ctx.logged_rows = storage.logged
             try:
                 for check in CHECKS:
                     check(ctx)
@@ -229,17 +232,17 @@ def _untrusted_storage(
     *,
     rehash: bool,
     jobs: int,
-) -> tuple[list[Divergence], list[btree_check.IndexSpec] | None, Rehashed | None]:
+) -> _Storage:
     """Why nothing the file's SQL answers can be trusted: its schema is not the one
     agentledger creates, or its b-trees disagree; empty when neither. The ``entries``
     indexes are checked from a read of their rows (``btree_check``): the journal pass's
-    with ``whole_pass`` (the plan it will follow is returned), else one of their own. With
-    ``rehash`` every blob is re-hashed meanwhile, on a reader of its own
-    (``blobs.rehash_beside``; None when none could be had): its findings are reported only
-    when the b-trees agree."""
+    with ``whole_pass`` (the plan it will follow is returned), else one of their own, which
+    keeps the logged rows for the log's proof. With ``rehash`` every blob is re-hashed
+    meanwhile, on a reader of its own (``blobs.rehash_beside``; None when none could be
+    had): its findings are reported only when the b-trees agree."""
     ledger.db.recheck_schema()
     if ledger.db.schema_findings:
-        return (
+        return _Storage(
             [
                 Divergence(
                     None,
@@ -250,9 +253,7 @@ def _untrusted_storage(
                     "sqlite_schema",
                 )
                 for f in ledger.db.schema_findings
-            ],
-            None,
-            None,
+            ]
         )
     folded = btree_check.fold_plan(conn)
     tables = [
@@ -260,18 +261,33 @@ def _untrusted_storage(
         for table in btree_check.ledger_tables()
         if folded is None or table != btree_check.FOLDED_TABLE
     ]
+    storage = _Storage([], folded if whole_pass else None)
 
     def problems() -> list[str]:
         found = btree_check.btree_problems(conn, tables)
         if folded is not None and not whole_pass:
-            found += btree_check.entries_problems(conn, folded, jobs)
+            own, storage.logged = btree_check.check_entries(conn, folded, jobs, keep_log=True)
+            found += own
         return found
 
-    left = folded if whole_pass else None
-    if not rehash:
-        return _btree_divergences(problems()), left, None
-    rehashed, found = blobs.rehash_beside(conn, problems)
-    return _btree_divergences(found), left, rehashed
+    if rehash:
+        storage.rehashed, found = blobs.rehash_beside(conn, problems)
+    else:
+        found = problems()
+    storage.refused = _btree_divergences(found)
+    return storage
+
+
+@dataclass
+class _Storage:
+    """What the checks of the file as storage found, and what they read for later checks."""
+
+    refused: list[Divergence]
+    folded: list[btree_check.IndexSpec] | None = None
+    """The ``entries`` indexes left to the journal pass (a whole pass)."""
+    rehashed: Rehashed | None = None
+    logged: _core.LoggedRows | None = None
+    """Every logged row of ``entries``, as the index check read them (``rebuilt_log``)."""
 
 
 def _btree_divergences(problems: list[str]) -> list[Divergence]:

@@ -79,7 +79,7 @@ def _folded_index_check(
     if folded is None:
         return None
     if not whole_read or ctx.tail_from is not None:
-        problems = btree_check.entries_problems(ctx.conn, folded, ctx.options.jobs)
+        problems, _ = btree_check.check_entries(ctx.conn, folded, ctx.options.jobs)
         if problems:
             raise btree_check.IndexesDisagree(problems)
         return None

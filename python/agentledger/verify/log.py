@@ -761,11 +761,17 @@ unary ``+`` keeps ``entries_by_leaf`` out: ``NOT INDEXED`` does not, on a ``WITH
 ROWID`` table (SQLite 3.54 then seeks every row through that index, 2.5 times slower)."""
 
 
-def rebuilt_log(conn: apsw.Connection, size: int) -> tuple[wslog.LogState, tuple[int, int] | None]:
+def rebuilt_log(
+    conn: apsw.Connection, size: int, rows: _core.LoggedRows | None = None
+) -> tuple[wslog.LogState, tuple[int, int] | None]:
     """``log.state_at`` with SQLite stepped in Rust over the table itself (its fast path:
     no Python row per entry, no index; ``tests/log/test_every_gap.py`` holds the two to the
-    same answers)."""
-    found, frontier, _, gap = _core.log_rebuild(native.handle(conn), LEAF_SCAN, [0, size])
+    same answers), or from ``rows``, the table's logged rows as a read of this snapshot
+    kept them (``btree_check.check_entries``)."""
+    if rows is not None:
+        found, frontier, _, gap = rows.rebuild(size)
+    else:
+        found, frontier, _, gap = _core.log_rebuild(native.handle(conn), LEAF_SCAN, [0, size])
     state = wslog.LogState(found, tuple(frontier))
     if gap is None and state.size < size:
         gap = (state.size, -1)
@@ -777,7 +783,7 @@ def _unproven_prefix(ctx: VerifyContext, size: int, root: bytes) -> str | None:
     ``root`` (None when they are): every position present once, holding the entry the
     signed tree holds there. Rebuilt from each entry's (run, seq, hash) in leaf order,
     never counted: a count is padded by one junk row."""
-    state, gap = rebuilt_log(ctx.conn, size)
+    state, gap = rebuilt_log(ctx.conn, size, ctx.logged_rows)
     if gap is not None:
         expected, found = gap
         if found < 0:

@@ -11,11 +11,13 @@ use std::ops::Range;
 use std::sync::mpsc;
 
 use agentledger_core::index_agreement::{Cell, IndexAgreement, IndexScan, RowMultiset};
+use agentledger_core::log::LogRow;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use rayon::prelude::*;
 
 use crate::errors::Error;
+use crate::journal::LoggedRows;
 use crate::pools::pool;
 use crate::sqlite::{ApswConnection, Connection, Held, Reading, Statement};
 
@@ -30,6 +32,8 @@ pub type IndexSpec = (String, String, Vec<usize>);
 
 /// The columns of the journal pass's row: `run_id, seq, kind, hash, bytes, leaf`.
 pub const PASS_COLUMNS: usize = 6;
+const HASH: usize = 3;
+const LEAF: usize = 5;
 
 /// Rows hashed per task on the pool.
 const CHUNK_ROWS: usize = 2_048;
@@ -192,9 +196,10 @@ const SCAN_ROWS: usize = 16_384;
 /// `sql` (prepared on `connection`, inside the caller's read transaction) selects, for
 /// every row of `table` in primary-key order, the journal pass's columns `columns` (their
 /// positions in `PASS_COLUMNS`, the key `run_id, seq` first); then each index of `specs`
-/// is scanned as in the whole pass. The problems, as `TableSide::problems` words them.
+/// is scanned as in the whole pass. The problems, as `TableSide::problems` words them;
+/// with `logged` (the columns then include `hash` and `leaf`), also the logged rows read.
 #[pyfunction]
-#[pyo3(signature = (connection, sql, columns, key, table, specs, jobs = 0))]
+#[pyo3(signature = (connection, sql, columns, key, table, specs, jobs = 0, *, logged = false))]
 #[allow(clippy::too_many_arguments)]
 fn check_indexes(
     py: Python<'_>,
@@ -205,7 +210,8 @@ fn check_indexes(
     table: &str,
     specs: Vec<IndexSpec>,
     jobs: usize,
-) -> PyResult<Vec<String>> {
+    logged: bool,
+) -> PyResult<(Vec<String>, Option<LoggedRows>)> {
     let key: [u8; 32] = key
         .try_into()
         .map_err(|_| PyValueError::new_err("the key is 32 bytes"))?;
@@ -217,6 +223,11 @@ fn check_indexes(
                 "{name}: a column the table scan does not read"
             )));
         }
+    }
+    if logged && (batch.at[HASH].is_none() || batch.at[LEAF].is_none()) {
+        return Err(PyValueError::new_err(
+            "the logged rows need hash and leaf read",
+        ));
     }
     let on = connection.connection();
     let mut statement = on.prepare(sql)?;
@@ -236,11 +247,15 @@ fn check_indexes(
         let (give_back, spent) = mpsc::channel::<ScannedRows>();
         std::thread::scope(|threads| {
             let counter = threads.spawn(|| {
+                let mut rows = Vec::new();
                 for batch in batches {
                     pool.install(|| side.count(&batch));
+                    if logged {
+                        batch.logged_into(&mut rows);
+                    }
                     let _ = give_back.send(batch);
                 }
-                side
+                (side, rows)
             });
             let mut read = || -> PyResult<()> {
                 statement.start(&[])?;
@@ -265,8 +280,9 @@ fn check_indexes(
             drop(send);
             // Each index scanned in its order while the last batches are counted.
             let scans = read.and_then(|()| scan_indexes(key, statements, &mut reading));
-            let side = counter.join().expect("the counting does not panic");
-            Ok(side.problems(table, &specs, scans?))
+            let (side, rows) = counter.join().expect("the counting does not panic");
+            let problems = side.problems(table, &specs, scans?);
+            Ok((problems, logged.then(|| LoggedRows(rows))))
         })
     })
 }
@@ -374,6 +390,30 @@ impl ScannedRows {
             && is(5, |v| matches!(v, Kept::Int(_) | Kept::Null)));
         self.odd.push(odd);
         8 * self.width + self.data.len() - start
+    }
+
+    /// The `(leaf, run_id, seq, hash)` of each row with an integer leaf, as the log's
+    /// rebuild reads them (`journal::log_rebuild`).
+    fn logged_into(&self, rows: &mut Vec<LogRow>) {
+        for row in 0..self.len() {
+            let Cell::Int(leaf) = self.cell(row, LEAF) else {
+                continue; // not logged (NULL), or of another type: a problem of the check
+            };
+            let bytes = |column| match self.cell(row, column) {
+                Cell::Text(b) | Cell::Blob(b) => b,
+                _ => &[],
+            };
+            let seq = match self.cell(row, 1) {
+                Cell::Int(n) => n,
+                _ => 0,
+            };
+            rows.push(LogRow {
+                leaf,
+                run_id: String::from_utf8_lossy(bytes(0)).into_owned(),
+                seq,
+                hash: bytes(HASH).to_vec(),
+            });
+        }
     }
 
     fn keep(&mut self, bytes: &[u8]) -> Range<usize> {

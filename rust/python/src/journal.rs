@@ -9,7 +9,7 @@ use pyo3::types::PyBytes;
 
 use crate::canonical::write_py;
 use crate::errors::to_py;
-use crate::pools::pool;
+use crate::pools::{drop_later, pool};
 use crate::sqlite::{ApswConnection, Param, Reading};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -21,6 +21,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(legacy_log_leaf, m)?)?;
     m.add_function(wrap_pyfunction!(log_extend, m)?)?;
     m.add_function(wrap_pyfunction!(log_rebuild, m)?)?;
+    m.add_class::<LoggedRows>()?;
     m.add("MAX_FINDINGS_PER_RUN", journal::MAX_FINDINGS_PER_RUN)?;
     Ok(())
 }
@@ -196,12 +197,52 @@ fn log_rebuild<'py>(
             reading.count(read)?;
         }
         drop(reading);
-        rows.sort_by_key(|row| row.leaf);
-        let mut tree = IncrementalTree::new(log::LOG_ALG);
-        let gap = log::extend_log(&mut tree, &rows);
-        Ok::<_, PyErr>((tree, gap))
+        Ok::<_, PyErr>(rebuild_prefix(rows))
     })?;
     Ok(log_tuple(py, &tree, gap))
+}
+
+/// The log rebuilt from the empty tree out of `rows` (the leaves wanted, in any order):
+/// sorted by leaf (stably: of two rows at one leaf, the first read is the one kept).
+fn rebuild_prefix(mut rows: Vec<LogRow>) -> (IncrementalTree, Option<log::LeafGap>) {
+    rows.sort_by_key(|row| row.leaf);
+    let mut tree = IncrementalTree::new(log::LOG_ALG);
+    let gap = log::extend_log(&mut tree, &rows);
+    (tree, gap)
+}
+
+/// The `(leaf, run_id, seq, hash)` of every logged row of `entries`, as a read of the
+/// table itself found them (`check_indexes`, for a verify of named runs or
+/// `--incremental`): the log that verify proves is rebuilt from them instead of a second
+/// read of the table.
+#[pyclass(frozen, module = "agentledger._core")]
+pub struct LoggedRows(pub Vec<LogRow>);
+
+#[pymethods]
+impl LoggedRows {
+    /// `log_rebuild` over the rows whose leaf is in `0..size`: the same answer.
+    fn rebuild<'py>(&self, py: Python<'py>, size: i64) -> LogExtendTuple<'py> {
+        let (tree, gap) = py.allow_threads(|| {
+            let wanted = self
+                .0
+                .iter()
+                .filter(|row| (0..size).contains(&row.leaf))
+                .cloned()
+                .collect();
+            rebuild_prefix(wanted)
+        });
+        log_tuple(py, &tree, gap)
+    }
+
+    fn __len__(&self) -> usize {
+        self.0.len()
+    }
+}
+
+impl Drop for LoggedRows {
+    fn drop(&mut self) {
+        drop_later(std::mem::take(&mut self.0));
+    }
 }
 
 pub(crate) fn frontier_nodes(frontier: &[Bound<'_, PyBytes>]) -> PyResult<Vec<Hash>> {
