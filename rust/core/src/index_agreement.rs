@@ -194,14 +194,44 @@ struct Order {
     disorder: Option<u64>,
 }
 
-/// A value of the previous row, its text or blob in `Order::bytes`.
+/// A value copied out of a row, its text or blob appended to a buffer of the keeper's
+/// (`Order::bytes` for the previous row of a scan).
 #[derive(Debug, Clone)]
-enum Kept {
+pub enum Kept {
     Null,
     Int(i64),
     Real(f64),
     Text(Range<usize>),
     Blob(Range<usize>),
+}
+
+impl Kept {
+    /// `cell`, its text or blob appended to `bytes`.
+    pub fn keep(cell: &Cell<'_>, bytes: &mut Vec<u8>) -> Kept {
+        let mut copy = |data: &[u8]| {
+            let start = bytes.len();
+            bytes.extend_from_slice(data);
+            start..bytes.len()
+        };
+        match *cell {
+            Cell::Null => Kept::Null,
+            Cell::Int(n) => Kept::Int(n),
+            Cell::Real(x) => Kept::Real(x),
+            Cell::Text(t) => Kept::Text(copy(t)),
+            Cell::Blob(b) => Kept::Blob(copy(b)),
+        }
+    }
+
+    /// The cell again, from the buffer it was kept in.
+    pub fn cell<'a>(&self, bytes: &'a [u8]) -> Cell<'a> {
+        match self {
+            Kept::Null => Cell::Null,
+            Kept::Int(n) => Cell::Int(*n),
+            Kept::Real(x) => Cell::Real(*x),
+            Kept::Text(range) => Cell::Text(&bytes[range.clone()]),
+            Kept::Blob(range) => Cell::Blob(&bytes[range.clone()]),
+        }
+    }
 }
 
 impl Order {
@@ -212,32 +242,14 @@ impl Order {
         self.bytes.clear();
         self.previous.clear();
         for cell in row {
-            let mut keep = |data: &[u8]| {
-                let start = self.bytes.len();
-                self.bytes.extend_from_slice(data);
-                start..self.bytes.len()
-            };
-            let kept = match *cell {
-                Cell::Null => Kept::Null,
-                Cell::Int(n) => Kept::Int(n),
-                Cell::Real(x) => Kept::Real(x),
-                Cell::Text(t) => Kept::Text(keep(t)),
-                Cell::Blob(b) => Kept::Blob(keep(b)),
-            };
-            self.previous.push(kept);
+            self.previous.push(Kept::keep(cell, &mut self.bytes));
         }
         self.seen += 1;
     }
 
     /// The previous row against `row`, as [`compare_rows`].
     fn previous_cmp(&self, row: &[Cell<'_>]) -> Ordering {
-        let previous = self.previous.iter().map(|kept| match kept {
-            Kept::Null => Cell::Null,
-            Kept::Int(n) => Cell::Int(*n),
-            Kept::Real(x) => Cell::Real(*x),
-            Kept::Text(range) => Cell::Text(&self.bytes[range.clone()]),
-            Kept::Blob(range) => Cell::Blob(&self.bytes[range.clone()]),
-        });
+        let previous = self.previous.iter().map(|kept| kept.cell(&self.bytes));
         previous
             .zip(row)
             .map(|(x, y)| compare(&x, y))

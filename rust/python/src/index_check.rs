@@ -7,10 +7,9 @@
 //! A verify that reads only some rows (named runs, `--incremental`) makes the same check
 //! from a read of its own (`check_indexes`): the key columns of every row, in key order.
 
-use std::ops::Range;
 use std::sync::mpsc;
 
-use agentledger_core::index_agreement::{Cell, IndexAgreement, IndexScan, RowMultiset};
+use agentledger_core::index_agreement::{Cell, IndexAgreement, IndexScan, Kept, RowMultiset};
 use agentledger_core::log::LogRow;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -287,16 +286,6 @@ fn check_indexes(
     })
 }
 
-/// A value copied out of a scan's row (text and blobs into the batch's buffer).
-#[derive(Clone)]
-enum Kept {
-    Null,
-    Int(i64),
-    Real(f64),
-    Text(Range<usize>),
-    Blob(Range<usize>),
-}
-
 /// Rows of a table scan: for each row, its values in the scan's column order.
 struct ScannedRows {
     /// Where each of `PASS_COLUMNS` is in the scan's row (None: not read).
@@ -370,14 +359,8 @@ impl ScannedRows {
         let start = self.data.len();
         let first = self.values.len();
         for column in 0..self.width {
-            let kept = match statement.cell_held(held, column as i32) {
-                Cell::Null => Kept::Null,
-                Cell::Int(n) => Kept::Int(n),
-                Cell::Real(x) => Kept::Real(x),
-                Cell::Text(text) => Kept::Text(self.keep(text)),
-                Cell::Blob(blob) => Kept::Blob(self.keep(blob)),
-            };
-            self.values.push(kept);
+            let cell = statement.cell_held(held, column as i32);
+            self.values.push(Kept::keep(&cell, &mut self.data));
         }
         // The types a STRICT `entries` holds, as the whole pass checks them.
         let row = &self.values[first..];
@@ -415,12 +398,6 @@ impl ScannedRows {
             });
         }
     }
-
-    fn keep(&mut self, bytes: &[u8]) -> Range<usize> {
-        let start = self.data.len();
-        self.data.extend_from_slice(bytes);
-        start..self.data.len()
-    }
 }
 
 impl PassRows for ScannedRows {
@@ -432,13 +409,7 @@ impl PassRows for ScannedRows {
         let Some(at) = self.at[column] else {
             return Cell::Null; // never projected: `check_indexes` refuses such a spec
         };
-        match &self.values[row * self.width + at] {
-            Kept::Null => Cell::Null,
-            Kept::Int(n) => Cell::Int(*n),
-            Kept::Real(x) => Cell::Real(*x),
-            Kept::Text(range) => Cell::Text(&self.data[range.clone()]),
-            Kept::Blob(range) => Cell::Blob(&self.data[range.clone()]),
-        }
+        self.values[row * self.width + at].cell(&self.data)
     }
 
     fn odd(&self, row: usize) -> bool {
