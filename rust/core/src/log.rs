@@ -138,6 +138,23 @@ pub struct LogRow {
     pub hash: Vec<u8>,
 }
 
+/// What [`extend_log`] reads of a row, however the row is held.
+pub trait LeafRow: Sync {
+    /// The leaf index the row claims.
+    fn leaf(&self) -> i64;
+    /// Its entry: run, seq and stored hash.
+    fn entry(&self) -> (&str, i64, &[u8]);
+}
+
+impl LeafRow for LogRow {
+    fn leaf(&self) -> i64 {
+        self.leaf
+    }
+    fn entry(&self) -> (&str, i64, &[u8]) {
+        (&self.run_id, self.seq, &self.hash)
+    }
+}
+
 /// The first row whose leaf index is not the next one (`expected`, the tree's size).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeafGap {
@@ -149,13 +166,13 @@ pub struct LeafGap {
 /// before them: a SHA-256 tree is the log, a BLAKE3 one the log before schema 6. Leaf
 /// hashes are computed in parallel for large batches; the appends are sequential. Stops at
 /// the first row whose leaf index is not the tree's size.
-pub fn extend_log(tree: &mut IncrementalTree, rows: &[LogRow]) -> Option<LeafGap> {
+pub fn extend_log<R: LeafRow>(tree: &mut IncrementalTree, rows: &[R]) -> Option<LeafGap> {
     let alg = tree.alg();
-    let entries = |rows: &[LogRow]| {
+    let entries = |rows: &[R]| {
         leaf_hashes_for(
             alg,
             rows.iter()
-                .map(|r| (r.run_id.as_str(), r.seq, r.hash.as_slice()))
+                .map(LeafRow::entry)
                 .collect::<Vec<_>>()
                 .into_iter(),
         )
@@ -169,10 +186,11 @@ pub fn extend_log(tree: &mut IncrementalTree, rows: &[LogRow]) -> Option<LeafGap
     };
     for (row, hash) in rows.iter().zip(hashes) {
         let expected = tree.size();
-        if u64::try_from(row.leaf).ok() != Some(expected) || tree.append_leaf_hash(hash).is_err() {
+        if u64::try_from(row.leaf()).ok() != Some(expected) || tree.append_leaf_hash(hash).is_err()
+        {
             return Some(LeafGap {
                 expected,
-                found: row.leaf,
+                found: row.leaf(),
             });
         }
     }

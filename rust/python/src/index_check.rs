@@ -10,13 +10,12 @@
 use std::sync::mpsc;
 
 use agentledger_core::index_agreement::{Cell, IndexAgreement, IndexScan, Kept, RowMultiset};
-use agentledger_core::log::LogRow;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use rayon::prelude::*;
 
 use crate::errors::Error;
-use crate::journal::LoggedRows;
+use crate::journal::{LeafRows, LoggedRows};
 use crate::pools::pool;
 use crate::sqlite::{ApswConnection, Connection, Held, Reading, Statement};
 
@@ -246,7 +245,7 @@ fn check_indexes(
         let (give_back, spent) = mpsc::channel::<ScannedRows>();
         std::thread::scope(|threads| {
             let counter = threads.spawn(|| {
-                let mut rows = Vec::new();
+                let mut rows = LeafRows::default();
                 for batch in batches {
                     pool.install(|| side.count(&batch));
                     if logged {
@@ -377,7 +376,7 @@ impl ScannedRows {
 
     /// The `(leaf, run_id, seq, hash)` of each row with an integer leaf, as the log's
     /// rebuild reads them (`journal::log_rebuild`).
-    fn logged_into(&self, rows: &mut Vec<LogRow>) {
+    fn logged_into(&self, rows: &mut LeafRows) {
         for row in 0..self.len() {
             let Cell::Int(leaf) = self.cell(row, LEAF) else {
                 continue; // not logged (NULL), or of another type: a problem of the check
@@ -390,12 +389,7 @@ impl ScannedRows {
                 Cell::Int(n) => n,
                 _ => 0,
             };
-            rows.push(LogRow {
-                leaf,
-                run_id: String::from_utf8_lossy(bytes(0)).into_owned(),
-                seq,
-                hash: bytes(HASH).to_vec(),
-            });
+            rows.push(leaf, bytes(0), seq, bytes(HASH));
         }
     }
 }

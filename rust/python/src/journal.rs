@@ -2,6 +2,8 @@
 //! str/int/bytes, are copied into Rust memory, and are verified with the GIL released.
 
 use agentledger_core::journal;
+use std::ops::{Range, RangeBounds};
+
 use agentledger_core::log::{self, LogRow};
 use agentledger_core::merkle::{Hash, HashAlg, IncrementalTree};
 use pyo3::prelude::*;
@@ -183,32 +185,93 @@ fn log_rebuild<'py>(
     let (tree, gap) = py.allow_threads(move || {
         statement.start(&params).map_err(PyErr::from)?;
         let mut reading = Reading::new(connection);
-        let mut rows: Vec<LogRow> = Vec::new();
+        let mut rows = LeafRows::default();
         while statement.step().map_err(PyErr::from)? {
             let run_id = statement.bytes_held(reading.held(), 1);
             let hash = statement.bytes_held(reading.held(), 3);
             let read = run_id.len() + hash.len() + 16;
-            rows.push(LogRow {
-                leaf: statement.int(0),
-                run_id: String::from_utf8_lossy(run_id).into_owned(),
-                seq: statement.int(2),
-                hash: hash.to_vec(),
-            });
+            rows.push(statement.int(0), run_id, statement.int(2), hash);
             reading.count(read)?;
         }
         drop(reading);
-        Ok::<_, PyErr>(rebuild_prefix(rows))
+        Ok::<_, PyErr>(rows.rebuild(..))
     })?;
     Ok(log_tuple(py, &tree, gap))
 }
 
-/// The log rebuilt from the empty tree out of `rows` (the leaves wanted, in any order):
-/// sorted by leaf (stably: of two rows at one leaf, the first read is the one kept).
-fn rebuild_prefix(mut rows: Vec<LogRow>) -> (IncrementalTree, Option<log::LeafGap>) {
-    rows.sort_by_key(|row| row.leaf);
-    let mut tree = IncrementalTree::new(log::LOG_ALG);
-    let gap = log::extend_log(&mut tree, &rows);
-    (tree, gap)
+/// Log rows held in one buffer: each row's leaf and seq, and where its run id (as UTF-8,
+/// invalid bytes replaced as `from_utf8_lossy` does) and stored hash are in `bytes`. A
+/// million rows are two allocations, not two million.
+#[derive(Default)]
+pub struct LeafRows {
+    bytes: Vec<u8>,
+    rows: Vec<LeafAt>,
+}
+
+struct LeafAt {
+    leaf: i64,
+    seq: i64,
+    run_id: Range<usize>,
+    hash: Range<usize>,
+}
+
+/// One row of [`LeafRows`], borrowed.
+struct LeafRef<'a> {
+    leaf: i64,
+    run_id: &'a str,
+    seq: i64,
+    hash: &'a [u8],
+}
+
+impl log::LeafRow for LeafRef<'_> {
+    fn leaf(&self) -> i64 {
+        self.leaf
+    }
+    fn entry(&self) -> (&str, i64, &[u8]) {
+        (self.run_id, self.seq, self.hash)
+    }
+}
+
+impl LeafRows {
+    pub fn push(&mut self, leaf: i64, run_id: &[u8], seq: i64, hash: &[u8]) {
+        let start = self.bytes.len();
+        match std::str::from_utf8(run_id) {
+            Ok(text) => self.bytes.extend_from_slice(text.as_bytes()),
+            Err(_) => self
+                .bytes
+                .extend_from_slice(String::from_utf8_lossy(run_id).as_bytes()),
+        }
+        let middle = self.bytes.len();
+        self.bytes.extend_from_slice(hash);
+        self.rows.push(LeafAt {
+            leaf,
+            seq,
+            run_id: start..middle,
+            hash: middle..self.bytes.len(),
+        });
+    }
+
+    /// The log rebuilt from the empty tree out of the rows whose leaf is in `wanted` (read
+    /// in any order): sorted by leaf, stably (of two rows at one leaf, the first read is
+    /// the one kept).
+    fn rebuild(&self, wanted: impl RangeBounds<i64>) -> (IncrementalTree, Option<log::LeafGap>) {
+        let mut rows: Vec<LeafRef<'_>> = self
+            .rows
+            .iter()
+            .filter(|row| wanted.contains(&row.leaf))
+            .map(|row| LeafRef {
+                leaf: row.leaf,
+                // Stored from a `str` by `push`.
+                run_id: std::str::from_utf8(&self.bytes[row.run_id.clone()]).unwrap_or_default(),
+                seq: row.seq,
+                hash: &self.bytes[row.hash.clone()],
+            })
+            .collect();
+        rows.sort_by_key(|row| row.leaf);
+        let mut tree = IncrementalTree::new(log::LOG_ALG);
+        let gap = log::extend_log(&mut tree, &rows);
+        (tree, gap)
+    }
 }
 
 /// The `(leaf, run_id, seq, hash)` of every logged row of `entries`, as a read of the
@@ -216,26 +279,18 @@ fn rebuild_prefix(mut rows: Vec<LogRow>) -> (IncrementalTree, Option<log::LeafGa
 /// `--incremental`): the log that verify proves is rebuilt from them instead of a second
 /// read of the table.
 #[pyclass(frozen, module = "agentledger._core")]
-pub struct LoggedRows(pub Vec<LogRow>);
+pub struct LoggedRows(pub LeafRows);
 
 #[pymethods]
 impl LoggedRows {
     /// `log_rebuild` over the rows whose leaf is in `0..size`: the same answer.
     fn rebuild<'py>(&self, py: Python<'py>, size: i64) -> LogExtendTuple<'py> {
-        let (tree, gap) = py.allow_threads(|| {
-            let wanted = self
-                .0
-                .iter()
-                .filter(|row| (0..size).contains(&row.leaf))
-                .cloned()
-                .collect();
-            rebuild_prefix(wanted)
-        });
+        let (tree, gap) = py.allow_threads(|| self.0.rebuild(0..size));
         log_tuple(py, &tree, gap)
     }
 
     fn __len__(&self) -> usize {
-        self.0.len()
+        self.0.rows.len()
     }
 }
 
