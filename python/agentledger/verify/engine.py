@@ -158,9 +158,10 @@ def _verify(
         # What the file's SQL returns cannot be trusted until its schema is ours (re-read
         # in this snapshot: it may have changed since the file was opened) and its indexes
         # hold exactly their tables' rows: until then no other SQL's answer is used. A
-        # whole pass checks the entries' indexes from its own read of every row
-        # (btree_check), and re-hashes every blob while SQLite checks the other tables
-        # (on a thread of its own: not with --jobs 1).
+        # whole pass checks the entries' indexes from its own read of every row, any other
+        # verify from a read of the rows' keys first (btree_check); a whole verify also
+        # re-hashes every blob while SQLite checks the other tables (on a thread of its
+        # own: not with --jobs 1).
         whole_pass = run_ids is None and not options.incremental
         storage = _untrusted_storage(
             ledger,
