@@ -1,9 +1,9 @@
 //! Journal encoding and batch verification. Rows cross the boundary as plain tuples of
 //! str/int/bytes, are copied into Rust memory, and are verified with the GIL released.
 
-use agentledger_core::journal;
 use std::ops::{Range, RangeBounds};
 
+use agentledger_core::journal;
 use agentledger_core::log::{self, LogRow};
 use agentledger_core::merkle::{Hash, HashAlg, IncrementalTree};
 use pyo3::prelude::*;
