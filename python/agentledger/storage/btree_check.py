@@ -26,8 +26,8 @@ stands on such a verify (``signing.require_clean``), in its write transaction:
   verify as SQLite's would (``IndexesDisagree``): nothing else is reported from such a file.
 - A verify that reads only some rows (named runs, ``--incremental``) makes the same check
   from a read of its own (``check_entries``): the key columns of every row, from the
-  table's own b-tree in key order. On a million entries that takes half as long as
-  SQLite's check, which looks every row up in each index.
+  table's own b-tree in key order. On a million entries that took 0.7 s against 1.33 s
+  for SQLite's check, which looks every row up in each index.
 """
 
 from __future__ import annotations
