@@ -368,6 +368,13 @@ def bernstein_audit_walk(
 ) -> BernsteinAuditWalk:
     """Walk a bernstein audit chain (segments in chain order) in parallel, GIL released.
     ``keys``: the scheme 1 and 2 HMAC keys (``None``: the HMACs are not checked)."""
+
+def bernstein_canonical_records(
+    segment: bytes, jobs: int = 0
+) -> tuple[int, tuple[int, int] | None] | None:
+    """The records of one audit segment a checkpoint counts (``checkpoints.canonical_records``):
+    how many, and the first one's line as ``(start, end)``; None where a line nests so deeply
+    that only Python can say what Python does."""
 @final
 class BernsteinCheck:
     """What ``bernstein_check`` found, read as plain values."""

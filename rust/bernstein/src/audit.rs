@@ -1,10 +1,12 @@
 //! bernstein's HMAC audit chain (`_verify_log_bytes`): its constants, the records the
 //! strict cross-check reads, and the serialization its lines are checked against. The
-//! walk itself is [`walk`].
+//! walk itself is [`walk`]; the count of records a checkpoint pins, [`records`].
 
 use crate::pyjson::{float_repr, write_py_string, PyValue};
 
+pub mod records;
 pub mod walk;
+pub use records::{canonical_records, Counted};
 pub use walk::{walk, AuditWalk, Problem, Walked};
 
 /// The head before the first record.

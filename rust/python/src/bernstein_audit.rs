@@ -11,6 +11,7 @@ use crate::pyjson::{opt_text, py_object, py_text};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bernstein_audit_walk, m)?)?;
+    m.add_function(wrap_pyfunction!(bernstein_canonical_records, m)?)?;
     m.add_class::<BernsteinAuditWalk>()?;
     m.add_class::<BernsteinAuditMirror>()?;
     m.add(
@@ -35,6 +36,25 @@ fn bernstein_audit_walk(
     let pool = pool(jobs)?;
     let walk = py.allow_threads(|| pool.install(|| walk_segments(&views, keys.as_ref())));
     Ok(BernsteinAuditWalk(walk))
+}
+
+/// How many records, and the first one's line as `(start, end)`.
+type CountedRecords = (u64, Option<(usize, usize)>);
+
+/// The records of one audit segment that a checkpoint counts
+/// (`checkpoints.canonical_records`), checked in parallel with the GIL released:
+/// `(records, (start, end) of the first one's line)`, or `None` where a line nests so
+/// deeply that only Python can say what Python does (ask the reference then).
+#[pyfunction]
+#[pyo3(signature = (segment, jobs = 0))]
+fn bernstein_canonical_records(
+    py: Python<'_>,
+    segment: &[u8],
+    jobs: usize,
+) -> PyResult<Option<CountedRecords>> {
+    let pool = pool(jobs)?;
+    let counted = py.allow_threads(|| pool.install(|| audit::canonical_records(segment)));
+    Ok(counted.map(|c| (c.records, c.first.map(|r| (r.start, r.end)))))
 }
 
 /// The crate's walk, keys borrowed (on the current pool).
