@@ -324,12 +324,18 @@ class LedgerWorkdir:
         return _order_segments(self.audit_files(), self.read)
 
     def audit_files(self) -> list[str]:
-        return [
+        return list(self._audit_files)
+
+    @functools.cached_property
+    def _audit_files(self) -> tuple[str, ...]:
+        """Read once (a scan of every file: 76 ms on 333,799): the folder and the segments
+        both list it, in the one transaction this reader lives in."""
+        return tuple(
             str(row[0])
             for row in self.conn.execute(
                 "SELECT path FROM bernstein_files WHERE kind = 'audit' ORDER BY path"
             )
-        ]
+        )
 
     def has_dir(self, path: str) -> bool:
         return self._row(path)[0] == "dir"
