@@ -71,6 +71,12 @@ def verify_inclusion(
     root: bytes,
     hash: HashName = "sha256",
 ) -> bool: ...
+def verify_inclusions(
+    leaves: Sequence[bytes], proofs: list[Any], size: int, root: bytes, jobs: int = 0
+) -> list[bool | None]:
+    """``verify_inclusion`` (SHA-256) of each ``[index, [base64 node, ...]]`` proof for its
+    leaf, in parallel; None where a proof is not in that plain form (the caller decides)."""
+
 def consistency_proof(
     leaves: Sequence[bytes], old_size: int, hash: HashName = "sha256"
 ) -> list[bytes]: ...

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
@@ -82,6 +83,9 @@ class LogPlan:
     source: Checkpoint | None = None
     """An archive: its source's signed checkpoint, in which every archived entry was
     proven (``_check_archive_source``); None when that failed or is absent."""
+    seal: dict[str, Any] | None = None
+    """The file's archive seal (``archive_seal``), read once: an archive's holds a proof
+    for every entry (tens of megabytes of JSON in a large one)."""
 
 
 def _diverged(ctx: VerifyContext, check: str, expected: str, actual: str, subject: str) -> None:
@@ -123,6 +127,7 @@ def plan_log(ctx: VerifyContext) -> None:
         remembered=max(known, key=lambda r: r.size) if known else None,
         covers_workspace=ctx.whole,
         archive=archive,
+        seal=seal,
     )
     ctx.log_plan = plan
     ctx.report.scope = _scope(ctx, seal if archive else None)
@@ -243,7 +248,9 @@ def check_log(ctx: VerifyContext) -> None:
     """After every other check: the log, its tiles and checkpoints, and rollback."""
     plan = ctx.log_plan
     if not isinstance(plan, LogPlan):
-        plan = LogPlan(exported=_read_exported(ctx), covers_workspace=ctx.whole)
+        plan = LogPlan(
+            exported=_read_exported(ctx), covers_workspace=ctx.whole, seal=archive_seal(ctx.conn)
+        )
     trusted = _trusted(ctx)
     newest = _newest(ctx)
     ctx.report.match_checkpoint(newest, trusted)
@@ -278,7 +285,7 @@ def check_log(ctx: VerifyContext) -> None:
         _diverged(ctx, "log.size", f"{state.size:,} logged entries", f"{total - unlogged:,}", "log")
     _check_state_cache(ctx, state)
     reader = tiles.TileReader(ctx.conn)
-    seal = archive_seal(ctx.conn)
+    seal = plan.seal
     if seal is not None and seal.get("size") != state.size:
         _diverged(
             ctx,
@@ -903,9 +910,12 @@ def _check_archive_source(
             subject,
         )
         return None
+    leaves = [_core.log_leaf(run_id, seq, bytes(digest)) for _, run_id, seq, digest in rows]
+    # Proofs in their plain form are checked in Rust, in parallel; any other, one by one.
+    held = _core.verify_inclusions(leaves, proofs, source.size, source.root, ctx.options.jobs)
     ok = True
-    for (_, run_id, seq, digest), item in zip(rows, proofs, strict=True):
-        if not _source_proof_holds(source, _core.log_leaf(run_id, seq, bytes(digest)), item):
+    for (_, run_id, seq, _), data, item, holds in zip(rows, leaves, proofs, held, strict=True):
+        if not (_source_proof_holds(source, data, item) if holds is None else holds):
             ok = False
             ctx.diverged(
                 run_id,
@@ -921,6 +931,8 @@ def _check_archive_source(
 
 
 def _source_proof_holds(source: Checkpoint, data: bytes, item: object) -> bool:
+    """Whether ``item`` (``[index, [base64 node, ...]]``) proves ``data`` in ``source``:
+    the reference ``_core.verify_inclusions`` is held to."""
     if not isinstance(item, list) or len(item) != 2:
         return False
     leaf, path = item

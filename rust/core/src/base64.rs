@@ -54,6 +54,37 @@ pub fn decode(text: &[u8], alphabet: &[u8; 64]) -> Option<Vec<u8>> {
     (encode(&out, alphabet) == text).then_some(out)
 }
 
+/// [`decode`] in the standard alphabet of text that spells exactly `N` bytes, without
+/// allocating: an archive's proofs hold millions of 32-byte nodes.
+pub fn decode_exact<const N: usize>(text: &[u8]) -> Option<[u8; N]> {
+    let pad = (3 - N % 3) % 3;
+    if text.len() != N.div_ceil(3) * 4 {
+        return None;
+    }
+    let (digits, padding) = text.split_at(text.len() - pad);
+    if padding.iter().any(|&c| c != b'=') {
+        return None;
+    }
+    let mut out = [0u8; N];
+    let (mut bits, mut count, mut at) = (0u32, 0, 0);
+    for &c in digits {
+        let value = match STANDARD_VALUES[c as usize] {
+            NOT_A_DIGIT => return None,
+            value => u32::from(value),
+        };
+        bits = (bits << 6) | value;
+        count += 6;
+        if count >= 8 {
+            count -= 8;
+            out[at] = (bits >> count) as u8;
+            at += 1;
+            bits &= (1 << count) - 1;
+        }
+    }
+    // Canonical: the bits past the last byte are zero (as `encode` writes them).
+    (at == N && bits == 0).then_some(out)
+}
+
 pub fn encode(data: &[u8], alphabet: &[u8; 64]) -> Vec<u8> {
     let mut out = Vec::with_capacity(data.len().div_ceil(3) * 4);
     for chunk in data.chunks(3) {
@@ -90,6 +121,63 @@ mod tests {
                 assert_eq!(decode(&text, alphabet), want, "{byte:#x}");
             }
         }
+    }
+
+    /// `decode_exact` is `decode` of exactly `N` bytes.
+    fn exact_is_decode<const N: usize>(text: &[u8]) {
+        let want = decode(text, STANDARD).and_then(|bytes| <[u8; N]>::try_from(bytes).ok());
+        assert_eq!(
+            decode_exact::<N>(text),
+            want,
+            "{:?}",
+            String::from_utf8_lossy(text)
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn decode_exact_is_decode_of_that_many_bytes(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40),
+            at in 0usize..64,
+            byte in proptest::prelude::any::<u8>(),
+            change in 0u8..4,
+        ) {
+            let mut text = encode(&data, STANDARD);
+            // Sometimes one byte changed, dropped or added: most such texts decode to nothing.
+            if !text.is_empty() {
+                let at = at % text.len();
+                match change {
+                    0 => text[at] = byte,
+                    1 => { text.remove(at); }
+                    2 => text.insert(at, byte),
+                    _ => {}
+                }
+            }
+            exact_is_decode::<0>(&text);
+            exact_is_decode::<1>(&text);
+            exact_is_decode::<2>(&text);
+            exact_is_decode::<3>(&text);
+            exact_is_decode::<31>(&text);
+            exact_is_decode::<32>(&text);
+            exact_is_decode::<33>(&text);
+        }
+    }
+
+    #[test]
+    fn decode_exact_reads_only_canonical_text_of_that_length() {
+        let node = encode(&[7u8; 32], STANDARD);
+        assert_eq!(decode_exact::<32>(&node), Some([7u8; 32]));
+        // The last digit's two spare bits set: Python's lenient decoders read it, not this.
+        let mut spare = node.clone();
+        spare[42] = STANDARD[(STANDARD.iter().position(|&c| c == node[42]).unwrap() | 1) & 63];
+        assert_ne!(spare, node);
+        assert_eq!(decode_exact::<32>(&spare), None);
+        assert_eq!(decode_exact::<32>(&node[..43]), None);
+        assert_eq!(decode_exact::<31>(&node), None);
+        assert_eq!(decode_exact::<1>(b"AQ=="), Some([1]));
+        assert_eq!(decode_exact::<1>(b"AR=="), None);
+        assert_eq!(decode_exact::<1>(b"AQ=A"), None);
+        assert_eq!(decode_exact::<0>(b""), Some([]));
     }
 
     #[test]

@@ -9,16 +9,19 @@
 use agentledger_core::merkle::{self, Hash, HashAlg, IncrementalTree, HASH_LEN};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyInt};
+use pyo3::types::{PyBool, PyBytes, PyInt, PyList, PyString};
+use rayon::prelude::*;
 
 use crate::errors::to_py;
 use crate::hashing::BytesArg;
+use crate::pools::pool;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merkle_root, m)?)?;
     m.add_function(wrap_pyfunction!(merkle_root_of_hashes, m)?)?;
     m.add_function(wrap_pyfunction!(inclusion_proof, m)?)?;
     m.add_function(wrap_pyfunction!(verify_inclusion, m)?)?;
+    m.add_function(wrap_pyfunction!(verify_inclusions, m)?)?;
     m.add_function(wrap_pyfunction!(consistency_proof, m)?)?;
     m.add_function(wrap_pyfunction!(verify_consistency, m)?)?;
     m.add_function(wrap_pyfunction!(inclusion_proof_ranges, m)?)?;
@@ -185,6 +188,84 @@ fn verify_inclusion(
     Ok(hashing(py, leaf.len() + proof.data.len(), || {
         merkle::verify_inclusion(alg, &leaf, index, size, &proof.slices(), &root)
     }))
+}
+
+/// Many inclusion proofs in one tree (`size` leaves, `root`), each given as a sealed archive
+/// holds it: `[index, [base64 node, ...]]` (`proofs[i]` for leaf data `leaves[i]`). For
+/// each, `verify_inclusion`'s answer, checked in parallel with the GIL released; `None`
+/// where a proof is not in that plain form (an index that is not an int in `0..2**64`, a
+/// node that is not a `str` of the canonical base64 of 32 bytes): the caller decides those
+/// (the reference, `verify/log.py`'s `_source_proof_holds`, is held to this by a test).
+#[pyfunction]
+#[pyo3(signature = (leaves, proofs, size, root, jobs = 0))]
+fn verify_inclusions(
+    py: Python<'_>,
+    leaves: Vec<Vec<u8>>,
+    proofs: &Bound<'_, PyList>,
+    size: u64,
+    root: Vec<u8>,
+    jobs: usize,
+) -> PyResult<Vec<Option<bool>>> {
+    if leaves.len() != proofs.len() {
+        return Err(PyValueError::new_err("a proof for each leaf"));
+    }
+    // Each plain proof: its index and its nodes' range in one buffer of nodes.
+    let mut nodes: Vec<Hash> = Vec::new();
+    let plain: Vec<Option<(u64, std::ops::Range<usize>)>> = proofs
+        .iter()
+        .map(|item| {
+            let start = nodes.len();
+            let read = plain_proof(&item, &mut nodes);
+            if read.is_none() {
+                nodes.truncate(start);
+            }
+            read.map(|index| (index, start..nodes.len()))
+        })
+        .collect();
+    let pool = pool(jobs)?;
+    Ok(py.allow_threads(|| {
+        pool.install(|| {
+            plain
+                .par_iter()
+                .zip(&leaves)
+                .map(|(proof, leaf)| {
+                    let (index, range) = proof.as_ref()?;
+                    let path = &nodes[range.clone()];
+                    Some(merkle::verify_inclusion(
+                        HashAlg::Sha256,
+                        leaf,
+                        *index,
+                        size,
+                        path,
+                        &root,
+                    ))
+                })
+                .collect()
+        })
+    }))
+}
+
+/// `[index, [node, ...]]` with an int index in `0..2**64` (not a bool) and every node a
+/// `str` of the canonical standard base64 of 32 bytes (which Python's strict decoder reads
+/// alike): the index, the decoded nodes appended to `nodes`; `None` for any other shape.
+fn plain_proof(item: &Bound<'_, PyAny>, nodes: &mut Vec<Hash>) -> Option<u64> {
+    let pair = item.downcast::<PyList>().ok()?;
+    if pair.len() != 2 {
+        return None;
+    }
+    let index = pair.get_item(0).ok()?;
+    if !index.is_instance_of::<PyInt>() || index.is_instance_of::<PyBool>() {
+        return None;
+    }
+    let index = index.extract::<u64>().ok()?;
+    let path = pair.get_item(1).ok()?;
+    for node in path.downcast::<PyList>().ok()?.iter() {
+        let text = node.downcast::<PyString>().ok()?.to_str().ok()?;
+        nodes.push(agentledger_core::base64::decode_exact::<HASH_LEN>(
+            text.as_bytes(),
+        )?);
+    }
+    Some(index)
 }
 
 #[pyfunction]
