@@ -131,6 +131,10 @@ class StoredTree:
         """The perfect subtrees' roots of the tree of ``size`` leaves, largest first."""
     def inclusion_proof(self, read_tile: TileRead, index: int, size: int) -> list[bytes]:
         """RFC 9162 PATH(index, D[0:size]), lowest level first."""
+    def inclusion_proofs_base64(
+        self, read_tile: TileRead, indices: list[int], size: int
+    ) -> list[list[str]]:
+        """``inclusion_proof`` of each leaf of ``indices``, each node in standard base64."""
     def consistency_proof(self, read_tile: TileRead, old_size: int, new_size: int) -> list[bytes]:
         """RFC 9162 PROOF(old_size, D[0:new_size])."""
     def hashes(self, read_tile: TileRead, level: int, start: int, count: int) -> bytes:

@@ -13,7 +13,6 @@ the public key: ``agentledger --ledger OUT.db verify --all --trust KEY``.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -240,6 +239,10 @@ def write_archive(
     # crash never leaves at ``out`` a partial file, which would open as an empty ledger.
     partial = out.with_name(f".{out.name}.{secrets.token_hex(6)}.partial")
     target_db = Database.open(partial, create=True)
+    # An archive is read with a rollback journal; written in that mode from the start, its
+    # pages go to the file once (through a WAL they were written twice: the log, then the
+    # checkpoint into the file). Pages past a fresh file's end need no journal.
+    target_db.conn.execute("PRAGMA journal_mode = DELETE")
     try:
         with ledger.db.snapshot() as source:
             source_state = signing.verify_before_signing(ledger, "archive (and sign) it")
@@ -258,7 +261,6 @@ def write_archive(
                 "INSERT INTO ledger_meta (key, value) VALUES (?, ?)",
                 (ARCHIVE_META, json.dumps(seal, sort_keys=True)),
             )
-        target_db.conn.execute("PRAGMA journal_mode = DELETE")
         target_db.close()
         try:
             os.link(partial, out)  # never replaces a file that appeared meanwhile
@@ -281,18 +283,40 @@ def _prove_copies(
 ) -> list[list[object]]:
     """Every copied entry is the leaf its source position holds in the proven source log;
     returns, in the archive's leaf order, each one's ``[source leaf, [base64 proof]]``,
-    which the archive carries so a reviewer proves it in the source's checkpoint."""
-    reader = tiles.TileReader(source)
-    proofs: list[list[object]] = []
-    for leaf, run_id, seq, digest in copied:
-        if not proven.includes(source, state, leaf, _core.log_leaf(run_id, seq, digest), reader):
+    which the archive carries so a reviewer proves it in the source's checkpoint. The
+    proofs are read from the tiles and checked against the proven root exactly as they
+    are written (``_core.verify_inclusions``, all at once)."""
+    # Only a position in the proven log has a proof; any other copy is refused below.
+    logged = [
+        (n, leaf)
+        for n, (leaf, _, _, _) in enumerate(copied)
+        if type(leaf) is int and 0 <= leaf < state.size
+    ]
+    try:
+        paths = tiles.TileReader(source).inclusion_proofs_base64(
+            [leaf for _, leaf in logged], state.size
+        )
+    except AgentLedgerError as exc:
+        raise Diverged(
+            f"{ledger.path}: refusing to archive: {exc.message}; nothing was written",
+            code="signing-refused",
+        ) from None
+    proofs: list[list[object]] = [
+        [leaf, path] for (_, leaf), path in zip(logged, paths, strict=True)
+    ]
+    data = [_core.log_leaf(*copied[n][1:]) for n, _ in logged]
+    held = [False] * len(copied)
+    for (n, _), holds in zip(
+        logged, _core.verify_inclusions(data, proofs, state.size, state.root), strict=True
+    ):
+        held[n] = holds is True
+    for (_, run_id, seq, _), holds in zip(copied, held, strict=True):
+        if not holds:
             raise Diverged(
                 f"{ledger.path}: refusing to archive: entry {seq} of run {run_id!r} is not "
                 "the one the verified log holds; nothing was written",
                 code="signing-refused",
             )
-        path = reader.inclusion_proof(leaf, state.size)
-        proofs.append([leaf, [base64.b64encode(node).decode() for node in path]])
     return proofs
 
 

@@ -76,6 +76,15 @@ class TileReader:
             raise ValueError(f"leaf {index} is not in a tree of {size}")
         return self._read(self._tree.inclusion_proof, index, size)
 
+    def inclusion_proofs_base64(self, indices: list[int], size: int) -> list[list[str]]:
+        """``inclusion_proof`` of each leaf of ``indices``, each node in standard base64."""
+        if not all(0 <= index < size for index in indices):
+            raise ValueError(f"a leaf is not in a tree of {size}")
+        try:
+            return self._tree.inclusion_proofs_base64(self._tile, indices, size)
+        except _core.LogDamagedError as exc:
+            raise _broken(str(exc)) from None
+
     def consistency_proof(self, old_size: int, new_size: int) -> list[bytes]:
         """RFC 9162 §2.1.4.1 PROOF(old_size, D[0:new_size])."""
         if not 0 <= old_size <= new_size:

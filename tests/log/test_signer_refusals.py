@@ -101,6 +101,33 @@ def test_an_archive_holds_blobs_reachable_only_through_another_blob(
         assert outer in archive.blobs and inner in archive.blobs
 
 
+def test_an_archive_carries_only_proofs_that_hold_in_its_verified_source(
+    ledger: Ledger,
+) -> None:
+    """``_prove_copies`` checks the very proofs it returns: each copied entry, as copied,
+    against the proven source root; one copy that is not its source leaf refuses all."""
+    build(ledger, runs=2, entries=3)
+    with ledger.db.snapshot() as source:
+        state = signing.verify_before_signing(ledger, "test")
+        copied = [
+            (leaf, run_id, seq, bytes(digest))
+            for leaf, run_id, seq, digest in source.execute(
+                "SELECT leaf, run_id, seq, hash FROM entries ORDER BY leaf"
+            )
+        ]
+        proofs = archives._prove_copies(ledger, source, state, copied)
+        assert [leaf for leaf, _ in proofs] == [leaf for leaf, _, _, _ in copied]
+        leaf, run_id, seq, digest = copied[4]
+        for wrong in (
+            (leaf, run_id, seq, bytes(32)),  # another entry's hash
+            (leaf + 1, run_id, seq, digest),  # another position
+            (state.size, run_id, seq, digest),  # past the proven log
+            (None, run_id, seq, digest),  # never logged
+        ):
+            with pytest.raises(Diverged, match=f"entry {seq} of run '{run_id}'"):
+                archives._prove_copies(ledger, source, state, [*copied[:4], wrong])  # type: ignore[list-item]
+
+
 def test_growth_with_a_hole_is_refused(ledger: Ledger, ledger_path: Path, tmp_path: Path) -> None:
     build(ledger, runs=2, entries=2)
     lagging = tmp_path / "memory.json"

@@ -11,6 +11,7 @@
 
 use std::collections::HashMap;
 
+use agentledger_core::base64;
 use agentledger_core::merkle::Hash;
 use agentledger_core::tiles::{self as core_tiles, HashReader, TILE_BYTES, TILE_WIDTH};
 use pyo3::prelude::*;
@@ -130,6 +131,32 @@ impl StoredTree {
             tree.inclusion_proof(calls, index, size)
         })?;
         Ok(hashes_to_py(py, &proof))
+    }
+
+    /// PATH(index, D[0:size]) of each leaf of `indices`, in order, each node in standard
+    /// base64: the proofs an archive's seal carries (checked by the caller before they are
+    /// written: `_core.verify_inclusions`).
+    fn inclusion_proofs_base64(
+        &mut self,
+        read_tile: &Bound<'_, PyAny>,
+        indices: Vec<u64>,
+        size: u64,
+    ) -> PyResult<Vec<Vec<String>>> {
+        self.read(read_tile, |tree, calls| {
+            indices
+                .iter()
+                .map(|&index| {
+                    let proof = tree.inclusion_proof(calls, index, size)?;
+                    Ok(proof
+                        .iter()
+                        .map(|node| {
+                            let text = base64::encode(node, base64::STANDARD);
+                            String::from_utf8(text).expect("base64 is ASCII")
+                        })
+                        .collect())
+                })
+                .collect()
+        })
     }
 
     /// RFC 9162 PROOF(old_size, D[0:new_size]).
