@@ -14,10 +14,11 @@ the public key: ``agentledger --ledger OUT.db verify --all --trust KEY``.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -156,26 +157,39 @@ def _anchoring_runs(conn: apsw.Connection, runs: list[str]) -> set[str]:
 
 
 def _reachable_blobs(source: apsw.Connection, seeds: set[str]) -> list[str]:
-    """``seeds`` present in the store, plus every blob their bytes name (transitively)."""
+    """``seeds`` present in the store, plus every blob their bytes name (transitively).
+    Read a round at a time: each round's digests in one query, then the chunks of those
+    small enough to scan in another (a bernstein import names hundreds of thousands)."""
     present: set[str] = set()
-    queue = sorted(seeds)
-    while queue:
-        digest = queue.pop()
-        if digest in present:
-            continue
-        rows = fetch(source, "SELECT size FROM blobs WHERE digest = ?", (digest,))
-        if not rows:
-            continue  # verify reports it missing in the source too
-        present.add(digest)
-        if rows[0][0] <= MAX_SCANNED_BLOB:
-            data = b"".join(
-                chunk
-                for (chunk,) in source.execute(
-                    "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx", (digest,)
-                )
-            )
-            queue.extend(d.decode() for d in set(DIGEST_BYTES.findall(data)) - {digest.encode()})
+    frontier = set(seeds)
+    while frontier:
+        found = fetch(
+            source,
+            "SELECT digest, size FROM blobs WHERE digest IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(frontier)),),
+        )
+        present.update(str(digest) for digest, _ in found)
+        scanned = sorted(str(digest) for digest, size in found if size <= MAX_SCANNED_BLOB)
+        named: set[str] = set()
+        for digest, chunks in _chunks_by_digest(source, scanned):
+            data = b"".join(chunks)
+            named.update(d.decode() for d in set(DIGEST_BYTES.findall(data)) - {digest.encode()})
+        # Absent ones are left out: verify reports them missing in the source too.
+        frontier = named - present
     return sorted(present)
+
+
+def _chunks_by_digest(
+    source: apsw.Connection, digests: list[str]
+) -> Iterator[tuple[str, list[bytes]]]:
+    """Each of ``digests`` with its chunks' data in order, read in one ordered query."""
+    rows = source.execute(
+        "SELECT digest, data FROM blob_chunks WHERE digest IN "
+        "(SELECT value FROM json_each(?)) ORDER BY digest, idx",
+        (json.dumps(digests),),
+    )
+    for digest, group in itertools.groupby(rows, key=lambda row: str(row[0])):
+        yield digest, [data for _, data in group]
 
 
 def _columns(conn: apsw.Connection, table: str) -> list[str]:
@@ -211,8 +225,9 @@ def _copy_related_tables(
             f"INSERT INTO {quote_identifier(table)} ({quoted}) "
             f"VALUES ({', '.join('?' for _ in columns)})"
         )
-        for row in source.execute(sql, params).fetchall():
-            target.execute(insert, row)
+        rows = source.execute(sql, params).fetchall()
+        target.executemany(insert, rows)
+        for row in rows:
             for value in row:
                 if isinstance(value, str | bytes):
                     raw = value.encode() if isinstance(value, str) else value
@@ -396,21 +411,24 @@ def _fill(
                 seeds.update(d.decode() for d in DIGEST_BYTES.findall(row[4]))
         seeds |= _copy_related_tables(source, target, runs)
         blobs = _reachable_blobs(source, seeds)
-        for digest in blobs:
-            size, chunk_size = source.execute(
-                "SELECT size, chunk_size FROM blobs WHERE digest = ?", (digest,)
-            ).fetchall()[0]
-            target.execute(
-                "INSERT INTO blobs (digest, size, chunk_size) VALUES (?, ?, ?)",
-                (digest, size, chunk_size),
-            )
-            for idx, data in source.execute(
-                "SELECT idx, data FROM blob_chunks WHERE digest = ? ORDER BY idx", (digest,)
-            ):
-                target.execute(
-                    "INSERT INTO blob_chunks (digest, idx, data) VALUES (?, ?, ?)",
-                    (digest, idx, data),
-                )
+        # Each blob, then its chunks, copied in digest order by two streamed queries.
+        listed = (json.dumps(blobs),)
+        target.executemany(
+            "INSERT INTO blobs (digest, size, chunk_size) VALUES (?, ?, ?)",
+            source.execute(
+                "SELECT digest, size, chunk_size FROM blobs WHERE digest IN "
+                "(SELECT value FROM json_each(?)) ORDER BY digest",
+                listed,
+            ),
+        )
+        target.executemany(
+            "INSERT INTO blob_chunks (digest, idx, data) VALUES (?, ?, ?)",
+            source.execute(
+                "SELECT digest, idx, data FROM blob_chunks WHERE digest IN "
+                "(SELECT value FROM json_each(?)) ORDER BY digest, idx",
+                listed,
+            ),
+        )
         target.execute(
             "UPDATE log_state SET size = ?, frontier = ? WHERE id = 1",
             (state.size, wslog.pack_frontier(state.frontier)),
