@@ -173,7 +173,11 @@ def _reachable_blobs(source: apsw.Connection, seeds: set[str]) -> list[str]:
         named: set[str] = set()
         for digest, chunks in _chunks_by_digest(source, scanned):
             data = b"".join(chunks)
-            named.update(d.decode() for d in set(DIGEST_BYTES.findall(data)) - {digest.encode()})
+            # Most stored pages and images name nothing: a substring search says so at
+            # memory speed, where the pattern's scan took seconds over a bernstein store.
+            if b"blake3:" in data or b"sha256:" in data:
+                found_names = set(DIGEST_BYTES.findall(data)) - {digest.encode()}
+                named.update(d.decode() for d in found_names)
         # Absent ones are left out: verify reports them missing in the source too.
         frontier = named - present
     return sorted(present)
