@@ -14,11 +14,10 @@ the public key: ``agentledger --ledger OUT.db verify --all --trust KEY``.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -26,11 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from agentledger import _core, notes, proven, signing, tiles
+from agentledger import _core, cas, notes, proven, signing, tiles
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
 from agentledger.bookkeeping import BERNSTEIN_RUN
-from agentledger.cas import DIGEST_BYTES
 from agentledger.errors import AgentLedgerError, Diverged, InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.log import fetch
@@ -41,9 +39,6 @@ if TYPE_CHECKING:
     from agentledger.proven import Proven
 
 ARCHIVE_META = "archive"
-MAX_SCANNED_BLOB = 64 << 20
-"""Blobs up to this size are scanned for the digests of further blobs (receipts name theirs)."""
-
 # Tables the archive writes itself rather than copying.
 OWN_TABLES = {
     "ledger_meta",
@@ -156,46 +151,6 @@ def _anchoring_runs(conn: apsw.Connection, runs: list[str]) -> set[str]:
     return {BERNSTEIN_RUN} if rows else set()
 
 
-def _reachable_blobs(source: apsw.Connection, seeds: set[str]) -> list[str]:
-    """``seeds`` present in the store, plus every blob their bytes name (transitively).
-    Read a round at a time: each round's digests in one query, then the chunks of those
-    small enough to scan in another (a bernstein import names hundreds of thousands)."""
-    present: set[str] = set()
-    frontier = set(seeds)
-    while frontier:
-        found = fetch(
-            source,
-            "SELECT digest, size FROM blobs WHERE digest IN (SELECT value FROM json_each(?))",
-            (json.dumps(sorted(frontier)),),
-        )
-        present.update(str(digest) for digest, _ in found)
-        scanned = sorted(str(digest) for digest, size in found if size <= MAX_SCANNED_BLOB)
-        named: set[str] = set()
-        for digest, chunks in _chunks_by_digest(source, scanned):
-            data = b"".join(chunks)
-            # Most stored pages and images name nothing: a substring search says so at
-            # memory speed, where the pattern's scan took seconds over a bernstein store.
-            if b"blake3:" in data or b"sha256:" in data:
-                found_names = set(DIGEST_BYTES.findall(data)) - {digest.encode()}
-                named.update(d.decode() for d in found_names)
-        # Absent ones are left out: verify reports them missing in the source too.
-        frontier = named - present
-    return sorted(present)
-
-
-def _chunks_by_digest(
-    source: apsw.Connection, digests: list[str]
-) -> Iterator[tuple[str, list[bytes]]]:
-    """Each of ``digests`` with its chunks' data in order, read in one ordered query."""
-    rows = source.execute(
-        "SELECT digest, data FROM blob_chunks WHERE digest IN "
-        "(SELECT value FROM json_each(?)) ORDER BY digest, idx",
-        (json.dumps(digests),),
-    )
-    for digest, group in itertools.groupby(rows, key=lambda row: str(row[0])):
-        yield digest, [data for _, data in group]
-
-
 def _columns(conn: apsw.Connection, table: str) -> list[str]:
     return [row[1] for row in conn.execute("SELECT * FROM pragma_table_info(?)", (table,))]
 
@@ -235,7 +190,7 @@ def _copy_related_tables(
             for value in row:
                 if isinstance(value, str | bytes):
                     raw = value.encode() if isinstance(value, str) else value
-                    named.update(d.decode() for d in DIGEST_BYTES.findall(raw))
+                    named |= cas.names_in(raw)
     return named
 
 
@@ -412,9 +367,9 @@ def _fill(
             state, _, _ = wslog.extend(state, leaf_rows)
             entries += len(rows)
             for row in rows:
-                seeds.update(d.decode() for d in DIGEST_BYTES.findall(row[4]))
+                seeds |= cas.names_in(row[4])
         seeds |= _copy_related_tables(source, target, runs)
-        blobs = _reachable_blobs(source, seeds)
+        blobs = sorted(cas.reachable(source, seeds))
         # Each blob, then its chunks, copied in digest order by two streamed queries.
         listed = (json.dumps(blobs),)
         target.executemany(

@@ -7,6 +7,8 @@ are accepted for imported data (bernstein's store is SHA-256).
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -17,6 +19,7 @@ import apsw
 
 from agentledger import _core
 from agentledger.errors import InvalidInput
+from agentledger.storage import native
 
 if TYPE_CHECKING:
     from agentledger.storage import Database
@@ -29,6 +32,45 @@ finds the names held in stored bytes (a receipt names the blobs it covers)."""
 DIGEST = re.compile(CONTENT_HASH)
 DIGEST_BYTES = re.compile(CONTENT_HASH.encode())
 Hasher = _core.Blake3Hasher | _core.Sha256Hasher
+
+
+MAX_SCANNED_BLOB = 64 << 20
+"""Blobs up to this size are scanned for the names of further blobs (receipts name theirs)."""
+
+
+def names_in(data: bytes) -> set[str]:
+    """The content hashes ``data`` holds (``DIGEST_BYTES``). A substring search first: most
+    stored pages and images hold none, and it says so at memory speed."""
+    if b"blake3:" not in data and b"sha256:" not in data:
+        return set()
+    return {name.decode() for name in DIGEST_BYTES.findall(data)}
+
+
+def reachable(conn: apsw.Connection, seeds: Iterable[str]) -> set[str]:
+    """The stored blobs among ``seeds``, and every stored blob their bytes name,
+    transitively (a blob over ``MAX_SCANNED_BLOB`` is reached, not scanned). A round at a
+    time: its digests in one query, their chunks in one ordered query (an imported
+    bernstein store names hundreds of thousands)."""
+    present: set[str] = set()
+    frontier = set(seeds)
+    while frontier:
+        found = native.rows(
+            conn,
+            "SELECT digest, size FROM blobs WHERE digest IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(frontier)),),
+        )
+        present.update(str(digest) for digest, _ in found)
+        scanned = sorted(str(digest) for digest, size in found if size <= MAX_SCANNED_BLOB)
+        chunks = conn.execute(
+            "SELECT digest, data FROM blob_chunks WHERE digest IN "
+            "(SELECT value FROM json_each(?)) ORDER BY digest, idx",
+            (json.dumps(scanned),),
+        )
+        named: set[str] = set()
+        for _digest, rows in itertools.groupby(chunks, key=lambda row: row[0]):
+            named |= names_in(b"".join(data for _, data in rows))
+        frontier = named - present
+    return present
 
 
 def check_digest(digest: object) -> str:

@@ -31,11 +31,10 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from agentledger import _core, signing, tiles
+from agentledger import _core, cas, signing, tiles
 from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
 from agentledger.bookkeeping import GC_PRUNED, GC_RUN
-from agentledger.cas import DIGEST_BYTES
 from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.ids import utc_timestamp
 from agentledger.keys import parse_public_key, public_key_text, sign_message
@@ -48,7 +47,6 @@ if TYPE_CHECKING:
 
 DEFAULT_GRACE_S = 3600.0
 BATCH = 16_384
-MAX_SCANNED_BLOB = 64 << 20
 PRUNE_DOMAIN = b"agentledger/v1/prune-receipt\n"
 NOT_REFERENCES = {"blobs", "blob_chunks", "prune_receipts", "log_tiles", "sqlite_sequence"}
 MAX_SIGHTINGS_BYTES = 64 << 20
@@ -117,8 +115,8 @@ def _digests_in(values: Iterable[object]) -> set[str]:
     for value in values:
         if isinstance(value, str):
             value = value.encode()
-        if isinstance(value, bytes) and b":" in value:
-            found.update(d.decode() for d in DIGEST_BYTES.findall(value))
+        if isinstance(value, bytes):
+            found |= cas.names_in(value)
     return found
 
 
@@ -150,23 +148,7 @@ def referenced_digests(conn: apsw.Connection) -> set[str]:
 
 def reachable_blobs(conn: apsw.Connection) -> set[str]:
     """Digests of stored blobs that some row names, directly or through other blobs."""
-    stored = {row[0]: row[1] for row in conn.execute("SELECT digest, size FROM blobs")}
-    queue = [d for d in referenced_digests(conn) if d in stored]
-    reachable: set[str] = set()
-    while queue:
-        digest = queue.pop()
-        if digest in reachable:
-            continue
-        reachable.add(digest)
-        if stored[digest] <= MAX_SCANNED_BLOB:
-            data = b"".join(
-                chunk
-                for (chunk,) in conn.execute(
-                    "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx", (digest,)
-                )
-            )
-            queue.extend(d for d in _digests_in([data]) if d in stored and d not in reachable)
-    return reachable
+    return cas.reachable(conn, referenced_digests(conn))
 
 
 def collect(

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import blake3
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentledger import Ledger
-from agentledger.cas import CHUNK_SIZE
+from agentledger.cas import CHUNK_SIZE, DIGEST_BYTES, names_in, reachable
 from agentledger.errors import InvalidInput
 
 
@@ -56,3 +58,33 @@ def test_large_files_are_streamed_in_chunks(ledger: Ledger, tmp_path: Path) -> N
     assert len(chunks) == 6 and all(len(c) == CHUNK_SIZE for c in chunks[:-1])
     assert ledger.blobs.size(digest) == path.stat().st_size
     assert ledger.verify().code == 0
+
+
+HEX = st.binary(min_size=60, max_size=68).map(
+    lambda b: bytes(b"0123456789abcdef"[x % 16] for x in b)
+)
+NAME_PARTS = st.sampled_from(
+    [b"blake3:", b"sha256:", b"sha256", b"blake3", b"sha257:", b":", b"\x00", b"xblake3:"]
+) | st.tuples(st.sampled_from([b"blake3:", b"sha256:", b"sha256-"]), HEX).map(b"".join)
+
+
+@given(st.lists(NAME_PARTS | st.binary(max_size=8), max_size=12))
+def test_the_names_a_blob_holds_are_the_patterns_matches(parts: list[bytes]) -> None:
+    """``names_in`` skips the pattern only where neither prefix is; what it finds is
+    exactly ``DIGEST_BYTES``'s matches."""
+    data = b"".join(parts)
+    assert names_in(data) == {m.decode() for m in DIGEST_BYTES.findall(data)}
+
+
+def test_blobs_are_reached_through_the_names_other_blobs_hold(ledger: Ledger) -> None:
+    """``reachable``: the stored seeds, what they name, transitively; an absent or unnamed
+    blob is not reached, and a blob naming itself or a reached one ends the walk."""
+    leaf = ledger.blobs.put(b"no names here")
+    middle = ledger.blobs.put(f"-> {leaf} and {'sha256:' + '0' * 64}".encode())
+    top = ledger.blobs.put(f"{middle}{middle}".encode())
+    ledger.blobs.put(b"never named")
+    absent = "blake3:" + "1" * 64
+    with ledger.db.snapshot() as conn:
+        assert reachable(conn, [top, absent]) == {top, middle, leaf}
+        assert reachable(conn, [leaf]) == {leaf}
+        assert reachable(conn, []) == set()

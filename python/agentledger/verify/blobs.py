@@ -8,7 +8,7 @@ from typing import TypeVar
 import apsw
 
 from agentledger import _core
-from agentledger.cas import CHUNK_SIZE, DIGEST, DIGEST_BYTES
+from agentledger.cas import CHUNK_SIZE, DIGEST, names_in
 from agentledger.gc import Pruned, pruned_digests
 from agentledger.keys import resolve_trust
 from agentledger.storage import native
@@ -82,7 +82,7 @@ def _referencing_entries(ctx: VerifyContext, digests: list[str]) -> list[tuple[s
             "ORDER BY run_id, seq"
         ):
             if run_id in selected:
-                names = {m.decode() for m in DIGEST_BYTES.findall(raw)}
+                names = names_in(raw)
                 found.extend((run_id, seq, d) for d in sorted(names & many))
     for digest in one_by_one:
         for run_id, seq in ctx.conn.execute(
