@@ -35,9 +35,15 @@ pub fn decode(text: &[u8], alphabet: &[u8; 64]) -> Option<Vec<u8>> {
     } else {
         values_of(alphabet)
     };
-    let mut bits: u32 = 0;
-    let mut count = 0;
     let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    read_digits(digits, &values, |byte| out.push(byte))?;
+    (encode(&out, alphabet) == text).then_some(out)
+}
+
+/// Each byte `digits` spell (values from `values`), given to `byte` in order; the bits
+/// left over past the last whole byte, or `None` at a byte that is not a digit.
+fn read_digits(digits: &[u8], values: &[u8; 256], mut byte: impl FnMut(u8)) -> Option<u32> {
+    let (mut bits, mut count) = (0u32, 0);
     for &c in digits {
         let value = match values[c as usize] {
             NOT_A_DIGIT => return None,
@@ -47,11 +53,11 @@ pub fn decode(text: &[u8], alphabet: &[u8; 64]) -> Option<Vec<u8>> {
         count += 6;
         if count >= 8 {
             count -= 8;
-            out.push((bits >> count) as u8);
+            byte((bits >> count) as u8);
             bits &= (1 << count) - 1;
         }
     }
-    (encode(&out, alphabet) == text).then_some(out)
+    Some(bits)
 }
 
 /// [`decode`] in the standard alphabet of text that spells exactly `N` bytes, without
@@ -66,23 +72,15 @@ pub fn decode_exact<const N: usize>(text: &[u8]) -> Option<[u8; N]> {
         return None;
     }
     let mut out = [0u8; N];
-    let (mut bits, mut count, mut at) = (0u32, 0, 0);
-    for &c in digits {
-        let value = match STANDARD_VALUES[c as usize] {
-            NOT_A_DIGIT => return None,
-            value => u32::from(value),
-        };
-        bits = (bits << 6) | value;
-        count += 6;
-        if count >= 8 {
-            count -= 8;
-            out[at] = (bits >> count) as u8;
-            at += 1;
-            bits &= (1 << count) - 1;
+    let mut at = 0;
+    let spare = read_digits(digits, &STANDARD_VALUES, |byte| {
+        if let Some(slot) = out.get_mut(at) {
+            *slot = byte;
         }
-    }
+        at += 1;
+    })?;
     // Canonical: the bits past the last byte are zero (as `encode` writes them).
-    (at == N && bits == 0).then_some(out)
+    (at == N && spare == 0).then_some(out)
 }
 
 pub fn encode(data: &[u8], alphabet: &[u8; 64]) -> Vec<u8> {
