@@ -30,3 +30,17 @@ def test_a_transaction_unwinding_a_ctrl_c_after_its_connection_closed_keeps_the_
     with pytest.raises(KeyboardInterrupt), ledger.db.write():
         ledger.db.close()
         raise KeyboardInterrupt
+
+
+def test_a_ctrl_c_whose_transaction_sqlite_already_ended_stays_a_ctrl_c(
+    ledger: Ledger,
+) -> None:
+    """SQLite can end a transaction itself as an interrupt lands (a statement interrupted
+    mid-write rolls it back); the context manager's own rollback then fails. The Ctrl-C
+    is what the command reports (exit 130), not that failure, and nothing was written."""
+    ledger.run("r").append("step", {})
+    with pytest.raises(KeyboardInterrupt), ledger.db.write() as conn:
+        conn.execute("INSERT INTO ledger_meta (key, value) VALUES ('x', 'y')")
+        conn.execute("ROLLBACK")
+        raise KeyboardInterrupt
+    assert not ledger.db.rows("SELECT 1 FROM ledger_meta WHERE key = 'x'")

@@ -353,12 +353,12 @@ class Database:
             committed = outermost
         except apsw.Error as exc:
             unwinding = exc.__context__
-            if isinstance(exc, apsw.ConnectionClosedError) and isinstance(
-                unwinding, GeneratorExit | KeyboardInterrupt
+            if isinstance(unwinding, KeyboardInterrupt) or (
+                isinstance(exc, apsw.ConnectionClosedError) and isinstance(unwinding, GeneratorExit)
             ):
-                # The handle was closed while this transaction unwound (Ctrl-C, then the
-                # command's cleanup): SQLite discarded the transaction with the connection.
-                # Let the unwinding go on instead of raising from a closing generator.
+                # The transaction failed to end while it unwound: a Ctrl-C (SQLite may have
+                # rolled it back itself as the interrupt landed), or the handle closed by the
+                # command's cleanup. Nothing was committed; let the unwinding go on.
                 raise unwinding from None
             raise _translate(exc, self.path) from None
         finally:
