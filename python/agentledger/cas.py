@@ -116,12 +116,36 @@ class BlobStore:
 
     def put(self, data: bytes, algorithm: str = "blake3") -> str:
         """Store bytes; return their name. Idempotent: the same bytes are stored once."""
-        data = bytes(data)
-        digest = digest_of([data], algorithm)
-        chunks = [data[i : i + CHUNK_SIZE] for i in range(0, len(data), CHUNK_SIZE)] or [b""]
+        return self.put_many([data], algorithm)[0]
+
+    def put_many(self, items: Iterable[bytes], algorithm: str = "blake3") -> list[str]:
+        """Store each of ``items``, in one transaction; their names, in order. The blobs
+        the store lacks are inserted by one statement per table (an import stores tens of
+        thousands of small files)."""
+        blobs = [bytes(data) for data in items]
+        names = [digest_of([data], algorithm) for data in blobs]
+        held = dict(zip(names, blobs, strict=True))
         with self.db.write() as conn:
-            self._insert(conn, digest, len(data), chunks)
-        return digest
+            stored = native.rows(
+                conn,
+                "SELECT digest FROM blobs WHERE digest IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(held)),),
+            )
+            for (digest,) in stored:
+                held.pop(digest, None)
+            conn.executemany(
+                "INSERT INTO blobs (digest, size, chunk_size) VALUES (?, ?, ?)",
+                [(digest, len(data), CHUNK_SIZE) for digest, data in held.items()],
+            )
+            conn.executemany(
+                "INSERT INTO blob_chunks (digest, idx, data) VALUES (?, ?, ?)",
+                [
+                    (digest, idx, data[start : start + CHUNK_SIZE])
+                    for digest, data in held.items()
+                    for idx, start in enumerate(range(0, len(data) or 1, CHUNK_SIZE))
+                ],
+            )
+        return names
 
     def put_file(self, path: str | os.PathLike[str], algorithm: str = "blake3") -> str:
         """Store a file's bytes, streaming: it is never read into memory whole."""

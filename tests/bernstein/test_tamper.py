@@ -9,8 +9,10 @@ Compat expectations follow bernstein's algorithm (docs/BERNSTEIN.md §2, §8).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
+from typing import Any
 
 import apsw
 import pytest
@@ -362,6 +364,43 @@ def test_symlinks_and_bad_run_ids_are_refused_and_reported(workdir: Path, tmp_pa
     assert summary.code == 65
     assert not any("escape" in p or "bad id" in p or "ab" * 32 in p for p in stored)
     assert summary.runs_imported == ["run-001", "run-002", "run-003"]
+
+
+def test_special_files_and_unlisted_folders_are_refused_by_name(
+    workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cas = workdir / ".sdd" / "cas"
+    (cas / "dangling").symlink_to(tmp_path / "nowhere")
+    (workdir / ".sdd" / "runs" / "run-001" / "linked.json").symlink_to(
+        workdir / ".sdd" / "runs" / "run-001" / "journal.jsonl"
+    )
+    os.mkfifo(cas / "pipe")
+    (workdir / ".sdd" / "runs" / "run-002" / "locked").mkdir()
+    (workdir / ".sdd" / "runs" / "run-002" / "locked" / "hidden.json").write_text("{}")
+    listing = os.scandir
+
+    def scandir(path: Any) -> Any:
+        if Path(path).name == "locked":
+            raise PermissionError(13, "Permission denied")
+        return listing(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    with Ledger.open(tmp_path / "ledger.db") as ledger:
+        summary = import_workdir(ledger, workdir)
+        stored = {row[0] for row in ledger.db.conn.execute("SELECT path FROM bernstein_files")}
+    assert dict(summary.refused) == {
+        ".sdd/cas/dangling": "symlink",
+        ".sdd/cas/pipe": "not a regular file",
+        ".sdd/runs/run-001/linked.json": "symlink",
+        ".sdd/runs/run-002/locked": "cannot be listed (Permission denied)",
+    }
+    assert summary.code == 65
+    assert ".sdd/runs/run-002/locked" in stored  # the folder itself, not what it holds
+    assert not any(p.endswith(("dangling", "pipe", "linked.json", "hidden.json")) for p in stored)
+    files = sorted(p.relative_to(workdir).as_posix() for p in workdir.rglob("*") if p.is_file())
+    kept = [p for p in files if not p.endswith(("linked.json", "hidden.json"))]
+    assert summary.files_added == len(kept)
+    assert summary.bytes_added == sum((workdir / p).stat().st_size for p in kept)
 
 
 def test_a_symlinked_sdd_folder_is_refused_whole(tmp_path: Path) -> None:

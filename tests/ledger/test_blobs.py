@@ -60,6 +60,40 @@ def test_large_files_are_streamed_in_chunks(ledger: Ledger, tmp_path: Path) -> N
     assert ledger.verify().code == 0
 
 
+def test_put_many_stores_each_blob_once_and_names_them_in_the_order_given(
+    ledger: Ledger,
+) -> None:
+    big = bytes(range(256)) * (CHUNK_SIZE // 128) + b"tail"  # two chunks and a tail
+    already = ledger.blobs.put(b"stored before", algorithm="sha256")
+    items = [b"a page", b"", big, b"stored before", b"a page", b"view"]
+    names = ledger.blobs.put_many(items, algorithm="sha256")
+    assert names == ["sha256:" + hashlib.sha256(bytes(item)).hexdigest() for item in items]
+    assert names[3] == already
+    for name, item in zip(names, items, strict=True):
+        assert ledger.blobs.get(name) == bytes(item)
+        assert ledger.blobs.size(name) == len(item)
+    chunks = list(ledger.blobs.iter_chunks(names[2]))
+    assert [len(c) for c in chunks] == [CHUNK_SIZE, CHUNK_SIZE, 4]
+    assert sorted(ledger.blobs.digests()) == sorted(set(names))
+    rows = ledger.db.rows("SELECT count(*) FROM blob_chunks")[0][0]
+    assert rows == 1 + 1 + 3 + 1 + 1  # each blob's chunks once: the empty one has one
+    assert ledger.verify().code == 0
+
+
+def test_put_many_of_bytes_a_file_holds_chunks_them_as_put_file_does(
+    ledger: Ledger, tmp_path: Path
+) -> None:
+    data = bytes(range(7, 250)) * (3 * CHUNK_SIZE // 243)
+    path = tmp_path / "whole.bin"
+    path.write_bytes(data)
+    streamed = ledger.blobs.put_file(path)
+    chunks = list(ledger.blobs.iter_chunks(streamed))
+    with Ledger.open(tmp_path / "other.db") as other:
+        [held] = other.blobs.put_many([data])
+        assert held == streamed
+        assert list(other.blobs.iter_chunks(held)) == chunks
+
+
 HEX = st.binary(min_size=60, max_size=68).map(
     lambda b: bytes(b"0123456789abcdef"[x % 16] for x in b)
 )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +39,8 @@ from agentledger.journal import ensure_run_row
 FORMAT = "bernstein-3.23.0"
 LARGE_FILE = 16 << 20
 """Files above this are streamed into the store instead of read whole."""
+BATCH_BYTES = 16 << 20
+"""Smaller files are read, then stored, about this many bytes at a time."""
 
 Progress = Callable[[int], None]
 
@@ -97,7 +99,8 @@ class ImportSummary:
 class _File:
     rel: str
     kind: str
-    path: Path
+    path: str
+    """Where the scan found it (the workdir's path joined with ``rel``)."""
     identity: tuple[int, int] = (0, 0)
     """``(st_dev, st_ino)`` when the scan vetted it: what is read later must be this file."""
 
@@ -149,37 +152,57 @@ def scan_workdir(root: Path, runs: set[str] | None, summary: ImportSummary) -> _
             summary.refused.append((top, "not a directory"))
             continue
         scan.dirs.append(top)
-        for dirpath, dirnames, filenames in os.walk(base):
-            here = Path(dirpath)
-            rel_dir = here.relative_to(root).as_posix()
-            for name in sorted(dirnames):
-                rel = f"{rel_dir}/{name}"
-                keep = _admit_dir(here / name, rel, rel_dir, name, runs, scan, summary)
-                if not keep:
-                    dirnames.remove(name)
-            for name in sorted(filenames):
-                rel = f"{rel_dir}/{name}"
-                full = here / name
-                if not _utf8_name(rel):
-                    summary.refused.append(
-                        (
-                            rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
-                            "name is not UTF-8",
-                        )
-                    )
-                elif full.is_symlink():
-                    summary.refused.append((rel, "symlink"))
-                elif not full.is_file():
-                    summary.refused.append((rel, "not a regular file"))
-                else:
-                    info = full.lstat()
-                    identity = (info.st_dev, info.st_ino)
-                    scan.files.append(_File(rel, _kind(rel), full, identity))
+        _scan_folder(root, top, runs, scan, summary)
     return scan
 
 
+def _scan_folder(
+    root: Path, rel_dir: str, runs: set[str] | None, scan: _Scan, summary: ImportSummary
+) -> None:
+    """One folder of the scan, then the folders it admitted, each in name order. The
+    listing says which entries are symlinks or folders; a file is stat-ed once (its
+    identity, without following a symlink)."""
+    try:
+        with os.scandir(root / rel_dir) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+    except OSError as exc:
+        summary.refused.append((rel_dir, f"cannot be listed ({exc.strerror})"))
+        return
+    admitted: list[str] = []
+    files: list[os.DirEntry[str]] = []
+    for entry in entries:
+        rel = f"{rel_dir}/{entry.name}"
+        if not _utf8_name(rel):
+            summary.refused.append(
+                (
+                    rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"),
+                    "name is not UTF-8",
+                )
+            )
+        elif entry.is_symlink():
+            summary.refused.append((rel, "symlink"))
+        elif entry.is_dir(follow_symlinks=False):
+            if _admit_dir(rel, rel_dir, entry.name, runs, scan, summary):
+                admitted.append(rel)
+        else:
+            files.append(entry)
+    for entry in files:
+        rel = f"{rel_dir}/{entry.name}"
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError as exc:
+            summary.refused.append((rel, f"cannot be read ({exc.strerror})"))
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            summary.refused.append((rel, "not a regular file"))
+            continue
+        identity = (info.st_dev, info.st_ino)
+        scan.files.append(_File(rel, _kind(rel), entry.path, identity))
+    for rel in admitted:
+        _scan_folder(root, rel, runs, scan, summary)
+
+
 def _admit_dir(
-    full: Path,
     rel: str,
     rel_dir: str,
     name: str,
@@ -187,14 +210,6 @@ def _admit_dir(
     scan: _Scan,
     summary: ImportSummary,
 ) -> bool:
-    if not _utf8_name(rel):
-        summary.refused.append(
-            (rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace"), "name is not UTF-8")
-        )
-        return False
-    if full.is_symlink():
-        summary.refused.append((rel, "symlink"))
-        return False
     if rel_dir == RUNS_DIR:
         if runs is not None and name not in runs:
             return False
@@ -237,8 +252,7 @@ def import_workdir(
     ]
     new_journals: dict[str, tuple[str, bytes]] = {}
     with ledger.db.write():
-        for item in scan.files:
-            digest, data = _store(ledger, item)
+        for item, digest, data, size in _stored(ledger, scan.files):
             if progress is not None:
                 progress(1)
             run_id = item.rel.split("/")[2] if item.kind == "journal" else None
@@ -262,14 +276,47 @@ def import_workdir(
                 )
             added.append((item.rel, item.kind, digest))
             summary.files_added += 1
-            summary.bytes_added += item.path.stat().st_size
+            summary.bytes_added += size
         if added:
             _record(ledger, summary, added, new_journals)
     return summary
 
 
-def _store(ledger: LedgerHandle, item: _File) -> tuple[str, bytes | None]:
-    """Store a scanned file, reading exactly the file the scan vetted.
+def _stored(
+    ledger: LedgerHandle, files: list[_File]
+) -> Iterator[tuple[_File, str, bytes | None, int]]:
+    """Store each of ``files``: ``(file, digest, its bytes or None when streamed, size)``,
+    in order. Files are read whole and stored ``BATCH_BYTES`` at a time (a workdir holds
+    tens of thousands of small files); one over ``LARGE_FILE`` is streamed on its own."""
+    batch: list[tuple[_File, bytes]] = []
+    held = 0
+    for item in files:
+        data, streamed, size = _read(ledger, item)
+        if data is None:
+            yield from _store_batch(ledger, batch)
+            batch, held = [], 0
+            yield item, streamed, None, size
+            continue
+        batch.append((item, data))
+        held += size
+        if held >= BATCH_BYTES:
+            yield from _store_batch(ledger, batch)
+            batch, held = [], 0
+    yield from _store_batch(ledger, batch)
+
+
+def _store_batch(
+    ledger: LedgerHandle, batch: list[tuple[_File, bytes]]
+) -> Iterator[tuple[_File, str, bytes | None, int]]:
+    digests = ledger.blobs.put_many([data for _, data in batch], algorithm="sha256")
+    for (item, data), digest in zip(batch, digests, strict=True):
+        yield item, digest, data, len(data)
+
+
+def _read(ledger: LedgerHandle, item: _File) -> tuple[bytes | None, str, int]:
+    """A scanned file's bytes, reading exactly the file the scan vetted: ``(bytes, "",
+    size)``, or for a file over ``LARGE_FILE`` ``(None, digest, size)``, streamed into the
+    store from the descriptor already checked.
 
     The workdir may change between the scan and the read: a file (or a folder above it)
     swapped for a symlink would make the path lead outside the workdir, and one swapped for
@@ -291,10 +338,10 @@ def _store(ledger: LedgerHandle, item: _File) -> tuple[str, bytes | None]:
                 f"{item.rel}: replaced during the import; refused", code="bernstein-changed"
             )
         if info.st_size > LARGE_FILE:
-            # Through the descriptor already checked, not the path.
-            return ledger.blobs.put_file(f"/dev/fd/{handle.fileno()}", algorithm="sha256"), None
+            path = f"/dev/fd/{handle.fileno()}"
+            return None, ledger.blobs.put_file(path, algorithm="sha256"), info.st_size
         data = handle.read()
-    return ledger.blobs.put(data, algorithm="sha256"), data
+    return data, "", len(data)
 
 
 def _record(
