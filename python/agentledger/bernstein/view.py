@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from agentledger import _core
 from agentledger.bernstein.format import ACTIVITY_EVENT, cas_path
 
 CHAIN_FIELDS = ("ts", "elapsed_s", "index", "event", "prev_hash", "payload_hash", "event_hash")
@@ -85,11 +86,28 @@ def _parse(line: bytes) -> dict[str, Any] | None:
         row = json.loads(line)
     except ValueError:  # bernstein's reader discards the line (and so do we, visibly)
         return None
+    except RecursionError:  # nested past Python's stack: no row either, not a crash
+        return None
     return row if isinstance(row, dict) else None
 
 
 def summarize(data: bytes) -> JournalSummary:
-    """Event and activity counts and the last event's time, parsing only what it needs."""
+    """Event and activity counts and the last event's time, counted in Rust
+    (``_core.bernstein_journal_summary``); a journal nested too deeply for it to answer
+    goes to ``summarize_reference``."""
+    counted = _core.bernstein_journal_summary(data)
+    if counted is None:
+        return summarize_reference(data)
+    events, activities, discarded, last = counted
+    summary = JournalSummary(events=events, activities=activities, discarded=discarded)
+    if last is not None:
+        row = _parse(data[last[0] : last[1]])
+        summary.last_ts = unix_time_text(row.get("ts")) if row is not None else None
+    return summary
+
+
+def summarize_reference(data: bytes) -> JournalSummary:
+    """``summarize`` in plain Python: each line ``json.loads``-ed."""
     summary = JournalSummary()
     last: dict[str, Any] | None = None
     for line in _lines(data):

@@ -12,6 +12,7 @@ mod lean_reads;
 mod lean_row;
 mod lines;
 mod row_hash;
+mod summary;
 mod walk;
 
 use agentledger_core::hash::{sha256, sha256_many};
@@ -19,6 +20,7 @@ use agentledger_core::hash::{sha256, sha256_many};
 pub use activity::{attach_store, evidence_set_hash, ActivityRow, Reattach};
 pub use lines::{load_events, physical_lines, KeptRow};
 pub use row_hash::Profile;
+pub use summary::{summarize, Summary};
 #[cfg(test)]
 use {
     crate::pyjson::{dumps_sorted, parse, PyValue},
@@ -29,6 +31,9 @@ use {
     row_hash::*,
     walk::*,
 };
+
+/// The `event` of a row that records an activity.
+pub const ACTIVITY_EVENT: &str = "activity.result";
 
 /// The fields of a row that bernstein does not hash.
 pub const ENVELOPE: [&str; 6] = [

@@ -35,6 +35,20 @@ pub const MAX_INT_DIGITS: usize = 4300;
 /// Nesting deeper than this makes Python's recursive scanner raise `RecursionError`.
 pub const MAX_DEPTH: usize = 990;
 
+/// Nesting up to this depth is far from Python's recursion limit (1,000 frames less the
+/// caller's), for its scanner and its encoder alike: deeper, only Python can say what
+/// Python does (a caller asks its reference then).
+pub const SURE_DEPTH: usize = 200;
+
+/// How deeply `value` nests (a scalar: 0).
+pub fn depth(value: &PyValue<'_>) -> usize {
+    match value {
+        PyValue::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        PyValue::Object(members) => 1 + members.iter().map(|(_, v)| depth(v)).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// A value as Python's `json.loads` returns it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PyValue<'a> {

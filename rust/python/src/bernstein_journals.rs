@@ -1,6 +1,6 @@
 //! bernstein's journal pass as Python dicts: the import's summaries of the journals it
 //! brings in, and the journal pass of the tests' reference verifier. (Verify itself goes
-//! through `bernstein.rs`, whose results are typed.)
+//! through `bernstein.rs`, whose results are typed.) Also the counts `runs` lists.
 
 use std::collections::HashMap;
 
@@ -14,7 +14,22 @@ use crate::pyjson::{opt_text, py_text};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bernstein_verify_journals, m)?)?;
+    m.add_function(wrap_pyfunction!(bernstein_journal_summary, m)?)?;
     Ok(())
+}
+
+/// `(events, activities, discarded, (start, end) of the last event's line or None)` of
+/// one journal, as `view.summarize` counts them (the GIL released); `None` when a line
+/// nests so deeply that only Python can say what Python does (ask the reference then).
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn bernstein_journal_summary(
+    py: Python<'_>,
+    journal: &[u8],
+) -> Option<(u64, u64, u64, Option<(usize, usize)>)> {
+    let summary = py.allow_threads(|| journal::summarize(journal))?;
+    let last = summary.last.map(|range| (range.start, range.end));
+    Some((summary.events, summary.activities, summary.discarded, last))
 }
 
 fn activity_dict<'py>(py: Python<'py>, a: &journal::ActivityRow) -> PyResult<Bound<'py, PyDict>> {

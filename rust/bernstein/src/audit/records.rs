@@ -15,11 +15,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::dumps_spaced;
-use crate::pyjson::{parse_wtf8, PyValue};
-
-/// Nesting up to this depth is far from Python's recursion limit (1,000 frames less the
-/// caller's), for its scanner and its encoder alike.
-pub const SURE_DEPTH: usize = 200;
+use crate::pyjson::{depth, parse_wtf8, SURE_DEPTH};
 
 /// How many records a segment holds, and where the first one is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,15 +67,6 @@ fn is_record(line: &[u8]) -> Option<bool> {
     let mut dumped = Vec::with_capacity(line.len());
     dumps_spaced(&value, None, &mut dumped)?;
     Some(dumped == line)
-}
-
-/// How deeply `value` nests (a scalar: 0).
-fn depth(value: &PyValue<'_>) -> usize {
-    match value {
-        PyValue::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
-        PyValue::Object(members) => 1 + members.iter().map(|(_, v)| depth(v)).max().unwrap_or(0),
-        _ => 0,
-    }
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use super::lean_reads::{lean_read, LEAN_READS};
 use super::lean_row::{Kind, LeanReader, LeanRow};
 use super::lines::{physical_lines, read_line, Line};
 use super::row_hash::{outside_payload, payload_hash_in, EventInputs, Profile};
-use super::{JournalReport, RowFinding, MAX_STRICT_FINDINGS};
+use super::{JournalReport, RowFinding, ACTIVITY_EVENT, MAX_STRICT_FINDINGS};
 use crate::pyjson::{py_repr, py_str, PyValue};
 use agentledger_core::hash::{hex64, sha256_many};
 
@@ -161,7 +161,7 @@ pub(super) fn verify_journal_reading(
         };
         let fields = Envelope::of(members);
         if let Some(PyValue::Str(event)) = fields.event {
-            if event.as_ref() == b"activity.result" {
+            if event.as_ref() == ACTIVITY_EVENT.as_bytes() {
                 report
                     .activities
                     .push(activity_row(step, row.line, &row.value));
@@ -277,7 +277,7 @@ impl<'d> Unhashed<'d> {
         let Some(view) = RowView::of_lean(row) else {
             return false;
         };
-        if view.event_type.as_ref() == b"activity.result" {
+        if view.event_type.as_ref() == ACTIVITY_EVENT.as_bytes() {
             match lean_activity_row(step, line, row) {
                 Some(activity) => report.activities.push(activity),
                 None => return false,
