@@ -385,6 +385,12 @@ def bernstein_canonical_records(
     """The records of one audit segment a checkpoint counts (``checkpoints.canonical_records``):
     how many, and the first one's line as ``(start, end)``; None where a line nests so deeply
     that only Python can say what Python does."""
+def bernstein_journal_summary(
+    journal: bytes,
+) -> tuple[int, int, int, tuple[int, int] | None] | None:
+    """``(events, activities, discarded, (start, end) of the last event's line or None)`` of
+    one imported journal, as ``view.summarize_reference`` counts them; None where a line
+    nests so deeply that only Python can say what Python does."""
 @final
 class BernsteinCheck:
     """What ``bernstein_check`` found, read as plain values."""
