@@ -1,8 +1,8 @@
 //! What `agentledger runs` lists of an imported journal (`view.summarize`, the reference
 //! in Python): its lines, split on `\n`, that `json.loads` reads as an object (events),
 //! those whose `event` is `activity.result` (activities), the others (discarded), and
-//! where the last event is, for its time. A journal of 100,000 lines took Python a second
-//! to read; `runs` lists every run.
+//! where the last event is, for its time. `runs` lists every run: the 200,000 lines of
+//! 2,000 imported journals took Python's `json` 1.5 s.
 //!
 //! A line nested near Python's recursion limit gets no answer here ([`summarize`] is
 //! `None`): the caller asks the reference.
