@@ -385,6 +385,7 @@ def bernstein_canonical_records(
     """The records of one audit segment a checkpoint counts (``checkpoints.canonical_records``):
     how many, and the first one's line as ``(start, end)``; None where a line nests so deeply
     that only Python can say what Python does."""
+
 def bernstein_journal_summary(
     journal: bytes,
 ) -> tuple[int, int, int, tuple[int, int] | None] | None:
