@@ -8,6 +8,7 @@ Compat expectations follow bernstein's algorithm (docs/BERNSTEIN.md §2, §8).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -401,6 +402,32 @@ def test_special_files_and_unlisted_folders_are_refused_by_name(
     kept = [p for p in files if not p.endswith(("linked.json", "hidden.json"))]
     assert summary.files_added == len(kept)
     assert summary.bytes_added == sum((workdir / p).stat().st_size for p in kept)
+
+
+def test_a_blob_forged_before_the_import_is_not_taken_for_the_workdirs_bytes(
+    workdir: Path, tmp_path: Path
+) -> None:
+    """The store skips bytes the file says it holds: a row forged under a workdir file's
+    name before the import keeps its bytes, and every verify after names it."""
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path):
+        pass
+    victim = sorted((workdir / ".sdd" / "cas").iterdir())[0]
+    name = "sha256:" + hashlib.sha256(victim.read_bytes()).hexdigest()
+    tamper_ledger(
+        path, "INSERT INTO blobs (digest, size, chunk_size) VALUES (?, 6, 1048576)", (name,)
+    )
+    tamper_ledger(
+        path, "INSERT INTO blob_chunks (digest, idx, data) VALUES (?, 0, ?)", (name, b"forged")
+    )
+    with Ledger.open(path) as ledger:
+        summary = import_workdir(ledger, workdir)
+        assert ledger.blobs.get(name) == b"forged"
+        report = ledger.verify()
+    assert summary.files_added > 0
+    assert report.code == 2
+    named = [d for d in report.workspace if d.check == "blob.digest"]
+    assert [d.subject for d in named] == [name]
 
 
 def test_a_symlinked_sdd_folder_is_refused_whole(tmp_path: Path) -> None:
