@@ -386,12 +386,13 @@ def bernstein_canonical_records(
     how many, and the first one's line as ``(start, end)``; None where a line nests so deeply
     that only Python can say what Python does."""
 
-def bernstein_journal_summary(
-    journal: bytes,
-) -> tuple[int, int, int, tuple[int, int] | None] | None:
+def bernstein_journal_summary(journal: bytes) -> tuple[int, int, int, tuple[int, int] | None]:
     """``(events, activities, discarded, (start, end) of the last event's line or None)`` of
-    one imported journal, as ``view.summarize_reference`` counts them; None where a line
-    nests so deeply that only Python can say what Python does."""
+    one imported journal, its lines read as verify reads them."""
+
+def bernstein_journal_lines(journal: bytes) -> list[tuple[int, bool, int, int]]:
+    """``[(physical line, kept, start, end)]``: each line bernstein's reader does not skip
+    as blank, numbered from 0 as verify numbers them, and where its bytes lie."""
 @final
 class BernsteinCheck:
     """What ``bernstein_check`` found, read as plain values."""

@@ -18,7 +18,7 @@ from agentledger.checkpoint import install_public_key
 from agentledger.cli.common import JOBS_PER_CORE
 from agentledger.demo import build_workspace, plant_corruptions
 
-from ..bernstein.bernstein_testkit import SMALL
+from ..bernstein.bernstein_testkit import SMALL, copy_workdir, journal
 
 
 def build(ledger_path: Path, runs: int = 3, entries: int = 2) -> None:
@@ -185,6 +185,34 @@ def test_show_of_an_imported_run_shows_bernstein_s_rows_and_stages(
     assert all(s["evidence"]["present"] == s["evidence"]["observations"] for s in doc["stages"])
     text = cli("show", "run-001").out
     assert "bernstein import" in text and "activity.result" in text and "research-0" in text
+
+
+def test_show_and_runs_read_a_damaged_journal_as_verify_does(
+    cli: Any, ledger_path: Path, tmp_path: Path
+) -> None:
+    workdir = copy_workdir(SMALL, tmp_path / "wd")
+    path = journal(workdir, "run-001")
+    rows = path.read_bytes().splitlines()
+    # Physical lines: 0 row, 1 blank, 2 row, 3 not JSON, 4 row, 5 not UTF-8, then the
+    # next row ends at a lone carriage return, and one more blank holds only spaces.
+    damaged = [rows[0], b"", rows[1], b"not json", rows[2], b"\xff{}", rows[3] + b"\r"]
+    path.write_bytes(b"\n".join(damaged) + b"\n \t\n" + b"\n".join(rows[4:]) + b"\n")
+    assert cli("import", "bernstein", str(workdir)).code == 0
+    verified = cli("verify", "run-001", "--compat", "bernstein", "--json").json()
+    named = sorted(
+        int(d["subject"].removeprefix("line "))
+        for d in verified["failures"][0]["divergences"]
+        if d["check"] == "bernstein.line.discarded"
+    )
+    assert named == [3, 5]
+    shown = cli("show", "run-001", "--json").json()
+    assert shown["discarded_lines"] == named and shown["events"] == 7
+    assert [row["line"] for row in shown["rows"] if row["parsed"]] == [0, 2, 4, 6, 8, 9, 10]
+    text = cli("show", "run-001", "--no-color").out
+    assert "2 discarded line(s)" in text
+    assert "line    3 discarded" in text and "line    5 discarded" in text
+    listed = {r["run"]: r for r in cli("runs", "--json").json()["runs"]}
+    assert (listed["run-001"]["events"], listed["run-001"]["activities"]) == (7, 4)
 
 
 def test_runs_filters_sorts_limits_and_streams(cli: Any, ledger_path: Path) -> None:

@@ -1,13 +1,17 @@
 """An imported bernstein run as bernstein wrote it: its journal rows and stages, read back
 from the ledger for ``runs`` and ``show`` (nothing here verifies; ``verify`` does).
 
-The journal is the imported blob, byte for byte; a line bernstein's reader would discard
-(not JSON, not an object) is shown as such. A stage's stored report (the artifact in
+The journal is the imported blob, byte for byte, read as verify reads it (bernstein's
+tolerant reader, in Rust: ``rust/bernstein/src/journal/lines.rs``): lines end as Python's
+universal newlines end them, blank ones are skipped, and a line the reader discards (not
+UTF-8, not JSON, not an object) is shown as such, under the physical line number (from 0)
+that verify's ``bernstein.line.discarded`` finding names. A stage's stored report (the artifact in
 ``.sdd/cas``) and its observations are *present* when the imported store holds their bytes.
 """
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -74,16 +78,9 @@ def unix_time_text(value: object) -> str | None:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _lines(data: bytes) -> list[bytes]:
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    return lines
-
-
-def _parse(line: bytes) -> dict[str, Any] | None:
+def _parse(text: str) -> dict[str, Any] | None:
     try:
-        row = json.loads(line)
+        row = json.loads(text)
     except ValueError:  # bernstein's reader discards the line (and so do we, visibly)
         return None
     except RecursionError:  # nested past Python's stack: no row either, not a crash
@@ -91,27 +88,47 @@ def _parse(line: bytes) -> dict[str, Any] | None:
     return row if isinstance(row, dict) else None
 
 
+def _kept_row(data: bytes, start: int, end: int) -> dict[str, Any] | None:
+    """The object on a line the reader kept (its bytes are UTF-8); ``None`` only where
+    Python's own stack cannot hold its nesting."""
+    return _parse(data[start:end].decode("utf-8").strip())
+
+
 def summarize(data: bytes) -> JournalSummary:
     """Event and activity counts and the last event's time, counted in Rust
-    (``_core.bernstein_journal_summary``); a journal nested too deeply for it to answer
-    goes to ``summarize_reference``."""
-    counted = _core.bernstein_journal_summary(data)
-    if counted is None:
-        return summarize_reference(data)
-    events, activities, discarded, last = counted
+    (``_core.bernstein_journal_summary``) as verify's reader reads the lines."""
+    events, activities, discarded, last = _core.bernstein_journal_summary(data)
     summary = JournalSummary(events=events, activities=activities, discarded=discarded)
     if last is not None:
-        row = _parse(data[last[0] : last[1]])
+        row = _kept_row(data, *last)
         summary.last_ts = unix_time_text(row.get("ts")) if row is not None else None
     return summary
 
 
+def read_lines_reference(data: bytes) -> list[tuple[int, dict[str, Any] | None]]:
+    """bernstein's tolerant reader (``load_events``) in plain Python, as its code reads a
+    journal: ``(physical line, its object or None if discarded)`` for every line but the
+    blank ones. The reference of the Rust reader behind ``summarize`` and ``show``."""
+    read: list[tuple[int, dict[str, Any] | None]] = []
+    with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="surrogateescape") as text:
+        for number, raw in enumerate(text):
+            line = raw.strip()
+            if not line:
+                continue
+            try:
+                line.encode("utf-8")
+            except UnicodeEncodeError:  # bytes that are not UTF-8 came back as surrogates
+                read.append((number, None))
+                continue
+            read.append((number, _parse(line)))
+    return read
+
+
 def summarize_reference(data: bytes) -> JournalSummary:
-    """``summarize`` in plain Python: each line ``json.loads``-ed."""
+    """``summarize`` in plain Python, on ``read_lines_reference``."""
     summary = JournalSummary()
     last: dict[str, Any] | None = None
-    for line in _lines(data):
-        row = _parse(line) if line.strip() else None
+    for _, row in read_lines_reference(data):
         if row is None:
             summary.discarded += 1
             continue
@@ -169,11 +186,15 @@ def read_imported_run(conn: Any, run_id: str) -> ImportedRun | None:
         return None
     path, digest, data = found
     run = ImportedRun(run_id, path, digest, data is not None)
-    for number, line in enumerate(_lines(data or b""), start=1):
-        row = _parse(line)
+    journal = data or b""
+    for number, kept, start, end in _core.bernstein_journal_lines(journal):
+        row = _kept_row(journal, start, end) if kept else None
         if row is None:
-            text = line.decode("utf-8", "replace")
-            run.rows.append({"line": number, "parsed": False, "text": text[:200]})
+            text = journal[start:end].decode("utf-8", "replace").strip()
+            if kept:  # read by verify's reader, too deeply nested for Python's stack
+                run.rows.append({"line": number, "parsed": True, "text": text[:200]})
+            else:
+                run.rows.append({"line": number, "parsed": False, "text": text[:200]})
             continue
         payload = {k: v for k, v in row.items() if k not in CHAIN_FIELDS}
         run.rows.append(
@@ -194,4 +215,12 @@ def read_imported_run(conn: Any, run_id: str) -> ImportedRun | None:
     return run
 
 
-__all__ = ["ImportedRun", "JournalSummary", "read_imported_run", "summarize", "unix_time_text"]
+__all__ = [
+    "ImportedRun",
+    "JournalSummary",
+    "read_imported_run",
+    "read_lines_reference",
+    "summarize",
+    "summarize_reference",
+    "unix_time_text",
+]

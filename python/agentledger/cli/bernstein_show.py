@@ -99,6 +99,15 @@ def imported_tree(run: ImportedRun) -> Tree:
                 )
             )
             continue
+        if "payload" not in row:  # kept by the reader, nested too deeply to show here
+            tree.add(
+                Text.assemble(
+                    (f"line {row['line']:>4} ", "dim"),
+                    ("an event nested too deeply to show: ", "yellow"),
+                    row["text"][:120],
+                )
+            )
+            continue
         node = tree.add(
             Text.assemble(
                 (f"{row['index']!s:>4} ", "dim"),

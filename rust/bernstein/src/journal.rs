@@ -18,7 +18,7 @@ mod walk;
 use agentledger_core::hash::{sha256, sha256_many};
 
 pub use activity::{attach_store, evidence_set_hash, ActivityRow, Reattach};
-pub use lines::{load_events, physical_lines, KeptRow};
+pub use lines::{load_events, physical_lines, reader_lines, KeptRow, ReadLine};
 pub use row_hash::Profile;
 pub use summary::{summarize, Summary};
 #[cfg(test)]

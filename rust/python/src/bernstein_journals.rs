@@ -1,6 +1,7 @@
 //! bernstein's journal pass as Python dicts: the import's summaries of the journals it
 //! brings in, and the journal pass of the tests' reference verifier. (Verify itself goes
-//! through `bernstein.rs`, whose results are typed.) Also the counts `runs` lists.
+//! through `bernstein.rs`, whose results are typed.) Also the counts `runs` lists and the
+//! lines `show` shows, as the reader verify uses reads them.
 
 use std::collections::HashMap;
 
@@ -15,21 +16,31 @@ use crate::pyjson::{opt_text, py_text};
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(bernstein_verify_journals, m)?)?;
     m.add_function(wrap_pyfunction!(bernstein_journal_summary, m)?)?;
+    m.add_function(wrap_pyfunction!(bernstein_journal_lines, m)?)?;
     Ok(())
 }
 
 /// `(events, activities, discarded, (start, end) of the last event's line or None)` of
-/// one journal, as `view.summarize` counts them (the GIL released); `None` when a line
-/// nests so deeply that only Python can say what Python does (ask the reference then).
+/// one journal, as `view.summarize` counts them (the GIL released).
 #[pyfunction]
-#[allow(clippy::type_complexity)]
 fn bernstein_journal_summary(
     py: Python<'_>,
     journal: &[u8],
-) -> Option<(u64, u64, u64, Option<(usize, usize)>)> {
-    let summary = py.allow_threads(|| journal::summarize(journal))?;
+) -> (u64, u64, u64, Option<(usize, usize)>) {
+    let summary = py.allow_threads(|| journal::summarize(journal));
     let last = summary.last.map(|range| (range.start, range.end));
-    Some((summary.events, summary.activities, summary.discarded, last))
+    (summary.events, summary.activities, summary.discarded, last)
+}
+
+/// `[(physical line, kept, start, end)]` of one journal: every line bernstein's reader
+/// does not skip as blank, numbered from 0 as verify's findings number them, with where
+/// its bytes lie (`view.read_imported_run` shows them).
+#[pyfunction]
+fn bernstein_journal_lines(py: Python<'_>, journal: &[u8]) -> Vec<(u64, bool, usize, usize)> {
+    py.allow_threads(|| journal::reader_lines(journal))
+        .into_iter()
+        .map(|line| (line.number, line.kept, line.bytes.start, line.bytes.end))
+        .collect()
 }
 
 fn activity_dict<'py>(py: Python<'py>, a: &journal::ActivityRow) -> PyResult<Bound<'py, PyDict>> {

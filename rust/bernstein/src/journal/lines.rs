@@ -2,6 +2,8 @@
 //! newlines split them, each stripped and parsed, blank ones skipped, any line that is
 //! not a JSON object discarded and counted.
 
+use std::ops::Range;
+
 use crate::pyjson::{parse, PyValue};
 
 /// Python's `str.isspace()` for one character (what `str.strip()` removes).
@@ -75,6 +77,42 @@ pub(super) fn read_line(number: u64, raw: &[u8]) -> Line<'_> {
         }),
         _ => Line::Discarded,
     }
+}
+
+/// A physical line the reader does not skip: its number, where its bytes lie in the
+/// journal (without the newline), and whether the reader keeps it or discards it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadLine {
+    pub number: u64,
+    pub kept: bool,
+    pub bytes: Range<usize>,
+}
+
+/// Each physical line the reader does not skip as blank, with what it makes of it: the
+/// reading verify's walk does, for what `runs` and `show` say of the same journal.
+pub(super) fn read_lines(data: &[u8]) -> impl Iterator<Item = (u64, Range<usize>, Line<'_>)> {
+    let base = data.as_ptr() as usize;
+    physical_lines(data)
+        .into_iter()
+        .enumerate()
+        .filter_map(move |(number, raw)| {
+            let start = raw.as_ptr() as usize - base;
+            match read_line(number as u64, raw) {
+                Line::Blank => None,
+                line => Some((number as u64, start..start + raw.len(), line)),
+            }
+        })
+}
+
+/// [`read_lines`] without the parsed values.
+pub fn reader_lines(data: &[u8]) -> Vec<ReadLine> {
+    read_lines(data)
+        .map(|(number, bytes, line)| ReadLine {
+            number,
+            kept: matches!(line, Line::Kept(_)),
+            bytes,
+        })
+        .collect()
 }
 
 /// `load_events`: kept rows, discarded physical line numbers, physical line count.
