@@ -20,7 +20,7 @@ import pytest
 from nacl.signing import SigningKey
 
 from agentledger import Ledger
-from agentledger.bernstein import import_workdir
+from agentledger.bernstein import import_workdir, importer
 from agentledger.bernstein.format import acanon, content_hash
 from agentledger.bernstein.writer import public_key_pem, rechain
 from agentledger.verify import VerifyOptions
@@ -457,3 +457,29 @@ def test_compat_verdicts_need_no_keys(workdir: Path, tmp_path: Path) -> None:
         import_workdir(ledger, workdir)
         report = ledger.verify(["run-001"], options=VerifyOptions(compat="bernstein"))
     assert report.code == 0
+
+
+def test_each_file_is_read_to_its_end_and_a_large_one_streamed_whole(
+    workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bytes stored are the file's to its end: one that grew after it was checked
+    (``_read_to_end`` asked for fewer), and one over ``LARGE_FILE``, streamed."""
+    big = workdir / ".sdd" / "runs" / "run-001" / "big.bin"
+    big.write_bytes(bytes(range(256)) * 40)
+    grown = workdir / ".sdd" / "runs" / "run-002" / "grown.json"
+    grown.write_bytes(b"{}" * 3000)
+    fd = os.open(grown, os.O_RDONLY)
+    try:
+        assert importer._read_to_end(fd, 10) == grown.read_bytes()
+    finally:
+        os.close(fd)
+    monkeypatch.setattr(importer, "LARGE_FILE", 5000)
+    monkeypatch.setattr(importer, "READ_BYTES", 7)
+    with Ledger.open(tmp_path / "ledger.db") as ledger:
+        summary = import_workdir(ledger, workdir)
+        stored = dict(ledger.db.conn.execute("SELECT path, digest FROM bernstein_files"))
+        for path in (big, grown):
+            digest = stored[path.relative_to(workdir).as_posix()]
+            assert digest == "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+            assert ledger.blobs.get(digest) == path.read_bytes()
+    assert summary.code == 0 and summary.bytes_added >= big.stat().st_size + 6000
