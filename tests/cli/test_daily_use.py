@@ -7,6 +7,7 @@ import io
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -213,6 +214,30 @@ def test_show_and_runs_read_a_damaged_journal_as_verify_does(
     assert "line    3 discarded" in text and "line    5 discarded" in text
     listed = {r["run"]: r for r in cli("runs", "--json").json()["runs"]}
     assert (listed["run-001"]["events"], listed["run-001"]["activities"]) == (7, 4)
+
+
+def test_show_names_an_event_too_deep_for_python_to_show(
+    cli: Any, ledger_path: Path, tmp_path: Path
+) -> None:
+    """The reader keeps a line nested 700 deep (its limit is 990, as verify's); under a
+    recursion limit of 600 Python's ``json`` cannot parse it to show: it is shown as such,
+    counted as the event it is, not dropped nor taken for a discarded line."""
+    workdir = copy_workdir(SMALL, tmp_path / "wd")
+    path = journal(workdir, "run-001")
+    deep = b'{"event": "x", "a": ' + b"[" * 700 + b"]" * 700 + b"}"
+    path.write_bytes(path.read_bytes() + deep + b"\n")
+    assert cli("import", "bernstein", str(workdir)).code == 0
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(600)
+    try:
+        shown = cli("show", "run-001", "--json").json()
+        text = cli("show", "run-001", "--no-color").out
+    finally:
+        sys.setrecursionlimit(limit)
+    assert shown["events"] == 8 and shown["discarded_lines"] == []
+    last = shown["rows"][-1]
+    assert (last["line"], last["parsed"], "payload" in last) == (7, True, False)
+    assert "line    7 an event nested too deeply to show" in text
 
 
 def test_runs_filters_sorts_limits_and_streams(cli: Any, ledger_path: Path) -> None:

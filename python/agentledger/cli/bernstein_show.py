@@ -90,21 +90,14 @@ def imported_tree(run: ImportedRun) -> Tree:
         tree.add(Text("the journal's bytes are not in the ledger", style="bold red"))
     stage_by_line = {stage["line"]: stage for stage in run.stages}
     for row in run.rows:
-        if not row["parsed"]:
+        # A line the reader discards, or keeps but Python's stack cannot parse to show.
+        unshown = "discarded by bernstein's reader: " if not row["parsed"] else None
+        if row["parsed"] and "payload" not in row:
+            unshown = "an event nested too deeply to show: "
+        if unshown is not None:
             tree.add(
                 Text.assemble(
-                    (f"line {row['line']:>4} ", "dim"),
-                    ("discarded by bernstein's reader: ", "yellow"),
-                    row["text"][:120],
-                )
-            )
-            continue
-        if "payload" not in row:  # kept by the reader, nested too deeply to show here
-            tree.add(
-                Text.assemble(
-                    (f"line {row['line']:>4} ", "dim"),
-                    ("an event nested too deeply to show: ", "yellow"),
-                    row["text"][:120],
+                    (f"line {row['line']:>4} ", "dim"), (unshown, "yellow"), row["text"][:120]
                 )
             )
             continue
