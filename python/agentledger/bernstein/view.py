@@ -5,8 +5,9 @@ The journal is the imported blob, byte for byte, read as verify reads it (bernst
 tolerant reader, in Rust: ``rust/bernstein/src/journal/lines.rs``): lines end as Python's
 universal newlines end them, blank ones are skipped, and a line the reader discards (not
 UTF-8, not JSON, not an object) is shown as such, under the physical line number (from 0)
-that verify's ``bernstein.line.discarded`` finding names. A stage's stored report (the artifact in
-``.sdd/cas``) and its observations are *present* when the imported store holds their bytes.
+that verify's ``bernstein.line.discarded`` finding names. A stage's stored report (the
+artifact in ``.sdd/cas``) and its observations are *present* when the imported store
+holds their bytes.
 """
 
 from __future__ import annotations
@@ -190,11 +191,9 @@ def read_imported_run(conn: Any, run_id: str) -> ImportedRun | None:
     for number, kept, start, end in _core.bernstein_journal_lines(journal):
         row = _kept_row(journal, start, end) if kept else None
         if row is None:
+            # Discarded, or kept (an event) but nested too deeply for Python's stack.
             text = journal[start:end].decode("utf-8", "replace").strip()
-            if kept:  # read by verify's reader, too deeply nested for Python's stack
-                run.rows.append({"line": number, "parsed": True, "text": text[:200]})
-            else:
-                run.rows.append({"line": number, "parsed": False, "text": text[:200]})
+            run.rows.append({"line": number, "parsed": kept, "text": text[:200]})
             continue
         payload = {k: v for k, v in row.items() if k not in CHAIN_FIELDS}
         run.rows.append(
