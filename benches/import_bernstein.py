@@ -1,0 +1,131 @@
+"""Importing a bernstein workdir, side by side with the floor of what any import does.
+
+    .venv/bin/python benches/import_bernstein.py [--profile light|heavy] [--repeat R]
+                                                 [--cache DIR] [--json]
+
+The workdir is the one ``bernstein_verify.py --profile P`` uses, written by bernstein
+3.23.0's own writers (cached there, made once). Two whole processes, alternated R times,
+each into a fresh file (medians; peak RSS from ``wait4``):
+
+- ``agentledger --ledger NEW import bernstein WORKDIR``, with a fresh home: the import,
+  then the verify by bernstein's rules of the runs it brought in, as users run it;
+- the floor (``import_bernstein.py --floor WORKDIR NEW``): a process that lists the
+  workdir, reads every file, hashes it with SHA-256 and stores path, digest and bytes in a
+  fresh SQLite file (WAL, ``synchronous=FULL``), in one transaction: the reading, hashing
+  and durable writing any import does, and none of the checks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import bernstein_peer as peer_code
+import bernstein_verify
+
+
+def floor(workdir: Path, target: Path) -> int:
+    """Read, hash and store every file of ``workdir``; how many there were."""
+    conn = apsw.Connection(str(target))
+    conn.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL")
+    conn.execute("CREATE TABLE files (path TEXT PRIMARY KEY, digest TEXT, data BLOB) STRICT")
+    count = 0
+    with conn:
+        for folder, _, names in os.walk(workdir):
+            for name in names:
+                path = os.path.join(folder, name)
+                with open(path, "rb") as handle:
+                    data = handle.read()
+                digest = "sha256:" + hashlib.sha256(data).hexdigest()
+                conn.execute(
+                    "INSERT INTO files VALUES (?, ?, ?)",
+                    (os.path.relpath(path, workdir), digest, data),
+                )
+                count += 1
+    conn.close()
+    return count
+
+
+def main() -> int:
+    if len(sys.argv) == 4 and sys.argv[1] == "--floor":
+        print(floor(Path(sys.argv[2]), Path(sys.argv[3])))
+        return 0
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--profile", choices=sorted(bernstein_verify.PROFILES), default="light")
+    parser.add_argument("--repeat", type=int, default=3, help="samples of each, alternated")
+    parser.add_argument("--seed", type=int, default=peer_code.DEFAULT_SEED)
+    parser.add_argument("--cache", type=Path, default=peer_code.DEFAULT_CACHE)
+    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--json", action="store_true", help="print every figure as JSON")
+    args = parser.parse_args()
+    args.runs, args.rows = bernstein_verify.PROFILES[args.profile]
+    python = sys.executable
+    agentledger = Path(python).with_name("agentledger")
+    if not agentledger.exists():
+        sys.exit(f"{agentledger} is missing: run `make setup` first")
+    workdir = bernstein_verify.prepare_workdir(args, python)
+    samples: dict[str, list[bernstein_verify.Sample]] = {"import": [], "floor": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp)
+        for n in range(args.repeat):
+            # The floor first: it also warms the page cache for the first import.
+            commands = {
+                "floor": [python, __file__, "--floor", str(workdir.path), str(scratch / "f.db")],
+                "import": [
+                    str(agentledger),
+                    "--home",
+                    str(scratch / f"home-{n}"),
+                    "--ledger",
+                    str(scratch / "l.db"),
+                    "import",
+                    "bernstein",
+                    str(workdir.path),
+                ],
+            }
+            for name, command in commands.items():
+                for leftover in scratch.glob(("f" if name == "floor" else "l") + ".db*"):
+                    leftover.unlink()
+                sample = bernstein_verify.run_process(command, scratch, name, args.timeout)
+                if sample.code != 0:
+                    sys.exit(sample.failure(name))
+                samples[name].append(sample)
+    imported = statistics.median(s.wall_s for s in samples["import"])
+    floored = statistics.median(s.wall_s for s in samples["floor"])
+    result: dict[str, Any] = {
+        "profile": args.profile,
+        "workdir": str(workdir.path),
+        "files": int(samples["floor"][0].stdout.strip()),
+        "peer_wrote_it": not workdir.reference,
+        "import_s": round(imported, 3),
+        "floor_s": round(floored, 3),
+        "import_over_floor": round(imported / floored, 2),
+        "import_samples_s": [round(s.wall_s, 3) for s in samples["import"]],
+        "floor_samples_s": [round(s.wall_s, 3) for s in samples["floor"]],
+        "import_peak_rss_mb": round(max(s.peak_rss_mb for s in samples["import"]), 1),
+        "floor_peak_rss_mb": round(max(s.peak_rss_mb for s in samples["floor"]), 1),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+        "cores": os.cpu_count(),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        for key, value in result.items():
+            print(f"{key:>20}  {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
