@@ -214,6 +214,7 @@ def test_show_and_runs_read_a_damaged_journal_as_verify_does(
     assert "line    3 discarded" in text and "line    5 discarded" in text
     listed = {r["run"]: r for r in cli("runs", "--json").json()["runs"]}
     assert (listed["run-001"]["events"], listed["run-001"]["activities"]) == (7, 4)
+    assert (listed["run-001"]["discarded"], listed["run-002"]["discarded"]) == (2, 0)
 
 
 def test_show_names_an_event_too_deep_for_python_to_show(

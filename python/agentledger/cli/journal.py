@@ -240,7 +240,12 @@ def _bernstein_line(conn: Any, line: str) -> str:
     item = json.loads(line)
     found = view.journal_of(conn, item["run"])
     summary = view.summarize(found[2] or b"") if found else view.JournalSummary()
-    item.update(events=summary.events, activities=summary.activities, last_entry=summary.last_ts)
+    item.update(
+        events=summary.events,
+        activities=summary.activities,
+        discarded=summary.discarded,
+        last_entry=summary.last_ts,
+    )
     return json_text(item, sort_keys=True, separators=(",", ":"))
 
 
