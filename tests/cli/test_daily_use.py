@@ -237,7 +237,8 @@ def test_show_names_an_event_too_deep_for_python_to_show(
         sys.setrecursionlimit(limit)
     assert shown["events"] == 8 and shown["discarded_lines"] == []
     last = shown["rows"][-1]
-    assert (last["line"], last["parsed"], "payload" in last) == (7, True, False)
+    assert (last["line"], last["parsed"], last["event"], last["payload"]) == (7, True, None, None)
+    assert last["text"].startswith('{"event": "x", "a": [[[')
     assert "line    7 an event nested too deeply to show" in text
 
 

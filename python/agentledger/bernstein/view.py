@@ -191,9 +191,13 @@ def read_imported_run(conn: Any, run_id: str) -> ImportedRun | None:
     for number, kept, start, end in _core.bernstein_journal_lines(journal):
         row = _kept_row(journal, start, end) if kept else None
         if row is None:
-            # Discarded, or kept (an event) but nested too deeply for Python's stack.
-            text = journal[start:end].decode("utf-8", "replace").strip()
-            run.rows.append({"line": number, "parsed": kept, "text": text[:200]})
+            text = journal[start:end].decode("utf-8", "replace").strip()[:200]
+            if kept:  # an event, nested too deeply for Python's stack: its fields unread
+                fields = ("index", "event", "ts", "prev_hash", "payload_hash", "event_hash")
+                unread = dict.fromkeys((*fields, "payload"))
+                run.rows.append({"line": number, "parsed": True, **unread, "text": text})
+            else:
+                run.rows.append({"line": number, "parsed": False, "text": text})
             continue
         payload = {k: v for k, v in row.items() if k not in CHAIN_FIELDS}
         run.rows.append(

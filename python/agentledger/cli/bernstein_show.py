@@ -92,7 +92,7 @@ def imported_tree(run: ImportedRun) -> Tree:
     for row in run.rows:
         # A line the reader discards, or keeps but Python's stack cannot parse to show.
         unshown = "discarded by bernstein's reader: " if not row["parsed"] else None
-        if row["parsed"] and "payload" not in row:
+        if row["parsed"] and row["payload"] is None:
             unshown = "an event nested too deeply to show: "
         if unshown is not None:
             tree.add(
