@@ -3,6 +3,7 @@ runs, init, --jobs, verify-proof (in-process, through the ``cli`` fixture)."""
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import os
@@ -186,6 +187,35 @@ def test_show_of_an_imported_run_shows_bernstein_s_rows_and_stages(
     assert all(s["evidence"]["present"] == s["evidence"]["observations"] for s in doc["stages"])
     text = cli("show", "run-001").out
     assert "bernstein import" in text and "activity.result" in text and "research-0" in text
+
+
+def test_import_pauses_the_cycle_collector_in_its_own_process_only(
+    cli: Any, ledger_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``import bernstein`` runs without the collector and restores it as it was; the
+    library's ``import_workdir`` leaves a program's collector alone."""
+    from agentledger.bernstein import importer
+
+    seen: list[bool] = []
+    scan = importer.scan_workdir
+
+    def scan_and_look(*args: Any) -> Any:
+        seen.append(gc.isenabled())
+        return scan(*args)
+
+    monkeypatch.setattr(importer, "scan_workdir", scan_and_look)
+    assert gc.isenabled()
+    assert cli("import", "bernstein", str(SMALL)).code == 0
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert cli("import", "bernstein", str(SMALL)).code == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with Ledger.open(tmp_path / "api.db") as ledger:
+        importer.import_workdir(ledger, SMALL)
+    assert seen == [False, False, True]
 
 
 def test_show_and_runs_read_a_damaged_journal_as_verify_does(

@@ -11,8 +11,6 @@ files, names that are not UTF-8 and run ids bernstein would refuse are refused.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 import os
 import stat
@@ -234,32 +232,7 @@ def import_workdir(
     on_total: Callable[[int], None] | None = None,
 ) -> ImportSummary:
     """Import ``workdir`` (only ``runs`` when given). Idempotent; see the module docs."""
-    with _collector_paused():
-        return _import(ledger, Path(workdir), runs, progress, on_total)
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while the import runs, as it was after. The import
-    holds objects for every workdir file (tens of thousands) and makes no cycles, but each
-    full pass of the collector walks them all again: 0.4 s of CPU in a 79,173-file import
-    (benches/README.md)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-def _import(
-    ledger: LedgerHandle,
-    root: Path,
-    runs: list[str] | None,
-    progress: Progress | None,
-    on_total: Callable[[int], None] | None,
-) -> ImportSummary:
+    root = Path(workdir)
     summary = ImportSummary(source=str(root))
     selected = set(runs) if runs is not None else None
     scan = scan_workdir(root, selected, summary)
