@@ -26,6 +26,7 @@ from pathlib import Path
 import apsw
 
 from agentledger import Ledger, _core, tiles
+from figures import print_figures
 
 
 def batched(path: Path, entries: int, batch: int) -> float:
@@ -158,11 +159,7 @@ def main() -> int:
         "appends_per_s_samples": [round(args.entries / s) for s in ledger_samples],
         "raw_inserts_per_s_samples": [round(args.entries / s) for s in raw_samples],
     }
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        for key, value in result.items():
-            print(f"{key:>20}  {value}")
+    print_figures(result, args.json)
     return 0
 
 

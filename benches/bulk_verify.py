@@ -16,7 +16,6 @@ The ledger is built once per size under benches/.data/ and reused.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import resource
@@ -35,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import baseline_verifier
 import installed
 from agentledger import Ledger, _core
+from figures import print_figures
 
 DATA = Path(__file__).parent / ".data"
 
@@ -212,11 +212,7 @@ def main() -> int:
         "cores": os.cpu_count(),
         "ledger_mb": round(path.stat().st_size / 2**20, 1),
     }
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        for key, value in result.items():
-            print(f"{key:>28}  {value}")
+    print_figures(result, args.json)
     return 0
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import statistics
 import sys
@@ -33,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import bernstein_peer as peer_code
 import bernstein_verify
+from figures import print_figures
 
 
 def floor(workdir: Path, target: Path) -> int:
@@ -119,11 +119,7 @@ def main() -> int:
         "load_avg_1m": round(os.getloadavg()[0], 2),
         "cores": os.cpu_count(),
     }
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        for key, value in result.items():
-            print(f"{key:>20}  {value}")
+    print_figures(result, args.json)
     return 0
 
 
