@@ -33,6 +33,10 @@ def blake3_hex(data: Buffer) -> str:
 def sha256_hex(data: Buffer) -> str:
     """``"sha256:" + hex(SHA-256(data))``."""
 
+def content_names_in(data: bytes) -> set[str]:
+    """The content names (``blake3:``/``sha256:`` + 64 lower-case hex) ``data`` holds,
+    leftmost first and never overlapping, as ``re.findall`` finds them."""
+
 def domain_hash(domain: str, data: Buffer) -> bytes:
     """32-byte BLAKE3 in derive-key mode with context ``"agentledger/v1/" + domain``."""
 

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import blake3
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentledger import Ledger
-from agentledger.cas import CHUNK_SIZE, DIGEST_BYTES, names_in, reachable
+from agentledger.cas import CHUNK_SIZE, DIGEST_BYTES, names_in, names_in_reference, reachable
 from agentledger.errors import InvalidInput
+
+from ..bernstein.bernstein_testkit import SHAPES
 
 
 def test_put_names_bytes_by_their_blake3_and_is_idempotent(ledger: Ledger) -> None:
@@ -97,17 +99,38 @@ def test_put_many_of_bytes_a_file_holds_chunks_them_as_put_file_does(
 HEX = st.binary(min_size=60, max_size=68).map(
     lambda b: bytes(b"0123456789abcdef"[x % 16] for x in b)
 )
+# The digits from some point on in upper case: a near miss.
+SHOUTED = st.tuples(HEX, st.integers(0, 59)).map(
+    lambda pair: pair[0][: pair[1]] + pair[0][pair[1] :].upper()
+)
 NAME_PARTS = st.sampled_from(
     [b"blake3:", b"sha256:", b"sha256", b"blake3", b"sha257:", b":", b"\x00", b"xblake3:"]
-) | st.tuples(st.sampled_from([b"blake3:", b"sha256:", b"sha256-"]), HEX).map(b"".join)
+) | st.tuples(
+    st.sampled_from([b"blake3:", b"sha256:", b"sha256-", b"sha256:blake3:"]), HEX | SHOUTED
+).map(b"".join)
 
 
-@given(st.lists(NAME_PARTS | st.binary(max_size=8), max_size=12))
-def test_the_names_a_blob_holds_are_the_patterns_matches(parts: list[bytes]) -> None:
-    """``names_in`` skips the pattern only where neither prefix is; what it finds is
-    exactly ``DIGEST_BYTES``'s matches."""
+@settings(max_examples=500)
+@given(st.lists(NAME_PARTS | st.binary(max_size=8), max_size=12), st.integers(0, 3000))
+def test_the_names_a_blob_holds_are_the_patterns_matches(parts: list[bytes], pad: int) -> None:
+    """``names_in`` (Rust) finds exactly what ``names_in_reference`` (the pattern's
+    matches) finds, in short bytes and in bytes long enough to be scanned without the GIL."""
     data = b"".join(parts)
-    assert names_in(data) == {m.decode() for m in DIGEST_BYTES.findall(data)}
+    for held in (data, b"." * pad + data + b"-" * pad):
+        assert names_in(held) == names_in_reference(held)
+        assert names_in_reference(held) == {m.decode() for m in DIGEST_BYTES.findall(held)}
+
+
+def test_the_names_the_fixtures_blobs_hold_are_the_patterns_matches() -> None:
+    """Real stored bytes (bernstein's reports, receipts, manifests, journals)."""
+    files = [p for p in sorted(SHAPES.glob(".sdd/**/*")) if p.is_file()]
+    assert len(files) > 50
+    named = 0
+    for path in files:
+        data = path.read_bytes()
+        assert names_in(data) == names_in_reference(data)
+        named += len(names_in(data))
+    assert named > 100
 
 
 def test_blobs_are_reached_through_the_names_other_blobs_hold(ledger: Ledger) -> None:

@@ -1,6 +1,7 @@
 //! Hashing for Python: `blake3_hex`, `sha256_hex`, `domain_hash`, `hmac_sha256`,
-//! `hkdf_sha256`, and the streaming `Blake3Hasher` / `Sha256Hasher`. Also the buffer
-//! helpers the other binding modules use to take bytes-like arguments.
+//! `hkdf_sha256`, `content_names_in` (the content names bytes hold), and the streaming
+//! `Blake3Hasher` / `Sha256Hasher`. Also the buffer helpers the other binding modules use
+//! to take bytes-like arguments.
 //!
 //! # Buffers, the GIL and thread safety
 //!
@@ -26,6 +27,7 @@
 //! the GIL to copy its next chunk, can always finish. Nothing here calls back into Python
 //! while hashing.
 
+use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use agentledger_core::hash::{self, Blake3Hasher as CoreBlake3, Sha256Hasher as CoreSha256};
@@ -46,6 +48,7 @@ const COPY_CHUNK: usize = 1 << 20;
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(blake3_hex, m)?)?;
     m.add_function(wrap_pyfunction!(sha256_hex, m)?)?;
+    m.add_function(wrap_pyfunction!(content_names_in, m)?)?;
     m.add_function(wrap_pyfunction!(domain_hash, m)?)?;
     m.add_function(wrap_pyfunction!(hmac_sha256, m)?)?;
     m.add_function(wrap_pyfunction!(hkdf_sha256, m)?)?;
@@ -181,6 +184,22 @@ fn sha256_hex(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<String> {
 }
 
 /// 32-byte BLAKE3 in derive-key mode with context ``"agentledger/v1/" + domain``.
+/// The content names `data` (`bytes`) holds, as a set of `str` (`cas.names_in`).
+#[pyfunction]
+fn content_names_in(py: Python<'_>, data: &[u8]) -> HashSet<String> {
+    let scan = || {
+        hash::content_names_in(data)
+            .into_iter()
+            .map(|name| String::from_utf8_lossy(name).into_owned())
+            .collect()
+    };
+    if data.len() >= RELEASE_GIL_FROM {
+        py.allow_threads(scan)
+    } else {
+        scan()
+    }
+}
+
 #[pyfunction]
 fn domain_hash<'py>(
     py: Python<'py>,

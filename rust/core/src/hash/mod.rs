@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 mod hex;
 pub mod many;
 mod name;
+mod names_in;
 mod sha256_lanes;
 
 #[cfg(test)]
@@ -35,6 +36,7 @@ mod properties;
 
 pub use hex::{decode64, decode_prefixed, hex64, to_hex_prefixed, write_hex};
 pub use name::{plain_sha256, Digest32, Sha256Name};
+pub use names_in::content_names_in;
 pub use sha256_lanes::sha256_many;
 
 /// Prefix of every context string given to BLAKE3's derive-key mode.
