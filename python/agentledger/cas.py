@@ -41,7 +41,7 @@ MAX_SCANNED_BLOB = 64 << 20
 def names_in(data: bytes) -> set[str]:
     """The content hashes ``data`` holds, found in Rust (``_core.content_names_in``) as
     ``names_in_reference`` finds them: garbage collection keeps what stored bytes name,
-    and the regex took most of ``gc``'s time on an imported bernstein store."""
+    and the regex took half of ``gc``'s time on an imported bernstein store."""
     return _core.content_names_in(data)
 
 
