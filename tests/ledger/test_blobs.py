@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentledger import Ledger
-from agentledger.cas import CHUNK_SIZE, DIGEST_BYTES, names_in, names_in_reference, reachable
+from agentledger.cas import CHUNK_SIZE, names_in, names_in_reference, reachable
 from agentledger.errors import InvalidInput
 
 from ..bernstein.bernstein_testkit import SHAPES
@@ -110,7 +110,7 @@ NAME_PARTS = st.sampled_from(
 ).map(b"".join)
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(st.lists(NAME_PARTS | st.binary(max_size=8), max_size=12), st.integers(0, 3000))
 def test_the_names_a_blob_holds_are_the_patterns_matches(parts: list[bytes], pad: int) -> None:
     """``names_in`` (Rust) finds exactly what ``names_in_reference`` (the pattern's
@@ -118,7 +118,6 @@ def test_the_names_a_blob_holds_are_the_patterns_matches(parts: list[bytes], pad
     data = b"".join(parts)
     for held in (data, b"." * pad + data + b"-" * pad):
         assert names_in(held) == names_in_reference(held)
-        assert names_in_reference(held) == {m.decode() for m in DIGEST_BYTES.findall(held)}
 
 
 def test_the_names_the_fixtures_blobs_hold_are_the_patterns_matches() -> None:

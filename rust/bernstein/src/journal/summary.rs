@@ -25,7 +25,7 @@ pub fn summarize(data: &[u8]) -> Summary {
     let mut summary = Summary::default();
     for (_, range, line) in read_lines(data) {
         match line {
-            Line::Blank => {}
+            Line::Blank => {} // never: `read_lines` skips blank lines
             Line::Discarded => summary.discarded += 1,
             Line::Kept(row) => {
                 let kind = row.value.get("event").and_then(PyValue::as_str_bytes);
