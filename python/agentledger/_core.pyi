@@ -432,6 +432,7 @@ def bernstein_check(
     audit: Sequence[bytes] | None = None,
     keys: tuple[bytes, bytes] | None = None,
     rehash: str | None = None,
+    mark: bytes | None = None,
 ) -> BernsteinCheck:
     """verify's one call for the bernstein runs imported into the ledger open on the apsw
     connection ``connection``, the GIL released throughout: the files table read
@@ -441,7 +442,9 @@ def bernstein_check(
     None)``) verified on the pool and cross-checked with the chain's records when it
     mirrors activities, and with ``rehash`` (the SQL selecting ``digest, data, idx`` of
     the chunks of the digests in a JSON array) the blobs they referenced re-hashed. The
-    store index and the chain's records stay in Rust. Ctrl-C is seen between journals."""
+    store index and the chain's records stay in Rust. Ctrl-C is seen between journals.
+    With ``mark`` (``sqlite_read_mark``) the pool's threads read on readers of their own
+    proven to see ``connection``'s snapshot; without, every read goes through it."""
 @final
 class BernsteinOptions:
     """How ``bernstein_check`` and ``bernstein_verify_workdir`` read and what they keep:
@@ -674,12 +677,12 @@ def verify_blobs(
     per parameter list: ``(blobs checked, [(digest, check, expected, actual)])``."""
 
 def verify_blobs_beside(
-    connection: apsw.Connection, sql: str, beside: Callable[[], _T]
+    connection: apsw.Connection, sql: str, beside: Callable[[], _T], mark: bytes | None = None
 ) -> tuple[tuple[int, list[tuple[str, str, str, str]]] | None, _T]:
-    """``verify_blobs(connection, sql, [()])`` on a reader of its own (in ``connection``'s
-    read transaction) while ``beside()`` runs with ``connection``: ``(blobs, what beside
-    returned)``, the blobs None when no reader could be opened or SQLite failed the pass
-    (nothing was re-hashed).
+    """``verify_blobs(connection, sql, [()])`` on a reader of its own (proven by ``mark``,
+    ``sqlite_read_mark``, to see ``connection``'s snapshot) while ``beside()`` runs with
+    ``connection``: ``(blobs, what beside returned)``, the blobs None when no reader could
+    be opened or SQLite failed the pass (nothing was re-hashed).
     When ``beside`` raises, the pass stops and the error is raised."""
 
 # ---- the host SQLite (apsw's own library, through the extension API) ----------------
@@ -710,8 +713,19 @@ def sqlite_rows(
     ``None``) bound, as apsw's ``fetchall`` gives them, stepped with the GIL held
     (``storage/native.py``: ``rows``)."""
 
-def sqlite_readers(connection: apsw.Connection, count: int) -> int:
+def sqlite_readers(connection: apsw.Connection, count: int, mark: bytes | None = None) -> int:
     """How many of ``count`` read-only connections beside ``connection`` could be opened
-    in the snapshot of its current read transaction (``count``, or 0 when refused: no
-    transaction, another VFS, or the file changed since the snapshot began); closed again.
-    The bernstein verify's pool threads read through such readers."""
+    in the snapshot of its current transaction, begun with ``mark`` (``count``, or 0 when
+    refused: no transaction or no mark, another VFS, a commit since it began, changes of
+    its own); closed again. The bernstein verify's pool threads read through such
+    readers."""
+
+def sqlite_wal_header(connection: apsw.Connection) -> bytes | None:
+    """The WAL-index header of the database open on ``connection``, as its SQLite maps it
+    now (None: none mapped). Only for a connection in WAL mode."""
+
+def sqlite_read_mark(connection: apsw.Connection, before: bytes | None = None) -> bytes | None:
+    """The mark of the transaction ``connection`` has begun, given the ``-shm`` header
+    read just before it began (``sqlite_wal_header``; None for a write transaction):
+    what proves that readers opened later see its snapshot. None when nothing can be
+    proven (then nothing is read beside it)."""

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import pytest
 
 from agentledger import Ledger, _core
 from agentledger.bernstein import import_workdir
@@ -26,28 +27,135 @@ def _imported(tmp_path: Path) -> Path:
     return path
 
 
-def test_readers_open_only_inside_a_read_transaction_that_nothing_wrote_after(
-    tmp_path: Path,
-) -> None:
+def _readers(ledger: Ledger, conn: apsw.Connection, mark: bytes | None) -> int:
+    return _core.sqlite_readers(native.handle(conn), 2, mark)
+
+
+def _forge_in_place(path: Path) -> None:
+    """Another connection commits new bytes for a stored blob in place: no row count, row
+    id or log entry changes."""
+    writer = apsw.Connection(str(path))
+    writer.execute(
+        "UPDATE blob_chunks SET data = CAST(x'00' || data AS BLOB)"
+        " WHERE rowid = (SELECT min(rowid) FROM blob_chunks)"
+    )
+    writer.close()
+
+
+def test_readers_open_only_while_the_mark_of_the_snapshot_holds(tmp_path: Path) -> None:
     path = _imported(tmp_path)
     with Ledger.open(path, readonly=True) as ledger:
         conn = ledger.db.conn
-        assert _core.sqlite_readers(native.handle(conn), 2) == 0  # no transaction
+        assert _core.sqlite_readers(native.handle(conn), 2, b"") == 0  # no transaction
+        assert ledger.db.read_mark() is None
         with ledger.db.snapshot() as snap:
-            snap.execute("SELECT count(*) FROM entries").fetchall()
-            assert _core.sqlite_readers(native.handle(snap), 2) == 2
+            mark = ledger.db.read_mark()
+            assert mark is not None
+            assert _readers(ledger, snap, mark) == 2
+            assert _readers(ledger, snap, None) == 0  # nothing proves what they would see
             # Another process's commit after the snapshot began: a reader would see it.
             writer = apsw.Connection(str(path))
-            writer.execute("PRAGMA journal_mode = WAL")
             writer.execute("UPDATE log_state SET size = size + 1")
             writer.close()
-            assert _core.sqlite_readers(native.handle(snap), 2) == 0
+            assert _readers(ledger, snap, mark) == 0
+        with ledger.db.snapshot() as snap:
+            mark = ledger.db.read_mark()
+            assert _core.sqlite_readers(native.handle(snap), 3, mark) == 3
+            # A commit that rewrites a blob in place moves no count, row id or log entry.
+            _forge_in_place(path)
+            assert _readers(ledger, snap, mark) == 0
         with ledger.db.snapshot() as snap:
             snap.execute("SELECT count(*) FROM entries").fetchall()
-            assert _core.sqlite_readers(native.handle(snap), 3) == 3
+            _forge_in_place(path)
+            # Asked for after a commit: the snapshot may be either side of it.
+            assert ledger.db.read_mark() is None
     memory = apsw.Connection(":memory:")
     memory.execute("BEGIN; CREATE TABLE t (x)")
-    assert _core.sqlite_readers(native.handle(memory), 2) == 0
+    assert _core.sqlite_readers(native.handle(memory), 2, b"") == 0
+
+
+class _Undo(Exception):
+    """Raised to roll a write transaction back."""
+
+
+def test_a_write_transaction_has_readers_only_until_it_changes_something(
+    tmp_path: Path,
+) -> None:
+    path = _imported(tmp_path)
+    change = "UPDATE blobs SET chunk_size = chunk_size WHERE rowid = 1"
+    with Ledger.open(path) as ledger:
+        with pytest.raises(_Undo), ledger.db.write() as conn:
+            mark = ledger.db.read_mark()
+            assert mark is not None
+            assert _readers(ledger, conn, mark) == 2
+            conn.execute(change)
+            # Its own change, not committed: a reader would not see it.
+            assert _readers(ledger, conn, mark) == 0
+            raise _Undo
+        with pytest.raises(_Undo), ledger.db.write() as conn:
+            conn.execute(change)
+            assert ledger.db.read_mark() is None
+            raise _Undo
+        with pytest.raises(_Undo), ledger.db.write() as conn:
+            # A schema change of its own (no row counted): a reader sees another cookie.
+            conn.execute("CREATE INDEX blobs_by_size ON blobs (size)")
+            assert _readers(ledger, conn, ledger.db.read_mark()) == 0
+            raise _Undo
+        with ledger.db.write() as conn:
+            assert _readers(ledger, conn, ledger.db.read_mark()) == 2
+
+
+def test_in_rollback_journal_mode_the_snapshots_lock_keeps_writers_out(tmp_path: Path) -> None:
+    path = _imported(tmp_path)
+    conn = apsw.Connection(str(path))
+    assert conn.execute("PRAGMA journal_mode = DELETE").fetchall() == [("delete",)]
+    conn.close()
+    with Ledger.open(path, readonly=True) as ledger, ledger.db.snapshot() as snap:
+        mark = ledger.db.read_mark()
+        assert _readers(ledger, snap, mark) == 2
+        # No -shm to compare: the snapshot's shared lock is what keeps the state still.
+        writer = apsw.Connection(str(path))
+        with pytest.raises(apsw.BusyError):
+            writer.execute("UPDATE blob_chunks SET data = data WHERE rowid = 1")
+        writer.close()
+        assert _readers(ledger, snap, mark) == 2
+
+
+def test_a_commit_during_a_verify_leaves_its_verdicts_those_of_its_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Between the b-tree check and the bernstein check, another process rewrites the
+    # stored reports and pages in place. The verify must judge the snapshot it began
+    # with: its readers, opened after that commit, are refused, and every read goes
+    # through its own connection.
+    from agentledger.verify import VerifyOptions, bernstein, engine
+
+    path = _imported(tmp_path)
+    clean = _report(path, VerifyOptions(jobs=2))
+
+    def forge(ctx: Any) -> None:
+        writer = apsw.Connection(str(path))
+        writer.execute(
+            "UPDATE blob_chunks SET data = CAST(x'7b' || data AS BLOB) WHERE digest IN"
+            " (SELECT digest FROM bernstein_files WHERE kind = 'cas')"
+        )
+        assert writer.changes() > 0
+        writer.close()
+
+    at = engine.CHECKS.index(bernstein.check_bernstein)
+    monkeypatch.setattr(engine, "CHECKS", [*engine.CHECKS[:at], forge, *engine.CHECKS[at:]])
+    assert _report(path, VerifyOptions(jobs=2)) == clean
+
+
+def _report(path: Path, options: Any) -> list[tuple[str, list[tuple[str, str, str]]]]:
+    with Ledger.open(path, readonly=True) as ledger:
+        report = ledger.verify(options=options)
+    found = [(d.check, str(d.expected), str(d.actual)) for d in report.workspace]
+    runs = [
+        (run.run_id, [(d.check, str(d.expected), str(d.actual)) for d in run.divergences])
+        for run in report.runs
+    ]
+    return [("workspace", found), *runs]
 
 
 def _verify(

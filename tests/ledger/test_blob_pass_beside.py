@@ -32,11 +32,12 @@ def _damaged(path: Path) -> None:
 def test_the_pass_beside_finds_what_the_pass_on_the_connection_finds(ledger_path: Path) -> None:
     _damaged(ledger_path)
     with Ledger.open(ledger_path, readonly=True) as ledger, ledger.db.snapshot() as snap:
+        mark = ledger.db.read_mark()
         blobs, problems = _core.verify_blobs_beside(
-            native.handle(snap), ALL_CHUNKS, lambda: btree_check.btree_problems(snap)
+            native.handle(snap), ALL_CHUNKS, lambda: btree_check.btree_problems(snap), mark
         )
         assert problems == []
-        assert blobs is not None, "a reader opens inside a read transaction"
+        assert blobs is not None, "a reader opens inside a read transaction, with its mark"
         assert blobs == _core.verify_blobs(native.handle(snap), ALL_CHUNKS, [()])
         checked, findings = blobs
         assert checked >= 3
@@ -48,13 +49,20 @@ def test_without_a_reader_nothing_is_rehashed_and_the_work_still_runs(ledger_pat
     with Ledger.open(ledger_path, readonly=True) as ledger:
         conn = ledger.db.conn  # no read transaction: a reader could see another state
         assert _core.verify_blobs_beside(native.handle(conn), ALL_CHUNKS, lambda: 7) == (None, 7)
+        with ledger.db.snapshot() as snap:  # no mark: nothing proves what a reader sees
+            assert _core.verify_blobs_beside(native.handle(snap), ALL_CHUNKS, lambda: 8) == (
+                None,
+                8,
+            )
 
 
 def test_an_error_beside_stops_the_pass_and_is_raised(ledger_path: Path) -> None:
     build(ledger_path)
     with Ledger.open(ledger_path, readonly=True) as ledger, ledger.db.snapshot() as snap:
         with pytest.raises(ZeroDivisionError):
-            _core.verify_blobs_beside(native.handle(snap), ALL_CHUNKS, lambda: 1 / 0)
+            _core.verify_blobs_beside(
+                native.handle(snap), ALL_CHUNKS, lambda: 1 / 0, ledger.db.read_mark()
+            )
         # The connection is free again, and the pass can be made.
         assert _core.verify_blobs(native.handle(snap), ALL_CHUNKS, [()])[0] >= 3
 
@@ -115,9 +123,9 @@ def test_one_job_rehashes_on_the_verify_s_own_thread(
     beside = blobs.rehash_beside
     calls: list[int] = []
 
-    def counted(conn: Any, work: Any) -> Any:
+    def counted(conn: Any, work: Any, mark: bytes | None) -> Any:
         calls.append(1)
-        return beside(conn, work)
+        return beside(conn, work, mark)
 
     monkeypatch.setattr(blobs, "rehash_beside", counted)
     build(ledger_path)

@@ -76,13 +76,16 @@ def check_ledger(
     jobs: int = 0,
     stages: bool = False,
     rehash: bool = False,
+    mark: bytes | None = None,
 ) -> _core.BernsteinCheck:
     """The imported runs ``journals`` (run id -> journal path in ``bernstein_files``) of
     the ledger open on ``conn``, checked in one Rust call (``_core.bernstein_check``): the
     files table read (manifests, absent blobs, the store index), the audit chain
     ``segments`` walked (``None``: not walked; ``master`` checks its HMACs), the runs
     verified in that order and cross-checked with the chain, and with ``rehash`` the
-    blobs they referenced re-hashed."""
+    blobs they referenced re-hashed. With ``mark``, the mark of ``conn``'s transaction
+    (``Database.read_mark``), the pool's threads read on readers of their own proven to
+    see its snapshot; without, every read goes through ``conn``."""
     runs = [(run_id, path if valid_run_id(run_id) else None) for run_id, path in journals.items()]
     chosen = options(trusted=trusted, jobs=jobs, stages=stages, referenced=rehash)
     with native.sqlite_errors():
@@ -94,6 +97,7 @@ def check_ledger(
             audit=None if segments is None else [data for _, data in segments],
             keys=audit_keys(master),
             rehash=LedgerWorkdir.LISTED_BLOBS if rehash else None,
+            mark=mark,
         )
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import apsw
 
+from agentledger import _core
 from agentledger.errors import Diverged, InvalidInput, LedgerError, NotFound
 from agentledger.storage import native
 from agentledger.storage.migrations import APPLICATION_ID, SCHEMA_VERSION, migrate
@@ -187,6 +188,12 @@ class Database:
         self.transaction_serial = 0
         """Counts the outermost transactions begun, read or write: a value proven in one
         (``proven.Proven``) names it, and is refused in any other."""
+        self.wal = False
+        """In WAL mode as opened (no connection can leave it while this one is open)."""
+        self._mark_base: tuple[bytes | None, int] | None = None
+        """The current transaction's WAL-index header before it began (None: a write
+        transaction, which needs none) and this connection's change count then."""
+        self._mark: bytes | None = None
 
     @classmethod
     def open(
@@ -278,6 +285,7 @@ class Database:
         # schema must not call functions with side effects (docs/RELIABILITY.md).
         conn.execute("PRAGMA trusted_schema = OFF")
         conn.transaction_mode = "IMMEDIATE"
+        self.wal = conn.execute("PRAGMA journal_mode").fetchall() == [("wal",)]
         self.version = version
         self._set_schema_findings(schema_drift(conn, version))
         self._schema_cookie = self._cookie()
@@ -346,6 +354,7 @@ class Database:
         try:
             with self.conn:
                 if outermost:
+                    self._mark_base = (None, self.conn.total_changes())
                     self._recheck_schema()
                 yield self.conn
                 while outermost and self.before_commit:
@@ -363,6 +372,7 @@ class Database:
             raise _translate(exc, self.path) from None
         finally:
             if outermost:
+                self._mark_base = self._mark = None
                 self.before_commit.clear()
                 self.transaction_scope.clear()
                 after, self.after_commit = self.after_commit, []
@@ -378,15 +388,35 @@ class Database:
             return
         self.transaction_serial += 1
         try:
+            before = self._wal_header()
             self.conn.execute("BEGIN DEFERRED")
+            self._mark_base = (before, self.conn.total_changes())
             try:
                 yield self.conn
             finally:
+                self._mark_base = self._mark = None
                 self.conn.execute("COMMIT")
         except apsw.Error as exc:
             raise _translate(exc, self.path) from None
         except UnicodeError as exc:
             raise _text_error(exc, self.path) from None
+
+    def read_mark(self) -> bytes | None:
+        """What proves that a reader opened beside this connection reads the snapshot of its
+        current transaction (``rust/python/src/sqlite/read_mark.rs``): the WAL-index header
+        unmoved since the transaction began, and none of its own changes pending. None outside a
+        transaction, or when that cannot be proven: then nothing is read beside it."""
+        if self._mark is None and self._mark_base is not None:
+            before, changes = self._mark_base
+            if self.conn.total_changes() == changes:
+                self._mark = _core.sqlite_read_mark(native.handle(self.conn), before)
+        return self._mark
+
+    def _wal_header(self) -> bytes | None:
+        """The WAL-index header now, read as a read transaction is about to begin."""
+        if not self.wal or self.immutable:
+            return None
+        return _core.sqlite_wal_header(native.handle(self.conn))
 
     def rows(self, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
         """Every row of one read (stepped with the GIL held: ``native.rows``), with a SQLite

@@ -77,6 +77,7 @@ def check_imported(ctx: VerifyContext) -> None:
         trusted=trusted_keys(ctx.options.trust) if selected else (),
         jobs=ctx.options.jobs,
         rehash=bool(selected) and not ctx.whole,
+        mark=ctx.ledger.db.read_mark(),
     )
     _check_manifests(ctx, check)
     if not selected:

@@ -145,12 +145,15 @@ ONE_BLOB = (
 T = TypeVar("T")
 
 
-def rehash_beside(conn: apsw.Connection, work: Callable[[], T]) -> tuple[Rehashed | None, T]:
-    """``check_all_blobs``'s pass on a reader of its own (in ``conn``'s snapshot) while
-    ``work()`` reads on ``conn``: the two take a core each. The blobs are None when no
-    reader could be had (``check_all_blobs`` then re-hashes on ``conn``)."""
+def rehash_beside(
+    conn: apsw.Connection, work: Callable[[], T], mark: bytes | None
+) -> tuple[Rehashed | None, T]:
+    """``check_all_blobs``'s pass on a reader of its own (proven by ``mark``, the mark of
+    ``conn``'s transaction, to read its snapshot: ``Database.read_mark``) while ``work()``
+    reads on ``conn``: the two take a core each. The blobs are None when no reader could be
+    had (``check_all_blobs`` then re-hashes on ``conn``)."""
     with native.sqlite_errors():
-        return _core.verify_blobs_beside(native.handle(conn), ALL_CHUNKS, work)
+        return _core.verify_blobs_beside(native.handle(conn), ALL_CHUNKS, work, mark)
 
 
 def _check_blobs(ctx: VerifyContext, sql: str, queries: list[tuple[str, ...]]) -> None:

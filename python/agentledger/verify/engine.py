@@ -272,7 +272,7 @@ def _untrusted_storage(
         return found
 
     if rehash:
-        storage.rehashed, found = blobs.rehash_beside(conn, problems)
+        storage.rehashed, found = blobs.rehash_beside(conn, problems, ledger.db.read_mark())
     else:
         found = problems()
     storage.refused = _btree_divergences(found)

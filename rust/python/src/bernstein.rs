@@ -238,7 +238,8 @@ impl Source for Ledger<'_> {
 
 /// What verifying in a ledger reads with, prepared while the caller's connection is held
 /// with the GIL: the statements, and a reader per pool thread when the file allows it
-/// (opened in the caller's read transaction, `sqlite/reader.rs`). The portable switch
+/// (proven to read the snapshot of the caller's transaction, begun with `mark`:
+/// `sqlite/reader.rs`). The portable switch
 /// keeps the reference: every read through the caller's connection, one at a time.
 pub(crate) struct LedgerReads {
     statements: Statements,
@@ -246,10 +247,14 @@ pub(crate) struct LedgerReads {
 }
 
 impl LedgerReads {
-    pub(crate) fn prepare(on: Connection, threads: usize) -> Result<Self, Error> {
+    pub(crate) fn prepare(
+        on: Connection,
+        threads: usize,
+        mark: Option<&[u8]>,
+    ) -> Result<Self, Error> {
         let statements = Statements::prepare(on)?;
         let readers = (!agentledger_core::portable::forced())
-            .then(|| on.open_readers(threads))
+            .then(|| on.open_readers(threads, mark))
             .flatten()
             .and_then(|readers| {
                 readers

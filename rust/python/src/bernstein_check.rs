@@ -35,9 +35,13 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 /// - `audit`: the audit chain's segments in chain order, or `None` not to walk it;
 ///   `keys`: `(scheme 1 key, scheme 2 key)` to check its HMACs;
 /// - `rehash`: the SQL selecting `digest, data, idx` of the chunks of the digests in a
-///   JSON array, to re-hash the blobs the runs referenced (`None`: not re-hashed).
+///   JSON array, to re-hash the blobs the runs referenced (`None`: not re-hashed);
+/// - `mark`: the mark the caller's transaction was begun with (`sqlite/read_mark.rs`):
+///   with it the pool's threads may read on readers of their own, else on `connection`.
 #[pyfunction]
-#[pyo3(signature = (connection, runs, options, *, files, audit=None, keys=None, rehash=None))]
+#[pyo3(signature = (
+    connection, runs, options, *, files, audit=None, keys=None, rehash=None, mark=None
+))]
 #[allow(clippy::too_many_arguments)]
 fn bernstein_check<'py>(
     py: Python<'py>,
@@ -48,6 +52,7 @@ fn bernstein_check<'py>(
     audit: Option<Vec<Bound<'py, PyBytes>>>,
     keys: Option<(Vec<u8>, Vec<u8>)>,
     rehash: Option<String>,
+    mark: Option<Vec<u8>>,
 ) -> PyResult<BernsteinCheck> {
     let options = options.get();
     let (files_sql, format, name_from) = files;
@@ -58,7 +63,11 @@ fn bernstein_check<'py>(
     let mut rehash_statement = rehash.as_deref().map(|sql| on.prepare(sql)).transpose()?;
     let reads = match runs.is_empty() {
         true => None,
-        false => Some(LedgerReads::prepare(on, pool.current_num_threads())?),
+        false => Some(LedgerReads::prepare(
+            on,
+            pool.current_num_threads(),
+            mark.as_deref(),
+        )?),
     };
     let connection = connection.release();
     let segments: Option<Vec<&[u8]>> = audit

@@ -41,8 +41,8 @@ fn verify_blobs(
     py.allow_threads(move || rehash(&mut statement, queries, &mut Reading::new(connection)))
 }
 
-/// [`verify_blobs`] on a reader of its own (`sqlite/reader.rs`: it sees the caller's read
-/// transaction), while `beside()` runs on this thread with the caller's connection free:
+/// [`verify_blobs`] on a reader of its own (`sqlite/reader.rs`: it sees the snapshot of the
+/// caller's transaction, begun with `mark`), while `beside()` runs on this thread with the caller's connection free:
 /// SQLite does not step two statements of one connection at once, and this way the blobs
 /// are re-hashed on one core while `beside` (the b-tree check) reads on the other. Returns
 /// `(blobs, what beside returned)`; `blobs` is `None` when no reader could be opened (or
@@ -50,14 +50,16 @@ fn verify_blobs(
 /// re-hashed. When `beside` raises, or Ctrl-C comes while the pass ends, the pass is
 /// stopped and the error raised.
 #[pyfunction]
+#[pyo3(signature = (connection, sql, beside, mark=None))]
 fn verify_blobs_beside(
     py: Python<'_>,
     connection: ApswConnection<'_>,
     sql: &str,
     beside: PyObject,
+    mark: Option<Vec<u8>>,
 ) -> PyResult<(Option<Rehashed>, PyObject)> {
     let reader = (!agentledger_core::portable::forced())
-        .then(|| connection.connection().open_readers(1))
+        .then(|| connection.connection().open_readers(1, mark.as_deref()))
         .flatten()
         .and_then(|mut readers| readers.pop());
     let Some(reader) = reader else {

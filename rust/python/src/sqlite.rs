@@ -20,6 +20,7 @@ use pyo3::types::{PyBytes, PyFloat, PyInt, PyString};
 use crate::errors::Error;
 
 mod apsw_connection;
+mod read_mark;
 mod reader;
 mod rows;
 
@@ -31,6 +32,8 @@ static BOUND: AtomicBool = AtomicBool::new(false);
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sqlite_bound, m)?)?;
     m.add_function(wrap_pyfunction!(sqlite_readers, m)?)?;
+    m.add_function(wrap_pyfunction!(sqlite_wal_header, m)?)?;
+    m.add_function(wrap_pyfunction!(sqlite_read_mark, m)?)?;
     m.add_function(wrap_pyfunction!(rows::sqlite_rows, m)?)?;
     m.add_class::<rows::StatementCache>()?;
     Ok(())
@@ -64,15 +67,43 @@ fn sqlite_bound() -> bool {
 }
 
 /// How many of `count` reader connections (`sqlite/reader.rs`) could be opened beside
-/// `connection` in the snapshot of its current read transaction: `count`, or 0 when they
-/// were refused (no transaction, another VFS, a file changed since the snapshot began).
+/// `connection` in the snapshot of its current transaction, begun with `mark`
+/// ([`sqlite_read_mark`]): `count`, or 0 when they were refused (no transaction or no
+/// mark, another VFS, a commit since the transaction began, changes of its own).
 /// What the bernstein verify's pool threads read with; the readers are closed again.
 #[pyfunction]
-fn sqlite_readers(connection: ApswConnection<'_>, count: usize) -> usize {
+#[pyo3(signature = (connection, count, mark=None))]
+fn sqlite_readers(connection: ApswConnection<'_>, count: usize, mark: Option<Vec<u8>>) -> usize {
     connection
         .connection()
-        .open_readers(count)
+        .open_readers(count, mark.as_deref())
         .map_or(0, |readers| readers.len())
+}
+
+/// The WAL-index header of the database open on `connection`, as its SQLite maps it now
+/// (`sqlite/read_mark.rs`; `None`: none mapped): read just before a read transaction
+/// begins, for [`sqlite_read_mark`]. Only for a connection in WAL mode.
+#[pyfunction]
+fn sqlite_wal_header<'py>(
+    py: Python<'py>,
+    connection: ApswConnection<'py>,
+) -> Option<Bound<'py, PyBytes>> {
+    read_mark::wal_header(connection.connection()).map(|header| PyBytes::new(py, &header))
+}
+
+/// The mark of the transaction `connection` has just begun with its first read, given the
+/// `-shm` header read just before it ([`sqlite_wal_header`]; `None` for a write
+/// transaction): what proves later that readers see its snapshot (`sqlite/read_mark.rs`).
+/// `None` when nothing can be proven (then no reader is opened beside it).
+#[pyfunction]
+#[pyo3(signature = (connection, before=None))]
+fn sqlite_read_mark<'py>(
+    py: Python<'py>,
+    connection: ApswConnection<'py>,
+    before: Option<Vec<u8>>,
+) -> Option<Bound<'py, PyBytes>> {
+    read_mark::mark_begun(connection.connection(), before.as_deref())
+        .map(|mark| PyBytes::new(py, &mark))
 }
 
 /// An open connection owned by apsw, made only by [`ApswConnection`] (which says why

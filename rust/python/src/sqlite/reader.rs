@@ -2,24 +2,27 @@
 //! read the ledger in parallel instead of taking turns on the caller's one connection.
 //!
 //! A reader opens the very file the caller's connection reads (the default VFS only; the
-//! `immutable` flag and `mmap_size` copied), begins a read transaction, and is kept only if
-//! it provably sees what the caller's transaction sees: the workspace log's size and root
-//! (`log_state`), and the row counts and highest row ids of the tables it reads. A write
-//! between the caller's snapshot and the reader's would change the log, or those tables.
-//! (The host SQLite is built without `SQLITE_ENABLE_SNAPSHOT`, so a snapshot cannot be
-//! handed over.) Whatever cannot be set up this way is `None`: the caller reads through
-//! its own connection, as before.
+//! `immutable` flag and `mmap_size` copied) and begins a read transaction. It is kept only
+//! if it provably reads the caller's snapshot: the caller's mark (`read_mark.rs`), taken
+//! as its transaction began, is the same before the readers begin and after, and each
+//! reader sees the mark's schema cookie. (The host SQLite is built without
+//! `SQLITE_ENABLE_SNAPSHOT`, so a snapshot cannot be handed over.) A file opened
+//! `immutable` has no locks and no `-shm`, so nothing can be proven: it is declared never
+//! to change, and its readers are only compared with the caller on the log (size and
+//! root) and the row counts and highest row ids of the tables they read. Whatever cannot
+//! be set up this way is `None`: the caller reads through its own connection, as before.
 
 use std::ffi::{c_int, CStr, CString};
 use std::ptr;
 
 use libsqlite3_sys as ffi;
 
+use super::read_mark::{mark_now, schema_of};
 use super::{Connection, Statement};
 use crate::errors::Error;
 
-/// What a reader must see as the caller does: the log (size and root) and the tables a
-/// bernstein verify reads, by count and highest row id.
+/// What a reader of an `immutable` file must see as the caller does: the log (size and
+/// root) and the tables a bernstein verify reads, by count and highest row id.
 const STATE_SQL: &str = "SELECT (SELECT size FROM log_state), (SELECT frontier FROM log_state), \
      (SELECT count(*) FROM blobs), (SELECT max(rowid) FROM blobs), \
      (SELECT count(*) FROM blob_chunks), (SELECT max(rowid) FROM blob_chunks), \
@@ -89,13 +92,24 @@ fn immutable_uri(path: &[u8]) -> Vec<u8> {
 }
 
 impl Connection {
+    /// The main database's file name as SQLite resolved it (`None`: in memory or
+    /// temporary).
+    pub(crate) fn main_path(&self) -> Option<Vec<u8>> {
+        // SAFETY: a live connection; the name stays valid while it is open, and is copied.
+        let path = unsafe {
+            let name = ffi::sqlite3_db_filename(self.0, c"main".as_ptr());
+            (!name.is_null()).then(|| CStr::from_ptr(name).to_bytes().to_vec())
+        }?;
+        (!path.is_empty()).then_some(path)
+    }
+
     /// `count` readers of the file this connection reads, each in a read transaction that
-    /// sees what this connection's current transaction sees (see the module); `None` when
-    /// that cannot be had. The caller holds this connection (its mutex), inside a read
-    /// transaction.
-    pub fn open_readers(&self, count: usize) -> Option<Vec<OwnedConnection>> {
+    /// reads what this connection's current transaction reads (see the module): `mark` is
+    /// the mark that transaction was begun with (`read_mark.rs`); `None` when that cannot
+    /// be had. The caller holds this connection (its mutex), inside that transaction.
+    pub fn open_readers(&self, count: usize, mark: Option<&[u8]>) -> Option<Vec<OwnedConnection>> {
         // SAFETY: a live connection held by this thread.
-        let (in_transaction, default_vfs, filename) = unsafe {
+        let (in_transaction, default_vfs) = unsafe {
             let mut vfs: *mut ffi::sqlite3_vfs = ptr::null_mut();
             let found = ffi::sqlite3_file_control(
                 self.0,
@@ -104,32 +118,32 @@ impl Connection {
                 ptr::from_mut(&mut vfs).cast(),
             );
             let default = ffi::sqlite3_vfs_find(ptr::null());
-            let filename = ffi::sqlite3_db_filename(self.0, c"main".as_ptr());
             (
                 ffi::sqlite3_get_autocommit(self.0) == 0,
                 found == ffi::SQLITE_OK && !vfs.is_null() && vfs == default,
-                filename,
             )
         };
-        if !in_transaction || !default_vfs || filename.is_null() {
+        let path = self.main_path()?; // None: in memory, or a temporary file
+        if !in_transaction || !default_vfs {
             return None;
         }
-        // SAFETY: a file name SQLite gave, valid while the connection is open; the URI
+        // SAFETY: the file name SQLite gave, valid while the connection is open; the URI
         // parameters after it are read by `sqlite3_uri_boolean`, as SQLite documents.
-        let (path, immutable) = unsafe {
-            let path = CStr::from_ptr(filename).to_bytes().to_vec();
-            let immutable = ffi::sqlite3_uri_boolean(filename, c"immutable".as_ptr(), 0) != 0;
-            (path, immutable)
+        let immutable = unsafe {
+            let filename = ffi::sqlite3_db_filename(self.0, c"main".as_ptr());
+            ffi::sqlite3_uri_boolean(filename, c"immutable".as_ptr(), 0) != 0
         };
-        if path.is_empty() {
-            return None; // in memory, or a temporary file
-        }
-        let expected = state(*self).ok()?;
-        let mmap = {
-            let mut statement = self.prepare("PRAGMA mmap_size").ok()?;
-            statement.start(&[]).ok()?;
-            statement.step().ok()?.then(|| statement.int(0))?
+        let expected = match immutable {
+            true => Expected::State(state(*self).ok()?),
+            false => {
+                let mark = mark?;
+                if mark_now(*self).as_deref() != Some(mark) {
+                    return None; // a commit since the caller began, or its own changes
+                }
+                Expected::Schema(schema_of(mark)?)
+            }
         };
+        let mmap = self.pragma_int("mmap_size")?;
         let (name, uri_flag) = if immutable {
             (immutable_uri(&path), ffi::SQLITE_OPEN_URI)
         } else {
@@ -139,13 +153,32 @@ impl Connection {
         let mut readers = Vec::with_capacity(count);
         for _ in 0..count {
             let reader = open_one(&name, uri_flag, mmap)?;
-            if state(reader.connection()).ok()? != expected {
+            // The reader's first read: its snapshot is taken here.
+            let sees = match &expected {
+                Expected::State(caller) => state(reader.connection()).ok()? == *caller,
+                Expected::Schema(cookie) => {
+                    reader.connection().pragma_int("schema_version")? == *cookie
+                }
+            };
+            if !sees {
                 return None;
             }
             readers.push(reader);
         }
+        // Every reader began while the mark held: no commit came between.
+        if !immutable && mark_now(*self).as_deref() != mark {
+            return None;
+        }
         Some(readers)
     }
+}
+
+/// What each reader's first read must find.
+enum Expected {
+    /// The caller's [`STATE_SQL`] row (an `immutable` file).
+    State(Vec<Vec<u8>>),
+    /// The schema cookie of the caller's mark.
+    Schema(i64),
 }
 
 /// One reader, in a read transaction (begun by the caller's first read).
