@@ -121,6 +121,32 @@ def test_in_rollback_journal_mode_the_snapshots_lock_keeps_writers_out(tmp_path:
         assert _readers(ledger, snap, mark) == 2
 
 
+def test_a_verify_reads_beside_its_connection_when_nothing_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the test below relies on: with no commit meanwhile, the whole verify's blob
+    # pass and its bernstein check both get a mark that opens readers.
+    from agentledger.verify import VerifyOptions, bernstein_runs, blobs
+
+    path = _imported(tmp_path)
+    seen: dict[str, object] = {}
+    rehash, check = blobs.rehash_beside, bernstein_runs.check_ledger
+
+    def rehash_spy(conn: apsw.Connection, work: Any, mark: bytes | None) -> Any:
+        rehashed, found = rehash(conn, work, mark)
+        seen["rehashed beside"] = rehashed is not None
+        return rehashed, found
+
+    def check_spy(conn: apsw.Connection, *args: Any, mark: bytes | None, **kw: Any) -> Any:
+        seen["readers"] = _core.sqlite_readers(native.handle(conn), 2, mark)
+        return check(conn, *args, mark=mark, **kw)
+
+    monkeypatch.setattr(blobs, "rehash_beside", rehash_spy)
+    monkeypatch.setattr(bernstein_runs, "check_ledger", check_spy)
+    _report(path, VerifyOptions(jobs=2))
+    assert seen == {"rehashed beside": True, "readers": 2}
+
+
 def test_a_commit_during_a_verify_leaves_its_verdicts_those_of_its_snapshot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
