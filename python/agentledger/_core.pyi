@@ -720,6 +720,14 @@ def sqlite_readers(connection: apsw.Connection, count: int, mark: bytes | None =
     its own); closed again. The bernstein verify's pool threads read through such
     readers."""
 
+def btree_check_tables(
+    connection: apsw.Connection, tables: Sequence[str], mark: bytes | None = None
+) -> list[list[str]]:
+    """SQLite's check (``PRAGMA integrity_check(table)``) of each of ``tables``: its lines
+    (``["ok"]`` when the b-trees agree), in the order of ``tables``; checked on
+    ``connection`` and, with the mark of its transaction (``sqlite_read_mark``), on a
+    reader at once, each taking the next table. Ctrl-C stops both."""
+
 def sqlite_wal_header(connection: apsw.Connection) -> bytes | None:
     """The WAL-index header of the database open on ``connection``, as its SQLite maps it
     now (None: none mapped). Only for a connection in WAL mode."""

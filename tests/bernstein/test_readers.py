@@ -126,11 +126,12 @@ def test_a_verify_reads_beside_its_connection_when_nothing_commits(
 ) -> None:
     # What the test below relies on: with no commit meanwhile, the whole verify's blob
     # pass and its bernstein check both get a mark that opens readers.
+    from agentledger.bernstein import verifier
     from agentledger.verify import VerifyOptions, bernstein_runs, blobs
 
     path = _imported(tmp_path)
     seen: dict[str, object] = {}
-    rehash, check = blobs.rehash_beside, bernstein_runs.check_ledger
+    rehash, check = blobs.rehash_beside, verifier.check_ledger
 
     def rehash_spy(conn: apsw.Connection, work: Any, mark: bytes | None) -> Any:
         rehashed, found = rehash(conn, work, mark)

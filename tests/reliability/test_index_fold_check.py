@@ -130,11 +130,16 @@ def test_a_verify_reading_some_rows_checks_the_entries_indexes_from_a_read_of_it
     ledger.run("run-1").append("step", {"n": 99})
     by_sqlite: list[str] = []
     by_fold: list[list[str]] = []
-    reference, folded = btree_check.btree_problems, btree_check.check_entries
+    reference, shared = btree_check.btree_problems, btree_check.btree_problems_shared
+    folded = btree_check.check_entries
 
     def sqlite_check(conn: Any, tables: list[str] | None = None) -> list[str]:
         by_sqlite.extend(tables or ["every table"])
         return reference(conn, tables)
+
+    def shared_check(conn: Any, tables: list[str], mark: bytes | None) -> list[str]:
+        by_sqlite.extend(tables)
+        return shared(conn, tables, mark)
 
     def fold_check(conn: Any, specs: list[btree_check.IndexSpec], *args: Any, **kw: Any) -> Any:
         by_fold.append([name for name, _, _ in specs])
@@ -143,7 +148,9 @@ def test_a_verify_reading_some_rows_checks_the_entries_indexes_from_a_read_of_it
     def second_read(*args: Any) -> Any:
         raise AssertionError("the log's proof read the table again")
 
+    # Beside the blob pass (incremental), or shared with a reader (named runs).
     monkeypatch.setattr(btree_check, "btree_problems", sqlite_check)
+    monkeypatch.setattr(btree_check, "btree_problems_shared", shared_check)
     monkeypatch.setattr(btree_check, "check_entries", fold_check)
     # The log's proof is rebuilt from the rows that read kept.
     monkeypatch.setattr(_core, "log_rebuild", second_read)

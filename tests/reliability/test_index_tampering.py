@@ -19,7 +19,8 @@ import pytest
 from agentledger import Ledger, _core
 from agentledger.errors import Diverged
 from agentledger.signing import require_clean
-from agentledger.storage.btree_check import btree_problems
+from agentledger.storage import native
+from agentledger.storage.btree_check import btree_problems, btree_problems_shared, ledger_tables
 from tests.log.logkit import build, checks, raw, rebuild_index, verify
 
 
@@ -130,3 +131,37 @@ def test_the_btree_check_is_quiet_on_an_honest_ledger(ledger: Ledger) -> None:
     ledger.blobs.put(b"x" * 300_000)
     with ledger.db.snapshot() as conn:
         assert btree_problems(conn) == []
+
+
+@pytest.mark.parametrize(
+    "damaged", [[], ["entries_by_leaf"], ["audit_by_entry"], ["entries_by_kind", "audit_by_entry"]]
+)
+def test_the_check_shared_with_a_reader_finds_what_the_check_on_one_connection_finds(
+    ledger: Ledger, ledger_path: Path, damaged: list[str]
+) -> None:
+    # A named-run verify checks the tables on its connection and a reader at once
+    # (`btree_problems_shared`); the reference checks them one after another on one
+    # connection. Same lines, same order, with the reader and without one.
+    build(ledger, runs=3, entries=4)
+    ledger.blobs.put(b"y" * 300_000)
+    ledger.close()
+    with raw(ledger_path) as conn:
+        # Rows for the audit mirror's index (their MACs do not matter to SQLite's check).
+        for pos in range(3):
+            conn.execute(
+                "INSERT INTO audit_log (pos, run_id, seq, record, mac)"
+                " VALUES (?, 'r0', ?, x'00', x'00')",
+                (pos, pos),
+            )
+    with raw(ledger_path) as conn:
+        for index in damaged:
+            _rebuild_partial(conn, index, "0")
+    tables = ledger_tables()
+    with Ledger.open(ledger_path, readonly=True) as opened, opened.db.snapshot() as conn:
+        mark = opened.db.read_mark()
+        assert _core.sqlite_readers(native.handle(conn), 1, mark) == 1
+        reference = btree_problems(conn, tables)
+        assert btree_problems_shared(conn, tables, mark) == reference
+        assert btree_problems_shared(conn, tables, None) == reference
+    assert bool(reference) == bool(damaged)
+    assert {index for index in damaged if any(index in line for line in reference)} == set(damaged)

@@ -14,7 +14,9 @@ stands on such a verify (``signing.require_clean``), in its write transaction:
 - SQLite's own index-versus-table check (``PRAGMA integrity_check(table)``: every row of the
   table is looked up in each of its indexes, each index holds as many entries as the table
   has rows, and the pages of both are well formed) is the reference, and checks every table
-  but ``entries``. ``quick_check`` is not enough: it skips exactly that comparison.
+  but ``entries``. ``quick_check`` is not enough: it skips exactly that comparison. When
+  nothing else keeps the second core busy, the tables are shared between the verify's
+  connection and a reader proven to read its snapshot (``btree_problems_shared``).
 - A whole verify reads every row of ``entries`` anyway (the journal pass), so there the
   ``entries`` indexes are checked from that same read (``fold_plan``): the pass counts the
   table's rows as each index holds them, as keyed multisets (a key drawn for the call, so
@@ -64,6 +66,34 @@ def btree_problems(conn: apsw.Connection, tables: Iterable[str] | None = None) -
             if line != "ok":
                 problems.append(f"{table}: {line}")
     return problems
+
+
+def btree_problems_shared(
+    conn: apsw.Connection, tables: Iterable[str], mark: bytes | None
+) -> list[str]:
+    """``btree_problems``, the tables checked on ``conn`` and on a reader at once
+    (``_core.btree_check_tables``: each takes the next table, largest first), the reader
+    proven by ``mark`` (``Database.read_mark``) to read ``conn``'s snapshot; without a
+    reader, every table on ``conn``. The same lines in the same order as
+    ``btree_problems``."""
+    tables = list(tables)
+    # Largest first, so that the two finish together. A size the file claims only orders
+    # the work: every table is checked whatever it says.
+    sizes = {table: _rows_claimed(conn, table) for table in tables}
+    ordered = sorted(tables, key=lambda table: -sizes[table])
+    with native.sqlite_errors():
+        checked = _core.btree_check_tables(native.handle(conn), ordered, mark)
+    lines = dict(zip(ordered, checked, strict=True))
+    return [f"{table}: {line}" for table in tables for line in lines[table] if line != "ok"]
+
+
+def _rows_claimed(conn: apsw.Connection, table: str) -> int:
+    """The table's highest row id (0 for a table without one, or an empty one)."""
+    try:
+        (size,) = conn.execute(f'SELECT max(rowid) FROM "{table}"').fetchall()[0]
+    except apsw.SQLError:  # WITHOUT ROWID
+        return 0
+    return size if isinstance(size, int) else 0
 
 
 class IndexesDisagree(LedgerError):

@@ -240,7 +240,9 @@ def _untrusted_storage(
     with ``whole_pass`` (the plan it will follow is returned), else one of their own, which
     keeps the logged rows for the log's proof. With ``rehash`` every blob is re-hashed
     meanwhile, on a reader of its own (``blobs.rehash_beside``; None when none could be
-    had): its findings are reported only when the b-trees agree."""
+    had): its findings are reported only when the b-trees agree. Without, the tables are
+    shared between the connection and a reader (``btree_problems_shared``). A reader is
+    had only with the mark of the snapshot (``Database.read_mark``), and not with one job."""
     ledger.db.recheck_schema()
     if ledger.db.schema_findings:
         return _Storage(
@@ -265,14 +267,18 @@ def _untrusted_storage(
     storage = _Storage([], folded if whole_pass else None)
 
     def problems() -> list[str]:
-        found = btree_check.btree_problems(conn, tables)
+        if rehash:  # the blob pass takes the other core
+            found = btree_check.btree_problems(conn, tables)
+        else:
+            found = btree_check.btree_problems_shared(conn, tables, mark)
         if folded is not None and not whole_pass:
             own, storage.logged = btree_check.check_entries(conn, folded, jobs, keep_log=True)
             found += own
         return found
 
+    mark = ledger.db.read_mark() if jobs != 1 else None
     if rehash:
-        storage.rehashed, found = blobs.rehash_beside(conn, problems, ledger.db.read_mark())
+        storage.rehashed, found = blobs.rehash_beside(conn, problems, mark)
     else:
         found = problems()
     storage.refused = _btree_divergences(found)

@@ -20,6 +20,7 @@ mod bernstein_check;
 mod bernstein_files;
 mod bernstein_journals;
 mod blob_pass;
+mod btree_tables;
 mod canonical;
 mod entry;
 mod errors;
@@ -58,6 +59,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bernstein_files::register(m)?;
     bernstein_journals::register(m)?;
     blob_pass::register(m)?;
+    btree_tables::register(m)?;
     canonical::register(m)?;
     entry::register(m)?;
     hashing::register(m)?;
