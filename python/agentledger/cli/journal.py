@@ -407,8 +407,9 @@ def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
         with ledger.db.snapshot() as conn:
             imported = view.read_imported_run(conn, run_id)
         try:
-            # The verify of `verify RUN`: show gives the run the verdict every report gives.
-            report: VerifyReport | None = ledger.verify([run_id], options=VerifyOptions(jobs=1))
+            # The verify of `verify RUN` (every core, as it): show gives the run the verdict
+            # every report gives.
+            report: VerifyReport | None = ledger.verify([run_id], options=VerifyOptions())
             unverified = None
         except AgentLedgerError as exc:
             # A key file verify must refuse (e.g. a trust anchor others may write): the
