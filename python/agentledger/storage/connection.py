@@ -405,8 +405,9 @@ class Database:
         """What proves that a reader opened beside this connection reads the snapshot of its
         current transaction (``rust/python/src/sqlite/read_mark.rs``): the WAL-index header
         unmoved since the transaction began, and none of its own changes pending. None outside a
-        transaction, or when that cannot be proven: then nothing is read beside it."""
-        if self._mark is None and self._mark_base is not None:
+        transaction, for a file opened immutable, or when that cannot be proven: then nothing
+        is read beside it (an immutable file's readers are compared with it otherwise)."""
+        if self._mark is None and self._mark_base is not None and not self.immutable:
             before, changes = self._mark_base
             if self.conn.total_changes() == changes:
                 self._mark = _core.sqlite_read_mark(native.handle(self.conn), before)

@@ -8,9 +8,9 @@
 //!   stays the same no commit has happened, so a transaction begun meanwhile reads the
 //!   caller's snapshot. It is read where SQLite reads it, in the connection's own mapping
 //!   (the VFS's `xShmMap`): never through a descriptor of ours, whose closing would drop
-//!   the locks SQLite holds on that file in this process (POSIX locks are the process's). In rollback-journal mode nothing is
-//!   needed there: the caller's shared lock keeps every writer from committing until its
-//!   transaction ends.
+//!   the locks SQLite holds on that file in this process (POSIX locks are the process's).
+//!   In rollback-journal mode nothing is needed there: the caller's shared lock keeps
+//!   every writer from committing until its transaction ends.
 //! - the caller's own changes (`sqlite3_total_changes64`) and schema cookie
 //!   (`PRAGMA schema_version`): rows or schema a write transaction changed and has not
 //!   committed, which no other connection sees.
@@ -84,10 +84,11 @@ pub(crate) fn wal_header(connection: Connection) -> Option<[u8; HEADER]> {
     }
 }
 
-/// The mark of `connection`'s current transaction now (`None` outside a transaction, or
-/// in WAL mode when the `-shm` cannot be read).
+/// The mark of `connection`'s current transaction now (`None` outside a transaction, for
+/// a file opened `immutable`, which has no `-shm` to read, or in WAL mode when the `-shm`
+/// cannot be read).
 pub(crate) fn mark_now(connection: Connection) -> Option<Vec<u8>> {
-    if connection.in_autocommit() {
+    if connection.in_autocommit() || connection.immutable() {
         return None;
     }
     // A read of the database: inside a transaction yet to read, its snapshot begins here.
@@ -108,8 +109,8 @@ pub(crate) fn mark_now(connection: Connection) -> Option<Vec<u8>> {
     Some(mark)
 }
 
-/// The mark of the transaction `connection` has just begun (its first read made), given
-/// the `-shm` header read before it began (`before`): in a read transaction of a WAL
+/// The mark of the transaction `connection` has begun, given the WAL-index header read
+/// just before it began (`before`): in a read transaction of a WAL
 /// database the header must not have moved across that first read, or the snapshot could
 /// be either side of a commit. A write transaction holds the write lock (no other commit
 /// can happen) and a rollback-journal one a shared lock: for them `before` is not needed.

@@ -103,6 +103,16 @@ impl Connection {
         (!path.is_empty()).then_some(path)
     }
 
+    /// Whether the main database was opened `immutable` (no locks, no `-shm`).
+    pub(crate) fn immutable(&self) -> bool {
+        // SAFETY: the file name SQLite gave, valid while the connection is open; the URI
+        // parameters after it are read by `sqlite3_uri_boolean`, as SQLite documents.
+        unsafe {
+            let filename = ffi::sqlite3_db_filename(self.0, c"main".as_ptr());
+            !filename.is_null() && ffi::sqlite3_uri_boolean(filename, c"immutable".as_ptr(), 0) != 0
+        }
+    }
+
     /// `count` readers of the file this connection reads, each in a read transaction that
     /// reads what this connection's current transaction reads (see the module): `mark` is
     /// the mark that transaction was begun with (`read_mark.rs`); `None` when that cannot
@@ -127,12 +137,7 @@ impl Connection {
         if !in_transaction || !default_vfs {
             return None;
         }
-        // SAFETY: the file name SQLite gave, valid while the connection is open; the URI
-        // parameters after it are read by `sqlite3_uri_boolean`, as SQLite documents.
-        let immutable = unsafe {
-            let filename = ffi::sqlite3_db_filename(self.0, c"main".as_ptr());
-            ffi::sqlite3_uri_boolean(filename, c"immutable".as_ptr(), 0) != 0
-        };
+        let immutable = self.immutable();
         let expected = match immutable {
             true => Expected::State(state(*self).ok()?),
             false => {
