@@ -16,10 +16,12 @@ import binascii
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from cryptography import x509
+from cryptography import x509
+
+from agentledger.bernstein.rfc3161_token import message_imprint
+from agentledger.bernstein.tsa_trust import authenticate_token
 
 VERSION = 1
 KIND = "rfc3161"
@@ -106,10 +108,6 @@ def token_problem(anchor: Anchor, trusted: list[x509.Certificate] | None = None)
 
 def imprint_problem(anchor: Anchor) -> str | None:
     """Why the token does not cover the anchored checkpoint payload (no trust decided)."""
-    # Here, not at the top: asn1crypto and cryptography's X.509 load in 0.1 s, which a
-    # verify of a workdir without tokens would pay for nothing.
-    from agentledger.bernstein.rfc3161_token import message_imprint
-
     try:
         token = base64.b64decode(anchor.token_b64, validate=True)
     except (binascii.Error, ValueError) as exc:
@@ -133,8 +131,6 @@ def tsa_problem(
     """Why the token's TSA is not authenticated by ``trusted`` (``tsa_trust.py``); with
     ``require_timestamping`` (strict, RFC 3161 §2.3) also a signer certificate not marked
     for timestamping."""
-    from agentledger.bernstein.tsa_trust import authenticate_token  # see imprint_problem
-
     try:
         token = base64.b64decode(anchor.token_b64, validate=True)
     except (binascii.Error, ValueError) as exc:

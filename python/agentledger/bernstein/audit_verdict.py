@@ -21,7 +21,9 @@ import json
 import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from cryptography import x509
 
 from agentledger import _core
 from agentledger.bernstein import checkpoints as cp
@@ -46,9 +48,6 @@ from agentledger.bernstein.seal import (
 from agentledger.bernstein.witness_state import WitnessClaim, state_claims
 from agentledger.bernstein.workdir import UNREAD_ARCHIVES, Workdir
 from agentledger.limits import MAX_DOCUMENT_BYTES
-
-if TYPE_CHECKING:
-    from cryptography import x509
 
 ARCHIVE_DIR = f"{AUDIT_DIR}/archive"
 WITNESS_DOMAIN = b"bernstein/audit-checkpoint-witness/v1\n"

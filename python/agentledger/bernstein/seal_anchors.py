@@ -16,12 +16,12 @@ import binascii
 import json
 import posixpath
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from cryptography import x509
+
+from agentledger.bernstein.rfc3161_token import message_imprint
+from agentledger.bernstein.tsa_trust import authenticate_token
 from agentledger.limits import MAX_DOCUMENT_BYTES
-
-if TYPE_CHECKING:
-    from cryptography import x509
 
 ANCHOR_NAME = "seal_anchor.json"
 RFC3161 = "rfc3161"
@@ -67,8 +67,6 @@ def seal_anchor_problems(
                 AnchorProblem("bernstein.seal_anchor.token", f"a token over {sealed}", reason)
             )
         elif trusted:
-            from agentledger.bernstein.tsa_trust import authenticate_token  # see below
-
             token = base64.b64decode(str(doc["rfc3161_token_b64"]), validate=True)
             check = authenticate_token(token, trusted)
             if not check.problems and not check.timestamping_eku:
@@ -87,10 +85,6 @@ def seal_anchor_problems(
 
 
 def _token_problem(token_b64: object, head: str) -> str | None:
-    # Here, not at the top: asn1crypto and cryptography's X.509 load in 0.1 s, which a
-    # verify of a workdir without tokens would pay for nothing.
-    from agentledger.bernstein.rfc3161_token import message_imprint
-
     if not isinstance(token_b64, str):
         return "no token"
     try:

@@ -17,7 +17,8 @@ import hashlib
 import json
 import posixpath
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+
+from cryptography import x509
 
 from agentledger.bernstein import checkpoints as cp
 from agentledger.bernstein.anchors import (
@@ -37,9 +38,6 @@ from agentledger.bernstein.format import AUDIT_DIR
 from agentledger.bernstein.seal import SealUnreadable, check_seal, leaf_digest, parse_seal
 from agentledger.bernstein.workdir import Workdir
 from agentledger.limits import MAX_DOCUMENT_BYTES
-
-if TYPE_CHECKING:
-    from cryptography import x509
 
 SEALS = f"{AUDIT_DIR}/merkle/seal-*.json"
 TILES_DIR = f"{AUDIT_DIR}/tiles"

@@ -27,6 +27,7 @@ from agentledger.bernstein.lineage_activity import NotReproduced, lineage_activi
 from agentledger.bernstein.run_receipts import RECEIPT_NAME, head_problem, read_claim, receipt_path
 from agentledger.bernstein.seal_anchors import ANCHOR_NAME, seal_anchor_path, seal_anchor_problems
 from agentledger.bernstein.sealed_history import sealed_history
+from agentledger.bernstein.tsa_trust import load_trust_bundle
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.errors import BadArgument, InvalidInput
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_KEY_FILE_BYTES, read_capped
@@ -263,9 +264,6 @@ def _tsa_bundle(ctx: VerifyContext) -> list[Any] | None:
     path = ctx.options.tsa_bundle_file
     if path is None:
         return None
-    # Only with a bundle: cryptography's X.509 takes 0.1 s to load.
-    from agentledger.bernstein.tsa_trust import load_trust_bundle
-
     try:
         return load_trust_bundle(read_capped(Path(path), MAX_DOCUMENT_BYTES, "a trust bundle"))
     except (OSError, ValueError) as exc:
