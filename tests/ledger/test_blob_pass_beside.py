@@ -8,7 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentledger import Ledger, _core
 from agentledger.storage import btree_check, native
@@ -134,3 +137,56 @@ def test_one_job_rehashes_on_the_verify_s_own_thread(
     assert report.code == 0
     assert report.blobs_checked >= 3
     assert calls == ([] if jobs == 1 else [1])
+
+
+# Commits another process may make while a verify's snapshot is open: none moves a row
+# count or the log but the last, and the first two change bytes a re-hash would see.
+_COMMITS = {
+    "forge a chunk": "UPDATE blob_chunks SET data = CAST(x'00' || data AS BLOB)"
+    " WHERE rowid = (SELECT min(rowid) FROM blob_chunks)",
+    "forge another": "UPDATE blob_chunks SET data = CAST(data || x'00' AS BLOB)"
+    " WHERE rowid = (SELECT max(rowid) FROM blob_chunks)",
+    "touch the log": "UPDATE log_state SET size = size",
+    "add a blob": "INSERT INTO blobs (digest, size, chunk_size)"
+    " VALUES ('sha256:' || hex(randomblob(32)), 0, 1048576)",
+}
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    before_mark=st.lists(st.sampled_from(sorted(_COMMITS)), max_size=2),
+    after_mark=st.lists(st.sampled_from(sorted(_COMMITS)), max_size=2),
+)
+def test_a_reader_that_opens_sees_exactly_the_snapshot_whatever_commits_meanwhile(
+    tmp_path_factory: pytest.TempPathFactory, before_mark: list[str], after_mark: list[str]
+) -> None:
+    # The proof's soundness, from outside: whenever the pass beside gets a reader, what
+    # it re-hashed is what the verify's own connection re-hashes in its snapshot, however
+    # other connections committed before the mark was asked for or after.
+    path = tmp_path_factory.mktemp("race") / "ledger.db"
+    build(path)
+
+    def commit(names: list[str]) -> None:
+        for name in names:
+            writer = apsw.Connection(str(path))
+            writer.execute(_COMMITS[name])
+            writer.close()
+
+    with Ledger.open(path, readonly=True) as ledger, ledger.db.snapshot() as snap:
+        snap.execute("SELECT count(*) FROM blobs").fetchall()  # the snapshot begins here
+        commit(before_mark)
+        mark = ledger.db.read_mark()
+        commit(after_mark)
+        beside, own = _core.verify_blobs_beside(
+            native.handle(snap),
+            ALL_CHUNKS,
+            lambda: _core.verify_blobs(native.handle(snap), ALL_CHUNKS, [()]),
+            mark,
+        )
+        if beside is not None:
+            assert beside == own
+        # Nothing committed: the reader is had, and agrees.
+        if not before_mark and not after_mark:
+            assert beside == own
