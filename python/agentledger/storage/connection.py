@@ -417,7 +417,7 @@ class Database:
         """The WAL-index header now, read as a read transaction is about to begin."""
         if not self.wal or self.immutable:
             return None
-        return _core.sqlite_wal_header(native.handle(self.conn))
+        return native.wal_header(self.conn)
 
     def rows(self, sql: str, params: tuple[object, ...] = ()) -> list[Any]:
         """Every row of one read (stepped with the GIL held: ``native.rows``), with a SQLite

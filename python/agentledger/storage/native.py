@@ -38,6 +38,14 @@ def handle(conn: apsw.Connection) -> apsw.Connection:
     return conn
 
 
+def wal_header(conn: apsw.Connection) -> bytes | None:
+    """``_core.sqlite_wal_header`` of ``conn``, read at the start of every read transaction.
+    Unlike ``handle``, the statement bound stays in place: the call steps no statement,
+    and lifting the bound costs its reinstalling at the next one (a third of a blob read)."""
+    _bound(conn)
+    return _core.sqlite_wal_header(conn)
+
+
 # Weak keys: a connection nobody closed is still collected, its cache first (apsw clears
 # weak references before it closes a connection it frees, so SQLite is still open when
 # the cache finalizes its statements).

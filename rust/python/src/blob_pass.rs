@@ -42,9 +42,10 @@ fn verify_blobs(
 }
 
 /// [`verify_blobs`] on a reader of its own (`sqlite/reader.rs`: it sees the snapshot of the
-/// caller's transaction, begun with `mark`), while `beside()` runs on this thread with the caller's connection free:
-/// SQLite does not step two statements of one connection at once, and this way the blobs
-/// are re-hashed on one core while `beside` (the b-tree check) reads on the other. Returns
+/// caller's transaction, begun with `mark`), while `beside()` runs on this thread with the
+/// caller's connection free: SQLite does not step two statements of one connection at
+/// once, and this way the blobs are re-hashed on one core while `beside` (the b-tree
+/// check) reads on the other. Returns
 /// `(blobs, what beside returned)`; `blobs` is `None` when no reader could be opened (or
 /// the portable paths are forced), or when SQLite failed the pass: then nothing was
 /// re-hashed. When `beside` raises, or Ctrl-C comes while the pass ends, the pass is

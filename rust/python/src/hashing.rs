@@ -183,7 +183,6 @@ fn sha256_hex(py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<String> {
     ))
 }
 
-/// 32-byte BLAKE3 in derive-key mode with context ``"agentledger/v1/" + domain``.
 /// The content names `data` (`bytes`) holds, as a set of `str` (`cas.names_in`).
 #[pyfunction]
 fn content_names_in(py: Python<'_>, data: &[u8]) -> HashSet<String> {
@@ -200,6 +199,7 @@ fn content_names_in(py: Python<'_>, data: &[u8]) -> HashSet<String> {
     }
 }
 
+/// 32-byte BLAKE3 in derive-key mode with context ``"agentledger/v1/" + domain``.
 #[pyfunction]
 fn domain_hash<'py>(
     py: Python<'py>,
