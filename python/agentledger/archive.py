@@ -32,6 +32,7 @@ from agentledger.bookkeeping import BERNSTEIN_RUN
 from agentledger.errors import AgentLedgerError, Diverged, InvalidInput, NotFound
 from agentledger.ids import utc_timestamp
 from agentledger.log import fetch
+from agentledger.sqlite_files import companions
 from agentledger.storage import Database, quote_identifier
 
 if TYPE_CHECKING:
@@ -245,8 +246,8 @@ def write_archive(
         _sync_folder(out.parent)
     except BaseException:
         target_db.close()
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(str(partial) + suffix).unlink(missing_ok=True)
+        for leftover in (partial, *companions(partial)):
+            leftover.unlink(missing_ok=True)
         raise
     partial.unlink()
     return ArchiveSummary(out, runs, entries, blob_count, signed.text())

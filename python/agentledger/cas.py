@@ -19,6 +19,7 @@ import apsw
 
 from agentledger import _core
 from agentledger.errors import InvalidInput
+from agentledger.sqlite_files import held_by_this_process
 from agentledger.storage import native
 
 if TYPE_CHECKING:
@@ -154,6 +155,11 @@ class BlobStore:
     def put_file(self, path: str | os.PathLike[str], algorithm: str = "blake3") -> str:
         """Store a file's bytes, streaming: it is never read into memory whole."""
         path = Path(path)
+        if held_by_this_process(path):
+            raise InvalidInput(
+                f"{path}: a file of a ledger this process has open; not stored",
+                code="own-ledger-file",
+            )
         with path.open("rb") as handle:
             digest = digest_of(_file_chunks(handle), algorithm)
         with path.open("rb") as handle, self.db.write() as conn:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from agentledger.errors import BadArgument, InvalidInput
+from agentledger.sqlite_files import held_by_this_process
 
 MAX_DOCUMENT_BYTES = 64 << 20
 """JSON documents and proof bundles (a proof carries one entry's bytes, base64)."""
@@ -26,6 +27,8 @@ MAX_SQLITE_INT = (1 << 63) - 1
 def read_capped(path: Path | str, limit: int, what: str) -> bytes:
     """The bytes of ``path`` (``-``: standard input), or ``InvalidInput`` past ``limit``."""
     name = "stdin" if str(path) == "-" else str(path)
+    if name != "stdin" and held_by_this_process(Path(path)):
+        raise BadArgument(f"{name}: a file of a ledger this process has open, not {what}")
     try:
         if str(path) == "-":
             data = sys.stdin.buffer.read(limit + 1)

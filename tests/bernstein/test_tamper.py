@@ -483,3 +483,23 @@ def test_each_file_is_read_to_its_end_and_a_large_one_streamed_whole(
             assert digest == "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
             assert ledger.blobs.get(digest) == path.read_bytes()
     assert summary.code == 0 and summary.bytes_added >= big.stat().st_size + 6000
+
+
+def test_a_ledger_kept_inside_the_workdir_is_never_read_by_its_own_import(
+    workdir: Path,
+) -> None:
+    """Reading its own files by path would drop the process's SQLite locks on them
+    (sqlite_files.py): the scan refuses them by inode, and the rest imports."""
+    path = workdir / ".sdd" / "runs" / "run-001" / "agentledger.db"
+    with Ledger.open(path) as ledger:
+        ledger.run("native").append("step", {"n": 1})
+        summary = import_workdir(ledger, workdir)
+        stored = {row[0] for row in ledger.db.conn.execute("SELECT path FROM bernstein_files")}
+        report = ledger.verify(options=VerifyOptions(compat="bernstein"))
+    assert {run.run_id: run.code for run in report.runs}["native"] == 0
+    assert report.workspace == []
+    refused = dict(summary.refused)
+    own = ".sdd/runs/run-001/agentledger.db"
+    assert refused[own] == refused[own + "-wal"] == "a file of the ledger importing it"
+    assert not any(p.startswith(own) for p in stored)
+    assert summary.runs_imported == ["run-001", "run-002", "run-003"]

@@ -66,6 +66,10 @@ def state(path: Path) -> dict[str, bytes]:
     }
 
 
+def key_files(home: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(home)): p.read_bytes() for p in home.rglob("*") if p.is_file()}
+
+
 def test_0_ok_and_1_not_found(workspace: Path, env: dict[str, str]) -> None:
     assert run("runs", "--limit", "1", env=env).returncode == 0
     missing = run("show", "no-such-run", env=env)
@@ -122,6 +126,65 @@ def test_64_a_bad_argument_is_named_before_any_work(
     elsewhere = {**env, "AGENTLEDGER_LEDGER": str(tmp_path / "none" / "ledger.db")}
     assert run(*args, env=elsewhere).returncode == 64
     assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["verify", "--html"],
+        ["checkpoint", "--export"],
+        ["fleet", "verify", "LEDGER", "--html"],
+        ["archive"],
+    ],
+)
+@pytest.mark.parametrize(
+    "target", ["the ledger", "its WAL", "its journal", "another ledger", "a key", "key folder"]
+)
+def test_64_an_output_never_lands_on_a_database_or_among_the_keys(
+    workspace: Path, env: dict[str, str], tmp_path: Path, command: list[str], target: str
+) -> None:
+    """A report written over the ledger destroyed it (exit 0, "HTML report written");
+    over the install key, the install's identity. Refused before any work, both intact."""
+    other = tmp_path / "other.db"
+    with Ledger.open(other, key_dir=tmp_path / "other-keys") as ledger:
+        ledger.run("r").append("step", {"n": 1})
+    keys = Path(env["AGENTLEDGER_HOME"])
+    path = {
+        "the ledger": workspace,
+        "its WAL": Path(f"{workspace}-wal"),
+        "its journal": Path(f"{workspace}-journal"),
+        "another ledger": other,
+        "a key": keys / "install.key",
+        "key folder": keys / "report.html",
+    }[target]
+    before = state(workspace), other.read_bytes(), key_files(keys)
+    args = [str(workspace) if a == "LEDGER" else a for a in command]
+    result = run(*args, str(path), env=env)
+    assert result.returncode == 64, result.stderr
+    one_line(result)
+    assert str(path) in result.stderr
+    assert ("key folder" if target in ("a key", "key folder") else "SQLite database") in (
+        result.stderr
+    )
+    after = state(workspace), other.read_bytes(), key_files(keys)
+    assert after == before
+    assert not (keys / "report.html").exists()
+
+
+def test_a_checkpoint_file_that_is_the_ledger_itself_is_refused_unopened(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """Opening and closing one of its own ledger's files would drop the process's locks
+    on it (sqlite_files.py): the verify refuses the path by its inode, never reading it."""
+    from agentledger.errors import InvalidInput
+    from agentledger.verify import VerifyOptions
+
+    link = tmp_path / "cp.txt"
+    os.link(workspace, link)
+    with Ledger.open(workspace) as ledger:
+        for given in (workspace, link, Path(f"{workspace}-wal")):
+            with pytest.raises(InvalidInput, match="a file of a ledger this process has open"):
+                ledger.verify(options=VerifyOptions(checkpoint_file=given))
 
 
 def test_65_invalid_data_and_debug_shows_a_traceback(workspace: Path, env: dict[str, str]) -> None:

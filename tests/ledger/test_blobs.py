@@ -144,3 +144,18 @@ def test_blobs_are_reached_through_the_names_other_blobs_hold(ledger: Ledger) ->
         assert reachable(conn, [top, absent]) == {top, middle, leaf}
         assert reachable(conn, [leaf]) == {leaf}
         assert reachable(conn, []) == set()
+
+
+def test_a_blob_is_never_stored_from_a_file_of_an_open_ledger(tmp_path: Path) -> None:
+    """Opening and closing it would drop the process's SQLite locks (sqlite_files.py)."""
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        ledger.run("r").append("step", {"n": 1})
+        for given in (path, Path(f"{path}-wal")):
+            with pytest.raises(InvalidInput, match="a file of a ledger this process has open"):
+                ledger.blobs.put_file(given)
+        assert ledger.db.scalar("SELECT count(*) FROM blobs") == 0
+    elsewhere = tmp_path / "copy.db"
+    elsewhere.write_bytes(path.read_bytes())
+    with Ledger.open(path) as ledger:
+        assert ledger.blobs.put_file(elsewhere).startswith("blake3:")  # not open: stored

@@ -35,6 +35,7 @@ from agentledger.bernstein.kinds import IMPORT_KIND, WORKDIR_KIND
 from agentledger.errors import ExitCode, InvalidInput
 from agentledger.ids import utc_timestamp
 from agentledger.journal import ensure_run_row
+from agentledger.sqlite_files import held_identities
 
 FORMAT = "bernstein-3.23.0"
 LARGE_FILE = 16 << 20
@@ -143,6 +144,8 @@ def scan_workdir(root: Path, runs: set[str] | None, summary: ImportSummary) -> _
             f"{root}: not a bernstein workdir (no .sdd folder)", code="not-a-workdir"
         )
     scan = _Scan()
+    # The ledger may sit in the workdir: its files are never read by path (sqlite_files).
+    own = held_identities()
     for top in TOP_DIRS:
         base = root / top
         if base.is_symlink():
@@ -154,12 +157,17 @@ def scan_workdir(root: Path, runs: set[str] | None, summary: ImportSummary) -> _
             summary.refused.append((top, "not a directory"))
             continue
         scan.dirs.append(top)
-        _scan_folder(root, top, runs, scan, summary)
+        _scan_folder(root, top, runs, scan, summary, own)
     return scan
 
 
 def _scan_folder(
-    root: Path, rel_dir: str, runs: set[str] | None, scan: _Scan, summary: ImportSummary
+    root: Path,
+    rel_dir: str,
+    runs: set[str] | None,
+    scan: _Scan,
+    summary: ImportSummary,
+    own: set[tuple[int, int]],
 ) -> None:
     """One folder of the scan, then the folders it admitted, each in name order. The
     listing says which entries are symlinks or folders; a file is stat-ed once (its
@@ -199,9 +207,12 @@ def _scan_folder(
             summary.refused.append((rel, "not a regular file"))
             continue
         identity = (info.st_dev, info.st_ino)
+        if identity in own:
+            summary.refused.append((rel, "a file of the ledger importing it"))
+            continue
         scan.files.append(_File(rel, _kind(rel), entry.path, identity))
     for rel in admitted:
-        _scan_folder(root, rel, runs, scan, summary)
+        _scan_folder(root, rel, runs, scan, summary, own)
 
 
 def _admit_dir(

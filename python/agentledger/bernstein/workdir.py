@@ -29,6 +29,7 @@ from agentledger.bernstein.format import (
     valid_run_id,
 )
 from agentledger.cas import DIGEST
+from agentledger.sqlite_files import held_by_this_process
 from agentledger.storage import native
 
 if TYPE_CHECKING:
@@ -146,7 +147,10 @@ class DirectoryWorkdir:
 
     def read(self, path: str) -> bytes | None:
         """The bytes of a regular file of the workdir; ``None`` for anything else (a FIFO
-        there would block the open: it is opened without blocking, then looked at)."""
+        there would block the open: it is opened without blocking, then looked at). A file
+        of a ledger this process has open is never opened (``sqlite_files``): ``None``."""
+        if held_by_this_process(self.root / path):
+            return None
         try:
             fd = os.open(self.root / path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:

@@ -25,6 +25,7 @@ from agentledger.cli.context import AppContext, AppGroup, F, emit_json, json_opt
 from agentledger.errors import BadArgument, ExitCode, InvalidInput
 from agentledger.ids import check_run_id
 from agentledger.journal import Entry, Run
+from agentledger.sqlite_files import held_by_this_process
 from agentledger.verify import VerifyOptions
 
 
@@ -75,6 +76,8 @@ def activity_verify(
 
 
 def _read(path: str) -> bytes:
+    if held_by_this_process(Path(path)):
+        raise BadArgument(f"{path}: a file of a ledger this process has open; not read")
     try:
         return Path(path).read_bytes()
     except FileNotFoundError:

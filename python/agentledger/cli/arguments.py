@@ -41,11 +41,19 @@ def input_folder(path: Path | str, what: str) -> Path:
 
 
 def output_file(
-    path: Path | str, what: str, *, may_exist: bool = True, makes_folder: bool = False
+    path: Path | str,
+    what: str,
+    *,
+    key_home: Path,
+    may_exist: bool = True,
+    makes_folder: bool = False,
 ) -> Path:
     """A file that can be written: its folder exists and is writable (or, when the command
-    creates it, ``makes_folder``, the nearest existing one is); not a folder itself."""
+    creates it, ``makes_folder``, the nearest existing one is); not a folder itself. Never
+    an SQLite database or one of its companion files (a ledger written over by a report is
+    lost), and never in ``key_home``, the install's key folder."""
     path = Path(path)
+    _not_precious(path, what, key_home)
     parent = path.parent if str(path.parent) else Path(".")
     if makes_folder:
         while not parent.exists() and parent != parent.parent:
@@ -63,6 +71,27 @@ def output_file(
     if not os.access(parent, os.W_OK | os.X_OK):
         raise BadArgument(f"{what} {path}: folder {parent} is not writable")
     return path
+
+
+def _not_precious(path: Path, what: str, key_home: Path) -> None:
+    """Refuse an output that would land on a database's files or among the install's keys."""
+    from agentledger.sqlite_files import database_behind
+
+    database = database_behind(path)
+    if database is not None:
+        whose = "is" if database == path else f"belongs to {database},"
+        raise BadArgument(
+            f"{what} {path}: {whose} an SQLite database (a ledger?); an output never writes "
+            "over a database's files"
+        )
+    try:
+        inside = path.resolve().is_relative_to(key_home.resolve())
+    except (OSError, RuntimeError):  # a symlink loop: nothing to write to either
+        inside = False
+    if inside:
+        raise BadArgument(
+            f"{what} {path}: inside the key folder {key_home}; an output never goes there"
+        )
 
 
 def output_folder(path: Path | str, what: str) -> Path:

@@ -61,6 +61,13 @@ class AppContext:
         return Ledger.open(self.ledger_path, create=create, readonly=readonly, key_dir=self.key_dir)
 
     @property
+    def key_home(self) -> Path:
+        """The key folder --home names, or the default one: no output file goes in it."""
+        from agentledger.keys import KeyStore
+
+        return KeyStore(self.key_dir).home
+
+    @property
     def console(self) -> Console:
         """Human output (stdout). Never used together with --json output."""
         return self.human_console()

@@ -20,10 +20,11 @@ from agentledger.errors import BadArgument, ExitCode
 from agentledger.keys import KeyStore
 from agentledger.ledger import Ledger
 from agentledger.report import report_renderable, write_html
+from agentledger.sqlite_files import companions
 
 
 def _remove(path: Path) -> None:
-    for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+    for leftover in (path, *companions(path)):
         leftover.unlink(missing_ok=True)
 
 
@@ -54,7 +55,7 @@ def demo(app: AppContext, runs: int, as_json: bool) -> int:
             "(choose another --ledger or remove it)"
         )
     target.parent.mkdir(parents=True, exist_ok=True)
-    arguments.output_file(target, "--ledger", may_exist=False)
+    arguments.output_file(target, "--ledger", key_home=app.key_home, may_exist=False)
     note = app.err_console.print
     started = time.perf_counter()
     keys = KeyStore(app.key_dir) if app.key_dir is not None else KeyStore()

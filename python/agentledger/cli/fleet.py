@@ -165,7 +165,7 @@ def fleet_verify(
     # Every file argument is checked before any work starts (exit 64, the path named).
     arguments.trust_values(trust)
     if html is not None:
-        arguments.output_file(html, "--html")
+        arguments.output_file(html, "--html", key_home=app.key_home)
     if checkpoints_dir is not None:
         arguments.input_folder(checkpoints_dir, "--checkpoints")
     for listing in lists:

@@ -88,7 +88,7 @@ def checkpoint(
       agentledger checkpoint --adopt-restored  # after restoring a backup on purpose
     """
     if export_file is not None:
-        arguments.output_file(export_file, "--export")
+        arguments.output_file(export_file, "--export", key_home=app.key_home)
     if adopt_restored:
         with app.open_ledger() as ledger:
             forgotten = adopt_restored_backup(ledger)
@@ -282,7 +282,7 @@ def archive_command(
       agentledger archive q3.db --since 2025-07-01 --json
       agentledger --ledger review.db verify --all --trust ed25519:3b6a…
     """
-    arguments.output_file(out, "OUT.db", makes_folder=True)
+    arguments.output_file(out, "OUT.db", key_home=app.key_home, makes_folder=True)
     with app.open_ledger() as ledger:
         runs = archives.select_runs(ledger, run_ids, since)
         summary = archives.write_archive(ledger, out, runs)
@@ -444,7 +444,7 @@ def log_export_command(app: AppContext, folder: Path, since: int | None, as_json
 
     if folder.exists() and not folder.is_dir():
         raise BadArgument(f"DIR {folder}: not a folder")
-    arguments.output_file(folder / "checkpoint", "DIR", makes_folder=True)
+    arguments.output_file(folder / "checkpoint", "DIR", key_home=app.key_home, makes_folder=True)
     with app.open_ledger(readonly=True) as ledger:
         summary = export(ledger, folder, since=since)
     if as_json:

@@ -75,7 +75,7 @@ def verify(
         raise click.UsageError("give RUN ids or --all, not both")
     # Every file argument is checked before any work starts (exit 64, the path named).
     if html is not None:
-        arguments.output_file(html, "--html")
+        arguments.output_file(html, "--html", key_home=app.key_home)
     options = VerifyOptions(
         jobs=capped_jobs(app, jobs),
         trust=arguments.trust_values(trust),

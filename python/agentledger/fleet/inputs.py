@@ -17,9 +17,9 @@ from pathlib import Path
 
 from agentledger.errors import AgentLedgerError, BadArgument
 from agentledger.limits import read_capped
+from agentledger.sqlite_files import SQLITE_HEADER, held_by_this_process
 from agentledger.storage.migrations import APPLICATION_ID
 
-SQLITE_HEADER = b"SQLite format 3\x00"
 APPLICATION_ID_OFFSET = 68
 """Where SQLite keeps ``PRAGMA application_id`` in the file header (big-endian)."""
 LEDGER_SUFFIX = ".db"
@@ -69,6 +69,8 @@ def search_folder(folder: Path) -> Iterator[str]:
 
 
 def looks_like_ledger(path: Path) -> bool:
+    if held_by_this_process(path):  # never opened by path (sqlite_files.py)
+        return True
     try:
         # Only a regular file is opened to look at: a FIFO would block the client.
         if not path.is_file():

@@ -21,7 +21,7 @@ from typing import Any
 
 import apsw
 
-from agentledger import _core
+from agentledger import _core, sqlite_files
 from agentledger.errors import Diverged, InvalidInput, LedgerError, NotFound
 from agentledger.storage import native
 from agentledger.storage.migrations import APPLICATION_ID, SCHEMA_VERSION, migrate
@@ -194,6 +194,7 @@ class Database:
         """The current transaction's WAL-index header before it began (None: a write
         transaction, which needs none) and this connection's change count then."""
         self._mark: bytes | None = None
+        sqlite_files.hold(self, path)
 
     @classmethod
     def open(
@@ -439,3 +440,4 @@ class Database:
             self.conn.close()
         except apsw.Error as exc:
             raise _translate(exc, self.path) from None
+        sqlite_files.release(self)

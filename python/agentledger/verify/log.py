@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import apsw
@@ -37,6 +38,7 @@ from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.keys import resolve_trust
 from agentledger.notes import CHECKPOINT_COLUMNS, Checkpoint, StoredCheckpoint, newest_checkpoint
 from agentledger.signer_memory import Remembered, SignerMemory
+from agentledger.sqlite_files import held_by_this_process
 from agentledger.storage import native
 from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
@@ -104,6 +106,11 @@ def _read_exported(ctx: VerifyContext) -> Checkpoint | None:
     path = ctx.options.checkpoint_file
     if path is None:
         return None
+    if held_by_this_process(Path(path)):
+        raise InvalidInput(
+            f"{path}: a file of a ledger this process has open, not a checkpoint",
+            code="malformed-checkpoint",
+        )
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_CHECKPOINT_BYTES + 1)

@@ -1,0 +1,100 @@
+"""An SQLite database's files on disk, known without opening them through SQLite.
+
+A database is its main file and up to three companions SQLite keeps beside it (the WAL,
+the WAL-index and the rollback journal). Two rules follow from how SQLite uses them:
+
+- Nothing but SQLite writes any of them: an output file (``--html``, ``--export``) that
+  would land on a database or a companion is refused (``database_behind``).
+- This process never opens one of its own open ledger's files by path. POSIX locks belong
+  to the process, not the descriptor: closing *any* descriptor of the file drops every
+  lock the process holds on it, SQLite's included, and another process could then
+  checkpoint and remove the WAL under a transaction still reading it. Each ``Database``
+  says it holds its file (``hold``); whatever reads a file a user or a workdir names
+  asks ``held_by_this_process`` first, which only ``stat``s.
+"""
+
+from __future__ import annotations
+
+import os
+import weakref
+from pathlib import Path
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+"""The first 16 bytes of every SQLite database file."""
+COMPANION_SUFFIXES = ("-wal", "-shm", "-journal")
+
+
+def companions(path: Path) -> list[Path]:
+    """The files SQLite may keep beside the database at ``path``."""
+    return [Path(f"{path}{suffix}") for suffix in COMPANION_SUFFIXES]
+
+
+def _starts_as_database(path: Path) -> bool:
+    """Whether ``path`` is a regular file that starts as an SQLite database does."""
+    try:
+        if not path.is_file():
+            return False
+        with open(path, "rb") as handle:
+            return handle.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+    except OSError:
+        return False
+
+
+def database_behind(path: Path) -> Path | None:
+    """The database ``path`` belongs to: the main file when ``path`` names one of its
+    companions (whether or not that companion exists yet), itself when it is one, else
+    None. A database this process has open is known by its inode, never opened."""
+    for suffix in COMPANION_SUFFIXES:
+        if path.name.endswith(suffix) and len(path.name) > len(suffix):
+            main = path.with_name(path.name[: -len(suffix)])
+            if held_by_this_process(main) or _starts_as_database(main):
+                return main
+    return path if held_by_this_process(path) or _starts_as_database(path) else None
+
+
+_held: dict[int, Path] = {}
+"""Each open ``Database``'s path, by the object's identity. No lock: a finalizer can run in
+the middle of any statement of this thread (a garbage collection), and each access below
+is one call of the dict's own, which the interpreter's lock makes whole."""
+
+
+def hold(owner: object, path: Path) -> None:
+    """``owner`` (a ``Database``) has ``path`` open until ``release(owner)`` or its end."""
+    _held[id(owner)] = path.absolute()
+    weakref.finalize(owner, _forget, id(owner))
+
+
+def release(owner: object) -> None:
+    _forget(id(owner))
+
+
+def _forget(owner_id: int) -> None:
+    _held.pop(owner_id, None)
+
+
+def held_identities() -> set[tuple[int, int]]:
+    """``(st_dev, st_ino)`` of every file of every database this process has open, its
+    companions included (those that exist). ``stat`` only."""
+    databases = _held.copy().values()
+    identities = set()
+    for database in databases:
+        for file in (database, *companions(database)):
+            try:
+                info = os.stat(file)
+            except OSError:
+                continue
+            identities.add((info.st_dev, info.st_ino))
+    return identities
+
+
+def held_by_this_process(path: Path) -> bool:
+    """Whether ``path`` is a file of a database this process has open: it must not be
+    opened by path (module docs). ``stat`` only; a path that cannot be stat'ed is not."""
+    held = held_identities()
+    if not held:
+        return False
+    try:
+        info = os.stat(path)
+    except OSError:
+        return False
+    return (info.st_dev, info.st_ino) in held
