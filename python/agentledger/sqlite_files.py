@@ -4,7 +4,9 @@ A database is its main file and up to three companions SQLite keeps beside it (t
 the WAL-index and the rollback journal). Two rules follow from how SQLite uses them:
 
 - Nothing but SQLite writes any of them: an output file (``--html``, ``--export``) that
-  would land on a database or a companion is refused (``database_behind``).
+  would land on a database or a companion is refused (``database_behind``), and a
+  companion is never opened as a ledger of its own (``companion_of``): SQLite would
+  reset a WAL, or play back and delete a journal, that held one.
 - This process never opens one of its own open ledger's files by path. POSIX locks belong
   to the process, not the descriptor: closing *any* descriptor of the file drops every
   lock the process holds on it, SQLite's included, and another process could then
@@ -40,15 +42,24 @@ def _starts_as_database(path: Path) -> bool:
         return False
 
 
-def database_behind(path: Path) -> Path | None:
-    """The database ``path`` belongs to: the main file when ``path`` names one of its
-    companions (whether or not that companion exists yet), itself when it is one, else
-    None. A database this process has open is known by its inode, never opened."""
+def companion_of(path: Path) -> Path | None:
+    """The database whose ``-wal``, ``-shm`` or ``-journal`` file ``path`` names (whether or
+    not that file exists yet), else None. A database this process has open is known by its
+    inode, never opened."""
     for suffix in COMPANION_SUFFIXES:
         if path.name.endswith(suffix) and len(path.name) > len(suffix):
             main = path.with_name(path.name[: -len(suffix)])
             if held_by_this_process(main) or _starts_as_database(main):
                 return main
+    return None
+
+
+def database_behind(path: Path) -> Path | None:
+    """The database ``path`` belongs to: the main file when it names a companion, itself
+    when it is one, else None."""
+    main = companion_of(path)
+    if main is not None:
+        return main
     return path if held_by_this_process(path) or _starts_as_database(path) else None
 
 

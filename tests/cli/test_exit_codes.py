@@ -171,6 +171,44 @@ def test_64_an_output_never_lands_on_a_database_or_among_the_keys(
     assert not (keys / "report.html").exists()
 
 
+@pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
+def test_a_file_sqlite_keeps_beside_a_database_never_becomes_a_ledger(
+    workspace: Path, env: dict[str, str], suffix: str
+) -> None:
+    """``init --ledger ledger.db-wal`` made a ledger there, which SQLite resets or deletes
+    the next time the database beside it is opened (checked below, with apsw alone)."""
+    companion = Path(f"{workspace}{suffix}")
+    existed = companion.exists()
+    before = state(workspace)
+    for args in (["init"], ["append", "r", "step", "{}"], ["verify"]):
+        result = run("--ledger", str(companion), *args, env=env)
+        assert result.returncode == 65, result.stderr
+        one_line(result)
+        assert f"beside the database {workspace}" in result.stderr
+    assert companion.exists() == existed
+    assert state(workspace) == before
+
+
+def test_sqlite_deletes_a_database_kept_at_another_ones_journal_or_wal(tmp_path: Path) -> None:
+    """Why the rule above: whatever sits at a database's ``-journal`` or ``-wal`` is
+    SQLite's, and opening the database removes it."""
+    import apsw
+
+    main = apsw.Connection(str(tmp_path / "x.db"))
+    main.execute("PRAGMA journal_mode = WAL").fetchall()
+    main.execute("CREATE TABLE t (x); INSERT INTO t VALUES (1)")
+    main.close()
+    for suffix in ("-journal", "-wal"):
+        squatter = apsw.Connection(str(tmp_path / f"x.db{suffix}"))
+        squatter.execute("CREATE TABLE kept (x); INSERT INTO kept VALUES (42)")
+        squatter.close()
+    main = apsw.Connection(str(tmp_path / "x.db"))
+    assert main.execute("SELECT x FROM t").fetchall() == [(1,)]
+    main.close()
+    assert not (tmp_path / "x.db-journal").exists()
+    assert not (tmp_path / "x.db-wal").exists()
+
+
 def test_a_checkpoint_file_that_is_the_ledger_itself_is_refused_unopened(
     workspace: Path, tmp_path: Path
 ) -> None:

@@ -203,6 +203,12 @@ class Database:
         """Open (or create, 0600) the ledger file. ``vfs`` names a registered SQLite VFS
         (the fault-injection tests use one); the default is the operating system's."""
         path = Path(path)
+        main = sqlite_files.companion_of(path)
+        if main is not None:
+            raise LedgerError(
+                f"{path}: a file SQLite keeps beside the database {main}, not a ledger",
+                code="not-a-ledger",
+            )
         fresh = not path.exists()
         if fresh:
             if not create or readonly:
@@ -218,8 +224,7 @@ class Database:
             raise LedgerError(f"{path}: not a regular file, not a ledger", code="not-a-ledger")
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
         immutable = readonly and _needs_immutable(path)
-        companions = [Path(f"{path}{suffix}") for suffix in ("-wal", "-shm")]
-        absent = [companion for companion in companions if not companion.exists()]
+        absent = [file for file in sqlite_files.companions(path) if not file.exists()]
         conn: apsw.Connection | None = None
         try:
             if immutable:
