@@ -218,7 +218,7 @@ def test_a_checkpoint_file_that_is_the_ledger_itself_is_refused_unopened(
     from agentledger.verify import VerifyOptions
 
     link = tmp_path / "cp.txt"
-    os.link(workspace, link)
+    link.symlink_to(workspace)
     with Ledger.open(workspace) as ledger:
         for given in (workspace, link, Path(f"{workspace}-wal")):
             with pytest.raises(InvalidInput, match="a file of a ledger this process has open"):

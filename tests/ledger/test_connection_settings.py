@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
+import sys
 import weakref
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import apsw
 import pytest
 
 from agentledger import Ledger
+from agentledger.errors import LedgerError
 
 
 @pytest.mark.parametrize("readonly", [False, True], ids=["writable", "read-only"])
@@ -67,3 +70,67 @@ def _points_at(fd: Path, path: Path) -> bool:
         return Path(os.readlink(fd)).resolve() == path.resolve()
     except OSError:
         return False
+
+
+def test_a_ledger_with_a_second_name_on_disk_is_refused(tmp_path: Path) -> None:
+    """A hard link (``cp -l``, a snapshot tool) gives the file a second write-ahead log:
+    what is committed through one name is lost through the other (shown below). Every
+    open but an immutable one refuses such a file, and leaves it as it was."""
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        ledger.run("r").append("step", {"n": 1})
+    link = tmp_path / "backup.db"
+    os.link(path, link)
+    before = path.read_bytes()
+    for name in (path, link):
+        for readonly in (False, True):
+            with pytest.raises(LedgerError) as refused:
+                Ledger.open(name, readonly=readonly)
+            assert refused.value.code == "ledger-hard-linked"
+            assert "2 names on disk" in refused.value.message
+    assert path.read_bytes() == before
+    link.unlink()
+    with Ledger.open(path) as ledger:  # one name again: opens, verifies clean
+        assert ledger.verify().code == 0
+
+
+WRITER = """
+import apsw, sys
+connection = apsw.Connection(sys.argv[1])
+connection.execute("PRAGMA journal_mode = WAL").fetchall()
+connection.execute(f"CREATE TABLE IF NOT EXISTS {sys.argv[2]} (x)")
+for i in range(100):
+    connection.execute(f"INSERT INTO {sys.argv[2]} VALUES (?)", (i,))
+print("committed", flush=True)
+if sys.argv[3] == "hold":
+    sys.stdin.readline()  # keeps its WAL until told to close
+connection.close()
+"""
+
+
+def test_sqlite_loses_commits_made_through_a_second_name(tmp_path: Path) -> None:
+    """Why the rule above, with SQLite alone: two processes, one name each."""
+    first, second = tmp_path / "a.db", tmp_path / "b.db"
+    setup = apsw.Connection(str(first))
+    setup.execute("PRAGMA journal_mode = WAL").fetchall()
+    setup.close()
+    os.link(first, second)
+    with subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(first), "t", "hold"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        assert holder.stdout is not None and holder.stdout.readline() == "committed\n"
+        other = subprocess.run(
+            [sys.executable, "-c", WRITER, str(second), "u", "close"],
+            capture_output=True,
+            text=True,
+        )
+        assert other.stdout == "committed\n"  # acknowledged
+        holder.communicate("close\n")
+        assert holder.returncode == 0
+    after = apsw.Connection(str(first))
+    tables = {row[0] for row in after.execute("SELECT name FROM sqlite_schema")}
+    after.close()
+    assert tables == {"t"}  # the second name's table and its 100 rows are gone

@@ -224,6 +224,15 @@ class Database:
             raise LedgerError(f"{path}: not a regular file, not a ledger", code="not-a-ledger")
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
         immutable = readonly and _needs_immutable(path)
+        if not immutable and os.stat(path).st_nlink > 1:
+            # SQLite keeps a WAL per name: a commit through one name is lost to the other,
+            # and checkpoints through both write one file.
+            raise LedgerError(
+                f"{path}: the file has {os.stat(path).st_nlink} names on disk (hard links); "
+                "what is committed through one is lost to the others. Keep one name, and "
+                "back up with a copy (cp, or `agentledger archive`), never a hard link",
+                code="ledger-hard-linked",
+            )
         absent = [file for file in sqlite_files.companions(path) if not file.exists()]
         conn: apsw.Connection | None = None
         try:
