@@ -224,11 +224,12 @@ class Database:
             raise LedgerError(f"{path}: not a regular file, not a ledger", code="not-a-ledger")
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
         immutable = readonly and _needs_immutable(path)
-        if not immutable and os.stat(path).st_nlink > 1:
+        names = os.stat(path).st_nlink
+        if not immutable and names > 1:
             # SQLite keeps a WAL per name: a commit through one name is lost to the other,
             # and checkpoints through both write one file.
             raise LedgerError(
-                f"{path}: the file has {os.stat(path).st_nlink} names on disk (hard links); "
+                f"{path}: the file has {names} names on disk (hard links); "
                 "what is committed through one is lost to the others. Keep one name, and "
                 "back up with a copy (cp, or `agentledger archive`), never a hard link",
                 code="ledger-hard-linked",
