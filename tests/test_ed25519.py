@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from agentledger import keys as keys_module
 from agentledger._core import Ed25519Signer, ed25519_verify, ed25519_verify_batch
-from agentledger.keys import sign_message
+from agentledger.keys import InstallKey, sign_message
 
 VECTORS = Path(__file__).parent / "vectors" / "ed25519-dalek-testvectors" / "TESTVECTORS"
 
@@ -437,6 +437,18 @@ def test_signatures_are_the_bytes_libsodium_makes(seed: bytes, message: bytes) -
 def test_a_seed_of_another_length_is_refused(length: int) -> None:
     with pytest.raises(ValueError, match="32 bytes"):
         Ed25519Signer(bytes(length))
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.binary(min_size=32, max_size=32), message=st.binary(max_size=1000))
+def test_the_install_key_is_pynacls_key_of_the_same_seed(seed: bytes, message: bytes) -> None:
+    """``KeyStore.signing_key`` gives an ``InstallKey`` (no PyNaCl at start-up): the same
+    public key, the same signatures, the seed as ``bytes(key)``, never in its repr."""
+    ours, theirs = InstallKey(seed), nacl.signing.SigningKey(seed)
+    assert ours.verify_key == bytes(theirs.verify_key)
+    assert bytes(ours) == seed == bytes(theirs)
+    assert sign_message(ours, message) == theirs.sign(message).signature
+    assert seed.hex() not in repr(ours) and ours.verify_key.hex() in repr(ours)
 
 
 def test_sign_message_signs_with_each_key_s_own_kept_expansion() -> None:

@@ -20,7 +20,7 @@ import apsw
 from agentledger import proven, signing
 from agentledger.errors import NotFound
 from agentledger.ids import utc_timestamp
-from agentledger.keys import public_key_text
+from agentledger.keys import InstallKey, public_key_text
 from agentledger.log import fetch
 from agentledger.notes import (
     Checkpoint,
@@ -31,16 +31,14 @@ from agentledger.notes import (
 from agentledger.storage import native
 
 if TYPE_CHECKING:
-    from nacl.signing import SigningKey
-
     from agentledger.handle import LedgerHandle
     from agentledger.proven import Proven
 
 
-_signers: weakref.WeakKeyDictionary[LedgerHandle, SigningKey] = weakref.WeakKeyDictionary()
+_signers: weakref.WeakKeyDictionary[LedgerHandle, InstallKey] = weakref.WeakKeyDictionary()
 
 
-def signing_key(ledger: LedgerHandle) -> SigningKey:
+def signing_key(ledger: LedgerHandle) -> InstallKey:
     """The install key (created on first use by a writer), cached per ledger handle."""
     key = _signers.get(ledger)
     if key is None:
@@ -50,7 +48,7 @@ def signing_key(ledger: LedgerHandle) -> SigningKey:
 
 
 def install_public_key(ledger: LedgerHandle) -> str:
-    return public_key_text(bytes(signing_key(ledger).verify_key))
+    return public_key_text(signing_key(ledger).verify_key)
 
 
 def take(conn: apsw.Connection, ledger: LedgerHandle, *, force: bool = False) -> StoredCheckpoint:

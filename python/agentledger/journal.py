@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from agentledger import _core, activity, bookkeeping, checkpoint, log, signing
+from agentledger import _core, bookkeeping, checkpoint, log, signing
 from agentledger.errors import Diverged, InvalidInput, NotFound
 from agentledger.ids import check_kind, utc_timestamp
 from agentledger.limits import MAX_SQLITE_INT
@@ -205,28 +205,39 @@ class Run:
     def __len__(self) -> int:
         return self.head()[0] + 1
 
-    # ---- the activity boundary (agentledger.activity) -----------------------------------
+    # ---- the activity boundary (agentledger.activity, loaded by the first activity: an
+    # append alone never needs it) --------------------------------------------------------
 
     def record_activity(
         self, result: ActivityResult, *, stage_id: str, role: str | None = None
     ) -> Entry:
         """Validate, pin and audit-mirror one activity result, or raise ``ActivityRejected``."""
+        from agentledger import activity
+
         return activity.record_activity(self, result, stage_id=stage_id, role=role)
 
     def research(self, stage_id: str, *, role: str | None = None) -> ResearchActivity:
         """A research stage: ``fetch(url, page)`` then ``finish(artifact)``."""
+        from agentledger import activity
+
         return activity.research(self, stage_id, role=role)
 
     def browser(self, stage_id: str, *, role: str | None = None) -> BrowserActivity:
         """A browser stage: ``observe(step, snapshot)``, ``receipt(step, bytes)``, ``finish``."""
+        from agentledger import activity
+
         return activity.browser(self, stage_id, role=role)
 
     def data(self, stage_id: str, *, role: str | None = None) -> DataOpsActivity:
         """A data stage: ``add_input`` → ``plan(steps)`` → ``add_output`` → ``finish``."""
+        from agentledger import activity
+
         return activity.data(self, stage_id, role=role)
 
     def ops(self, stage_id: str, *, role: str | None = None) -> DataOpsActivity:
         """An ops stage: like ``data``, for activities that change systems."""
+        from agentledger import activity
+
         return activity.ops(self, stage_id, role=role)
 
     # ---- phase capability (agentledger.phase.ledger, agentledger.phase.journal) ----------

@@ -28,14 +28,11 @@ import stat
 import weakref
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol, SupportsBytes
 
 from agentledger import _core
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
-
-if TYPE_CHECKING:
-    from nacl.signing import SigningKey
 
 HOME_ENV = "AGENTLEDGER_HOME"
 INSTALL_KEY = "install.key"
@@ -59,11 +56,42 @@ def default_home() -> Path:
     return Path.home() / ".local" / "state" / "agentledger"
 
 
-def sign_message(key: SigningKey, message: bytes) -> bytes:
+class Ed25519Key(Protocol):
+    """What a signer here needs of a key: ``bytes(key)``, its 32-byte seed, and
+    ``bytes(key.verify_key)``, its public key. An ``InstallKey`` or PyNaCl's ``SigningKey``."""
+
+    @property
+    def verify_key(self) -> SupportsBytes: ...
+
+    def __bytes__(self) -> bytes: ...
+
+
+class InstallKey:
+    """An Ed25519 key from its 32-byte seed, expanded once in Rust (``_core.Ed25519Signer``):
+    the install's key, without loading PyNaCl (a seventh of a command line append's
+    start-up). The seed is ``bytes(key)``, the public key ``key.verify_key``."""
+
+    __slots__ = ("_seed", "signer", "verify_key")
+
+    def __init__(self, seed: bytes) -> None:
+        self.signer = _core.Ed25519Signer(seed)
+        self._seed = bytes(seed)
+        self.verify_key = self.signer.public_key
+
+    def __bytes__(self) -> bytes:
+        return self._seed
+
+    def __repr__(self) -> str:  # never the seed
+        return f"InstallKey({public_key_text(self.verify_key)})"
+
+
+def sign_message(key: Ed25519Key, message: bytes) -> bytes:
     """The Ed25519 signature of ``message`` by ``key``: every signature agentledger makes.
     Made in Rust with the GIL held (PyNaCl's lets it go, and taking it back can wait for a
     busy thread's switch interval); the same bytes libsodium gives (tested). The key is
-    expanded once, for as long as ``key`` lives (``_signers``)."""
+    expanded once, for as long as ``key`` lives (``InstallKey``, else ``_signers``)."""
+    if isinstance(key, InstallKey):
+        return key.signer.sign(message)
     signer = _signers.get(id(key))
     if signer is None:
         signer = _signers[id(key)] = _core.Ed25519Signer(bytes(key))
@@ -165,7 +193,7 @@ class KeyStore:
 
     # ---- the install key (Ed25519) ---------------------------------------------------------
 
-    def signing_key(self, *, create: bool = False) -> SigningKey:
+    def signing_key(self, *, create: bool = False) -> InstallKey:
         """The install signing key; created (0600) when ``create`` and missing."""
         path = self.install_key_path
         if create and not path.exists():
@@ -177,12 +205,9 @@ class KeyStore:
             seed = b""
         if len(seed) != 32:
             raise KeyFileError(f"{path}: not an Ed25519 seed (expected 64 hex characters)")
-        # PyNaCl loads with the first key used: a verify reads keys but never signs.
-        from nacl.signing import SigningKey
-
-        key = SigningKey(seed)
+        key = InstallKey(seed)
         if not self.install_public_key_path.exists():
-            public = public_key_text(bytes(key.verify_key))
+            public = public_key_text(key.verify_key)
             _create_private(self.install_public_key_path, public.encode() + b"\n")
         return key
 

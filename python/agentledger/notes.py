@@ -26,17 +26,13 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import apsw
 
 from agentledger import _core
 from agentledger.errors import InvalidInput
-from agentledger.keys import parse_public_key, sign_message
+from agentledger.keys import Ed25519Key, parse_public_key, sign_message
 from agentledger.log import fetch
-
-if TYPE_CHECKING:
-    from nacl.signing import SigningKey
 
 ORIGIN_PREFIX = "agentledger/v1/ledger/"
 ARCHIVE_INFIX = "/archive/"
@@ -197,7 +193,7 @@ def _malformed(why: str) -> InvalidInput:
     return InvalidInput(f"not a checkpoint: {why}", code="malformed-checkpoint")
 
 
-def sign(checkpoint: Checkpoint, signing_key: SigningKey) -> Checkpoint:
+def sign(checkpoint: Checkpoint, signing_key: Ed25519Key) -> Checkpoint:
     """The checkpoint signed by the install key, under the name the origin gives it."""
     public_key = bytes(signing_key.verify_key)
     signature = sign_message(signing_key, checkpoint.body())

@@ -101,6 +101,24 @@ def test_a_verify_that_prints_json_loads_no_console_and_no_signer(
         assert loaded & {"rich", "nacl"} == expected, (output, sorted(loaded & {"rich", "nacl"}))
 
 
+@pytest.mark.parametrize("command", [["append", "plain", "step", "{}"], ["runs"]])
+def test_an_append_or_a_listing_loads_no_activity_or_bernstein_machinery(
+    ledger_path: Path, command: list[str]
+) -> None:
+    """The commands a script calls once a step load what they use: the activity boundary
+    (a third of an append's imports) loads with the first activity, bernstein's journal
+    reader with the first imported run, and the install key signs without PyNaCl."""
+    with Ledger.open(ledger_path) as ledger:
+        ledger.run("plain").append("step", {"n": 1})
+    loaded = modules_loaded(["--ledger", str(ledger_path), *command])
+    assert "agentledger.journal" in loaded
+    assert not {m for m in loaded if m.split(".")[0] == "nacl"}
+    unneeded = {
+        m for m in loaded if m.startswith(("agentledger.activity", "agentledger.bernstein.view"))
+    }
+    assert not unneeded, sorted(unneeded)
+
+
 def test_show_of_an_imported_bernstein_run_as_json_loads_no_console(tmp_path: Path) -> None:
     """``show RUN --json`` of an imported run prints bernstein's rows and the verify's
     verdict without rich; its terminal tree loads it. (The fixture's signer is not trusted

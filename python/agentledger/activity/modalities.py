@@ -32,10 +32,9 @@ from agentledger.activity.result import (
 )
 
 if TYPE_CHECKING:
-    from nacl.signing import SigningKey
-
     from agentledger._core import Entry
     from agentledger.handle import RunHandle
+    from agentledger.keys import InstallKey
 
 
 class ActivitySession:
@@ -135,7 +134,7 @@ class DataOpsActivity(ActivitySession):
         self.outputs: list[Observation] = []
         self.steps: list[Any] | None = None
         self.plan_hash: str | None = None
-        self._key: SigningKey | None = None
+        self._key: InstallKey | None = None
         self._signed_inputs: list[SignedArtifact] = []
         self._signed_outputs: list[SignedArtifact] = []
 

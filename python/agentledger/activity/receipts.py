@@ -13,14 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentledger import _core
 from agentledger.cas import DIGEST
-from agentledger.keys import PUBLIC_KEY, public_key_text, sign_message
-
-if TYPE_CHECKING:
-    from nacl.signing import SigningKey
+from agentledger.keys import PUBLIC_KEY, Ed25519Key, public_key_text, sign_message
 
 RECEIPT_TYPE = "agentledger/data-ops-receipt"
 RECEIPT_VERSION = 1
@@ -79,7 +76,7 @@ def seal_statement(receipt: Mapping[str, Any]) -> bytes:
     return _core.canonicalize({"domain": SEAL_DOMAIN, "receipt": unsealed})
 
 
-def sign(key: SigningKey, message: bytes) -> str:
+def sign(key: Ed25519Key, message: bytes) -> str:
     return sign_message(key, message).hex()
 
 
@@ -100,7 +97,7 @@ class SignedArtifact:
 
 
 def build_receipt(
-    key: SigningKey,
+    key: Ed25519Key,
     *,
     kind: str,
     run_id: str,

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import click
 
-from agentledger.bernstein import view
 from agentledger.bernstein.format import BOOKKEEPING_RUN
 from agentledger.bookkeeping import GC_RUN, TEAM_RUN
 from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option, width_option
@@ -237,6 +236,8 @@ def _run_lines(
 
 
 def _bernstein_line(conn: Any, line: str) -> str:
+    from agentledger.bernstein import view  # only for a ledger holding imported runs
+
     item = json.loads(line)
     found = view.journal_of(conn, item["run"])
     summary = view.summarize(found[2] or b"") if found else view.JournalSummary()
@@ -399,6 +400,7 @@ def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
       agentledger show run-7 --no-color | less
     """
     from agentledger.activity.stages import stage_summaries
+    from agentledger.bernstein import view
     from agentledger.verify import RunVerdict, VerifyOptions, status_name
     from agentledger.verify.marks import mark_run
 
