@@ -1,4 +1,5 @@
-"""Start-up: `agentledger --version`, `--help` and a verify against a bare interpreter.
+"""Start-up: `agentledger --version`, `--help`, an append and a verify against a bare
+interpreter.
 
     python benches/startup.py [--repeat R] [--json]
 
@@ -8,7 +9,9 @@ Target: ``--version`` and ``--help`` within 6x ``python -c pass``.
 
 The verifies (``verify --all --json`` and the terminal report) read a ledger of one run
 of one entry, made in a temporary folder: what they cost is nearly all start-up, the
-modules a verify loads and the report it prints.
+modules a verify loads and the report it prints. ``append`` adds one durable entry to
+another run of it each sample, as a script that records a step at a time does (its
+fsync and signed checkpoint included).
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ def main() -> None:
             "agentledger --help": [str(AGENTLEDGER), "--help"],
             "verify --all --json": [*verify, "--all", "--json"],
             "verify --all": [*verify, "--all"],
+            "append": [*verify[:-1], "append", "steps", "step", '{"n": 1}'],
         }
         best = measure(commands, args.repeat)
     bare = best["python -c pass"]
