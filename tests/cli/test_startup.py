@@ -106,15 +106,15 @@ def test_an_append_or_a_listing_loads_no_activity_or_bernstein_machinery(
     ledger_path: Path, command: list[str]
 ) -> None:
     """The commands a script calls once a step load what they use: the activity boundary
-    (a third of an append's imports) loads with the first activity, bernstein's journal
-    reader with the first imported run, and the install key signs without PyNaCl."""
+    (a third of an append's imports) loads with the first activity, bernstein's modules
+    with the first imported run, and the install key signs without PyNaCl."""
     with Ledger.open(ledger_path) as ledger:
         ledger.run("plain").append("step", {"n": 1})
     loaded = modules_loaded(["--ledger", str(ledger_path), *command])
     assert "agentledger.journal" in loaded
     assert not {m for m in loaded if m.split(".")[0] == "nacl"}
     unneeded = {
-        m for m in loaded if m.startswith(("agentledger.activity", "agentledger.bernstein.view"))
+        m for m in loaded if m.startswith(("agentledger.activity", "agentledger.bernstein"))
     }
     assert not unneeded, sorted(unneeded)
 

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 import click
 
-from agentledger.bernstein.format import BOOKKEEPING_RUN
-from agentledger.bookkeeping import GC_RUN, TEAM_RUN
+from agentledger.bookkeeping import BERNSTEIN_RUN, GC_RUN, TEAM_RUN
 from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option, width_option
 from agentledger.display import json_text, safe, shorten
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
     from agentledger.verify import VerifyReport
     from agentledger.verify.marks import Mark, RunMarks
 
-INTERNAL_RUNS = (BOOKKEEPING_RUN, GC_RUN, TEAM_RUN)
+INTERNAL_RUNS = (BERNSTEIN_RUN, GC_RUN, TEAM_RUN)
 """Bookkeeping runs ``runs`` lists only with --all (never a run an agent wrote)."""
 
 HASH_WIDTH = 18
