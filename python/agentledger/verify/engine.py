@@ -265,6 +265,7 @@ def _untrusted_storage(
         if folded is None or table != btree_check.FOLDED_TABLE
     ]
     storage = _Storage([], folded if whole_pass else None)
+    mark = ledger.db.read_mark() if jobs != 1 else None
 
     def problems() -> list[str]:
         if rehash:  # the blob pass takes the other core
@@ -276,7 +277,6 @@ def _untrusted_storage(
             found += own
         return found
 
-    mark = ledger.db.read_mark() if jobs != 1 else None
     if rehash:
         storage.rehashed, found = blobs.rehash_beside(conn, problems, mark)
     else:

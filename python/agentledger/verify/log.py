@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import apsw
@@ -34,11 +33,17 @@ from agentledger import _core, proven, tiles
 from agentledger import log as wslog
 from agentledger.archive import archive_seal
 from agentledger.checkpoint import history_sizes
-from agentledger.errors import AgentLedgerError, InvalidInput
+from agentledger.errors import AgentLedgerError, BadArgument, InvalidInput
 from agentledger.keys import resolve_trust
-from agentledger.notes import CHECKPOINT_COLUMNS, Checkpoint, StoredCheckpoint, newest_checkpoint
+from agentledger.limits import read_capped
+from agentledger.notes import (
+    CHECKPOINT_COLUMNS,
+    MAX_NOTE_BYTES,
+    Checkpoint,
+    StoredCheckpoint,
+    newest_checkpoint,
+)
 from agentledger.signer_memory import Remembered, SignerMemory
-from agentledger.sqlite_files import held_by_this_process
 from agentledger.storage import native
 from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
@@ -50,7 +55,6 @@ UNLOGGED = (
 )
 MAX_MISSING_LEAVES = 1 << 24
 """How far past the entries' count the assembler looks for leaves (a bitmap of 2 MB)."""
-MAX_CHECKPOINT_BYTES = 16_384
 
 
 @dataclass
@@ -106,16 +110,10 @@ def _read_exported(ctx: VerifyContext) -> Checkpoint | None:
     path = ctx.options.checkpoint_file
     if path is None:
         return None
-    if held_by_this_process(Path(path)):
-        raise InvalidInput(
-            f"{path}: a file of a ledger this process has open, not a checkpoint",
-            code="malformed-checkpoint",
-        )
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_CHECKPOINT_BYTES + 1)
-    except OSError as exc:
-        raise InvalidInput(f"{path}: cannot read the checkpoint ({exc.strerror})") from None
+        data = read_capped(path, MAX_NOTE_BYTES, "a checkpoint")
+    except BadArgument as exc:  # the CLI checked it first: here it is the API's input
+        raise InvalidInput(exc.message) from None
     return Checkpoint.parse(data)
 
 
