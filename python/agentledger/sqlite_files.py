@@ -31,15 +31,35 @@ def companions(path: Path) -> list[Path]:
     return [Path(f"{path}{suffix}") for suffix in COMPANION_SUFFIXES]
 
 
-def _starts_as_database(path: Path) -> bool:
-    """Whether ``path`` is a regular file that starts as an SQLite database does."""
+WAL_MAGICS = (b"\x37\x7f\x06\x82", b"\x37\x7f\x06\x83")
+"""A write-ahead log's first 4 bytes (big-endian 0x377f0682 or 0x377f0683)."""
+JOURNAL_MAGIC = b"\xd9\xd5\x05\xf9\x20\xa1\x63\xd7"
+"""A rollback journal's first 8 bytes."""
+WAL_INDEX_VERSIONS = ((3007000).to_bytes(4, "little"), (3007000).to_bytes(4, "big"))
+"""A WAL-index (``-shm``) file's first 4 bytes: its version, in the machine's byte order."""
+
+
+def _head(path: Path) -> bytes:
+    """The first bytes of ``path`` when it is a regular file, else nothing."""
     try:
         if not path.is_file():
-            return False
+            return b""
         with open(path, "rb") as handle:
-            return handle.read(len(SQLITE_HEADER)) == SQLITE_HEADER
+            return handle.read(len(SQLITE_HEADER))
     except OSError:
-        return False
+        return b""
+
+
+def _starts_as_database(path: Path) -> bool:
+    """Whether ``path`` is a regular file that starts as an SQLite database does."""
+    return _head(path) == SQLITE_HEADER
+
+
+def _starts_as_companion(path: Path) -> bool:
+    """Whether ``path`` is a regular file that starts as a WAL, a WAL-index or a rollback
+    journal does: one reached by another name (a hard link) than the database's."""
+    head = _head(path)
+    return head[:4] in WAL_MAGICS + WAL_INDEX_VERSIONS or head[:8] == JOURNAL_MAGIC
 
 
 def companion_of(path: Path) -> Path | None:
@@ -56,11 +76,22 @@ def companion_of(path: Path) -> Path | None:
 
 def database_behind(path: Path) -> Path | None:
     """The database ``path`` belongs to: the main file when it names a companion, itself
-    when it is one, else None."""
-    main = companion_of(path)
-    if main is not None:
-        return main
-    return path if held_by_this_process(path) or _starts_as_database(path) else None
+    when it is one (or a companion reached by a hard link), else None. A symbolic link is
+    judged by the name it leads to as well as by its own."""
+    names = [path]
+    try:
+        real = path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop leads nowhere
+        real = path
+    if real != path.absolute():
+        names.append(real)
+    for name in names:
+        main = companion_of(name)
+        if main is not None:
+            return main
+        if held_by_this_process(name) or _starts_as_database(name) or _starts_as_companion(name):
+            return name
+    return None
 
 
 _held: dict[int, Path] = {}

@@ -171,6 +171,52 @@ def test_64_an_output_never_lands_on_a_database_or_among_the_keys(
     assert not (keys / "report.html").exists()
 
 
+@pytest.mark.parametrize(
+    "link",
+    [
+        "a symlink to its WAL",
+        "a hard link to its WAL",
+        "a symlink to its -shm",
+        "a dangling symlink to its journal",
+    ],
+)
+def test_64_an_output_never_lands_on_a_database_file_by_another_name(
+    workspace: Path, env: dict[str, str], tmp_path: Path, link: str
+) -> None:
+    """``--html report.html``, a symlink to the ledger's WAL, wrote the report over the
+    WAL while a reader kept it: appends already acknowledged were lost. Whatever name
+    leads to a database's file (a symlink, a hard link) is refused, and the WAL kept."""
+    import apsw
+
+    reader = apsw.Connection(str(workspace))  # keeps the WAL from being folded away
+    reader.execute("SELECT count(*) FROM entries").fetchall()
+    for n in range(3):
+        assert run("-q", "append", "late", "step", f'{{"n": {n}}}', env=env).returncode == 0
+    wal, shm = Path(f"{workspace}-wal"), Path(f"{workspace}-shm")
+    assert wal.stat().st_size > 0
+    out = tmp_path / "report.html"
+    if link == "a hard link to its WAL":
+        os.link(wal, out)
+    else:
+        out.symlink_to(
+            {"a symlink to its WAL": wal, "a symlink to its -shm": shm}.get(
+                link, Path(f"{workspace}-journal")
+            )
+        )
+    before = wal.read_bytes(), shm.read_bytes()
+    for command in (["verify", "--html"], ["checkpoint", "--export"]):
+        result = run(*command, str(out), env=env)
+        assert result.returncode == 64, result.stderr
+        one_line(result)
+        assert "SQLite database" in result.stderr
+    assert (wal.read_bytes(), shm.read_bytes()) == before
+    assert not Path(f"{workspace}-journal").exists()
+    reader.close()
+    rows = run("--json", "show", "late", env=env)
+    assert rows.returncode == 0, rows.stderr
+    assert '"seq": 2' in rows.stdout
+
+
 @pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])
 def test_a_file_sqlite_keeps_beside_a_database_never_becomes_a_ledger(
     workspace: Path, env: dict[str, str], suffix: str

@@ -79,10 +79,10 @@ def _not_precious(path: Path, what: str, key_home: Path) -> None:
 
     database = database_behind(path)
     if database is not None:
-        whose = "is" if database == path else f"belongs to {database},"
+        whose = "is one of" if database == path else f"leads to {database},"
         raise BadArgument(
-            f"{what} {path}: {whose} an SQLite database (a ledger?); an output never writes "
-            "over a database's files"
+            f"{what} {path}: {whose} an SQLite database's files (a ledger's?); an output "
+            "never writes over them"
         )
     try:
         inside = path.resolve().is_relative_to(key_home.resolve())
