@@ -69,7 +69,10 @@ def _build_run(ledger: Ledger, rng: random.Random, n: int) -> None:
             items.append(("activity.result", activity_body(ledger, rng, step)))
         else:
             items.append(("step", {"n": step, "tool": rng.choice(["read", "edit", "test"])}))
-    run.append_many(items)
+    # Generated results, not the boundary's decisions (nothing mirrored): written below
+    # `append`, which keeps `activity.*` for the boundary, in the caller's transaction.
+    with ledger.db.write() as conn:
+        run._append_locked(conn, items)
 
 
 def _rechain(ledger: Ledger, run_id: str, from_seq: int) -> None:

@@ -30,8 +30,12 @@ if TYPE_CHECKING:
     from agentledger.phase.ledger import AuthorizationDecision
 
 HASH_PREFIX = "blake3:"
-RESERVED_KIND_PREFIXES = ("phase.",)
-"""Kinds only their own API writes (it checks what they claim); ``append`` refuses them."""
+RESERVED_KIND_PREFIXES = {
+    "phase.": "the phase API (record_phase_evidence, transition_phase, authorize, ...)",
+    "activity.": "the activity boundary (record_activity, `agentledger activity ...`)",
+}
+"""Kinds only their own API writes (it checks what they claim, and ``show`` presents them
+as its decisions); ``append`` refuses them."""
 
 
 def hash_text(digest: bytes) -> str:
@@ -98,12 +102,13 @@ class Run:
                     "write it",
                     code="reserved-kind",
                 )
-            if kind.startswith(RESERVED_KIND_PREFIXES):
-                raise InvalidInput(
-                    f"entry kind {kind!r} is reserved: phase entries are written only by the "
-                    "phase API (record_phase_evidence, transition_phase, authorize, ...)",
-                    code="reserved-kind",
-                )
+            for prefix, writer in RESERVED_KIND_PREFIXES.items():
+                if kind.startswith(prefix):
+                    raise InvalidInput(
+                        f"entry kind {kind!r} is reserved: {prefix}* entries are written "
+                        f"only by {writer}",
+                        code="reserved-kind",
+                    )
         with self.ledger.db.write() as conn:
             return self._append_locked(conn, batch)
 

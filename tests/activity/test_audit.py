@@ -13,6 +13,7 @@ from agentledger import Ledger, _core
 from agentledger.activity import RedundantEvidence
 from agentledger.audit import RECORD_FIELDS
 
+from ..raw_entries import append_unvetted
 from .activity_testkit import (
     ARTIFACT_SECRET,
     CAPTURED,
@@ -134,7 +135,7 @@ def test_entries_appended_outside_the_boundary_need_no_mirror(ledger: Ledger) ->
         "evidence_set_hash": _core.evidence_set_hash([]),
         "observations": [],
     }
-    ledger.run("raw").append("activity.result", body)
+    append_unvetted(ledger, "raw", [("activity.result", body)])
     report = ledger.verify()
     assert report.code == 0, report.to_json()
     assert report.audit_records == 0

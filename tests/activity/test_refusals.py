@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -240,3 +241,31 @@ def test_concurrent_stages_with_the_same_evidence_record_exactly_one(ledger_path
         kinds = [e.kind for e in ledger.run("r").entries()]
         assert kinds == ["activity.result"] + ["activity.refused"] * (contenders - 1)
         assert ledger.verify().code == 0
+
+
+@pytest.mark.parametrize("kind", ["activity.result", "activity.refused", "activity.anything"])
+def test_a_generic_append_cannot_write_an_activity_entry(
+    ledger: Ledger, ledger_path: Path, cli: Any, kind: str
+) -> None:
+    """``agentledger append RUN activity.result`` wrote a result the boundary never saw:
+    a reused stage id, a state outside the four, an empty reason, unmirrored, and
+    ``show`` listed it as a stage beside the real one, signed and verified clean."""
+    ledger.run("r").record_activity(research_result(), stage_id="s1")
+    before = counts(ledger_path), sql(ledger_path, "SELECT size, frontier FROM log_state")
+    forged = {
+        "stage_id": "s1",
+        "kind": "research",
+        "terminal_state": "exploded",
+        "reason_code": "",
+        "evidence_set_hash": "blake3:" + "0" * 64,
+        "observations": [],
+        "mirrored": False,
+    }
+    with pytest.raises(InvalidInput) as refused:
+        ledger.run("r").append(kind, forged)
+    assert refused.value.code == "reserved-kind"
+    result = cli("append", "r", kind, json.dumps(forged))
+    assert result.code == ExitCode.INVALID_INPUT
+    assert "reserved" in result.err and "activity boundary" in result.err
+    assert (counts(ledger_path), sql(ledger_path, "SELECT size, frontier FROM log_state")) == before
+    assert [e.kind for e in ledger.run("r").entries()] == ["activity.result"]

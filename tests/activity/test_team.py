@@ -10,6 +10,7 @@ import pytest
 from agentledger import ActivityRejected, Ledger
 from agentledger.activity.team import InvalidManifest, Role, load_manifest, parse_manifest
 
+from ..raw_entries import append_unvetted
 from .activity_testkit import research_result
 
 MANIFEST = b"""
@@ -113,7 +114,7 @@ def test_verify_rechecks_a_role_against_its_pinned_manifest(ledger: Ledger) -> N
         "observations": [],
         "team_manifest": _core.blake3_hex(MANIFEST),
     }
-    ledger.run("forged").append("activity.result", body)
+    append_unvetted(ledger, "forged", [("activity.result", body)])
     verdict = ledger.verify_run("forged")
     assert [d.check for d in verdict.divergences] == ["activity.role_kind"]
     assert verdict.divergences[0].subject == "s1"

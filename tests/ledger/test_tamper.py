@@ -16,6 +16,8 @@ import pytest
 from agentledger import Ledger, _core
 from agentledger.demo import activity_body
 
+from ..raw_entries import append_unvetted
+
 
 def build(path: Path) -> None:
     import random
@@ -25,7 +27,7 @@ def build(path: Path) -> None:
         for name in ["alpha", "beta", "gamma"]:
             run = ledger.run(name)
             run.append_many([("step", {"n": i}) for i in range(4)])
-            run.append("activity.result", activity_body(ledger, rng, 4))
+            append_unvetted(ledger, name, [("activity.result", activity_body(ledger, rng, 4))])
             run.append("step", {"n": 5})
         ledger.blobs.put(b"x" * 10)
 

@@ -10,6 +10,8 @@ from agentledger.storage import native
 from agentledger.verify import audit, phase, receipts, stages, team
 from agentledger.verify.journal_pass import ALL_ROWS, COLUMNS, MARKS
 
+from ..raw_entries import append_unvetted
+
 SQL = ALL_ROWS.format(columns=COLUMNS)
 
 BODIES: list[tuple[str, dict[str, Any]]] = [
@@ -38,7 +40,7 @@ def journal(ledger: Ledger, conn: Any, limit: int = 100_000, batch_rows: int = 1
 def test_marks_match_the_sql_each_check_would_run(tmp_path: Path) -> None:
     with Ledger.open(tmp_path / "l.db") as ledger:
         for n in range(3):
-            ledger.run(f"r{n}").append_many(BODIES[n:] + BODIES[:n])
+            append_unvetted(ledger, f"r{n}", BODIES[n:] + BODIES[:n])
         with ledger.db.write() as conn:  # phase kinds are reserved to the phase API
             ledger.run("r0")._append_locked(conn, [("phase.authorize", {"kind": "phase.x"})])
         with ledger.db.snapshot() as conn:
@@ -71,7 +73,7 @@ def test_referenced_digests_are_gathered_once_across_batches(tmp_path: Path) -> 
             "observations": [{"kind": "page", "ref": "u", "content_hash": digest}],
             "evidence_set_hash": _core.evidence_set_hash([digest]),
         }
-        ledger.run("a").append_many([("activity.result", body)] * 2)
+        append_unvetted(ledger, "a", [("activity.result", body)] * 2)
         assert ledger.verify().code == 0
         with ledger.db.snapshot() as conn:
             done = journal(ledger, conn, batch_rows=1)

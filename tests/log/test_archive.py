@@ -11,17 +11,24 @@ from agentledger import Ledger, _core
 from agentledger.checkpoint import install_public_key
 from agentledger.errors import LedgerError
 
+from ..raw_entries import append_unvetted
 from .logkit import build, raw
 
 
 def _with_evidence(ledger: Ledger) -> str:
     digest = ledger.blobs.put(b"fetched page")
-    ledger.run("run-1").append(
-        "activity.result",
-        {
-            "evidence_set_hash": _core.evidence_set_hash([digest]),
-            "observations": [{"kind": "page", "ref": "https://x", "content_hash": digest}],
-        },
+    append_unvetted(
+        ledger,
+        "run-1",
+        [
+            (
+                "activity.result",
+                {
+                    "evidence_set_hash": _core.evidence_set_hash([digest]),
+                    "observations": [{"kind": "page", "ref": "https://x", "content_hash": digest}],
+                },
+            )
+        ],
     )
     ledger.blobs.put(b"unrelated blob")
     return digest

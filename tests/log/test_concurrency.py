@@ -8,6 +8,7 @@ from pathlib import Path
 from agentledger import Ledger, _core
 from agentledger import gc as collector
 
+from ..raw_entries import append_unvetted
 from .logkit import verify
 
 
@@ -48,12 +49,18 @@ def test_gc_between_a_writers_put_and_its_reference_keeps_the_blob(
             digests.append(digest)
             stored.set()
             collected.wait(timeout=30)
-            own.run("r").append(
-                "activity.result",
-                {
-                    "evidence_set_hash": _core.evidence_set_hash([digest]),
-                    "observations": [{"kind": "page", "ref": "u", "content_hash": digest}],
-                },
+            append_unvetted(
+                own,
+                "r",
+                [
+                    (
+                        "activity.result",
+                        {
+                            "evidence_set_hash": _core.evidence_set_hash([digest]),
+                            "observations": [{"kind": "page", "ref": "u", "content_hash": digest}],
+                        },
+                    )
+                ],
             )
 
     thread = threading.Thread(target=writer)

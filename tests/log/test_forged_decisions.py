@@ -22,6 +22,7 @@ from agentledger.phase import compile
 
 from ..activity.activity_testkit import counts, research_result
 from ..phase_ledger.ledger_testkit import REVIEWER, T0, compiler_input, move, started
+from ..raw_entries import append_unvetted
 from .logkit import checks, raw, rechain, reforge_log, verify
 
 MANIFEST = b'[[roles]]\nrole = "scout"\nagent_kind = "research"\n'
@@ -201,7 +202,7 @@ def test_verify_finds_a_duplicate_and_a_redundant_stage(
     # the pass keeps but not more decisions, so the decided runs are scanned one by one.
     empty = {"evidence_set_hash": _core.evidence_set_hash([]), "observations": []}
     plain = [("activity.result", {"stage_id": f"p{n}", **empty}) for n in range(6)]
-    ledger.run("plain").append_many(plain)
+    append_unvetted(ledger, "plain", plain)
     run = ledger.run("r")
     run.record_activity(research_result(), stage_id="s1")
     with monkeypatch.context() as patch:

@@ -8,16 +8,23 @@ from typing import Any
 from agentledger import Ledger, _core
 from agentledger import gc as collector
 
+from ..raw_entries import append_unvetted
 from .logkit import checks, raw, verify
 
 
 def _pin(ledger: Ledger, digest: str) -> None:
-    ledger.run("r").append(
-        "activity.result",
-        {
-            "evidence_set_hash": _core.evidence_set_hash([digest]),
-            "observations": [{"kind": "file", "ref": "f", "content_hash": digest}],
-        },
+    append_unvetted(
+        ledger,
+        "r",
+        [
+            (
+                "activity.result",
+                {
+                    "evidence_set_hash": _core.evidence_set_hash([digest]),
+                    "observations": [{"kind": "file", "ref": "f", "content_hash": digest}],
+                },
+            )
+        ],
     )
 
 

@@ -13,6 +13,7 @@ from agentledger.errors import Diverged
 from agentledger.keys import KeyStore
 from agentledger.verify import VerifyOptions
 
+from ..raw_entries import append_unvetted
 from .logkit import build, checks, fix_head, raw, verify, without_log
 
 
@@ -83,12 +84,18 @@ def test_deleting_a_referenced_blob_is_detected(ledger: Ledger, ledger_path: Pat
     from agentledger import _core
 
     esh = _core.evidence_set_hash([digest])
-    ledger.run("r").append(
-        "activity.result",
-        {
-            "evidence_set_hash": esh,
-            "observations": [{"kind": "page", "ref": "u", "content_hash": digest}],
-        },
+    append_unvetted(
+        ledger,
+        "r",
+        [
+            (
+                "activity.result",
+                {
+                    "evidence_set_hash": esh,
+                    "observations": [{"kind": "page", "ref": "u", "content_hash": digest}],
+                },
+            )
+        ],
     )
     with raw(ledger_path) as conn:
         conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (digest,))

@@ -1,0 +1,20 @@
+"""Entries written below ``Run.append``, which keeps ``activity.*`` and ``phase.*`` for the
+APIs that check them: what an older ledger (before ``append`` refused those kinds) or a
+forger holding the signing key may have put in a journal, for the tests of what verify
+makes of it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from agentledger import Ledger
+from agentledger.journal import Entry
+
+
+def append_unvetted(
+    ledger: Ledger, run_id: str, items: Sequence[tuple[str, Mapping[str, Any]]]
+) -> list[Entry]:
+    """Append ``items`` to ``run_id`` in one transaction, no kind reserved."""
+    with ledger.db.write() as conn:
+        return ledger.run(run_id)._append_locked(conn, [(k, dict(b)) for k, b in items])
