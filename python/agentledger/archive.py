@@ -407,6 +407,6 @@ def archive_seal(conn: apsw.Connection) -> dict[str, Any] | None:
         return None
     try:
         seal = json.loads(rows[0][0])
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, a 5,000-digit number, deep nesting
         return {}
     return seal if isinstance(seal, dict) else {}

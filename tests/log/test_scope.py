@@ -66,3 +66,25 @@ def test_an_archive_proves_each_entry_in_its_sources_signed_checkpoint(
         for d in run["divergences"]
     }
     assert ("run-2", "archive.source", 0) in found
+
+
+def test_a_seal_no_parser_can_read_is_a_finding_not_a_crash(
+    ledger: Ledger, cli: Any, tmp_path: Path
+) -> None:
+    """A seal holding a 5,000-digit number stopped verify and show with an internal error
+    (exit 70), and 100,000 nested brackets with a usage-like one (65): hostile stored
+    text is a finding (exit 2), as a seal that is not JSON at all is."""
+    build(ledger, runs=2, entries=2)
+    out = tmp_path / "review.db"
+    assert cli("archive", str(out), "run-1").code == 0
+    for value in ('{"size": ' + "1" * 5000 + "}", "[" * 100_000 + "]" * 100_000, "not json"):
+        copy = tmp_path / "copy.db"
+        copy.write_bytes(out.read_bytes())
+        with raw(copy) as conn:
+            conn.execute("UPDATE ledger_meta SET value = ? WHERE key = 'archive'", (value,))
+        result = cli("verify", "--all", "--json", ledger=copy)
+        assert result.code == 2, result.err
+        checks = {d["check"] for d in result.json()["workspace"]}
+        assert "checkpoint.origin" in checks, checks
+        shown = cli("show", "run-1", "--json", ledger=copy)
+        assert shown.code == 2, shown.err
