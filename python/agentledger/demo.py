@@ -27,6 +27,8 @@ class Corruption:
     run_id: str | None
     check: str
     how: str
+    in_log: bool = False
+    """Also a finding of the workspace: the change left a gap in the workspace log."""
 
 
 def activity_body(ledger: Ledger, rng: random.Random, stage: int) -> dict[str, Any]:
@@ -122,7 +124,7 @@ def plant_corruptions(ledger: Ledger) -> list[Corruption]:
         planted.append(Corruption(pick[0], "entry.hash", "edited the body of step 3"))
 
         conn.execute("DELETE FROM entries WHERE run_id = ? AND seq = 5", (pick[1],))
-        planted.append(Corruption(pick[1], "chain.gap", "deleted step 5"))
+        planted.append(Corruption(pick[1], "chain.gap", "deleted step 5", in_log=True))
 
         raw = conn.execute(
             "SELECT bytes FROM entries WHERE run_id = ? AND seq = 8", (pick[2],)
@@ -150,12 +152,21 @@ def plant_corruptions(ledger: Ledger) -> list[Corruption]:
             "UPDATE blob_chunks SET data = CAST('<html>defaced</html>' AS BLOB) WHERE digest = ?",
             (digest,),
         )
-        planted.append(Corruption(None, "blob.digest", f"defaced blob {digest[:20]}…"))
+        # The page is a finding of the run whose stage pins it (of the workspace if none).
+        pinning = conn.execute(
+            "SELECT DISTINCT run_id FROM entries WHERE kind = 'activity.result' "
+            "AND instr(bytes, CAST(? AS BLOB)) > 0 ORDER BY run_id",
+            (digest,),
+        ).fetchall()
+        for (run_id,) in pinning or [(None,)]:
+            planted.append(Corruption(run_id, "blob.digest", f"defaced blob {digest[:20]}…"))
     return planted
 
 
 def found_exactly(report_failures: set[str | None], planted: list[Corruption]) -> bool:
-    return report_failures == {c.run_id for c in planted}
+    """Whether the runs verify failed (None: the workspace) are exactly those planted."""
+    workspace: set[str | None] = {None} if any(c.in_log for c in planted) else set()
+    return report_failures == {c.run_id for c in planted} | workspace
 
 
 __all__ = ["Corruption", "build_workspace", "found_exactly", "plant_corruptions"]

@@ -19,6 +19,7 @@ from agentledger.cli.console import human_console
 from agentledger.report import report_renderable
 from agentledger.report_html import render_html
 from agentledger.verify import Divergence, RunVerdict, VerifyReport
+from tests.activity.activity_testkit import research_result
 from tests.report.conftest import Demo, as_json
 
 DIGEST = re.compile(r"blake3:[0-9a-f]{64}")
@@ -82,13 +83,55 @@ def test_the_summary_counts_workspace_findings_by_check(demo: Demo, demo_cli: An
     assert code == 2
     report = as_json(out)
     by_check = report["findings_by_check"]
-    assert by_check["blob.digest"]["workspace"] == 1
+    assert by_check["blob.digest"]["runs"] == 1  # the run whose stage pins the page
     assert by_check["entry.hash"]["runs"] == 1
     assert report["findings"] >= sum(row["findings"] for row in by_check.values())
     _, out, _ = demo_cli("verify")
+    assert re.search(r"blob\.digest +1 run", out)
+    assert re.search(r"entry\.hash +1 run", out)
+
+
+def test_a_damaged_blob_is_a_finding_of_the_runs_that_pin_it_else_of_the_workspace(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    """A defaced page left the run whose stage pins it "clean" (the finding sat on the
+    workspace alone), while ``show`` of that run said diverged. Now the run is diverged
+    everywhere, at the pinning step; a damaged blob nothing pins stays the workspace's."""
+    import apsw
+
+    ledger.run("r").record_activity(research_result(), stage_id="s1")
+    ledger.run("other").append("step", {"n": 1})
+    stray = ledger.blobs.put(b"a blob no result pins")
+    pinned = next(iter(ledger.run("r").entries())).body["observations"][0]["content_hash"]
+    conn = apsw.Connection(str(ledger_path))
+    for digest in (pinned, stray):
+        conn.execute(
+            "UPDATE blob_chunks SET data = CAST('defaced' AS BLOB) WHERE digest = ?", (digest,)
+        )
+    conn.close()
+    whole = cli("verify", "--all", "--json")
+    assert whole.code == 2
+    report = whole.json()
+    by_run = {
+        f["run"]: {(d["check"], d["seq"]) for d in f["divergences"]} for f in report["failures"]
+    }
+    damaged = {("blob.digest", 0), ("blob.size", 0)}  # "defaced" is shorter too
+    assert by_run == {"r": damaged}
+    assert {(d["check"], d["subject"]) for d in report["workspace"]} == {
+        ("blob.digest", stray),
+        ("blob.size", stray),
+    }
+    row = report["findings_by_check"]["blob.digest"]
+    assert (row["runs"], row["workspace"]) == (1, 1)
+    assert (report["clean"], report["diverged"]) == (1, 1)
+    named = cli("verify", "r", "--json").json()
+    assert (named["clean"], named["diverged"]) == (0, 1)
+    assert cli("show", "r", "--json").json()["run_status"] == "diverged"
+    statuses = cli("runs", "--json").json()
+    assert {row["run"]: row["status"] for row in statuses["runs"]}["r"] == "diverged"
+    out = cli("verify").out
     summary = out[: out.index("\nworkspace ")]
-    assert re.search(r"blob\.digest +workspace", summary)
-    assert re.search(r"entry\.hash +1 run", summary)
+    assert re.search(r"blob\.digest +1 run, workspace", summary), summary
 
 
 def test_a_run_named_only_by_a_workspace_finding_is_counted_diverged() -> None:

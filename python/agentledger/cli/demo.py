@@ -14,7 +14,13 @@ from agentledger import run_status
 from agentledger.cli import arguments
 from agentledger.cli.common import run_verify
 from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option
-from agentledger.demo import ENTRIES_PER_RUN, MIN_RUNS, build_workspace, plant_corruptions
+from agentledger.demo import (
+    ENTRIES_PER_RUN,
+    MIN_RUNS,
+    build_workspace,
+    found_exactly,
+    plant_corruptions,
+)
 from agentledger.display import safe
 from agentledger.errors import BadArgument, ExitCode
 from agentledger.keys import KeyStore
@@ -89,8 +95,7 @@ def demo(app: AppContext, runs: int, as_json: bool) -> int:
     failing = {run.run_id for run in report.runs if not run.ok}
     if report.workspace:
         failing.add(None)  # type: ignore[arg-type]
-    expected = {c.run_id for c in planted}
-    exact = failing == expected
+    exact = found_exactly(failing, planted)
     html = app.ledger_path.parent / "report.html"
     write_html(report, html)
     if as_json:

@@ -167,5 +167,13 @@ def _report_blobs(
     ctx: VerifyContext, checked: int, findings: list[tuple[str, str, str, str]]
 ) -> None:
     ctx.report.blobs_checked += checked
+    if not findings:
+        return
+    # A damaged blob is a finding of every result that pins it, as a missing one is: its
+    # run is not clean. One that no result of the verified runs pins is the workspace's.
+    pinned: dict[str, list[tuple[str | None, int | None]]] = {}
+    for run_id, seq, digest in _referencing_entries(ctx, sorted({f[0] for f in findings})):
+        pinned.setdefault(digest, []).append((run_id, seq))
     for digest, check, expected, actual in findings:
-        ctx.diverged(None, Divergence(None, None, check, expected, actual, digest))
+        for run_id, seq in pinned.get(digest, [(None, None)]):
+            ctx.diverged(run_id, Divergence(run_id, seq, check, expected, actual, digest))
