@@ -156,3 +156,35 @@ def test_every_output_agrees_on_every_run_of_a_ledger_damaged_in_many_runs(
         shown = cli("show", run_id, "--json")
         assert shown.json()["run_status"] == expected, run_id
         assert shown.code == named.code, run_id
+
+
+def test_runs_lists_a_run_whose_cached_head_was_edited_with_what_it_holds(
+    ledger_path: Path, cli: Any
+) -> None:
+    """``runs`` read the runs table's cache: a head edited to -1 hid the run from every
+    listing (``--status diverged`` said 0 runs while verify named it), and an edited head
+    gave a wrong entry count. The listing reads the entries table's last step."""
+    import apsw
+
+    with Ledger.open(ledger_path) as ledger:
+        ledger.run("hidden").append_many([("step", {"n": n}) for n in range(8)])
+        ledger.run("shifted").append_many([("step", {"n": n}) for n in range(5)])
+        ledger.run("other").append("step", {})
+    conn = apsw.Connection(str(ledger_path))
+    conn.execute("UPDATE runs SET head_seq = -1 WHERE run_id = 'hidden'")
+    conn.execute("UPDATE runs SET head_seq = 1 WHERE run_id = 'shifted'")
+    conn.close()
+    verified = cli("verify", "--json")
+    assert verified.code == 2
+    assert {f["run"] for f in verified.json()["failures"]} == {"hidden", "shifted"}
+    listed = {row["run"]: row for row in cli("runs", "--json").json()["runs"]}
+    assert {run: row["entries"] for run, row in listed.items()} == {
+        "hidden": 8,
+        "shifted": 5,
+        "other": 1,
+    }
+    assert listed["hidden"]["last_entry"] is not None
+    diverged = cli("runs", "--status", "diverged", "--json").json()["runs"]
+    assert sorted(row["run"] for row in diverged) == ["hidden", "shifted"]
+    by_size = [row["run"] for row in cli("runs", "--sort", "entries", "--json").json()["runs"]]
+    assert by_size == ["hidden", "shifted", "other"]

@@ -136,9 +136,12 @@ def append(app: AppContext, run_id: str, kind: str, body: str | None, as_json: b
         click.echo(f"appended {entry.run_id} #{entry.seq} {entry.kind} {entry.hash}")
 
 
+LAST_SEQ = "(SELECT max(e.seq) FROM entries e WHERE e.run_id = r.run_id)"
+"""The run's last step as the entries table holds it (not the runs table's cache, which a
+tampered file may have edited: every run is listed, with what it holds)."""
 HEAD_TS = (
     "(SELECT CASE WHEN json_valid(l.bytes) THEN json_extract(l.bytes, '$.ts') END"
-    " FROM entries l WHERE l.run_id = r.run_id AND l.seq = r.head_seq)"
+    f" FROM entries l WHERE l.run_id = r.run_id AND l.seq = {LAST_SEQ})"
 )
 """The run's last entry's ``ts``; NULL when its stored bytes are not JSON (a tampered
 entry is verify's to report: the listing still lists every run)."""
@@ -147,15 +150,15 @@ SORTS = {
     "created": "r.ordinal",
     "run": "r.run_id",
     "last": f"{HEAD_TS} DESC, r.ordinal",
-    "entries": "r.head_seq DESC, r.ordinal",
+    "entries": f"{LAST_SEQ} DESC, r.ordinal",
 }
 
 RUNS_SQL = """
 SELECT json_object(
          'activities', (SELECT count(*) FROM entries a
                          WHERE a.kind = 'activity.result' AND a.run_id = r.run_id),
-         'entries', r.head_seq + 1,
-         'events', r.head_seq + 1,
+         'entries', ifnull({last_seq}, -1) + 1,
+         'events', ifnull({last_seq}, -1) + 1,
          'head', 'blake3:' || lower(hex(r.head_hash)),
          'last_entry', {head_ts},
          'run', r.run_id,
@@ -165,7 +168,7 @@ SELECT json_object(
        ),
        b.run_id IS NOT NULL
   FROM runs r LEFT JOIN bernstein_runs b ON b.run_id = r.run_id {join}
- WHERE r.head_seq >= 0 {where}
+ WHERE 1 {where}
  ORDER BY {order} {limit}
 """
 """One JSON object per run, keys sorted, built by SQLite (no Python object per field)."""
@@ -188,6 +191,7 @@ def _runs_query(
         params.append(status)
     sql = RUNS_SQL.format(
         head_ts=HEAD_TS,
+        last_seq=LAST_SEQ,
         status=status_sql if status_db else "'unverified'",
         verified_at=f"CASE WHEN {STATUS_KNOWN} THEN s.verified_at END" if status_db else "NULL",
         join=STATUS_JOIN if status_db else "",
