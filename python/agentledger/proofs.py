@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentledger import _core, tiles
-from agentledger.errors import AgentLedgerError, InvalidInput, NotFound
+from agentledger.errors import AgentLedgerError, Diverged, InvalidInput, NotFound
 from agentledger.limits import MAX_SQLITE_INT
 from agentledger.log import fetch
 from agentledger.notes import MAX_NOTE_BYTES, Checkpoint, newest_checkpoint
@@ -119,11 +119,20 @@ def prove(ledger: LedgerHandle, run_id: str, seq: int) -> Proof:
             nodes = tiles.TileReader(conn).inclusion_proof(leaf, note.size)
         except AgentLedgerError:
             nodes = []
-    data = _core.log_leaf(run_id, seq, bytes(digest))
+    # The leaf from the entry's bytes, never from the stored hash beside them: a proof
+    # handed out is one that verifies (an edited entry's would not).
+    computed = _core.entry_hash(bytes(raw))
+    if computed != bytes(digest):
+        raise Diverged(
+            f"entry {seq} of run {run_id!r} no longer hashes to its recorded hash (its bytes "
+            "were changed); no proof is given. Run `agentledger verify`",
+            code="entry-edited",
+        )
+    data = _core.log_leaf(run_id, seq, computed)
     if not _core.verify_inclusion(data, leaf, note.size, nodes, note.root):
-        raise InvalidInput(
+        raise Diverged(
             f"the log's tiles do not prove entry {seq} of run {run_id!r} in the newest "
-            "checkpoint; run `agentledger verify`",
+            "checkpoint; no proof is given. Run `agentledger verify`",
             code="log-broken",
         )
     return Proof(bytes(raw), leaf, tuple(nodes), note.text())

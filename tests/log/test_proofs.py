@@ -130,6 +130,39 @@ def test_prove_a_missing_entry_is_not_found(ledger: Ledger, cli: Any) -> None:
     assert cli("prove", "nope", "0").code == 1
 
 
+def test_prove_refuses_an_edited_entry_instead_of_handing_out_a_proof_that_fails(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    """``prove`` built the leaf from the stored hash column beside the bytes: with the
+    bytes edited it printed a proof (exit 0) that every verifier then rejects. The leaf
+    is now the bytes' hash: an edited entry, or a log that does not hold it, is refused as
+    tampering (exit 2), and nothing is printed."""
+    import apsw
+
+    build(ledger, runs=2, entries=3)
+    assert cli("prove", "run-1", "2").code == 0
+    conn = apsw.Connection(str(ledger_path))
+    conn.execute(
+        "UPDATE entries SET bytes = CAST(replace(CAST(bytes AS TEXT), '\"n\"', '\"m\"') "
+        "AS BLOB) WHERE run_id = 'run-1' AND seq = 2"
+    )
+    conn.close()
+    edited = cli("prove", "run-1", "2")
+    assert edited.code == 2, edited.err
+    assert edited.out == "" and "bytes were changed" in edited.err
+    conn = apsw.Connection(str(ledger_path))  # bytes and hash rewritten together
+    raw = conn.execute("SELECT bytes FROM entries WHERE run_id = 'run-1' AND seq = 2").fetchall()
+    conn.execute(
+        "UPDATE entries SET hash = ? WHERE run_id = 'run-1' AND seq = 2",
+        (_core.entry_hash(bytes(raw[0][0])),),
+    )
+    conn.close()
+    rewritten = cli("prove", "run-1", "2")
+    assert rewritten.code == 2 and rewritten.out == "", rewritten.err
+    assert "do not prove" in rewritten.err
+    assert cli("prove", "run-1", "1").code == 0
+
+
 def test_a_json_bundle_of_the_blake3_log_before_schema_6_still_verifies() -> None:
     """An `agentledger-proof/v1` bundle as earlier versions wrote it: its note has a time
     line, its leaves are D("log-leaf", document) in a BLAKE3 tree."""
