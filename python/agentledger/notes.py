@@ -122,6 +122,15 @@ class Checkpoint:
                     return key_text
         return None
 
+    def claimed_by(self, trusted: Iterable[str]) -> str | None:
+        """The first trusted key one of the signatures names by its key id, whether or not
+        the signature verifies (one that names it and fails: the text was changed)."""
+        for key_text in trusted:
+            public_key = parse_public_key(key_text)
+            if any(s.key_id == key_id(s.name, public_key) for s in self.signatures):
+                return key_text
+        return None
+
     @classmethod
     def parse(cls, text: str | bytes) -> Checkpoint:
         """Parse a note; ``InvalidInput`` (code ``malformed-checkpoint``) if it is not one."""

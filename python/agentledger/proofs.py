@@ -279,7 +279,13 @@ def verify_proof(proof: Proof, trusted: Iterable[str]) -> ProofVerdict:
     problems: list[str] = []
     checkpoint = Checkpoint.parse(proof.checkpoint)
     signer = checkpoint.signed_by(sorted(trusted))
-    if signer is None:
+    claimed = None if signer is not None else checkpoint.claimed_by(sorted(trusted))
+    if claimed is not None:
+        problems.append(
+            f"the checkpoint's signature by {claimed}, a key you trust, does not verify: "
+            "the checkpoint's text was changed after it was signed"
+        )
+    elif signer is None:
         problems.append("the checkpoint is not signed by a trusted key")
     try:
         entry = json.loads(proof.entry, parse_constant=_reject_constant)

@@ -73,6 +73,33 @@ def test_a_proof_for_another_position_fails(proof_and_key: tuple[Proof, str]) ->
     assert not verify_proof(_tampered(proof, inclusion=(flipped, *proof.inclusion[1:])), [key]).ok
 
 
+def test_a_changed_checkpoint_under_a_trusted_key_says_so_not_trust_this_key(
+    proof_and_key: tuple[Proof, str], cli: Any, tmp_path: Path
+) -> None:
+    """A proof whose checkpoint text was edited failed with "not signed by a trusted key"
+    and advice to pass --trust with the very key already trusted. Its signature names the
+    trusted key: the text was changed after it was signed, and the report says that."""
+    proof, key = proof_and_key
+    lines = proof.checkpoint.split("\n")
+    lines[1] = str(int(lines[1]) + 1)  # the tree size line
+    edited = _tampered(proof, checkpoint="\n".join(lines))
+    verdict = verify_proof(edited, [key])
+    assert verdict.problems[0] == (
+        f"the checkpoint's signature by {key}, a key you trust, does not verify: "
+        "the checkpoint's text was changed after it was signed"
+    )
+    path = tmp_path / "edited.tlog-proof"
+    path.write_text(edited.text())
+    shown = cli("verify-proof", str(path), "--trust", key)
+    assert shown.code == 2
+    assert "text was changed" in shown.out and "--trust" not in shown.out
+    reviewer = str(tmp_path / "reviewer")  # a key folder that trusts nobody yet
+    untrusted = cli(
+        "verify-proof", str(path), "--home", reviewer, "--trust", "ed25519:" + "11" * 32
+    )
+    assert "not a key you trust" in untrusted.out
+
+
 def test_a_proof_against_an_untrusted_key_fails(proof_and_key: tuple[Proof, str]) -> None:
     proof, _ = proof_and_key
     verdict = verify_proof(proof, ["ed25519:" + "11" * 32])

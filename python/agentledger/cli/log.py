@@ -180,6 +180,14 @@ def _signatures(proof: Proof) -> list[dict[str, str]]:
     ]
 
 
+def _claims_a_trusted_key(proof: Proof, trusted: set[str]) -> bool:
+    """Whether a signature names a trusted key (then it failed over changed text: asking
+    the user to trust that key would send them the wrong way)."""
+    from agentledger.notes import Checkpoint  # verify-proof only
+
+    return Checkpoint.parse(proof.checkpoint).claimed_by(sorted(trusted)) is not None
+
+
 def _proven_entry(proof: Proof) -> dict[str, Any]:
     """The proven entry's run, seq, kind, time and body (read once the proof checked out)."""
     doc = json.loads(proof.entry)
@@ -247,7 +255,7 @@ def verify_proof_command(
     else:
         for problem in verdict.problems:
             app.console.print(Text(f"✗ {problem}", style="red"))
-        if verdict.signer is None:
+        if verdict.signer is None and not _claims_a_trusted_key(proof, trusted):
             for signature in signatures:
                 app.console.print(
                     Text(
