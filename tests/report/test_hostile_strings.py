@@ -110,3 +110,24 @@ def test_bernstein_workdir_strings_are_shown_safe(tmp_path: Path, cli: Any) -> N
         assert_shown_safe(result.out + result.err, name)
     assert results["verify"].code == 2
     assert "\\x1b[2J" in results["verify"].out + results["show"].out
+
+
+def test_a_newline_in_a_bernstein_field_never_draws_a_row_of_its_own(
+    tmp_path: Path, cli: Any
+) -> None:
+    """``show`` of an imported run printed a stage id, state or event name holding a
+    newline raw: the text after it read as a stage row of its own ("FAKE OK")."""
+    forged = "s1\r\n│   ├── FAKE OK  research  completed (ok)"
+    workdir = tmp_path / "workdir"
+    writer = WorkdirWriter(workdir)
+    run = writer.run("run-1")
+    run.record("task_claimed\nFAKE EVENT", task="t")
+    run.activity(forged, "research", {"summary": "s"},
+                 [("page", "https://example.org/", b"<html>page</html>")],
+                 terminal_state="failed", reason_code="why\nFAKE REASON")  # fmt: skip
+    run.close()
+    assert cli("import", "bernstein", str(workdir)).code == 0
+    shown = cli("show", "run-1")
+    assert "s1\\x0d\\x0a" in shown.out, shown.out
+    for line in shown.out.splitlines():
+        assert not line.lstrip("│├└─ ").startswith("FAKE"), shown.out

@@ -25,7 +25,7 @@ def _short(digest: object) -> str:
         return "-"
     prefix, _, rest = digest.rpartition(":")
     head = f"{prefix}:" if prefix else ""
-    return head + (rest[:HEX_SHOWN] + "…" if len(rest) > HEX_SHOWN else rest)
+    return safe(head + (rest[:HEX_SHOWN] + "…" if len(rest) > HEX_SHOWN else rest))
 
 
 def show_imported(
@@ -79,11 +79,11 @@ def imported_tree(run: ImportedRun) -> Tree:
     discarded = len(run.rows) - events
     title = Text.assemble(
         ("run ", "dim"),
-        (run.run_id, "bold"),
+        (safe(run.run_id), "bold"),
         ("  bernstein import", "cyan"),
         f"  {events} events",
         (f", {discarded} discarded line(s)" if discarded else "", "yellow"),
-        (f"  {run.path}", "dim"),
+        (f"  {safe(run.path)}", "dim"),
     )
     tree = Tree(title)
     if not run.held:
@@ -97,18 +97,20 @@ def imported_tree(run: ImportedRun) -> Tree:
         if unshown is not None:
             tree.add(
                 Text.assemble(
-                    (f"line {row['line']:>4} ", "dim"), (unshown, "yellow"), row["text"][:120]
+                    (f"line {row['line']:>4} ", "dim"),
+                    (unshown, "yellow"),
+                    safe(row["text"][:120]),
                 )
             )
             continue
         node = tree.add(
             Text.assemble(
-                (f"{row['index']!s:>4} ", "dim"),
-                (str(row["event"]), "cyan bold"),
+                (f"{safe(row['index']):>4} ", "dim"),
+                (safe(row["event"]), "cyan bold"),
                 "  ",
                 (_short(row["event_hash"]), "magenta"),
                 "  ",
-                (row["ts"] or "-", "dim"),
+                (safe(row["ts"] or "-"), "dim"),
             )
         )
         stage = stage_by_line.get(row["line"])
@@ -116,22 +118,23 @@ def imported_tree(run: ImportedRun) -> Tree:
             _add_stage(node, stage)
         else:
             body = json.dumps(row["payload"], ensure_ascii=False, sort_keys=True)
-            node.add(Text(body if len(body) <= 200 else body[:200] + "…"))
+            node.add(Text(safe(body if len(body) <= 200 else body[:200] + "…")))
     return tree
 
 
 def _add_stage(node: Tree, stage: dict[str, object]) -> None:
     from rich.text import Text
 
-    state = str(stage["terminal_state"])
+    # Every field is the workdir's text: a newline in one would draw a row of its own.
+    state = safe(stage["terminal_state"])
     node.add(
         Text.assemble(
-            (str(stage["stage_id"]), "bold"),
+            (safe(stage["stage_id"]), "bold"),
             "  ",
-            (str(stage["kind"]), "cyan"),
+            (safe(stage["kind"]), "cyan"),
             "  ",
             (state, "green" if state == "completed" else "red"),
-            (f" ({stage['reason_code']})", "dim"),
+            (f" ({safe(stage['reason_code'])})", "dim"),
         )
     )
     evidence = stage["evidence"]
