@@ -218,6 +218,11 @@ def test_cli_import_verify_activity_verify_and_export(cli: Any, tmp_path: Path) 
     assert cli("export", "bernstein", str(tmp_path / "out")).code == 0
     assert same_tree(SHAPES / ".sdd", tmp_path / "out" / ".sdd")
     assert cli("export", "bernstein", str(tmp_path / "out")).code == 64  # not empty
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")  # was an internal error (exit 70)
+    refused = cli("export", "bernstein", str(dangling))
+    assert refused.code == 64 and "symbolic link to nothing" in refused.err, refused.err
+    assert not (tmp_path / "nowhere").exists()
 
 
 def test_cli_import_checks_the_audit_chain_with_the_given_key(cli: Any, tmp_path: Path) -> None:

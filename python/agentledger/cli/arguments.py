@@ -97,6 +97,8 @@ def _not_precious(path: Path, what: str, key_home: Path) -> None:
 def output_folder(path: Path | str, what: str) -> Path:
     """A folder to write into: absent (its parent writable) or an empty folder."""
     path = Path(path)
+    if path.is_symlink() and not path.exists():
+        raise BadArgument(f"{what} {path}: a symbolic link to nothing ({os.readlink(path)})")
     if path.exists():
         if not path.is_dir():
             raise BadArgument(f"{what} {path}: not a folder")
