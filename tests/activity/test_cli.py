@@ -164,3 +164,41 @@ def test_a_malformed_result_document_is_refused_with_65(
     assert result.code == 65, (case, result.err)
     assert result.err.startswith("error [")
     assert cli("show", "r").code == 1
+
+
+def test_a_key_given_twice_is_refused_not_the_last_one_kept(cli: Any, tmp_path: Path) -> None:
+    """``{"reason_code": "", "reason_code": "ok"}`` was recorded with the second value: the
+    empty reason the boundary refuses was masked. A repeated key, and a BOM on stdin, are
+    malformed JSON (docs/FORMAT.md §1): exit 65, nothing written."""
+    doc = json.dumps(_valid_result_document())
+    assert doc.startswith('{"')
+    twice = '{"terminal_state": "bogus", ' + doc[1:]  # the document's own value comes last
+    path = tmp_path / "result.json"
+    path.write_text(twice)
+    recorded = cli("activity", "record", "r", "s1", str(path))
+    assert recorded.code == 65 and "duplicate key 'terminal_state'" in recorded.err, recorded.err
+    appended = cli("append", "r", "step", '{"a": 1, "a": 2}')
+    assert appended.code == 65 and "duplicate key 'a'" in appended.err, appended.err
+    nested = cli("append", "r", "step", '{"a": {"b": 1, "b": 1}}')
+    assert nested.code == 65
+    assert cli("show", "r").code == 1  # nothing was written
+
+
+def test_append_reads_stdin_as_strict_json(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "AGENTLEDGER_HOME": str(tmp_path / "keys")}
+    agentledger = str(Path(sys.executable).parent / "agentledger")
+    command = [agentledger, "--ledger", str(tmp_path / "l.db")]
+    bom = subprocess.run(
+        [*command, "append", "r", "step", "-"], input=b'\xef\xbb\xbf{"a": 1}', env=env,
+        capture_output=True, check=False,
+    )  # fmt: skip
+    assert bom.returncode == 65, bom.stderr
+    plain = subprocess.run(
+        [*command, "append", "r", "step", "-"], input=b'{"a": 1}', env=env,
+        capture_output=True, check=False,
+    )  # fmt: skip
+    assert plain.returncode == 0, plain.stderr

@@ -37,26 +37,42 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
-def read_json_document(path: Path) -> Any:
-    """Parse a JSON file (``-`` for stdin) the way ``JSON.parse`` would accept it.
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    document: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in document:  # JSON.parse keeps the last one silently; a ledger refuses
+            raise ValueError(f"duplicate key {key!r}")
+        document[key] = value
+    return document
 
-    A missing or unreadable file is :class:`BadArgument` (exit 64); anything not strict
-    JSON (``NaN``, ``Infinity``, a BOM, invalid UTF-8) is :class:`InvalidInput` (exit 65).
-    """
-    name = "stdin" if str(path) == "-" else str(path)
-    data = read_capped(path, MAX_DOCUMENT_BYTES, "a JSON document")
+
+def parse_json_document(data: bytes, name: str) -> Any:
+    """``data`` parsed as strict JSON: UTF-8 without a BOM, no ``NaN`` or ``Infinity``, no
+    key twice in one object (docs/FORMAT.md §1). Anything else is :class:`InvalidInput`
+    (exit 65), naming ``name``."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         raise InvalidInput(f"{name}: not UTF-8 (byte offset {error.start})") from None
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as error:
         raise InvalidInput(
             f"{name}: malformed JSON: {error.msg} (line {error.lineno}, column {error.colno})"
         ) from None
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:
         raise InvalidInput(f"{name}: malformed JSON: {error}") from None
+
+
+def read_json_document(path: Path) -> Any:
+    """Parse a JSON file (``-`` for stdin) with :func:`parse_json_document`.
+
+    A missing or unreadable file is :class:`BadArgument` (exit 64); anything not strict
+    JSON (``NaN``, ``Infinity``, a BOM, invalid UTF-8, a repeated key) is
+    :class:`InvalidInput` (exit 65).
+    """
+    name = "stdin" if str(path) == "-" else str(path)
+    return parse_json_document(read_capped(path, MAX_DOCUMENT_BYTES, "a JSON document"), name)
 
 
 # ---- verifying commands (verify, activity verify, demo, checkpoint, fsck) -----------------

@@ -15,6 +15,7 @@ import apsw
 import click
 
 from agentledger.bookkeeping import BERNSTEIN_RUN, GC_RUN, TEAM_RUN
+from agentledger.cli.common import parse_json_document
 from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option, width_option
 from agentledger.display import json_text, safe, shorten
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
@@ -81,19 +82,15 @@ def _read_body(body: str | None) -> dict[str, Any]:
     where = "stdin" if body == "-" else "BODY"
     raw = click.get_binary_stream("stdin").read() if body == "-" else body.encode("utf-8")
     try:
-        value = json.loads(raw, parse_constant=_not_json)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{where}: malformed JSON: {exc}", code="invalid-body") from None
+        value = parse_json_document(raw, where)
+    except InvalidInput as exc:
+        raise InvalidInput(exc.message, code="invalid-body") from None
     if not isinstance(value, dict):
         raise InvalidInput(
             f"{where}: the body must be a JSON object, not {type(value).__name__}",
             code="invalid-body",
         )
     return value
-
-
-def _not_json(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
 
 
 def entry_json(entry: Entry) -> dict[str, Any]:
