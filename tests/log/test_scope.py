@@ -88,3 +88,37 @@ def test_a_seal_no_parser_can_read_is_a_finding_not_a_crash(
         assert "checkpoint.origin" in checks, checks
         shown = cli("show", "run-1", "--json", ledger=copy)
         assert shown.code == 2, shown.err
+
+
+def test_named_runs_of_an_archive_are_proven_in_its_sources_checkpoint_too(
+    ledger: Ledger, cli: Any, tmp_path: Path
+) -> None:
+    """A damaged source proof was found by ``verify --all`` only: ``verify RUN`` and
+    ``show RUN`` of the same archive said clean (exit 0)."""
+    build(ledger, runs=3, entries=3)
+    out = tmp_path / "review.db"
+    assert cli("archive", str(out), "run-0", "run-2").code == 0
+    assert cli("verify", "run-2", "--json", ledger=out).code == 0
+    with raw(out) as conn:  # one proof node of run-2's first entry replaced
+        seal = json.loads(
+            conn.execute("SELECT value FROM ledger_meta WHERE key = 'archive'").fetchall()[0][0]
+        )
+        seal["source_proofs"][3][1][0] = base64.b64encode(bytes(32)).decode()
+        conn.execute("UPDATE ledger_meta SET value = ? WHERE key = 'archive'", (json.dumps(seal),))
+    named = cli("verify", "run-2", "--json", ledger=out)
+    assert named.code == 2
+    found = {
+        (run["run"], d["check"], d["seq"])
+        for run in named.json()["failures"]
+        for d in run["divergences"]
+    }
+    assert found == {("run-2", "archive.source", 0)}
+    assert cli("show", "run-2", ledger=out).code == 2
+    untouched = cli("verify", "run-0", "--json", ledger=out)
+    assert untouched.code == 0, untouched.out
+    with raw(out) as conn:
+        seal["source_proofs"] = []
+        conn.execute("UPDATE ledger_meta SET value = ? WHERE key = 'archive'", (json.dumps(seal),))
+    emptied = cli("verify", "run-0", "--json", ledger=out)
+    assert emptied.code == 2
+    assert [d["check"] for d in emptied.json()["workspace"]] == ["archive.source"]

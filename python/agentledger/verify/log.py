@@ -261,6 +261,9 @@ def check_log(ctx: VerifyContext) -> None:
     ctx.report.match_checkpoint(newest, trusted)
     if not plan.covers_workspace:
         _check_selected_runs(ctx, plan, newest, trusted)
+        if plan.seal is not None and plan.archive:
+            # Named runs of an archive: their entries proven in the source's checkpoint too.
+            _check_archive_source(ctx, plan.seal, trusted, only=set(ctx.selected_runs))
         return
     unlogged = _check_unlogged(ctx)
     if plan.rebuilt is None:
@@ -876,10 +879,11 @@ def _check_exported(
 
 
 def _check_archive_source(
-    ctx: VerifyContext, seal: dict[str, object], trusted: set[str]
+    ctx: VerifyContext, seal: dict[str, object], trusted: set[str], only: set[str] | None = None
 ) -> Checkpoint | None:
     """An archive carries its source's signed checkpoint and, for every archived entry, an
-    inclusion proof in it: each entry is proven to be the one its source signed."""
+    inclusion proof in it: each entry is proven to be the one its source signed. With
+    ``only`` (named runs), an entry of another run that fails is not reported."""
     subject = "archive source"
     text, proofs = seal.get("source_checkpoint"), seal.get("source_proofs")
     if not isinstance(text, str) or not isinstance(proofs, list):
@@ -922,6 +926,8 @@ def _check_archive_source(
     for (_, run_id, seq, _), data, item, holds in zip(rows, leaves, proofs, held, strict=True):
         if not (_source_proof_holds(source, data, item) if holds is None else holds):
             ok = False
+            if only is not None and run_id not in only:
+                continue
             ctx.diverged(
                 run_id,
                 Divergence(
