@@ -194,7 +194,7 @@ CHECKS: dict[str, CheckInfo] = _table(
     ("log.tiles", "The stored tree of the log (its tiles) is not the tree of the entries or of the "
      "signed checkpoint.",
      "the tree of the logged entries, or of the signed checkpoint", "what the stored tiles give"),
-    ("log.inclusion", "A named run's entry is not the leaf the signed log holds at its place: "
+    ("log.inclusion", "A run's entry is not the leaf the signed log holds at its place: "
      "it was edited, re-chained or added after signing.",
      "the leaf of the signed checkpoint at this place", "what the entry gives now"),
     ("log.unsigned", "An entry of a named run was added after the newest signed checkpoint.",

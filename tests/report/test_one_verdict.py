@@ -188,3 +188,58 @@ def test_runs_lists_a_run_whose_cached_head_was_edited_with_what_it_holds(
     assert sorted(row["run"] for row in diverged) == ["hidden", "shifted"]
     by_size = [row["run"] for row in cli("runs", "--sort", "entries", "--json").json()["runs"]]
     assert by_size == ["hidden", "shifted", "other"]
+
+
+def test_a_run_rewritten_under_the_signed_log_reads_diverged_in_verify_all_too(
+    ledger_path: Path, cli: Any
+) -> None:
+    """A run rewritten from step 2 with a consistent chain (bytes, hashes, links, head):
+    ``verify RUN`` and ``show`` named its steps (``log.inclusion``), while ``verify --all``
+    put only ``log.root`` on the workspace and called the run clean, and so did ``runs``."""
+    import apsw
+
+    from agentledger import _core
+
+    with Ledger.open(ledger_path) as ledger:
+        for run_id in ("r0", "r1", "r2"):
+            ledger.run(run_id).append_many([("step", {"n": n}) for n in range(4)])
+    conn = apsw.Connection(str(ledger_path))
+    with conn:
+        rows = conn.execute(
+            "SELECT seq, bytes FROM entries WHERE run_id = 'r1' AND seq >= 2 ORDER BY seq"
+        ).fetchall()
+        prev = (
+            "blake3:"
+            + bytes(
+                conn.execute("SELECT hash FROM entries WHERE run_id = 'r1' AND seq = 1").fetchall()[
+                    0
+                ][0]
+            ).hex()
+        )
+        for seq, raw in rows:
+            doc = json.loads(raw)
+            doc["prev"] = prev
+            doc["body"]["n"] = 100 + seq
+            new = _core.canonicalize(doc)
+            digest = _core.entry_hash(new)
+            conn.execute(
+                "UPDATE entries SET bytes = ?, hash = ? WHERE run_id = 'r1' AND seq = ?",
+                (new, digest, seq),
+            )
+            prev = "blake3:" + digest.hex()
+        conn.execute("UPDATE runs SET head_hash = ? WHERE run_id = 'r1'", (digest,))
+    conn.close()
+    whole = cli("verify", "--all", "--json")
+    assert whole.code == 2
+    report = whole.json()
+    by_run = {
+        f["run"]: {(d["seq"], d["check"]) for d in f["divergences"]} for f in report["failures"]
+    }
+    assert by_run == {"r1": {(2, "log.inclusion"), (3, "log.inclusion")}}
+    assert "log.root" in {d["check"] for d in report["workspace"]}
+    named = cli("verify", "r1", "--json").json()
+    assert {(d["seq"], d["check"]) for f in named["failures"] for d in f["divergences"]} >= by_run[
+        "r1"
+    ]
+    statuses = {row["run"]: row["status"] for row in cli("runs", "--json").json()["runs"]}
+    assert statuses == {"r0": "clean", "r1": "diverged", "r2": "clean"}

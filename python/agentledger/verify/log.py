@@ -358,6 +358,7 @@ def check_log(ctx: VerifyContext) -> None:
             )
     elif note.root != root:
         _diverged(ctx, "log.root", _b64(note.root), _b64(root) + " (entries changed)", "log")
+        _name_changed_leaves(ctx, reader, newest)
     # Proofs against the signed log come from the tiles, which must then be its tree.
     proven_size, proven_root = (state.size, root) if tiles_ok else (note.size, note.root)
     if plan.exported is not None:
@@ -664,6 +665,41 @@ def _check_unlogged(ctx: VerifyContext) -> int:
             run_id, Divergence(run_id, seq, "log.unlogged", "a leaf of the workspace log", "none")
         )
     return count
+
+
+def _name_changed_leaves(
+    ctx: VerifyContext, reader: tiles.TileReader, newest: StoredCheckpoint
+) -> None:
+    """Entries changed under a signed log (bytes, hash and chain rewritten together): when
+    the stored leaf hashes are still the signed tree's (they hash to its root), each entry
+    whose leaf differs from the one signed at its position is named on its run, as
+    ``verify RUN`` names it (``log.inclusion``): the run is not clean."""
+    note = newest.checkpoint
+    try:
+        signed = b"".join(
+            reader.hashes(0, start, min(tiles.TILE_WIDTH, note.size - start))
+            for start in range(0, note.size, tiles.TILE_WIDTH)
+        )
+    except AgentLedgerError:
+        return  # the tiles are damaged too: nothing signed names the leaves
+    if _core.merkle_root_of_hashes(signed) != note.root:
+        return  # rewritten with the entries: the log.root finding is all that can be said
+    for leaf, run_id, seq, digest in wslog.fetch(ctx.conn, wslog.LEAF_RANGE, (0, note.size)):
+        at = leaf * wslog.HASH_LEN
+        if (
+            tiles.leaf_hash(_core.log_leaf(run_id, seq, bytes(digest)))
+            != signed[at : at + wslog.HASH_LEN]
+        ):
+            ctx.diverged(
+                run_id,
+                Divergence(
+                    run_id,
+                    seq,
+                    "log.inclusion",
+                    f"leaf {leaf} of checkpoint {newest.id}",
+                    "not that leaf: the entry was edited, re-chained or added after signing",
+                ),
+            )
 
 
 def _check_selected_runs(
