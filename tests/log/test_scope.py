@@ -122,3 +122,21 @@ def test_named_runs_of_an_archive_are_proven_in_its_sources_checkpoint_too(
     emptied = cli("verify", "run-0", "--json", ledger=out)
     assert emptied.code == 2
     assert [d["check"] for d in emptied.json()["workspace"]] == ["archive.source"]
+
+
+def test_an_archives_checkpoint_given_to_its_source_is_another_origin_not_a_rollback(
+    ledger: Ledger, cli: Any, tmp_path: Path
+) -> None:
+    """``verify --checkpoint`` with an archive's exported checkpoint reported the source
+    ledger as rolled back, with advice to adopt a restored backup."""
+    build(ledger, runs=3, entries=2)
+    out = tmp_path / "review.db"
+    assert cli("archive", str(out), "run-1").code == 0
+    exported = tmp_path / "archive-cp.txt"
+    assert cli("checkpoint", "--export", str(exported), ledger=out).code == 0
+    result = cli("verify", "--all", "--checkpoint", str(exported), "--json")
+    assert result.code == 2
+    checks = {d["check"]: d for d in result.json()["workspace"]}
+    assert set(checks) == {"checkpoint.origin"}, checks
+    assert "an archive's checkpoint" in checks["checkpoint.origin"]["actual"]
+    assert "adopt" not in result.out

@@ -880,6 +880,19 @@ def _check_exported(
         _diverged(ctx, "checkpoint.origin", exported.ledger_id, ctx.ledger.id, subject)
         return
     plan = ctx.log_plan
+    archive = plan.archive if isinstance(plan, LogPlan) else ""
+    if exported.archive and exported.archive != archive:
+        # An archive's own log is another log than its source's: never a rollback of it.
+        _diverged(
+            ctx,
+            "checkpoint.origin",
+            Checkpoint(ctx.ledger.id, 0, b"", "", archive=archive).origin,
+            f"{exported.origin} (another archive's checkpoint)"
+            if archive
+            else f"{exported.origin} (an archive's checkpoint, not this ledger's)",
+            subject,
+        )
+        return
     if isinstance(plan, LogPlan) and plan.archive and not exported.archive:
         # A reviewer holds the source's checkpoint: an archive is a selection of that
         # ledger, judged by the source checkpoint its entries are proven in.
