@@ -298,6 +298,14 @@ def _prove_copies(
 def _source_checkpoint(ledger: LedgerHandle, source: apsw.Connection, state: Proven) -> str:
     """The source's signed checkpoint of exactly the proven log the copies come from."""
     newest = notes.newest_checkpoint(source)
+    if newest is not None and newest.checkpoint.archive:
+        # Its entries are proven in its own source's checkpoint, which a second archive
+        # could not carry: it would never verify.
+        raise InvalidInput(
+            f"{ledger.path} is an archive: archive the runs from its source ledger, or "
+            "copy the file; nothing was written",
+            code="archive-of-archive",
+        )
     if newest is None or (newest.checkpoint.size, newest.checkpoint.root) != (
         state.size,
         state.root,

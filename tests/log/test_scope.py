@@ -140,3 +140,17 @@ def test_an_archives_checkpoint_given_to_its_source_is_another_origin_not_a_roll
     assert set(checks) == {"checkpoint.origin"}, checks
     assert "an archive's checkpoint" in checks["checkpoint.origin"]["actual"]
     assert "adopt" not in result.out
+
+
+def test_an_archive_is_not_archived_again(ledger: Ledger, cli: Any, tmp_path: Path) -> None:
+    """``archive`` of an archive exited 0 and wrote a file that could never verify clean
+    (its entries are proven in a source checkpoint a second archive cannot carry)."""
+    build(ledger, runs=2, entries=2)
+    out = tmp_path / "review.db"
+    assert cli("archive", str(out)).code == 0
+    before = out.read_bytes()
+    again = cli("archive", str(tmp_path / "again.db"), ledger=out)
+    assert again.code == 65 and "is an archive" in again.err, again.err
+    assert not (tmp_path / "again.db").exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".again")) == []
+    assert out.read_bytes() == before
