@@ -98,13 +98,16 @@ def _e(value: object) -> str:
     return html.escape(safe(value), quote=True)
 
 
-_ANCHOR_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+_ANCHOR_UNSAFE = re.compile(r"[^A-Za-z0-9.-]")
 
 
 def anchor(*parts: object) -> str:
-    """An id attribute from run ids and steps (other characters spelled as hex)."""
-    text = "-".join(str(part) for part in parts)
-    return _ANCHOR_UNSAFE.sub(lambda m: f"_{ord(m.group()):x}_", text)
+    """The parts of an id attribute (a run id, a step, a check), each with every other
+    character spelled ``_<hex>_`` (``_`` too, so spelling is one-to-one), joined by ``:``,
+    which no spelled part holds: run ``x``'s step 1 and run ``x-step-1`` never share one."""
+    return ":".join(
+        _ANCHOR_UNSAFE.sub(lambda m: f"_{ord(m.group()):x}_", str(part)) for part in parts
+    )
 
 
 def _plural(n: int, word: str, many: str | None = None) -> str:
@@ -231,7 +234,7 @@ def _finding(divergence: Divergence, where: str | None = None) -> str:
 
 def _run(verdict: RunVerdict, extra: list[Divergence], status: str) -> str:
     """One failing run; ``status`` is the report's (``VerifyReport.status_of``)."""
-    run_anchor = anchor("run", verdict.run_id)
+    run_anchor = "run-" + anchor(verdict.run_id)
     checks = sorted({d.check for d in [*verdict.divergences, *extra]})
     search = " ".join([verdict.run_id, status, *checks]).lower()
     by_step: dict[int | None, list[Divergence]] = defaultdict(list)
@@ -242,7 +245,7 @@ def _run(verdict: RunVerdict, extra: list[Divergence], status: str) -> str:
         why = verdict.not_found or "no such run in this ledger"
         steps.append(f"<p class=status-missing>{_e(why)}</p>")
     for seq in sorted(by_step, key=lambda s: (s is not None, s or 0)):
-        step_anchor = anchor("run", verdict.run_id, "run" if seq is None else f"step-{seq}")
+        step_anchor = "run-" + anchor(verdict.run_id, "run" if seq is None else f"step-{seq}")
         title = "the run" if seq is None else f"step {seq}"
         body = "".join(_finding(d) for d in by_step[seq])
         steps.append(

@@ -76,7 +76,7 @@ def test_the_demo_report_in_chromium_at_1000px(
     page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
     assert page.evaluate("document.documentElement.scrollWidth") <= 1000
     edited = demo.run("entry.hash")
-    assert page.locator(f"#run-{edited}-step-3").is_visible()
+    assert page.locator(f'[id="run-{edited}:step-3"]').is_visible()
     page.screenshot(path=str(tmp_path / "report-1000px.png"), full_page=True)
     assert (tmp_path / "report-1000px.png").stat().st_size > 10_000
     # The filter box works offline: only the matching run stays.
@@ -104,7 +104,7 @@ def test_hundreds_of_failing_runs_are_all_there_and_fit_1000px(
     assert page.evaluate("document.documentElement.scrollWidth") <= 1000
     page.fill("#filter", "run-000150")
     assert _shown_runs(page) == ["run-run-000150"]
-    page.goto(report_file.as_uri() + "#run-run-000007-step-3")
+    page.goto(report_file.as_uri() + "#run-run-000007:step-3")
     assert page.evaluate("document.getElementById('run-run-000007').open") is True
     assert requests == []
     page.close()

@@ -213,7 +213,23 @@ def test_the_html_holds_every_failing_run_and_what_was_verified() -> None:
     html = render_html(report)
     assert "<title>agentledger verify: diverged — /x/ledger.db</title>" in html
     assert all(f'id="run-run-{i:06d}"' in html for i in range(201))
-    assert 'id="run-run-000003-step-3"' in html
+    assert 'id="run-run-000003:step-3"' in html
     assert "see --json" not in html
     assert "<svg" in html and "http://" not in html.replace("http://www.w3.org/2000/svg", "")
     assert html_escape(explain("entry.hash").means) in html
+
+
+def test_every_anchor_of_the_html_is_unique_whatever_the_run_ids() -> None:
+    """Run ``x``'s step 1 and the run named ``x-step-1`` shared ``id="run-x-step-1"``: a
+    link to one opened the other. Ids are spelled one-to-one, and ``:`` separates parts."""
+    ids = ["x", "x-step-1", "x_2d_step", "x-step", "a_b", "a_5f_b", "r:1"]
+    report = VerifyReport(runs=[RunVerdict(run_id, entries=2) for run_id in ids])
+    for verdict in report.runs:
+        verdict.add(Divergence(verdict.run_id, 1, "entry.hash", "e", "a"))
+        verdict.add(Divergence(verdict.run_id, None, "run.head_seq", "1", "0"))
+    html = render_html(report)
+    found = re.findall(r'\bid="([^"]*)"', html)
+    assert len(found) == len(set(found)), sorted(f for f in found if found.count(f) > 1)
+    assert 'id="run-x:step-1"' in html and 'id="run-x-step-1"' in html
+    for link in re.findall(r'href="#([^"]*)"', html):
+        assert link in found, link
