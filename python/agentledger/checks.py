@@ -457,6 +457,12 @@ def _int(text: str) -> int | None:
 
 
 EDITED = "the bytes changed after they were written"
+MISFILED = {
+    # Columns beside the bytes (the bytes themselves may be intact: no entry.hash then).
+    "entry.run": "filed under another run than its bytes name",
+    "entry.seq": "filed at another step than its bytes name",
+    "entry.kind": "the kind column and the kind in its bytes disagree",
+}
 
 
 def says(check: str, expected: str, actual: str, seq: int | None = None) -> str | None:
@@ -486,8 +492,10 @@ def says(check: str, expected: str, actual: str, seq: int | None = None) -> str 
         return "the entry before it was changed, removed or replaced"
     if check == "activity.evidence_set_hash":
         return "its observation hashes no longer give the pinned hash"
-    if check.startswith("entry."):
+    if check in ("entry.hash", "entry.json", "entry.canonical"):
         return EDITED
+    if check in MISFILED:
+        return MISFILED[check]
     if check == "blob.missing":
         return f"{expected} is not in the blob store"
     if check == "log.rollback":

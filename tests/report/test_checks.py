@@ -58,3 +58,20 @@ def test_explain_prints_one_check_and_lists_them_all(cli: Any) -> None:
     listing = cli("explain", "--json").json()
     assert [item["check"] for item in listing["checks"]] == list(CHECKS)
     assert cli("explain", "no.such").code == 1
+
+
+def test_a_column_edit_is_not_said_to_be_a_change_of_the_bytes(ledger_path: Path, cli: Any) -> None:
+    """A kind column edited, or two rows' seq swapped, were said to be "the bytes changed
+    after they were written", though the bytes were intact (no entry.hash finding)."""
+    import apsw
+
+    from agentledger import Ledger
+
+    with Ledger.open(ledger_path) as ledger:
+        ledger.run("r").append_many([("step", {"n": n}) for n in range(3)])
+    conn = apsw.Connection(str(ledger_path))
+    conn.execute("UPDATE entries SET kind = 'other' WHERE run_id = 'r' AND seq = 1")
+    conn.close()
+    report = cli("verify", "--json").json()
+    said = {d["check"]: d["says"] for f in report["failures"] for d in f["divergences"]}
+    assert said == {"entry.kind": "the kind column and the kind in its bytes disagree"}
