@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,10 @@ def test_keys_export_vkey_verifies_the_checkpoint_and_names_the_origin(
     key_id = hashlib.sha256(origin.encode() + b"\n\x01" + public).digest()[:4]
     encoded = base64.b64encode(b"\x01" + public).decode()
     assert vkey == f"{origin}+{key_id.hex()}+{encoded}"
+    # --json (global or the command's): one JSON object, as every reporting command prints
+    for args in (("keys", "export", "--vkey", "--json"), ("--json", "keys", "export", "--vkey")):
+        assert json.loads(cli(*args).out) == {"key": install_public_key(ledger), "vkey": vkey}
+    assert json.loads(cli("keys", "export", "--json").out) == {"key": install_public_key(ledger)}
     assert note.text().split("\n")[:4] == [
         origin,
         "4",

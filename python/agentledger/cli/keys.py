@@ -93,8 +93,9 @@ def keys_show(app: AppContext, as_json: bool) -> None:
     is_flag=True,
     help="Print the signed-note verifier key of this ledger's checkpoints instead.",
 )
+@json_option
 @click.pass_obj
-def keys_export(app: AppContext, vkey: bool) -> None:
+def keys_export(app: AppContext, vkey: bool, as_json: bool) -> None:
     """Print the install public key as ed25519:<64 hex> (for another machine's --trust).
 
     With --vkey, the signed-note verifier key <origin>+<key id>+<key> the current ledger's
@@ -106,6 +107,7 @@ def keys_export(app: AppContext, vkey: bool) -> None:
       agentledger keys export > signer.txt
       agentledger verify --trust "$(agentledger keys export)"
       agentledger --ledger ws.db keys export --vkey > ws.vkey
+      agentledger keys export --vkey --json   # {"key": ..., "vkey": ...}
     """
     own = _store(app).install_public_key()
     if own is None:
@@ -113,7 +115,10 @@ def keys_export(app: AppContext, vkey: bool) -> None:
             "no install key yet: run `agentledger keys init` (or record a data/ops stage)"
         )
     if not vkey:
-        click.echo(own)
+        if as_json:
+            emit_json({"key": own})
+        else:
+            click.echo(own)
         return
     from agentledger.keys import parse_public_key  # --vkey only
     from agentledger.notes import ORIGIN_PREFIX, newest_checkpoint
@@ -123,7 +128,11 @@ def keys_export(app: AppContext, vkey: bool) -> None:
         # An archive signs under an origin of its own (its newest checkpoint names it).
         newest = newest_checkpoint(conn)
         origin = newest.checkpoint.origin if newest is not None else ORIGIN_PREFIX + ledger.id
-    click.echo(verifier_key(origin, parse_public_key(own)))
+    verifier = verifier_key(origin, parse_public_key(own))
+    if as_json:
+        emit_json({"key": own, "vkey": verifier})
+    else:
+        click.echo(verifier)
 
 
 @keys.command("trust")
