@@ -279,10 +279,10 @@ def verify_proof(proof: Proof, trusted: Iterable[str]) -> ProofVerdict:
     problems: list[str] = []
     checkpoint = Checkpoint.parse(proof.checkpoint)
     signer = checkpoint.signed_by(sorted(trusted))
-    claimed = None if signer is not None else checkpoint.claimed_by(sorted(trusted))
-    if claimed is not None:
+    named_key = None if signer is not None else checkpoint.claimed_by(sorted(trusted))
+    if named_key is not None:
         problems.append(
-            f"the checkpoint's signature by {claimed}, a key you trust, does not verify: "
+            f"the checkpoint's signature by {named_key}, a key you trust, does not verify: "
             "the checkpoint's text was changed after it was signed"
         )
     elif signer is None:

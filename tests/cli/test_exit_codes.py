@@ -95,6 +95,8 @@ def test_2_diverged(workspace: Path, env: dict[str, str]) -> None:
         ["verify", "--audit-key", "/no/such/audit.key"],
         ["verify", "--checkpoint", "/no/such/cp.txt"],
         ["verify", "--checkpoint", "MALFORMED"],
+        ["verify", "--audit-key", "SHORTKEY"],
+        ["verify", "--tsa-bundle", "JUNK"],
         ["activity", "verify", "run-00001", "--trust", "/no/such/trust.keys"],
         ["fsck", "--audit-key", "/no/such/audit.key"],
         ["checkpoint", "--export", "/no/such/dir/cp.txt"],
@@ -115,6 +117,15 @@ def test_64_a_bad_argument_is_named_before_any_work(
         bad = tmp_path / "cp.txt"
         bad.write_text("not a checkpoint\n")
         args = [str(bad) if a == "MALFORMED" else a for a in args]
+    if "SHORTKEY" in args:  # a key too short to be an audit key: a malformed file argument
+        short = tmp_path / "audit.key"
+        short.write_bytes(b"secret")
+        short.chmod(0o600)
+        args = [str(short) if a == "SHORTKEY" else a for a in args]
+    if "JUNK" in args:  # a ledger without sealed bernstein runs never needed to read it
+        junk = tmp_path / "tsa.pem"
+        junk.write_text("junk\n")
+        args = [str(junk) if a == "JUNK" else a for a in args]
     before = state(workspace)
     result = run(*args, env=env)
     assert result.returncode == 64, result.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from agentledger.errors import AgentLedgerError, BadArgument
 
@@ -143,13 +144,35 @@ def audit_key_file(path: Path | None) -> Path | None:
     """``--audit-key``: an existing, readable, non-empty key file."""
     if path is None:
         return None
+    from agentledger.keys import MIN_AUDIT_KEY_BYTES
+
     input_file(path, "--audit-key")
     try:
-        if not path.read_bytes().strip():
-            raise BadArgument(f"--audit-key {path}: the file is empty")
+        size = len(path.read_bytes().strip())
     except OSError as exc:
         raise BadArgument(f"--audit-key {path}: cannot read ({exc.strerror})") from None
+    if not size:
+        raise BadArgument(f"--audit-key {path}: the file is empty")
+    if size < MIN_AUDIT_KEY_BYTES:
+        raise BadArgument(
+            f"--audit-key {path}: {size} bytes; an audit key has at least {MIN_AUDIT_KEY_BYTES}"
+        )
     return path
+
+
+def tsa_bundle(path: Path | None) -> list[Any] | None:
+    """``--tsa-bundle``: the trusted TSA certificates it holds, or a usage error (exit 64),
+    found before any work (a verify reads it only if a sealed bernstein run needs it)."""
+    if path is None:
+        return None
+    from agentledger.bernstein.tsa_trust import load_trust_bundle  # only with --tsa-bundle
+    from agentledger.limits import MAX_DOCUMENT_BYTES, read_capped
+
+    input_file(path, "--tsa-bundle")
+    try:
+        return load_trust_bundle(read_capped(path, MAX_DOCUMENT_BYTES, "a trust bundle"))
+    except (OSError, ValueError) as exc:
+        raise BadArgument(f"--tsa-bundle {path}: {exc}", code="bad-tsa-bundle") from None
 
 
 def checkpoint_file(path: Path | None) -> Path | None:

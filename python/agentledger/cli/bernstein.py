@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import click
-from cryptography import x509
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.text import Text
 
@@ -29,13 +28,12 @@ from agentledger.bernstein.replay_verdict import replay_verdict
 from agentledger.bernstein.run_receipts import receipt_path
 from agentledger.bernstein.seal_anchors import seal_anchor_path
 from agentledger.bernstein.seal_verdict import seal_verdict
-from agentledger.bernstein.tsa_trust import load_trust_bundle
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.cli import arguments
 from agentledger.cli.console import styled
 from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option
 from agentledger.display import safe
-from agentledger.errors import BadArgument, ExitCode, InvalidInput, NotFound
+from agentledger.errors import ExitCode, InvalidInput, NotFound
 from agentledger.ledger import Ledger
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_KEY_FILE_BYTES, read_capped
 from agentledger.verify import VerifyOptions
@@ -346,7 +344,7 @@ def bernstein_audit_verify(
             witness = witness_key(read_capped(witness_key_file, MAX_KEY_FILE_BYTES, "a key"))
         except ValueError as exc:
             raise InvalidInput(f"--witness-key {witness_key_file}: {exc}", code="bad-key") from None
-    tsa_bundle = tsa_bundle_option(tsa_bundle_file)
+    tsa_bundle = arguments.tsa_bundle(tsa_bundle_file)
     witness_state = None
     if witness_state_dir is not None:
         witness_state = _state_reader(arguments.input_folder(witness_state_dir, "--witness-state"))
@@ -401,7 +399,7 @@ def bernstein_seal_verify(
       agentledger bernstein seal-verify run-001 --tsa-bundle tsa-roots.pem
       agentledger bernstein seal-verify run-001 --tsa-bundle tsa-roots.pem --json
     """
-    trusted = tsa_bundle_option(tsa_bundle_file)
+    trusted = arguments.tsa_bundle(tsa_bundle_file)
     with app.open_ledger(readonly=True) as ledger, ledger.db.snapshot() as conn:
         workdir = LedgerWorkdir(conn, ledger.blobs)
         journal = workdir.runs.get(run_id, journal_path(run_id))
@@ -505,17 +503,6 @@ def _state_reader(folder: Path) -> Callable[[str], bytes | None]:
         return read_capped(path, MAX_DOCUMENT_BYTES, "a witness pin") if path.is_file() else None
 
     return read
-
-
-def tsa_bundle_option(path: Path | None) -> list[x509.Certificate] | None:
-    """``--tsa-bundle``: the trusted TSA certificates, or a usage error (exit 64)."""
-    if path is None:
-        return None
-    arguments.input_file(path, "--tsa-bundle")
-    try:
-        return load_trust_bundle(read_capped(path, MAX_DOCUMENT_BYTES, "a trust bundle"))
-    except (OSError, ValueError) as exc:
-        raise BadArgument(f"--tsa-bundle {path}: {exc}", code="bad-tsa-bundle") from None
 
 
 @bernstein_group.command("receipt-verify")

@@ -92,9 +92,9 @@ def demo(app: AppContext, runs: int, as_json: bool) -> int:
         recorded = run_status.remember(ledger, report, "strict", before)
     if recorded:
         note(recorded, style="yellow")
-    failing = {run.run_id for run in report.runs if not run.ok}
+    failing: set[str | None] = {run.run_id for run in report.runs if not run.ok}
     if report.workspace:
-        failing.add(None)  # type: ignore[arg-type]
+        failing.add(None)
     exact = found_exactly(failing, planted)
     html = app.ledger_path.parent / "report.html"
     write_html(report, html)

@@ -83,11 +83,7 @@ def verify(
         compat=compat,
         checkpoint_file=arguments.checkpoint_file(checkpoint_file),
         incremental=incremental,
-        tsa_bundle_file=(
-            None
-            if tsa_bundle_file is None
-            else arguments.input_file(tsa_bundle_file, "--tsa-bundle")
-        ),
+        tsa_bundle_file=None if arguments.tsa_bundle(tsa_bundle_file) is None else tsa_bundle_file,
     )
     with app.open_ledger(readonly=True) as ledger:
         # A file whose schema is not ours is read no further than verify's finding.

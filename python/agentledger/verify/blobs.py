@@ -175,5 +175,5 @@ def _report_blobs(
     for run_id, seq, digest in _referencing_entries(ctx, sorted({f[0] for f in findings})):
         pinned.setdefault(digest, []).append((run_id, seq))
     for digest, check, expected, actual in findings:
-        for run_id, seq in pinned.get(digest, [(None, None)]):
-            ctx.diverged(run_id, Divergence(run_id, seq, check, expected, actual, digest))
+        for owner, step in pinned.get(digest, [(None, None)]):
+            ctx.diverged(owner, Divergence(owner, step, check, expected, actual, digest))
