@@ -73,3 +73,34 @@ def remaining(ctx: click.Context) -> list[str]:
 def test_the_root_help_lists_examples_and_the_exit_codes() -> None:
     text = cli.help or ""
     assert "Examples:" in text and "130 interrupted" in text
+
+
+def groups(group: click.Group = cli, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            yield (*path, name)
+            yield from groups(command, (*path, name))
+
+
+GROUPS = list(groups())
+
+
+@pytest.mark.parametrize("path", GROUPS, ids=[" ".join(p) for p in GROUPS])
+def test_every_command_group_shows_examples_that_parse(path: tuple[str, ...]) -> None:
+    """`agentledger keys --help` (and the other groups) listed subcommands, no example."""
+    command: click.Command = cli
+    for name in path:
+        assert isinstance(command, click.Group)
+        command = command.commands[name]
+    text = command.help or ""
+    marker = "Examples:" if "Examples:" in text else "Start with:"  # phase: a guided tour
+    assert marker in text, text
+    block = text.rsplit(marker, 1)[-1].strip("\n").split("\n\n", 1)[0]  # up to a blank line
+    lines = [line.strip() for line in block.splitlines() if line.strip()]
+    assert len(lines) >= 2, lines
+    for line in lines:
+        words = shlex.split(line.split("  ", 1)[0])  # a comment or a description follows
+        args = words[1:]
+        for stop in ("|", ">", "&&"):
+            args = args[: args.index(stop)] if stop in args else args
+        parse(args)

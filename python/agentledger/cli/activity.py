@@ -31,7 +31,14 @@ from agentledger.verify import VerifyOptions
 
 @click.group(cls=AppGroup)
 def activity() -> None:
-    """Activities recorded in runs."""
+    """Activities recorded in runs.
+
+    \b
+    Examples:
+      agentledger activity research run-7 research-0 --page https://example.org=page.html
+      agentledger activity record run-7 coding-0 result.json --evidence diff.patch
+      agentledger activity verify run-7 --json
+    """
 
 
 @activity.command("verify")

@@ -41,12 +41,24 @@ from agentledger.verify import VerifyOptions
 
 @click.group("import", cls=AppGroup)
 def import_group() -> None:
-    """Bring another tool's records into the ledger."""
+    """Bring another tool's records into the ledger.
+
+    \b
+    Examples:
+      agentledger import bernstein path/to/workdir
+      agentledger import bernstein workdir --audit-key audit.key --json
+    """
 
 
 @click.group("export", cls=AppGroup)
 def export_group() -> None:
-    """Write ledger contents out in another tool's format."""
+    """Write ledger contents out in another tool's format.
+
+    \b
+    Examples:
+      agentledger export bernstein out/
+      agentledger export bernstein out/ run-001 run-002 --json
+    """
 
 
 @contextmanager
@@ -276,7 +288,14 @@ def export_bernstein(app: AppContext, outdir: Path, run_ids: tuple[str, ...], as
 
 @click.group("bernstein", cls=AppGroup)
 def bernstein_group() -> None:
-    """bernstein's own verdicts on the imported workdir, with bernstein's exit codes."""
+    """bernstein's own verdicts on the imported workdir, with bernstein's exit codes.
+
+    \b
+    Examples:
+      agentledger bernstein audit-verify --audit-key audit.key
+      agentledger bernstein receipt-verify run-001 --public-key operator.pem
+      agentledger bernstein replay-verify run-001 --json
+    """
 
 
 @bernstein_group.command("audit-verify")

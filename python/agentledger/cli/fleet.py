@@ -38,7 +38,13 @@ if TYPE_CHECKING:
 
 @click.group(cls=AppGroup)
 def fleet() -> None:
-    """Many ledgers at once, spread over a Dask cluster (needs agentledger[fleet])."""
+    """Many ledgers at once, spread over a Dask cluster (needs agentledger[fleet]).
+
+    \b
+    Examples:
+      agentledger fleet verify ci-ledgers/ review/archive.db --workers 2
+      agentledger fleet verify --from ledgers.txt --json
+    """
 
 
 @contextmanager

@@ -17,7 +17,14 @@ def _store(app: AppContext) -> KeyStore:
 
 @click.group(cls=AppGroup)
 def keys() -> None:
-    """Signing and audit keys, kept outside the ledger (--home / $AGENTLEDGER_HOME)."""
+    """Signing and audit keys, kept outside the ledger (--home / $AGENTLEDGER_HOME).
+
+    \b
+    Examples:
+      agentledger keys init && agentledger keys show --json
+      agentledger keys export > signer.txt          # on the signing machine
+      agentledger keys trust signer.txt             # on the reviewer's
+    """
 
 
 @keys.command("init")
@@ -106,8 +113,7 @@ def keys_export(app: AppContext, vkey: bool, as_json: bool) -> None:
     Examples:
       agentledger keys export > signer.txt
       agentledger verify --trust "$(agentledger keys export)"
-      agentledger --ledger ws.db keys export --vkey > ws.vkey
-      agentledger keys export --vkey --json   # {"key": ..., "vkey": ...}
+      agentledger --ledger ws.db keys export --vkey --json   # {"key": ..., "vkey": ...}
     """
     own = _store(app).install_public_key()
     if own is None:

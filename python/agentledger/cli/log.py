@@ -419,7 +419,13 @@ def fsck(
 
 @click.group("log", cls=AppGroup)
 def log_group() -> None:
-    """The workspace log as a C2SP log (tlog-tiles): export it as static files."""
+    """The workspace log as a C2SP log (tlog-tiles): export it as static files.
+
+    \b
+    Examples:
+      agentledger log export /srv/ledger-log
+      agentledger log export /srv/ledger-log --json
+    """
 
 
 @log_group.command("export", cls=AppCommand)

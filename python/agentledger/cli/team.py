@@ -14,7 +14,13 @@ from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option
 
 @click.group(cls=AppGroup)
 def team() -> None:
-    """Team manifests: [[roles]] with role and agent_kind (default coding)."""
+    """Team manifests: [[roles]] with role and agent_kind (default coding).
+
+    \b
+    Examples:
+      agentledger team load team.toml
+      agentledger team show --json
+    """
 
 
 @team.command("load")
