@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentledger import _core, tiles
 from agentledger import log as wslog
-from agentledger.errors import AgentLedgerError, Diverged, LedgerError, NotFound
+from agentledger.errors import AgentLedgerError, BadArgument, Diverged, LedgerError, NotFound
 from agentledger.limits import read_capped
 from agentledger.notes import MAX_NOTE_BYTES, Checkpoint, newest_checkpoint
 
@@ -91,15 +91,25 @@ def export(ledger: LedgerHandle, folder: Path, *, since: int | None = None) -> E
         note = stored.checkpoint
         reader = tiles.TileReader(conn)
         if note.size and reader.root(note.size) != note.root:
-            raise LedgerError(
+            raise Diverged(
                 f"{ledger.path}: the log's tiles are not the tree its newest checkpoint "
-                "signs; run `agentledger verify`",
+                "signs; nothing was written. Run `agentledger verify`",
                 code="log-broken",
             )
+        if since is not None and not 0 <= since <= note.size:
+            raise BadArgument(
+                f"--since {since}: the signed log holds {note.size:,} entries (0..{note.size})"
+            )
         previous = _previous_export(folder, note, reader)
-        start = previous if since is None else min(max(since, 0), note.size)
+        start = previous if since is None else since
         summary = ExportSummary(folder, note.size, previous)
-        _write_tiles(conn, reader, note.size, start, summary)
+        try:
+            _write_tiles(conn, reader, note.size, start, summary)
+        except BaseException:
+            # Nothing half-published: the files this export added go (none was replaced).
+            for name in (*summary.tiles, *summary.entry_bundles):
+                (folder / name).unlink(missing_ok=True)
+            raise
     _write(folder, "checkpoint", note.text().encode(), summary, replace=True)
     return summary
 
@@ -167,9 +177,9 @@ def _entry_bundle(conn: apsw.Connection, start: int, width: int, hashes: bytes) 
     leaves = wslog.leaf_data(rows)
     in_order = [row[0] for row in rows] == list(range(start, start + width))
     if not in_order or _core.merkle_root(leaves) != _core.merkle_root_of_hashes(hashes):
-        raise LedgerError(
+        raise Diverged(
             f"the entries of leaves {start}..{start + width - 1} are not the ones the log's "
-            "tiles hold; run `agentledger verify`",
+            "signed tiles hold; nothing was written. Run `agentledger verify`",
             code="log-broken",
         )
     parts = []
@@ -187,6 +197,14 @@ def _write(
     already there is left as it is, unless ``replace``. Whether it was written."""
     path = folder / name
     if path.exists() and not replace:
+        # A tile is immutable once published: one already there must be this one, or the
+        # checkpoint written after it would vouch for bytes the log does not hold.
+        if path.read_bytes() != data:
+            raise Diverged(
+                f"{path}: holds other bytes than the log's {name}; the folder's export was "
+                "changed. Export into a new folder",
+                code="export-diverged",
+            )
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".export-")

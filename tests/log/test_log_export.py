@@ -172,3 +172,41 @@ def test_an_archive_exports_under_its_own_origin_not_into_its_sources_folder(
     assert cli("log", "export", str(own), ledger=archive).code == 0
     origin = (own / "checkpoint").read_text().split("\n")[0]
     assert origin.startswith(f"agentledger/v1/ledger/{ledger.id}/archive/")
+
+
+def test_an_export_never_publishes_over_changed_tiles_nor_leaves_half_of_one(
+    ledger: Ledger, ledger_path: Path, tmp_path: Path, cli: Any
+) -> None:
+    """A tile of the folder changed after it was published was kept, and a new checkpoint
+    published over it (exit 0). An export of a ledger whose entries no longer match its
+    signed tiles stopped with exit 65 and left the tiles it had written."""
+    import apsw
+
+    _append(ledger, 300)
+    folder = tmp_path / "site"
+    assert cli("log", "export", str(folder)).code == 0
+    published = (folder / "checkpoint").read_bytes()
+    # A published tile the next export writes again (the level-1 tile of the two full
+    # level-0 tiles), defaced.
+    (folder / "tile/1/000.p/2").write_bytes(bytes(64))
+    _append(ledger, 10, start=300)
+    refused = cli("log", "export", str(folder))
+    assert refused.code == 2 and "tile/1/000.p/2" in refused.err, refused.err
+    assert (folder / "checkpoint").read_bytes() == published
+    assert not (folder / "tile/0/002.p/108").exists()
+    assert cli("log", "export", str(tmp_path / "site2"), "--since", "1000").code == 64
+    conn = apsw.Connection(str(ledger_path))  # an entry rewritten with its hash
+    raw = conn.execute("SELECT bytes FROM entries WHERE leaf = 5").fetchall()[0][0]
+    edited = bytes(raw).replace(b'"i":', b'"j":')
+    assert edited != bytes(raw)
+    from agentledger import _core
+
+    conn.execute(
+        "UPDATE entries SET bytes = ?, hash = ? WHERE leaf = 5",
+        (edited, _core.entry_hash(edited)),
+    )
+    conn.close()
+    fresh = tmp_path / "fresh"
+    broken = cli("log", "export", str(fresh))
+    assert broken.code == 2, broken.err
+    assert not fresh.exists() or [p for p in fresh.rglob("*") if p.is_file()] == []
