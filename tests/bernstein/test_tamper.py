@@ -503,3 +503,34 @@ def test_a_ledger_kept_inside_the_workdir_is_never_read_by_its_own_import(
     assert refused[own] == refused[own + "-wal"] == "a file of the ledger importing it"
     assert not any(p.startswith(own) for p in stored)
     assert summary.runs_imported == ["run-001", "run-002", "run-003"]
+
+
+def test_a_run_folder_deleted_before_the_import_is_found_by_its_audit_records(
+    workdir: Path, tmp_path: Path
+) -> None:
+    """The chain mirrors activities: deleting a whole run (or its journal) before the
+    import left its audit records with no journal, and strict said clean (exit 0). The
+    import pins the run folders the workdir held; a whole strict verify names the run."""
+    shutil.rmtree(workdir / ".sdd" / "runs" / "run-002")
+    key = private_key_file(SMALL, tmp_path / "audit.key")
+    with Ledger.open(tmp_path / "ledger.db") as ledger:
+        import_workdir(ledger, workdir)
+        strict = ledger.verify(options=VerifyOptions(audit_key_file=key, trust=(SMALL_SIGNER,)))
+        compat = ledger.verify(options=VerifyOptions(compat="bernstein"))
+    found = [(d.check, d.subject) for d in strict.workspace]
+    assert ("bernstein.audit.missing_from_journal", "run run-002") in found, found
+    assert strict.code == 2
+    assert "4 activity.result record(s)" in next(
+        d.expected for d in strict.workspace if d.subject == "run run-002"
+    )
+    assert compat.code == 0  # bernstein's own verify reads no audit chain
+
+
+def test_a_run_left_out_of_an_import_on_purpose_is_not_called_deleted(
+    workdir: Path, tmp_path: Path
+) -> None:
+    key = private_key_file(SMALL, tmp_path / "audit.key")
+    with Ledger.open(tmp_path / "ledger.db") as ledger:
+        import_workdir(ledger, workdir, runs=["run-001", "run-003"])
+        strict = ledger.verify(options=VerifyOptions(audit_key_file=key, trust=(SMALL_SIGNER,)))
+    assert [d for d in strict.workspace if d.check == "bernstein.audit.missing_from_journal"] == []

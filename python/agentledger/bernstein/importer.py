@@ -113,6 +113,9 @@ class _Scan:
     dirs: list[str] = field(default_factory=list)
     files: list[_File] = field(default_factory=list)
     runs_seen: set[str] = field(default_factory=set)
+    runs_present: set[str] = field(default_factory=set)
+    """Every run folder in the workdir, imported or not (``--runs``): an audit record of a
+    run not among them had lost its journal before the import (verify's strict check)."""
 
 
 def _kind(rel: str) -> str:
@@ -224,6 +227,8 @@ def _admit_dir(
     summary: ImportSummary,
 ) -> bool:
     if rel_dir == RUNS_DIR:
+        if valid_run_id(name) and name != BOOKKEEPING_RUN:
+            scan.runs_present.add(name)
         if runs is not None and name not in runs:
             return False
         if not valid_run_id(name) or name == BOOKKEEPING_RUN:
@@ -291,7 +296,7 @@ def import_workdir(
             summary.files_added += 1
             summary.bytes_added += size
         if added:
-            _record(ledger, summary, added, new_journals)
+            _record(ledger, summary, added, new_journals, sorted(scan.runs_present))
     return summary
 
 
@@ -374,8 +379,10 @@ def _record(
     summary: ImportSummary,
     added: list[tuple[str, str, str | None]],
     journals: dict[str, tuple[str, bytes]],
+    present: list[str],
 ) -> None:
-    """Inside the import's transaction: tables, manifest, and the native chain entries."""
+    """Inside the import's transaction: tables, manifest, and the native chain entries
+    (``present``: every run folder the workdir held)."""
     added.sort()
     manifest_bytes = manifest_of(added)
     manifest = ledger.blobs.put(manifest_bytes, algorithm="sha256")
@@ -427,6 +434,7 @@ def _record(
             "manifest": manifest,
             "files": len(added),
             "runs": sorted(journals),
+            "present": present,
             "source": summary.source,
             "imported_at": imported_at,
         },

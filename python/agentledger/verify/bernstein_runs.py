@@ -100,6 +100,8 @@ def check_imported(ctx: VerifyContext) -> None:
     _check_journal_anchors(ctx, results, imported, pins)
     _rehash_referenced(ctx, check.rehashed)
     from_chain = audit_findings(audit)
+    if ctx.whole:
+        _check_runs_gone_before_import(ctx, audit, imported)
     for result in results:
         _apply(ctx, result, compat, from_chain.get(result.run_id, ()))
     bound: set[str] = set()
@@ -108,6 +110,36 @@ def check_imported(ctx: VerifyContext) -> None:
         bound |= bernstein_strict.check_lineage(ctx, workdir, results, imported, master)
         bound |= bernstein_strict.check_seal_anchors(ctx, workdir, results, imported)
     _notes(ctx, results, audit, compat, bound)
+
+
+def _check_runs_gone_before_import(
+    ctx: VerifyContext, audit: AuditChain | None, imported: dict[str, str]
+) -> None:
+    """A run the audit chain mirrors activities of, but whose folder no import saw (each
+    ``import.bernstein.workdir`` entry pins the run folders the workdir held): its journal
+    was deleted before the import, and nothing else would say so. Imports made before
+    entries pinned the folders say nothing either way: then this check is not made."""
+    if audit is None or not audit.mirrors_activities:
+        return
+    present: set[str] = set()
+    for run_id, _seq, body in _bodies(ctx, WORKDIR_KIND):
+        listed = body.get("present") if run_id == BOOKKEEPING_RUN else None
+        if not isinstance(listed, list):
+            return
+        present.update(name for name in listed if isinstance(name, str))
+    gone: dict[str, int] = {}
+    for record in audit.activity:
+        if record.run_id not in imported and record.run_id not in present:
+            gone[record.run_id] = gone.get(record.run_id, 0) + 1
+    for run_id, count in sorted(gone.items()):
+        ctx.diverged(
+            None,
+            _div(None, None, "bernstein.audit.missing_from_journal",
+                 f"the journal of run {run_id!r}, whose {count} activity.result record(s) the "
+                 "audit chain holds",
+                 "none: the workdir held no such run folder when it was imported (deleted)",
+                 f"run {run_id}"),
+        )  # fmt: skip
 
 
 def _imported_runs(
