@@ -534,3 +534,29 @@ def test_a_run_left_out_of_an_import_on_purpose_is_not_called_deleted(
         import_workdir(ledger, workdir, runs=["run-001", "run-003"])
         strict = ledger.verify(options=VerifyOptions(audit_key_file=key, trust=(SMALL_SIGNER,)))
     assert [d for d in strict.workspace if d.check == "bernstein.audit.missing_from_journal"] == []
+
+
+@pytest.mark.parametrize(
+    ("line", "raised"),
+    [
+        ('{"x": ' + "9" * 5000 + "}", "ValueError"),
+        ("[" * 100_000 + "]" * 100_000, "RecursionError"),
+    ],
+)
+def test_a_journal_line_bernsteins_reader_raises_on_gets_no_verdict(
+    workdir: Path, tmp_path: Path, line: str, raised: str
+) -> None:
+    """bernstein's ``load_events`` catches only ``JSONDecodeError``: on these lines it
+    raises and answers nothing (its CLI exits 1). Compat said 2 (a discarded line), strict
+    ``bernstein.line.discarded``; now compat answers 1 and strict names the crash."""
+    with (workdir / ".sdd" / "runs" / RUN / "journal.jsonl").open("a") as journal:
+        journal.write(line + "\n")
+    with Ledger.open(tmp_path / "ledger.db") as ledger:
+        import_workdir(ledger, workdir)
+        compat = ledger.verify([RUN], options=VerifyOptions(compat="bernstein"))
+        strict = ledger.verify([RUN], options=VerifyOptions(trust=(SMALL_SIGNER,)))
+    assert compat.runs[0].code == 1
+    assert raised in (compat.runs[0].not_found or "")
+    checks = {d.check: d for d in strict.runs[0].divergences}
+    assert "bernstein.crash" in checks and "bernstein.line.discarded" not in checks
+    assert checks["bernstein.crash"].actual.startswith(raised)

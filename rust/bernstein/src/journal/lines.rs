@@ -59,7 +59,23 @@ pub(super) enum Line<'a> {
     Blank,
     Discarded,
     Kept(KeptRow<'a>),
+    /// A line on which `load_events` raises instead of discarding it (it catches only
+    /// `JSONDecodeError`): nesting past Python's recursion limit (`RecursionError`), an
+    /// integer of more than 4,300 digits (`ValueError`). bernstein then gives no verdict.
+    Crash(&'static str),
 }
+
+/// What Python raises for each parse error `load_events` does not catch.
+const UNCAUGHT: [(&str, &str); 2] = [
+    (
+        "maximum recursion depth exceeded",
+        "RecursionError: maximum recursion depth exceeded while decoding a JSON document",
+    ),
+    (
+        "Exceeds the limit (4300 digits)",
+        "ValueError: Exceeds the limit (4300 digits) for integer string conversion",
+    ),
+];
 
 pub(super) fn read_line(number: u64, raw: &[u8]) -> Line<'_> {
     let Ok(text) = std::str::from_utf8(raw) else {
@@ -75,7 +91,14 @@ pub(super) fn read_line(number: u64, raw: &[u8]) -> Line<'_> {
             value: parsed.value,
             duplicate_keys: parsed.duplicate_keys,
         }),
-        _ => Line::Discarded,
+        Ok(_) => Line::Discarded,
+        Err(error) => {
+            let message = error.to_string();
+            UNCAUGHT
+                .iter()
+                .find(|(said, _)| message.contains(said))
+                .map_or(Line::Discarded, |(_, raised)| Line::Crash(raised))
+        }
     }
 }
 
@@ -123,7 +146,8 @@ pub fn load_events(data: &[u8]) -> (Vec<KeptRow<'_>>, Vec<u64>, u64) {
     for (number, raw) in lines.iter().enumerate() {
         match read_line(number as u64, raw) {
             Line::Blank => {}
-            Line::Discarded => discarded.push(number as u64),
+            // Where bernstein raises, the line gives no event either.
+            Line::Discarded | Line::Crash(_) => discarded.push(number as u64),
             Line::Kept(row) => kept.push(row),
         }
     }

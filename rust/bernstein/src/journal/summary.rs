@@ -26,7 +26,7 @@ pub fn summarize(data: &[u8]) -> Summary {
     for (_, range, line) in read_lines(data) {
         match line {
             Line::Blank => {} // never: `read_lines` skips blank lines
-            Line::Discarded => summary.discarded += 1,
+            Line::Discarded | Line::Crash(_) => summary.discarded += 1,
             Line::Kept(row) => {
                 let kind = row.value.get("event").and_then(PyValue::as_str_bytes);
                 summary.events += 1;

@@ -118,6 +118,34 @@ fn jcs_nan_is_a_crash_not_a_verdict() {
 }
 
 #[test]
+fn a_line_bernsteins_reader_raises_on_is_a_crash_not_a_discarded_line() {
+    // `load_events` catches only JSONDecodeError: deep nesting raises RecursionError, an
+    // integer of more than 4,300 digits ValueError, and bernstein gives no verdict.
+    let good = journal(&[("a", "")]);
+    let deep = format!("{}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+    let big = format!("{{\"x\": {}}}\n", "9".repeat(5_000));
+    for (line, raised) in [
+        (deep, "RecursionError"),
+        (big, "ValueError: Exceeds the limit"),
+    ] {
+        let mut data = good.clone();
+        data.extend_from_slice(line.as_bytes());
+        let report = verify_journal(&data);
+        let crash = report.crash.as_deref().unwrap_or_default();
+        assert!(crash.starts_with(raised), "{crash}");
+        assert!(crash.ends_with("(line 1)"), "{crash}");
+        assert!(report.discarded_lines.is_empty());
+        assert!(!report.chain_consistent);
+    }
+    // A line that is not JSON at all is what the reader discards, as before.
+    let mut data = good.clone();
+    data.extend_from_slice(b"{\"x\": \n");
+    let report = verify_journal(&data);
+    assert!(report.crash.is_none());
+    assert_eq!(report.discarded_lines, vec![1]);
+}
+
+#[test]
 fn evidence_set_of_nothing_is_the_empty_array_hash() {
     assert_eq!(
         evidence_set_hash(&[]).unwrap(),

@@ -133,6 +133,14 @@ pub(super) fn verify_journal_reading(
                 report.discarded_lines.push(number as u64);
                 continue;
             }
+            Line::Crash(raised) => {
+                // bernstein's reader raises before any row is walked: no verdict.
+                report
+                    .crash
+                    .get_or_insert_with(|| format!("{raised} (line {number})"));
+                report.chain_consistent = false;
+                continue;
+            }
             Line::Kept(row) => row,
         };
         if step == 0 {
