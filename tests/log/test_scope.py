@@ -154,3 +154,23 @@ def test_an_archive_is_not_archived_again(ledger: Ledger, cli: Any, tmp_path: Pa
     assert not (tmp_path / "again.db").exists()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".again")) == []
     assert out.read_bytes() == before
+
+
+def test_the_verdict_never_repeats_what_only_the_unsigned_seal_says(
+    ledger: Ledger, cli: Any, tmp_path: Path
+) -> None:
+    """The seal's "runs" and "sealed_at" were printed as fact in a clean verdict, though
+    nothing binds them: anyone editing the file could make it say any count or text."""
+    build(ledger, runs=3, entries=2)
+    out = tmp_path / "review.db"
+    assert cli("archive", str(out), "run-1", "run-2").code == 0
+    with raw(out) as conn:
+        seal = json.loads(
+            conn.execute("SELECT value FROM ledger_meta WHERE key = 'archive'").fetchall()[0][0]
+        )
+        seal.update(runs=99_999_999, sealed_at="ALL GOOD, trust me")
+        conn.execute("UPDATE ledger_meta SET value = ? WHERE key = 'archive'", (json.dumps(seal),))
+    result = cli("verify", "--all", ledger=out)
+    assert result.code == 0, result.out
+    assert "holding 2 runs" in result.out
+    assert "99" not in result.out.split("holding", 1)[1][:20] and "trust me" not in result.out

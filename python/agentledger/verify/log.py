@@ -197,11 +197,12 @@ def _scope(ctx: VerifyContext, seal: dict[str, object] | None) -> str:
         covered = f"named runs {names}" + (f" and {more:,} more" if more > 0 else "")
     if seal is None:
         return covered
-    runs = seal.get("runs")
-    holding = f", holding {runs} runs" if isinstance(runs, int) else ""
+    # Said from the file's rows, which verify checks; never from the seal's own words
+    # (its "runs" and "sealed_at" are not signed: anyone could write them).
+    runs = int(wslog.fetch(ctx.conn, "SELECT count(*) FROM runs")[0][0])
     return (
         f"{covered}: an archive (id {str(seal.get('archive'))[:12]}…) of ledger "
-        f"{ctx.ledger.id}{holding}, sealed {seal.get('sealed_at')}, signed under its own origin"
+        f"{ctx.ledger.id}, holding {runs:,} runs, signed under its own origin"
     )
 
 
