@@ -51,6 +51,11 @@ def test_an_archive_verifies_on_another_machine_with_only_the_public_key(
     assert verified.code == 0, verified.out
     assert verified.json()["runs"] == 2
     assert cli("verify", "--all", "--json", ledger=out).code == 2  # key not trusted
+    # show gives the reviewer the same choice (it had no --trust: DIVERGED without `keys
+    # trust` run first, while verify --trust said clean).
+    shown = cli("show", "run-1", "--trust", key, "--json", ledger=out)
+    assert (shown.code, shown.json()["run_status"]) == (0, "clean"), shown.out
+    assert cli("show", "run-1", "--json", ledger=out).code == 2
     with Ledger.open(out) as opened:
         assert opened.db.readonly
         assert digest in opened.blobs

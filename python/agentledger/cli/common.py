@@ -120,16 +120,20 @@ def run_verify(
         return ledger.verify(run_ids, progress=progress, options=options)
 
 
+trust_option = click.option(
+    "--trust",
+    "trust",
+    multiple=True,
+    metavar="KEY",
+    help="Trust this signer: 'ed25519:<64 hex>' or a file holding it (repeatable).",
+)
+"""``--trust KEY``: a signer trusted for this command only (verify, show, ...)."""
+
+
 def verify_options(command: F) -> F:
     """The options every verifying command shares (keys come from outside the ledger)."""
     decorators = [
-        click.option(
-            "--trust",
-            "trust",
-            multiple=True,
-            metavar="KEY",
-            help="Trust this signer: 'ed25519:<64 hex>' or a file holding it (repeatable).",
-        ),
+        trust_option,
         click.option(
             "--audit-key",
             "audit_key_file",

@@ -15,7 +15,8 @@ import apsw
 import click
 
 from agentledger.bookkeeping import BERNSTEIN_RUN, GC_RUN, TEAM_RUN
-from agentledger.cli.common import parse_json_document
+from agentledger.cli import arguments
+from agentledger.cli.common import parse_json_document, trust_option
 from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option, width_option
 from agentledger.display import json_text, safe, shorten
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
@@ -378,10 +379,13 @@ def _mark_text(marks: list[Mark]) -> Text:
 
 @click.command(cls=AppCommand)
 @click.argument("run_id", metavar="RUN")
+@trust_option
 @width_option
 @json_option
 @click.pass_obj
-def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
+def show(
+    app: AppContext, run_id: str, trust: tuple[str, ...], width: int | None, as_json: bool
+) -> int:
     """Show a run's journal, verified: each entry's kind, hash, body and what verify found.
 
     \b
@@ -397,13 +401,14 @@ def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
     Examples:
       agentledger show run-00042
       agentledger show run-001 --json | jq '.stages'
-      agentledger show run-7 --no-color | less
+      agentledger --ledger review.db show run-7 --trust ed25519:3b6a…
     """
     from agentledger.activity.stages import stage_summaries
     from agentledger.bernstein import view
     from agentledger.verify import RunVerdict, VerifyOptions, status_name
     from agentledger.verify.marks import mark_run
 
+    options = VerifyOptions(trust=arguments.trust_values(trust))
     with app.open_ledger(readonly=True) as ledger:
         ledger.get_run(run_id)
         with ledger.db.snapshot() as conn:
@@ -411,7 +416,7 @@ def show(app: AppContext, run_id: str, width: int | None, as_json: bool) -> int:
         try:
             # The verify of `verify RUN` (every core, as it): show gives the run the verdict
             # every report gives.
-            report: VerifyReport | None = ledger.verify([run_id], options=VerifyOptions())
+            report: VerifyReport | None = ledger.verify([run_id], options=options)
             unverified = None
         except AgentLedgerError as exc:
             # A key file verify must refuse (e.g. a trust anchor others may write): the
