@@ -174,3 +174,19 @@ def test_the_verdict_never_repeats_what_only_the_unsigned_seal_says(
     assert result.code == 0, result.out
     assert "holding 2 runs" in result.out
     assert "99" not in result.out.split("holding", 1)[1][:20] and "trust me" not in result.out
+
+
+def test_a_malformed_newest_checkpoint_is_one_finding_naming_it(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    """It was reported twice: once as "checkpoints", once as "checkpoint N"."""
+    build(ledger, runs=1, entries=2)
+    with raw(ledger_path) as conn:
+        newest = conn.execute("SELECT max(id) FROM checkpoints").fetchall()[0][0]
+        conn.execute("UPDATE checkpoints SET note = 'garbage' WHERE id = ?", (newest,))
+    result = cli("verify", "--all", "--json")
+    assert result.code == 2
+    malformed = [
+        d["subject"] for d in result.json()["workspace"] if d["check"] == "checkpoint.malformed"
+    ]
+    assert malformed == [f"checkpoint {newest}"]

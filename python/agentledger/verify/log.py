@@ -405,13 +405,12 @@ def _check_history(
         try:
             stored = StoredCheckpoint(row[0], Checkpoint.parse(row[3]), row[1], bytes(row[2]))
         except AgentLedgerError as exc:
-            _diverged(
-                ctx,
-                "checkpoint.malformed",
-                "a checkpoint note",
-                exc.message,
-                f"checkpoint {row[0]}",
-            )
+            subject = f"checkpoint {row[0]}"
+            if not any(  # the newest, already named when it was read (``_newest``)
+                d.check == "checkpoint.malformed" and d.subject == subject
+                for d in ctx.report.workspace
+            ):
+                _diverged(ctx, "checkpoint.malformed", "a checkpoint note", exc.message, subject)
             continue
         if not _check_checkpoint(ctx, stored, trusted):
             continue
@@ -472,7 +471,11 @@ def _newest(ctx: VerifyContext) -> StoredCheckpoint | None:
     try:
         return newest_checkpoint(ctx.conn)
     except AgentLedgerError as exc:
-        _diverged(ctx, "checkpoint.malformed", "a checkpoint note", exc.message, "checkpoints")
+        rows = wslog.fetch(
+            ctx.conn, "SELECT id FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1"
+        )
+        subject = f"checkpoint {rows[0][0]}" if rows else "checkpoints"
+        _diverged(ctx, "checkpoint.malformed", "a checkpoint note", exc.message, subject)
         return None
 
 
