@@ -261,6 +261,8 @@ def parse_bundle(data: bytes) -> Proof:
     if not isinstance(bundle["inclusion"], list) or len(bundle["inclusion"]) > MAX_PROOF_NODES:
         raise _malformed("inclusion is not a list of at most 64 hashes")
     nodes = tuple(_decode(node, "an inclusion node") for node in bundle["inclusion"])
+    if any(len(node) != 32 for node in nodes):  # as the tlog-proof form is read
+        raise _malformed("an inclusion proof hash is not 32 bytes")
     Checkpoint.parse(bundle["checkpoint"])
     claimed = {key: bundle[key] for key in ("ledger", "run", "seq", "tree_size")}
     return Proof(

@@ -190,6 +190,20 @@ def test_prove_refuses_an_edited_entry_instead_of_handing_out_a_proof_that_fails
     assert cli("prove", "run-1", "1").code == 0
 
 
+def test_a_short_inclusion_node_is_malformed_in_both_forms(
+    proof_and_key: tuple[Proof, str], cli: Any, tmp_path: Path
+) -> None:
+    """A 31-byte node was exit 65 in a tlog-proof and exit 2 in a JSON bundle."""
+    proof, key = proof_and_key
+    short = _tampered(proof, inclusion=(proof.inclusion[0][:31], *proof.inclusion[1:]))
+    bundle, text = tmp_path / "p.json", tmp_path / "p.tlog-proof"
+    bundle.write_text(json.dumps(short.bundle()))
+    text.write_text(short.text())
+    for path in (bundle, text):
+        result = cli("verify-proof", str(path), "--trust", key)
+        assert result.code == 65 and "not 32 bytes" in result.err, (path.name, result.err)
+
+
 def test_a_json_bundle_of_the_blake3_log_before_schema_6_still_verifies() -> None:
     """An `agentledger-proof/v1` bundle as earlier versions wrote it: its note has a time
     line, its leaves are D("log-leaf", document) in a BLAKE3 tree."""
