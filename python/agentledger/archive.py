@@ -30,7 +30,7 @@ from agentledger import checkpoint as checkpoints
 from agentledger import log as wslog
 from agentledger.bookkeeping import BERNSTEIN_RUN
 from agentledger.errors import AgentLedgerError, Diverged, InvalidInput, NotFound
-from agentledger.ids import utc_timestamp
+from agentledger.ids import check_run_id, utc_timestamp
 from agentledger.log import fetch
 from agentledger.sqlite_files import companions
 from agentledger.storage import Database, quote_identifier
@@ -114,7 +114,7 @@ def _parse_since(since: str) -> datetime:
 def select_runs(ledger: LedgerHandle, run_ids: Iterable[str], since: str | None) -> list[str]:
     """The runs to archive, in the source's order: named ones (all exist), else every run;
     with ``since``, only runs with an entry at or after it."""
-    wanted = list(dict.fromkeys(run_ids))
+    wanted = [check_run_id(run_id) for run_id in dict.fromkeys(run_ids)]
     everything = ledger.runs()
     missing = [run_id for run_id in wanted if run_id not in set(everything)]
     if missing:

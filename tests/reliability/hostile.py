@@ -65,6 +65,8 @@ RUN_IDS = [
 
 RUN_ID_COMMANDS = [
     ["show"],
+    ["verify"],
+    ["archive", "{out}", "{run}"],
     ["activity", "verify"],
     ["prove", "{run}", "0"],
     ["phase", "show"],

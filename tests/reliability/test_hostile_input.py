@@ -76,20 +76,24 @@ def test_hostile_json_documents_exit_65_with_one_line_and_change_nothing(
 
 
 def test_hostile_run_ids_are_refused_by_every_command_and_change_nothing(
-    ledger_file: Path, capsys: pytest.CaptureFixture[str]
+    ledger_file: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    """A malformed run id is invalid input (65) for every command that takes one: verify
+    and archive said "not found" (1) where show and prove said 65."""
     before = file_state(ledger_file)
+    out = str(tmp_path / "archive.db")
     for run_id in RUN_IDS:
         if "\x00" in run_id or "\ud800" in run_id:
             continue  # not expressible as a command-line argument; the API cases cover them
         for template in RUN_ID_COMMANDS:
-            args = [a.replace("{run}", run_id) for a in template]
+            args = [a.replace("{run}", run_id).replace("{out}", out) for a in template]
             if "{run}" not in " ".join(template):
                 args.append(run_id)
             code, _, err = run_cli(capsys, "--ledger", str(ledger_file), *args)
-            assert code in (1, 64, 65), f"{args[:2]} {run_id[:40]!r}: exit {code}"
+            assert code == 65, f"{args[:2]} {run_id[:40]!r}: exit {code}"
             assert_one_line(err)
     assert file_state(ledger_file) == before
+    assert not Path(out).exists()
 
 
 def test_hostile_run_ids_and_kinds_are_typed_refusals_in_the_api(ledger_file: Path) -> None:

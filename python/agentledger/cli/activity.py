@@ -63,6 +63,7 @@ def activity_verify(
       agentledger activity verify run-7
       agentledger activity verify run-001 --compat bernstein --json
     """
+    check_run_id(run_id)
     options = VerifyOptions(
         trust=arguments.trust_values(trust),
         audit_key_file=arguments.audit_key_file(audit_key_file),

@@ -10,6 +10,7 @@ from agentledger import run_status
 from agentledger.cli import arguments
 from agentledger.cli.common import capped_jobs, finish, html_option, run_verify, verify_options
 from agentledger.cli.context import AppCommand, AppContext, json_option, width_option
+from agentledger.ids import check_run_id
 from agentledger.verify import VerifyOptions
 
 
@@ -71,6 +72,8 @@ def verify(
       agentledger verify run-1 run-2 --json > report.json
       agentledger verify --checkpoint cp.txt --trust ed25519:3b6a… --html report.html
     """
+    for run_id in run_ids:
+        check_run_id(run_id)  # as show and prove: a malformed id is invalid input (65)
     if run_ids and all_runs:
         raise click.UsageError("give RUN ids or --all, not both")
     # Every file argument is checked before any work starts (exit 64, the path named).
