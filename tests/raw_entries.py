@@ -18,3 +18,15 @@ def append_unvetted(
     """Append ``items`` to ``run_id`` in one transaction, no kind reserved."""
     with ledger.db.write() as conn:
         return ledger.run(run_id)._append_locked(conn, [(k, dict(b)) for k, b in items])
+
+
+def pin_unvetted(ledger: Ledger, run_id: str, digest: str, kind: str = "file") -> Entry:
+    """An activity result pinning the blob ``digest`` as its one observation, written
+    below the boundary: what makes a stored blob referenced, for the blob tests."""
+    from agentledger import _core
+
+    body = {
+        "evidence_set_hash": _core.evidence_set_hash([digest]),
+        "observations": [{"kind": kind, "ref": "u", "content_hash": digest}],
+    }
+    return append_unvetted(ledger, run_id, [("activity.result", body)])[0]

@@ -7,29 +7,17 @@ from typing import Any
 
 import pytest
 
-from agentledger import Ledger, _core
+from agentledger import Ledger
 from agentledger.checkpoint import install_public_key
 from agentledger.errors import LedgerError
 
-from ..raw_entries import append_unvetted
+from ..raw_entries import pin_unvetted
 from .logkit import build, raw
 
 
 def _with_evidence(ledger: Ledger) -> str:
     digest = ledger.blobs.put(b"fetched page")
-    append_unvetted(
-        ledger,
-        "run-1",
-        [
-            (
-                "activity.result",
-                {
-                    "evidence_set_hash": _core.evidence_set_hash([digest]),
-                    "observations": [{"kind": "page", "ref": "https://x", "content_hash": digest}],
-                },
-            )
-        ],
-    )
+    pin_unvetted(ledger, "run-1", digest, "page")
     ledger.blobs.put(b"unrelated blob")
     return digest
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from agentledger import Ledger, _core
+from agentledger import Ledger
 from agentledger import gc as collector
 
-from ..raw_entries import append_unvetted
+from ..raw_entries import pin_unvetted
 from .logkit import verify
 
 
@@ -49,19 +49,7 @@ def test_gc_between_a_writers_put_and_its_reference_keeps_the_blob(
             digests.append(digest)
             stored.set()
             collected.wait(timeout=30)
-            append_unvetted(
-                own,
-                "r",
-                [
-                    (
-                        "activity.result",
-                        {
-                            "evidence_set_hash": _core.evidence_set_hash([digest]),
-                            "observations": [{"kind": "page", "ref": "u", "content_hash": digest}],
-                        },
-                    )
-                ],
-            )
+            pin_unvetted(own, "r", digest, "page")
 
     thread = threading.Thread(target=writer)
     thread.start()

@@ -19,7 +19,7 @@ from agentledger import gc as collector
 from agentledger.errors import Diverged, InvalidInput
 from agentledger.verify import VerifyOptions
 
-from ..raw_entries import append_unvetted
+from ..raw_entries import pin_unvetted
 from .logkit import build, checks, fix_head, raw, rechain, reforge_log, verify
 
 
@@ -41,19 +41,7 @@ def _failing_checks(result: Any) -> set[str]:
 
 
 def _pin(ledger: Ledger, run_id: str, digest: str) -> None:
-    append_unvetted(
-        ledger,
-        run_id,
-        [
-            (
-                "activity.result",
-                {
-                    "evidence_set_hash": _core.evidence_set_hash([digest]),
-                    "observations": [{"kind": "file", "ref": "f", "content_hash": digest}],
-                },
-            )
-        ],
-    )
+    pin_unvetted(ledger, run_id, digest, "file")
 
 
 # ---- the signing oracle -------------------------------------------------------------------

@@ -5,27 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from agentledger import Ledger, _core
+from agentledger import Ledger
 from agentledger import gc as collector
 
-from ..raw_entries import append_unvetted
+from ..raw_entries import pin_unvetted
 from .logkit import checks, raw, verify
 
 
 def _pin(ledger: Ledger, digest: str) -> None:
-    append_unvetted(
-        ledger,
-        "r",
-        [
-            (
-                "activity.result",
-                {
-                    "evidence_set_hash": _core.evidence_set_hash([digest]),
-                    "observations": [{"kind": "file", "ref": "f", "content_hash": digest}],
-                },
-            )
-        ],
-    )
+    pin_unvetted(ledger, "r", digest, "file")
 
 
 def test_gc_removes_only_unreachable_blobs_and_signs_a_receipt(

@@ -13,7 +13,7 @@ from agentledger.errors import Diverged
 from agentledger.keys import KeyStore
 from agentledger.verify import VerifyOptions
 
-from ..raw_entries import append_unvetted
+from ..raw_entries import pin_unvetted
 from .logkit import build, checks, fix_head, raw, verify, without_log
 
 
@@ -81,22 +81,7 @@ def test_an_entry_missing_from_the_log_is_named(ledger: Ledger, ledger_path: Pat
 
 def test_deleting_a_referenced_blob_is_detected(ledger: Ledger, ledger_path: Path) -> None:
     digest = ledger.blobs.put(b"page bytes")
-    from agentledger import _core
-
-    esh = _core.evidence_set_hash([digest])
-    append_unvetted(
-        ledger,
-        "r",
-        [
-            (
-                "activity.result",
-                {
-                    "evidence_set_hash": esh,
-                    "observations": [{"kind": "page", "ref": "u", "content_hash": digest}],
-                },
-            )
-        ],
-    )
+    pin_unvetted(ledger, "r", digest, "page")
     with raw(ledger_path) as conn:
         conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (digest,))
         conn.execute("DELETE FROM blobs WHERE digest = ?", (digest,))

@@ -23,7 +23,7 @@ from agentledger.storage import native
 from agentledger.storage.btree_check import btree_problems, btree_problems_shared, ledger_tables
 from tests.log.logkit import build, checks, raw, rebuild_index, verify
 
-from ..raw_entries import append_unvetted
+from ..raw_entries import pin_unvetted
 
 
 def _rebuild_partial(conn: apsw.Connection, index: str, where: str) -> None:
@@ -89,19 +89,7 @@ def test_a_deleted_evidence_blob_hidden_by_the_kind_index_is_found(
     ledger: Ledger, ledger_path: Path
 ) -> None:
     digest = ledger.blobs.put(b"the page as captured")
-    append_unvetted(
-        ledger,
-        "r",
-        [
-            (
-                "activity.result",
-                {
-                    "evidence_set_hash": _core.evidence_set_hash([digest]),
-                    "observations": [{"kind": "file", "ref": "f", "content_hash": digest}],
-                },
-            )
-        ],
-    )
+    pin_unvetted(ledger, "r", digest, "file")
     ledger.close()
     assert verify(ledger_path).code == 0
     with raw(ledger_path) as conn:

@@ -671,6 +671,20 @@ def _check_unlogged(ctx: VerifyContext) -> int:
     return count
 
 
+def _not_that_leaf(ctx: VerifyContext, run_id: str, seq: int, leaf: int, checkpoint: int) -> None:
+    """``log.inclusion``: the entry is not the leaf the signed log holds at its place."""
+    ctx.diverged(
+        run_id,
+        Divergence(
+            run_id,
+            seq,
+            "log.inclusion",
+            f"leaf {leaf} of checkpoint {checkpoint}",
+            "not that leaf: the entry was edited, re-chained or added after signing",
+        ),
+    )
+
+
 def _name_changed_leaves(
     ctx: VerifyContext, reader: tiles.TileReader, newest: StoredCheckpoint
 ) -> None:
@@ -694,16 +708,7 @@ def _name_changed_leaves(
             tiles.leaf_hash(_core.log_leaf(run_id, seq, bytes(digest)))
             != signed[at : at + wslog.HASH_LEN]
         ):
-            ctx.diverged(
-                run_id,
-                Divergence(
-                    run_id,
-                    seq,
-                    "log.inclusion",
-                    f"leaf {leaf} of checkpoint {newest.id}",
-                    "not that leaf: the entry was edited, re-chained or added after signing",
-                ),
-            )
+            _not_that_leaf(ctx, run_id, seq, leaf, newest.id)
 
 
 def _check_selected_runs(
@@ -777,16 +782,7 @@ def _check_selected_runs(
         except AgentLedgerError:
             proof = []
         if not _core.verify_inclusion(data, leaf, note.size, proof, note.root):
-            ctx.diverged(
-                run_id,
-                Divergence(
-                    run_id,
-                    seq,
-                    "log.inclusion",
-                    f"leaf {leaf} of checkpoint {newest.id}",
-                    "not that leaf: the entry was edited, re-chained or added after signing",
-                ),
-            )
+            _not_that_leaf(ctx, run_id, seq, leaf, newest.id)
     missing = _unproven_prefix(ctx, note.size, note.root)
     if missing is not None:
         for run_id in selected:
