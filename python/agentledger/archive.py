@@ -213,6 +213,8 @@ def write_archive(
     # Written under a temporary name and linked to ``out`` only once sealed and closed: a
     # crash never leaves at ``out`` a partial file, which would open as an empty ledger.
     partial = out.with_name(f".{out.name}.{secrets.token_hex(6)}.partial")
+    # Folders the open below creates for ``out``: a refused archive leaves none behind.
+    made = [folder for folder in (out.parent, *out.parent.parents) if not folder.exists()]
     target_db = Database.open(partial, create=True)
     # An archive is read with a rollback journal; written in that mode from the start, its
     # pages go to the file once (through a WAL they were written twice: the log, then the
@@ -248,6 +250,11 @@ def write_archive(
         target_db.close()
         for leftover in (partial, *companions(partial)):
             leftover.unlink(missing_ok=True)
+        for folder in made:  # deepest first
+            try:
+                folder.rmdir()
+            except OSError:  # something else was put there meanwhile: kept
+                break
         raise
     partial.unlink()
     return ArchiveSummary(out, runs, entries, blob_count, signed.text())

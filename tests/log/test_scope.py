@@ -190,3 +190,16 @@ def test_a_malformed_newest_checkpoint_is_one_finding_naming_it(
         d["subject"] for d in result.json()["workspace"] if d["check"] == "checkpoint.malformed"
     ]
     assert malformed == [f"checkpoint {newest}"]
+
+
+def test_a_refused_archive_leaves_no_folder_behind(
+    ledger: Ledger, ledger_path: Path, cli: Any, tmp_path: Path
+) -> None:
+    """``archive new/sub/a.db`` of a tampered ledger said "nothing was written" (exit 2)
+    and left ``new/sub`` created."""
+    build(ledger, runs=2, entries=2)
+    with raw(ledger_path) as conn:
+        conn.execute("UPDATE entries SET hash = zeroblob(32) WHERE run_id = 'run-0' AND seq = 0")
+    refused = cli("archive", str(tmp_path / "new" / "sub" / "a.db"))
+    assert refused.code == 2, refused.err
+    assert not (tmp_path / "new").exists()
