@@ -183,8 +183,12 @@ def checkpoint_file(path: Path | None) -> Path | None:
     from agentledger.notes import MAX_NOTE_BYTES, Checkpoint  # only with --checkpoint
 
     input_file(path, "--checkpoint")
-    # A file larger than a note can be is refused unread (exit 65), not read whole.
-    data = read_capped(path, MAX_NOTE_BYTES, "a checkpoint")
+    # A file larger than a note can be is refused unread: a malformed file argument (64),
+    # as an oversized trust file is.
+    try:
+        data = read_capped(path, MAX_NOTE_BYTES, "a checkpoint")
+    except AgentLedgerError as exc:
+        raise BadArgument(f"--checkpoint {exc.message}") from None
     try:
         Checkpoint.parse(data)
     except AgentLedgerError as exc:
