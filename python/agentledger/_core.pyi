@@ -373,6 +373,10 @@ class BernsteinAuditWalk:
     def unindexed(self) -> list[tuple[int, int, str | None, object, dict[str, str]]]:
         """The same, for the records whose ``journal_index`` is not an integer."""
     @property
+    def walked_per_run(self) -> dict[str, int]:
+        """How many ``activity.result`` records of each run (``""``: none named) the walk
+        met, without converting the records."""
+    @property
     def mirrors_activities(self) -> bool:
         """Whether the chain holds an ``activity.result`` record, or a damaged record that
         names its run."""

@@ -77,6 +77,12 @@ class AuditChain:
         chain also holds the orchestrator's other events."""
         return self._walk.mirrors_activities
 
+    @property
+    def walked_per_run(self) -> dict[str, int]:
+        """How many ``activity.result`` records of each run (``""``: none named) the walk
+        met: read without converting every record (``walked``)."""
+        return self._walk.walked_per_run
+
     @functools.cached_property
     def walked(self) -> list[ActivityRecord]:
         """Every ``activity.result`` record the walk met (canonical, scheme 1 or 2), in

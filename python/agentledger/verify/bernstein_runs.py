@@ -127,10 +127,11 @@ def _check_runs_gone_before_import(
         if not isinstance(listed, list):
             return
         present.update(name for name in listed if isinstance(name, str))
-    gone: dict[str, int] = {}
-    for record in audit.activity:
-        if record.run_id not in imported and record.run_id not in present:
-            gone[record.run_id] = gone.get(record.run_id, 0) + 1
+    gone = {
+        run_id: count
+        for run_id, count in audit.walked_per_run.items()
+        if run_id not in imported and run_id not in present
+    }
     for run_id, count in sorted(gone.items()):
         ctx.diverged(
             None,

@@ -2,6 +2,8 @@
 //! its result as plain values, and the `activity.result` records the workdir verify
 //! cross-checks runs with.
 
+use std::collections::HashMap;
+
 use agentledger_bernstein::audit::{self, AuditWalk, Walked};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
@@ -101,6 +103,23 @@ impl BernsteinAuditWalk {
     /// audit no row; verify reports them).
     fn unindexed<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
         walked(py, self.0.walked.iter().filter(|r| r.indexed().is_none()))
+    }
+
+    /// How many `activity.result` records the walk met of each run (`""` for a record
+    /// that names none), as `walked` names them: what a check needing only the runs
+    /// reads, without converting every record.
+    #[getter]
+    fn walked_per_run<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let mut tally: HashMap<&[u8], u64> = HashMap::new();
+        for walked in &self.0.walked {
+            let run_id = walked.activity.run_id.as_deref().unwrap_or_default();
+            *tally.entry(run_id).or_default() += 1;
+        }
+        let counts = PyDict::new(py);
+        for (run_id, count) in tally {
+            counts.set_item(py_text(py, run_id)?, count)?;
+        }
+        Ok(counts)
     }
 
     /// Whether the chain mirrors activities (`AuditChain.mirrors_activities`).
