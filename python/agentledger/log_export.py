@@ -22,6 +22,7 @@ or of a log this ledger does not extend, is refused.
 from __future__ import annotations
 
 import os
+import stat
 import struct
 import tempfile
 from dataclasses import dataclass, field
@@ -199,7 +200,7 @@ def _write(
     if path.exists() and not replace:
         # A tile is immutable once published: one already there must be this one, or the
         # checkpoint written after it would vouch for bytes the log does not hold.
-        if path.read_bytes() != data:
+        if _published(path, len(data)) != data:
             raise Diverged(
                 f"{path}: holds other bytes than the log's {name}; the folder's export was "
                 "changed. Export into a new folder",
@@ -218,3 +219,17 @@ def _write(
         raise
     summary.bytes_written += len(data)
     return True
+
+
+def _published(path: Path, size: int) -> bytes | None:
+    """At most ``size + 1`` bytes of the regular file at ``path``; None for anything else.
+    The folder is the user's: a FIFO there must not block the export (it is opened
+    without blocking, then looked at), nor a huge file fill memory."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        return handle.read(size + 1)

@@ -210,3 +210,25 @@ def test_an_export_never_publishes_over_changed_tiles_nor_leaves_half_of_one(
     broken = cli("log", "export", str(fresh))
     assert broken.code == 2, broken.err
     assert not fresh.exists() or [p for p in fresh.rglob("*") if p.is_file()] == []
+
+
+def test_a_fifo_or_a_huge_file_where_a_tile_was_published_is_refused_unread(
+    ledger: Ledger, tmp_path: Path, cli: Any
+) -> None:
+    """The check of a tile already in the folder read it whole: a FIFO there hung the
+    export, a huge file would fill memory. Each is refused as a changed export."""
+    import os
+
+    _append(ledger, 300)
+    folder = tmp_path / "site"
+    assert cli("log", "export", str(folder)).code == 0
+    _append(ledger, 10, start=300)
+    tile = folder / "tile/1/000.p/2"  # written again by the next export
+    tile.unlink()
+    os.mkfifo(tile)
+    assert cli("log", "export", str(folder)).code == 2
+    tile.unlink()
+    with open(tile, "wb") as handle:
+        handle.truncate(4 << 30)  # sparse: costs no disk
+    refused = cli("log", "export", str(folder))
+    assert refused.code == 2 and "tile/1/000.p/2" in refused.err
