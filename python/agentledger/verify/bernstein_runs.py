@@ -121,8 +121,11 @@ def _check_runs_gone_before_import(
     entries pinned the folders say nothing either way: then this check is not made."""
     if audit is None or not audit.mirrors_activities:
         return
+    imports = _bodies(ctx, WORKDIR_KIND)
+    if not imports:
+        return  # no import says what the workdir held
     present: set[str] = set()
-    for run_id, _seq, body in _bodies(ctx, WORKDIR_KIND):
+    for run_id, _seq, body in imports:
         listed = body.get("present") if run_id == BOOKKEEPING_RUN else None
         if not isinstance(listed, list):
             return
