@@ -203,3 +203,31 @@ def test_a_refused_archive_leaves_no_folder_behind(
     refused = cli("archive", str(tmp_path / "new" / "sub" / "a.db"))
     assert refused.code == 2, refused.err
     assert not (tmp_path / "new").exists()
+
+
+def test_an_archive_whose_seal_lost_its_source_proofs_is_not_clean(
+    ledger: Ledger, cli: Any, tmp_path: Path
+) -> None:
+    """The seal is not signed: deleting its source checkpoint and proofs turned the
+    archive into one "written before archives did", a note and exit 0, though nothing
+    then tied its entries to the source's signed log."""
+    build(ledger, runs=2, entries=2)
+    out = tmp_path / "review.db"
+    assert cli("archive", str(out)).code == 0
+    with raw(out) as conn:
+        seal = json.loads(
+            conn.execute("SELECT value FROM ledger_meta WHERE key = 'archive'").fetchall()[0][0]
+        )
+    for removed in ("source_checkpoint", "source_proofs"):
+        stripped = {k: v for k, v in seal.items() if k != removed}
+        with raw(out) as conn:
+            conn.execute(
+                "UPDATE ledger_meta SET value = ? WHERE key = 'archive'", (json.dumps(stripped),)
+            )
+        whole = cli("verify", "--all", "--json", ledger=out)
+        assert whole.code == 2, removed
+        assert [(d["check"], d["subject"]) for d in whole.json()["workspace"]] == [
+            ("archive.source", "archive source")
+        ]
+        assert cli("verify", "run-1", ledger=out).code == 2
+        assert cli("show", "run-1", ledger=out).code == 2

@@ -936,9 +936,15 @@ def _check_archive_source(
     subject = "archive source"
     text, proofs = seal.get("source_checkpoint"), seal.get("source_proofs")
     if not isinstance(text, str) or not isinstance(proofs, list):
-        ctx.report.notes.append(
-            "this archive carries no source checkpoint (written before archives did): its "
-            "entries are proven by its own signed log only"
+        # The seal is not signed: were a missing source a note, deleting it would pass an
+        # archive whose entries nothing ties to the source's signed log.
+        _diverged(
+            ctx,
+            "archive.source",
+            "its source's signed checkpoint and a proof of each entry in it",
+            "none in the seal: removed, or written by a build from before archives held them "
+            "(archive the runs again from the source)",
+            subject,
         )
         return None
     try:
