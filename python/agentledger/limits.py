@@ -17,6 +17,9 @@ MAX_DOCUMENT_BYTES = 64 << 20
 """JSON documents and proof bundles (a proof carries one entry's bytes, base64)."""
 MAX_KEY_FILE_BYTES = 64 << 10
 """Key and trust files."""
+MAX_EVIDENCE_BYTES = 1 << 30
+"""An evidence file given to an ``activity`` command (a page, a snapshot, an input): the
+stage holds it in memory to hash and store it."""
 MAX_INFLATED_BYTES = 1 << 30
 """What a workdir's gzip archives may inflate to, all together: a file of a few kilobytes
 can inflate without end."""

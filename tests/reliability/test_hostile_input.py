@@ -492,6 +492,34 @@ def test_a_two_gigabyte_checkpoint_file_is_refused_unread(tmp_path: Path, capsys
     assert read_checkpoints(huge.parent) == ({}, ["cp.txt"])
 
 
+def test_an_endless_evidence_file_is_refused_after_the_cap(
+    ledger_file: Path, tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--page URL=/dev/zero`` read without end: MemoryError, exit 70. A file named ``-``
+    is that file, not stdin."""
+    import agentledger.cli.activity as activity_cli
+
+    monkeypatch.setattr(activity_cli, "MAX_EVIDENCE_BYTES", 1 << 20)  # the same path, faster
+    led = ("--ledger", str(ledger_file))
+    assert run_cli(capsys, *led, "append", "r", "step", '{"n": 1}')[0] == 0
+    before = file_state(ledger_file)
+    code, _, err = run_cli(
+        capsys, *led, "activity", "research", "r", "s1", "--page", "https://a.example=/dev/zero"
+    )
+    assert code == 65, err
+    assert_one_line(err)
+    assert "too large for evidence" in err
+    assert file_state(ledger_file) == before
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-").write_bytes(b"<p>a page</p>")
+    monkeypatch.setattr(sys, "stdin", None)  # read from stdin, it would raise
+    code, out, err = run_cli(
+        capsys, *led, "activity", "research", "r", "s1", "--page", "https://a.example=-", "--json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["kind"] == "research"
+
+
 def test_a_proof_whose_entry_holds_nan_is_a_typed_error(tmp_path: Path, capsys: Any) -> None:
     import base64
 

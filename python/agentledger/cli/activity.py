@@ -22,10 +22,10 @@ from agentledger.cli import arguments
 from agentledger.cli.common import finish, read_json_document, run_verify, verify_options
 from agentledger.cli.console import styled
 from agentledger.cli.context import AppContext, AppGroup, F, emit_json, json_option
-from agentledger.errors import BadArgument, ExitCode, InvalidInput
+from agentledger.errors import ExitCode, InvalidInput
 from agentledger.ids import check_run_id
 from agentledger.journal import Entry, Run
-from agentledger.sqlite_files import held_by_this_process
+from agentledger.limits import MAX_EVIDENCE_BYTES, read_capped
 from agentledger.verify import VerifyOptions
 
 
@@ -84,14 +84,9 @@ def activity_verify(
 
 
 def _read(path: str) -> bytes:
-    if held_by_this_process(Path(path)):
-        raise BadArgument(f"{path}: a file of a ledger this process has open; not read")
-    try:
-        return Path(path).read_bytes()
-    except FileNotFoundError:
-        raise BadArgument(f"no such file: {path}") from None
-    except OSError as exc:
-        raise BadArgument(f"cannot read {path}: {exc.strerror or exc}") from None
+    """An evidence file's bytes, at most ``MAX_EVIDENCE_BYTES`` (``/dev/zero`` as a page
+    filled memory, exit 70). A file named ``-`` is that file, never stdin."""
+    return read_capped(f"./{path}" if path == "-" else path, MAX_EVIDENCE_BYTES, "evidence")
 
 
 def _pairs(values: tuple[str, ...], what: str) -> list[tuple[str, bytes]]:
@@ -320,7 +315,8 @@ def activity_browser(
 
 def _data_ops_command(kind: str) -> None:
     help_text = (
-        f"Record a {kind} stage: signed inputs, one plan (its steps), then signed outputs.\n\n"
+        f"Record {'an' if kind[0] in 'aeiou' else 'a'} {kind} stage: signed inputs, one plan "
+        "(its steps), then signed outputs.\n\n"
         "Without --step/--steps there is no plan and the stage is refused (no-plan).\n\n"
         "\b\nExamples:\n"
         f'  agentledger activity {kind} run-7 {kind}-0 --input in.csv=in.csv --step "sum b" '
