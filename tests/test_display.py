@@ -3,7 +3,10 @@ documents are escaped, each range to its last code point, and nothing else."""
 
 from __future__ import annotations
 
-from agentledger.display import safe
+import re
+from typing import Any
+
+from agentledger.display import plural, safe
 
 ESCAPED = {
     *range(0x00, 0x20),  # C0 controls, ESC included
@@ -31,3 +34,17 @@ def test_every_documented_code_point_is_escaped_and_no_other() -> None:
 def test_escaping_is_idempotent() -> None:
     text = "".join(chr(code) for code in sorted(ESCAPED))
     assert safe(safe(text)) == safe(text)
+
+
+def test_one_of_a_thing_is_singular_in_every_report(cli: Any) -> None:
+    """A one-entry ledger's report said "checkpoint #1: 1 entries"; four copies of the
+    plural helper disagreed on the rest."""
+    assert [plural(1, "entry", "entries"), plural(1_000, "entry", "entries")] == [
+        "1 entry",
+        "1,000 entries",
+    ]
+    assert plural(2, "run") == "2 runs"
+    assert cli("append", "r", "step", '{"n": 1}').code == 0
+    text = cli("verify", "--all").out
+    assert "checkpoint #1: 1 entry, root" in text, text
+    assert re.search(r"(?<![\d,.])1 (entries|runs)\b", text) is None, text

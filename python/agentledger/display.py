@@ -77,3 +77,9 @@ __all__ = [
     "safe",
     "shorten",
 ]
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 entry``, ``2 entries``: ``n`` with thousands separators, then ``word`` or its
+    plural (``many``, else ``word`` + s)."""
+    return f"{n:,} " + (word if n == 1 else many or word + "s")

@@ -22,7 +22,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from agentledger.checks import RULE, explain
-from agentledger.display import safe
+from agentledger.display import plural, safe
 from agentledger.verify import Divergence, RunVerdict, VerifyReport, status_name
 
 MAX_RUN_TREES = 50
@@ -36,10 +36,6 @@ STATUS_STYLE = {
 EXPECTED_STYLE = ""  # neutral: what the anchored record says must be there
 ACTUAL_STYLE = "red"  # what the file holds now
 LABEL_WIDTH = 10
-
-
-def _plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n:,} " + (word if n == 1 else many or word + "s")
 
 
 def _field(label: str, *parts: str | tuple[str, str]) -> Text:
@@ -57,7 +53,7 @@ def checkpoint_text(report: VerifyReport) -> list[str | tuple[str, str]]:
     )
     names = ", ".join(safe(name) for name in found.signers) or "none"
     return [
-        f"#{found.id}: {found.size:,} entries, root {found.root}, ",
+        f"#{found.id}: {plural(found.size, 'entry', 'entries')}, root {found.root}, ",
         signer,
         f" (signature names: {names}" + (f"; {safe(found.time)})" if found.time else ")"),
     ]
@@ -93,9 +89,9 @@ def summary(report: VerifyReport) -> Group:
     no_verdict = report.no_verdict_runs
     rate = f"{report.entries / report.elapsed_s:,.0f} entries/s" if report.elapsed_s else ""
     counts = Text.assemble(
-        (_plural(len(report.runs), "run"), "bold"),
+        (plural(len(report.runs), "run"), "bold"),
         "  ",
-        _plural(report.entries, "entry", "entries"),
+        plural(report.entries, "entry", "entries"),
         "  ",
         (f"{report.clean_runs:,} clean", "green"),
         "  ",
@@ -105,7 +101,7 @@ def summary(report: VerifyReport) -> Group:
         "  ",
         # Runs that exist but get no verdict (bernstein answers 1 for a run with no activity).
         (f"{no_verdict:,} without a verdict  " if no_verdict else "", "yellow"),
-        f"{_plural(report.blobs_checked, 'blob')} re-hashed",
+        f"{plural(report.blobs_checked, 'blob')} re-hashed",
         "  ",
         f"{report.elapsed_s:.2f}s",
         "  ",
@@ -114,12 +110,12 @@ def summary(report: VerifyReport) -> Group:
     parts: list[RenderableType] = [counts]
     by_check = report.findings_by_check()
     if by_check:
-        parts.append(Text(f"{_plural(report.findings, 'finding')} by check:", style="bold"))
+        parts.append(Text(f"{plural(report.findings, 'finding')} by check:", style="bold"))
         width = max(len(check) for check in by_check)
         for check, row in by_check.items():
             where = []
             if row["runs"]:
-                where.append(_plural(row["runs"], "run"))
+                where.append(plural(row["runs"], "run"))
             if row["workspace"]:
                 where.append("workspace")
             parts.append(
@@ -127,7 +123,7 @@ def summary(report: VerifyReport) -> Group:
                     "  ",
                     (f"{safe(check):<{width}}", "bold"),
                     f"  {', '.join(where)}",
-                    (f"  ({_plural(row['findings'], 'finding')})", "dim"),
+                    (f"  ({plural(row['findings'], 'finding')})", "dim"),
                 )
             )
     return Group(*parts)
@@ -163,8 +159,8 @@ def run_tree(verdict: RunVerdict, status: str | None = None) -> Tree:
         "  ",
         (status, STATUS_STYLE.get(status, "")),
         (
-            f"  {_plural(verdict.divergence_count, 'finding')}, "
-            f"{_plural(verdict.entries, 'entry', 'entries')}",
+            f"  {plural(verdict.divergence_count, 'finding')}, "
+            f"{plural(verdict.entries, 'entry', 'entries')}",
             "dim",
         ),
     )
@@ -247,8 +243,8 @@ def verdict_line(report: VerifyReport) -> Text:
     if report.findings:
         diverged = report.diverged_runs
         text.append(
-            f" — {_plural(report.findings, 'finding')}"
-            + (f" in {_plural(len(diverged), 'run')}" if diverged else "")
+            f" — {plural(report.findings, 'finding')}"
+            + (f" in {plural(len(diverged), 'run')}" if diverged else "")
             + (" and the workspace" if report.workspace else "")
         )
     text.append(f" (covers {safe(report.scope)})", style="dim")

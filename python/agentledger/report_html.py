@@ -18,7 +18,7 @@ import re
 from collections import defaultdict
 
 from agentledger.checks import RULE, explain
-from agentledger.display import safe
+from agentledger.display import plural, safe
 from agentledger.verify import Divergence, RunVerdict, VerifyReport, status_name
 
 STYLE = """
@@ -110,10 +110,6 @@ def anchor(*parts: object) -> str:
     )
 
 
-def _plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{n:,} " + (word if n == 1 else many or word + "s")
-
-
 def _meta(report: VerifyReport) -> str:
     keys = (
         "".join(
@@ -133,7 +129,8 @@ def _meta(report: VerifyReport) -> str:
         )
         names = ", ".join(_e(name) for name in found.signers) or "none"
         checkpoint = (
-            f"#{found.id}: {found.size:,} entries, root <code>{_e(found.root)}</code>, "
+            f"#{found.id}: {plural(found.size, 'entry', 'entries')}, "
+            f"root <code>{_e(found.root)}</code>, "
             f"{signer} <span class=muted>(signature names: {names}"
             + (f"; {_e(found.time)})</span>" if found.time else ")</span>")
         )
@@ -180,7 +177,7 @@ def _chart(report: VerifyReport) -> str:
 def _summary(report: VerifyReport) -> str:
     rate = f", {report.entries / report.elapsed_s:,.0f} entries/s" if report.elapsed_s else ""
     counts = (
-        f"<p>{_plural(len(report.runs), 'run')}, {_plural(report.entries, 'entry', 'entries')}: "
+        f"<p>{plural(len(report.runs), 'run')}, {plural(report.entries, 'entry', 'entries')}: "
         f"<strong>{report.clean_runs:,}</strong> clean, "
         f"<strong class=status-diverged>{len(report.diverged_runs):,}</strong> diverged, "
         f"<strong>{report.missing_runs:,}</strong> missing; "
@@ -189,7 +186,7 @@ def _summary(report: VerifyReport) -> str:
             if report.no_verdict_runs
             else ""
         )
-        + f"{_plural(report.blobs_checked, 'blob')} re-hashed, "
+        + f"{plural(report.blobs_checked, 'blob')} re-hashed, "
         f"{report.receipts_checked:,} receipt(s), {report.signatures_checked:,} signature(s), "
         f"{report.audit_records:,} audit record(s); {report.elapsed_s:.2f}s{rate}.</p>"
     )
@@ -205,7 +202,7 @@ def _summary(report: VerifyReport) -> str:
     return (
         counts
         + _chart(report)
-        + f"<h3>{_plural(report.findings, 'finding')} by check</h3>"
+        + f"<h3>{plural(report.findings, 'finding')} by check</h3>"
         + '<table><colgroup><col style="width:24%"><col style="width:8%"><col style="width:11%">'
         '<col style="width:9%"><col></colgroup>'
         "<thead><tr><th>check</th><th>runs</th><th>workspace</th><th>findings</th>"
@@ -264,8 +261,8 @@ def _run(verdict: RunVerdict, extra: list[Divergence], status: str) -> str:
         f'<details class=run id="{run_anchor}" data-search="{html.escape(safe(search))}">'
         f'<summary><a href="#{run_anchor}">run <code>{_e(verdict.run_id)}</code></a> '
         f"<span class=status-{status}>{status}</span> "
-        f"<span class=muted>{_plural(verdict.divergence_count + len(extra), 'finding')}, "
-        f"{_plural(verdict.entries, 'entry', 'entries')}; {_e(', '.join(checks))}</span>"
+        f"<span class=muted>{plural(verdict.divergence_count + len(extra), 'finding')}, "
+        f"{plural(verdict.entries, 'entry', 'entries')}; {_e(', '.join(checks))}</span>"
         f"</summary>{''.join(steps)}</details>"
     )
 
@@ -282,7 +279,7 @@ def _workspace(report: VerifyReport) -> str:
             )
         items.append(_finding(divergence, where))
     return (
-        f'<h2 id="workspace">Workspace ({_plural(len(report.workspace), "finding")})</h2>'
+        f'<h2 id="workspace">Workspace ({plural(len(report.workspace), "finding")})</h2>'
         + "".join(items)
     )
 

@@ -39,7 +39,7 @@ def test_an_archive_checked_against_its_sources_checkpoint_is_judged_as_an_archi
     assert result.code == 0, result.out
     document = result.json()
     assert "an archive" in document["scope"] and ledger.id in document["scope"]
-    assert "holding 1 runs" in document["scope"]
+    assert "holding 1 run," in document["scope"]
     assert not any(d["check"] == "log.rollback" for d in document["workspace"])
 
 

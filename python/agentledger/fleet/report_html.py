@@ -13,7 +13,7 @@ import html
 from typing import Any
 
 from agentledger.checks import explain
-from agentledger.display import safe
+from agentledger.display import plural, safe
 from agentledger.fleet.summary import CLEAN, DIVERGED, UNREADABLE, FleetReport, LedgerSummary
 from agentledger.report_html import SCRIPT, STYLE, anchor, checks_section
 
@@ -23,10 +23,6 @@ VERDICT_CLASS = {CLEAN: "clean", DIVERGED: "diverged", UNREADABLE: "missing"}
 
 def _e(value: object) -> str:
     return html.escape(safe(value), quote=True)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def _meta(report: FleetReport) -> str:
@@ -55,11 +51,11 @@ def _meta(report: FleetReport) -> str:
 def _summary(report: FleetReport) -> str:
     totals: dict[str, Any] = report.to_json()["totals"]
     counts = (
-        f"<p>{_plural(len(report.ledgers), 'file')}: "
+        f"<p>{plural(len(report.ledgers), 'file')}: "
         f"<strong>{report.count(CLEAN):,}</strong> clean, "
         f"<strong class=status-diverged>{report.count(DIVERGED):,}</strong> diverged, "
         f"<strong class=status-missing>{report.count(UNREADABLE):,}</strong> unreadable; "
-        f"{_plural(totals['runs'], 'run')}, {totals['entries']:,} entries, "
+        f"{plural(totals['runs'], 'run')}, {plural(totals['entries'], 'entry', 'entries')}, "
         f"{totals['bytes_read']:,} bytes read.</p>"
     )
     by_check = report.by_check()
@@ -119,14 +115,14 @@ def _file(ledger: LedgerSummary) -> str:
     facts = (
         f"ledger <code>{_e(ledger.ledger_id or '-')}</code>"
         + (" (sealed archive)" if ledger.archive else "")
-        + f", {_plural(ledger.runs, 'run')}, {ledger.entries:,} entries, "
+        + f", {plural(ledger.runs, 'run')}, {plural(ledger.entries, 'entry', 'entries')}, "
         f"{ledger.elapsed_s:.2f}s on <code>{_e(ledger.worker or '-')}</code>"
     )
     return (
         f'<details class=run id="file-{anchor(ledger.path)}" data-search="{_e(search.lower())}">'
         f"<summary><code>{_e(ledger.path)}</code> <span class={status_class}>"
         f"{_e(ledger.status)}</span> <span class=muted>"
-        f"{_plural(ledger.divergences, 'finding')}</span></summary>"
+        f"{plural(ledger.divergences, 'finding')}</span></summary>"
         f"<p class=muted>{facts}</p>{body}</details>"
     )
 

@@ -33,6 +33,7 @@ from agentledger import _core, proven, tiles
 from agentledger import log as wslog
 from agentledger.archive import archive_seal
 from agentledger.checkpoint import history_sizes
+from agentledger.display import plural
 from agentledger.errors import AgentLedgerError, BadArgument, InvalidInput
 from agentledger.keys import resolve_trust
 from agentledger.limits import read_capped
@@ -177,10 +178,10 @@ def plan_log(ctx: VerifyContext) -> None:
     ctx.report.scope = (
         f"what was appended since entry {base.size:,} in full; the first {base.size:,} "
         "proven in place by hash, their bytes not re-read"
-        + ("" if plan.covers_workspace else f", of {_plural(len(ctx.verdicts), 'named run')}")
+        + ("" if plan.covers_workspace else f", of {plural(len(ctx.verdicts), 'named run')}")
     )
     ctx.report.notes.append(
-        f"incremental: re-checked what was appended to {_plural(len(tail_from), 'run')} "
+        f"incremental: re-checked what was appended to {plural(len(tail_from), 'run')} "
         f"since this install last verified the log clean at {base.size:,} entries; of "
         "those, each position was proven to hold the entry hash verified there, but their "
         "bytes were not re-read (a full `verify --all` does)"
@@ -202,7 +203,7 @@ def _scope(ctx: VerifyContext, seal: dict[str, object] | None) -> str:
     runs = int(wslog.fetch(ctx.conn, "SELECT count(*) FROM runs")[0][0])
     return (
         f"{covered}: an archive (id {str(seal.get('archive'))[:12]}…) of ledger "
-        f"{ctx.ledger.id}, holding {runs:,} runs, signed under its own origin"
+        f"{ctx.ledger.id}, holding {plural(runs, 'run')}, signed under its own origin"
     )
 
 
@@ -240,10 +241,6 @@ def _limit(ctx: VerifyContext, total: int) -> int:
     top = wslog.fetch(ctx.conn, "SELECT max(leaf) FROM entries INDEXED BY entries_by_leaf")
     highest = top[0][0] if top and isinstance(top[0][0], int) else -1
     return max(total, min(highest + 1, total + MAX_MISSING_LEAVES))
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
 
 
 def _b64(root: bytes) -> str:
