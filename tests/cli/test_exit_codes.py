@@ -106,6 +106,7 @@ def test_2_diverged(workspace: Path, env: dict[str, str]) -> None:
         ["phase", "compile", "/no/such/input.json"],
         ["team", "load", "/no/such/team.toml"],
         ["runs", "--limit", "-1"],
+        ["runs", "--limit", "99999999999999999999"],
         ["runs", "--status", "maybe"],
         ["no-such-command"],
     ],

@@ -23,6 +23,7 @@ from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
 from agentledger.ids import check_run_id
 from agentledger.journal import Entry, hash_text
 from agentledger.ledger import Ledger
+from agentledger.limits import MAX_SQLITE_INT
 from agentledger.run_status import current_log, notes_match, readable, status_path
 
 if TYPE_CHECKING:
@@ -256,7 +257,8 @@ RUNS_COLUMNS = ("run", "source", "events", "activities", "last entry", "status",
 
 
 @click.command(cls=AppCommand)
-@click.option("--limit", type=click.IntRange(min=0), help="At most N runs.")
+# Bounded by what SQLite's LIMIT takes: a larger number is a usage error, not an overflow.
+@click.option("--limit", type=click.IntRange(min=0, max=MAX_SQLITE_INT), help="At most N runs.")
 @click.option(
     "--status",
     type=click.Choice(["clean", "diverged", "unverified"]),
