@@ -16,6 +16,7 @@ import pytest
 
 from agentledger import Ledger
 from agentledger.demo import build_workspace, plant_corruptions
+from agentledger.limits import MAX_DOCUMENT_BYTES
 
 AGENTLEDGER = Path(sys.executable).parent / "agentledger"
 
@@ -293,6 +294,19 @@ def test_65_invalid_data_and_debug_shows_a_traceback(workspace: Path, env: dict[
     assert state(workspace) == before
     debug = run("--debug", "append", "run-00001", "step", "{not json", env=env)
     assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+def test_65_an_entry_body_on_stdin_is_read_no_further_than_a_json_document(
+    workspace: Path, env: dict[str, str]
+) -> None:
+    # `append RUN KIND -` read stdin whole: an endless pipe filled memory.
+    before = state(workspace)
+    body = b'{"a": "' + b"x" * MAX_DOCUMENT_BYTES + b'"}'
+    result = run("append", "run-00001", "step", "-", env=env, stdin=body)
+    assert result.returncode == 65, result.stderr
+    one_line(result)
+    assert "too-large" in result.stderr and "stdin" in result.stderr
+    assert state(workspace) == before
 
 
 def test_130_ctrl_c_leaves_nothing_behind(tmp_path: Path, env: dict[str, str]) -> None:

@@ -23,7 +23,7 @@ from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
 from agentledger.ids import check_run_id
 from agentledger.journal import Entry, hash_text
 from agentledger.ledger import Ledger
-from agentledger.limits import MAX_SQLITE_INT
+from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
 from agentledger.run_status import current_log, notes_match, readable, status_path
 
 if TYPE_CHECKING:
@@ -82,7 +82,12 @@ def _read_body(body: str | None) -> dict[str, Any]:
     if body is None:
         return {}
     where = "stdin" if body == "-" else "BODY"
-    raw = click.get_binary_stream("stdin").read() if body == "-" else body.encode("utf-8")
+    # Read as any JSON document is: capped, so an endless pipe cannot fill memory.
+    raw = (
+        read_capped("-", MAX_DOCUMENT_BYTES, "an entry body")
+        if body == "-"
+        else body.encode("utf-8")
+    )
     try:
         value = parse_json_document(raw, where)
     except InvalidInput as exc:
@@ -116,8 +121,9 @@ def entry_json(entry: Entry) -> dict[str, Any]:
 def append(app: AppContext, run_id: str, kind: str, body: str | None, as_json: bool) -> None:
     """Append one entry to RUN from the shell; the run exists once it has an entry.
 
-    BODY is a JSON object (default {}); `-` reads it from stdin. The entry is durable when
-    the command returns. Exit 65 for a malformed body, kind or run id (nothing written).
+    BODY is a JSON object (default {}); `-` reads it from stdin (at most 64 MiB). The
+    entry is durable when the command returns. Exit 65 for a malformed or too large body,
+    kind or run id (nothing written).
 
     \b
     Examples:
