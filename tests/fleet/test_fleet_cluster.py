@@ -216,3 +216,28 @@ def test_a_worker_killed_mid_task_loses_nothing(
     assert report["totals"]["lost"] == 0
     assert report["cluster"]["workers_lost"] == 1
     assert len({entry["worker"] for entry in report["ledgers"]}) == 1
+
+
+def test_workers_beyond_four_per_core_are_capped_not_started(
+    fleet: Fleet,
+    empty_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # `--workers 100000` started a hundred thousand processes: the command never returned.
+    from agentledger.fleet import cluster
+    from agentledger.fleet.summary import FleetReport
+
+    asked: list[int | None] = []
+
+    def record(files: list[str], job: Any, options: Any, on_result: Any = None) -> FleetReport:
+        asked.append(options.workers)
+        return FleetReport(inputs=len(files), local_cluster=True)
+
+    monkeypatch.setattr(cluster, "verify_fleet", record)
+    args = ["--home", str(empty_home), "fleet", "verify", str(fleet.root), "--json"]
+    main([*args, "--workers", "100000"])
+    assert asked == [4 * (os.cpu_count() or 1)]
+    assert "--workers 100000 capped" in capsys.readouterr().err
+    main([*args, "--workers", "1"])
+    assert asked[-1] == 1

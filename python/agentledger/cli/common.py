@@ -161,13 +161,14 @@ html_option = click.option(
 JOBS_PER_CORE = 4
 
 
-def capped_jobs(app: AppContext, jobs: int) -> int:
-    """At most 4 threads per core: more only queue on the same cores (and cost memory)."""
+def capped_jobs(app: AppContext, jobs: int, option: str = "--jobs") -> int:
+    """At most 4 threads (or worker processes) per core: more only queue on the same cores
+    (and cost memory; a hundred thousand processes never even start)."""
     limit = JOBS_PER_CORE * (os.cpu_count() or 1)
     if jobs > limit:
         app.err_console.print(
-            f"note: --jobs {jobs} capped to {limit} ({JOBS_PER_CORE}x the {limit // JOBS_PER_CORE}"
-            " cores)",
+            f"note: {option} {jobs} capped to {limit} ({JOBS_PER_CORE}x the"
+            f" {limit // JOBS_PER_CORE} cores)",
             style="yellow",
         )
         return limit

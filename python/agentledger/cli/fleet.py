@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.text import Text
 
 from agentledger.cli import arguments
-from agentledger.cli.common import html_option
+from agentledger.cli.common import capped_jobs, html_option
 from agentledger.cli.context import AppContext, AppGroup, emit_json, json_option, width_option
 from agentledger.display import safe
 from agentledger.fleet.inputs import (
@@ -101,7 +101,7 @@ def live_progress(app: AppContext, total: int) -> Iterator[OnResult | None]:
 @click.option(
     "--workers",
     type=click.IntRange(min=1),
-    help="Worker processes of the local cluster (default: one per core).",
+    help="Worker processes of the local cluster (default: one per core; at most 4x the cores).",
 )
 @click.option(
     "--trust",
@@ -202,7 +202,7 @@ def fleet_verify(
     job = FleetJob(trust=trusted, checkpoints=checkpoints, memory=read_signer_memory(store.home))
     options = cluster.ClusterOptions(
         scheduler=scheduler,
-        workers=workers,
+        workers=None if workers is None else capped_jobs(app, workers, "--workers"),
         connect_timeout=connect_timeout,
         worker_timeout=worker_timeout,
     )
