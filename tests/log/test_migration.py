@@ -254,3 +254,26 @@ def test_an_upgraded_ledger_that_does_not_verify_clean_is_not_signed_by_the_upgr
     said = capsys.readouterr().err
     assert "the new tree was not signed" in said and "(runs.ordinal)" in said
     assert "carried over to the new tree" in said  # the log itself was vouched for
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["runs"],
+        ["show", "a-run"],
+        ["prove", "a-run", "0"],
+        ["export", "bernstein", "OUT"],
+        ["log", "export", "OUT"],
+    ],
+)
+def test_a_reading_command_names_an_old_schema_and_leaves_the_file_as_it_was(
+    ledger_path: Path, cli: Any, tmp_path: Path, args: list[str]
+) -> None:
+    # Read-only commands queried tables the old schema lacks: "no such table: bernstein_runs".
+    _schema_2_ledger(ledger_path)
+    before = ledger_path.read_bytes()
+    result = cli(*[str(tmp_path / "out") if a == "OUT" else a for a in args])
+    assert result.code == 65
+    assert result.err.startswith("error [ledger-old]:") and "schema 2" in result.err
+    assert result.err.count("\n") == 1
+    assert ledger_path.read_bytes() == before

@@ -58,7 +58,18 @@ class AppContext:
         """The ledger named by --ledger; reading commands never create one (exit 1)."""
         from agentledger.ledger import Ledger
 
-        return Ledger.open(self.ledger_path, create=create, readonly=readonly, key_dir=self.key_dir)
+        ledger = Ledger.open(
+            self.ledger_path, create=create, readonly=readonly, key_dir=self.key_dir
+        )
+        if readonly:
+            # A reading command never upgrades the file: an older schema is named, not
+            # queried (its missing tables would surface as raw SQLite errors).
+            try:
+                ledger.db.check_current()
+            except BaseException:
+                ledger.close()
+                raise
+        return ledger
 
     @property
     def key_home(self) -> Path:

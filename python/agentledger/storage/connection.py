@@ -321,6 +321,18 @@ class Database:
             self._set_schema_findings(schema_drift(conn, SCHEMA_VERSION))
             self._schema_cookie = self._cookie()
 
+    def check_current(self, does: str = "reads") -> None:
+        """Refuse (``ledger-old``) a file of an older schema this handle did not upgrade: a
+        reader never migrates, and this version's queries know only its own schema. A file
+        whose schema was altered is not refused here: verify reports how it differs."""
+        if self.version < SCHEMA_VERSION and not self.schema_findings:
+            raise LedgerError(
+                f"{self.path}: schema {self.version}, written by an older agentledger; "
+                f"this version {does} schema {SCHEMA_VERSION}. Any writing command upgrades "
+                "it (its entries are then verified before anything is signed)",
+                code="ledger-old",
+            )
+
     def check_writable(self) -> None:
         """Refuse to write a read-only handle, or a file whose schema was altered."""
         if self.readonly:

@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING
 import apsw
 
 from agentledger import _core
-from agentledger.errors import AgentLedgerError, ExitCode, LedgerError
+from agentledger.errors import AgentLedgerError, ExitCode
 from agentledger.keys import read_trust_file, trust_values
 from agentledger.signer_memory import Remembered, SignerMemory
 from agentledger.storage import btree_check, native
-from agentledger.storage.migrations import SCHEMA_VERSION
 from agentledger.verify import (
     audit,
     blobs,
@@ -142,14 +141,8 @@ def _verify(
     ledger: LedgerHandle, run_ids: list[str] | None, options: VerifyOptions
 ) -> VerifyReport:
     started = time.perf_counter()
-    if ledger.db.version < SCHEMA_VERSION and not ledger.db.schema_findings:
-        # Verify never migrates (it writes nothing); this version reads only its own schema.
-        raise LedgerError(
-            f"{ledger.path}: schema {ledger.db.version}, written by an older agentledger; "
-            f"this version verifies schema {SCHEMA_VERSION}. Any writing command upgrades "
-            "it (its entries are then verified before anything is signed)",
-            code="ledger-old",
-        )
+    # Verify never migrates (it writes nothing); this version reads only its own schema.
+    ledger.db.check_current("verifies")
     report = _new_report(ledger, options)
     # Read before the snapshot's first read: the memory is written after each commit, so
     # what it says is then never newer than what the snapshot sees.
