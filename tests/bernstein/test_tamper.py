@@ -560,3 +560,44 @@ def test_a_journal_line_bernsteins_reader_raises_on_gets_no_verdict(
     checks = {d.check: d for d in strict.runs[0].divergences}
     assert "bernstein.crash" in checks and "bernstein.line.discarded" not in checks
     assert checks["bernstein.crash"].actual.startswith(raised)
+
+
+CAS_BLOB = (
+    "(SELECT digest FROM bernstein_files WHERE path LIKE '.sdd/cas/%' ORDER BY path DESC LIMIT 1)"
+)
+
+
+@pytest.mark.parametrize(
+    ("sql", "code", "says"),
+    [
+        (f"DELETE FROM blob_chunks WHERE digest = {CAS_BLOB}", 2, "blob-missing"),
+        (f"UPDATE blob_chunks SET data = x'00' WHERE digest = {CAS_BLOB}", 2, "blob-digest"),
+        (
+            "INSERT INTO bernstein_files VALUES ('.sdd/runs/run-001/journal.jsonl/x', 'other', "
+            f"{CAS_BLOB}, 1)",
+            65,
+            "export-failed",
+        ),
+    ],
+)
+def test_export_of_a_damaged_store_is_refused_and_writes_nothing(
+    tmp_path: Path, cli: Any, sql: str, code: int, says: str
+) -> None:
+    # Export wrote what the rows said unchecked: a missing blob was exit 70 (KeyError), a
+    # path under a file exit 70 (FileExistsError), both with half a workdir written; an
+    # altered blob was exported under its old name, exit 0.
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        import_workdir(ledger, SMALL)
+    if "DELETE" in sql:
+        tamper_ledger(path, sql.replace("blob_chunks", "blobs"))
+    tamper_ledger(path, sql)
+    out = tmp_path / "out"
+    out.mkdir()  # an empty folder given: it stays empty
+    result = cli("export", "bernstein", str(out), ledger=path)
+    assert result.code == code, result.err
+    assert result.err.startswith(f"error [{says}]:") and result.err.count("\n") == 1
+    assert list(out.iterdir()) == []
+    missing = tmp_path / "absent" / "out"  # a folder export creates is removed again
+    assert cli("export", "bernstein", str(missing), ledger=path).code == code
+    assert not missing.exists()

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import posixpath
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentledger import cas
 from agentledger.bernstein.format import RUNS_DIR, SDD
-from agentledger.errors import InvalidInput, LedgerError, NotFound
+from agentledger.errors import Diverged, InvalidInput, LedgerError, NotFound
 
 if TYPE_CHECKING:
     from agentledger.handle import LedgerHandle
@@ -47,7 +49,11 @@ def export_workdir(
     ledger: LedgerHandle, outdir: str | os.PathLike[str], run_ids: list[str] | None = None
 ) -> ExportSummary:
     """Write the workdir (every run, or only ``run_ids``) into ``outdir``, which must be
-    absent or empty. The store and the audit chain are always written whole."""
+    absent or empty. The store and the audit chain are always written whole.
+
+    Each file is re-hashed as it is written: a blob missing from the store, or whose bytes
+    no longer hash to its name, is refused (``Diverged``); a refused or failed export
+    leaves ``outdir`` as it found it."""
     out = Path(outdir)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InvalidInput(f"{out}: exists and is not an empty folder", code="export-not-empty")
@@ -62,23 +68,72 @@ def export_workdir(
             "SELECT path, kind, digest FROM bernstein_files ORDER BY path"
         ).fetchall()
         summary = ExportSummary(str(out), selected)
+        created = not out.exists()
         out.mkdir(parents=True, exist_ok=True)
-        for raw_path, kind, digest in rows:
-            path = str(raw_path)
-            if not _safe(path):
-                raise LedgerError(f"refusing to export unsafe path {path!r}", code="unsafe-path")
-            parts = path.split("/")
-            if path.startswith(RUNS_DIR + "/") and len(parts) > 2 and parts[2] not in selected:
-                continue
-            target = out.joinpath(*parts)
-            if kind == "dir":
-                target.mkdir(parents=True, exist_ok=True)
-                summary.dirs += 1
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with target.open("xb") as handle:
-                for chunk in ledger.blobs.iter_chunks(str(digest)):
+        try:
+            for raw_path, kind, digest in rows:
+                _export_one(ledger, out, str(raw_path), kind, digest, selected, summary)
+        except BaseException:
+            _undo(out, created)
+            raise
+    return summary
+
+
+def _undo(out: Path, created: bool) -> None:
+    """Remove what a refused or failed export wrote: ``out`` was absent or empty."""
+    for child in out.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+    if created:
+        out.rmdir()
+
+
+def _export_one(
+    ledger: LedgerHandle,
+    root: Path,
+    path: str,
+    kind: str,
+    digest: object,
+    selected: list[str],
+    summary: ExportSummary,
+) -> None:
+    if not _safe(path):
+        raise LedgerError(f"refusing to export unsafe path {path!r}", code="unsafe-path")
+    parts = path.split("/")
+    if path.startswith(RUNS_DIR + "/") and len(parts) > 2 and parts[2] not in selected:
+        return
+    target = root.joinpath(*parts)
+    try:
+        if kind == "dir":
+            target.mkdir(parents=True, exist_ok=True)
+            summary.dirs += 1
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("xb") as handle:
+            name = cas.check_digest(digest)
+            hasher = cas.new_hasher(name.split(":", 1)[0])
+            try:
+                for chunk in ledger.blobs.iter_chunks(name):
+                    hasher.update(chunk)
                     handle.write(chunk)
                     summary.bytes += len(chunk)
-            summary.files += 1
-    return summary
+            except KeyError:
+                raise Diverged(
+                    f"{path}: its blob {name} is missing from the store; nothing exported "
+                    "(`agentledger verify --all` shows what differs)",
+                    code="blob-missing",
+                ) from None
+    except OSError as exc:  # a path the rows place under a file, a full disk, ...
+        raise LedgerError(
+            f"cannot export {path!r}: {exc.strerror or exc}; nothing exported",
+            code="export-failed",
+        ) from None
+    if hasher.hex_digest() != name:
+        raise Diverged(
+            f"{path}: the stored bytes no longer hash to {name}; nothing exported "
+            "(`agentledger verify --all` shows what differs)",
+            code="blob-digest",
+        )
+    summary.files += 1
