@@ -17,6 +17,7 @@ the WAL-index and the rollback journal). Two rules follow from how SQLite uses t
 
 from __future__ import annotations
 
+import fcntl
 import os
 import weakref
 from pathlib import Path
@@ -24,6 +25,9 @@ from pathlib import Path
 SQLITE_HEADER = b"SQLite format 3\x00"
 """The first 16 bytes of every SQLite database file."""
 COMPANION_SUFFIXES = ("-wal", "-shm", "-journal")
+WAL_INDEX_DMS_BYTE = 128
+"""The byte of a WAL-index (``-shm``) file on which every connection using it holds a read
+lock while it is open (SQLite's unix VFS: the "dead man switch" after its 8 lock bytes)."""
 
 
 def companions(path: Path) -> list[Path]:
@@ -140,3 +144,24 @@ def held_by_this_process(path: Path) -> bool:
     except OSError:
         return False
     return (info.st_dev, info.st_ino) in held
+
+
+def in_use(database: Path) -> bool:
+    """Whether some connection may be using ``database``'s WAL: this process holds the
+    database, or another holds the lock each connection keeps on its ``-shm`` file. A
+    ``-shm`` that cannot be opened or locked counts as in use."""
+    if held_by_this_process(database):
+        return True  # and its -shm is not opened here: closing it would drop our locks
+    try:
+        fd = os.open(f"{database}-shm", os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, WAL_INDEX_DMS_BYTE)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False

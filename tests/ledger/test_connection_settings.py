@@ -14,6 +14,8 @@ import pytest
 
 from agentledger import Ledger
 from agentledger.errors import LedgerError
+from agentledger.sqlite_files import companions
+from agentledger.storage import connection
 
 
 @pytest.mark.parametrize("readonly", [False, True], ids=["writable", "read-only"])
@@ -134,3 +136,53 @@ def test_sqlite_loses_commits_made_through_a_second_name(tmp_path: Path) -> None
     tables = {row[0] for row in after.execute("SELECT name FROM sqlite_schema")}
     after.close()
     assert tables == {"t"}  # the second name's table and its 100 rows are gone
+
+
+HOLDER = """
+import apsw, sys
+connection = apsw.Connection(sys.argv[1])
+connection.execute("SELECT count(*) FROM t").fetchall()  # opens the WAL (still empty)
+print("open", flush=True)
+sys.stdin.readline()
+with connection:
+    for i in range(100):
+        connection.execute("INSERT INTO t VALUES (?)", (i,))
+print("committed", flush=True)
+sys.stdin.readline()  # keeps the connection until told to close
+connection.close()
+"""
+
+
+def test_a_refused_open_never_removes_files_another_connection_uses(tmp_path: Path) -> None:
+    """A refused open removes the empty -wal/-shm SQLite made beside the file, but not
+    those of a connection that opened them meanwhile (the creator of a new ledger, another
+    application): a reader refusing a ledger still being created removed its writer's WAL,
+    whose commits then went to a removed file (concurrent `init`s failed with I/O errors)."""
+    path = tmp_path / "a.db"
+    setup = apsw.Connection(str(path))
+    setup.execute("PRAGMA journal_mode = WAL").fetchall()
+    setup.execute("CREATE TABLE t (x)")
+    setup.close()
+    assert not Path(f"{path}-wal").exists()
+    with subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        assert holder.stdin is not None and holder.stdout is not None
+        assert holder.stdout.readline() == "open\n"
+        assert Path(f"{path}-wal").stat().st_size == 0
+        # What an open refused at this moment does with the companions it found absent.
+        connection._remove_empty(path, companions(path))
+        holder.stdin.write("go\n")
+        holder.stdin.flush()
+        assert holder.stdout.readline() == "committed\n"
+        reader = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            rows = reader.execute("SELECT count(*) FROM t").fetchall()[0][0]
+        except apsw.Error as exc:
+            rows = repr(exc)
+        reader.close()
+        holder.communicate("close\n")
+    assert rows == 100

@@ -111,9 +111,13 @@ READONLY_MMAP_BYTES = 1 << 30
 """How much of a ledger opened read-only SQLite maps into memory, per connection."""
 
 
-def _remove_empty(created: list[Path]) -> None:
+def _remove_empty(path: Path, created: list[Path]) -> None:
     """A file that is refused is left as it was: SQLite may have created an empty -wal or
-    -shm beside it while reading its header."""
+    -shm beside it while reading its header. Not while another connection uses them (the
+    writer creating the ledger meanwhile, another application): its commits would go to a
+    removed WAL, lost to every later reader."""
+    if not created or sqlite_files.in_use(path):
+        return
     for companion in created:
         with contextlib.suppress(OSError):
             if companion.stat().st_size == 0:
@@ -236,6 +240,7 @@ class Database:
             )
         absent = [file for file in sqlite_files.companions(path) if not file.exists()]
         conn: apsw.Connection | None = None
+        db: Database | None = None
         try:
             if immutable:
                 uri = "file:" + urllib.parse.quote(str(path.absolute())) + "?immutable=1"
@@ -263,7 +268,9 @@ class Database:
             if conn is not None:
                 native.forget_statements(conn)
                 conn.close()
-            _remove_empty(absent)
+            if db is not None:
+                sqlite_files.release(db)  # closed: no longer this process's to hold
+            _remove_empty(path, absent)
             if isinstance(exc, apsw.Error):
                 raise _translate(exc, path) from None
             raise
