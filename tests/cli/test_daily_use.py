@@ -120,6 +120,30 @@ def test_init_makes_an_existing_empty_file_private(cli: Any, ledger_path: Path) 
     assert stat.S_IMODE(ledger_path.stat().st_mode) == 0o600
 
 
+def test_init_says_created_only_in_the_process_that_made_the_ledger(
+    cli: Any, ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Concurrent inits on a new path: each saw the creator's still empty file, and all of
+    # them said "created" (the --json "created": true of one ledger, several times).
+    from agentledger.cli.context import AppContext
+
+    ledger_path.parent.mkdir(parents=True)
+    ledger_path.touch(mode=0o600)  # the other process's O_EXCL file, not yet written
+    opened = AppContext.open_ledger
+
+    def another_process_wins(self: AppContext, **kwargs: Any) -> Ledger:
+        with Ledger.open(ledger_path) as winner:  # it makes the ledger first
+            made = winner.id
+        ledger = opened(self, **kwargs)
+        assert ledger.id == made
+        return ledger
+
+    monkeypatch.setattr(AppContext, "open_ledger", another_process_wins)
+    result = cli("init", "--json")
+    assert result.code == 0, result.err
+    assert result.json()["created"] is False
+
+
 def test_jobs_are_capped_with_a_note(cli: Any, ledger_path: Path) -> None:
     build(ledger_path)
     result = cli("verify", "--jobs", "100000", "--json")

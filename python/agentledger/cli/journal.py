@@ -60,10 +60,12 @@ def init(app: AppContext, as_json: bool) -> None:
       AGENTLEDGER_LEDGER=ws/ledger.db agentledger init
     """
     path = app.ledger_path
-    existed = path.exists()
-    was_empty = existed and path.is_file() and path.stat().st_size == 0
+    was_empty = path.exists() and path.is_file() and path.stat().st_size == 0
     with app.open_ledger(create=True) as ledger:
-        info = {"ledger": str(ledger.path), "id": ledger.id, "created": not existed or was_empty}
+        # Created by this process only if it made the schema: with inits racing, each saw
+        # the file absent or empty, and only one of them created the ledger.
+        created = ledger.db.upgraded_from == 0
+        info = {"ledger": str(ledger.path), "id": ledger.id, "created": created}
     if was_empty:
         os.chmod(path, 0o600)  # an empty file someone made is a new ledger: ours alone
     if as_json:
