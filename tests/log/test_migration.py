@@ -277,3 +277,21 @@ def test_a_reading_command_names_an_old_schema_and_leaves_the_file_as_it_was(
     assert result.err.startswith("error [ledger-old]:") and "schema 2" in result.err
     assert result.err.count("\n") == 1
     assert ledger_path.read_bytes() == before
+
+
+def test_an_old_ledger_whose_log_was_altered_is_refused_without_a_dead_end(
+    ledger_path: Path, cli: Any, tmp_path: Path
+) -> None:
+    # The refusal said "`agentledger verify --all` shows why", and verify refuses an old
+    # schema ("any writing command upgrades it"): each command sent the user to the other.
+    _schema_5_ledger(ledger_path, tmp_path / "keys")
+    conn = apsw.Connection(str(ledger_path))
+    conn.execute("UPDATE entries SET leaf = leaf + 10 WHERE leaf = 5")
+    conn.close()
+    refused = cli("append", "a-run", "step")
+    assert refused.code == 65
+    assert (
+        refused.err.startswith("error [log-broken]:") and "leaf 15 where 5 was due" in refused.err
+    )
+    assert "verify" not in refused.err
+    assert "altered" in refused.err

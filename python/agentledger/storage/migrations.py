@@ -53,6 +53,15 @@ DROPPED_CHECKPOINTS: dict[str, list[str]] = {}
 them (a trusted one may vouch for entries past this install's memory)."""
 
 
+ALTERED = (
+    "the file was altered after it was written, and this version verifies only its own "
+    "schema (the agentledger that wrote the file can say what differs)"
+)
+"""Why an old ledger whose log does not rebuild stays as it is: verify, which would name
+what differs, refuses an old schema (it never migrates), so the refusal must not send the
+user there."""
+
+
 def rebuild_c2sp_tree(conn: apsw.Connection) -> None:
     """Schema 6's Python step: the tiles and state of the SHA-256 tree, from the entries.
 
@@ -74,7 +83,7 @@ def rebuild_c2sp_tree(conn: apsw.Connection) -> None:
             if leaf != size:
                 raise LedgerError(
                     f"cannot upgrade the ledger: its entries are not leaves 0..n-1 of the log "
-                    f"(leaf {leaf} where {size} was due); `agentledger verify --all` shows why",
+                    f"(leaf {leaf} where {size} was due): {ALTERED}",
                     code="log-broken",
                 )
             hashes.append(tiles.leaf_hash(_core.log_leaf(run_id, seq, bytes(digest))))
@@ -83,8 +92,7 @@ def rebuild_c2sp_tree(conn: apsw.Connection) -> None:
     unlogged = conn.execute("SELECT count(*) FROM entries WHERE leaf IS NULL").fetchall()[0][0]
     if unlogged:
         raise LedgerError(
-            f"cannot upgrade the ledger: {unlogged} entries are in no leaf of the log; "
-            "`agentledger verify --all` shows why",
+            f"cannot upgrade the ledger: {unlogged} entries are in no leaf of the log: {ALTERED}",
             code="log-broken",
         )
     frontier = tiles.TileReader(conn).frontier(size) if size else []
