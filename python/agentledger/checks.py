@@ -108,6 +108,9 @@ CHECKS: dict[str, CheckInfo] = _table(
     # ---- the runs table ---------------------------------------------------------------
     ("run.unknown", "Entries exist for a run the runs table does not list.",
      "a row in the runs table", "missing"),
+    ("run.empty", "The runs table lists a run that has no entry: a run exists once it has "
+     "one (its row is written with its first entry), so the row was added by hand.",
+     "at least one entry of the run", "none"),
     ("run.head_seq", "The run's cached last step disagrees with its chain: entries were "
      "removed from its end, or the cache was edited.",
      "the last step of the run's chain", "the last step the runs table records"),

@@ -161,6 +161,11 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
         "blob.digest",
     ),
     "blobs.size": (lambda p: sql(p, "UPDATE blobs SET size = 11 WHERE size = 10"), "blob.size"),
+    # A run listed with no entry at all (a run exists once it has one) verified clean.
+    "runs.row": (
+        lambda p: sql(p, "INSERT INTO runs (run_id, ordinal) VALUES ('phantom', 4)"),
+        "run.empty",
+    ),
     "blobs.chunk_size": (
         lambda p: sql(p, "UPDATE blobs SET chunk_size = 4 WHERE size = 10"),
         "blob.chunk_size",

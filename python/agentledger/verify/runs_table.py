@@ -26,6 +26,12 @@ def check_heads(ctx: VerifyContext) -> None:
             continue
         head_seq, head_hash = ctx.heads[run_id]
         last_seq, last_hash = ctx.tails.get(run_id, (-1, None))
+        if last_seq < 0:
+            # Every writer adds a run's row with its first entry: a row alone was added.
+            ctx.diverged(
+                run_id, Divergence(run_id, None, "run.empty", "at least one entry", "none")
+            )
+            continue
         if head_seq != last_seq:
             ctx.diverged(
                 run_id, Divergence(run_id, None, "run.head_seq", str(last_seq), str(head_seq))
