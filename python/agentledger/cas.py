@@ -19,6 +19,7 @@ import apsw
 
 from agentledger import _core
 from agentledger.errors import InvalidInput
+from agentledger.limits import MAX_SQLITE_INT
 from agentledger.sqlite_files import held_by_this_process
 from agentledger.storage import native
 
@@ -113,6 +114,17 @@ def _file_chunks(handle: BinaryIO) -> Iterator[bytes]:
         yield chunk
 
 
+def _stored_again(conn: apsw.Connection, digests: list[str]) -> None:
+    """Bytes the store holds, stored again: their row takes a new rowid, which tells garbage
+    collection they were just stored (``gc.Sightings``), so a writer that stores them and
+    names them in a later transaction is not raced by a GC that saw them unreachable before."""
+    conn.executemany(
+        "UPDATE blobs SET rowid = (SELECT max(rowid) FROM blobs) + 1 WHERE digest = ? "
+        f"AND (SELECT max(rowid) FROM blobs) < {MAX_SQLITE_INT}",  # no overflow at the top
+        [(digest,) for digest in digests],
+    )
+
+
 class BlobStore:
     """``put``/``get`` bytes by content hash inside the ledger file."""
 
@@ -138,6 +150,7 @@ class BlobStore:
             )
             for (digest,) in stored:
                 held.pop(digest, None)
+            _stored_again(conn, [str(digest) for (digest,) in stored])
             conn.executemany(
                 "INSERT INTO blobs (digest, size, chunk_size) VALUES (?, ?, ?)",
                 [(digest, len(data), CHUNK_SIZE) for digest, data in held.items()],
@@ -164,6 +177,7 @@ class BlobStore:
             digest = digest_of(_file_chunks(handle), algorithm)
         with path.open("rb") as handle, self.db.write() as conn:
             if self._exists(conn, digest):
+                _stored_again(conn, [digest])
                 return digest
             size = self._insert(conn, digest, None, _file_chunks(handle))
             # The file may have changed between the two passes: what was stored must match.

@@ -11,7 +11,8 @@ seconds: a writer stores a blob first and references it in a later transaction, 
 must not win that race. When each blob was first seen unreachable is remembered by the
 install, next to its signer's memory (``$AGENTLEDGER_HOME/ledgers/<id>.unreachable.json``),
 not in the ledger: a time in the file is one nothing could check, and an attacker could
-age a blob into collection by editing it. GC itself runs in one write transaction, so no
+age a blob into collection by editing it. A sighting holds the blob row's rowid too: bytes
+stored again take a new one (``cas.py``), and their grace period starts again. GC itself runs in one write transaction, so no
 writer commits in the middle.
 
 Every collection that removes something records a prune receipt (docs/FORMAT.md, "Prune
@@ -74,15 +75,21 @@ class GcResult:
         }
 
 
+Sighting = tuple[float, int]
+"""When GC first saw a blob unreachable (unix seconds), and the blob's rowid then: storing
+bytes the store holds gives their row a new rowid (``cas.py``), and a blob whose rowid
+changed counts as just stored, its grace period starting again."""
+
+
 class Sightings:
-    """When this install's GC first saw each blob of a ledger unreachable (unix seconds)."""
+    """When this install's GC first saw each blob of a ledger unreachable, and its rowid."""
 
     def __init__(self, ledger: LedgerHandle) -> None:
         memory = signing.memory_of(ledger)
         self.usable = memory.usable
         self.path = memory.path.with_name(f"{ledger.id}.unreachable.json")
 
-    def read(self) -> dict[str, float]:
+    def read(self) -> dict[str, Sighting]:
         if not self.usable:
             return {}
         try:
@@ -93,13 +100,19 @@ class Sightings:
             return {}
         if not isinstance(document, dict):
             return {}
+        # A sighting of another shape (a bare time, from before rowids were kept) is
+        # dropped: that blob's grace period starts again, it is never shortened.
         return {
-            digest: float(when)
-            for digest, when in document.items()
-            if isinstance(when, int | float) and math.isfinite(when)
+            digest: (float(seen[0]), seen[1])
+            for digest, seen in document.items()
+            if isinstance(seen, list)
+            and len(seen) == 2
+            and isinstance(seen[0], int | float)
+            and math.isfinite(seen[0])
+            and type(seen[1]) is int
         }
 
-    def write(self, seen: dict[str, float]) -> None:
+    def write(self, seen: dict[str, Sighting]) -> None:
         if not self.usable:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -175,21 +188,26 @@ def collect(
         )
         reachable = reachable_blobs(conn)
         result.reachable = len(reachable)
-        sizes: dict[str, int] = dict(fetch(conn, "SELECT digest, size FROM blobs"))
+        rows = fetch(conn, "SELECT digest, size, rowid FROM blobs")
+        sizes: dict[str, int] = {digest: size for digest, size, _ in rows}
+        rowids: dict[str, int] = {digest: rowid for digest, _, rowid in rows}
         sightings = Sightings(ledger)
-        seen = sightings.read()
+        # A sighting counts only for the row it saw: bytes stored again since are young.
+        seen = {d: (when, r) for d, (when, r) in sightings.read().items() if rowids.get(d) == r}
         now = time.time()
         for digest in sorted(sizes):
             if digest in reachable:
                 continue
             result.unreachable.append(digest)
-            first = seen.get(digest, now)
+            first = seen[digest][0] if digest in seen else now
             if now - first < grace_s or (dry_run and digest not in seen and grace_s > 0):
                 result.kept_young.append(digest)
             else:
                 result.removed.append(digest)
         if not dry_run:
-            sightings.write({d: seen.get(d, now) for d in result.kept_young})
+            sightings.write(
+                {d: (seen[d][0] if d in seen else now, rowids[d]) for d in result.kept_young}
+            )
         result.bytes_freed = sum(sizes[d] for d in result.removed)
         if state is None or not result.removed:
             return result

@@ -115,3 +115,33 @@ def test_fsck_checks_every_checkpoint_ever_taken(
     result = cli("fsck", "--json")
     assert result.code == 2
     assert any("checkpoint" in finding for finding in result.json()["checkpoints"])
+
+
+def test_a_blob_stored_again_starts_its_grace_period_again(
+    ledger: Ledger, ledger_path: Path, monkeypatch: Any
+) -> None:
+    # A writer storing bytes the store already held (unreachable, first seen by GC hours
+    # ago) lost them to the next GC before its entry named them: the grace period counted
+    # from the first sighting, and storing them again changed nothing GC could see.
+    import time
+    from types import SimpleNamespace
+
+    page = ledger.blobs.put(b"a page fetched yesterday, never referenced")
+    assert collector.collect(ledger).kept_young == [page]  # first seen unreachable now
+    later = time.time() + 2 * collector.DEFAULT_GRACE_S
+    monkeypatch.setattr(collector, "time", SimpleNamespace(time=lambda: later))
+    assert ledger.blobs.put(b"a page fetched yesterday, never referenced") == page  # again
+    result = collector.collect(ledger)  # between the writer's put and its reference
+    assert result.removed == [] and result.kept_young == [page]
+    _pin(ledger, page)
+    assert verify(ledger_path).code == 0
+    # Left unreferenced, it is collected one grace period after it was stored again.
+    monkeypatch.setattr(
+        collector, "time", SimpleNamespace(time=lambda: later + collector.DEFAULT_GRACE_S + 1)
+    )
+    orphan = ledger.blobs.put(b"stored, then abandoned")
+    assert collector.collect(ledger).kept_young == [orphan]
+    monkeypatch.setattr(
+        collector, "time", SimpleNamespace(time=lambda: later + 3 * collector.DEFAULT_GRACE_S)
+    )
+    assert collector.collect(ledger).removed == [orphan]
