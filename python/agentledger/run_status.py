@@ -32,6 +32,7 @@ from agentledger import tiles
 from agentledger.errors import AgentLedgerError, ExitCode, LedgerError
 from agentledger.ids import utc_timestamp
 from agentledger.log import LogState, pack_frontier, read_state, unpack_frontier
+from agentledger.signer_memory import LEDGER_ID
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -63,8 +64,12 @@ def cache_home() -> Path:
     return Path.home() / ".cache" / "agentledger"
 
 
-def status_path(ledger_id: str, ledger_path: Path) -> Path:
-    """The notes of one ledger file: its id and its resolved path (a copy has its own)."""
+def status_path(ledger_id: str, ledger_path: Path) -> Path | None:
+    """The notes of one ledger file: its id and its resolved path (a copy has its own).
+    None for an id ``init`` never makes: the id is read from the file, and one holding
+    ``/`` or ``..`` would place the notes anywhere (verify would create them there)."""
+    if not LEDGER_ID.fullmatch(ledger_id):
+        return None
     where = hashlib.sha256(os.fsencode(ledger_path.resolve())).hexdigest()[:16]
     return cache_home() / "verify-status" / f"{ledger_id}-{where}.db"
 
@@ -114,8 +119,8 @@ def record(
         conn.close()
 
 
-def readable(path: Path) -> bool:
-    return path.is_file() and os.access(path, os.R_OK)
+def readable(path: Path | None) -> bool:
+    return path is not None and path.is_file() and os.access(path, os.R_OK)
 
 
 def current_log(conn: apsw.Connection) -> LogState | None:
@@ -152,8 +157,11 @@ def remember(ledger: Ledger, report: VerifyReport, mode: str, seen: Before) -> s
         with ledger.db.snapshot() as conn:
             return log_extends(conn, log, known)
 
+    path = status_path(ledger.id, ledger.path)
+    if path is None:
+        return None  # no notes for a file whose id is not one (verify reports it)
     try:
-        record(status_path(ledger.id, ledger.path), log, verdicts, utc_timestamp(), mode, extends)
+        record(path, log, verdicts, utc_timestamp(), mode, extends)
     except (OSError, apsw.Error) as exc:
         return f"could not record the runs' verify status: {exc}"
     return None

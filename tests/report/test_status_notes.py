@@ -67,3 +67,17 @@ def test_the_demos_verify_fills_the_notes(tmp_path: Path, cli: Any) -> None:
     assert "unverified" not in statuses.values()
     diverged = {run for run, status in statuses.items() if status == "diverged"}
     assert diverged == {run["run"] for run in demo["report"]["failures"]}
+
+
+def test_a_ledger_id_that_is_a_path_never_places_the_notes(tmp_path: Path, cli: Any) -> None:
+    # The notes file was named after the id the file holds: an id of "../../x" made
+    # `verify` (which writes nothing of the ledger's) create a folder and an SQLite file
+    # outside the cache, wherever the id pointed, and `runs` attach it.
+    path = tmp_path / "ws" / "ledger.db"
+    with Ledger.open(path) as ledger:
+        ledger.run("r").append("step", {"n": 1})
+    with Ledger.open(path) as ledger, ledger.db.write() as conn:
+        conn.execute("UPDATE ledger_meta SET value = '../../escaped/notes' WHERE key = 'ledger_id'")
+    assert cli("verify", ledger=path).code == 2
+    assert not (tmp_path / "escaped").exists()
+    assert _statuses(cli, path) == {"r": "unverified"}

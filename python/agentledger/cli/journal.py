@@ -212,10 +212,10 @@ def _runs_query(
 
 
 @contextmanager
-def _status_attached(ledger: Ledger, path: Path) -> Iterator[bool]:
+def _status_attached(ledger: Ledger, path: Path | None) -> Iterator[bool]:
     """The last-verify notes (run_status.py) attached to the ledger's connection, if any."""
     conn = ledger.db.conn
-    if not readable(path) or conn.in_transaction:
+    if path is None or not readable(path) or conn.in_transaction:
         yield False
         return
     try:
