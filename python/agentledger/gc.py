@@ -12,8 +12,8 @@ must not win that race. When each blob was first seen unreachable is remembered 
 install, next to its signer's memory (``$AGENTLEDGER_HOME/ledgers/<id>.unreachable.json``),
 not in the ledger: a time in the file is one nothing could check, and an attacker could
 age a blob into collection by editing it. A sighting holds the blob row's rowid too: bytes
-stored again take a new one (``cas.py``), and their grace period starts again. GC itself runs in one write transaction, so no
-writer commits in the middle.
+stored again take a new one (``cas.py``), and their grace period starts again. GC itself
+runs in one write transaction, so no writer commits in the middle.
 
 Every collection that removes something records a prune receipt (docs/FORMAT.md, "Prune
 receipts") signed with the install key; verify reports a referenced blob that a trusted
@@ -87,7 +87,9 @@ class Sightings:
     def __init__(self, ledger: LedgerHandle) -> None:
         memory = signing.memory_of(ledger)
         self.usable = memory.usable
-        self.path = memory.path.with_name(f"{ledger.id}.unreachable.json")
+        # Named after the id only when it is one ``init`` makes (the file's id is data).
+        name = f"{ledger.id}.unreachable.json" if memory.usable else "unusable.unreachable.json"
+        self.path = memory.path.with_name(name)
 
     def read(self) -> dict[str, Sighting]:
         if not self.usable:

@@ -145,3 +145,18 @@ def test_a_blob_stored_again_starts_its_grace_period_again(
         collector, "time", SimpleNamespace(time=lambda: later + 3 * collector.DEFAULT_GRACE_S)
     )
     assert collector.collect(ledger).removed == [orphan]
+
+
+def test_a_dry_run_on_a_ledger_whose_id_is_a_path_is_a_report_not_a_crash(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    # The install's sightings file was named after the id the file holds: "a/b" made
+    # `gc --dry-run` (which verifies nothing first) exit 70 with a ValueError.
+    garbage = ledger.blobs.put(b"garbage")
+    with raw(ledger_path) as conn:
+        conn.execute("UPDATE ledger_meta SET value = '../x/y' WHERE key = 'ledger_id'")
+    result = cli("gc", "--dry-run", "--json")
+    assert result.code == 0, result.err
+    assert result.json()["kept_young"] == [garbage]
+    collected = cli("gc", "--json")  # no sightings are kept for such an id: nothing goes
+    assert collected.code == 0 and collected.json()["removed"] == []
