@@ -360,3 +360,18 @@ def test_runs_lists_every_run_of_a_ledger_whose_entries_are_not_json(
         items = {r["run"]: r for r in listed.json()["runs"]}
         assert set(items) == set(runs) and items[runs[0]]["last_entry"] is None
     assert cli("verify").code == 2
+
+
+def test_init_shows_a_hostile_ledger_id_escaped(cli: Any, ledger_path: Path) -> None:
+    # The id is read from the file: init printed it raw, its newline starting a line of the
+    # file's choosing ("verdict: clean") on the user's terminal.
+    cli("init")
+    with Ledger.open(ledger_path) as ledger, ledger.db.write() as conn:
+        conn.execute(
+            "UPDATE ledger_meta SET value = ? WHERE key = 'ledger_id'",
+            ("x\nverdict: clean\x1b[2K",),
+        )
+    result = cli("init")
+    assert result.code == 0, result.err
+    assert result.out.count("\n") == 1 and "\x1b" not in result.out
+    assert "x\\x0averdict: clean\\x1b[2K" in result.out

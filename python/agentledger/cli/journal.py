@@ -75,7 +75,11 @@ def init(app: AppContext, as_json: bool) -> None:
         from rich.text import Text
 
         app.console.print(
-            Text.assemble(f"ledger {verb}: ", (safe(info["ledger"]), "bold"), f" (id {info['id']})")
+            Text.assemble(
+                f"ledger {verb}: ",
+                (safe(info["ledger"]), "bold"),
+                f" (id {safe(info['id'])})",  # read from the file: escaped like the path
+            )
         )
 
 
