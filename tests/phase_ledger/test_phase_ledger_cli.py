@@ -251,3 +251,20 @@ def test_approving_a_critical_expansion_takes_admin(
     admin = cli("phase", "approve", "run-a", approval["id"], "--admin", "--json")
     assert admin.code == ExitCode.OK
     assert admin.json()["approval"]["administratorConfirmed"] is True
+
+
+def test_running_the_same_transition_twice_is_an_exact_retry(
+    cli: Any, ledger: Ledger, tmp_path: Path
+) -> None:
+    # The same command line again (its output was lost, say) is the exact retry the help
+    # promises: it reports the original record (exit 0) instead of "operation-reused".
+    recorded(cli, tmp_path, phase="implement")
+    first = transition(cli, tmp_path, "verify", "op-1")
+    assert first.code == ExitCode.OK, first.err
+    again = transition(cli, tmp_path, "verify", "op-1")
+    assert again.code == ExitCode.OK, again.err
+    assert again.json()["replayed"] is True
+    assert again.json()["record"] == first.json()["record"]
+    reused = transition(cli, tmp_path, "explore", "op-1")
+    assert reused.code == ExitCode.INVALID_INPUT and "operation-reused" in reused.err
+    assert [e.kind for e in ledger.run("run-a").entries()].count("phase.transition") == 1

@@ -26,6 +26,7 @@ from agentledger.phase import (
     json_schema,
     validate,
 )
+from agentledger.phase.jscompat import js_trim
 from agentledger.phase.schemas import SCHEMA_MODELS
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -514,6 +515,15 @@ def transition_command(
         state = run.phase_state()
         if state.effective is None:
             raise NotFound(f"run {run_id!r} has no phase evidence (record it with `phase record`)")
+        # Running the same command again is an exact retry: built against the state the
+        # operation's record moved from, not the one it moved to ("operation-reused").
+        operation = js_trim(operation_id)  # as the operation id is recorded
+        applied = state.by_operation.get(operation)
+        if applied is not None:
+            if expect_sequence is None:
+                expect_sequence = applied["sequence"] - 1
+            expect_evidence = expect_evidence or applied["priorEvidence"]["digest"]
+            manifest_digest = manifest_digest or applied["manifestDigest"]
         manifest = manifest_digest or (state.current or {}).get("manifestDigest")
         if manifest is None:
             # Retrying a move that awaited approval: the approval names its manifest.
@@ -521,7 +531,7 @@ def transition_command(
                 (
                     approval["manifestDigest"]
                     for approval in state.approvals.values()
-                    if approval["operationId"] == operation_id.strip()
+                    if approval["operationId"] == operation
                 ),
                 None,
             )
