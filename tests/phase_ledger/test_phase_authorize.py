@@ -180,3 +180,37 @@ def test_an_input_blob_edited_after_a_decision_stops_the_next_one(ledger: Ledger
         run.authorize("command.execute", ["inspect"], evidence_digest=digest)
     assert refused.value.code == "phase-state-tampered"
     assert len(list(run.entries(kind="phase.authorize"))) == 1
+
+
+@pytest.mark.parametrize(
+    ("dimension", "scopes", "bound"),
+    [
+        ("network.ingress", ["x"], None),
+        ("network.egress", "pypi.org", None),
+        ("network.egress", ["a\x1b[2Jb"], None),
+        ("network.egress", ["a", "a"], None),
+        ("network.egress", ["a"], "blake3:" + "0" * 64),
+    ],
+)
+def test_verify_reports_a_decision_on_a_request_the_api_refuses(
+    ledger: Ledger, dimension: str, scopes: object, bound: str | None
+) -> None:
+    # authorize() refuses these requests and journals nothing, so an entry holding one was
+    # not written by it: verify must not re-derive it as a decision (it would pass as one).
+    run = started(ledger, "run-a", "implement")  # network.egress: *
+    digest = digest_of(run)
+    forged = forge(
+        run,
+        "phase.authorize",
+        {
+            "dimension": dimension,
+            "scopes": scopes,
+            "bound_evidence_digest": bound or digest,
+            "active_evidence_digest": digest,
+            "decision": "allowed" if bound is None else "denied",
+            "reason": "granted" if bound is None else "stale-evidence",
+            "missing": [] if bound is None else scopes,
+        },
+    )
+    found = ledger.verify_run("run-a").divergences
+    assert [(d.check, d.seq) for d in found] == [("phase.authorize", forged.seq)]

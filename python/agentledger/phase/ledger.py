@@ -55,6 +55,7 @@ __all__ = [
     "AuthorizationDecision",
     "authorize",
     "check_authorization",
+    "check_request",
     "parent_source",
     "phase_summary",
     "record_evidence",
@@ -365,7 +366,9 @@ class AuthorizationDecision:
         }
 
 
-def _check_request(dimension: object, scopes: object, evidence_digest: object) -> list[str]:
+def check_request(dimension: object, scopes: object, evidence_digest: object) -> list[str]:
+    """The requested scopes of a well-formed request; ``InvalidInput`` for any other
+    (verify holds a journaled decision to the same rule: it was never written otherwise)."""
     if not isinstance(dimension, str) or dimension not in DIMENSIONS:
         raise InvalidInput(
             f"unknown dimension {dimension!r}: expected one of {', '.join(DIMENSIONS)}",
@@ -433,7 +436,7 @@ def authorize(
     ``InvalidInput`` and write nothing; every well-formed request is journaled.
     """
     moment = now_or_utc(now)
-    requested = _check_request(dimension, scopes, evidence_digest)
+    requested = check_request(dimension, scopes, evidence_digest)
     with run.ledger.db.write() as conn:
         if not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run.id,)).fetchall():
             if run._must_exist:

@@ -22,7 +22,7 @@ from agentledger.phase.journal import (
     read_json_blob,
     same_json,
 )
-from agentledger.phase.ledger import check_authorization, exceeds, parent_source
+from agentledger.phase.ledger import check_authorization, check_request, exceeds, parent_source
 from agentledger.phase.models import PhaseCapabilityEvidence, validate
 from agentledger.phase.transitions import (
     MAX_OVERRIDE_TTL,
@@ -348,8 +348,13 @@ def _check_approval(replay: _Replay, body: dict[str, Any]) -> None:
 def _check_authorize(replay: _Replay, body: dict[str, Any]) -> None:
     if replay.broken:
         raise replay.diverge("a verified evidence in force", "one that did not verify")
+    try:
+        # A request authorize() refuses is never journaled: no decision to re-derive.
+        scopes = check_request(body["dimension"], body["scopes"], body["bound_evidence_digest"])
+    except InvalidInput as exc:
+        raise replay.diverge("a well-formed authorization request", exc.message) from None
     reason, missing = check_authorization(
-        replay.effective, body["dimension"], list(body["scopes"]), body["bound_evidence_digest"]
+        replay.effective, body["dimension"], scopes, body["bound_evidence_digest"]
     )
     active = replay.effective["digest"] if replay.effective is not None else None
     expected = {
