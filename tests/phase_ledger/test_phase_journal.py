@@ -18,6 +18,7 @@ from agentledger.phase.transitions import TransitionRefused, js_iso_timestamp
 
 from .ledger_testkit import (
     MANIFEST,
+    OPERATOR,
     OTHER_MANIFEST,
     REVIEWER,
     T0,
@@ -627,3 +628,97 @@ def test_a_legacy_run_moves_into_a_phase_at_once(ledger: Ledger) -> None:
         "profileVersion": 1,
     }
     assert ledger.verify_run("run-a").ok
+
+
+def _pending_for(
+    run: Any, target: dict[str, Any], operation: str, delta: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The pending approval ``move`` would record for ``target`` (or for this move, stating
+    ``delta`` as its expansion), without recording it."""
+    from agentledger.phase.transitions import approval_request, authority_delta
+
+    prior, compiled = current(run), evidence(target)
+    request = {"operationId": operation, "expectedManifestDigest": MANIFEST,
+               "targetEvidence": compiled}  # fmt: skip
+    if delta is None:
+        delta = authority_delta(prior["effectiveAuthority"], compiled["effectiveAuthority"])
+    return approval_request(run.id, request, prior, delta, T0)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"riskClass": "high"},
+        {"resourceScope": ["network.egress:*"]},
+        {"actionHash": "sha256:" + "a" * 64},
+    ],
+    ids=["risk", "scope", "hash"],
+)  # fmt: skip
+def test_a_pending_approval_that_misstates_its_expansion_is_never_decided_on(
+    ledger: Ledger, edit: dict[str, Any]
+) -> None:
+    # implement -> publish adds external.action mutate: critical, an administrator's call.
+    # A pending approval written below the API calling it "high" (or misstating the scopes
+    # or hash a reviewer sees) must not let a reviewer approve it without --admin, nor the
+    # move apply, nor verify pass it.
+    run = started(ledger, "run-a", "implement")
+    target = compiler_input("publish")
+    pending = _pending_for(run, target, "ship")
+    assert pending["riskClass"] == "critical"
+    forged = forge(
+        run, "phase.approval",
+        {"approval_id": pending["id"], "status": "pending", "approval": {**pending, **edit}},
+    )  # fmt: skip
+    found = ledger.verify_run("run-a").divergences
+    assert [(d.check, d.seq) for d in found] == [("phase.approval", forged.seq)]
+    length = len(run)
+    with pytest.raises(PhaseRefused) as refused:
+        run.decide_phase_approval(pending["id"], "approved", actor=REVIEWER, now=LATER)
+    assert refused.value.code == "phase-state-tampered"
+    with pytest.raises(PhaseRefused):
+        move(run, target, operation="ship", now=LATER)
+    assert len(run) == length
+
+
+def test_an_approval_of_another_expansion_does_not_apply_this_one(ledger: Ledger) -> None:
+    # A pending approval written below the API that names this move (its id) but another,
+    # harmless expansion (consistently hashed and classed "high") is decided without an
+    # administrator; it must not apply the critical move, and a record that applied it
+    # anyway is a verify finding.
+    from agentledger.phase.journal import append_transition, put_json
+    from agentledger.phase.transitions import authority_delta, transition_id
+
+    run = started(ledger, "run-a", "implement")
+    target = compiler_input("publish")
+    added = {"dimension": "network.egress", "addedScopes": ["pypi.org"], "removedScopes": []}
+    harmless = {"classification": "expanding", "entries": [added]}
+    claimed = _pending_for(run, target, "ship", harmless)
+    assert claimed["riskClass"] == "high"
+    assert claimed["id"] == _pending_for(run, target, "ship")["id"]
+    forge(run, "phase.approval", {"approval_id": claimed["id"], "status": "pending",
+                                  "approval": claimed})  # fmt: skip
+    run.decide_phase_approval(claimed["id"], "approved", actor=REVIEWER, now=LATER)
+    length = len(run)
+    with pytest.raises(TransitionRefused) as refused:
+        move(run, target, operation="ship", now=LATER)
+    assert refused.value.code == "approval-mismatch"
+    assert len(run) == length
+    assert ledger.verify_run("run-a").ok  # nothing applied yet: the approval is only a claim
+
+    prior, compiled = current(run, LATER), evidence(target)
+    record_id = transition_id(run.id, 1, "ship")
+    record = {
+        "schemaVersion": "phase-transition-record/v1", "id": record_id, "runId": run.id,
+        "sequence": 1, "operationId": "ship", "priorEvidence": prior,
+        "effectiveEvidence": compiled,
+        "authorityDelta": authority_delta(
+            prior["effectiveAuthority"], compiled["effectiveAuthority"]
+        ),
+        "actor": OPERATOR, "reason": "Ship.", "policyDecision": "approved-expansion",
+        "approvalId": claimed["id"], "manifestDigest": MANIFEST,
+        "eventReference": f"phase:{record_id}", "createdAt": js_iso_timestamp(LATER),
+    }  # fmt: skip
+    with ledger.db.write() as conn:
+        applied = append_transition(run, conn, record, put_json(run, target, "input"))
+    found = ledger.verify_run("run-a").divergences
+    assert [(d.check, d.seq) for d in found] == [("phase.transition", applied.seq)]

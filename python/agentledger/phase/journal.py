@@ -61,6 +61,7 @@ from agentledger.phase.transitions import (
     PhaseTransitionRecord,
     TransitionRefused,
     approval_id,
+    approval_misstated,
     decide_approval,
     effective_approval_status,
     expiry_record,
@@ -282,8 +283,27 @@ def _apply(
         )
     elif kind == APPROVAL_KIND:
         approval = body.get("approval")
-        if isinstance(approval, dict) and isinstance(approval.get("id"), str):
-            state.approvals[approval["id"]] = approval
+        try:
+            check_approval(approval)
+        except InvalidInput:
+            state.problems.append((seq, "the phase approval is not valid"))
+            return
+        # What a reviewer decides on (its risk class above all: a critical expansion takes
+        # an administrator) must be the expansion the approval names, not what it says.
+        misstated = approval_misstated(approval)
+        if misstated:
+            state.problems.append(
+                (seq, f"the phase approval's {', '.join(misstated)} misstate its expansion")
+            )
+            return
+        if (
+            approval["status"] == "approved"
+            and approval["riskClass"] == "critical"
+            and approval.get("administratorConfirmed") is not True
+        ):
+            state.problems.append((seq, "a critical approval not confirmed by an administrator"))
+            return
+        state.approvals[approval["id"]] = approval
 
 
 def decision_counts(state: PhaseState) -> dict[str, int]:

@@ -59,6 +59,7 @@ __all__ = [
     "TransitionOutcome",
     "TransitionRefused",
     "approval_id",
+    "approval_misstated",
     "approval_request",
     "authority_delta",
     "check_compare_and_set",
@@ -359,6 +360,51 @@ def approval_id(
 # --------------------------------------------------------------------------- approvals
 
 
+def _derived_approval_fields(
+    operation_id: str,
+    from_digest: str,
+    to_digest: str,
+    manifest_digest: str,
+    delta: Mapping[str, Any],
+) -> dict[str, Any]:
+    """What an approval states about the expansion it approves, derived from that expansion:
+    its exact-action hash, the scopes it adds and its risk class (``critical`` when it adds
+    credential access or external actions, which takes an administrator)."""
+    exact_action = {
+        "operationId": operation_id,
+        "fromEvidenceDigest": from_digest,
+        "toEvidenceDigest": to_digest,
+        "manifestDigest": manifest_digest,
+        "authorityDelta": dict(delta),
+    }
+    critical = any(
+        entry["addedScopes"] and entry["dimension"] in ("credential.access", "external.action")
+        for entry in delta["entries"]
+    )
+    return {
+        "actionHash": sha256_digest(exact_action),
+        "resourceScope": [
+            f"{entry['dimension']}:{scope}"
+            for entry in delta["entries"]
+            for scope in entry["addedScopes"]
+        ],
+        "riskClass": "critical" if critical else "high",
+    }
+
+
+def approval_misstated(approval: Mapping[str, Any]) -> list[str]:
+    """The fields of a schema-valid approval that do not derive from the expansion it names
+    (an approval written below the API may call a critical expansion ``high``)."""
+    derived = _derived_approval_fields(
+        approval["operationId"],
+        approval["fromEvidenceDigest"],
+        approval["toEvidenceDigest"],
+        approval["manifestDigest"],
+        approval["authorityDelta"],
+    )
+    return [key for key, value in derived.items() if approval.get(key) != value]
+
+
 def approval_request(
     run_id: str,
     request: Mapping[str, Any],
@@ -372,16 +418,12 @@ def approval_request(
     if not MIN_APPROVAL_TTL <= ttl <= MAX_APPROVAL_TTL:
         raise TransitionRefused("approval-ttl-invalid", "approval TTL must be 1 s to 24 h")
     target_digest = request["targetEvidence"]["digest"]
-    exact_action = {
-        "operationId": request["operationId"],
-        "fromEvidenceDigest": prior_evidence["digest"],
-        "toEvidenceDigest": target_digest,
-        "manifestDigest": request["expectedManifestDigest"],
-        "authorityDelta": dict(delta),
-    }
-    critical = any(
-        entry["addedScopes"] and entry["dimension"] in ("credential.access", "external.action")
-        for entry in delta["entries"]
+    derived = _derived_approval_fields(
+        request["operationId"],
+        prior_evidence["digest"],
+        target_digest,
+        request["expectedManifestDigest"],
+        delta,
     )
     created = epoch_ms(now)
     return {
@@ -397,14 +439,10 @@ def approval_request(
         "fromEvidenceDigest": prior_evidence["digest"],
         "toEvidenceDigest": target_digest,
         "manifestDigest": request["expectedManifestDigest"],
-        "actionHash": sha256_digest(exact_action),
+        "actionHash": derived["actionHash"],
         "authorityDelta": dict(delta),
-        "resourceScope": [
-            f"{entry['dimension']}:{scope}"
-            for entry in delta["entries"]
-            for scope in entry["addedScopes"]
-        ],
-        "riskClass": "critical" if critical else "high",
+        "resourceScope": derived["resourceScope"],
+        "riskClass": derived["riskClass"],
         "status": "pending",
         "createdAt": js_iso_timestamp(created),
         "expiresAt": js_iso_timestamp(created + ttl // timedelta(milliseconds=1)),
@@ -613,6 +651,11 @@ def plan_transition(
         if status != "approved":
             raise TransitionRefused(
                 "approval-not-approved", f"approval {expected_id} is {status}", status=status
+            )
+        if approval["authorityDelta"] != delta:
+            # Its id names this move, but the reviewer approved another expansion.
+            raise TransitionRefused(
+                "approval-mismatch", "the approval was given for another authority delta"
             )
         decision = "approved-expansion"
         extra["approvalId"] = expected_id

@@ -12,7 +12,9 @@ For every run with ``phase.*`` entries, in chain order:
   in force, its target recompiles from its recorded input, is not blocked, its authority
   delta recomputes, and an expansion carries an approved approval, an emergency override,
   or is the one ``override-expired`` record of the override before it;
-- ``phase.approval``: a schema-valid approval whose status moves only from ``pending``;
+- ``phase.approval``: a schema-valid approval whose status moves only from ``pending``,
+  whose risk class, resource scope and action hash derive from the expansion it states,
+  and, for an approved expansion, states exactly that transition's authority delta;
 - ``phase.authorize``: the decision re-derives from the evidence in force at that step.
 """
 

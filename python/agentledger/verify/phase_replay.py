@@ -28,6 +28,7 @@ from agentledger.phase.transitions import (
     MAX_OVERRIDE_TTL,
     PhaseTransitionRecord,
     approval_id,
+    approval_misstated,
     authority_delta,
     epoch_ms,
     expiry_record,
@@ -293,6 +294,10 @@ def _check_policy(replay: _Replay, record: dict[str, Any], delta: dict[str, Any]
             raise replay.diverge(f"approval {expected} recorded", str(record.get("approvalId")))
         if approval["status"] != "approved":
             raise replay.diverge(f"approval {expected} approved", approval["status"])
+        if not same_json(approval["authorityDelta"], delta):
+            raise replay.diverge(
+                f"approval {expected} of this authority delta", "another authority delta"
+            )
         return
     if is_expansion(delta):
         raise replay.diverge("an approval or override for an expansion", f"{decision}")
@@ -304,6 +309,11 @@ def _check_approval(replay: _Replay, body: dict[str, Any]) -> None:
         check_approval(approval)
     except InvalidInput as exc:
         raise replay.diverge("a valid approval", exc.message) from None
+    misstated = approval_misstated(approval)
+    if misstated:
+        raise replay.diverge(
+            "an approval stating the expansion it names", "misstated " + ", ".join(misstated)
+        )
     if body.get("approval_id") != approval["id"] or body.get("status") != approval["status"]:
         raise replay.diverge("id and status of the approval", "different")
     if approval["runId"] != replay.run_id:
