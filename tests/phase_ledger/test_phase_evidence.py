@@ -205,3 +205,38 @@ def test_generic_appends_cannot_write_phase_entries(ledger: Ledger, kind: str) -
         run.append(kind, {"evidence_digest": "sha256:" + "0" * 64})
     assert refused.value.code == "reserved-kind"
     assert len(run) == 0
+
+
+@pytest.mark.parametrize(
+    "forged",
+    ["second-evidence", "late-descent", "empty-descent"],
+)
+def test_a_phase_entry_verify_reports_is_a_problem_of_the_state_too(
+    ledger: Ledger, cli: Any, forged: str
+) -> None:
+    # Verify, `phase show` and every writer give one verdict on a forged phase entry: a
+    # second initial evidence (a copy of the first), a descent after the evidence, a descent
+    # without its fields. Before, show exited 0 (or 70 on the empty descent) and decisions
+    # were journaled on top of it.
+    run = started(ledger, "run-a", "implement")
+    first = next(run.entries())
+    digest = run.phase_state().effective["digest"]  # type: ignore[index]
+    if forged == "second-evidence":
+        entry = forge(run, "phase.evidence", dict(first.body))
+    elif forged == "late-descent":
+        body = {"relation": "retry", "parent_run": "run-p", "parent_evidence_digest": digest,
+                "parent_entry_seq": 0, "parent_entry_hash": first.hash,
+                "parent_source_id": "parent-evidence:" + digest}  # fmt: skip
+        entry = forge(run, "phase.descent", body)
+    else:
+        entry = forge(run, "phase.descent", {})
+    assert [seq for _, seq in divergences(ledger, "run-a")] == [entry.seq]
+    assert [seq for seq, _ in run.phase_state().problems] == [entry.seq]
+    shown = cli("phase", "show", "run-a", "--json")
+    assert shown.code == ExitCode.DIVERGED, shown.err
+    assert [p["seq"] for p in shown.json()["problems"]] == [entry.seq]
+    length = len(run)
+    with pytest.raises(PhaseRefused) as refused:
+        run.authorize("network.egress", ["pypi.org"], evidence_digest=digest)
+    assert refused.value.code == "phase-state-tampered"
+    assert len(run) == length

@@ -74,6 +74,9 @@ if TYPE_CHECKING:
     from agentledger.handle import RunHandle
 
 
+DESCENT_SHOWN: Final = ("relation", "parent_run", "parent_evidence_digest")
+"""The fields of a ``phase.descent`` body that ``phase show`` reports."""
+
 STATE_KINDS: Final = (EVIDENCE_KIND, DESCENT_KIND, TRANSITION_KIND, APPROVAL_KIND)
 """What the phase state is replayed from; decisions (``phase.authorize``) change nothing.
 Every row of the run is verified all the same (a chain is checked from its start; the rows
@@ -237,7 +240,16 @@ def load_state(conn: apsw.Connection, ledger_id: str, run_id: str) -> PhaseState
     state = PhaseState(run_id, journal=journal)
     if journal.problem is not None:
         state.problems.append(journal.problem)
+    evidence_seen = False
     for entry in journal.of_kind(*STATE_KINDS):
+        # A run starts with at most one descent, then one initial evidence (verify's rule).
+        if entry.kind == EVIDENCE_KIND and evidence_seen:
+            state.problems.append((entry.seq, "a second phase.evidence (a run has one)"))
+            continue
+        if entry.kind == DESCENT_KIND and (evidence_seen or state.descent is not None):
+            state.problems.append((entry.seq, "a phase.descent after the run's start"))
+            continue
+        evidence_seen = evidence_seen or entry.kind == EVIDENCE_KIND
         try:
             _apply(conn, state, entry.seq, entry.kind, entry.hash, entry.body)
         except (AttributeError, KeyError, TypeError, ValueError):
@@ -248,7 +260,7 @@ def load_state(conn: apsw.Connection, ledger_id: str, run_id: str) -> PhaseState
 def _apply(
     conn: apsw.Connection, state: PhaseState, seq: int, kind: str, entry_hash: str, body: Any
 ) -> None:
-    if kind == EVIDENCE_KIND and state.initial is None:
+    if kind == EVIDENCE_KIND:
         evidence = read_json_blob(conn, body.get("evidence_blob"))
         compiler_input = read_json_blob(conn, body.get("input_blob"))
         if not isinstance(evidence, dict) or not isinstance(compiler_input, dict):
@@ -259,6 +271,9 @@ def _apply(
         )
         state.effective_stored = state.initial
     elif kind == DESCENT_KIND:
+        if not all(isinstance(body.get(key), str) for key in DESCENT_SHOWN):
+            state.problems.append((seq, "malformed phase.descent entry"))
+            return
         state.descent = {**body, "seq": seq, "entry_hash": entry_hash}
     elif kind == TRANSITION_KIND:
         record = read_json_blob(conn, body.get("record_blob"))

@@ -27,6 +27,7 @@ from agentledger.phase.digest import verify_evidence_digest
 from agentledger.phase.journal import (
     AUTHORIZE_KIND,
     DESCENT_KIND,
+    DESCENT_SHOWN,
     EVIDENCE_KIND,
     PhaseRefused,
     PhaseState,
@@ -524,9 +525,7 @@ def phase_summary(state: PhaseState, decisions: Mapping[str, int] | None = None)
         )
     descent = None
     if state.descent is not None:
-        descent = {
-            key: state.descent[key] for key in ("relation", "parent_run", "parent_evidence_digest")
-        }
+        descent = {key: state.descent[key] for key in DESCENT_SHOWN}
     current_record = state.current
     return {
         "run": state.run_id,
