@@ -722,3 +722,62 @@ def test_an_approval_of_another_expansion_does_not_apply_this_one(ledger: Ledger
         applied = append_transition(run, conn, record, put_json(run, target, "input"))
     found = ledger.verify_run("run-a").divergences
     assert [(d.check, d.seq) for d in found] == [("phase.transition", applied.seq)]
+
+
+def _forged_record(run: Any, target: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    """A schema-valid transition record of ``run`` to ``target``, as a forger writes one."""
+    from agentledger.phase.transitions import authority_delta, transition_id
+
+    prior, compiled = current(run), evidence(target)
+    record_id = transition_id(run.id, 1, "sneak")
+    return {
+        "schemaVersion": "phase-transition-record/v1", "id": record_id, "runId": run.id,
+        "sequence": 1, "operationId": "sneak", "priorEvidence": prior,
+        "effectiveEvidence": compiled,
+        "authorityDelta": authority_delta(
+            prior["effectiveAuthority"], compiled["effectiveAuthority"]
+        ),
+        "actor": OPERATOR, "reason": "Sneak.", "policyDecision": "allow",
+        "manifestDigest": MANIFEST, "eventReference": f"phase:{record_id}",
+        "createdAt": js_iso_timestamp(T0), **fields,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},  # an expansion passed off as "allow"
+        {"sequence": 2},
+        {"authorityDelta": {"classification": "same", "entries": []}},
+        {"policyDecision": "override-expired"},
+    ],
+    ids=["unapproved-expansion", "sequence", "delta", "expired-without-override"],
+)
+def test_no_decision_is_taken_on_a_transition_verify_rejects(
+    ledger: Ledger, cli: Any, fields: dict[str, Any]
+) -> None:
+    # A transition record written below the API that no rule would have applied (here an
+    # expansion of network egress to "*" without approval) is in force for nobody:
+    # verify reports it, `phase show` lists it (exit 2), and no authorization is granted
+    # or move taken on it. Before, authorize() granted egress anywhere against it.
+    from agentledger.phase.journal import append_transition, put_json
+
+    run = started(
+        ledger, "run-a", "implement", sandbox=source("sandbox", {"network.egress": ["pypi.org"]})
+    )
+    target = compiler_input("implement")
+    record = _forged_record(run, target, **fields)
+    with ledger.db.write() as conn:
+        forged = append_transition(run, conn, record, put_json(run, target, "input"))
+    found = ledger.verify_run("run-a").divergences
+    assert [(d.check, d.seq) for d in found] == [("phase.transition", forged.seq)]
+    shown = cli("phase", "show", "run-a", "--json")
+    assert shown.code == ExitCode.DIVERGED
+    assert [p["seq"] for p in shown.json()["problems"]] == [forged.seq]
+    length = len(run)
+    with pytest.raises(PhaseRefused) as refused:
+        run.authorize(
+            "network.egress", ["evil.example"], evidence_digest=evidence(target)["digest"]
+        )
+    assert refused.value.code == "phase-state-tampered"
+    assert len(run) == length

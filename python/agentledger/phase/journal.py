@@ -45,7 +45,7 @@ from agentledger.cas import digest_of
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
 from agentledger.journal_view import RunView, read_run
 from agentledger.phase.compiler import compile
-from agentledger.phase.digest import stable_stringify, verify_evidence_digest
+from agentledger.phase.digest import verify_evidence_digest
 from agentledger.phase.jscompat import js_trim, to_js_string
 from agentledger.phase.kinds import (
     APPROVAL_KIND,
@@ -67,6 +67,8 @@ from agentledger.phase.transitions import (
     expiry_record,
     override_has_expired,
     plan_transition,
+    record_problem,
+    same_json,
 )
 
 if TYPE_CHECKING:
@@ -163,14 +165,6 @@ def read_json_blob(conn: apsw.Connection, digest: object) -> Any:
         return json.loads(data)
     except ValueError:
         return None
-
-
-def same_json(left: Any, right: Any) -> bool:
-    """Equality as JavaScript's ``JSON.stringify`` sees it (``1`` and ``1.0`` are one number)."""
-    try:
-        return stable_stringify(left) == stable_stringify(right)
-    except (TypeError, ValueError):
-        return False
 
 
 # --------------------------------------------------------------------------- state
@@ -286,6 +280,21 @@ def _apply(
         except InvalidInput:
             state.problems.append((seq, "the phase transition record is not valid"))
             return
+        problem = record_problem(
+            state.run_id, record, state.effective, state.records, state.approvals
+        )
+        if problem is not None:
+            # No rule applies such a record (verify reports it): nothing is decided on it.
+            expected, found = problem
+            state.problems.append(
+                (seq, f"the phase transition breaks the rules: {expected} expected, {found} found")
+            )
+            return
+        if state.descent is not None and state.initial is not None:
+            kept = state.initial.compiler_input["sources"]["parent"]
+            if not same_json(compiler_input["sources"]["parent"], kept):
+                state.problems.append((seq, "the phase transition replaces the parent source"))
+                return
         state.records.append(record)
         state.by_operation.setdefault(record["operationId"], record)
         state.effective_stored = StoredEvidence(

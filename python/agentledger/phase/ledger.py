@@ -38,11 +38,10 @@ from agentledger.phase.journal import (
     put_json,
     refuse_unreadable,
     reproduces,
-    same_json,
 )
 from agentledger.phase.jscompat import has_control_characters, utf16_length
 from agentledger.phase.models import DIMENSIONS, PhaseCapabilityEvidence, validate
-from agentledger.phase.transitions import authority_delta
+from agentledger.phase.transitions import authority_delta, same_json
 
 if TYPE_CHECKING:
     from agentledger._core import Entry

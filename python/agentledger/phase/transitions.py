@@ -71,7 +71,9 @@ __all__ = [
     "js_iso_timestamp",
     "override_has_expired",
     "plan_transition",
+    "record_problem",
     "replay_of",
+    "same_json",
     "transition_id",
     "verified_evidence",
 ]
@@ -681,6 +683,84 @@ def plan_transition(
     }
     validate(PhaseTransitionRecord, record, "phase transition record")
     return TransitionOutcome("applied", record=record, delta=delta)
+
+
+# --------------------------------------------------------------------------- stored records
+
+
+def same_json(left: Any, right: Any) -> bool:
+    """Equality as JavaScript's ``JSON.stringify`` sees it (``1`` and ``1.0`` are one number)."""
+    try:
+        return stable_stringify(left) == stable_stringify(right)
+    except (TypeError, ValueError):
+        return False
+
+
+def record_problem(
+    run_id: str,
+    record: Mapping[str, Any],
+    prior: Mapping[str, Any] | None,
+    records: list[dict[str, Any]],
+    approvals: Mapping[str, Mapping[str, Any]],
+) -> tuple[str, str] | None:
+    """``(expected, found)`` when the schema-valid ``record`` is not one these rules apply
+    after ``records``, with ``prior`` in force and ``approvals`` as recorded before it; else
+    ``None``. Verify reports such a record, and no decision or move is taken on it (that
+    its target recompiles from its recorded input is checked by the caller)."""
+    if record["runId"] != run_id:
+        return f"runId {run_id}", record["runId"]
+    if record["sequence"] != len(records) + 1:
+        return f"sequence {len(records) + 1}", str(record["sequence"])
+    if prior is None:
+        return "a verified evidence in force before a transition", "none"
+    if not same_json(record["priorEvidence"], prior):
+        return f"prior evidence {prior['digest']} (in force)", str(
+            record["priorEvidence"]["digest"]
+        )
+    target = record["effectiveEvidence"]
+    if target["status"] == "blocked" or target["identity"]["mode"] != "profile":
+        return "unblocked profile evidence", f"{target['status']} evidence"
+    delta = authority_delta(prior["effectiveAuthority"], target["effectiveAuthority"])
+    if not same_json(delta, record["authorityDelta"]):
+        return f"authority delta {delta['classification']}", "another delta"
+    decision = record["policyDecision"]
+    if decision == "override-expired":
+        previous = records[-1] if records else None
+        if previous is None or previous.get("policyDecision") != "emergency-override":
+            return "override-expired right after an emergency override", "no"
+        if not same_json(expiry_record(previous), record):
+            return "the deterministic override-expired record", "another record"
+        return None
+    if decision == "emergency-override":
+        if not is_expansion(delta):
+            return "an expansion under emergency override", delta["classification"]
+        created = epoch_ms(record["createdAt"])
+        expires = epoch_ms(record["emergencyOverride"]["expiresAt"])
+        if not created < expires <= created + MAX_OVERRIDE_TTL // timedelta(milliseconds=1):
+            return (
+                "an override expiring within 24 hours of its record",
+                record["emergencyOverride"]["expiresAt"],
+            )
+        return None
+    if decision == "approved-expansion":
+        expected = approval_id(
+            run_id,
+            record["operationId"],
+            prior["digest"],
+            target["digest"],
+            record["manifestDigest"],
+        )
+        approval = approvals.get(expected)
+        if record.get("approvalId") != expected or approval is None:
+            return f"approval {expected} recorded", str(record.get("approvalId"))
+        if approval["status"] != "approved":
+            return f"approval {expected} approved", approval["status"]
+        if not same_json(approval["authorityDelta"], delta):
+            return f"approval {expected} of this authority delta", "another authority delta"
+        return None
+    if is_expansion(delta):
+        return "an approval or override for an expansion", decision
+    return None
 
 
 # --------------------------------------------------------------------------- override expiry

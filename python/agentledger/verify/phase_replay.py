@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
 from agentledger.errors import InvalidInput
@@ -20,19 +19,16 @@ from agentledger.phase.journal import (
     TRANSITION_KIND,
     check_approval,
     read_json_blob,
-    same_json,
 )
 from agentledger.phase.ledger import check_authorization, check_request, exceeds, parent_source
 from agentledger.phase.models import PhaseCapabilityEvidence, validate
 from agentledger.phase.transitions import (
-    MAX_OVERRIDE_TTL,
     PhaseTransitionRecord,
     approval_id,
     approval_misstated,
-    authority_delta,
     epoch_ms,
-    expiry_record,
-    is_expansion,
+    record_problem,
+    same_json,
 )
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
@@ -230,77 +226,23 @@ def _check_transition(replay: _Replay, body: dict[str, Any]) -> None:
     for name, value in summary.items():
         if body.get(name) != value:
             raise replay.diverge(f"{name} {value!r} (from the record)", repr(body.get(name)))
-    expected_sequence = len(replay.records) + 1
-    if record["sequence"] != expected_sequence:
-        raise replay.diverge(f"sequence {expected_sequence}", str(record["sequence"]))
-    if not same_json(record["priorEvidence"], replay.effective):
-        raise replay.diverge(
-            f"prior evidence {replay.effective['digest']} (in force)",
-            str(record["priorEvidence"]["digest"]),
-        )
     target = record["effectiveEvidence"]
     replay.evidence_of(compiler_input, target, "target")
-    if target["status"] == "blocked" or target["identity"]["mode"] != "profile":
-        raise replay.diverge("unblocked profile evidence", f"{target['status']} evidence")
     if replay.descended:
         assert replay.initial_input is not None
         if not same_json(
             compiler_input["sources"]["parent"], replay.initial_input["sources"]["parent"]
         ):
             raise replay.diverge("the parent source the run descended with", "another source")
-    delta = authority_delta(
-        record["priorEvidence"]["effectiveAuthority"], target["effectiveAuthority"]
+    # The rules every writer holds a stored record to (sequence, prior, delta, policy).
+    problem = record_problem(
+        replay.run_id, record, replay.effective, replay.records, replay.approvals
     )
-    if not same_json(delta, record["authorityDelta"]):
-        raise replay.diverge(f"authority delta {delta['classification']}", "another delta")
-    _check_policy(replay, record, delta)
+    if problem is not None:
+        raise replay.diverge(*problem)
     replay.records.append(record)
     replay.effective = target
     replay.broken = False
-
-
-def _check_policy(replay: _Replay, record: dict[str, Any], delta: dict[str, Any]) -> None:
-    decision = record["policyDecision"]
-    if decision == "override-expired":
-        previous = replay.records[-1] if replay.records else None
-        if previous is None or previous.get("policyDecision") != "emergency-override":
-            raise replay.diverge("override-expired right after an emergency override", "no")
-        if not same_json(expiry_record(previous), record):
-            raise replay.diverge("the deterministic override-expired record", "another record")
-        return
-    if decision == "emergency-override":
-        if not is_expansion(delta):
-            raise replay.diverge("an expansion under emergency override", delta["classification"])
-        created, expires = (
-            epoch_ms(record["createdAt"]),
-            epoch_ms(record["emergencyOverride"]["expiresAt"]),
-        )
-        if not created < expires <= created + MAX_OVERRIDE_TTL // timedelta(milliseconds=1):
-            raise replay.diverge(
-                "an override expiring within 24 hours of its record",
-                record["emergencyOverride"]["expiresAt"],
-            )
-        return
-    if decision == "approved-expansion":
-        expected = approval_id(
-            replay.run_id,
-            record["operationId"],
-            record["priorEvidence"]["digest"],
-            record["effectiveEvidence"]["digest"],
-            record["manifestDigest"],
-        )
-        approval = replay.approvals.get(expected)
-        if record.get("approvalId") != expected or approval is None:
-            raise replay.diverge(f"approval {expected} recorded", str(record.get("approvalId")))
-        if approval["status"] != "approved":
-            raise replay.diverge(f"approval {expected} approved", approval["status"])
-        if not same_json(approval["authorityDelta"], delta):
-            raise replay.diverge(
-                f"approval {expected} of this authority delta", "another authority delta"
-            )
-        return
-    if is_expansion(delta):
-        raise replay.diverge("an approval or override for an expansion", f"{decision}")
 
 
 def _check_approval(replay: _Replay, body: dict[str, Any]) -> None:
