@@ -781,3 +781,37 @@ def test_no_decision_is_taken_on_a_transition_verify_rejects(
         )
     assert refused.value.code == "phase-state-tampered"
     assert len(run) == length
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"status": "approved", "decidedAt": "2026-07-25T12:01:00.000Z"},  # never pending
+        {"runId": "run-b"},  # another run's
+        {"id": "runapproval_" + "A" * 24},  # an id not bound to the move
+    ],
+    ids=["never-pending", "other-run", "unbound-id"],
+)  # fmt: skip
+def test_no_move_is_taken_on_an_approval_verify_rejects(
+    ledger: Ledger, cli: Any, edit: dict[str, Any]
+) -> None:
+    # explore -> verify adds write and egress ("high"). An approval entry written below the
+    # API that verify rejects (approved without ever being pending, another run's, an id
+    # that names no move) does not apply the expansion: before, the move applied on the
+    # directly "approved" one while verify reported it.
+    run = started(ledger, "run-a", "explore")
+    target = compiler_input("verify")
+    approval = {**_pending_for(run, target, "widen"), "decidedBy": REVIEWER, **edit}
+    forged = forge(run, "phase.approval",
+                   {"approval_id": approval["id"], "status": approval["status"],
+                    "approval": approval})  # fmt: skip
+    found = ledger.verify_run("run-a").divergences
+    assert [(d.check, d.seq) for d in found] == [("phase.approval", forged.seq)]
+    shown = cli("phase", "show", "run-a", "--json")
+    assert shown.code == ExitCode.DIVERGED
+    assert [p["seq"] for p in shown.json()["problems"]] == [forged.seq]
+    length = len(run)
+    with pytest.raises(PhaseRefused) as refused:
+        move(run, target, operation="widen", now=LATER)
+    assert refused.value.code == "phase-state-tampered"
+    assert len(run) == length

@@ -61,7 +61,7 @@ from agentledger.phase.transitions import (
     PhaseTransitionRecord,
     TransitionRefused,
     approval_id,
-    approval_misstated,
+    approval_problem,
     decide_approval,
     effective_approval_status,
     expiry_record,
@@ -312,20 +312,17 @@ def _apply(
         except InvalidInput:
             state.problems.append((seq, "the phase approval is not valid"))
             return
-        # What a reviewer decides on (its risk class above all: a critical expansion takes
-        # an administrator) must be the expansion the approval names, not what it says.
-        misstated = approval_misstated(approval)
-        if misstated:
-            state.problems.append(
-                (seq, f"the phase approval's {', '.join(misstated)} misstate its expansion")
-            )
+        if body.get("approval_id") != approval["id"] or body.get("status") != approval["status"]:
+            state.problems.append((seq, "the entry misstates its approval's id or status"))
             return
-        if (
-            approval["status"] == "approved"
-            and approval["riskClass"] == "critical"
-            and approval.get("administratorConfirmed") is not True
-        ):
-            state.problems.append((seq, "a critical approval not confirmed by an administrator"))
+        # What a reviewer decides on (its risk class above all: a critical expansion takes
+        # an administrator) and what a move applies on: the approval verify accepts.
+        problem = approval_problem(state.run_id, approval, state.approvals.get(approval["id"]))
+        if problem is not None:
+            expected, found = problem
+            state.problems.append(
+                (seq, f"the phase approval breaks the rules: {expected} expected, {found} found")
+            )
             return
         state.approvals[approval["id"]] = approval
 

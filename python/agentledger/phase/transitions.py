@@ -60,6 +60,7 @@ __all__ = [
     "TransitionRefused",
     "approval_id",
     "approval_misstated",
+    "approval_problem",
     "approval_request",
     "authority_delta",
     "check_compare_and_set",
@@ -405,6 +406,55 @@ def approval_misstated(approval: Mapping[str, Any]) -> list[str]:
         approval["authorityDelta"],
     )
     return [key for key, value in derived.items() if approval.get(key) != value]
+
+
+def approval_problem(
+    run_id: str, approval: Mapping[str, Any], previous: Mapping[str, Any] | None
+) -> tuple[str, str] | None:
+    """``(expected, found)`` when the schema-valid stored ``approval`` of ``run_id`` is not
+    one these rules record after ``previous`` (the same approval's last record, if any):
+    its id bound to the move, its statements derived from the expansion, ``pending``
+    first and then one decision, taken in time and, when critical, by an administrator."""
+    if approval["runId"] != run_id:
+        return f"runId {run_id}", approval["runId"]
+    expected_id = approval_id(
+        approval["runId"],
+        approval["operationId"],
+        approval["fromEvidenceDigest"],
+        approval["toEvidenceDigest"],
+        approval["manifestDigest"],
+    )
+    if approval["id"] != expected_id:
+        return f"approval id {expected_id} (bound to the exact move)", approval["id"]
+    misstated = approval_misstated(approval)
+    if misstated:
+        return "an approval stating the expansion it names", "misstated " + ", ".join(misstated)
+    if previous is None:
+        if approval["status"] != "pending":
+            return "a pending approval first", approval["status"]
+        return None
+    if previous["status"] != "pending":
+        return f"no change after {previous['status']}", approval["status"]
+    decided = ("status", "decidedBy", "decidedAt", "note", "administratorConfirmed")
+    changed = sorted(
+        key
+        for key in approval.keys() | previous.keys()
+        if key not in decided and approval.get(key) != previous.get(key)
+    )
+    if changed:
+        return "only the decision changes", "changed " + ", ".join(changed)
+    if (
+        approval["status"] == "approved"
+        and approval["riskClass"] == "critical"
+        and approval.get("administratorConfirmed") is not True
+    ):
+        return "an administrator's approval (critical)", "not confirmed"
+    decided_at = approval.get("decidedAt")
+    if approval["status"] in ("approved", "rejected") and (
+        decided_at is None or epoch_ms(decided_at) >= epoch_ms(approval["expiresAt"])
+    ):
+        return f"a decision before {approval['expiresAt']}", str(decided_at)
+    return None
 
 
 def approval_request(

@@ -24,9 +24,7 @@ from agentledger.phase.ledger import check_authorization, check_request, exceeds
 from agentledger.phase.models import PhaseCapabilityEvidence, validate
 from agentledger.phase.transitions import (
     PhaseTransitionRecord,
-    approval_id,
-    approval_misstated,
-    epoch_ms,
+    approval_problem,
     record_problem,
     same_json,
 )
@@ -251,49 +249,11 @@ def _check_approval(replay: _Replay, body: dict[str, Any]) -> None:
         check_approval(approval)
     except InvalidInput as exc:
         raise replay.diverge("a valid approval", exc.message) from None
-    misstated = approval_misstated(approval)
-    if misstated:
-        raise replay.diverge(
-            "an approval stating the expansion it names", "misstated " + ", ".join(misstated)
-        )
     if body.get("approval_id") != approval["id"] or body.get("status") != approval["status"]:
         raise replay.diverge("id and status of the approval", "different")
-    if approval["runId"] != replay.run_id:
-        raise replay.diverge(f"runId {replay.run_id}", approval["runId"])
-    expected_id = approval_id(
-        approval["runId"],
-        approval["operationId"],
-        approval["fromEvidenceDigest"],
-        approval["toEvidenceDigest"],
-        approval["manifestDigest"],
-    )
-    if approval["id"] != expected_id:
-        raise replay.diverge(f"approval id {expected_id} (bound to the exact move)", approval["id"])
-    previous = replay.approvals.get(approval["id"])
-    if previous is None and approval["status"] != "pending":
-        raise replay.diverge("a pending approval first", approval["status"])
-    if previous is not None:
-        if previous["status"] != "pending":
-            raise replay.diverge(f"no change after {previous['status']}", approval["status"])
-        decided = ("status", "decidedBy", "decidedAt", "note", "administratorConfirmed")
-        changed = sorted(
-            key
-            for key in approval.keys() | previous.keys()
-            if key not in decided and approval.get(key) != previous.get(key)
-        )
-        if changed:
-            raise replay.diverge("only the decision changes", "changed " + ", ".join(changed))
-        decided_at = approval.get("decidedAt")
-        if (
-            approval["status"] == "approved"
-            and approval["riskClass"] == "critical"
-            and approval.get("administratorConfirmed") is not True
-        ):
-            raise replay.diverge("an administrator's approval (critical)", "not confirmed")
-        if approval["status"] in ("approved", "rejected") and (
-            decided_at is None or epoch_ms(decided_at) >= epoch_ms(approval["expiresAt"])
-        ):
-            raise replay.diverge(f"a decision before {approval['expiresAt']}", str(decided_at))
+    problem = approval_problem(replay.run_id, approval, replay.approvals.get(approval["id"]))
+    if problem is not None:
+        raise replay.diverge(*problem)
     replay.approvals[approval["id"]] = approval
 
 
