@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentledger import Ledger
+from agentledger import Ledger, core
 from agentledger.errors import ExitCode
 from agentledger.phase import PHASE_NAMES
 from agentledger.phase.journal import PhaseRefused
@@ -19,6 +19,7 @@ from .ledger_testkit import (
     blob_count,
     compiler_input,
     edit_blob,
+    evidence,
     forge,
     move,
     narrowed_egress,
@@ -312,3 +313,50 @@ def test_an_archive_of_the_child_alone_verifies_with_a_note(
     with Ledger.open(whole, readonly=True) as archive:
         report = archive.verify()
         assert report.code == ExitCode.OK and not any("descends" in n for n in report.notes)
+
+
+def test_no_decision_is_taken_for_a_descendant_wider_than_its_parent(
+    ledger: Ledger, cli: Any
+) -> None:
+    # A child whose descent names its parent's evidence but whose evidence was compiled
+    # with a parent source of its own (egress anywhere, where the parent has pypi.org only)
+    # is reported by verify; `phase show` lists it (exit 2) and no authority is granted on
+    # it. Before, authorize() granted the child egress the parent never had.
+    parent = started(
+        ledger, "parent", "implement", sandbox=source("sandbox", {"network.egress": ["pypi.org"]})
+    )
+    parent.start_descendant("child", relation="fork")
+    descent = next(ledger.run("child").entries()).body
+    forged = ledger.run("forged")
+    forge(forged, "phase.descent", descent)
+    document = compiler_input("implement")
+    document["sources"]["parent"] = {**child_input(ledger.run("child"))["sources"]["parent"]}
+    document["sources"]["parent"]["authority"] = {
+        **document["sources"]["parent"]["authority"],
+        "network.egress": ["*"],
+    }
+    with pytest.raises(PhaseRefused) as refused:  # not through the API
+        forged.record_phase_evidence(None, compiler_input=document)
+    assert refused.value.code == "parent-source-derived"
+    compiled = evidence(document)
+    forge(
+        forged, "phase.evidence",
+        {"evidence_digest": compiled["digest"], "status": compiled["status"],
+         "evidence_blob": ledger.blobs.put(core.canonicalize(compiled)),
+         "input_blob": ledger.blobs.put(core.canonicalize(document)),
+         "mode": "profile", "phase": "implement", "profile_id": "builtin-implement",
+         "profile_version": 1},
+    )  # fmt: skip
+    assert effective(forged)["effectiveAuthority"]["network.egress"] == ["*"]
+    found = ledger.verify_run("forged").divergences
+    assert [(d.check, d.seq) for d in found] == [("phase.evidence", 1)]
+    shown = cli("phase", "show", "forged", "--json")
+    assert shown.code == ExitCode.DIVERGED
+    assert [p["seq"] for p in shown.json()["problems"]] == [1]
+    length = len(forged)
+    with pytest.raises(PhaseRefused) as refused:
+        forged.authorize(
+            "network.egress", ["evil.example"], evidence_digest=effective(forged)["digest"]
+        )
+    assert refused.value.code == "phase-state-tampered"
+    assert len(forged) == length

@@ -264,6 +264,20 @@ def _apply(
             evidence, compiler_input, body["evidence_blob"], body["input_blob"], seq, entry_hash
         )
         state.effective_stored = state.initial
+        if state.descent is not None:
+            # A descendant is bound by its parent's evidence (verify checks the same).
+            at, problem = state.descent["seq"], None
+            try:
+                parent = descended_evidence(conn, state.descent)
+                if parent is not None:
+                    at, problem = seq, descent_problem(parent, compiler_input, evidence)
+            except DescentUnverified as exc:
+                problem = (exc.expected, exc.found)
+            if problem is not None:
+                expected, found = problem
+                state.problems.append(
+                    (at, f"the phase descent does not hold: {expected} expected, {found} found")
+                )
     elif kind == DESCENT_KIND:
         if not all(isinstance(body.get(key), str) for key in DESCENT_SHOWN):
             state.problems.append((seq, "malformed phase.descent entry"))
@@ -325,6 +339,81 @@ def _apply(
             )
             return
         state.approvals[approval["id"]] = approval
+
+
+class DescentUnverified(Exception):
+    """A ``phase.descent`` whose parent bound does not read back: ``(expected, found)``."""
+
+    def __init__(self, expected: str, found: str) -> None:
+        super().__init__(expected, found)
+        self.expected, self.found = expected, found
+
+
+_ENTRY_AT: Final = "SELECT hash, bytes FROM entries WHERE run_id = ? AND seq = ?"
+
+
+def descended_evidence(conn: apsw.Connection, descent: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The parent evidence a ``phase.descent`` names, read back: the parent's entry at the
+    named step with the named hash, a ``phase.evidence`` or ``phase.transition`` whose blob
+    holds unblocked evidence with the named digest, which names the parent source. ``None``
+    when the parent run is not in this ledger (an archive of the child alone: the bound
+    cannot be checked there). Raises :class:`DescentUnverified`."""
+    from agentledger.phase.ledger import parent_source  # ledger.py builds on this module
+
+    parent_run, seq = descent["parent_run"], descent["parent_entry_seq"]
+    if not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (parent_run,)).fetchall():
+        return None
+    rows: list[Any] = conn.execute(_ENTRY_AT, (parent_run, seq)).fetchall()
+    if not rows:
+        raise DescentUnverified(f"parent entry {parent_run}#{seq}", "absent")
+    digest, raw = rows[0]
+    entry_hash = "blake3:" + bytes(digest).hex()
+    if entry_hash != descent["parent_entry_hash"]:
+        raise DescentUnverified(f"parent entry hash {descent['parent_entry_hash']}", entry_hash)
+    document = json.loads(raw)
+    kind, body = document.get("kind"), document["body"]
+    if kind == EVIDENCE_KIND:
+        blob = body["evidence_blob"]
+        evidence = read_json_blob(conn, blob)
+    elif kind == TRANSITION_KIND:
+        blob = body["record_blob"]
+        record = read_json_blob(conn, blob)
+        evidence = record.get("effectiveEvidence") if isinstance(record, dict) else None
+    else:
+        raise DescentUnverified("a parent phase.evidence or phase.transition entry", str(kind))
+    if not isinstance(evidence, dict):
+        raise DescentUnverified(
+            f"parent evidence blob {blob}", "missing or not hashing to its name"
+        )
+    if evidence.get("digest") != descent["parent_evidence_digest"]:
+        raise DescentUnverified(
+            f"parent evidence {descent['parent_evidence_digest']}", str(evidence.get("digest"))
+        )
+    if not verify_evidence_digest(evidence) or evidence.get("status") == "blocked":
+        raise DescentUnverified("verified, unblocked parent evidence", str(evidence.get("status")))
+    expected_id = parent_source(evidence)["id"]
+    if descent.get("parent_source_id") != expected_id:
+        raise DescentUnverified(expected_id, repr(descent.get("parent_source_id")))
+    return dict(evidence)
+
+
+def descent_problem(
+    parent: Mapping[str, Any], compiler_input: Mapping[str, Any], evidence: Mapping[str, Any]
+) -> tuple[str, str] | None:
+    """``(expected, found)`` when a descendant's evidence was not compiled with exactly the
+    parent source its parent's evidence gives, or is wider than the parent's."""
+    from agentledger.phase.ledger import exceeds, parent_source
+
+    expected_source = parent_source(parent, compiler_input.get("planArtifact"))
+    if not same_json(compiler_input["sources"]["parent"], expected_source):
+        return (
+            f"parent source {expected_source['id']} (the parent's effective authority)",
+            f"parent source {compiler_input['sources']['parent'].get('id')!r}",
+        )
+    wider = exceeds(evidence["effectiveAuthority"], parent["effectiveAuthority"])
+    if wider:
+        return "authority within the parent's", "wider on " + ", ".join(wider)
+    return None
 
 
 def decision_counts(state: PhaseState) -> dict[str, int]:

@@ -118,6 +118,12 @@ def record_evidence(
             _insert_run(conn, run.id)
         state = load_state(conn, run.ledger.id, run.id)
         refuse_unreadable(state)  # never a second initial evidence beside a forged journal
+        if state.descent is not None and state.initial is None:
+            raise PhaseRefused(
+                "parent-source-derived",
+                f"run {run.id!r} descends from run {state.descent['parent_run']!r}: its "
+                "evidence is compiled from its parent's when it starts (start_descendant)",
+            )
         if state.initial is not None:
             if state.initial.digest == compiled["digest"] and same_json(
                 state.initial.compiler_input, compiler_input

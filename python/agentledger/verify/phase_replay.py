@@ -17,10 +17,13 @@ from agentledger.phase.journal import (
     DESCENT_KIND,
     EVIDENCE_KIND,
     TRANSITION_KIND,
+    DescentUnverified,
     check_approval,
+    descended_evidence,
+    descent_problem,
     read_json_blob,
 )
-from agentledger.phase.ledger import check_authorization, check_request, exceeds, parent_source
+from agentledger.phase.ledger import check_authorization, check_request
 from agentledger.phase.models import PhaseCapabilityEvidence, validate
 from agentledger.phase.transitions import (
     PhaseTransitionRecord,
@@ -30,8 +33,6 @@ from agentledger.phase.transitions import (
 )
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
-
-ENTRY_AT = "SELECT hash, bytes FROM entries WHERE run_id = ? AND seq = ?"
 
 
 class _Diverged(Exception):
@@ -140,43 +141,12 @@ def _check_evidence(replay: _Replay, body: dict[str, Any]) -> None:
         parent = replay.parent_evidence
         if parent is None:
             raise replay.diverge("the parent evidence named by phase.descent", "unreadable")
-        expected_source = parent_source(parent, compiler_input.get("planArtifact"))
-        if not same_json(compiler_input["sources"]["parent"], expected_source):
-            raise replay.diverge(
-                f"parent source {expected_source['id']} (the parent's effective authority)",
-                f"parent source {compiler_input['sources']['parent'].get('id')!r}",
-            )
-        wider = exceeds(evidence["effectiveAuthority"], parent["effectiveAuthority"])
-        if wider:
-            raise replay.diverge("authority within the parent's", "wider on " + ", ".join(wider))
+        problem = descent_problem(parent, compiler_input, evidence)
+        if problem is not None:
+            raise replay.diverge(*problem)
     replay.initial_input = compiler_input
     replay.effective = evidence
     replay.broken = False
-
-
-def _parent_evidence(replay: _Replay, body: dict[str, Any]) -> dict[str, Any]:
-    parent_run, seq = body["parent_run"], body["parent_entry_seq"]
-    rows: list[Any] = replay.ctx.conn.execute(ENTRY_AT, (parent_run, seq)).fetchall()
-    if not rows:
-        raise replay.diverge(f"parent entry {parent_run}#{seq}", "absent")
-    digest, raw = rows[0]
-    entry_hash = "blake3:" + bytes(digest).hex()
-    if entry_hash != body["parent_entry_hash"]:
-        raise replay.diverge(f"parent entry hash {body['parent_entry_hash']}", entry_hash)
-    kind, parent_body = _kind_of(raw), json.loads(raw)["body"]
-    if kind == EVIDENCE_KIND:
-        evidence = replay.blob(parent_body["evidence_blob"], "parent evidence")
-    elif kind == TRANSITION_KIND:
-        evidence = replay.blob(parent_body["record_blob"], "parent transition")["effectiveEvidence"]
-    else:
-        raise replay.diverge("a parent phase.evidence or phase.transition entry", kind)
-    if evidence.get("digest") != body["parent_evidence_digest"]:
-        raise replay.diverge(
-            f"parent evidence {body['parent_evidence_digest']}", str(evidence.get("digest"))
-        )
-    if not verify_evidence_digest(evidence) or evidence.get("status") == "blocked":
-        raise replay.diverge("verified, unblocked parent evidence", str(evidence.get("status")))
-    return dict(evidence)
 
 
 def _check_descent(replay: _Replay, body: dict[str, Any]) -> None:
@@ -194,10 +164,10 @@ def _check_descent(replay: _Replay, body: dict[str, Any]) -> None:
         if note not in replay.ctx.report.notes:
             replay.ctx.report.notes.append(note)
         return
-    replay.parent_evidence = _parent_evidence(replay, body)
-    expected_id = parent_source(replay.parent_evidence)["id"]
-    if body.get("parent_source_id") != expected_id:
-        raise replay.diverge(expected_id, repr(body.get("parent_source_id")))
+    try:
+        replay.parent_evidence = descended_evidence(replay.ctx.conn, body)
+    except DescentUnverified as exc:
+        raise replay.diverge(exc.expected, exc.found) from None
 
 
 def _check_transition(replay: _Replay, body: dict[str, Any]) -> None:
