@@ -3,10 +3,12 @@ and journaled, allowed or denied."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from agentledger import Ledger
-from agentledger.errors import InvalidInput, NotFound
+from agentledger.errors import ExitCode, InvalidInput, NotFound
 
 from .ledger_testkit import compiler_input, forge, move, narrowed_egress, source, started
 
@@ -214,3 +216,29 @@ def test_verify_reports_a_decision_on_a_request_the_api_refuses(
     )
     found = ledger.verify_run("run-a").divergences
     assert [(d.check, d.seq) for d in found] == [("phase.authorize", forged.seq)]
+
+
+@pytest.mark.parametrize("forged", ["unsupported", "malformed"])
+def test_phase_show_lists_a_decision_verify_reports(ledger: Ledger, cli: Any, forged: str) -> None:
+    # verify and `phase show` give one verdict on a journaled decision that does not
+    # re-derive (an "allowed" write the explore phase never grants, an empty body): before,
+    # show exited 0 and counted the forged one as allowed.
+    run = started(ledger, "run-a", "explore")
+    digest = digest_of(run)
+    run.authorize("filesystem.read", ["<workspace>"], evidence_digest=digest)
+    body: dict[str, Any] = {}
+    if forged == "unsupported":
+        body = {
+            "dimension": "filesystem.write", "scopes": ["<workspace>"],
+            "bound_evidence_digest": digest, "active_evidence_digest": digest,
+            "decision": "allowed", "reason": "granted", "missing": [],
+        }  # fmt: skip
+    entry = forge(run, "phase.authorize", body)
+    run.authorize("filesystem.read", ["<workspace>"], evidence_digest=digest)
+    found = ledger.verify_run("run-a").divergences
+    assert [(d.check, d.seq) for d in found] == [("phase.authorize", entry.seq)]
+    shown = cli("phase", "show", "run-a", "--json")
+    assert shown.code == ExitCode.DIVERGED
+    assert [p["seq"] for p in shown.json()["problems"]] == [entry.seq]
+    human = cli("phase", "show", "run-a")
+    assert human.code == ExitCode.DIVERGED and f"step {entry.seq}" in human.out

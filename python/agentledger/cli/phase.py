@@ -653,8 +653,9 @@ def show_command(app: AppContext, run_id: str, as_json: bool) -> int:
     Reading is also when a lapsed emergency override is recorded: the first read after it
     expires appends one override-expired record restoring the evidence before it.
 
-    Exit 0; 2 when a phase entry's blobs or record do not read back (listed under
-    "problems"; run `agentledger verify`); 1 when there is no such run.
+    Exit 0; 2 when a phase entry's blobs or record do not read back or a journaled
+    decision does not re-derive (listed under "problems"; run `agentledger verify`); 1 when
+    there is no such run.
 
     \b
     Examples:

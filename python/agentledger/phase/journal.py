@@ -203,6 +203,8 @@ class PhaseState:
     them; writers refuse)."""
     journal: RunView | None = None
     """The verified journal the state was replayed from."""
+    in_force: list[StoredEvidence] = field(default_factory=list)
+    """Each evidence put in force, in chain order (its ``seq`` is where)."""
 
     @property
     def current(self) -> dict[str, Any] | None:
@@ -264,6 +266,7 @@ def _apply(
             evidence, compiler_input, body["evidence_blob"], body["input_blob"], seq, entry_hash
         )
         state.effective_stored = state.initial
+        state.in_force.append(state.initial)
         if state.descent is not None:
             # A descendant is bound by its parent's evidence (verify checks the same).
             at, problem = state.descent["seq"], None
@@ -319,6 +322,7 @@ def _apply(
             seq,
             entry_hash,
         )
+        state.in_force.append(state.effective_stored)
     elif kind == APPROVAL_KIND:
         approval = body.get("approval")
         try:

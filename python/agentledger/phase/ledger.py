@@ -15,6 +15,7 @@ The transition journal itself is :mod:`agentledger.phase.journal`.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -56,6 +57,8 @@ __all__ = [
     "authorize",
     "check_authorization",
     "check_request",
+    "decision_problem",
+    "decision_problems",
     "parent_source",
     "phase_summary",
     "record_evidence",
@@ -426,6 +429,51 @@ def check_authorization(
     return ("scope-not-granted", missing) if missing else ("granted", [])
 
 
+def decision_problem(
+    evidence: Mapping[str, Any] | None, body: Mapping[str, Any]
+) -> tuple[str, str] | None:
+    """``(expected, found)`` when a journaled ``phase.authorize`` body is not the decision
+    :func:`authorize` takes on its request against ``evidence``, the evidence in force at
+    its step (a request it refuses is never journaled)."""
+    try:
+        scopes = check_request(body["dimension"], body["scopes"], body["bound_evidence_digest"])
+    except InvalidInput as exc:
+        return "a well-formed authorization request", exc.message
+    reason, missing = check_authorization(
+        evidence, body["dimension"], scopes, body["bound_evidence_digest"]
+    )
+    expected = {
+        "decision": "allowed" if reason == "granted" else "denied",
+        "reason": reason,
+        "missing": missing,
+        "active_evidence_digest": evidence["digest"] if evidence is not None else None,
+    }
+    for name, value in expected.items():
+        if body.get(name) != value:
+            return f"{name} {value!r}", repr(body.get(name))
+    return None
+
+
+def decision_problems(state: PhaseState) -> list[tuple[int, str]]:
+    """The journaled decisions of ``state``'s run that do not re-derive from the evidence
+    in force at their step (what verify reports; ``phase show`` lists them)."""
+    problems: list[tuple[int, str]] = []
+    steps = [stored.seq for stored in state.in_force]
+    for entry in state.journal.of_kind(AUTHORIZE_KIND) if state.journal else ():
+        before = bisect.bisect_left(steps, entry.seq)
+        evidence = state.in_force[before - 1].evidence if before else None
+        try:
+            problem = decision_problem(evidence, entry.body)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            problem = ("a well-formed phase.authorize entry", "malformed")
+        if problem is not None:
+            expected, found = problem
+            problems.append(
+                (entry.seq, f"the decision does not re-derive: {expected} expected, {found} found")
+            )
+    return problems
+
+
 def authorize(
     run: RunHandle,
     dimension: str,
@@ -540,7 +588,10 @@ def phase_summary(state: PhaseState, decisions: Mapping[str, int] | None = None)
         "descent": descent,
         "authority_delta_since_initial": delta,
         "authorizations": dict(decisions or {"allowed": 0, "denied": 0}),
-        "problems": [{"seq": seq, "problem": problem} for seq, problem in state.problems],
+        "problems": [
+            {"seq": seq, "problem": problem}
+            for seq, problem in sorted([*state.problems, *decision_problems(state)])
+        ],
         "history": history,
         "approvals": [
             {

@@ -23,7 +23,7 @@ from agentledger.phase.journal import (
     descent_problem,
     read_json_blob,
 )
-from agentledger.phase.ledger import check_authorization, check_request
+from agentledger.phase.ledger import decision_problem
 from agentledger.phase.models import PhaseCapabilityEvidence, validate
 from agentledger.phase.transitions import (
     PhaseTransitionRecord,
@@ -230,24 +230,9 @@ def _check_approval(replay: _Replay, body: dict[str, Any]) -> None:
 def _check_authorize(replay: _Replay, body: dict[str, Any]) -> None:
     if replay.broken:
         raise replay.diverge("a verified evidence in force", "one that did not verify")
-    try:
-        # A request authorize() refuses is never journaled: no decision to re-derive.
-        scopes = check_request(body["dimension"], body["scopes"], body["bound_evidence_digest"])
-    except InvalidInput as exc:
-        raise replay.diverge("a well-formed authorization request", exc.message) from None
-    reason, missing = check_authorization(
-        replay.effective, body["dimension"], scopes, body["bound_evidence_digest"]
-    )
-    active = replay.effective["digest"] if replay.effective is not None else None
-    expected = {
-        "decision": "allowed" if reason == "granted" else "denied",
-        "reason": reason,
-        "missing": missing,
-        "active_evidence_digest": active,
-    }
-    for name, value in expected.items():
-        if body.get(name) != value:
-            raise replay.diverge(f"{name} {value!r}", repr(body.get(name)), body["dimension"])
+    problem = decision_problem(replay.effective, body)
+    if problem is not None:
+        raise replay.diverge(*problem, body["dimension"])
 
 
 _CHECKS = {
