@@ -240,3 +240,18 @@ def test_a_phase_entry_verify_reports_is_a_problem_of_the_state_too(
         run.authorize("network.egress", ["pypi.org"], evidence_digest=digest)
     assert refused.value.code == "phase-state-tampered"
     assert len(run) == length
+
+
+def test_phase_show_reports_an_entry_that_misstates_its_evidence(ledger: Ledger, cli: Any) -> None:
+    # The entry says publish, its evidence is explore's: verify reports it, and so does
+    # `phase show` (exit 2, not 0), and no decision is taken on it.
+    document = compiler_input("explore")
+    seq = _forge_entry(ledger, "run-a", document, evidence(document), phase="publish")
+    shown = cli("phase", "show", "run-a", "--json")
+    assert shown.code == ExitCode.DIVERGED
+    assert [p["seq"] for p in shown.json()["problems"]] == [seq]
+    with pytest.raises(PhaseRefused) as refused:
+        ledger.run("run-a").authorize(
+            "filesystem.read", ["<workspace>"], evidence_digest=evidence(document)["digest"]
+        )
+    assert refused.value.code == "phase-state-tampered"

@@ -170,6 +170,27 @@ def read_json_blob(conn: apsw.Connection, digest: object) -> Any:
 # --------------------------------------------------------------------------- state
 
 
+def evidence_summary(evidence: Mapping[str, Any]) -> dict[str, Any]:
+    """What a ``phase.evidence`` entry repeats of the evidence it anchors."""
+    identity = evidence["identity"]
+    return {
+        "evidence_digest": evidence["digest"],
+        "status": evidence["status"],
+        "mode": identity["mode"],
+        "phase": identity["phase"],
+        "profile_id": identity.get("profileId"),
+        "profile_version": identity.get("profileVersion"),
+    }
+
+
+def summary_problem(body: Mapping[str, Any], evidence: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(expected, found)`` when a ``phase.evidence`` entry misstates its evidence."""
+    for name, value in evidence_summary(evidence).items():
+        if body.get(name) != value:
+            return f"{name} {value!r} (from the evidence)", repr(body.get(name))
+    return None
+
+
 @dataclass(frozen=True)
 class StoredEvidence:
     """Evidence as the ledger holds it: the object, the input it compiles from, its blobs."""
@@ -267,6 +288,12 @@ def _apply(
         )
         state.effective_stored = state.initial
         state.in_force.append(state.initial)
+        misstated = summary_problem(body, evidence)
+        if misstated is not None:
+            expected, found = misstated
+            state.problems.append(
+                (seq, f"the entry misstates its evidence: {expected} expected, {found} found")
+            )
         if state.descent is not None:
             # A descendant is bound by its parent's evidence (verify checks the same).
             at, problem = state.descent["seq"], None

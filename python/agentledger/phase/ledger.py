@@ -33,6 +33,7 @@ from agentledger.phase.journal import (
     PhaseRefused,
     PhaseState,
     StoredEvidence,
+    evidence_summary,
     load_state,
     maintain,
     now_or_utc,
@@ -67,16 +68,10 @@ __all__ = [
 
 
 def _evidence_body(stored_evidence: Mapping[str, Any], evidence_blob: str, input_blob: str) -> Any:
-    identity = stored_evidence["identity"]
     return {
-        "evidence_digest": stored_evidence["digest"],
+        **evidence_summary(stored_evidence),
         "evidence_blob": evidence_blob,
         "input_blob": input_blob,
-        "status": stored_evidence["status"],
-        "mode": identity["mode"],
-        "phase": identity["phase"],
-        "profile_id": identity.get("profileId"),
-        "profile_version": identity.get("profileVersion"),
     }
 
 

@@ -22,6 +22,7 @@ from agentledger.phase.journal import (
     descended_evidence,
     descent_problem,
     read_json_blob,
+    summary_problem,
 )
 from agentledger.phase.ledger import decision_problem
 from agentledger.phase.models import PhaseCapabilityEvidence, validate
@@ -125,18 +126,9 @@ def _check_evidence(replay: _Replay, body: dict[str, Any]) -> None:
     compiler_input = replay.blob(body["input_blob"], "compiler input")
     evidence = replay.blob(body["evidence_blob"], "phase evidence")
     replay.evidence_of(compiler_input, evidence, "phase")
-    identity = evidence["identity"]
-    summary = {
-        "evidence_digest": evidence["digest"],
-        "status": evidence["status"],
-        "mode": identity["mode"],
-        "phase": identity["phase"],
-        "profile_id": identity.get("profileId"),
-        "profile_version": identity.get("profileVersion"),
-    }
-    for name, value in summary.items():
-        if body.get(name) != value:
-            raise replay.diverge(f"{name} {value!r} (from the evidence)", repr(body.get(name)))
+    misstated = summary_problem(body, evidence)
+    if misstated is not None:
+        raise replay.diverge(*misstated)
     if replay.descended and not replay.parent_absent:
         parent = replay.parent_evidence
         if parent is None:
