@@ -229,3 +229,13 @@ def test_help_texts_teach(cli: Any) -> None:
     compile_help = cli("phase", "compile", "--help")
     assert "blocked" in compile_help.out and "65" in compile_help.out
     assert "legacy" in compile_help.out
+
+
+@pytest.mark.parametrize("command", ["record", "verify-evidence"])
+def test_a_missing_file_exits_as_the_help_says(cli: Any, tmp_path: Path, command: str) -> None:
+    # A missing file is a usage error (64), as the README's exit codes and `phase compile
+    # --help` say; the help of record and verify-evidence said 1.
+    run = ["run-a"] if command == "record" else []
+    assert cli("phase", command, *run, str(tmp_path / "missing.json")).code == 64
+    usage = " ".join(cli("phase", command, "--help").out.split())
+    assert "64 when a file is missing" in usage

@@ -209,7 +209,7 @@ def verify_evidence_command(
     field for field, which also catches hand-written evidence with a fresh digest.
 
     Exit 0 when everything matches, 2 when the digest or the recompiled evidence differs,
-    65 when a file is not valid JSON or not valid evidence, 1 when a file is missing.
+    65 when a file is not valid JSON or not valid evidence, 64 when a file is missing.
 
     \b
     Examples:
@@ -383,8 +383,8 @@ def record_command(
     phase.evidence entry; `agentledger verify` re-runs the compiler on them. A run has
     one initial evidence; change it with `phase transition`.
 
-    Exit 0 recorded, 3 recorded but blocked, 1 no ledger or no such file, 65 invalid input
-    or evidence that is not what INPUT.json compiles to (nothing is written).
+    Exit 0 recorded, 3 recorded but blocked, 1 no ledger, 64 when a file is missing, 65
+    invalid input or evidence that is not what INPUT.json compiles to (nothing is written).
 
     \b
     Examples:
