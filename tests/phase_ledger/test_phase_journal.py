@@ -815,3 +815,33 @@ def test_no_move_is_taken_on_an_approval_verify_rejects(
         move(run, target, operation="widen", now=LATER)
     assert refused.value.code == "phase-state-tampered"
     assert len(run) == length
+
+
+def test_a_transition_refused_while_writing_leaves_the_ledger_as_it_was(
+    ledger: Ledger, cli: Any, tmp_path: Path
+) -> None:
+    # A reason that cannot be written (a lone surrogate: what a non-UTF-8 byte in argv
+    # becomes) is refused only when the record is stored, after the target's input blob
+    # was: the refusal must take that blob back (it was committed, exit 65).
+    from agentledger.errors import InvalidInput
+
+    from .ledger_testkit import blob_count
+
+    run = started(ledger, "run-a", "implement")
+    blobs, length = blob_count(ledger), len(run)
+    with pytest.raises(InvalidInput):
+        run.transition_phase(
+            narrowed_egress("implement", "fresh.example"), operation_id="op",
+            reason="x\udcff", expected_sequence=0,
+            expected_evidence_digest=current(run)["digest"], manifest_digest=MANIFEST,
+            actor=OPERATOR, now=T0,
+        )  # fmt: skip
+    assert (blob_count(ledger), len(run)) == (blobs, length)
+    target = tmp_path / "target.json"
+    target.write_text(json.dumps(narrowed_egress("implement", "other.example")))
+    refused = cli(
+        "phase", "transition", "run-a", str(target), "--operation", "op",
+        "--reason", "x\udcff", "--manifest", MANIFEST,
+    )  # fmt: skip
+    assert refused.code == ExitCode.INVALID_INPUT
+    assert (blob_count(ledger), len(run)) == (blobs, length)

@@ -699,17 +699,20 @@ def transition(
     with run.ledger.db.write() as conn:
         state = maintain(run, conn, moment)
         try:
-            result = _transition_locked(
-                run, conn, state, target_input, moment,
-                operation_id=operation_id, reason=reason,
-                expected_sequence=expected_sequence,
-                expected_evidence_digest=expected_evidence_digest,
-                manifest_digest=manifest_digest, actor=actor, administrator=administrator,
-                approval=approval, approval_ttl_ms=approval_ttl_ms,
-                emergency_override=emergency_override, target_evidence=target_evidence,
-            )  # fmt: skip
+            # A savepoint: a refusal takes back what this request wrote (a target input
+            # blob before its record failed to store), never the maintenance.
+            with run.ledger.db.write():
+                result = _transition_locked(
+                    run, conn, state, target_input, moment,
+                    operation_id=operation_id, reason=reason,
+                    expected_sequence=expected_sequence,
+                    expected_evidence_digest=expected_evidence_digest,
+                    manifest_digest=manifest_digest, actor=actor, administrator=administrator,
+                    approval=approval, approval_ttl_ms=approval_ttl_ms,
+                    emergency_override=emergency_override, target_evidence=target_evidence,
+                )  # fmt: skip
         except AgentLedgerError as exc:
-            refusal = exc  # commit what maintenance appended, write nothing else
+            refusal = exc  # commit what maintenance appended, nothing else
     if refusal is not None:
         raise refusal
     assert result is not None
