@@ -245,6 +245,9 @@ CHECKS: dict[str, CheckInfo] = _table(
      "the receipts the gc bookkeeping run pins", "the receipts the table holds"),
     ("team.roles", "The team roles table differs from the team loads the signed log pins.",
      "the role the team bookkeeping run pins", "the row the team_roles table holds"),
+    ("team.load", "A team load records other roles than the manifest it pins declares, or "
+     "its manifest does not read back.",
+     "the roles the pinned manifest declares", "the roles the team.loaded entry records"),
     # ---- the file's own schema ---------------------------------------------------------
     ("schema.altered", "The file's SQL schema is not the one agentledger creates (a trigger, "
      "view or changed table could make its queries lie); no other check ran.",

@@ -353,3 +353,30 @@ def test_the_commands_refuse_a_tampered_journal_with_exit_2(
     assert shown.code == 2
     assert "kind column" in shown.json()["problems"][0]["problem"]
     assert counts(ledger_path) == before
+
+
+@pytest.mark.parametrize(
+    "roles",
+    [[["scout", "coding"]], [["scout", "research"], ["spy", "ops"]], []],
+    ids=["re-roled", "added", "none"],
+)
+def test_verify_finds_a_team_load_its_manifest_does_not_declare(
+    ledger: Ledger, ledger_path: Path, cli: Any, roles: list[list[str]]
+) -> None:
+    """A ``team.loaded`` entry appended below ``team load`` that pins the real manifest
+    but records other roles (the table kept in step): the boundary refuses to decide on it
+    (``confirm_manifest``), so verify must not call the ledger clean (it did)."""
+    load_manifest_bytes(ledger, MANIFEST)
+    body = {"manifest": _core.blake3_hex(MANIFEST), "roles": roles, "loaded_at": "2026-01-01"}
+    (entry,) = append_unvetted(ledger, "_team", [("team.loaded", body)])
+    with raw(ledger_path) as conn:
+        conn.executemany(
+            "INSERT OR REPLACE INTO team_roles (role, agent_kind, manifest_hash, loaded_at) "
+            "VALUES (?, ?, ?, ?)",
+            [(role, kind, body["manifest"], body["loaded_at"]) for role, kind in roles],
+        )
+    report = verify(ledger_path)
+    findings = [(d.check, d.run_id, d.seq) for run in report.runs for d in run.divergences]
+    findings += [(d.check, d.run_id, d.seq) for d in report.workspace]
+    assert ("team.load", "_team", entry.seq) in findings
+    assert cli("verify", "--all").code == ExitCode.DIVERGED

@@ -3,7 +3,8 @@
 Every prune receipt must verify (a trusted signer, this ledger, the size and root of this
 log's first entries) and be pinned by exactly one ``gc.pruned`` entry of ``_gc``; the
 ``team_roles`` table must be what the ``team.loaded`` entries of ``_team`` load, in order
-(``bookkeeping.py``). A row edited, deleted or added by hand is a difference.
+(``bookkeeping.py``), and each of those entries must record exactly the roles of the
+manifest blob it pins. A row edited, deleted or added by hand is a difference.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from agentledger import _core, tiles
 from agentledger import log as wslog
+from agentledger.activity.team import manifest_roles
 from agentledger.bookkeeping import GC_PRUNED, GC_RUN, TEAM_LOADED, TEAM_RUN
 from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.gc import PRUNE_DOMAIN, receipt_hash
@@ -113,7 +115,9 @@ def _receipt_problem(
 
 def _check_team_roles(ctx: VerifyContext) -> None:
     loaded: dict[str, tuple[str, str, str]] = {}
-    for _, body in _bodies(ctx, TEAM_RUN, TEAM_LOADED):
+    manifests: dict[str, dict[str, str] | str] = {}
+    for seq, body in _bodies(ctx, TEAM_RUN, TEAM_LOADED):
+        _check_team_load(ctx, seq, body, manifests)
         roles = body.get("roles")
         for item in roles if isinstance(roles, list) else []:
             if isinstance(item, list) and len(item) == 2:
@@ -137,3 +141,33 @@ def _check_team_roles(ctx: VerifyContext) -> None:
                 repr(table.get(role)) if role in table else "absent",
                 f"team_roles {role!r}",
             )
+
+
+def _check_team_load(
+    ctx: VerifyContext, seq: int, body: dict[str, Any], manifests: dict[str, dict[str, str] | str]
+) -> None:
+    """A team load records exactly the roles of the manifest it pins, as ``team load``
+    writes them (the boundary refuses to decide on one that does not: ``confirm_manifest``)."""
+    manifest = body.get("manifest")
+    if not isinstance(manifest, str):
+        declared: dict[str, str] | str = "no manifest named"
+    else:
+        if manifest not in manifests:
+            manifests[manifest] = manifest_roles(ctx.conn, manifest)
+        declared = manifests[manifest]
+    if isinstance(declared, str):
+        expected = f"a manifest {str(manifest)[:19]}… that reads back"
+        actual = declared
+    elif body.get("roles") == [[role, kind] for role, kind in declared.items()]:
+        return
+    else:
+        expected = "roles " + _roles_text(declared.items())
+        actual = "roles " + _roles_text(body.get("roles"))
+    ctx.diverged(TEAM_RUN, Divergence(TEAM_RUN, seq, "team.load", expected, actual, None))
+
+
+def _roles_text(pairs: Any) -> str:
+    try:
+        return ", ".join(f"{role!r} as {kind!r}" for role, kind in pairs) or "none"
+    except (TypeError, ValueError):
+        return repr(pairs)
