@@ -268,3 +268,18 @@ def test_running_the_same_transition_twice_is_an_exact_retry(
     reused = transition(cli, tmp_path, "explore", "op-1")
     assert reused.code == ExitCode.INVALID_INPUT and "operation-reused" in reused.err
     assert [e.kind for e in ledger.run("run-a").entries()].count("phase.transition") == 1
+
+
+def test_a_transition_on_a_run_whose_evidence_is_gone_exits_2(
+    cli: Any, ledger: Ledger, tmp_path: Path
+) -> None:
+    # The evidence blob deleted: the run's phase state does not verify (exit 2, as record,
+    # authorize, approve and show say), not "no phase evidence, record it" (exit 1).
+    body = recorded(cli, tmp_path, phase="implement")
+    with ledger.db.write() as conn:
+        conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (body["evidence_blob"],))
+        conn.execute("DELETE FROM blobs WHERE digest = ?", (body["evidence_blob"],))
+    result = transition(cli, tmp_path, "verify", "op-1")
+    assert result.code == ExitCode.DIVERGED, result.err
+    assert "phase-state-tampered" in result.err
+    assert cli("phase", "show", "run-a").code == ExitCode.DIVERGED

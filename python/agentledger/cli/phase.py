@@ -510,9 +510,12 @@ def transition_command(
         raise click.UsageError("--override-until and --justification go together")
     target_input = _json_object(input_file, "the target compiler input")
     target_evidence = _json_object(evidence_file, "the evidence") if evidence_file else None
+    from agentledger.phase.journal import refuse_unreadable
+
     with app.open_ledger() as ledger:
         run = ledger.get_run(run_id)
         state = run.phase_state()
+        refuse_unreadable(state)  # evidence that does not read back is not "no evidence"
         if state.effective is None:
             raise NotFound(f"run {run_id!r} has no phase evidence (record it with `phase record`)")
         # Running the same command again is an exact retry: built against the state the
