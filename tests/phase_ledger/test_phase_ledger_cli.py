@@ -283,3 +283,15 @@ def test_a_transition_on_a_run_whose_evidence_is_gone_exits_2(
     assert result.code == ExitCode.DIVERGED, result.err
     assert "phase-state-tampered" in result.err
     assert cli("phase", "show", "run-a").code == ExitCode.DIVERGED
+
+
+def test_phase_show_does_not_call_unreadable_evidence_unrecorded(
+    cli: Any, ledger: Ledger, tmp_path: Path
+) -> None:
+    body = recorded(cli, tmp_path, phase="implement")
+    with ledger.db.write() as conn:
+        conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (body["evidence_blob"],))
+        conn.execute("DELETE FROM blobs WHERE digest = ?", (body["evidence_blob"],))
+    shown = cli("phase", "show", "run-a")
+    assert shown.code == ExitCode.DIVERGED
+    assert "unrecorded" not in shown.out and "does not read back" in shown.out

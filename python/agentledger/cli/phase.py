@@ -679,7 +679,10 @@ def show_command(app: AppContext, run_id: str, as_json: bool) -> int:
     for problem in summary["problems"]:
         app.console.print(Text(f"✗ step {problem['seq']}: {problem['problem']}", style="red"))
     if effective is None:
-        app.console.print(Text(f"run {run_id}: no phase evidence (legacy, unrecorded)", "dim"))
+        if summary["problems"]:
+            app.console.print(Text(f"run {run_id}: its phase evidence does not read back", "red"))
+        else:
+            app.console.print(Text(f"run {run_id}: no phase evidence (legacy, unrecorded)", "dim"))
         return int(code)
     app.console.print(evidence_renderable(effective))
     if summary["descent"]:
