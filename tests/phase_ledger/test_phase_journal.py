@@ -845,3 +845,23 @@ def test_a_transition_refused_while_writing_leaves_the_ledger_as_it_was(
     )  # fmt: skip
     assert refused.code == ExitCode.INVALID_INPUT
     assert (blob_count(ledger), len(run)) == (blobs, length)
+
+
+@pytest.mark.parametrize("run_id", [".dot", "_under", "-dash"])
+def test_a_run_id_that_is_no_phase_identifier_takes_no_transition(
+    ledger: Ledger, run_id: str
+) -> None:
+    # Record ids and approvals carry the run id as a phase identifier: a run named ".dot"
+    # asked for an expansion wrote an approval that does not validate, which verify then
+    # reported as tampering and which refused every later move on the run.
+    from agentledger.errors import InvalidInput
+
+    run = started(ledger, run_id, "implement", sandbox=source("sandbox", {"network.egress": ["a"]}))
+    length = len(run)
+    for target in (compiler_input("implement"), narrowed_egress("implement")):
+        with pytest.raises(InvalidInput) as refused:
+            move(run, target, operation="op")
+        assert refused.value.code == "invalid-run-id"
+    assert len(run) == length
+    assert ledger.verify_run(run_id).ok
+    assert run.authorize("network.egress", ["a"], evidence_digest=current(run)["digest"]).allowed

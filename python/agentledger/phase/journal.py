@@ -55,7 +55,7 @@ from agentledger.phase.kinds import (
     PHASE_KINDS,
     TRANSITION_KIND,
 )
-from agentledger.phase.models import validate
+from agentledger.phase.models import is_identifier, validate
 from agentledger.phase.transitions import (
     ApprovalRecord,
     PhaseTransitionRecord,
@@ -692,6 +692,13 @@ def transition(
     must be exactly what the compiler produces for ``target_input``.
     """
     moment = now_or_utc(now)
+    if not is_identifier(run.id):
+        # Records and approvals name the run as a phase identifier: they would not validate.
+        raise InvalidInput(
+            f"run {run.id!r} cannot take phase transitions: its id is not a phase identifier "
+            "([A-Za-z0-9][A-Za-z0-9._:/-]*)",
+            code="invalid-run-id",
+        )
     if not isinstance(target_input, Mapping):
         raise InvalidInput("the target compiler input must be a JSON object")
     refusal: AgentLedgerError | None = None

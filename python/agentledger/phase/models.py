@@ -76,6 +76,7 @@ __all__ = [
     "SafeText",
     "ScopeList",
     "StrictModel",
+    "is_identifier",
     "is_js_integer",
     "validate",
 ]
@@ -166,6 +167,11 @@ _DATETIME_RE: Final = re.compile(
 
 _identifier_text = _text(trim=True, max_length=160, what="an identifier")
 _scope_text = _text(trim=True, max_length=1024, what="an authority scope")
+
+
+def is_identifier(value: str) -> bool:
+    """True when ``value``, as it stands (not trimmed), is a phase identifier."""
+    return utf16_length(value) <= 160 and _IDENTIFIER_RE.fullmatch(value) is not None
 
 
 def _identifier(value: str) -> str:
