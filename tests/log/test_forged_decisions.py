@@ -9,6 +9,7 @@ decision the boundary got wrong must be found by verify at its step.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -380,3 +381,28 @@ def test_verify_finds_a_team_load_its_manifest_does_not_declare(
     findings += [(d.check, d.run_id, d.seq) for d in report.workspace]
     assert ("team.load", "_team", entry.seq) in findings
     assert cli("verify", "--all").code == ExitCode.DIVERGED
+
+
+@pytest.mark.parametrize("field", ["team_manifest", "kind"])
+def test_an_archived_stage_pinning_a_list_is_a_finding_not_a_crash(
+    ledger: Ledger, cli: Any, tmp_path: Path, field: str
+) -> None:
+    """In an archive (team loads unordered) a stage whose pinned manifest or kind is not a
+    string made verify fail with TypeError (exit 70)."""
+    load_manifest_bytes(ledger, MANIFEST)
+    entry = ledger.run("r").record_activity(research_result(), stage_id="s1", role="scout")
+    out = tmp_path / "out.db"
+    assert cli("archive", str(out)).code == ExitCode.OK
+    with raw(out) as conn:
+        ((data,),) = conn.execute(
+            "SELECT bytes FROM entries WHERE run_id = 'r' AND seq = ?", (entry.seq,)
+        ).fetchall()
+        document = json.loads(data)
+        document["body"][field] = [1]
+        conn.execute(
+            "UPDATE entries SET bytes = ? WHERE run_id = 'r' AND seq = ?",
+            (_core.canonicalize(document), entry.seq),
+        )
+    result = cli("verify", "--all", "--json", ledger=out)
+    assert result.code == ExitCode.DIVERGED, result.err
+    assert "activity.role_decision" in result.json()["findings_by_check"]

@@ -169,8 +169,12 @@ def _role_problem(history: _TeamHistory, body: dict[str, Any], leaf: Any) -> tup
         f"manifest {str(pinned)[:19]}… pinned" if pinned is not None else "no manifest pinned"
     )
     if not history.ordered:
-        if pinned is None or not history.loaded or (role, kind, pinned) in history.loaded:
+        if pinned is None or not history.loaded:
             return None  # with no load at all here, only the pinned manifest is checked
+        # Strings only: a list in an edited entry is no key of a load (and unhashable).
+        strings = isinstance(kind, str) and isinstance(pinned, str)
+        if strings and (role, kind, pinned) in history.loaded:
+            return None
         return f"a manifest a team load declared role {role!r} as {kind!r} with", holds
     if not isinstance(leaf, int):
         return None  # the log check reports an entry with no log position
