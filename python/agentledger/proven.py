@@ -196,7 +196,10 @@ def _prove_growth(
     if newest is None:
         raise unsigned
     note = newest.checkpoint
-    if (note.ledger_id, note.size, note.root) != (ledger_id, state.size, state.root):
+    # Of this ledger's own log: an archive's checkpoint keeps the ledger id but commits
+    # to the archive's log (its entries in run order), which may fork the ledger's.
+    expected = (ledger_id, "", state.size, state.root)
+    if (note.ledger_id, note.archive, note.size, note.root) != expected:
         raise unsigned
     if note.signed_by(sorted(resolve_trust((), keys))) is None:
         raise unsigned

@@ -138,3 +138,23 @@ def test_growth_with_a_hole_is_refused(ledger: Ledger, ledger_path: Path, tmp_pa
         conn.execute("DELETE FROM entries WHERE run_id = 'run-0' AND seq = 3")
     with pytest.raises(Diverged, match="no trusted checkpoint covers them"):
         ledger.run("run-1").append("step", {"refused": True})
+
+
+def test_growth_under_an_archive_checkpoint_is_refused(ledger: Ledger, tmp_path: Path) -> None:
+    """An archive's checkpoint (signed by this install, same ledger id, its own origin)
+    commits to the archive's log, not the ledger's: it proves no growth of the ledger.
+    Taken for one, the signer signed under the ledger's origin a log that forks it."""
+    ledger.run("a").append("step", {"n": 0})
+    lagging = tmp_path / "memory.json"
+    shutil.copy(_memory_file(ledger), lagging)
+    with ledger.db.write():  # one transaction, leaves a0 b0 a1 b1
+        ledger.run("b").append("step", {"n": 0})
+        ledger.run("a").append("step", {"n": 1})
+        ledger.run("b").append("step", {"n": 1})
+    out = tmp_path / "review.db"
+    archives.write_archive(ledger, out, ["a", "b"])  # its log in run order: a0 a1 b0 b1
+    with raw(out) as conn:  # the seal row removed: the file now claims to be the ledger
+        conn.execute("DELETE FROM ledger_meta WHERE key = 'archive'")
+    shutil.copy(lagging, _memory_file(ledger))  # a crash: the memory lags the file
+    with Ledger.open(out) as forked, pytest.raises(Diverged, match="no trusted checkpoint"):
+        forked.run("a").append("step", {"forked": True})
