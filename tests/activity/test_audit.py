@@ -174,3 +174,25 @@ def test_a_key_that_does_not_authenticate_the_mirror(
     assert elsewhere.code == 2
     checks = {d["check"] for run in elsewhere.json()["failures"] for d in run["divergences"]}
     assert checks == {"audit.mac"}
+
+
+def test_a_record_of_a_run_the_ledger_does_not_hold_is_an_orphan_without_the_key(
+    ledger_path: Path, tmp_path: Path
+) -> None:
+    """Without the key the cross-check is all there is: a record added at the tail that
+    names a run the journal never held has no entry, and a whole verify says so."""
+    with Ledger.open(ledger_path) as ledger:
+        record_every_modality(ledger)
+    pos, record, mac = sql(
+        ledger_path, "SELECT pos, record, mac FROM audit_log ORDER BY pos DESC LIMIT 1"
+    )[0]
+    forged = json.loads(record) | {"pos": pos + 1, "prev": mac.hex(), "run": "ghost", "seq": 0}
+    sql(
+        ledger_path,
+        "INSERT INTO audit_log (pos, run_id, seq, record, mac) VALUES (?, 'ghost', 0, ?, ?)",
+        (pos + 1, _core.canonicalize(forged), bytes(32)),
+    )
+    with Ledger.open(ledger_path, key_dir=tmp_path / "elsewhere") as ledger:
+        report = ledger.verify()
+    orphans = [d for d in report.workspace if d.check == "audit.orphan"]
+    assert [(d.run_id, d.seq) for d in orphans] == [("ghost", 0)], report.to_json()

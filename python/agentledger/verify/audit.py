@@ -118,7 +118,9 @@ def check_audit(ctx: VerifyContext) -> None:
             if fields[name] != value:
                 # Expected: what the HMAC-protected record names; actual: where it is filed.
                 diverged(run_id, seq, "audit.record", f"{name} {fields[name]!r}", repr(value), pos)
-        if run_id in selected:
+        # A whole verify also cross-checks a record of a run the ledger does not hold: it
+        # names no entry (``audit.orphan``), which without the key nothing else would say.
+        if run_id in selected or (ctx.whole and run_id not in ctx.verdicts):
             mirror[(run_id, seq)] = (pos, fields)
     ctx.report.audit_records += count
     _cross_check(ctx, mirror, diverged, keyed=key is not None)
