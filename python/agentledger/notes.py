@@ -177,8 +177,10 @@ class Checkpoint:
                 raw = base64.b64decode(match.group(2), validate=True)
             except binascii.Error:
                 raise _malformed("a signature is not base64") from None
-            if len(raw) != 4 + 64:
-                raise _malformed("an Ed25519 note signature is 4 + 64 bytes")
+            # A key id and a signature; only ours are Ed25519's 64 bytes: another key's
+            # (a witness cosignature, 4 + 8 + 64 bytes) is kept, and ignored by ``signed_by``.
+            if len(raw) < 4 + 1:
+                raise _malformed("a note signature is a key id and a signature")
             signatures.append(NoteSignature(match.group(1), raw[:4], raw[4:]))
         if not signatures:
             raise _malformed("no signature")

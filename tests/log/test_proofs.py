@@ -238,3 +238,20 @@ def test_a_json_bundle_of_the_blake3_log_before_schema_6_still_verifies() -> Non
     bundle.update(leaf_index=3, seq=4)
     problems = verify_proof(parse_proof(json.dumps(bundle).encode()), trusted).problems
     assert problems == ("the entry bytes are not entry 4 of run 'r'",)
+
+
+def test_a_checkpoint_a_witness_cosigned_still_verifies(
+    proof_and_key: tuple[Proof, str], ledger: Ledger, tmp_path: Path, cli: Any
+) -> None:
+    """A tlog-proof may carry the checkpoint with witness cosignatures (C2SP
+    tlog-cosignature: key id, 8-byte timestamp, signature); signed-note verifiers ignore
+    signatures of keys they do not know, whatever their length."""
+    proof, key = proof_and_key
+    cosignature = base64.b64encode(bytes(4 + 8 + 64)).decode()
+    line = f"\u2014 witness.example/w1 {cosignature}\n"
+    cosigned = dataclasses.replace(proof, checkpoint=proof.checkpoint + line)
+    verdict = verify_proof(parse_proof(cosigned.text().encode()), [key])
+    assert verdict.ok, verdict.problems
+    note = tmp_path / "cp.txt"
+    note.write_text(latest(ledger).checkpoint.text() + line)
+    assert cli("verify", "--checkpoint", str(note)).code == 0
