@@ -18,7 +18,7 @@ from agentledger.errors import InvalidInput
 from agentledger.keys import public_key_from_vkey
 from agentledger.notes import Checkpoint, sign
 
-from .logkit import build
+from .logkit import build, raw
 
 
 def _verify_like_a_note_client(note_text: str, vkey: str) -> bool:
@@ -117,3 +117,29 @@ def test_an_archives_vkey_names_its_own_origin(ledger: Ledger, tmp_path: Path, c
         note = latest(sealed).checkpoint
     assert vkey.split("+")[0] == note.origin
     assert _verify_like_a_note_client(note.text(), vkey)
+
+
+def test_the_vkey_names_the_ledgers_origin_not_one_a_stored_note_claims(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    """The file is untrusted: a note row added to it (signed or not) chooses no origin
+    for the verifier key, and a hostile ledger id reaches the terminal escaped."""
+    build(ledger, runs=1, entries=2)
+    own = cli("keys", "export", "--vkey").out.strip()
+    forged = Checkpoint("f" * 32, 99, bytes(32), signatures=latest(ledger).checkpoint.signatures)
+    ledger.close()
+    with raw(ledger_path) as conn:
+        conn.execute(
+            "INSERT INTO checkpoints (size, root, note) VALUES (99, ?, ?)",
+            (bytes(32), forged.text()),
+        )
+    assert cli("keys", "export", "--vkey").out.strip() == own
+    with raw(ledger_path) as conn:
+        conn.execute("DELETE FROM checkpoints")
+        conn.execute(
+            "UPDATE ledger_meta SET value = 'x' || char(27) || ']0;t' || char(7) "
+            "WHERE key = 'ledger_id'"
+        )
+    shown = cli("keys", "export", "--vkey")
+    assert shown.code == 0
+    assert "\x1b" not in shown.out and "\x07" not in shown.out

@@ -126,19 +126,26 @@ def keys_export(app: AppContext, vkey: bool, as_json: bool) -> None:
         else:
             click.echo(own)
         return
-    from agentledger.keys import parse_public_key  # --vkey only
-    from agentledger.notes import ORIGIN_PREFIX, newest_checkpoint
+    from agentledger.archive import archive_seal  # --vkey only
+    from agentledger.display import safe
+    from agentledger.keys import parse_public_key
+    from agentledger.notes import Checkpoint, newest_checkpoint
     from agentledger.notes import vkey as verifier_key
 
     with app.open_ledger(readonly=True) as ledger, ledger.db.snapshot() as conn:
-        # An archive signs under an origin of its own (its newest checkpoint names it).
+        # An archive signs under an origin of its own: the archive id its seal names when
+        # its newest checkpoint names it too (as verify judges it). The origin is never a
+        # note's text: a row added to the file would choose the name the key vouches for.
         newest = newest_checkpoint(conn)
-        origin = newest.checkpoint.origin if newest is not None else ORIGIN_PREFIX + ledger.id
+        archive = newest.checkpoint.archive if newest is not None else ""
+        if archive and (archive_seal(conn) or {}).get("archive") != archive:
+            archive = ""
+        origin = Checkpoint(ledger.id, 0, b"", archive=archive).origin
     verifier = verifier_key(origin, parse_public_key(own))
     if as_json:
         emit_json({"key": own, "vkey": verifier})
     else:
-        click.echo(verifier)
+        click.echo(safe(verifier))  # the ledger id is the file's: escaped for the terminal
 
 
 @keys.command("trust")
