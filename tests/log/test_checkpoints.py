@@ -13,6 +13,7 @@ from agentledger import log as wslog
 from agentledger.checkpoint import install_public_key, latest
 from agentledger.errors import InvalidInput
 from agentledger.notes import Checkpoint
+from agentledger.proofs import parse_proof, verify_proof
 
 from .logkit import build, raw
 
@@ -143,3 +144,21 @@ def test_a_hostile_signer_name_in_a_stored_note_reaches_the_terminal_escaped(
     result = cli("checkpoint")  # the log did not grow: it shows the newest note as stored
     assert "\x1b" not in result.out
     assert "\\x1b[2J" in result.out
+
+
+def test_a_hostile_signature_line_beside_ours_reaches_prove_output_escaped(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    """A signature line added to a stored note (ours still verifies beside it) is the
+    file's text: ``prove`` shows it escaped, as ``checkpoint`` does, and the proof holds."""
+    build(ledger, runs=1, entries=2)
+    key = install_public_key(ledger)
+    ledger.close()
+    hostile = "\u2014 w" + "\x1b]0;owned\x07" + " " + base64.b64encode(bytes(68)).decode() + "\n"
+    with raw(ledger_path) as conn:
+        conn.execute("UPDATE checkpoints SET note = note || ? WHERE size = 2", (hostile,))
+    result = cli("prove", "run-0", "1")
+    assert result.code == 0
+    assert "\x1b" not in result.out and "\x07" not in result.out
+    assert "\\x1b]0;owned\\x07" in result.out
+    assert verify_proof(parse_proof(result.out.encode()), [key]).ok

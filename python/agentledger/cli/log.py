@@ -166,7 +166,9 @@ def prove_command(app: AppContext, run_id: str, seq: int, as_json: bool) -> int:
     if as_json:
         emit_json(proof.bundle())
     else:
-        click.echo(proof.text(), nl=False)
+        # As `checkpoint` shows the note: verbatim, unless a line of it (a signature line
+        # added to the stored note) holds what a terminal would act on.
+        click.echo("\n".join(safe(line) for line in proof.text().split("\n")), nl=False)
     return int(ExitCode.OK)
 
 
