@@ -64,7 +64,7 @@ def take(conn: apsw.Connection, ledger: LedgerHandle, *, force: bool = False) ->
     root = state.root
     if not force:
         newest = newest_checkpoint(conn)
-        if newest is not None and (newest.size_column, newest.root_column) == (state.size, root):
+        if newest is not None and _signed_here(ledger, newest, state.size, root):
             return newest
     # Only the previous newest's row and size are needed here: its note is not parsed.
     previous = fetch(conn, "SELECT id, size FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1")
@@ -77,6 +77,19 @@ def take(conn: apsw.Connection, ledger: LedgerHandle, *, force: bool = False) ->
         sign_history(conn, ledger, state)
     signing.remember_signed(ledger, state, stored.checkpoint.time)
     return stored
+
+
+def _signed_here(ledger: LedgerHandle, stored: StoredCheckpoint, size: int, root: bytes) -> bool:
+    """Whether a stored checkpoint is this install's signature over ``(size, root)`` of the
+    ledger's own log. Its columns are the file's: a note edited under them (another root,
+    origin or signer) is no checkpoint of the proven log, and another is signed."""
+    note = stored.checkpoint
+    return (
+        (stored.size_column, stored.root_column) == (size, root)
+        and (note.ledger_id, note.archive, note.legacy, note.size, note.root)
+        == (ledger.id, "", False, size, root)
+        and note.signed_by([install_public_key(ledger)]) is not None
+    )
 
 
 def _insert(

@@ -141,6 +141,13 @@ def test_a_hostile_signer_name_in_a_stored_note_reaches_the_terminal_escaped(
             "UPDATE checkpoints SET note = replace(note, '\u2014 agentledger/', "
             "'\u2014 agentledger' || char(27) || '[2J/') WHERE size = 2"
         )
+    # Renamed, our signature no longer verifies: a fresh note is signed and shown.
+    result = cli("checkpoint")
+    assert "\x1b" not in result.out
+    # A hostile line beside ours (which still verifies): the newest note, as stored.
+    hostile = "\u2014 w" + "\x1b[2J" + " " + base64.b64encode(bytes(68)).decode() + "\n"
+    with raw(ledger_path) as conn:
+        conn.execute("UPDATE checkpoints SET note = note || ? WHERE size = 2", (hostile,))
     result = cli("checkpoint")  # the log did not grow: it shows the newest note as stored
     assert "\x1b" not in result.out
     assert "\\x1b[2J" in result.out
@@ -162,3 +169,26 @@ def test_a_hostile_signature_line_beside_ours_reaches_prove_output_escaped(
     assert "\x1b" not in result.out and "\x07" not in result.out
     assert "\\x1b]0;owned\\x07" in result.out
     assert verify_proof(parse_proof(result.out.encode()), [key]).ok
+
+
+def test_the_checkpoint_command_shows_only_a_note_it_signed_over_the_proven_log(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    """``checkpoint`` reuses the newest note only when it is this install's signature over
+    the log it proved: a note edited under unchanged size and root columns is not shown
+    as the ledger's signed checkpoint (it would not verify); a fresh one is signed."""
+    build(ledger, runs=1, entries=3)
+    key = install_public_key(ledger)
+    ledger.close()
+    forged_root = base64.b64encode(bytes(32)).decode()
+    with raw(ledger_path) as conn:
+        (note,) = conn.execute("SELECT note FROM checkpoints WHERE size = 3").fetchall()[0]
+        lines = note.split("\n")
+        lines[2] = forged_root
+        conn.execute("UPDATE checkpoints SET note = ? WHERE size = 3", ("\n".join(lines),))
+    result = cli("checkpoint", "--json")
+    assert result.code == 0
+    shown = Checkpoint.parse(result.json()["note"])
+    assert base64.b64encode(shown.root).decode() != forged_root
+    assert shown.signed_by([key]) == key
+    assert cli("verify").code == 0
