@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from agentledger import _core, tiles
 from agentledger import log as wslog
 from agentledger.errors import AgentLedgerError, BadArgument, Diverged, LedgerError, NotFound
+from agentledger.keys import resolve_trust
 from agentledger.limits import read_capped
 from agentledger.notes import MAX_NOTE_BYTES, Checkpoint, newest_checkpoint
 
@@ -90,6 +91,15 @@ def export(ledger: LedgerHandle, folder: Path, *, since: int | None = None) -> E
         if stored is None:
             raise NotFound(f"{ledger.path}: no checkpoint yet (run `agentledger checkpoint`)")
         note = stored.checkpoint
+        # Published, a note and its tiles are what the world holds the log to (and a tile
+        # is never rewritten): only one a trusted key signed for this ledger goes out.
+        trusted = sorted(resolve_trust((), ledger.keys))
+        if note.ledger_id != ledger.id or note.signed_by(trusted) is None:
+            raise Diverged(
+                f"{ledger.path}: its newest checkpoint is not signed by a key this install "
+                "trusts for this ledger; nothing was written. Run `agentledger verify`",
+                code="checkpoint-untrusted",
+            )
         reader = tiles.TileReader(conn)
         if note.size and reader.root(note.size) != note.root:
             raise Diverged(

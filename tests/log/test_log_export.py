@@ -232,3 +232,41 @@ def test_a_fifo_or_a_huge_file_where_a_tile_was_published_is_refused_unread(
         handle.truncate(4 << 30)  # sparse: costs no disk
     refused = cli("log", "export", str(folder))
     assert refused.code == 2 and "tile/1/000.p/2" in refused.err
+
+
+def test_an_export_publishes_only_a_checkpoint_a_trusted_key_signed_for_this_ledger(
+    ledger: Ledger, ledger_path: Path, tmp_path: Path, cli: Any
+) -> None:
+    """The file's newest note is the file's: signed by a key this install does not trust,
+    or edited (its signature no longer verifies), it is not published, nor the tiles it
+    would vouch for (a tile, once published, never changes: forged ones would block every
+    later export of the ledger's own log)."""
+    import apsw
+
+    _append(ledger, 3)
+    stranger = tmp_path / "stranger"
+    stranger.mkdir(mode=0o700)
+    trust = stranger / "trusted.keys"
+    trust.write_text(f"{install_public_key(ledger)}\n")
+    trust.chmod(0o600)
+    ledger.close()
+    with Ledger.open(ledger_path, key_dir=stranger) as theirs:  # their install appends
+        theirs.run("theirs").append("step", {"not": "ours"})
+    refused = cli("log", "export", str(tmp_path / "untrusted"))
+    assert refused.code == 2, refused.err
+    assert not (tmp_path / "untrusted").exists()
+    conn = apsw.Connection(str(ledger_path))
+    conn.execute("DELETE FROM checkpoints WHERE size = 7")  # back to our own newest note
+    ident, note = conn.execute(
+        "SELECT id, note FROM checkpoints ORDER BY size DESC LIMIT 1"
+    ).fetchall()[0]
+    lines = note.split("\n")
+    marker, name, signature = lines[4].split(" ")
+    raw_signature = bytearray(base64.b64decode(signature))
+    raw_signature[-1] ^= 1
+    lines[4] = f"{marker} {name} {base64.b64encode(bytes(raw_signature)).decode()}"
+    conn.execute("UPDATE checkpoints SET note = ? WHERE id = ?", ("\n".join(lines), ident))
+    conn.close()
+    refused = cli("log", "export", str(tmp_path / "edited"))
+    assert refused.code == 2, refused.err
+    assert not (tmp_path / "edited").exists()

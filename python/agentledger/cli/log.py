@@ -449,7 +449,8 @@ def log_export_command(app: AppContext, folder: Path, since: int | None, as_json
     monitor, a witness) reads them with the key from `agentledger keys export --vkey`.
     A second export writes only the new tiles and the new checkpoint (full tiles are
     never rewritten). Exit 1 without a ledger or checkpoint, 2 when DIR holds a log this
-    ledger does not extend (or another ledger's), 64 when DIR cannot be written.
+    ledger does not extend (or another ledger's) or when the newest checkpoint is not
+    signed by a key this install trusts, 64 when DIR cannot be written.
 
     \b
     Examples:
