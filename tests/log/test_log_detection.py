@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -192,3 +193,43 @@ def test_entries_removed_with_the_checkpoints_covering_them_are_caught_after_a_v
     report = verify(ledger_path)
     assert report.code == 2
     assert "log.rollback" in checks(report)
+
+
+@pytest.mark.parametrize("vouched_by", ["memory", "exported checkpoint"])
+def test_a_rolled_back_file_certifies_no_run_complete(
+    vouched_by: str, ledger: Ledger, ledger_path: Path, tmp_path: Path, cli: Any
+) -> None:
+    """A whole file rolled back loses what was appended since, as a cut tail does: every
+    run may have lost its last entries, so none is counted clean (as ``log.size`` does),
+    and ``verify``, ``runs`` and ``activity verify`` agree."""
+    build(ledger, runs=2, entries=2)
+    key = install_public_key(ledger)
+    ledger.close()
+    old_copy = tmp_path / "old.db"
+    shutil.copy(ledger_path, old_copy)
+    with Ledger.open(ledger_path) as reopened:
+        reopened.run("run-0").append("step", {"late": True})  # lost by the rollback
+    exported = tmp_path / "checkpoint.txt"
+    assert cli("checkpoint", "--export", str(exported)).code == 0
+    shutil.copy(old_copy, ledger_path)
+    home: tuple[str, ...] = ()
+    options: tuple[str, ...] = ()
+    if vouched_by == "exported checkpoint":  # a reviewer's machine: no memory of it
+        home = ("--home", str(tmp_path / "reviewer"))
+        options = ("--checkpoint", str(exported), "--trust", key)
+    report = cli(*home, "verify", *options, "--json").json()
+    assert report["code"] == 2
+    assert {r["run"]: r["status"] for r in report["results"]} == {
+        "run-0": "diverged",
+        "run-1": "diverged",
+    }
+    for run in ("run-0", "run-1"):
+        assert [d["check"] for d in _run_failures(report, run)] == ["log.incomplete"]
+    statuses = {r["run"]: r["status"] for r in cli(*home, "runs", "--json").json()["runs"]}
+    assert set(statuses.values()) == {"diverged"}, statuses
+    if vouched_by == "memory":
+        assert cli("activity", "verify", "run-0").code == 2
+
+
+def _run_failures(report: dict[str, Any], run_id: str) -> list[dict[str, Any]]:
+    return [d for run in report["failures"] if run["run"] == run_id for d in run["divergences"]]

@@ -455,6 +455,7 @@ def _check_remembered(
         _diverged(
             ctx, "log.rollback", expected, f"{size:,} entries (rolled back or deleted)", "log"
         )
+        _uncertify_cut(ctx, size, remembered.size)
         return
     try:
         proof = reader.consistency_proof(remembered.size, size)
@@ -656,6 +657,22 @@ def _uncertify(
                 "it cannot be certified complete",
             ),
         )
+
+
+def _uncertify_cut(ctx: VerifyContext, size: int, vouched: int) -> None:
+    """The log holds ``size`` entries of the ``vouched`` ones something signed or verified
+    (a rolled-back file): what came after may have been any run's tail, as for a cut
+    tail (``log.size``)."""
+    _uncertify(ctx, _last_leaves(ctx), [(size, vouched - 1)])
+
+
+def _last_leaves(ctx: VerifyContext) -> dict[str, int]:
+    """Each run's highest leaf (a run with none logged has its ``log.unlogged`` findings)."""
+    return dict(
+        wslog.fetch(
+            ctx.conn, "SELECT run_id, max(leaf) FROM entries WHERE leaf >= 0 GROUP BY run_id"
+        )
+    )
 
 
 def _check_unlogged(ctx: VerifyContext) -> int:
@@ -903,6 +920,7 @@ def _check_exported(
             f"{size:,}: the ledger is older than a checkpoint taken from it",
             subject,
         )
+        _uncertify_cut(ctx, size, exported.size)
         return
     if exported.legacy:
         # Signed over the BLAKE3 tree before schema 6: that tree's leaves are the same
