@@ -233,3 +233,17 @@ def test_a_rolled_back_file_certifies_no_run_complete(
 
 def _run_failures(report: dict[str, Any], run_id: str) -> list[dict[str, Any]]:
     return [d for run in report["failures"] if run["run"] == run_id for d in run["divergences"]]
+
+
+def test_a_cut_tail_beside_a_run_with_no_logged_entry_is_reported_not_a_crash(
+    ledger: Ledger, ledger_path: Path
+) -> None:
+    """A run none of whose entries has a leaf has no last leaf: its entries are named
+    ``log.unlogged``, and the cut tail elsewhere is still ``log.size`` (was a TypeError)."""
+    build(ledger, runs=2, entries=2)
+    ledger.close()
+    with raw(ledger_path) as conn:
+        conn.execute("UPDATE entries SET leaf = NULL WHERE run_id = 'run-1'")
+        _delete_last_entry_of_the_workspace(conn)
+    found = checks(verify(ledger_path))
+    assert {"log.unlogged", "log.size"} <= found, found

@@ -342,10 +342,7 @@ def check_log(ctx: VerifyContext) -> None:
                 "the end of the signed log (entries deleted)",
                 "log",
             )
-            last_leaf = dict(
-                wslog.fetch(ctx.conn, "SELECT run_id, max(leaf) FROM entries GROUP BY run_id")
-            )
-            _uncertify(ctx, last_leaf, [(state.size, note.size - 1)])
+            _uncertify(ctx, _last_leaves(ctx), [(state.size, note.size - 1)])
         else:
             _diverged(
                 ctx,
