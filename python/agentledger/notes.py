@@ -43,7 +43,10 @@ SIGNATURE_PREFIX = "\u2014 "  # "— ", the signed-note signature line marker
 ED25519_ALGORITHM = b"\x01"
 MAX_NOTE_BYTES = 16_384
 
-_SIGNATURE_LINE = re.compile(r"\u2014 ([^ \n+]+) ([A-Za-z0-9+/=]+)")
+_SIGNATURE_LINE = re.compile(r"\u2014 ([^\s+]+) ([A-Za-z0-9+/=]+)")
+"""signed-note: a key name holds no Unicode space and no ``+``."""
+_CONTROL = re.compile("[\x00-\x09\x0b-\x1f]")
+"""signed-note: a note holds no ASCII control character but the newline."""
 _TIME_LINE = re.compile(r"time (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)")
 
 
@@ -143,6 +146,8 @@ class Checkpoint:
                 raise _malformed("not UTF-8") from None
         if len(text) > MAX_NOTE_BYTES:
             raise _malformed("longer than a checkpoint can be")
+        if _CONTROL.search(text):  # as every signed-note client refuses it (Go's note.Open)
+            raise _malformed("it holds a control character (a signed note holds none)")
         body, sep, signature_block = text.partition("\n\n")
         if not sep:
             raise _malformed("no blank line between the body and the signatures")

@@ -139,18 +139,19 @@ def test_a_hostile_signer_name_in_a_stored_note_reaches_the_terminal_escaped(
     with raw(ledger_path) as conn:
         conn.execute(
             "UPDATE checkpoints SET note = replace(note, '\u2014 agentledger/', "
-            "'\u2014 agentledger' || char(27) || '[2J/') WHERE size = 2"
+            "'\u2014 agentledger' || char(155) || '[2J/') WHERE size = 2"
         )
     # Renamed, our signature no longer verifies: a fresh note is signed and shown.
     result = cli("checkpoint")
-    assert "\x1b" not in result.out
+    assert "\x9b" not in result.out
     # A hostile line beside ours (which still verifies): the newest note, as stored.
-    hostile = "\u2014 w" + "\x1b[2J" + " " + base64.b64encode(bytes(68)).decode() + "\n"
+    # (signed-note forbids ASCII controls, not C1 ones: a terminal may still act on them.)
+    hostile = "\u2014 w" + "\x9b[2J" + " " + base64.b64encode(bytes(68)).decode() + "\n"
     with raw(ledger_path) as conn:
         conn.execute("UPDATE checkpoints SET note = note || ? WHERE size = 2", (hostile,))
     result = cli("checkpoint")  # the log did not grow: it shows the newest note as stored
-    assert "\x1b" not in result.out
-    assert "\\x1b[2J" in result.out
+    assert "\x9b" not in result.out
+    assert "\\x9b[2J" in result.out
 
 
 def test_a_hostile_signature_line_beside_ours_reaches_prove_output_escaped(
@@ -161,13 +162,13 @@ def test_a_hostile_signature_line_beside_ours_reaches_prove_output_escaped(
     build(ledger, runs=1, entries=2)
     key = install_public_key(ledger)
     ledger.close()
-    hostile = "\u2014 w" + "\x1b]0;owned\x07" + " " + base64.b64encode(bytes(68)).decode() + "\n"
+    hostile = "\u2014 w" + "\x9b2J\u202e" + " " + base64.b64encode(bytes(68)).decode() + "\n"
     with raw(ledger_path) as conn:
         conn.execute("UPDATE checkpoints SET note = note || ? WHERE size = 2", (hostile,))
     result = cli("prove", "run-0", "1")
     assert result.code == 0
-    assert "\x1b" not in result.out and "\x07" not in result.out
-    assert "\\x1b]0;owned\\x07" in result.out
+    assert "\x9b" not in result.out and "\u202e" not in result.out
+    assert "\\x9b2J\\u202e" in result.out
     assert verify_proof(parse_proof(result.out.encode()), [key]).ok
 
 
@@ -192,3 +193,35 @@ def test_the_checkpoint_command_shows_only_a_note_it_signed_over_the_proven_log(
     assert base64.b64encode(shown.root).decode() != forged_root
     assert shown.signed_by([key]) == key
     assert cli("verify").code == 0
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "\u2014 w\x1b[2J " + base64.b64encode(bytes(68)).decode() + "\n",  # a control character
+        "\u2014 w\u00a0x " + base64.b64encode(bytes(68)).decode() + "\n",  # a space in the name
+    ],
+)
+def test_a_stored_note_signed_note_calls_malformed_is_a_finding(
+    ledger: Ledger, ledger_path: Path, tmp_path: Path, cli: Any, line: str
+) -> None:
+    """signed-note: no ASCII control character but newlines, no space in a key name. A
+    line like that beside our valid signature makes the note one every C2SP client (Go's
+    note.Open) refuses whole: verify says so, and the export does not publish it."""
+    build(ledger, runs=1, entries=2)
+    ledger.close()
+    with raw(ledger_path) as conn:
+        conn.execute("UPDATE checkpoints SET note = note || ? WHERE size = 2", (line,))
+    with pytest.raises(InvalidInput, match="not a checkpoint") as error:
+        Checkpoint.parse(_newest_note(ledger_path))
+    assert error.value.code == "malformed-checkpoint"
+    with Ledger.open(ledger_path) as reopened:
+        found = {d.check for d in reopened.verify().workspace}
+    assert "checkpoint.malformed" in found
+    assert cli("log", "export", str(tmp_path / "site")).code != 0
+    assert not (tmp_path / "site" / "checkpoint").exists()
+
+
+def _newest_note(path: Path) -> str:
+    with raw(path) as conn:
+        return str(conn.execute("SELECT note FROM checkpoints WHERE size = 2").fetchall()[0][0])

@@ -19,6 +19,8 @@ from agentledger.bernstein.writer import WorkdirWriter
 from agentledger.display import safe
 
 HOSTILE = "ok\x1b[2J\x1b[31mALLCLEAN\u202eevil\u2066[red]markup[/red]\x9b2J\x07\x85"
+SIGNER = "ok\u202eevil\u2066[red]markup[/red]\x9b2J"
+"""What a key name of a signed note may hold of ``HOSTILE`` (no ASCII control, no space)."""
 RAW = ("\x1b", "\u202e", "\u2066", "\x9b", "\x07", "\x85")
 
 
@@ -46,7 +48,7 @@ def hostile(ledger_path: Path) -> Path:
     name = signatures.split(" ")[1]
     conn.execute(
         "UPDATE checkpoints SET note = ? WHERE id = ?",
-        (head + sep + signatures.replace(f" {name} ", f" {HOSTILE} ", 1), note_id),
+        (head + sep + signatures.replace(f" {name} ", f" {SIGNER} ", 1), note_id),
     )
     conn.close()
     return ledger_path
@@ -84,7 +86,7 @@ def test_json_keeps_the_exact_strings(hostile: Path, cli: Any) -> None:
     verified = cli("verify", "--json")
     assert verified.code == 2
     report = verified.json()
-    assert HOSTILE in report["checkpoint"]["signers"]
+    assert SIGNER in report["checkpoint"]["signers"]
     kinds = [d for f in report["failures"] for d in f["divergences"] if d["check"] == "entry.kind"]
     assert kinds and kinds[0]["expected"] == HOSTILE
 
