@@ -148,6 +148,10 @@ class ProofVerdict:
     tree_size: int
     signer: str | None
     problems: tuple[str, ...]
+    ledger: str = ""
+    origin: str = ""
+    """Whose log the entry is in: the checkpoint's ledger id and origin (one install key
+    signs every ledger it writes, so the signer alone does not say it)."""
 
     @property
     def ok(self) -> bool:
@@ -161,6 +165,8 @@ class ProofVerdict:
             "leaf_index": self.leaf_index,
             "tree_size": self.tree_size,
             "signer": self.signer,
+            "ledger": self.ledger,
+            "origin": self.origin,
             "problems": list(self.problems),
         }
 
@@ -324,7 +330,16 @@ def verify_proof(proof: Proof, trusted: Iterable[str]) -> ProofVerdict:
             f"the inclusion proof does not place this entry at leaf {proof.leaf_index} "
             f"of the checkpoint's {checkpoint.size}"
         )
-    return ProofVerdict(run, seq, proof.leaf_index, checkpoint.size, signer, tuple(problems))
+    return ProofVerdict(
+        run,
+        seq,
+        proof.leaf_index,
+        checkpoint.size,
+        signer,
+        tuple(problems),
+        checkpoint.ledger_id,
+        checkpoint.origin,
+    )
 
 
 def _canonical(value: object) -> bytes | None:

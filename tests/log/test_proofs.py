@@ -255,3 +255,24 @@ def test_a_checkpoint_a_witness_cosigned_still_verifies(
     note = tmp_path / "cp.txt"
     note.write_text(latest(ledger).checkpoint.text() + line)
     assert cli("verify", "--checkpoint", str(note)).code == 0
+
+
+def test_verify_proof_names_the_log_the_entry_is_in(
+    ledger: Ledger, tmp_path: Path, cli: Any
+) -> None:
+    """One install key signs every ledger it writes: a verdict that does not say which
+    ledger's log holds the entry reads the same for a proof of another ledger's run of
+    that name. The tlog-proof form states no ledger; the verdict names the note's origin."""
+    build(ledger, runs=1, entries=2)
+    with Ledger.open(tmp_path / "other.db") as other:
+        other.run("run-0").append("step", {"elsewhere": True})
+        other_id = other.id
+        proof = prove(other, "run-0", 0)
+    path = tmp_path / "entry.tlog-proof"
+    path.write_text(proof.text())
+    shown = cli("verify-proof", str(path), "--json")
+    assert shown.code == 0
+    assert shown.json()["ledger"] == other_id
+    assert shown.json()["origin"] == f"agentledger/v1/ledger/{other_id}"
+    human = cli("verify-proof", str(path))
+    assert human.code == 0 and other_id in human.out

@@ -244,7 +244,8 @@ def verify_proof_command(
         console.print(
             Text(
                 f"✓ entry {verdict.seq} of run {verdict.run} is leaf {verdict.leaf_index} of "
-                f"a log of {verdict.tree_size:,} entries signed by {verdict.signer}",
+                f"the log {verdict.origin} of {verdict.tree_size:,} entries signed by "
+                f"{verdict.signer}",
                 style="green",
             )
         )
