@@ -206,9 +206,17 @@ class KeyStore:
         if len(seed) != 32:
             raise KeyFileError(f"{path}: not an Ed25519 seed (expected 64 hex characters)")
         key = InstallKey(seed)
+        public = public_key_text(key.verify_key)
         if not self.install_public_key_path.exists():
-            public = public_key_text(key.verify_key)
             _create_private(self.install_public_key_path, public.encode() + b"\n")
+        elif self.install_public_key() != public:
+            # Verify trusts install.pub: a seed it does not name would sign what this
+            # install's own verify refuses (a seed replaced by hand, another machine's).
+            raise KeyFileError(
+                f"{path}: its public key {public} is not the one {INSTALL_PUBLIC_KEY} names "
+                f"({self.install_public_key()}); nothing was signed. Put the matching seed "
+                f"back, or remove {self.install_public_key_path} to trust this one"
+            )
         return key
 
     def install_public_key(self) -> str | None:

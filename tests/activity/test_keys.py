@@ -158,3 +158,22 @@ def test_show_still_shows_stages_when_a_key_file_must_be_refused(
     receipts = {s["stage_id"]: s["receipt"] for s in shown.json()["stages"]}
     assert receipts["data-0"] == "not checked: key-file"
     assert receipts["research-0"] is None
+
+
+def test_a_seed_that_is_not_the_key_install_pub_names_signs_nothing(
+    ledger: Ledger, ledger_path: Path, cli: Any, key_home: Path
+) -> None:
+    """Verify trusts ``install.pub``; the signer used ``install.key`` whatever it held. A
+    seed replaced by hand (another machine's, a backup's) signed checkpoints this install's
+    own verify then refused (``checkpoint.signature``, exit 2). The mismatch is refused
+    before anything is signed, and nothing is written."""
+    ledger.run("r").append("step", {"n": 1})
+    ledger.close()
+    (key_home / "install.key").write_text(os.urandom(32).hex() + "\n")
+    refused = cli("append", "r", "step", '{"n": 2}')
+    assert refused.code == 65 and "[key-file]" in refused.err, refused.err
+    assert "install.pub" in refused.err
+    assert cli("keys", "init").code == 65
+    assert cli("verify").code == 0
+    with Ledger.open(ledger_path) as reopened:
+        assert [e.seq for e in reopened.run("r").entries()] == [0]
