@@ -360,3 +360,25 @@ def test_no_decision_is_taken_for_a_descendant_wider_than_its_parent(
         )
     assert refused.value.code == "phase-state-tampered"
     assert len(forged) == length
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [{"parent_run": True}, {"relation": "adoption"}, {"parent_entry_hash": "blake3:00"}],
+    ids=["parent-not-a-string", "relation", "hash"],
+)
+def test_a_forged_descent_alone_gets_one_verdict(
+    ledger: Ledger, cli: Any, edit: dict[str, Any]
+) -> None:
+    # A descent naming its parent by a boolean read as a parent absent from the ledger
+    # (verify clean, with a note); an unknown relation passed verify; a descent with no
+    # evidence after it was judged by verify only (phase show exit 0).
+    parent = started(ledger, "parent", "implement")
+    parent.start_descendant("child", relation="fork")
+    descent = next(ledger.run("child").entries()).body
+    entry = forge(ledger.run("forged"), "phase.descent", {**descent, **edit})
+    found = ledger.verify_run("forged").divergences
+    assert [(d.check, d.seq) for d in found] == [("phase.descent", entry.seq)]
+    shown = cli("phase", "show", "forged", "--json")
+    assert shown.code == ExitCode.DIVERGED
+    assert [p["seq"] for p in shown.json()["problems"]] == [entry.seq]

@@ -226,6 +226,9 @@ class PhaseState:
     """The verified journal the state was replayed from."""
     in_force: list[StoredEvidence] = field(default_factory=list)
     """Each evidence put in force, in chain order (its ``seq`` is where)."""
+    parent_evidence: dict[str, Any] | None = None
+    """The parent evidence the descent names, read back (None: no descent, or the parent
+    run is not in this ledger)."""
 
     @property
     def current(self) -> dict[str, Any] | None:
@@ -294,25 +297,28 @@ def _apply(
             state.problems.append(
                 (seq, f"the entry misstates its evidence: {expected} expected, {found} found")
             )
-        if state.descent is not None:
+        if state.parent_evidence is not None:
             # A descendant is bound by its parent's evidence (verify checks the same).
-            at, problem = state.descent["seq"], None
-            try:
-                parent = descended_evidence(conn, state.descent)
-                if parent is not None:
-                    at, problem = seq, descent_problem(parent, compiler_input, evidence)
-            except DescentUnverified as exc:
-                problem = (exc.expected, exc.found)
+            problem = descent_problem(state.parent_evidence, compiler_input, evidence)
             if problem is not None:
                 expected, found = problem
                 state.problems.append(
-                    (at, f"the phase descent does not hold: {expected} expected, {found} found")
+                    (seq, f"the phase descent does not hold: {expected} expected, {found} found")
                 )
     elif kind == DESCENT_KIND:
         if not all(isinstance(body.get(key), str) for key in DESCENT_SHOWN):
             state.problems.append((seq, "malformed phase.descent entry"))
             return
         state.descent = {**body, "seq": seq, "entry_hash": entry_hash}
+        try:
+            state.parent_evidence = descended_evidence(conn, body)
+        except DescentUnverified as exc:
+            state.problems.append(
+                (
+                    seq,
+                    f"the phase descent does not hold: {exc.expected} expected, {exc.found} found",
+                )
+            )
     elif kind == TRANSITION_KIND:
         record = read_json_blob(conn, body.get("record_blob"))
         compiler_input = read_json_blob(conn, body.get("effective_input_blob"))
@@ -389,9 +395,16 @@ def descended_evidence(conn: apsw.Connection, descent: Mapping[str, Any]) -> dic
     holds unblocked evidence with the named digest, which names the parent source. ``None``
     when the parent run is not in this ledger (an archive of the child alone: the bound
     cannot be checked there). Raises :class:`DescentUnverified`."""
-    from agentledger.phase.ledger import parent_source  # ledger.py builds on this module
+    from agentledger.phase.ledger import RELATIONS, parent_source  # built on this module
 
+    if descent.get("relation") not in RELATIONS:
+        raise DescentUnverified(
+            f"a relation of {', '.join(RELATIONS)}", repr(descent.get("relation"))
+        )
     parent_run, seq = descent["parent_run"], descent["parent_entry_seq"]
+    if not isinstance(parent_run, str) or not isinstance(descent["parent_evidence_digest"], str):
+        # Else a parent named by a number would read as one absent from this ledger.
+        raise DescentUnverified("a parent run id and evidence digest", repr(parent_run))
     if not conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (parent_run,)).fetchall():
         return None
     rows: list[Any] = conn.execute(_ENTRY_AT, (parent_run, seq)).fetchall()

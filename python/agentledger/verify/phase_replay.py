@@ -145,21 +145,19 @@ def _check_descent(replay: _Replay, body: dict[str, Any]) -> None:
     if replay.initial_input is not None or replay.descended:
         raise replay.diverge("phase.descent before the run's evidence", "after it")
     replay.descended = True
-    parent_run = body["parent_run"]
-    if not replay.ctx.conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (parent_run,)).fetchall():
-        # An archive of the child alone: the bound cannot be checked here, only reported.
-        replay.parent_absent = True
-        note = (
-            f"phase: run {replay.run_id} descends from run {parent_run}, which is not in this "
-            "ledger; its parent bound was not checked"
-        )
-        if note not in replay.ctx.report.notes:
-            replay.ctx.report.notes.append(note)
-        return
     try:
         replay.parent_evidence = descended_evidence(replay.ctx.conn, body)
     except DescentUnverified as exc:
         raise replay.diverge(exc.expected, exc.found) from None
+    if replay.parent_evidence is None:
+        # An archive of the child alone: the bound cannot be checked here, only reported.
+        replay.parent_absent = True
+        note = (
+            f"phase: run {replay.run_id} descends from run {body['parent_run']}, which is not "
+            "in this ledger; its parent bound was not checked"
+        )
+        if note not in replay.ctx.report.notes:
+            replay.ctx.report.notes.append(note)
 
 
 def _check_transition(replay: _Replay, body: dict[str, Any]) -> None:
