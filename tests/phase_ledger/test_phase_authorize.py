@@ -242,3 +242,17 @@ def test_phase_show_lists_a_decision_verify_reports(ledger: Ledger, cli: Any, fo
     assert [p["seq"] for p in shown.json()["problems"]] == [entry.seq]
     human = cli("phase", "show", "run-a")
     assert human.code == ExitCode.DIVERGED and f"step {entry.seq}" in human.out
+
+
+def test_phase_show_of_a_decision_holding_an_object_is_not_a_crash(
+    ledger: Ledger, cli: Any
+) -> None:
+    run = started(ledger, "run-a", "explore")
+    digest = digest_of(run)
+    body = {"dimension": "filesystem.read", "scopes": ["<workspace>"],
+            "bound_evidence_digest": digest, "active_evidence_digest": digest,
+            "decision": {}, "reason": "granted", "missing": []}  # fmt: skip
+    entry = forge(run, "phase.authorize", body)
+    shown = cli("phase", "show", "run-a", "--json")
+    assert shown.code == ExitCode.DIVERGED, shown.err  # was 70: unhashable type: 'dict'
+    assert [p["seq"] for p in shown.json()["problems"]] == [entry.seq]

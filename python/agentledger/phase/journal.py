@@ -466,7 +466,7 @@ def decision_counts(state: PhaseState) -> dict[str, int]:
     counts = {"allowed": 0, "denied": 0}
     for entry in state.journal.of_kind(AUTHORIZE_KIND) if state.journal else ():
         outcome = entry.body.get("decision") if isinstance(entry.body, dict) else None
-        if outcome in counts:
+        if isinstance(outcome, str) and outcome in counts:  # an edited entry may hold a dict
             counts[outcome] += 1
     return counts
 
