@@ -255,3 +255,34 @@ def test_phase_show_reports_an_entry_that_misstates_its_evidence(ledger: Ledger,
             "filesystem.read", ["<workspace>"], evidence_digest=evidence(document)["digest"]
         )
     assert refused.value.code == "phase-state-tampered"
+
+
+@pytest.mark.parametrize("forged", ["hand-written", "no-identity", "input-invalid"])
+def test_phase_show_reports_evidence_that_does_not_re_derive(
+    ledger: Ledger, cli: Any, forged: str
+) -> None:
+    # Evidence written by hand with a fresh digest, evidence without its identity, an
+    # input the compiler refuses: verify reports each at its step; `phase show` exited 0
+    # (or 70, KeyError 'phase', for the evidence without identity).
+    document = compiler_input("explore")
+    written = hand_written(document) if forged == "hand-written" else evidence(document)
+    run_id = "run-a"
+    if forged == "no-identity":
+        without = {key: value for key, value in written.items() if key != "identity"}
+        seq = _forge_entry(ledger, "run-a", document, written)  # its summary and blobs
+        body = next(ledger.run("run-a").entries()).body
+        evidence_blob = ledger.blobs.put(core.canonicalize(without))
+        run_id = "run-b"
+        seq = forge(
+            ledger.run(run_id), "phase.evidence", {**body, "evidence_blob": evidence_blob}
+        ).seq
+    elif forged == "input-invalid":
+        seq = _forge_entry(ledger, "run-a", {**document, "sources": {}}, written)
+    else:
+        seq = _forge_entry(ledger, "run-a", document, written)
+    assert [s for _, s in divergences(ledger, run_id)] == [seq]
+    shown = cli("phase", "show", run_id, "--json")
+    assert shown.code == ExitCode.DIVERGED, shown.err
+    assert [p["seq"] for p in shown.json()["problems"]] == [seq]
+    human = cli("phase", "show", run_id)
+    assert human.code == ExitCode.DIVERGED, human.err

@@ -55,7 +55,7 @@ from agentledger.phase.kinds import (
     PHASE_KINDS,
     TRANSITION_KIND,
 )
-from agentledger.phase.models import is_identifier, validate
+from agentledger.phase.models import PhaseCapabilityEvidence, is_identifier, validate
 from agentledger.phase.transitions import (
     ApprovalRecord,
     PhaseTransitionRecord,
@@ -286,6 +286,11 @@ def _apply(
         if not isinstance(evidence, dict) or not isinstance(compiler_input, dict):
             state.problems.append((seq, "phase evidence blobs are missing or corrupt"))
             return
+        try:
+            validate(PhaseCapabilityEvidence, evidence, "phase evidence")
+        except InvalidInput:
+            state.problems.append((seq, "the phase evidence is not valid"))
+            return
         state.initial = StoredEvidence(
             evidence, compiler_input, body["evidence_blob"], body["input_blob"], seq, entry_hash
         )
@@ -497,6 +502,17 @@ def reproduces(stored: StoredEvidence) -> bool:
             _REPRODUCED.clear()
         _REPRODUCED[key] = True
     return True
+
+
+def evidence_problems(state: PhaseState) -> list[tuple[int, str]]:
+    """Each evidence the run put in force that does not re-derive from its recorded input
+    (what verify reports at its step; writers refuse the one in force, ``phase show`` lists
+    them all)."""
+    return [
+        (stored.seq, "the evidence is not what the compiler produces for its recorded input")
+        for stored in state.in_force
+        if not reproduces(stored)
+    ]
 
 
 def refuse_unreadable(state: PhaseState) -> None:

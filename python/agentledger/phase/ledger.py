@@ -33,6 +33,7 @@ from agentledger.phase.journal import (
     PhaseRefused,
     PhaseState,
     StoredEvidence,
+    evidence_problems,
     evidence_summary,
     load_state,
     maintain,
@@ -585,7 +586,9 @@ def phase_summary(state: PhaseState, decisions: Mapping[str, int] | None = None)
         "authorizations": dict(decisions or {"allowed": 0, "denied": 0}),
         "problems": [
             {"seq": seq, "problem": problem}
-            for seq, problem in sorted([*state.problems, *decision_problems(state)])
+            for seq, problem in sorted(
+                {*state.problems, *evidence_problems(state), *decision_problems(state)}
+            )
         ],
         "history": history,
         "approvals": [
