@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from agentledger import Ledger
 from agentledger.phase import DIMENSIONS, PHASE_NAMES
 from agentledger.phase.journal import PhaseRefused
-from agentledger.phase.ledger import exceeds
+from agentledger.phase.descent import exceeds
 
 from .ledger_testkit import compiler_input, source, without_parent
 

@@ -13,7 +13,7 @@ from agentledger import Ledger, core
 from agentledger.errors import ExitCode
 from agentledger.phase import PHASE_NAMES
 from agentledger.phase.journal import PhaseRefused
-from agentledger.phase.ledger import RELATIONS, exceeds
+from agentledger.phase.descent import RELATIONS, exceeds
 
 from .ledger_testkit import (
     blob_count,

@@ -45,6 +45,7 @@ from agentledger.cas import digest_of
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
 from agentledger.journal_view import RunView, read_run
 from agentledger.phase.compiler import compile
+from agentledger.phase.descent import RELATIONS, exceeds, parent_source
 from agentledger.phase.digest import verify_evidence_digest
 from agentledger.phase.jscompat import js_trim, to_js_string
 from agentledger.phase.kinds import (
@@ -400,8 +401,6 @@ def descended_evidence(conn: apsw.Connection, descent: Mapping[str, Any]) -> dic
     holds unblocked evidence with the named digest, which names the parent source. ``None``
     when the parent run is not in this ledger (an archive of the child alone: the bound
     cannot be checked there). Raises :class:`DescentUnverified`."""
-    from agentledger.phase.ledger import RELATIONS, parent_source  # built on this module
-
     if descent.get("relation") not in RELATIONS:
         raise DescentUnverified(
             f"a relation of {', '.join(RELATIONS)}", repr(descent.get("relation"))
@@ -451,8 +450,6 @@ def descent_problem(
 ) -> tuple[str, str] | None:
     """``(expected, found)`` when a descendant's evidence was not compiled with exactly the
     parent source its parent's evidence gives, or is wider than the parent's."""
-    from agentledger.phase.ledger import exceeds, parent_source
-
     expected_source = parent_source(parent, compiler_input.get("planArtifact"))
     if not same_json(compiler_input["sources"]["parent"], expected_source):
         return (

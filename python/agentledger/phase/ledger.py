@@ -19,11 +19,12 @@ import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentledger.errors import InvalidInput, NotFound
 from agentledger.ids import check_run_id
-from agentledger.phase.compiler import ARTIFACT_DIMENSION, HARNESS_EXACT_PATH_SCOPE, compile
+from agentledger.phase.compiler import compile
+from agentledger.phase.descent import RELATIONS, parent_source
 from agentledger.phase.digest import verify_evidence_digest
 from agentledger.phase.journal import (
     AUTHORIZE_KIND,
@@ -50,8 +51,6 @@ if TYPE_CHECKING:
     from agentledger._core import Entry
     from agentledger.handle import RunHandle
 
-RELATIONS: Final = ("retry", "fork", "resume", "handoff")
-PARENT_SOURCE_PREFIX: Final = "parent-evidence:"
 
 __all__ = [
     "RELATIONS",
@@ -149,34 +148,6 @@ def _insert_run(conn: Any, run_id: str) -> None:
 
 
 # --------------------------------------------------------------------------- descendants
-
-
-def parent_source(
-    parent_evidence: Mapping[str, Any], plan_artifact: object = None
-) -> dict[str, Any]:
-    """The ``parent`` compiler source a descendant gets: the parent's effective authority,
-    enforced on every dimension, named after the exact evidence it comes from.
-
-    A parent's accepted plan artifact is the effective scope ``[exactPath]``, which the
-    compiler's placeholder request ``harness-exact-path`` never matches; so when the child
-    asks for the *same* exact path, the parent grants the placeholder (the child ends with
-    exactly the parent's path), and any other path is denied.
-    """
-    authority = {d: list(parent_evidence["effectiveAuthority"][d]) for d in DIMENSIONS}
-    granted = parent_evidence.get("planArtifact")
-    if (
-        isinstance(granted, Mapping)
-        and isinstance(plan_artifact, Mapping)
-        and plan_artifact.get("exactPath") == granted["exactPath"]
-        and authority[ARTIFACT_DIMENSION] == [granted["exactPath"]]
-    ):
-        authority[ARTIFACT_DIMENSION] = [HARNESS_EXACT_PATH_SCOPE]
-    return {
-        "id": PARENT_SOURCE_PREFIX + str(parent_evidence["digest"]),
-        "kind": "parent",
-        "authority": authority,
-        "enforcement": dict.fromkeys(DIMENSIONS, "enforced"),
-    }
 
 
 def _trusted_parent(state: PhaseState, parent_id: str) -> StoredEvidence:
@@ -321,18 +292,6 @@ def start_descendant(
             ],
         )
     return child
-
-
-def exceeds(child: Mapping[str, list[str]], parent: Mapping[str, list[str]]) -> list[str]:
-    """The dimensions on which ``child`` authority is not within ``parent`` authority."""
-    wider: list[str] = []
-    for dimension in DIMENSIONS:
-        mine, theirs = child[dimension], parent[dimension]
-        if "*" in theirs:
-            continue
-        if "*" in mine or any(scope not in theirs for scope in mine):
-            wider.append(dimension)
-    return wider
 
 
 # --------------------------------------------------------------------------- authorization
