@@ -196,3 +196,27 @@ def test_a_record_of_a_run_the_ledger_does_not_hold_is_an_orphan_without_the_key
         report = ledger.verify()
     orphans = [d for d in report.workspace if d.check == "audit.orphan"]
     assert [(d.run_id, d.seq) for d in orphans] == [("ghost", 0)], report.to_json()
+
+
+def test_a_second_record_of_one_crossing_is_a_finding_without_the_key(
+    ledger_path: Path, tmp_path: Path
+) -> None:
+    """One record per boundary crossing: a copy of a record re-filed at the tail (its
+    position and link rewritten, which only the key could tell) mirrors an entry twice."""
+    with Ledger.open(ledger_path) as ledger:
+        record_every_modality(ledger)
+    pos, run_id, seq, record, mac = sql(
+        ledger_path, "SELECT pos, run_id, seq, record, mac FROM audit_log ORDER BY pos DESC"
+    )[0]
+    copy = json.loads(record) | {"pos": pos + 1, "prev": mac.hex()}
+    sql(
+        ledger_path,
+        "INSERT INTO audit_log (pos, run_id, seq, record, mac) VALUES (?, ?, ?, ?, ?)",
+        (pos + 1, run_id, seq, _core.canonicalize(copy), bytes(32)),
+    )
+    with Ledger.open(ledger_path, key_dir=tmp_path / "elsewhere") as ledger:
+        report = ledger.verify()
+    twice = [d for run in report.runs for d in run.divergences if d.check == "audit.entry"]
+    assert [(d.run_id, d.seq, d.subject) for d in twice] == [
+        (run_id, seq, f"audit record {pos + 1}")
+    ], report.to_json()

@@ -121,6 +121,13 @@ def check_audit(ctx: VerifyContext) -> None:
         # A whole verify also cross-checks a record of a run the ledger does not hold: it
         # names no entry (``audit.orphan``), which without the key nothing else would say.
         if run_id in selected or (ctx.whole and run_id not in ctx.verdicts):
+            earlier = mirror.get((run_id, seq))
+            if earlier is not None:  # one record per crossing: this one mirrors it again
+                diverged(
+                    run_id, seq, "audit.entry", f"one record of this entry (record {earlier[0]})",
+                    f"record {pos} mirrors it again", pos,
+                )  # fmt: skip
+                continue
             mirror[(run_id, seq)] = (pos, fields)
     ctx.report.audit_records += count
     _cross_check(ctx, mirror, diverged, keyed=key is not None)
