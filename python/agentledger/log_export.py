@@ -33,7 +33,6 @@ from agentledger import _core, tiles
 from agentledger import log as wslog
 from agentledger.errors import AgentLedgerError, BadArgument, Diverged, LedgerError, NotFound
 from agentledger.keys import resolve_trust
-from agentledger.limits import read_capped
 from agentledger.notes import MAX_NOTE_BYTES, Checkpoint, newest_checkpoint
 
 if TYPE_CHECKING:
@@ -97,7 +96,8 @@ def export(ledger: LedgerHandle, folder: Path, *, since: int | None = None) -> E
         if note.ledger_id != ledger.id or note.signed_by(trusted) is None:
             raise Diverged(
                 f"{ledger.path}: its newest checkpoint is not signed by a key this install "
-                "trusts for this ledger; nothing was written. Run `agentledger verify`",
+                "trusts for this ledger; nothing was written. Run `agentledger verify` (a "
+                "signer you trust: `agentledger keys trust KEY`)",
                 code="checkpoint-untrusted",
             )
         reader = tiles.TileReader(conn)
@@ -131,8 +131,16 @@ def _previous_export(folder: Path, note: Checkpoint, reader: tiles.TileReader) -
     path = folder / "checkpoint"
     if not path.exists():
         return 0
+    # Read as a published tile is (``_published``): a FIFO there must not block the export.
+    data = _published(path, MAX_NOTE_BYTES)
+    if data is None or len(data) > MAX_NOTE_BYTES:
+        raise Diverged(
+            f"{path}: not an export's checkpoint (not a regular file of at most "
+            f"{MAX_NOTE_BYTES:,} bytes)",
+            code="export-foreign",
+        )
     try:
-        old = Checkpoint.parse(read_capped(path, MAX_NOTE_BYTES, "a checkpoint"))
+        old = Checkpoint.parse(data)
     except AgentLedgerError as exc:
         raise Diverged(
             f"{path}: not an export's checkpoint ({exc})", code="export-foreign"

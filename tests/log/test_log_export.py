@@ -270,3 +270,26 @@ def test_an_export_publishes_only_a_checkpoint_a_trusted_key_signed_for_this_led
     refused = cli("log", "export", str(tmp_path / "edited"))
     assert refused.code == 2, refused.err
     assert not (tmp_path / "edited").exists()
+
+
+def test_a_fifo_or_a_huge_file_as_the_folders_checkpoint_is_refused_unread(
+    ledger: Ledger, tmp_path: Path, cli: Any
+) -> None:
+    """The folder's ``checkpoint`` was read with a plain open: a FIFO there hung the
+    export (as one in place of a tile did). It is read as the tiles are now: only a
+    regular file, at most a note's size."""
+    import os
+
+    _append(ledger, 3)
+    folder = tmp_path / "site"
+    assert cli("log", "export", str(folder)).code == 0
+    published = folder / "checkpoint"
+    published.unlink()
+    os.mkfifo(published)
+    refused = cli("log", "export", str(folder))
+    assert refused.code == 2 and "checkpoint" in refused.err, refused.err
+    published.unlink()
+    with open(published, "wb") as handle:
+        handle.truncate(4 << 30)  # sparse: costs no disk
+    refused = cli("log", "export", str(folder))
+    assert refused.code == 2 and "checkpoint" in refused.err, refused.err
