@@ -197,6 +197,13 @@ class KeyStore:
         """The install signing key; created (0600) when ``create`` and missing."""
         path = self.install_key_path
         if create and not path.exists():
+            if self.install_public_key_path.exists():
+                # Verify trusts the key install.pub names: a new seed would not be it.
+                raise KeyFileError(
+                    f"{path}: missing, but {self.install_public_key_path} names the install "
+                    f"key {self.install_public_key()}; nothing was signed. Put its seed back, "
+                    f"or remove {self.install_public_key_path} to start a new key"
+                )
             _create_private(path, secrets.token_bytes(32).hex().encode() + b"\n")
         raw = _read_private(path).strip()
         try:

@@ -177,3 +177,8 @@ def test_a_seed_that_is_not_the_key_install_pub_names_signs_nothing(
     assert cli("verify").code == 0
     with Ledger.open(ledger_path) as reopened:
         assert [e.seq for e in reopened.run("r").entries()] == [0]
+    # The seed lost, install.pub kept: no new seed is made in its place.
+    (key_home / "install.key").unlink()
+    refused = cli("append", "r", "step", '{"n": 3}')
+    assert refused.code == 65 and "install.pub" in refused.err, refused.err
+    assert not (key_home / "install.key").exists()
