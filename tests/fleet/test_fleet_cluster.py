@@ -152,7 +152,8 @@ def test_workers_judge_a_rollback_with_the_clients_memory(
         "fleet", "verify", str(path), "--scheduler", external.address, "--json", home=fleet.home
     )
     assert same_install.code == 2, same_install.err
-    assert same_install.json()["ledgers"][0]["checks"] == {"log.rollback": 1}
+    # Every run may have lost its tail: none is certified complete.
+    assert same_install.json()["ledgers"][0]["checks"] == {"log.rollback": 1, "log.incomplete": 2}
 
 
 def test_bad_arguments_exit_64(
