@@ -18,6 +18,8 @@ from agentledger import Ledger
 from agentledger.demo import build_workspace, plant_corruptions
 from agentledger.limits import MAX_DOCUMENT_BYTES
 
+from ..bernstein.bernstein_testkit import SMALL
+
 AGENTLEDGER = Path(sys.executable).parent / "agentledger"
 
 
@@ -372,3 +374,22 @@ def test_130_ctrl_c_during_verify_leaves_the_ledger_untouched(
     assert process.returncode == 130, err
     assert "Traceback" not in err
     assert state(path) == before
+
+
+@pytest.mark.parametrize(
+    "command", [["init"], ["append", "r", "step"], ["import", "bernstein", "WD"]]
+)
+def test_a_ledger_path_that_is_a_dangling_symlink_is_refused_typed(
+    tmp_path: Path, env: dict[str, str], command: list[str]
+) -> None:
+    # O_CREAT | O_EXCL on a symlink to a missing file fails with EEXIST: init and every
+    # writer exited 70 (FileExistsError).
+    link = tmp_path / "ws" / "ledger.db"
+    link.parent.mkdir()
+    link.symlink_to(tmp_path / "elsewhere" / "ledger.db")
+    args = [str(SMALL) if a == "WD" else a for a in command]
+    result = run(*args, env=env)
+    assert result.returncode == 65, result.stderr
+    one_line(result)
+    assert "symbolic link" in result.stderr
+    assert link.is_symlink() and not (tmp_path / "elsewhere").exists()

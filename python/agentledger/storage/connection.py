@@ -217,6 +217,14 @@ class Database:
         if fresh:
             if not create or readonly:
                 raise NotFound(f"{path}: no ledger here (run `agentledger init`)")
+            if path.is_symlink():
+                # A link to a missing file: O_EXCL refuses to follow it (EEXIST), and a
+                # ledger is never created somewhere a link, not the user, chose.
+                raise LedgerError(
+                    f"{path}: a symbolic link to {os.readlink(path)}, which does not exist; "
+                    "no ledger created (create it at the link's target, or remove the link)",
+                    code="not-a-ledger",
+                )
             path.parent.mkdir(parents=True, exist_ok=True)
             # Created 0600 before SQLite touches it: the ledger is nobody else's to read.
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
