@@ -393,3 +393,18 @@ def test_a_ledger_path_that_is_a_dangling_symlink_is_refused_typed(
     one_line(result)
     assert "symbolic link" in result.stderr
     assert link.is_symlink() and not (tmp_path / "elsewhere").exists()
+
+
+@pytest.mark.parametrize("command", [["init"], ["append", "r", "step"]])
+def test_a_ledger_that_cannot_be_created_there_is_a_typed_error(
+    tmp_path: Path, env: dict[str, str], command: list[str]
+) -> None:
+    # A parent that is a file (or a folder that cannot be made): exit 70, NotADirectoryError
+    # or FileExistsError from the folder's creation.
+    blocker = tmp_path / "a-file"
+    blocker.write_bytes(b"not a folder")
+    result = run("--ledger", str(blocker / "ws" / "ledger.db"), *command, env=env)
+    assert result.returncode == 65, result.stderr
+    one_line(result)
+    assert "cannot create the ledger" in result.stderr and str(blocker) in result.stderr
+    assert blocker.read_bytes() == b"not a folder"

@@ -111,6 +111,14 @@ READONLY_MMAP_BYTES = 1 << 30
 """How much of a ledger opened read-only SQLite maps into memory, per connection."""
 
 
+def _cannot_create(path: Path, exc: OSError) -> LedgerError:
+    where = f" ({exc.filename})" if exc.filename else ""
+    return LedgerError(
+        f"{path}: cannot create the ledger: {exc.strerror or exc}{where}",
+        code="ledger-unopenable",
+    )
+
+
 def _remove_empty(path: Path, created: list[Path]) -> None:
     """A file that is refused is left as it was: SQLite may have created an empty -wal or
     -shm beside it while reading its header. Not while another connection uses them (the
@@ -225,10 +233,19 @@ class Database:
                     "no ledger created (create it at the link's target, or remove the link)",
                     code="not-a-ledger",
                 )
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # Created 0600 before SQLite touches it: the ledger is nobody else's to read.
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-            os.close(fd)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a parent that is a file, no permission, read-only media
+                raise _cannot_create(path, exc) from None
+            try:
+                # Created 0600 before SQLite touches it: the ledger is nobody else's to read.
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            except FileExistsError:
+                fresh = False  # another process created it meanwhile: opened as theirs
+            except OSError as exc:
+                raise _cannot_create(path, exc) from None
+            else:
+                os.close(fd)
         elif path.is_dir():
             raise LedgerError(f"{path}: is a directory, not a ledger", code="not-a-ledger")
         elif not path.is_file():
