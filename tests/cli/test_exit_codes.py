@@ -408,3 +408,24 @@ def test_a_ledger_that_cannot_be_created_there_is_a_typed_error(
     one_line(result)
     assert "cannot create the ledger" in result.stderr and str(blocker) in result.stderr
     assert blocker.read_bytes() == b"not a folder"
+
+
+@pytest.mark.parametrize("where", ["option", "after", "env"])
+def test_a_key_folder_that_cannot_be_made_is_a_usage_error(
+    tmp_path: Path, env: dict[str, str], where: str
+) -> None:
+    # --home under a file: the first command that needed a key exited 70
+    # (NotADirectoryError), after creating the ledger.
+    blocker = tmp_path / "a-file"
+    blocker.write_bytes(b"not a folder")
+    home = str(blocker / "keys")
+    args = {
+        "option": ["--home", home, "append", "r", "step"],
+        "after": ["append", "r", "step", "--home", home],
+        "env": ["append", "r", "step"],
+    }[where]
+    result = run(*args, env={**env, "AGENTLEDGER_HOME": home} if where == "env" else env)
+    assert result.returncode == 64, result.stderr
+    one_line(result)
+    assert str(blocker) in result.stderr
+    assert not Path(env["AGENTLEDGER_LEDGER"]).exists()  # refused before any work

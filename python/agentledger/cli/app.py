@@ -22,6 +22,7 @@ from agentledger.cli.context import (
     DEFAULT_LEDGER,
     AppContext,
     AppGroup,
+    KeyFolder,
     PipeClosed,
     path_or_none,
 )
@@ -116,7 +117,7 @@ def load_all() -> None:
 @click.option(
     "--home",
     "key_dir",
-    type=click.Path(file_okay=False),
+    type=KeyFolder(),
     envvar="AGENTLEDGER_HOME",
     default=None,
     help="The key folder, outside the ledger (env: AGENTLEDGER_HOME; "

@@ -23,6 +23,26 @@ if TYPE_CHECKING:
 DEFAULT_LEDGER = ".agentledger/ledger.db"
 
 
+class KeyFolder(click.Path):
+    """``--home``: a folder, or one that can be made (what is in its place is no file)."""
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import os.path
+
+        value = super().convert(value, param, ctx)
+        # The first existing folder on the way up must be a folder: under a file, the key
+        # folder is made only when a key is first needed, and that failed mid-command.
+        above = os.path.abspath(os.fsdecode(value))
+        while not os.path.lexists(above) and os.path.dirname(above) != above:
+            above = os.path.dirname(above)
+        if os.path.lexists(above) and not os.path.isdir(above):
+            self.fail(f"{click.format_filename(value)}: cannot be a folder: {above} is a file")
+        return value
+
+
 class PipeClosed(Exception):
     """The reader of stdout went away (``agentledger runs | head -1``): end quietly, exit 0."""
 
@@ -183,7 +203,7 @@ def _set_flag(name: str) -> Any:
 def _global_options() -> list[click.Parameter]:
     """The global options as a sub-command takes them (hidden: the root's help lists them)."""
     flag: dict[str, Any] = {"is_flag": True, "expose_value": False, "hidden": True}
-    ledger, home = click.Path(dir_okay=False), click.Path(file_okay=False)
+    ledger, home = click.Path(dir_okay=False), KeyFolder()
     path: dict[str, Any] = {"expose_value": False, "hidden": True}
     return [
         click.Option(["--ledger"], type=ledger, callback=_set_ledger, **path),
