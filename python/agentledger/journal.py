@@ -33,6 +33,8 @@ HASH_PREFIX = "blake3:"
 RESERVED_KIND_PREFIXES = {
     "phase.": "the phase API (record_phase_evidence, transition_phase, authorize, ...)",
     "activity.": "the activity boundary (record_activity, `agentledger activity ...`)",
+    # Verify reads these as an imported workdir's anchors: a hand-made one broke the ledger.
+    "import.": "`agentledger import` (the anchors of an imported workdir)",
 }
 """Kinds only their own API writes (it checks what they claim, and ``show`` presents them
 as its decisions); ``append`` refuses them."""

@@ -23,6 +23,7 @@ from agentledger import Ledger
 from agentledger.bernstein import import_workdir, importer
 from agentledger.bernstein.format import acanon, content_hash
 from agentledger.bernstein.writer import public_key_pem, rechain
+from agentledger.errors import InvalidInput
 from agentledger.verify import VerifyOptions
 
 from .bernstein_testkit import (
@@ -601,3 +602,30 @@ def test_export_of_a_damaged_store_is_refused_and_writes_nothing(
     missing = tmp_path / "absent" / "out"  # a folder export creates is removed again
     assert cli("export", "bernstein", str(missing), ledger=path).code == code
     assert not missing.exists()
+
+
+@pytest.mark.parametrize(
+    ("run_id", "kind"),
+    [
+        ("_bernstein", "import.bernstein.workdir"),
+        ("run-001", "import.bernstein"),
+        ("r", "import.x"),
+    ],
+)
+def test_an_import_anchor_cannot_be_appended_by_hand(
+    tmp_path: Path, cli: Any, run_id: str, kind: str
+) -> None:
+    # `append` wrote the importer's own kinds: verify then read a hand-made entry as an
+    # import's anchor (41 bernstein.anchor.file findings), and every signature was refused.
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        import_workdir(ledger, SMALL)
+        before = ledger.verify().to_json()["findings_by_check"]
+    body = {"format": "bernstein-3.23.0", "import_id": 2, "runs": [], "present": []}
+    with Ledger.open(path) as ledger, pytest.raises(InvalidInput) as refused:
+        ledger.run(run_id).append(kind, body)
+    assert refused.value.code == "reserved-kind"
+    result = cli("append", run_id, kind, json.dumps(body), ledger=path)
+    assert result.code == 65 and "reserved" in result.err
+    with Ledger.open(path) as ledger:
+        assert ledger.verify().to_json()["findings_by_check"] == before

@@ -407,37 +407,47 @@ def _record(
             "INSERT INTO bernstein_runs (run_id, path, import_id) VALUES (?, ?, ?)",
             (run_id, rel, import_id),
         )
-        run.append(
-            IMPORT_KIND,
-            {
-                "format": FORMAT,
-                "path": rel,
-                "journal": content_hash(data),
-                "size": len(data),
-                "lines": report["physical_lines"],
-                "rows": report["count"],
-                "discarded_lines": report["discarded_lines"],
-                "profile": report["profile"],
-                "head": report["head"],
-                "import_id": import_id,
-                "manifest": manifest,
-            },
+        run._append_locked(  # in the import's transaction; the kind is the importer's own
+            conn,
+            [
+                (
+                    IMPORT_KIND,
+                    {
+                        "format": FORMAT,
+                        "path": rel,
+                        "journal": content_hash(data),
+                        "size": len(data),
+                        "lines": report["physical_lines"],
+                        "rows": report["count"],
+                        "discarded_lines": report["discarded_lines"],
+                        "profile": report["profile"],
+                        "head": report["head"],
+                        "import_id": import_id,
+                        "manifest": manifest,
+                    },
+                )
+            ],
         )
         summary.runs_imported.append(run_id)
         if report["discarded_lines"]:
             summary.discarded_lines[run_id] = list(report["discarded_lines"])
-    ledger.run(BOOKKEEPING_RUN).append(
-        WORKDIR_KIND,
-        {
-            "format": FORMAT,
-            "import_id": import_id,
-            "manifest": manifest,
-            "files": len(added),
-            "runs": sorted(journals),
-            "present": present,
-            "source": summary.source,
-            "imported_at": imported_at,
-        },
+    ledger.run(BOOKKEEPING_RUN)._append_locked(
+        conn,
+        [
+            (
+                WORKDIR_KIND,
+                {
+                    "format": FORMAT,
+                    "import_id": import_id,
+                    "manifest": manifest,
+                    "files": len(added),
+                    "runs": sorted(journals),
+                    "present": present,
+                    "source": summary.source,
+                    "imported_at": imported_at,
+                },
+            )
+        ],
     )
     summary.import_id = import_id
     summary.manifest = manifest
