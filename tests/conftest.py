@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,12 @@ import pytest
 
 from agentledger import Ledger
 from agentledger.cli import main
+
+# A shell starts a background job (`make test &`) with Ctrl-C ignored, and Python then
+# installs no handler: the tests of what Ctrl-C does, here and in the processes they
+# start (which inherit an ignored signal, never a handler), need it delivered.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)

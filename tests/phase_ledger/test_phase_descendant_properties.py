@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from agentledger import Ledger
 from agentledger.phase import DIMENSIONS, PHASE_NAMES
-from agentledger.phase.journal import PhaseRefused
 from agentledger.phase.descent import exceeds
+from agentledger.phase.journal import PhaseRefused
 
 from .ledger_testkit import compiler_input, source, without_parent
 

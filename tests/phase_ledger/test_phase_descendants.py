@@ -12,8 +12,8 @@ import pytest
 from agentledger import Ledger, core
 from agentledger.errors import ExitCode
 from agentledger.phase import PHASE_NAMES
-from agentledger.phase.journal import PhaseRefused
 from agentledger.phase.descent import RELATIONS, exceeds
+from agentledger.phase.journal import PhaseRefused
 
 from .ledger_testkit import (
     blob_count,
