@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentledger import _core, tiles
 from agentledger.errors import AgentLedgerError, Diverged, InvalidInput, NotFound
+from agentledger.keys import resolve_trust
 from agentledger.limits import MAX_SQLITE_INT
 from agentledger.log import fetch
 from agentledger.notes import MAX_NOTE_BYTES, Checkpoint, newest_checkpoint
@@ -94,9 +95,11 @@ class Proof:
         }
 
 
-def prove(ledger: LedgerHandle, run_id: str, seq: int) -> Proof:
+def prove(ledger: LedgerHandle, run_id: str, seq: int, trust: Iterable[str] = ()) -> Proof:
     """The proof of entry ``seq`` of ``run_id`` against the newest checkpoint: the inclusion
-    proof is read from the tiles (O(log n) reads) and checked before it is handed out."""
+    proof is read from the tiles (O(log n) reads) and checked before it is handed out, and
+    the checkpoint must be this ledger's, signed by a key this install trusts (or ``trust``
+    names)."""
     with ledger.db.snapshot() as conn:
         rows = fetch(
             conn,
@@ -110,6 +113,15 @@ def prove(ledger: LedgerHandle, run_id: str, seq: int) -> Proof:
         if stored is None:
             raise NotFound(f"{ledger.path}: no checkpoint yet (run `agentledger checkpoint`)")
         note = stored.checkpoint
+        # A note anyone could have added to the file: a proof against it proves nothing.
+        trusted = sorted(resolve_trust(trust, ledger.keys))
+        if note.ledger_id != ledger.id or note.signed_by(trusted) is None:
+            raise Diverged(
+                f"the newest checkpoint of {ledger.path} is not this ledger's, signed by a "
+                "trusted key (this install's, or one --trust names); no proof is given. "
+                "Run `agentledger verify`",
+                code="checkpoint-untrusted",
+            )
         if leaf is None or not 0 <= leaf < note.size:
             raise NotFound(
                 f"entry {seq} of run {run_id!r} is not covered by the newest checkpoint "

@@ -276,3 +276,44 @@ def test_verify_proof_names_the_log_the_entry_is_in(
     assert shown.json()["origin"] == f"agentledger/v1/ledger/{other_id}"
     human = cli("verify-proof", str(path))
     assert human.code == 0 and other_id in human.out
+
+
+def test_prove_hands_out_no_proof_against_a_checkpoint_it_does_not_trust(
+    ledger: Ledger, ledger_path: Path, cli: Any, tmp_path: Path
+) -> None:
+    """``prove`` took the file's newest note as it found it: with a stranger's note (or
+    ours with its signature broken) it printed a proof, exit 0, that ``verify-proof``
+    then rejects. It is now refused (exit 2) unless a trusted key signed that note:
+    this install's, or one ``--trust`` names (a reviewer proving from an archive)."""
+    import apsw
+
+    build(ledger, runs=1, entries=3)
+    ours = install_public_key(ledger)
+    stranger = tmp_path / "stranger"
+    stranger.mkdir(mode=0o700)
+    (stranger / "trusted.keys").write_text(f"{ours}\n")
+    (stranger / "trusted.keys").chmod(0o600)
+    ledger.close()
+    with Ledger.open(ledger_path, key_dir=stranger) as theirs:  # their install appends
+        theirs.run("theirs").append("step", {"n": 1})
+        their_key = install_public_key(theirs)
+    refused = cli("prove", "run-0", "1")
+    assert refused.code == 2 and refused.out == "", refused.err
+    assert "not this ledger's, signed by a trusted key" in refused.err
+    trusted = cli("prove", "run-0", "1", "--trust", their_key, "--json")
+    assert trusted.code == 0, trusted.err
+    (tmp_path / "p.json").write_text(trusted.out)
+    assert cli("verify-proof", str(tmp_path / "p.json"), "--trust", their_key).code == 0
+    conn = apsw.Connection(str(ledger_path))  # back to our note, its signature broken
+    conn.execute("DELETE FROM checkpoints WHERE size = 4")
+    ident, note = conn.execute(
+        "SELECT id, note FROM checkpoints ORDER BY size DESC LIMIT 1"
+    ).fetchall()[0]
+    lines = note.split("\n")
+    marker, name, signature = lines[4].split(" ")
+    raw = bytearray(base64.b64decode(signature))
+    raw[-1] ^= 1
+    lines[4] = f"{marker} {name} {base64.b64encode(bytes(raw)).decode()}"
+    conn.execute("UPDATE checkpoints SET note = ? WHERE id = ?", ("\n".join(lines), ident))
+    conn.close()
+    assert cli("prove", "run-0", "1").code == 2

@@ -17,7 +17,7 @@ from agentledger import archive as archives
 from agentledger import gc as collector
 from agentledger.checkpoint import latest, take_checkpoint
 from agentledger.cli import arguments
-from agentledger.cli.common import run_verify, verify_options
+from agentledger.cli.common import run_verify, trust_option, verify_options
 from agentledger.cli.console import styled
 from agentledger.cli.context import AppCommand, AppContext, AppGroup, emit_json, json_option
 from agentledger.display import safe
@@ -144,25 +144,31 @@ def adopt_restored_backup(ledger: Ledger) -> Path | None:
 @click.command("prove", cls=AppCommand)
 @click.argument("run_id", metavar="RUN")
 @click.argument("seq", type=click.IntRange(min=0, max=MAX_SQLITE_INT), metavar="SEQ")
+@trust_option
 @json_option
 @click.pass_obj
-def prove_command(app: AppContext, run_id: str, seq: int, as_json: bool) -> int:
+def prove_command(
+    app: AppContext, run_id: str, seq: int, trust: tuple[str, ...], as_json: bool
+) -> int:
     """Print a self-contained proof that entry SEQ of RUN is in the signed log.
 
     The proof is a C2SP tlog-proof (c2sp.org/tlog-proof@v1) whose extra line carries the
     entry's bytes; --json prints the same proof as a JSON bundle. Check it anywhere,
     without the ledger: `agentledger verify-proof PROOF --trust KEY`, or with any C2SP
     verifier and the key from `agentledger keys export --vkey`. Exit 1 when the run, the
-    entry or a checkpoint covering it does not exist.
+    entry or a checkpoint covering it does not exist; exit 2 when the newest checkpoint is
+    not signed by a trusted key (this install's, or --trust: a reviewer proving from an
+    archive names its signer) or the log does not hold the entry.
 
     \b
     Examples:
       agentledger prove run-7 3 > entry.tlog-proof
       agentledger prove run-7 0 --json | agentledger verify-proof - --trust ed25519:…
+      agentledger --ledger review.db prove run-7 3 --trust ed25519:…
     """
     with app.open_ledger(readonly=True) as ledger:
         ledger.get_run(run_id)
-        proof = prove(ledger, run_id, seq)
+        proof = prove(ledger, run_id, seq, trust)
     if as_json:
         emit_json(proof.bundle())
     else:
