@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from agentledger import _core, bookkeeping, checkpoint, log, signing
 from agentledger.errors import Diverged, InvalidInput, NotFound
 from agentledger.ids import check_kind, utc_timestamp
-from agentledger.limits import MAX_SQLITE_INT
+from agentledger.limits import MAX_ENTRY_BYTES, MAX_SQLITE_INT
 from agentledger.storage import native
 
 if TYPE_CHECKING:
@@ -149,6 +149,14 @@ class Run:
             raise InvalidInput(
                 f"entry body is not canonical JSON: {exc}", code="invalid-body"
             ) from None
+        for entry in entries:  # refused inside the transaction: nothing is written
+            if len(entry.raw) > MAX_ENTRY_BYTES:
+                raise InvalidInput(
+                    f"entry {entry.seq} of run {self.id!r} is {len(entry.raw):,} bytes, larger "
+                    f"than an entry can be ({MAX_ENTRY_BYTES:,}: a proof carries it); store "
+                    "large content as a blob and pin its hash",
+                    code="too-large",
+                )
         if conn.total_changes() - changes_before != len(batch):
             # Only an altered schema (a trigger) could make SQLite store other rows.
             raise Diverged(

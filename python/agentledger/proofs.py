@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from agentledger import _core, tiles
 from agentledger.errors import AgentLedgerError, Diverged, InvalidInput, NotFound
 from agentledger.keys import resolve_trust
-from agentledger.limits import MAX_SQLITE_INT
+from agentledger.limits import MAX_ENTRY_BYTES, MAX_SQLITE_INT
 from agentledger.log import fetch
 from agentledger.notes import MAX_NOTE_BYTES, Checkpoint, newest_checkpoint
 
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
 TLOG_PROOF = "c2sp.org/tlog-proof@v1"
 BUNDLE_FORMAT = "agentledger-proof/v1"
 MAX_PROOF_NODES = 64
-MAX_ENTRY_BYTES = 16 << 20
-"""An entry is at most this long (a proof's ``extra`` line is refused beyond it)."""
 BUNDLE_KEYS = {
     "format",
     "ledger",

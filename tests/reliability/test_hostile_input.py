@@ -18,8 +18,10 @@ import apsw
 import pytest
 
 from agentledger import Ledger
+from agentledger.checkpoint import install_public_key
 from agentledger.cli import main
 from agentledger.errors import InvalidInput, LedgerError
+from agentledger.proofs import parse_proof, prove, verify_proof
 
 from .hostile import (
     DOCUMENT_COMMANDS,
@@ -157,11 +159,28 @@ def test_huge_strings_and_blobs_round_trip_and_verify(tmp_path: Path) -> None:
     source = tmp_path / "big.bin"
     source.write_bytes(big)
     with Ledger.open(tmp_path / "ledger.db") as ledger:
-        entry = ledger.run("r").append("step", {"text": "é" * (8 << 20)})
+        # Just under the largest entry (16 MiB of canonical bytes), which can be proven.
+        entry = ledger.run("r").append("step", {"text": "é" * ((8 << 20) - 512)})
         digest = ledger.blobs.put_file(source)
         assert ledger.blobs.size(digest) == len(big)
         assert ledger.blobs.get(digest) == big
         assert next(ledger.get_run("r").entries()).hash == entry.hash
+        assert ledger.verify(jobs=1).code == 0
+        proof = prove(ledger, "r", 0)
+        assert verify_proof(parse_proof(proof.text().encode()), [install_public_key(ledger)]).ok
+
+
+def test_an_entry_larger_than_a_proof_can_carry_is_refused_and_nothing_written(
+    tmp_path: Path,
+) -> None:
+    """The API took an entry of any size: one past 16 MiB was stored, and ``prove`` then
+    printed a proof that ``verify-proof`` refuses (the entry longer than an entry can be)."""
+    with Ledger.open(tmp_path / "ledger.db") as ledger:
+        ledger.run("r").append("step", {"n": 1})
+        with pytest.raises(InvalidInput) as refused:
+            ledger.run("r").append_many([("step", {"n": 2}), ("step", {"text": "é" * (8 << 20)})])
+        assert refused.value.code == "too-large"
+        assert [e.seq for e in ledger.get_run("r").entries()] == [0]
         assert ledger.verify(jobs=1).code == 0
 
 
