@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import apsw
 
 from agentledger import _core
-from agentledger.errors import InvalidInput
+from agentledger.errors import Diverged, InvalidInput
 from agentledger.keys import Ed25519Key, parse_public_key, sign_message
 from agentledger.log import fetch
 
@@ -230,7 +230,17 @@ class StoredCheckpoint:
 
 def _row_to_stored(row: tuple[int, int, bytes, str]) -> StoredCheckpoint:
     checkpoint_id, size, root, note = row
-    return StoredCheckpoint(checkpoint_id, Checkpoint.parse(note), size, bytes(root))
+    try:
+        parsed = Checkpoint.parse(note)
+    except InvalidInput as exc:
+        # Only this install writes notes into the file: one that does not parse was
+        # edited there (tampering, exit 2), not input a user gave (65).
+        raise Diverged(
+            f"checkpoint {checkpoint_id} stored in the ledger is not a note: {exc.message}; "
+            "run `agentledger verify`",
+            code="checkpoint-malformed",
+        ) from None
+    return StoredCheckpoint(checkpoint_id, parsed, size, bytes(root))
 
 
 CHECKPOINT_COLUMNS = "SELECT id, size, root, note FROM checkpoints"

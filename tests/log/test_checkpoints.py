@@ -225,3 +225,27 @@ def test_a_stored_note_signed_note_calls_malformed_is_a_finding(
 def _newest_note(path: Path) -> str:
     with raw(path) as conn:
         return str(conn.execute("SELECT note FROM checkpoints WHERE size = 2").fetchall()[0][0])
+
+
+def test_a_stored_note_that_does_not_parse_is_tampering_for_every_command(
+    ledger: Ledger, ledger_path: Path, cli: Any, tmp_path: Path
+) -> None:
+    """Only the install writes notes into the file: ``checkpoint``, ``prove`` and ``log
+    export`` answered 65 (invalid input, as for a file the user gave) for a stored note
+    edited so that it no longer parses, where verify says tampering (2)."""
+    build(ledger, runs=1, entries=3)
+    with raw(ledger_path) as conn:
+        conn.execute(
+            "UPDATE checkpoints SET note = 'not a note' WHERE id = "
+            "(SELECT id FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1)"
+        )
+    for args in (
+        ["checkpoint", "--json"],
+        ["prove", "run-0", "1"],
+        ["log", "export", str(tmp_path / "site")],
+        ["verify", "--all"],
+    ):
+        result = cli(*args)
+        assert result.code == 2, (args, result.err)
+        assert "Traceback" not in result.err
+    assert not (tmp_path / "site").exists()
