@@ -629,3 +629,43 @@ def test_an_import_anchor_cannot_be_appended_by_hand(
     assert result.code == 65 and "reserved" in result.err
     with Ledger.open(path) as ledger:
         assert ledger.verify().to_json()["findings_by_check"] == before
+
+
+def test_an_export_killed_while_writing_leaves_no_partial_workdir(tmp_path: Path) -> None:
+    """Export wrote straight into OUTDIR: killed half-way (SIGKILL, a power cut), it left
+    a partial workdir there that reads as a complete one. It now writes beside OUTDIR and
+    renames the whole over it."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        import_workdir(ledger, SMALL)
+    out = tmp_path / "out"
+    out.mkdir()
+    # A slow writer: each file takes a while, so the kill lands mid-export.
+    script = (
+        "import sys, time\n"
+        "from agentledger.bernstein import exporter\n"
+        "slow = exporter._export_one\n"
+        "def one(*args, **kwargs):\n"
+        "    slow(*args, **kwargs); time.sleep(0.05)\n"
+        "exporter._export_one = one\n"
+        "from agentledger.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    args = ["--ledger", str(path), "export", "bernstein", str(out)]
+    process = subprocess.Popen([sys.executable, "-c", script, *args])
+    deadline = time.monotonic() + 60
+    while not any(p.is_file() for p in tmp_path.glob(".out.export-*/**/*")):
+        assert process.poll() is None and time.monotonic() < deadline, "never started writing"
+        time.sleep(0.01)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert list(out.iterdir()) == []  # a leftover staging folder is hidden beside it
+    cli = Path(sys.executable).parent / "agentledger"
+    again = subprocess.run([str(cli), *args], capture_output=True, text=True)  # reruns well
+    assert again.returncode == 0, again.stderr
+    assert (out / ".sdd").is_dir()

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import shutil
+import stat
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -70,24 +73,27 @@ def export_workdir(
         summary = ExportSummary(str(out), selected)
         created = not out.exists()
         out.mkdir(parents=True, exist_ok=True)
+        # Written beside ``out`` and renamed over it (an empty folder) once whole: an
+        # export refused, failed or killed never leaves part of a workdir there.
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.export-", dir=out.parent))
         try:
             for raw_path, kind, digest in rows:
-                _export_one(ledger, out, str(raw_path), kind, digest, selected, summary)
+                _export_one(ledger, staging, str(raw_path), kind, digest, selected, summary)
+            staging.chmod(stat.S_IMODE(out.stat().st_mode))
+            try:
+                staging.rename(out)
+            except OSError as exc:  # something was put in ``out`` meanwhile
+                raise LedgerError(
+                    f"cannot export into {out}: {exc.strerror or exc}; nothing exported",
+                    code="export-failed",
+                ) from None
         except BaseException:
-            _undo(out, created)
+            shutil.rmtree(staging, ignore_errors=True)
+            if created:
+                with contextlib.suppress(OSError):
+                    out.rmdir()
             raise
     return summary
-
-
-def _undo(out: Path, created: bool) -> None:
-    """Remove what a refused or failed export wrote: ``out`` was absent or empty."""
-    for child in out.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
-    if created:
-        out.rmdir()
 
 
 def _export_one(
