@@ -230,6 +230,9 @@ def test_a_directory_given_as_the_ledger_is_a_one_line_usage_error(
     code, _, err = run_cli(capsys, "--ledger", str(tmp_path), "runs")
     assert code == 64
     assert_one_line(err)
+    code, _, err = run_cli(capsys, "--ledger", "", "runs")  # was 65: '.' is a directory
+    assert code == 64, err
+    assert_one_line(err)
     with pytest.raises(LedgerError) as caught:
         Ledger.open(tmp_path)
     assert caught.value.code == "not-a-ledger"

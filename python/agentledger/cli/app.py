@@ -23,6 +23,7 @@ from agentledger.cli.context import (
     AppContext,
     AppGroup,
     KeyFolder,
+    LedgerFile,
     PipeClosed,
     path_or_none,
 )
@@ -108,7 +109,7 @@ def load_all() -> None:
 @click.option(
     "--ledger",
     "ledger_path",
-    type=click.Path(dir_okay=False),
+    type=LedgerFile(),
     envvar="AGENTLEDGER_LEDGER",
     default=DEFAULT_LEDGER,
     show_default=True,

@@ -43,6 +43,18 @@ class KeyFolder(click.Path):
         return value
 
 
+class LedgerFile(click.Path):
+    """``--ledger``: a file path (click lets an empty one through: it names the folder)."""
+
+    def __init__(self) -> None:
+        super().__init__(dir_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if value == "":
+            self.fail("an empty path names no ledger file", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 class PipeClosed(Exception):
     """The reader of stdout went away (``agentledger runs | head -1``): end quietly, exit 0."""
 
@@ -203,7 +215,7 @@ def _set_flag(name: str) -> Any:
 def _global_options() -> list[click.Parameter]:
     """The global options as a sub-command takes them (hidden: the root's help lists them)."""
     flag: dict[str, Any] = {"is_flag": True, "expose_value": False, "hidden": True}
-    ledger, home = click.Path(dir_okay=False), KeyFolder()
+    ledger, home = LedgerFile(), KeyFolder()
     path: dict[str, Any] = {"expose_value": False, "hidden": True}
     return [
         click.Option(["--ledger"], type=ledger, callback=_set_ledger, **path),
