@@ -236,9 +236,7 @@ def report_renderable(report: VerifyReport) -> RenderableType:
 
 
 def verdict_line(report: VerifyReport) -> Text:
-    name = status_name(report.code)
-    if report.code == 1 and not report.missing_runs:
-        name = "no-verdict"  # every run exists: the verifier answers 1 (see each run)
+    name = report.verdict  # no-verdict when every run exists: the verifier answers 1
     text = Text.assemble(("verdict: ", "bold"), (name, STATUS_STYLE.get(name, "")))
     if report.findings:
         diverged = report.diverged_runs

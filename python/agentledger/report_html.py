@@ -19,7 +19,7 @@ from collections import defaultdict
 
 from agentledger.checks import RULE, explain
 from agentledger.display import plural, safe
-from agentledger.verify import Divergence, RunVerdict, VerifyReport, status_name
+from agentledger.verify import Divergence, RunVerdict, VerifyReport
 
 STYLE = """
 :root { --fg: #1d1d1f; --muted: #6b6b70; --line: #d8d8de; --red: #b00020;
@@ -43,7 +43,7 @@ dl.meta dd { margin: 0; }
 .verdict { display: inline-block; padding: .1rem .6rem; border-radius: 1rem; color: #fff;
   font-weight: 600; }
 .verdict.clean { background: var(--green); } .verdict.diverged { background: var(--red); }
-.verdict.missing { background: var(--yellow); }
+.verdict.missing, .verdict.no-verdict { background: var(--yellow); }
 .status-diverged { color: var(--red); font-weight: 600; }
 .status-missing, .status-no-verdict { color: var(--yellow); font-weight: 600; }
 .expected { color: var(--fg); }
@@ -146,12 +146,12 @@ def _meta(report: VerifyReport) -> str:
 
 
 def _chart(report: VerifyReport) -> str:
-    """Clean, diverged and missing runs as one stacked bar (inline SVG)."""
+    """Clean, diverged, missing and no-verdict runs as one stacked bar (inline SVG)."""
     clean, diverged = report.clean_runs, len(report.diverged_runs)
-    missing = report.missing_runs + report.no_verdict_runs
-    total = max(clean + diverged + missing, 1)
+    missing, no_verdict = report.missing_runs, report.no_verdict_runs
+    total = max(clean + diverged + missing + no_verdict, 1)
     parts = [("clean", clean, "#1a7f37"), ("diverged", diverged, "#b00020"),
-             ("missing", missing, "#9a6700")]  # fmt: skip
+             ("missing", missing, "#9a6700"), ("no verdict", no_verdict, "#d4a72c")]  # fmt: skip
     width, x, bars, legend = 600.0, 0.0, [], []
     for n, (name, count, colour) in enumerate(parts):
         if count:
@@ -163,12 +163,12 @@ def _chart(report: VerifyReport) -> str:
             )
             x += w
         legend.append(
-            f'<rect x="{n * 200}" y="34" width="12" height="12" fill="{colour}"/>'
-            f'<text x="{n * 200 + 18}" y="45" font-size="13">{name} {count:,}</text>'
+            f'<rect x="{n * 150}" y="34" width="12" height="12" fill="{colour}"/>'
+            f'<text x="{n * 150 + 18}" y="45" font-size="13">{name} {count:,}</text>'
         )
     return (
-        '<svg role="img" aria-label="runs: clean, diverged, missing" viewBox="0 0 600 52" '
-        'width="600" xmlns="http://www.w3.org/2000/svg">'
+        '<svg role="img" aria-label="runs: clean, diverged, missing, no verdict" '
+        'viewBox="0 0 600 52" width="600" xmlns="http://www.w3.org/2000/svg">'
         f'<rect x="0" y="0" width="600" height="24" fill="#eee"/>{"".join(bars)}'
         f"{''.join(legend)}</svg>"
     )
@@ -338,7 +338,7 @@ def checks_section(checks: list[str], note: str = "") -> str:
 
 
 def render_html(report: VerifyReport) -> str:
-    verdict = status_name(report.code)
+    verdict = report.verdict  # the terminal's and --json's, no-verdict included
     notes = "".join(f"<li>{_e(note)}</li>" for note in report.notes)
     title = f"agentledger verify: {verdict} — {safe(report.ledger_path or 'ledger')}"
     return (

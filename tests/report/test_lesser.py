@@ -141,3 +141,15 @@ def test_a_restored_backup_that_does_not_verify_is_never_adopted(
     assert cli("append", "r", "step").code == 2
     verified = cli("verify", "--json").json()
     assert "log.rollback" in {d["check"] for d in verified["workspace"]}
+
+
+def test_the_html_report_gives_the_no_verdict_verify_gives(cli: Any, tmp_path: Path) -> None:
+    assert cli("import", "bernstein", str(SHAPES)).code == 0
+    page = tmp_path / "report.html"
+    written = cli("verify", "--compat", "bernstein", "--html", str(page))
+    assert written.code == 1 and "verdict: no-verdict" in written.out
+    text = page.read_text(encoding="utf-8")
+    assert "<title>agentledger verify: no-verdict — " in text
+    assert "class='verdict no-verdict'>no-verdict</span>" in text
+    assert "<title>missing: " not in text  # runs without a verdict are not drawn as missing
+    assert "<title>no verdict: 2</title>" in text

@@ -275,14 +275,19 @@ class VerifyReport:
             for check, row in ordered
         }
 
+    @property
+    def verdict(self) -> str:
+        """The report's status, as every output names it: ``status_name(code)``, except
+        ``no-verdict`` for 1 when every run asked about exists (the verifier answers 1)."""
+        if self.code == ExitCode.NOT_FOUND and not self.missing_runs:
+            return NO_VERDICT
+        return status_name(self.code)
+
     def to_json(self) -> dict[str, Any]:
         statuses = self.statuses()
-        status = status_name(self.code)
-        if self.code == ExitCode.NOT_FOUND and not self.missing_runs:
-            status = NO_VERDICT
         return {
             "code": int(self.code),
-            "status": status,
+            "status": self.verdict,
             "scope": self.scope,
             "runs": len(self.runs),
             "entries": self.entries,
