@@ -130,6 +130,15 @@ class Ledger:
     def has_run(self, run_id: str) -> bool:
         return bool(self.db.rows("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)))
 
+    def holds_run(self, run_id: str) -> None:
+        """``NotFound`` unless the file holds ``run_id``: its row in ``runs``, or entries (a
+        run whose row was removed is still there to show and verify: ``run.unknown``)."""
+        check_run_id(run_id)
+        if not self.has_run(run_id) and not self.db.rows(
+            "SELECT 1 FROM entries WHERE run_id = ? LIMIT 1", (run_id,)
+        ):
+            raise NotFound(f"no run {run_id!r} in {self.path}")
+
     def runs(self) -> list[str]:
         """Every run id, in creation order."""
         return [row[0] for row in self.db.rows("SELECT run_id FROM runs ORDER BY ordinal")]

@@ -8,6 +8,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+import apsw
+
 from agentledger import Ledger
 from tests.bernstein.bernstein_testkit import SMALL
 from tests.report.conftest import Demo, as_json
@@ -243,3 +245,30 @@ def test_a_run_rewritten_under_the_signed_log_reads_diverged_in_verify_all_too(
     ]
     statuses = {row["run"]: row["status"] for row in cli("runs", "--json").json()["runs"]}
     assert statuses == {"r0": "clean", "r1": "diverged", "r2": "clean"}
+
+
+def test_a_run_whose_row_was_removed_reads_diverged_in_every_output(
+    ledger_path: Path, cli: Any
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        for run_id in ("a", "b", "c"):
+            ledger.run(run_id).append_many([("step", {"n": n}) for n in range(3)])
+    conn = apsw.Connection(str(ledger_path))  # its entries stay: only the listing's row goes
+    conn.execute("DELETE FROM runs WHERE run_id = 'b'")  # (foreign keys are not enforced here)
+    conn.close()
+    whole = cli("verify", "--json")
+    status = {row["run"]: row["status"] for row in whole.json()["results"]}
+    assert whole.code == 2 and status["b"] == "diverged"
+    checks = {d["check"] for f in whole.json()["failures"] for d in f["divergences"]}
+    assert "run.unknown" in checks
+    named = cli("verify", "b", "--json")
+    assert named.code == 2, named.out
+    assert named.json()["results"][0]["status"] == "diverged"
+    assert named.json()["results"][0]["entries"] == 3
+    assert "run.unknown" in {d["check"] for d in named.json()["failures"][0]["divergences"]}
+    shown = cli("show", "b", "--json")
+    assert shown.code == 2 and shown.json()["run_status"] == "diverged"
+    assert len(shown.json()["entries"]) == 3
+    assert cli("activity", "verify", "b").code == 2
+    assert cli("verify", "nope").code == 1  # a run the file holds nothing of is still missing
+    assert cli("show", "nope").code == 1

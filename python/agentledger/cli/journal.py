@@ -424,7 +424,7 @@ def show(
 
     options = VerifyOptions(trust=arguments.trust_values(trust))
     with app.open_ledger(readonly=True) as ledger:
-        ledger.get_run(run_id)
+        ledger.holds_run(run_id)  # a run whose row was removed too: verify names it
         with ledger.db.snapshot() as conn:
             imported = view.read_imported_run(conn, run_id)
         try:

@@ -321,7 +321,11 @@ def _context(
     selected = list(heads) if run_ids is None else list(dict.fromkeys(run_ids))
     verdicts = {run_id: RunVerdict(run_id) for run_id in selected}
     for run_id in selected:
-        if run_id not in heads:
+        # The runs table is a listing cache: a run whose row was removed is still the
+        # journal's, verified as `verify --all` verifies it (``run.unknown``), not missing.
+        if run_id not in heads and not native.rows(
+            conn, "SELECT 1 FROM entries WHERE run_id = ? LIMIT 1", (run_id,)
+        ):
             verdicts[run_id].code = ExitCode.NOT_FOUND
     return VerifyContext(
         ledger=ledger,
