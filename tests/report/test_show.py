@@ -97,3 +97,24 @@ def test_a_stage_with_2_of_3_blobs_is_incomplete_never_green(ledger_path: Path, 
     assert result["code"] == 2
     activity = next(e for e in result["entries"] if e["kind"] == "activity.result")
     assert "stage incomplete" in [m["mark"] for m in activity["marks"]]
+
+
+def test_show_trust_reaches_the_stages_receipt_as_it_reaches_the_verdict(
+    ledger_path: Path, tmp_path: Path, cli: Any
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        data = ledger.run("r").data("data-0")
+        data.add_input("in.csv", b"a,b\n1,2\n")
+        data.plan(["sum b"])
+        data.add_output("out.csv", b"2\n")
+        data.finish()
+        public = ledger.keys.install_public_key()
+    assert public is not None
+    elsewhere = str(tmp_path / "elsewhere")  # another machine: trusts the key by --trust only
+    shown = cli("--home", elsewhere, "show", "r", "--trust", public, "--json")
+    assert shown.code == 0 and shown.json()["run_status"] == "clean"
+    assert shown.json()["stages"][0]["receipt"] == "verified"
+    text = cli("--home", elsewhere, "show", "r", "--trust", public)
+    assert "receipt verified" in text.out and "untrusted" not in text.out
+    untrusted = cli("--home", elsewhere, "show", "r", "--json")  # without it: both say so
+    assert untrusted.code == 2 and untrusted.json()["stages"][0]["receipt"] == "untrusted signer"

@@ -18,11 +18,14 @@ if TYPE_CHECKING:
     from agentledger.handle import LedgerHandle
 
 
-def stage_summaries(ledger: LedgerHandle, entries: Iterable[Entry]) -> list[dict[str, Any]]:
+def stage_summaries(
+    ledger: LedgerHandle, entries: Iterable[Entry], trust: Iterable[str] = ()
+) -> list[dict[str, Any]]:
     """One summary per ``activity.result`` / ``activity.refused`` entry, in journal order.
 
     ``receipt`` is None for modalities without one, else ``verified``, ``missing``,
-    ``untrusted signer``, or ``invalid: <check>`` (checked with this install's trust).
+    ``untrusted signer``, or ``invalid: <check>`` (checked with this install's trust and
+    ``trust``, the keys the verify of the same command trusts: one answer for both).
     """
     trusted: set[str] | str | None = None
     out = []
@@ -42,7 +45,7 @@ def stage_summaries(ledger: LedgerHandle, entries: Iterable[Entry]) -> list[dict
         if entry.kind == RESULT_KIND and body.get("kind") in SIGNED_MODALITIES:
             if trusted is None:
                 try:
-                    trusted = resolve_trust((), ledger.keys)
+                    trusted = resolve_trust(trust, ledger.keys)
                 except AgentLedgerError as exc:  # a key file to refuse: say so, show the rest
                     trusted = f"not checked: {exc.code}"
             receipt = (

@@ -438,7 +438,7 @@ def show(
             report, unverified = None, f"not verified: {exc.message}"
         if imported is None:
             entries = _read(ledger, run_id)
-            stages = stage_summaries(ledger, entries)
+            stages = stage_summaries(ledger, entries, options.trust)
     if imported is not None:
         # bernstein's own journal rows and stages (cli/bernstein_show.py)
         from agentledger.cli.bernstein_show import show_imported
