@@ -131,11 +131,17 @@ class Ledger:
         return bool(self.db.rows("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)))
 
     def holds_run(self, run_id: str) -> None:
-        """``NotFound`` unless the file holds ``run_id``: its row in ``runs``, or entries (a
-        run whose row was removed is still there to show and verify: ``run.unknown``)."""
+        """``NotFound`` unless the file holds ``run_id``: its row in ``runs``, entries (a
+        run whose row was removed is still there to show and verify: ``run.unknown``), or
+        audit records (a run removed whole: ``audit.orphan``)."""
         check_run_id(run_id)
-        if not self.has_run(run_id) and not self.db.rows(
+        if self.has_run(run_id) or self.db.rows(
             "SELECT 1 FROM entries WHERE run_id = ? LIMIT 1", (run_id,)
+        ):
+            return
+        mirror = self.db.rows("SELECT 1 FROM sqlite_schema WHERE name = 'audit_log'")
+        if not mirror or not self.db.rows(  # (no mirror in a schema before activities)
+            "SELECT 1 FROM audit_log WHERE run_id = ? LIMIT 1", (run_id,)
         ):
             raise NotFound(f"no run {run_id!r} in {self.path}")
 

@@ -272,3 +272,33 @@ def test_a_run_whose_row_was_removed_reads_diverged_in_every_output(
     assert cli("activity", "verify", "b").code == 2
     assert cli("verify", "nope").code == 1  # a run the file holds nothing of is still missing
     assert cli("show", "nope").code == 1
+
+
+def test_a_run_removed_with_its_row_reads_diverged_by_its_audit_record(
+    ledger_path: Path, cli: Any
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        for run_id in ("a", "b"):
+            ledger.run(run_id).append("step", {"n": 0})
+            research = ledger.run(run_id).research("research-0")
+            research.fetch("https://example.org/", b"<html>page</html>")
+            research.finish(artifact={"summary": run_id})
+    conn = apsw.Connection(str(ledger_path))  # every entry and the row go; the mirror stays
+    conn.execute("DELETE FROM entries WHERE run_id = 'a'")
+    conn.execute("DELETE FROM runs WHERE run_id = 'a'")
+    conn.close()
+    whole = cli("verify", "--json")
+    assert whole.code == 2
+    assert ("a", 1, "audit.orphan") in {
+        (d["run"], d["seq"], d["check"]) for d in whole.json()["workspace"]
+    }
+    named = cli("verify", "a", "--json")
+    assert named.code == 2, named.out  # not "no such run": the file shows it was removed
+    assert named.json()["results"][0]["status"] == "diverged"
+    assert named.json()["missing"] == 0 and named.json()["diverged"] == 1
+    checks = {(d["seq"], d["check"]) for f in named.json()["failures"] for d in f["divergences"]}
+    assert (1, "audit.orphan") in checks
+    assert cli("activity", "verify", "a").code == 2
+    shown = cli("show", "a", "--json")
+    assert shown.code == 2 and shown.json()["run_status"] == "diverged"
+    assert cli("verify", "nope").code == 1  # a run the file holds no trace of is missing

@@ -108,8 +108,11 @@ def judged_by_whole(named: VerifyReport, whole: VerifyReport) -> VerifyReport:
         runs.append(merged)
     named.runs = runs
     selected = {run.run_id for run in runs}
+    own = [d for run in runs for d in run.divergences]  # (a removed run's audit.orphan)
     named.workspace += [
-        d for d in whole.workspace if d.run_id in selected and d not in named.workspace
+        d
+        for d in whole.workspace
+        if d.run_id in selected and d not in named.workspace and d not in own
     ]
     elsewhere = sum(1 for d in whole.workspace if d.run_id not in selected)
     named.notes.append(
