@@ -118,3 +118,28 @@ def test_show_trust_reaches_the_stages_receipt_as_it_reaches_the_verdict(
     assert "receipt verified" in text.out and "untrusted" not in text.out
     untrusted = cli("--home", elsewhere, "show", "r", "--json")  # without it: both say so
     assert untrusted.code == 2 and untrusted.json()["stages"][0]["receipt"] == "untrusted signer"
+
+
+def test_show_lists_a_finding_at_a_step_the_file_no_longer_holds(
+    ledger_path: Path, cli: Any
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        run = ledger.run("r")
+        run.append("step", {"n": 0})
+        research = run.research("research-0")
+        research.fetch("https://example.org/", b"<html>page</html>")
+        research.finish(artifact={"summary": "s"})
+        run.append("step", {"n": 2})
+    conn = apsw.Connection(str(ledger_path))
+    conn.execute("DELETE FROM entries WHERE run_id = 'r' AND seq = 1")  # the activity's entry
+    conn.close()
+    verified = cli("verify", "r", "--json").json()
+    found = {(d["seq"], d["check"]) for f in verified["failures"] for d in f["divergences"]}
+    assert (1, "audit.orphan") in found
+    shown = cli("show", "r", "--json")
+    assert shown.code == 2
+    listed = {m["check"] for m in shown.json()["run_findings"]}
+    listed |= {m["check"] for e in shown.json()["entries"] for m in e["marks"]}
+    assert {check for _, check in found} <= listed  # every finding, none dropped
+    text = cli("show", "r").out
+    assert "step 1: audit.orphan" in text

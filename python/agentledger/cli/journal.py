@@ -445,7 +445,8 @@ def show(
 
         return show_imported(app, imported, report, unverified, as_json, width)
     verdict = report.runs[0] if report is not None else RunVerdict(run_id)
-    marks = mark_run(verdict, report.workspace if report is not None else [], stages)
+    held = {entry.seq for entry in entries}
+    marks = mark_run(verdict, report.workspace if report is not None else [], stages, held)
     # The exit code of `verify RUN` (the run's findings and the ledger's, e.g. no signed
     # checkpoint), and diverged whenever a step is marked.
     code = int(report.code) if report is not None else int(ExitCode.OK)

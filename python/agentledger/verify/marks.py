@@ -9,6 +9,7 @@ belong to no step (the run's cached head, a workspace finding naming the run) ar
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,9 +94,14 @@ def _int(text: str) -> int | None:
 
 
 def mark_run(
-    verdict: RunVerdict, workspace: list[Divergence], stages: list[dict[str, Any]]
+    verdict: RunVerdict,
+    workspace: list[Divergence],
+    stages: list[dict[str, Any]],
+    held: Collection[int] | None = None,
 ) -> RunMarks:
-    """The marks of every step of ``verdict``'s run (``workspace``: the report's findings)."""
+    """The marks of every step of ``verdict``'s run (``workspace``: the report's findings).
+    A finding at a step not in ``held`` (the steps the file holds, when given: one deleted)
+    is the run's, said with its step: no entry is shown to carry it."""
     marks = RunMarks()
     findings = list(verdict.divergences)
     # A workspace finding naming the run, or naming none (the signed log, the checkpoint
@@ -104,6 +110,10 @@ def mark_run(
     for divergence in findings:
         if divergence.seq is None:
             marks.run.append(Mark(DIVERGED, _run_text(divergence), divergence))
+            continue
+        if held is not None and divergence.seq not in held:
+            text = f"step {divergence.seq}: {_run_text(divergence)}"
+            marks.run.append(Mark(DIVERGED, text, divergence))
             continue
         mark = MARK_OF_CHECK.get(divergence.check, DIVERGED)
         marks.steps[divergence.seq].append(Mark(mark, _text(divergence, mark), divergence))
