@@ -143,3 +143,26 @@ def test_show_lists_a_finding_at_a_step_the_file_no_longer_holds(
     assert {check for _, check in found} <= listed  # every finding, none dropped
     text = cli("show", "r").out
     assert "step 1: audit.orphan" in text
+
+
+def test_show_of_a_receipt_nested_too_deep_lists_it_as_verify_does(
+    ledger_path: Path, cli: Any
+) -> None:
+    from agentledger import _core
+    from tests.raw_entries import append_unvetted
+
+    with Ledger.open(ledger_path) as ledger:
+        with ledger.db.write():
+            digest = ledger.blobs.put(b"[" * 100_000 + b"]" * 100_000)
+        body = {
+            "kind": "data", "stage_id": "s", "artifact_hash": digest,
+            "evidence_set_hash": _core.evidence_set_hash([]), "observations": [],
+        }  # fmt: skip
+        append_unvetted(ledger, "r", [("activity.result", body)])
+    verified = cli("verify", "r", "--json")
+    assert verified.code == 2
+    checks = {d["check"] for f in verified.json()["failures"] for d in f["divergences"]}
+    assert "receipt.json" in checks
+    shown = cli("show", "r", "--json")
+    assert shown.code == 2, shown.err
+    assert shown.json()["stages"][0]["receipt"] == "invalid: receipt.json"

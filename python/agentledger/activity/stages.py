@@ -80,7 +80,7 @@ def receipt_status(ledger: LedgerHandle, entry: Entry, trusted: set[str]) -> str
         return "invalid: receipt.artifact_hash"
     try:
         doc = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's depth: not a receipt
         return "invalid: receipt.json"
     checked = check_receipt(
         doc, kind=str(body.get("kind")), run_id=entry.run_id, stage_id=str(body.get("stage_id"))
