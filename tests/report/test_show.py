@@ -166,3 +166,17 @@ def test_show_of_a_receipt_nested_too_deep_lists_it_as_verify_does(
     shown = cli("show", "r", "--json")
     assert shown.code == 2, shown.err
     assert shown.json()["stages"][0]["receipt"] == "invalid: receipt.json"
+
+
+def test_show_draws_a_stage_whose_evidence_hash_is_not_a_string(
+    ledger_path: Path, cli: Any
+) -> None:
+    from tests.raw_entries import append_unvetted
+
+    with Ledger.open(ledger_path) as ledger:
+        body = {"kind": "research", "stage_id": "s", "evidence_set_hash": 7, "observations": []}
+        append_unvetted(ledger, "r", [("activity.result", body)])
+    shown = cli("show", "r")
+    assert shown.code == 2, shown.err  # as `verify r`: the stage is not a valid result
+    assert cli("verify", "r").code == 2
+    assert "evidence 7" in shown.out

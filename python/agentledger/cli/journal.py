@@ -40,9 +40,13 @@ HASH_WIDTH = 18
 BODY_CHARS = 200
 
 
-def short(digest: str | None) -> str:
-    """A digest cut for a listing (``show --json`` and ``verify`` give it whole)."""
-    return "-" if not digest else safe(digest[: len("blake3:") + HASH_WIDTH - 7]) + "…"
+def short(digest: object) -> str:
+    """A digest cut for a listing (``show --json`` and ``verify`` give it whole); a tampered
+    body may hold any JSON value where a digest belongs: shown as text."""
+    if not digest:
+        return "-"
+    text = digest if isinstance(digest, str) else str(digest)
+    return safe(text[: len("blake3:") + HASH_WIDTH - 7]) + "…"
 
 
 @click.command(cls=AppCommand)
