@@ -202,3 +202,24 @@ def test_append_reads_stdin_as_strict_json(tmp_path: Path) -> None:
         capture_output=True, check=False,
     )  # fmt: skip
     assert plain.returncode == 0, plain.stderr
+
+
+def test_activity_verify_of_a_run_without_activity_exits_as_verify_when_the_ledger_diverged(
+    ledger_path: Path, cli: Any
+) -> None:
+    import apsw
+
+    assert cli("append", "plain", "step", "{}").code == 0
+    assert cli("activity", "verify", "plain").code == 1  # clean, no activity: nothing to verify
+    conn = apsw.Connection(str(ledger_path))  # the signed checkpoint's note, edited
+    ((note,),) = conn.execute("SELECT note FROM checkpoints ORDER BY id DESC LIMIT 1")
+    conn.execute(
+        "UPDATE checkpoints SET note = ? WHERE id = (SELECT max(id) FROM checkpoints)",
+        (note.replace("— ", "— x"),),
+    )
+    conn.close()
+    assert cli("verify", "plain").code == 2
+    assert cli("show", "plain").code == 2
+    checked = cli("activity", "verify", "plain", "--json")
+    assert checked.code == 2 and checked.json()["status"] == "diverged"
+    assert cli("activity", "verify", "plain").code == 2

@@ -72,7 +72,9 @@ def activity_verify(
     with app.open_ledger(readonly=True) as ledger:
         report = run_verify(app, ledger, [run_id], options)
     verdict = report.runs[0]
-    if report.status_of(run_id) == "clean" and verdict.activities == 0:
+    # Nothing to verify only when nothing diverged: a finding of the ledger the run is
+    # proven in (an edited checkpoint) exits 2, as `verify RUN` and `show RUN` do.
+    if report.code == ExitCode.OK and verdict.activities == 0:
         if as_json:
             emit_json(
                 {**report.to_json(), "code": int(ExitCode.NOT_FOUND), "status": "no-activity"}
