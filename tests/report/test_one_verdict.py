@@ -302,3 +302,21 @@ def test_a_run_removed_with_its_row_reads_diverged_by_its_audit_record(
     shown = cli("show", "a", "--json")
     assert shown.code == 2 and shown.json()["run_status"] == "diverged"
     assert cli("verify", "nope").code == 1  # a run the file holds no trace of is missing
+
+
+def test_cached_heads_that_overflow_a_sum_are_findings_not_an_error(
+    ledger_path: Path, cli: Any
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        for run_id in ("a", "b"):
+            ledger.run(run_id).append_many([("step", {"n": n}) for n in range(2)])
+    conn = apsw.Connection(str(ledger_path))  # two cached heads whose sum is past 2**63
+    conn.execute("UPDATE runs SET head_seq = 9223372036854775806")
+    conn.close()
+    for args in (("verify",), ("verify", "a"), ("fsck",)):
+        done = cli(*args, "--json")
+        assert done.code == 2, (args, done.err)
+    report = cli("verify", "--json").json()
+    checks = {(f["run"], d["check"]) for f in report["failures"] for d in f["divergences"]}
+    assert {("a", "run.head_seq"), ("b", "run.head_seq")} <= checks
+    assert cli("show", "a").code == 2

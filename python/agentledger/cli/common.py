@@ -22,7 +22,7 @@ import click
 from agentledger.cli.context import AppContext, F, emit_json
 from agentledger.display import safe
 from agentledger.errors import InvalidInput
-from agentledger.limits import MAX_DOCUMENT_BYTES, read_capped
+from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
 
 if TYPE_CHECKING:
     from agentledger.ledger import Ledger
@@ -110,13 +110,15 @@ def run_verify(
     run_ids: list[str] | None,
     options: VerifyOptions | None = None,
 ) -> VerifyReport:
-    # A file whose schema is not ours is read no further than verify's finding.
+    # A file whose schema is not ours is read no further than verify's finding. The cached
+    # heads only size the progress bar: summed as a float (total()), an edited one past
+    # 2**63 is verify's finding (run.head_seq), not SQLite's "integer overflow".
     total = (
         0
         if ledger.db.schema_findings
-        else ledger.db.scalar("SELECT coalesce(sum(head_seq + 1), 0) FROM runs")
+        else ledger.db.scalar("SELECT total(max(head_seq, -1) + 1) FROM runs")
     )
-    with progress_bar(app, int(total or 0)) as progress:
+    with progress_bar(app, int(min(total or 0, MAX_SQLITE_INT))) as progress:
         return ledger.verify(run_ids, progress=progress, options=options)
 
 
