@@ -320,3 +320,27 @@ def test_cached_heads_that_overflow_a_sum_are_findings_not_an_error(
     checks = {(f["run"], d["check"]) for f in report["failures"] for d in f["divergences"]}
     assert {("a", "run.head_seq"), ("b", "run.head_seq")} <= checks
     assert cli("show", "a").code == 2
+
+
+def test_a_pinned_blob_with_a_wrong_chunk_size_is_reported_once_on_its_run(
+    ledger_path: Path, cli: Any
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        research = ledger.run("r").research("research-0")
+        research.fetch("https://example.org/", b"<html>page</html>")
+        research.finish(artifact={"summary": "s"})
+    conn = apsw.Connection(str(ledger_path))
+    conn.execute("UPDATE blobs SET chunk_size = 0 WHERE size = 17")  # the page's blob
+    conn.close()
+    report = cli("verify", "--json").json()
+    found = [
+        (f["run"], d["seq"], d["check"])
+        for f in report["failures"]
+        for d in f["divergences"]
+        if d["check"] == "blob.chunk_size"
+    ]
+    found += [(d["run"], d["seq"], d["check"]) for d in report["workspace"]]
+    assert found == [("r", 0, "blob.chunk_size")]  # the pinning step's, not the workspace's too
+    assert report["findings_by_check"]["blob.chunk_size"] == {
+        "findings": 1, "runs": 1, "workspace": 0,
+    }  # fmt: skip
