@@ -146,11 +146,9 @@ def remember(ledger: Ledger, report: VerifyReport, mode: str, seen: Before) -> s
     if not found or not ledger.id or seen.log is None:
         return None
     statuses = report.statuses()
-    verdicts = (
-        (run_id, seen.heads.get(run_id), statuses[run_id])
-        for run_id in found
-        if run_id in seen.heads
-    )
+    # A run created while verify ran is recorded with no head (its row's head differs: it
+    # reads unverified); one whose row was removed has none either way (runs lists it).
+    verdicts = ((run_id, seen.heads.get(run_id), statuses[run_id]) for run_id in found)
     log = seen.log
 
     def extends(known: LogState) -> bool:

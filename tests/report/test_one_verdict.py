@@ -344,3 +344,26 @@ def test_a_pinned_blob_with_a_wrong_chunk_size_is_reported_once_on_its_run(
     assert report["findings_by_check"]["blob.chunk_size"] == {
         "findings": 1, "runs": 1, "workspace": 0,
     }  # fmt: skip
+
+
+def test_runs_lists_a_run_whose_row_was_removed_with_its_verdict(
+    ledger_path: Path, cli: Any
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        for run_id in ("a", "b", "c"):
+            ledger.run(run_id).append_many([("step", {"n": n}) for n in range(3)])
+    conn = apsw.Connection(str(ledger_path))  # its entries stay: only the listing's row goes
+    conn.execute("DELETE FROM runs WHERE run_id = 'b'")
+    conn.close()
+    listed = {item["run"]: item for item in map(json.loads, cli("runs", "--jsonl").out.split())}
+    assert sorted(listed) == ["a", "b", "c"]
+    assert listed["b"]["entries"] == 3 and listed["b"]["head"] is None
+    assert listed["b"]["status"] == "unverified"
+    whole = cli("verify", "--json").json()
+    status = {row["run"]: row["status"] for row in whole["results"]}
+    listed = {item["run"]: item["status"] for item in cli("runs", "--json").json()["runs"]}
+    assert listed == status and listed["b"] == "diverged"
+    assert [
+        item["run"] for item in cli("runs", "--status", "diverged", "--json").json()["runs"]
+    ] == ["b"]
+    assert len(cli("runs", "--limit", "2", "--json").json()["runs"]) == 2

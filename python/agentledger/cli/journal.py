@@ -174,7 +174,7 @@ SELECT json_object(
                          WHERE a.kind = 'activity.result' AND a.run_id = r.run_id),
          'entries', ifnull({last_seq}, -1) + 1,
          'events', ifnull({last_seq}, -1) + 1,
-         'head', 'blake3:' || lower(hex(r.head_hash)),
+         'head', 'blake3:' || nullif(lower(hex(r.head_hash)), ''),
          'last_entry', {head_ts},
          'run', r.run_id,
          'source', CASE WHEN b.run_id IS NULL THEN 'native' ELSE 'bernstein' END,
@@ -182,18 +182,33 @@ SELECT json_object(
          'verified_at', {verified_at}
        ),
        b.run_id IS NOT NULL
-  FROM runs r LEFT JOIN bernstein_runs b ON b.run_id = r.run_id {join}
+  FROM {source} r LEFT JOIN bernstein_runs b ON b.run_id = r.run_id {join}
  WHERE 1 {where}
  ORDER BY {order} {limit}
 """
 """One JSON object per run, keys sorted, built by SQLite (no Python object per field)."""
+
+UNLISTED = """(WITH RECURSIVE ids(run_id) AS (
+    SELECT (SELECT min(run_id) FROM entries)
+    UNION ALL
+    SELECT (SELECT min(e.run_id) FROM entries e WHERE e.run_id > ids.run_id)
+      FROM ids WHERE ids.run_id IS NOT NULL)
+  SELECT run_id, NULL AS ordinal, NULL AS head_hash FROM ids
+   WHERE run_id IS NOT NULL AND run_id NOT IN (SELECT run_id FROM runs))"""
+"""Runs holding entries but no row in ``runs`` (removed from the listing: verify's
+``run.unknown``), each run id found by one index seek from the one before."""
 
 STATUS_JOIN = "LEFT JOIN run_status.run_status s ON s.run_id = r.run_id"
 STATUS_KNOWN = "s.status IS NOT NULL AND s.head_hash IS r.head_hash"
 
 
 def _runs_query(
-    status_db: bool, status: str | None, show_all: bool, sort: str, limit: int | None
+    status_db: bool,
+    status: str | None,
+    show_all: bool,
+    sort: str,
+    limit: int | None,
+    source: str = "runs",
 ) -> tuple[str, tuple[object, ...]]:
     params: list[object] = []
     where = ""
@@ -209,6 +224,7 @@ def _runs_query(
         last_seq=LAST_SEQ,
         status=status_sql if status_db else "'unverified'",
         verified_at=f"CASE WHEN {STATUS_KNOWN} THEN s.verified_at END" if status_db else "NULL",
+        source=source,
         join=STATUS_JOIN if status_db else "",
         where=where,
         order=SORTS[sort],
@@ -247,10 +263,20 @@ def _run_lines(
         # Notes taken when the file held another log are another content's: not shown.
         known = attached and notes_match(conn, current_log(conn))
         sql, params = _runs_query(known, status, show_all, sort, limit)
+        listed = 0
         for line, imported in conn.execute(sql, params):
             if imported:
                 line = _bernstein_line(conn, line)
+            listed += 1
             yield line
+        if limit is not None and listed >= limit:
+            return
+        # Then runs whose row was removed while their entries remain: every run the file
+        # holds is listed, as verify names it (the runs table is a cache).
+        rest = None if limit is None else limit - listed
+        sql, params = _runs_query(known, status, show_all, sort, rest, source=UNLISTED)
+        for line, imported in conn.execute(sql, params):
+            yield _bernstein_line(conn, line) if imported else line
 
 
 def _bernstein_line(conn: Any, line: str) -> str:
