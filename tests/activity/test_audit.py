@@ -7,6 +7,7 @@ import hmac
 import json
 from pathlib import Path
 
+import apsw
 import pytest
 
 from agentledger import Ledger, _core
@@ -220,3 +221,20 @@ def test_a_second_record_of_one_crossing_is_a_finding_without_the_key(
     assert [(d.run_id, d.seq, d.subject) for d in twice] == [
         (run_id, seq, f"audit record {pos + 1}")
     ], report.to_json()
+
+
+def test_an_edited_kind_column_is_entry_kind_not_an_orphaned_audit_record(
+    ledger_path: Path,
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        research = ledger.run("r").research("research-0")
+        research.fetch("https://example.org/", b"<html>page</html>")
+        research.finish(artifact={"summary": "s"})
+    conn = apsw.Connection(str(ledger_path))  # the cached column only: the bytes are intact
+    conn.execute("UPDATE entries SET kind = 'step' WHERE run_id = 'r' AND seq = 0")
+    conn.close()
+    with Ledger.open(ledger_path) as ledger:
+        report = ledger.verify()
+    checks = {(d.seq, d.check) for run in report.runs for d in run.divergences}
+    checks |= {(d.seq, d.check) for d in report.workspace}
+    assert checks == {(0, "entry.kind")}  # the entry is there: its record names it
