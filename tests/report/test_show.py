@@ -180,3 +180,22 @@ def test_show_draws_a_stage_whose_evidence_hash_is_not_a_string(
     assert shown.code == 2, shown.err  # as `verify r`: the stage is not a valid result
     assert cli("verify", "r").code == 2
     assert "evidence 7" in shown.out
+
+
+def test_show_calls_a_receipt_without_chunks_missing_as_verify_does(
+    ledger_path: Path, cli: Any
+) -> None:
+    with Ledger.open(ledger_path) as ledger:
+        data = ledger.run("r").data("data-0")
+        data.add_input("in.csv", b"a,b\n1,2\n")
+        data.plan(["sum b"])
+        data.add_output("out.csv", b"2\n")
+        receipt = data.finish().body["artifact_hash"]
+    conn = apsw.Connection(str(ledger_path))  # its row stays, its bytes go
+    conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (receipt,))
+    conn.close()
+    verified = cli("verify", "r", "--json").json()
+    checks = {d["check"] for f in verified["failures"] for d in f["divergences"]}
+    assert "receipt.missing" in checks
+    shown = cli("show", "r", "--json")
+    assert shown.code == 2 and shown.json()["stages"][0]["receipt"] == "missing"
