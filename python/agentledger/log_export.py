@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from agentledger import _core, tiles
 from agentledger import log as wslog
-from agentledger.errors import AgentLedgerError, BadArgument, Diverged, LedgerError, NotFound
+from agentledger.errors import AgentLedgerError, BadArgument, Diverged, LedgerError
 from agentledger.keys import resolve_trust
-from agentledger.notes import MAX_NOTE_BYTES, Checkpoint, newest_checkpoint
+from agentledger.notes import MAX_NOTE_BYTES, Checkpoint, newest_trusted
 
 if TYPE_CHECKING:
     import apsw
@@ -86,20 +86,10 @@ def export(ledger: LedgerHandle, folder: Path, *, since: int | None = None) -> E
     """
     folder = Path(folder)
     with ledger.db.snapshot() as conn:
-        stored = newest_checkpoint(conn)
-        if stored is None:
-            raise NotFound(f"{ledger.path}: no checkpoint yet (run `agentledger checkpoint`)")
-        note = stored.checkpoint
         # Published, a note and its tiles are what the world holds the log to (and a tile
         # is never rewritten): only one a trusted key signed for this ledger goes out.
-        trusted = sorted(resolve_trust((), ledger.keys))
-        if note.ledger_id != ledger.id or note.signed_by(trusted) is None:
-            raise Diverged(
-                f"{ledger.path}: its newest checkpoint is not signed by a key this install "
-                "trusts for this ledger; nothing was written. Run `agentledger verify` (a "
-                "signer you trust: `agentledger keys trust KEY`)",
-                code="checkpoint-untrusted",
-            )
+        trusted = resolve_trust((), ledger.keys)
+        note = newest_trusted(conn, ledger.path, ledger.id, trusted, "nothing was written")
         reader = tiles.TileReader(conn)
         if note.size and reader.root(note.size) != note.root:
             raise Diverged(

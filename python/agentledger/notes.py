@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import apsw
 
 from agentledger import _core
-from agentledger.errors import Diverged, InvalidInput
+from agentledger.errors import Diverged, InvalidInput, NotFound
 from agentledger.keys import Ed25519Key, parse_public_key, sign_message
 from agentledger.log import fetch
 
@@ -250,6 +250,27 @@ def newest_checkpoint(conn: apsw.Connection) -> StoredCheckpoint | None:
     # The newest is the largest (the power-of-two history is signed after it, so not by id).
     rows = fetch(conn, CHECKPOINT_COLUMNS + " ORDER BY size DESC, id DESC LIMIT 1")
     return _row_to_stored(rows[0]) if rows else None
+
+
+def newest_trusted(
+    conn: apsw.Connection, where: object, ledger_id: str, trusted: Iterable[str], refused: str
+) -> Checkpoint:
+    """The newest checkpoint of the file at ``where``, when it is of ledger ``ledger_id``
+    and signed by a key of ``trusted``. A note anyone could have added to the file vouches
+    for nothing: what would rest on another (``refused``: a proof, a published log) is
+    refused as tampering (``Diverged``); ``NotFound`` when there is none."""
+    stored = newest_checkpoint(conn)
+    if stored is None:
+        raise NotFound(f"{where}: no checkpoint yet (run `agentledger checkpoint`)")
+    note = stored.checkpoint
+    if note.ledger_id != ledger_id or note.signed_by(sorted(trusted)) is None:
+        raise Diverged(
+            f"{where}: its newest checkpoint is not this ledger's, signed by a key this "
+            f"install trusts; {refused}. Run `agentledger verify` (a signer you trust: "
+            "`agentledger keys trust KEY`, or --trust where the command takes it)",
+            code="checkpoint-untrusted",
+        )
+    return note
 
 
 def checkpoint_by_id(conn: apsw.Connection, checkpoint_id: int) -> StoredCheckpoint | None:

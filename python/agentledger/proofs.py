@@ -27,7 +27,7 @@ from agentledger.errors import AgentLedgerError, Diverged, InvalidInput, NotFoun
 from agentledger.keys import resolve_trust
 from agentledger.limits import MAX_ENTRY_BYTES, MAX_SQLITE_INT
 from agentledger.log import fetch
-from agentledger.notes import MAX_NOTE_BYTES, Checkpoint, newest_checkpoint
+from agentledger.notes import MAX_NOTE_BYTES, Checkpoint, newest_trusted
 
 if TYPE_CHECKING:
     from agentledger.handle import LedgerHandle
@@ -107,19 +107,8 @@ def prove(ledger: LedgerHandle, run_id: str, seq: int, trust: Iterable[str] = ()
         if not rows:
             raise NotFound(f"no entry {seq} in run {run_id!r}")
         raw, digest, leaf = rows[0]
-        stored = newest_checkpoint(conn)
-        if stored is None:
-            raise NotFound(f"{ledger.path}: no checkpoint yet (run `agentledger checkpoint`)")
-        note = stored.checkpoint
-        # A note anyone could have added to the file: a proof against it proves nothing.
-        trusted = sorted(resolve_trust(trust, ledger.keys))
-        if note.ledger_id != ledger.id or note.signed_by(trusted) is None:
-            raise Diverged(
-                f"the newest checkpoint of {ledger.path} is not this ledger's, signed by a "
-                "trusted key (this install's, or one --trust names); no proof is given. "
-                "Run `agentledger verify`",
-                code="checkpoint-untrusted",
-            )
+        trusted = resolve_trust(trust, ledger.keys)
+        note = newest_trusted(conn, ledger.path, ledger.id, trusted, "no proof is given")
         if leaf is None or not 0 <= leaf < note.size:
             raise NotFound(
                 f"entry {seq} of run {run_id!r} is not covered by the newest checkpoint "

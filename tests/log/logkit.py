@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +35,21 @@ def raw(path: Path) -> Iterator[apsw.Connection]:
             yield conn
     finally:
         conn.close()
+
+
+def break_newest_signature(path: Path) -> None:
+    """Flip a bit of the newest stored note's first signature: the note still parses, its
+    text and columns unchanged, but no key's signature verifies over it any more."""
+    with raw(path) as conn:
+        ident, note = conn.execute(
+            "SELECT id, note FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1"
+        ).fetchall()[0]
+        lines = note.split("\n")
+        marker, name, signature = lines[4].split(" ")
+        flipped = bytearray(base64.b64decode(signature))
+        flipped[-1] ^= 1
+        lines[4] = f"{marker} {name} {base64.b64encode(bytes(flipped)).decode()}"
+        conn.execute("UPDATE checkpoints SET note = ? WHERE id = ?", ("\n".join(lines), ident))
 
 
 def rebuild_index(conn: apsw.Connection, index: str, create: str) -> None:

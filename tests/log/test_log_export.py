@@ -17,6 +17,8 @@ from agentledger import Ledger
 from agentledger.checkpoint import install_public_key
 from agentledger.log_export import tile_path
 
+from .logkit import break_newest_signature
+
 
 def _h(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
@@ -257,16 +259,8 @@ def test_an_export_publishes_only_a_checkpoint_a_trusted_key_signed_for_this_led
     assert not (tmp_path / "untrusted").exists()
     conn = apsw.Connection(str(ledger_path))
     conn.execute("DELETE FROM checkpoints WHERE size = 7")  # back to our own newest note
-    ident, note = conn.execute(
-        "SELECT id, note FROM checkpoints ORDER BY size DESC LIMIT 1"
-    ).fetchall()[0]
-    lines = note.split("\n")
-    marker, name, signature = lines[4].split(" ")
-    raw_signature = bytearray(base64.b64decode(signature))
-    raw_signature[-1] ^= 1
-    lines[4] = f"{marker} {name} {base64.b64encode(bytes(raw_signature)).decode()}"
-    conn.execute("UPDATE checkpoints SET note = ? WHERE id = ?", ("\n".join(lines), ident))
     conn.close()
+    break_newest_signature(ledger_path)
     refused = cli("log", "export", str(tmp_path / "edited"))
     assert refused.code == 2, refused.err
     assert not (tmp_path / "edited").exists()

@@ -18,7 +18,7 @@ from agentledger.errors import InvalidInput
 from agentledger.notes import Checkpoint, sign
 from agentledger.proofs import Proof, parse_proof, prove, verify_proof
 
-from .logkit import build
+from .logkit import break_newest_signature, build
 
 
 @pytest.fixture
@@ -299,21 +299,13 @@ def test_prove_hands_out_no_proof_against_a_checkpoint_it_does_not_trust(
         their_key = install_public_key(theirs)
     refused = cli("prove", "run-0", "1")
     assert refused.code == 2 and refused.out == "", refused.err
-    assert "not this ledger's, signed by a trusted key" in refused.err
+    assert "not this ledger's, signed by a key this install trusts" in refused.err
     trusted = cli("prove", "run-0", "1", "--trust", their_key, "--json")
     assert trusted.code == 0, trusted.err
     (tmp_path / "p.json").write_text(trusted.out)
     assert cli("verify-proof", str(tmp_path / "p.json"), "--trust", their_key).code == 0
     conn = apsw.Connection(str(ledger_path))  # back to our note, its signature broken
     conn.execute("DELETE FROM checkpoints WHERE size = 4")
-    ident, note = conn.execute(
-        "SELECT id, note FROM checkpoints ORDER BY size DESC LIMIT 1"
-    ).fetchall()[0]
-    lines = note.split("\n")
-    marker, name, signature = lines[4].split(" ")
-    raw = bytearray(base64.b64decode(signature))
-    raw[-1] ^= 1
-    lines[4] = f"{marker} {name} {base64.b64encode(bytes(raw)).decode()}"
-    conn.execute("UPDATE checkpoints SET note = ? WHERE id = ?", ("\n".join(lines), ident))
     conn.close()
+    break_newest_signature(ledger_path)
     assert cli("prove", "run-0", "1").code == 2
