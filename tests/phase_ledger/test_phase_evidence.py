@@ -286,3 +286,36 @@ def test_phase_show_reports_evidence_that_does_not_re_derive(
     assert [p["seq"] for p in shown.json()["problems"]] == [seq]
     human = cli("phase", "show", run_id)
     assert human.code == ExitCode.DIVERGED, human.err
+
+
+@pytest.mark.parametrize("forged", ["valid", "no-identity", "wrong-type"])
+def test_remembered_evidence_validity_is_the_reference_validation(
+    ledger: Ledger, forged: str
+) -> None:
+    """Each decision loads its run's phase state, and the state validates the evidence:
+    the answer is remembered by the evidence blob's digest (its bytes re-hashed as they are
+    read). Cold or warm, the memory answers as the plain validation does, and a run's
+    state lists the same problems either way."""
+    from agentledger.phase import journal
+
+    written = evidence(compiler_input("explore"))
+    if forged == "no-identity":
+        written = {key: value for key, value in written.items() if key != "identity"}
+    elif forged == "wrong-type":
+        written = {**written, "status": 7}
+    digest = ledger.blobs.put(core.canonicalize(written))
+    journal._VALID_EVIDENCE.clear()
+    cold = journal._valid_evidence(digest, written)
+    warm = journal._valid_evidence(digest, written)
+    assert cold == warm == journal.valid_evidence(written) == (forged == "valid")
+    document = compiler_input("explore")
+    _forge_entry(ledger, "run-a", document, evidence(document))  # its summary and blobs
+    body = next(ledger.run("run-a").entries()).body
+    seq = forge(ledger.run("run-b"), "phase.evidence", {**body, "evidence_blob": digest}).seq
+    journal._VALID_EVIDENCE.clear()
+    states = []
+    for _ in range(2):  # the first load fills the memory, the second reads it
+        with ledger.db.snapshot() as conn:
+            states.append(journal.load_state(conn, ledger.id, "run-b").problems)
+    invalid = [(seq, "the phase evidence is not valid")]
+    assert states[0] == states[1] and (states[0] == invalid) == (forged != "valid")

@@ -278,6 +278,34 @@ def load_state(conn: apsw.Connection, ledger_id: str, run_id: str) -> PhaseState
     return state
 
 
+_VALID_EVIDENCE: dict[str, bool] = {}
+"""Whether the evidence of each blob read so far validates, by the blob's digest: its bytes
+were re-hashed to that digest as they were read (``read_blob``), and validity is a function
+of the bytes. Each decision loads its run's phase state, and the pydantic validation cost
+more than the rest of the load."""
+_VALID_EVIDENCE_KEPT = 1024
+
+
+def _valid_evidence(digest: str, evidence: dict[str, Any]) -> bool:
+    """``validate`` of ``evidence`` (the bytes of blob ``digest``), remembered."""
+    known = _VALID_EVIDENCE.get(digest)
+    if known is None:
+        known = valid_evidence(evidence)
+        if len(_VALID_EVIDENCE) >= _VALID_EVIDENCE_KEPT:
+            _VALID_EVIDENCE.clear()
+        _VALID_EVIDENCE[digest] = known
+    return known
+
+
+def valid_evidence(evidence: dict[str, Any]) -> bool:
+    """Whether ``evidence`` is valid phase evidence (the reference the memory is held to)."""
+    try:
+        validate(PhaseCapabilityEvidence, evidence, "phase evidence")
+    except InvalidInput:
+        return False
+    return True
+
+
 def _apply(
     conn: apsw.Connection, state: PhaseState, seq: int, kind: str, entry_hash: str, body: Any
 ) -> None:
@@ -287,9 +315,7 @@ def _apply(
         if not isinstance(evidence, dict) or not isinstance(compiler_input, dict):
             state.problems.append((seq, "phase evidence blobs are missing or corrupt"))
             return
-        try:
-            validate(PhaseCapabilityEvidence, evidence, "phase evidence")
-        except InvalidInput:
+        if not _valid_evidence(body["evidence_blob"], evidence):
             state.problems.append((seq, "the phase evidence is not valid"))
             return
         state.initial = StoredEvidence(
