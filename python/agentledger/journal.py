@@ -40,6 +40,24 @@ RESERVED_KIND_PREFIXES = {
 as its decisions); ``append`` refuses them."""
 
 
+def check_appendable_kind(kind: object) -> str:
+    """``kind`` as ``Run.append`` takes it: well-formed, and none that only a writer which
+    checks its entries writes (``reserved-kind``)."""
+    kind = check_kind(kind)
+    if kind in bookkeeping.KINDS:
+        raise InvalidInput(
+            f"entry kind {kind!r} is reserved: only garbage collection and team loading write it",
+            code="reserved-kind",
+        )
+    for prefix, writer in RESERVED_KIND_PREFIXES.items():
+        if kind.startswith(prefix):
+            raise InvalidInput(
+                f"entry kind {kind!r} is reserved: {prefix}* entries are written only by {writer}",
+                code="reserved-kind",
+            )
+    return kind
+
+
 def hash_text(digest: bytes) -> str:
     return HASH_PREFIX + digest.hex()
 
@@ -93,24 +111,10 @@ class Run:
         kinds: dict[str, None] = {}  # a batch repeats a few kinds: each is checked once
         for kind, body in items:
             if type(kind) is not str or kind not in kinds:
-                kinds[check_kind(kind)] = None
+                kinds[check_appendable_kind(kind)] = None
             batch.append((kind, body if type(body) is dict else _check_body(body)))
         if not batch:
             return []
-        for kind in kinds:
-            if kind in bookkeeping.KINDS:
-                raise InvalidInput(
-                    f"entry kind {kind!r} is reserved: only garbage collection and team loading "
-                    "write it",
-                    code="reserved-kind",
-                )
-            for prefix, writer in RESERVED_KIND_PREFIXES.items():
-                if kind.startswith(prefix):
-                    raise InvalidInput(
-                        f"entry kind {kind!r} is reserved: {prefix}* entries are written "
-                        f"only by {writer}",
-                        code="reserved-kind",
-                    )
         with self.ledger.db.write() as conn:
             return self._append_locked(conn, batch)
 

@@ -110,6 +110,25 @@ def test_append_refuses_bad_data_and_writes_nothing(
         assert ledger.runs() == []
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run-a", "activity.result", "{}"],
+        ["run-a", "bad kind!", "{}"],
+        ["../etc", "step", "{}"],
+        ["run-a", "step", "[1]"],
+    ],
+)
+def test_a_refused_append_never_creates_the_ledger_it_names(
+    cli: Any, ledger_path: Path, args: list[str]
+) -> None:
+    """A first `append` with a reserved or malformed kind created the ledger, then refused:
+    an empty ledger file was left where none had been."""
+    result = cli("append", *args)
+    assert result.code == 65, result.err
+    assert not ledger_path.exists() and not ledger_path.parent.exists()
+
+
 def test_init_makes_an_existing_empty_file_private(cli: Any, ledger_path: Path) -> None:
     ledger_path.parent.mkdir(parents=True)
     ledger_path.touch(mode=0o644)

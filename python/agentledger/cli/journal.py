@@ -21,7 +21,7 @@ from agentledger.cli.context import AppCommand, AppContext, emit_json, json_opti
 from agentledger.display import json_text, safe, shorten
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
 from agentledger.ids import check_run_id
-from agentledger.journal import Entry, hash_text
+from agentledger.journal import Entry, check_appendable_kind, hash_text
 from agentledger.ledger import Ledger
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_SQLITE_INT, read_capped
 from agentledger.run_status import current_log, notes_match, readable, status_path
@@ -141,7 +141,10 @@ def append(app: AppContext, run_id: str, kind: str, body: str | None, as_json: b
       echo '{"n": 2}' | agentledger append run-7 step - --json
       agentledger append run-7 note
     """
+    # Every check of the input before the file is opened: a refused append never creates
+    # the ledger it names.
     check_run_id(run_id)
+    check_appendable_kind(kind)
     document = _read_body(body)
     with app.open_ledger(create=True) as ledger:
         entry = ledger.run(run_id).append(kind, document)
