@@ -669,3 +669,25 @@ def test_an_export_killed_while_writing_leaves_no_partial_workdir(tmp_path: Path
     again = subprocess.run([str(cli), *args], capture_output=True, text=True)  # reruns well
     assert again.returncode == 0, again.stderr
     assert (out / ".sdd").is_dir()
+
+
+def test_an_export_into_a_folder_whose_parent_is_read_only_is_a_typed_refusal(
+    tmp_path: Path, cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The workdir is written next to OUTDIR and renamed into it: where OUTDIR's own folder
+    cannot be written, that is a refusal naming why (exit 65), not a crash (exit 70)."""
+    import tempfile
+
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        import_workdir(ledger, SMALL)
+    out = tmp_path / "shared" / "out"
+
+    def read_only_folder(*args: Any, **kwargs: Any) -> str:
+        raise PermissionError(13, "Permission denied")  # as for a user not allowed there
+
+    monkeypatch.setattr(tempfile, "mkdtemp", read_only_folder)
+    result = cli("export", "bernstein", str(out), ledger=path)
+    assert result.code == 65, result.err
+    assert result.err.startswith("error [export-failed]:") and "beside" in result.err
+    assert not out.exists()  # the folder it made for the export is removed again

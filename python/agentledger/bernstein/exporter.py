@@ -75,7 +75,16 @@ def export_workdir(
         out.mkdir(parents=True, exist_ok=True)
         # Written beside ``out`` and renamed over it (an empty folder) once whole: an
         # export refused, failed or killed never leaves part of a workdir there.
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.export-", dir=out.parent))
+        try:
+            staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.export-", dir=out.parent))
+        except OSError as exc:  # its folder is not writable: ``out`` is left as it was
+            if created:
+                out.rmdir()
+            raise LedgerError(
+                f"cannot export beside {out} (the workdir is written next to it, then "
+                f"renamed into place): {exc.strerror or exc}; nothing exported",
+                code="export-failed",
+            ) from None
         try:
             for raw_path, kind, digest in rows:
                 _export_one(ledger, staging, str(raw_path), kind, digest, selected, summary)
