@@ -691,3 +691,20 @@ def test_an_export_into_a_folder_whose_parent_is_read_only_is_a_typed_refusal(
     assert result.code == 65, result.err
     assert result.err.startswith("error [export-failed]:") and "beside" in result.err
     assert not out.exists()  # the folder it made for the export is removed again
+
+
+def test_an_export_through_a_link_to_an_empty_folder_fills_that_folder(
+    tmp_path: Path, cli: Any
+) -> None:
+    """The workdir is renamed into place: given a symlink to the output folder, the rename
+    would have replaced the link and left the folder it names empty."""
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        import_workdir(ledger, SMALL)
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    result = cli("export", "bernstein", str(link), ledger=path)
+    assert result.code == 0, result.err
+    assert link.is_symlink() and (real / ".sdd").is_dir()

@@ -71,6 +71,8 @@ def export_workdir(
             "SELECT path, kind, digest FROM bernstein_files ORDER BY path"
         ).fetchall()
         summary = ExportSummary(str(out), selected)
+        # Where a link leads: the rename below would replace a link, not fill its folder.
+        out = Path(os.path.realpath(out))
         created = not out.exists()
         out.mkdir(parents=True, exist_ok=True)
         # Written beside ``out`` and renamed over it (an empty folder) once whole: an
