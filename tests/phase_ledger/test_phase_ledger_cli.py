@@ -276,9 +276,7 @@ def test_a_transition_on_a_run_whose_evidence_is_gone_exits_2(
     # The evidence blob deleted: the run's phase state does not verify (exit 2, as record,
     # authorize, approve and show say), not "no phase evidence, record it" (exit 1).
     body = recorded(cli, tmp_path, phase="implement")
-    with ledger.db.write() as conn:
-        conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (body["evidence_blob"],))
-        conn.execute("DELETE FROM blobs WHERE digest = ?", (body["evidence_blob"],))
+    _delete_blob(ledger, body["evidence_blob"])
     result = transition(cli, tmp_path, "verify", "op-1")
     assert result.code == ExitCode.DIVERGED, result.err
     assert "phase-state-tampered" in result.err
@@ -289,9 +287,14 @@ def test_phase_show_does_not_call_unreadable_evidence_unrecorded(
     cli: Any, ledger: Ledger, tmp_path: Path
 ) -> None:
     body = recorded(cli, tmp_path, phase="implement")
-    with ledger.db.write() as conn:
-        conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (body["evidence_blob"],))
-        conn.execute("DELETE FROM blobs WHERE digest = ?", (body["evidence_blob"],))
+    _delete_blob(ledger, body["evidence_blob"])
     shown = cli("phase", "show", "run-a")
     assert shown.code == ExitCode.DIVERGED
     assert "unrecorded" not in shown.out and "does not read back" in shown.out
+
+
+def _delete_blob(ledger: Ledger, digest: str) -> None:
+    """The blob's row and bytes removed, as someone editing the file would."""
+    with ledger.db.write() as conn:
+        conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (digest,))
+        conn.execute("DELETE FROM blobs WHERE digest = ?", (digest,))

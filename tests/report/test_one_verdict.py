@@ -250,12 +250,7 @@ def test_a_run_rewritten_under_the_signed_log_reads_diverged_in_verify_all_too(
 def test_a_run_whose_row_was_removed_reads_diverged_in_every_output(
     ledger_path: Path, cli: Any
 ) -> None:
-    with Ledger.open(ledger_path) as ledger:
-        for run_id in ("a", "b", "c"):
-            ledger.run(run_id).append_many([("step", {"n": n}) for n in range(3)])
-    conn = apsw.Connection(str(ledger_path))  # its entries stay: only the listing's row goes
-    conn.execute("DELETE FROM runs WHERE run_id = 'b'")  # (foreign keys are not enforced here)
-    conn.close()
+    _three_runs_b_unlisted(ledger_path)
     whole = cli("verify", "--json")
     status = {row["run"]: row["status"] for row in whole.json()["results"]}
     assert whole.code == 2 and status["b"] == "diverged"
@@ -349,12 +344,7 @@ def test_a_pinned_blob_with_a_wrong_chunk_size_is_reported_once_on_its_run(
 def test_runs_lists_a_run_whose_row_was_removed_with_its_verdict(
     ledger_path: Path, cli: Any
 ) -> None:
-    with Ledger.open(ledger_path) as ledger:
-        for run_id in ("a", "b", "c"):
-            ledger.run(run_id).append_many([("step", {"n": n}) for n in range(3)])
-    conn = apsw.Connection(str(ledger_path))  # its entries stay: only the listing's row goes
-    conn.execute("DELETE FROM runs WHERE run_id = 'b'")
-    conn.close()
+    _three_runs_b_unlisted(ledger_path)
     listed = {item["run"]: item for item in map(json.loads, cli("runs", "--jsonl").out.split())}
     assert sorted(listed) == ["a", "b", "c"]
     assert listed["b"]["entries"] == 3 and listed["b"]["head"] is None
@@ -367,3 +357,14 @@ def test_runs_lists_a_run_whose_row_was_removed_with_its_verdict(
         item["run"] for item in cli("runs", "--status", "diverged", "--json").json()["runs"]
     ] == ["b"]
     assert len(cli("runs", "--limit", "2", "--json").json()["runs"]) == 2
+
+
+def _three_runs_b_unlisted(ledger_path: Path) -> None:
+    """Runs a, b, c of three steps, then b's row removed from ``runs``: its entries stay,
+    only the listing's row goes (foreign keys are not enforced here)."""
+    with Ledger.open(ledger_path) as ledger:
+        for run_id in ("a", "b", "c"):
+            ledger.run(run_id).append_many([("step", {"n": n}) for n in range(3)])
+    conn = apsw.Connection(str(ledger_path))
+    conn.execute("DELETE FROM runs WHERE run_id = 'b'")
+    conn.close()

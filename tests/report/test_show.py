@@ -103,11 +103,7 @@ def test_show_trust_reaches_the_stages_receipt_as_it_reaches_the_verdict(
     ledger_path: Path, tmp_path: Path, cli: Any
 ) -> None:
     with Ledger.open(ledger_path) as ledger:
-        data = ledger.run("r").data("data-0")
-        data.add_input("in.csv", b"a,b\n1,2\n")
-        data.plan(["sum b"])
-        data.add_output("out.csv", b"2\n")
-        data.finish()
+        _data_stage(ledger)
         public = ledger.keys.install_public_key()
     assert public is not None
     elsewhere = str(tmp_path / "elsewhere")  # another machine: trusts the key by --trust only
@@ -186,11 +182,7 @@ def test_show_calls_a_receipt_without_chunks_missing_as_verify_does(
     ledger_path: Path, cli: Any
 ) -> None:
     with Ledger.open(ledger_path) as ledger:
-        data = ledger.run("r").data("data-0")
-        data.add_input("in.csv", b"a,b\n1,2\n")
-        data.plan(["sum b"])
-        data.add_output("out.csv", b"2\n")
-        receipt = data.finish().body["artifact_hash"]
+        receipt = _data_stage(ledger).body["artifact_hash"]
     conn = apsw.Connection(str(ledger_path))  # its row stays, its bytes go
     conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (receipt,))
     conn.close()
@@ -199,3 +191,12 @@ def test_show_calls_a_receipt_without_chunks_missing_as_verify_does(
     assert "receipt.missing" in checks
     shown = cli("show", "r", "--json")
     assert shown.code == 2 and shown.json()["stages"][0]["receipt"] == "missing"
+
+
+def _data_stage(ledger: Ledger) -> Any:
+    """Run ``r``'s data stage ``data-0`` (one input, one step, one output): its entry."""
+    data = ledger.run("r").data("data-0")
+    data.add_input("in.csv", b"a,b\n1,2\n")
+    data.plan(["sum b"])
+    data.add_output("out.csv", b"2\n")
+    return data.finish()
