@@ -36,6 +36,17 @@ DIGEST_BYTES = re.compile(CONTENT_HASH.encode())
 Hasher = _core.Blake3Hasher | _core.Sha256Hasher
 
 
+# What verify re-hashes (``_core.verify_blobs``): blobs with their chunks in order; a blob
+# without chunks comes once with idx NULL.
+ALL_CHUNKS = (
+    "SELECT b.digest, b.size, b.chunk_size, c.idx, c.data FROM blobs AS b "
+    "LEFT JOIN blob_chunks AS c ON c.digest = b.digest ORDER BY b.digest, c.idx"
+)
+ONE_BLOB = (
+    "SELECT b.digest, b.size, b.chunk_size, c.idx, c.data FROM blobs AS b "
+    "LEFT JOIN blob_chunks AS c ON c.digest = b.digest WHERE b.digest = ? ORDER BY c.idx"
+)
+
 MAX_SCANNED_BLOB = 64 << 20
 """Blobs up to this size are scanned for the names of further blobs (receipts name theirs)."""
 
@@ -224,6 +235,21 @@ class BlobStore:
             for idx, data in rows:
                 last = idx
                 yield data
+
+    @staticmethod
+    def damage(conn: apsw.Connection, digests: Iterable[str]) -> dict[str, tuple[str, str, str]]:
+        """What verify would find wrong with the stored bytes of each of ``digests`` the
+        store lists, re-hashed in ``conn``'s transaction: ``{digest: (check, expected,
+        actual)}`` (its first finding); a digest absent from the result is intact or not
+        listed. Whoever pins a blob it did not just store asks this first."""
+        with native.sqlite_errors():
+            _, findings = _core.verify_blobs(
+                native.handle(conn), ONE_BLOB, [(digest,) for digest in sorted(set(digests))]
+            )
+        damaged: dict[str, tuple[str, str, str]] = {}
+        for digest, check, expected, actual in findings:
+            damaged.setdefault(digest, (check, expected, actual))
+        return damaged
 
     def __contains__(self, digest: object) -> bool:
         return isinstance(digest, str) and bool(

@@ -12,8 +12,9 @@ import pytest
 
 from agentledger import ActivityRejected, ActivityResult, InvalidInput, Ledger, Observation
 from agentledger.activity import RedundantEvidence
+from agentledger.activity.result import artifact_bytes
 from agentledger.activity.team import load_manifest_bytes
-from agentledger.errors import ExitCode
+from agentledger.errors import Diverged, ExitCode
 
 from .activity_testkit import PAGE, counts, research_result, sql
 
@@ -269,3 +270,39 @@ def test_a_generic_append_cannot_write_an_activity_entry(
     assert "reserved" in result.err and "activity boundary" in result.err
     assert (counts(ledger_path), sql(ledger_path, "SELECT size, frontier FROM log_state")) == before
     assert [e.kind for e in ledger.run("r").entries()] == ["activity.result"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "DELETE FROM blob_chunks WHERE digest = ?",
+        "UPDATE blob_chunks SET data = X'00' WHERE digest = ?",
+    ],
+)
+@pytest.mark.parametrize("pinned", ["observation", "artifact"])
+def test_stored_bytes_that_do_not_verify_are_never_pinned(
+    ledger: Ledger, ledger_path: Path, damage: str, pinned: str
+) -> None:
+    # The bytes were stored earlier, then damaged in the file: the result that pins them
+    # by name alone (or the artifact the store already lists) is refused, as verify would
+    # call it diverged the moment it was written.
+    result = research_result()
+    digest = result.observations[0].content_hash if pinned == "observation" else None
+    digest = digest or result.artifact_hash
+    stored = ledger.blobs.put(PAGE if pinned == "observation" else artifact_bytes(result.artifact))
+    assert stored == digest
+    sql(ledger_path, damage, (digest,))
+    if pinned == "observation":  # named only: the store must hold it
+        result = ActivityResult.build(
+            kind="research",
+            artifact=result.artifact,
+            observations=[Observation("page", "https://example.org/a", digest)],
+        )
+    before = counts(ledger_path)
+    with pytest.raises(Diverged) as caught:
+        ledger.run("r").record_activity(result, stage_id="s1")
+    assert caught.value.code == "blob-digest"  # verify's first finding, blob.digest
+    assert caught.value.exit_code == ExitCode.DIVERGED
+    assert digest in str(caught.value)
+    assert counts(ledger_path) == before
+    assert sql(ledger_path, "SELECT count(*) FROM runs WHERE run_id = 'r'") == [(0,)]

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentledger import Ledger, _core
+from agentledger.cas import ALL_CHUNKS
 from agentledger.storage import btree_check, native
-from agentledger.verify.blobs import ALL_CHUNKS
 
 from ..verify_process import verify_json
 from .test_tamper import CASES, build

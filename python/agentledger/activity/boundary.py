@@ -4,7 +4,8 @@
 
 1. validate (result.py): kinds, states, reason, every hash recomputed; for data/ops the
    receipt re-verified (plan projection, every signature, trusted signer, its binding to
-   this run and stage); the role's declared kind (team.py); the evidence bytes present;
+   this run and stage); the role's declared kind (team.py); the evidence bytes present
+   and, when already stored, re-hashed as verify would (in the write transaction);
 2. refuse redundancy: an earlier ``activity.result`` of the same run already pinned this
    evidence set hash. The refusal is itself journaled (``activity.refused``) and mirrored —
    the only refusal that writes anything, and it persists across processes;
@@ -20,6 +21,7 @@ bytes say, in that transaction (``journal_view.py``), never the ``kind`` column 
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -37,6 +39,8 @@ from agentledger.activity.result import (
 )
 from agentledger.audit import append_record
 from agentledger.bookkeeping import TEAM_RUN
+from agentledger.cas import BlobStore
+from agentledger.errors import Diverged
 from agentledger.journal_view import RunView, read_run
 from agentledger.keys import resolve_trust
 
@@ -72,18 +76,6 @@ def record_activity(
     ledger = run.ledger
     if result.kind in SIGNED_MODALITIES:
         _check_signed_artifact(run, result, stage_id)
-    to_store = {o.content_hash: o.data for o in result.observations if o.data is not None}
-    missing = sorted(
-        digest
-        for digest in {o.content_hash for o in result.observations} - set(to_store)
-        if digest not in ledger.blobs
-    )
-    if missing:
-        raise ActivityRejected(
-            "missing-evidence",
-            f"no bytes for observation hash(es) {', '.join(missing[:3])}: capture them with "
-            "Observation.capture(...) or store them first (ledger.blobs.put)",
-        )
     artifact = artifact_bytes(result.artifact)
     body: dict[str, Any] = {
         "stage_id": stage_id,
@@ -105,6 +97,7 @@ def record_activity(
             body["team_manifest"] = manifest
         _ensure_run(conn, run.id)
         journal = read_run(conn, ledger.id, run.id).require()
+        to_store = _evidence_to_store(conn, result, artifact)
         earlier = earlier_result(journal, "stage_id", stage_id)
         if earlier is not None:
             raise ActivityRejected(
@@ -120,9 +113,7 @@ def record_activity(
             refusal = _refuse_redundant(conn, run, body, master, prior)
         else:
             for digest, data in sorted(to_store.items()):
-                if digest not in ledger.blobs:
-                    ledger.blobs.put(data, digest.split(":", 1)[0])
-            ledger.blobs.put(artifact)
+                ledger.blobs.put(data, digest.split(":", 1)[0])
             entry = run._append_locked(conn, [(RESULT_KIND, body)])[0]
             append_record(
                 conn, master, ledger_id=ledger.id, event=RESULT_KIND, run_id=run.id,
@@ -131,6 +122,45 @@ def record_activity(
     if refusal is not None:
         raise refusal
     return entry
+
+
+def _evidence_to_store(
+    conn: apsw.Connection, result: ActivityResult, artifact: bytes
+) -> dict[str, bytes]:
+    """The bytes the result pins that the store lacks, by name, to be stored with it.
+
+    The rest are pinned as stored: in this transaction, each must be listed and its bytes
+    must hash to its name as verify re-hashes them (``BlobStore.damage``), or nothing is
+    written. A blob row says nothing of its chunks: pinning a damaged one would record a
+    result that verify calls diverged the moment it is written.
+    """
+    held = {o.content_hash: o.data for o in result.observations if o.data is not None}
+    held[result.artifact_hash] = artifact
+    pinned = {o.content_hash for o in result.observations} | {result.artifact_hash}
+    listed = {
+        digest
+        for (digest,) in conn.execute(
+            "SELECT digest FROM blobs WHERE digest IN (SELECT value FROM json_each(?))",
+            (json.dumps(sorted(pinned)),),
+        )
+    }
+    missing = sorted(pinned - listed - held.keys())
+    if missing:
+        raise ActivityRejected(
+            "missing-evidence",
+            f"no bytes for observation hash(es) {', '.join(missing[:3])}: capture them with "
+            "Observation.capture(...) or store them first (ledger.blobs.put)",
+        )
+    damaged = BlobStore.damage(conn, listed)
+    if damaged:
+        digest, (check, expected, actual) = min(damaged.items())
+        raise Diverged(
+            f"the stored bytes of {digest}, which this result pins, do not verify ({check}: "
+            f"expected {expected}, found {actual}); nothing was written; "
+            "`agentledger verify --all` shows what differs",
+            code=check.replace(".", "-").replace("_", "-"),
+        )
+    return {digest: held[digest] for digest in sorted(pinned - listed)}
 
 
 def _ensure_run(conn: apsw.Connection, run_id: str) -> None:

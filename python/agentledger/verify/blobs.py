@@ -8,7 +8,7 @@ from typing import TypeVar
 import apsw
 
 from agentledger import _core
-from agentledger.cas import CHUNK_SIZE, DIGEST, names_in
+from agentledger.cas import ALL_CHUNKS, CHUNK_SIZE, DIGEST, ONE_BLOB, names_in
 from agentledger.gc import Pruned, pruned_digests
 from agentledger.keys import resolve_trust
 from agentledger.storage import native
@@ -137,17 +137,6 @@ def check_all_blobs(ctx: VerifyContext) -> None:
         ctx.diverged(
             None, Divergence(None, None, "blob.orphan_chunks", "no chunks", "chunks", str(digest))
         )
-
-
-# Blobs with their chunks in order; a blob without chunks comes once with idx NULL.
-ALL_CHUNKS = (
-    "SELECT b.digest, b.size, b.chunk_size, c.idx, c.data FROM blobs AS b "
-    "LEFT JOIN blob_chunks AS c ON c.digest = b.digest ORDER BY b.digest, c.idx"
-)
-ONE_BLOB = (
-    "SELECT b.digest, b.size, b.chunk_size, c.idx, c.data FROM blobs AS b "
-    "LEFT JOIN blob_chunks AS c ON c.digest = b.digest WHERE b.digest = ? ORDER BY c.idx"
-)
 
 
 T = TypeVar("T")
