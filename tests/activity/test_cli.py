@@ -223,3 +223,36 @@ def test_activity_verify_of_a_run_without_activity_exits_as_verify_when_the_ledg
     checked = cli("activity", "verify", "plain", "--json")
     assert checked.code == 2 and checked.json()["status"] == "diverged"
     assert cli("activity", "verify", "plain").code == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["research", "r", "../stage"], "invalid-stage-id"),
+        (["browser", "r", "b-0", "--role", "no spaces"], "invalid-role"),
+        (["data", "r", "d-0", "--step", "x", "--state", "done"], "unknown-terminal-state"),
+        (["ops", "r", "o-0", "--step", "x", "--reason", " "], "empty-reason-code"),
+        (["research", "r\x1b[2J", "s-0"], "invalid-run-id"),
+    ],
+)
+def test_a_stage_refused_for_its_arguments_creates_no_ledger(
+    cli: Any, tmp_path: Path, args: list[str], code: str
+) -> None:
+    # Refused before any ledger is opened: where there was no file, there is none after.
+    path = tmp_path / "new.db"
+    result = cli("activity", *args, ledger=path)
+    assert result.code == 65, result.err
+    assert f"[{code}]" in result.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_result_refused_for_its_outcome_creates_no_ledger(cli: Any, tmp_path: Path) -> None:
+    result = ActivityResult.build(kind="coding", artifact=None, reason_code="ok")
+    document = dict(result.to_json(), reason_code="")
+    (tmp_path / "in").mkdir()
+    result_file = tmp_path / "in" / "result.json"
+    result_file.write_text(json.dumps(document))
+    refused = cli("activity", "record", "r", "c-0", str(result_file), ledger=tmp_path / "new.db")
+    assert refused.code == 65, refused.err
+    assert "[empty-reason-code]" in refused.err
+    assert not (tmp_path / "new.db").exists()

@@ -30,11 +30,11 @@ from agentledger.activity import team
 from agentledger.activity.receipts import check_receipt, verify_signatures
 from agentledger.activity.result import (
     SIGNED_MODALITIES,
-    STAGE_ID,
     ActivityRejected,
     ActivityResult,
     artifact_bytes,
     check_result,
+    check_role,
     check_stage_id,
 )
 from agentledger.audit import append_record
@@ -70,8 +70,7 @@ def record_activity(
 ) -> Entry:
     """Validate, pin and mirror one activity result; refuse it with a typed code otherwise."""
     check_stage_id(stage_id)
-    if role is not None and (not isinstance(role, str) or not STAGE_ID.fullmatch(role)):
-        raise ActivityRejected("invalid-role", f"invalid role name {role!r}")
+    check_role(role)
     check_result(result)
     ledger = run.ledger
     if result.kind in SIGNED_MODALITIES:

@@ -208,6 +208,25 @@ def check_stage_id(stage_id: object) -> str:
     return stage_id
 
 
+def check_role(role: object) -> str | None:
+    """A role name is spelled as a stage id is (it is checked against the team later)."""
+    if role is not None and (not isinstance(role, str) or not STAGE_ID.fullmatch(role)):
+        raise ActivityRejected("invalid-role", f"invalid role name {role!r}")
+    return role
+
+
+def check_outcome(terminal_state: object, reason_code: object) -> None:
+    """How a stage ended: a known terminal state and a reason code."""
+    if terminal_state not in TERMINAL_STATES:
+        raise ActivityRejected(
+            "unknown-terminal-state",
+            f"unknown terminal state {terminal_state!r}; known: {', '.join(TERMINAL_STATES)}",
+        )
+    if not isinstance(reason_code, str) or not reason_code.strip():
+        raise ActivityRejected("empty-reason-code", "the reason code must be a non-empty string")
+    _check_label(reason_code, "the reason code", "invalid-reason-code")
+
+
 def check_result(result: object) -> ActivityResult:
     """Re-derive everything a result claims; refuse it with a typed code if anything fails.
 
@@ -222,15 +241,7 @@ def check_result(result: object) -> ActivityResult:
         raise ActivityRejected(
             "unknown-kind", f"unknown activity kind {result.kind!r}; known: {', '.join(MODALITIES)}"
         )
-    if result.terminal_state not in TERMINAL_STATES:
-        raise ActivityRejected(
-            "unknown-terminal-state",
-            f"unknown terminal state {result.terminal_state!r}; "
-            f"known: {', '.join(TERMINAL_STATES)}",
-        )
-    if not isinstance(result.reason_code, str) or not result.reason_code.strip():
-        raise ActivityRejected("empty-reason-code", "the reason code must be a non-empty string")
-    _check_label(result.reason_code, "the reason code", "invalid-reason-code")
+    check_outcome(result.terminal_state, result.reason_code)
     for observation in result.observations:
         _check_observation(observation)
     if not isinstance(result.artifact_hash, str) or not DIGEST.fullmatch(result.artifact_hash):

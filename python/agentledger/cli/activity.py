@@ -18,6 +18,7 @@ import click
 
 from agentledger.activity import ActivityResult, Observation
 from agentledger.activity.modalities import ActivitySession, DataOpsActivity
+from agentledger.activity.result import check_outcome, check_role, check_stage_id
 from agentledger.cli import arguments
 from agentledger.cli.common import finish, read_json_document, run_verify, verify_options
 from agentledger.cli.console import styled
@@ -159,6 +160,18 @@ def _emit(app: AppContext, entry: Entry, as_json: bool) -> None:
         )
 
 
+def _checked_up_front(
+    run_id: str, stage_id: str, role: str | None, terminal_state: object, reason_code: object
+) -> str:
+    """The run id, once what refuses a stage whatever the ledger holds is checked: before
+    the ledger is opened, so that such a refusal creates no ledger file where there was
+    none (the boundary checks all of it again)."""
+    check_stage_id(stage_id)
+    check_role(role)
+    check_outcome(terminal_state, reason_code)
+    return check_run_id(run_id)
+
+
 def _session(
     app: AppContext,
     run_id: str,
@@ -168,7 +181,7 @@ def _session(
     with app.open_ledger(create=True) as ledger:
         # The run's row is created by the boundary's own transaction: a refused stage
         # leaves no trace, not even an empty run.
-        return fill(make(Run(ledger, check_run_id(run_id))))
+        return fill(make(Run(ledger, run_id)))
 
 
 @activity.command("record")
@@ -211,10 +224,9 @@ def activity_record(
         for o in result.observations
     )
     result = dataclasses.replace(result, observations=observations)
+    run_id = _checked_up_front(run_id, stage_id, role, result.terminal_state, result.reason_code)
     with app.open_ledger(create=True) as ledger:
-        entry = Run(ledger, check_run_id(run_id)).record_activity(
-            result, stage_id=stage_id, role=role
-        )
+        entry = Run(ledger, run_id).record_activity(result, stage_id=stage_id, role=role)
     _emit(app, entry, as_json)
 
 
@@ -251,6 +263,7 @@ def activity_research(
       agentledger activity research run-7 research-0 --page https://example.org=page.html
       agentledger activity research run-7 r-1 --page https://a.test=a.html --artifact a.json --json
     """
+    run_id = _checked_up_front(run_id, stage_id, role, terminal_state, reason_code)
     fetched = _pairs(pages, "--page")
     artifact = _artifact(artifact_file)
 
@@ -297,6 +310,7 @@ def activity_browser(
       agentledger activity browser run-7 browser-0 --snapshot https://example.org=snap.html
       agentledger activity browser run-7 browser-1 --snapshot https://a.test=a.html --json
     """
+    run_id = _checked_up_front(run_id, stage_id, role, terminal_state, reason_code)
     observed = _pairs(snapshots, "--snapshot")
     acted = _pairs(receipts, "--receipt")
     artifact = _artifact(artifact_file)
@@ -363,6 +377,7 @@ def _data_ops_command(kind: str) -> None:
         reason_code: str, inputs: tuple[str, ...], steps: tuple[str, ...],
         steps_file: Path | None, outputs: tuple[str, ...], as_json: bool,
     ) -> None:  # fmt: skip
+        run_id = _checked_up_front(run_id, stage_id, role, terminal_state, reason_code)
         if steps and steps_file is not None:
             raise click.UsageError("give --step or --steps, not both")
         read_inputs = _pairs(inputs, "--input")
