@@ -47,3 +47,28 @@ def test_an_untouched_ledger_has_no_drift(ledger_path: Path) -> None:
         assert schema_drift(conn, SCHEMA_VERSION) == []
     finally:
         conn.close()
+
+
+def test_schema_text_that_is_not_utf8_is_drift_not_a_crash(ledger_path: Path) -> None:
+    # SQLite keeps the bytes of an object's SQL as written (one flipped bit in a comment
+    # of a CREATE TABLE parses the same); reading them as text had raised UnicodeDecodeError
+    # (exit 70) in every command.
+    with Ledger.open(ledger_path) as ledger:
+        ledger.run("r").append("step", {})
+    conn = apsw.Connection(str(ledger_path))
+    (sql,) = conn.execute("SELECT sql FROM sqlite_schema WHERE name = 'team_roles'").fetchone()
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute(
+        "UPDATE sqlite_schema SET sql = CAST(? AS TEXT) WHERE name = 'team_roles'",
+        (sql.encode().replace(b"--", b"-- \xf4", 1),),
+    )
+    conn.execute("PRAGMA writable_schema = OFF")
+    conn.close()
+    with Ledger.open(ledger_path) as ledger:
+        report = ledger.verify()
+        assert report.code == 2
+        assert [d.actual for d in report.workspace if d.check == "schema.altered"] == [
+            "table 'team_roles' is not defined as agentledger defines it"
+        ]
+        with pytest.raises(Diverged, match="schema"):
+            ledger.run("r").append("step", {})

@@ -19,11 +19,25 @@ from agentledger.storage.migrations import migrate
 SchemaObject = tuple[str, str, str, str | None]
 """``(type, name, tbl_name, sql)`` as ``sqlite_schema`` lists an object."""
 
-_OBJECTS = "SELECT type, name, tbl_name, sql FROM sqlite_schema ORDER BY type, name"
+# As bytes: the file's schema text need not be UTF-8 (SQLite keeps whatever bytes were
+# written), and an object that is not ours must be a finding, not a decoding error.
+_OBJECTS = (
+    "SELECT CAST(type AS BLOB), CAST(name AS BLOB), CAST(tbl_name AS BLOB), CAST(sql AS BLOB) "
+    "FROM sqlite_schema ORDER BY type, name"
+)
 
 
 def objects(conn: apsw.Connection) -> dict[tuple[str, str], SchemaObject]:
-    return {(row[0], row[1]): tuple(row) for row in conn.execute(_OBJECTS)}
+    """Every object of the file's schema; text that is not UTF-8 keeps its bytes as
+    surrogates (so it differs from ours and shows escaped)."""
+    found: dict[tuple[str, str], SchemaObject] = {}
+    for row in conn.execute(_OBJECTS):
+        kind, name, table, sql = (
+            None if value is None else bytes(value).decode("utf-8", "surrogateescape")
+            for value in row
+        )
+        found[(str(kind), str(name))] = (str(kind), str(name), str(table), sql)
+    return found
 
 
 @functools.cache
