@@ -6,6 +6,7 @@ invalid data, 130 interrupted. One line on stderr, never a traceback (``--debug`
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -108,6 +109,10 @@ def test_2_diverged(workspace: Path, env: dict[str, str]) -> None:
         ["verify-proof", "/no/such/proof.json"],
         ["phase", "compile", "/no/such/input.json"],
         ["team", "load", "/no/such/team.toml"],
+        ["team", "load", "/tmp/" + "x" * 300],  # a name the system cannot look up
+        ["bernstein", "audit-verify", "--witness-state", "/tmp/" + "x" * 300],
+        ["archive", "/tmp/" + "x" * 300 + "/out.db"],
+        ["verify-proof", "LOOP"],
         ["runs", "--limit", "-1"],
         ["runs", "--limit", "99999999999999999999"],
         ["runs", "--status", "maybe"],
@@ -130,6 +135,10 @@ def test_64_a_bad_argument_is_named_before_any_work(
         junk = tmp_path / "tsa.pem"
         junk.write_text("junk\n")
         args = [str(junk) if a == "JUNK" else a for a in args]
+    if "LOOP" in args:  # a link to itself: ELOOP, not "no such file" nor a crash
+        loop = tmp_path / "loop.json"
+        loop.symlink_to(loop)
+        args = [str(loop) if a == "LOOP" else a for a in args]
     before = state(workspace)
     result = run(*args, env=env)
     assert result.returncode == 64, result.stderr
@@ -308,6 +317,27 @@ def test_65_an_entry_body_on_stdin_is_read_no_further_than_a_json_document(
     assert result.returncode == 65, result.stderr
     one_line(result)
     assert "too-large" in result.stderr and "stdin" in result.stderr
+    assert state(workspace) == before
+
+
+@pytest.mark.parametrize("command", [["verify"], ["bernstein", "audit-verify"], ["fsck"]])
+def test_65_an_audit_key_file_is_read_no_further_than_a_key(
+    workspace: Path, env: dict[str, str], command: list[str]
+) -> None:
+    # `--audit-key /dev/zero` was read whole to check its length: memory ran out (here
+    # capped at 2 GiB, so that a regression fails this test rather than the machine).
+    before = state(workspace)
+    result = subprocess.run(
+        [str(AGENTLEDGER), *command, "--audit-key", "/dev/zero"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30)),
+    )
+    assert result.returncode == 65, result.stderr
+    one_line(result)
+    assert "too-large" in result.stderr and "/dev/zero" in result.stderr
     assert state(workspace) == before
 
 

@@ -8,14 +8,35 @@ path — is a usage error (64) naming the path, raised before the ledger is open
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from agentledger.errors import AgentLedgerError, BadArgument
 
+P = ParamSpec("P")
+T = TypeVar("T")
 
+
+def _lookup_errors(
+    check: Callable[Concatenate[Path | str, str, P], T],
+) -> Callable[Concatenate[Path | str, str, P], T]:
+    """A path the system cannot even look up (a name too long, a loop of links, a folder
+    we may not search) is a usage error naming it, as a missing one is; not a crash."""
+
+    def checked(path: Path | str, what: str, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return check(path, what, *args, **kwargs)
+        except OSError as exc:
+            raise BadArgument(f"{what} {path}: {exc.strerror or exc}") from None
+
+    functools.update_wrapper(checked, check)
+    return checked
+
+
+@_lookup_errors
 def input_file(path: Path | str, what: str) -> Path:
     """An existing, readable regular file (``-``, stdin, is accepted as is)."""
     path = Path(path)
@@ -30,6 +51,7 @@ def input_file(path: Path | str, what: str) -> Path:
     return path
 
 
+@_lookup_errors
 def input_folder(path: Path | str, what: str) -> Path:
     path = Path(path)
     if not path.exists():
@@ -41,6 +63,7 @@ def input_folder(path: Path | str, what: str) -> Path:
     return path
 
 
+@_lookup_errors
 def output_file(
     path: Path | str,
     what: str,
@@ -95,6 +118,7 @@ def _not_precious(path: Path, what: str, key_home: Path) -> None:
         )
 
 
+@_lookup_errors
 def output_folder(path: Path | str, what: str) -> Path:
     """A folder to write into: absent (its parent writable) or an empty folder."""
     path = Path(path)
@@ -146,11 +170,10 @@ def audit_key_file(path: Path | None) -> Path | None:
         return None
     from agentledger.keys import MIN_AUDIT_KEY_BYTES
 
+    from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
+
     input_file(path, "--audit-key")
-    try:
-        size = len(path.read_bytes().strip())
-    except OSError as exc:
-        raise BadArgument(f"--audit-key {path}: cannot read ({exc.strerror})") from None
+    size = len(read_capped(path, MAX_KEY_FILE_BYTES, "an audit key").strip())
     if not size:
         raise BadArgument(f"--audit-key {path}: the file is empty")
     if size < MIN_AUDIT_KEY_BYTES:
