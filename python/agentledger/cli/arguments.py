@@ -169,7 +169,6 @@ def audit_key_file(path: Path | None) -> Path | None:
     if path is None:
         return None
     from agentledger.keys import MIN_AUDIT_KEY_BYTES
-
     from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
 
     input_file(path, "--audit-key")
