@@ -172,6 +172,8 @@ def audit_key_file(path: Path | None) -> Path | None:
     from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
 
     input_file(path, "--audit-key")
+    if not path.is_file():  # a pipe would be used up by this check, or wait forever
+        raise BadArgument(f"--audit-key {path}: not a regular file (a key is read from a file)")
     size = len(read_capped(path, MAX_KEY_FILE_BYTES, "an audit key").strip())
     if not size:
         raise BadArgument(f"--audit-key {path}: the file is empty")
