@@ -112,6 +112,7 @@ def test_2_diverged(workspace: Path, env: dict[str, str]) -> None:
         ["team", "load", "/tmp/" + "x" * 300],  # a name the system cannot look up
         ["bernstein", "audit-verify", "--witness-state", "/tmp/" + "x" * 300],
         ["archive", "/tmp/" + "x" * 300 + "/out.db"],
+        ["log", "export", "/tmp/" + "x" * 300],
         ["verify-proof", "LOOP"],
         ["runs", "--limit", "-1"],
         ["runs", "--limit", "99999999999999999999"],

@@ -138,6 +138,17 @@ def output_folder(path: Path | str, what: str) -> Path:
     return path
 
 
+@_lookup_errors
+def output_tree(path: Path | str, what: str, *, key_home: Path, first: str) -> Path:
+    """A folder written into again and again (an exported log): absent or a folder, never
+    a file, where its file ``first`` can be written (``output_file``)."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise BadArgument(f"{what} {path}: not a folder")
+    output_file(path / first, what, key_home=key_home, makes_folder=True)
+    return path
+
+
 def trust_values(values: Iterable[str], label: str = "--trust") -> tuple[str, ...]:
     """Each ``--trust`` value is a public key or a trust file that parses; the keys they
     name, as ``ed25519:<hex>`` (read by ``keys.trust_values``, the one parser, so every

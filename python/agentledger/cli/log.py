@@ -21,7 +21,7 @@ from agentledger.cli.common import run_verify, trust_option, verify_options
 from agentledger.cli.console import styled
 from agentledger.cli.context import AppCommand, AppContext, AppGroup, emit_json, json_option
 from agentledger.display import safe
-from agentledger.errors import BadArgument, ExitCode, InvalidInput, LedgerError
+from agentledger.errors import ExitCode, InvalidInput, LedgerError
 from agentledger.ids import utc_timestamp
 from agentledger.keys import KeyStore, resolve_trust
 from agentledger.ledger import Ledger
@@ -466,9 +466,7 @@ def log_export_command(app: AppContext, folder: Path, since: int | None, as_json
     """
     from agentledger.log_export import export  # this command only
 
-    if folder.exists() and not folder.is_dir():
-        raise BadArgument(f"DIR {folder}: not a folder")
-    arguments.output_file(folder / "checkpoint", "DIR", key_home=app.key_home, makes_folder=True)
+    arguments.output_tree(folder, "DIR", key_home=app.key_home, first="checkpoint")
     with app.open_ledger(readonly=True) as ledger:
         summary = export(ledger, folder, since=since)
     if as_json:
