@@ -471,3 +471,23 @@ def test_a_key_folder_that_cannot_be_made_is_a_usage_error(
     one_line(result)
     assert str(blocker) in result.stderr
     assert not Path(env["AGENTLEDGER_LEDGER"]).exists()  # refused before any work
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--ledger", "LONG", "init"],
+        ["--home", "LONG", "keys", "show"],
+        ["runs", "--ledger", "LONG"],
+    ],
+)
+def test_a_global_path_the_system_cannot_look_up_is_a_usage_error(
+    tmp_path: Path, env: dict[str, str], args: list[str]
+) -> None:
+    # A name past the system's limit: exit 70 (OSError: File name too long) from the first
+    # open, after click had let it through as "absent".
+    long = str(tmp_path / ("x" * 3000))
+    result = run(*[long if a == "LONG" else a for a in args], env=env)
+    assert result.returncode == 64, result.stderr
+    one_line(result)
+    assert "too long" in result.stderr

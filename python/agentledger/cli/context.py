@@ -23,7 +23,24 @@ if TYPE_CHECKING:
 DEFAULT_LEDGER = ".agentledger/ledger.db"
 
 
-class KeyFolder(click.Path):
+class LookedUpPath(click.Path):
+    """A path the system can look up: absent is fine, but a name too long or a loop of
+    links is a usage error naming it here, not an error of whatever first opens it."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        import os
+
+        value = super().convert(value, param, ctx)
+        try:
+            os.lstat(value)
+        except (FileNotFoundError, NotADirectoryError):
+            pass
+        except OSError as exc:
+            self.fail(f"{click.format_filename(value)}: {exc.strerror or exc}", param, ctx)
+        return value
+
+
+class KeyFolder(LookedUpPath):
     """``--home``: a folder, or one that can be made (what is in its place is no file)."""
 
     def __init__(self) -> None:
@@ -43,7 +60,7 @@ class KeyFolder(click.Path):
         return value
 
 
-class LedgerFile(click.Path):
+class LedgerFile(LookedUpPath):
     """``--ledger``: a file path (click lets an empty one through: it names the folder)."""
 
     def __init__(self) -> None:
