@@ -91,14 +91,28 @@ def is_archive_file(path: Path) -> bool:
             probe.close()
 
 
-def _run_last_ts(conn: apsw.Connection, run_id: str) -> str | None:
+def _active_since(conn: apsw.Connection, run_id: str, threshold: datetime) -> bool:
+    """Whether the run's last entry was written at or after ``threshold``. Read before the
+    source is verified, from bytes anyone may have edited: a last entry whose time cannot
+    be read (not JSON, no time, not an ISO time with its zone) keeps the run selected, so
+    that the verify before anything is signed judges it (never a crash, never a run left
+    out of the archive on the strength of a time nothing checked)."""
     rows = fetch(
         conn, "SELECT bytes FROM entries WHERE run_id = ? ORDER BY seq DESC LIMIT 1", (run_id,)
     )
     if not rows:
-        return None
-    ts = json.loads(rows[0][0]).get("ts")
-    return ts if isinstance(ts, str) else None
+        return False
+    try:
+        body = json.loads(rows[0][0])
+        ts = body.get("ts") if isinstance(body, dict) else None
+        written = (
+            None if not isinstance(ts, str) else datetime.fromisoformat(ts.replace("Z", "+00:00"))
+        )
+    except (ValueError, RecursionError, TypeError):
+        written = None
+    if written is None or written.tzinfo is None:
+        return True
+    return written >= threshold
 
 
 def _parse_since(since: str) -> datetime:
@@ -126,12 +140,7 @@ def select_runs(ledger: LedgerHandle, run_ids: Iterable[str], since: str | None)
     if since is not None:
         threshold = _parse_since(since)
         with ledger.db.snapshot() as conn:
-            chosen = [
-                run_id
-                for run_id in chosen
-                if (ts := _run_last_ts(conn, run_id)) is not None
-                and datetime.fromisoformat(ts.replace("Z", "+00:00")) >= threshold
-            ]
+            chosen = [run_id for run_id in chosen if _active_since(conn, run_id, threshold)]
     return chosen
 
 

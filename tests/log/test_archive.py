@@ -90,3 +90,19 @@ def test_archive_since_selects_recent_runs(ledger: Ledger, tmp_path: Path, cli: 
     assert cli("archive", str(out), "--since", "2000-01-01").code == 0
     assert cli("archive", str(tmp_path / "b.db"), "--since", "2999-01-01").code == 1
     assert cli("archive", str(tmp_path / "c.db"), "--since", "yesterday").code == 65
+
+
+@pytest.mark.parametrize(
+    "body", [b"not json", b"[1]", b'{"ts":"2025-01-01T00:00:00"}', b'{"ts":"garbage"}']
+)
+def test_archive_since_of_a_tampered_last_entry_is_refused_not_crashed_on(
+    ledger: Ledger, tmp_path: Path, cli: Any, body: bytes
+) -> None:
+    build(ledger, runs=2, entries=2)
+    with raw(ledger.path) as conn:
+        conn.execute("UPDATE entries SET bytes = ? WHERE run_id = 'run-0' AND seq = 1", (body,))
+    out = tmp_path / "a.db"
+    result = cli("archive", str(out), "--since", "2000-01-01")
+    assert result.code == 2, result.err
+    assert "signing-refused" in result.err
+    assert not out.exists()
