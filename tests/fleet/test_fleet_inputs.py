@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -71,6 +72,24 @@ def test_a_fifo_in_a_folder_is_reported_never_opened(tmp_path: Path) -> None:
     assert expand_paths([tmp_path]) == [str(fifo)]
     summary = verify_file(str(fifo), FleetJob())
     assert summary.status == "unreadable" and summary.error_code == "not-a-ledger"
+
+
+def test_a_ledger_whose_name_is_not_utf8_is_reported_unreadable_by_its_task(
+    fleet: Fleet, tmp_path: Path, cli: Any
+) -> None:
+    """SQLite takes names as UTF-8: a ledger named with other bytes was a task that raised
+    (UnicodeEncodeError) three times on the workers, and exit 70 for a plain verify."""
+    clean = next(path for path, kind in fleet.kinds.items() if kind == "clean")
+    odd = Path(os.fsdecode(os.fsencode(tmp_path) + b"/ledger-\xff.db"))
+    shutil.copyfile(clean, odd)
+    assert expand_paths([tmp_path]) == [str(odd)]
+    summary = verify_file(str(odd), FleetJob(trust=(fleet.public_key,)))
+    assert (summary.status, summary.error_code) == ("unreadable", "ledger-unopenable")
+    assert "\\udcff" in (summary.error or "")
+    result = cli("verify", "--all", ledger=odd)
+    assert (result.code, result.err.count("\n")) == (ExitCode.INVALID_INPUT, 1), result.err
+    assert cli("--ledger", str(clean), "archive", str(tmp_path / "out-\udcff.db")).code == 65
+    assert sorted(p.name for p in tmp_path.iterdir()) == [odd.name]  # no partial archive
 
 
 def test_a_path_that_does_not_exist_is_a_usage_error(tmp_path: Path) -> None:

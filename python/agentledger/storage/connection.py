@@ -215,6 +215,17 @@ class Database:
         """Open (or create, 0600) the ledger file. ``vfs`` names a registered SQLite VFS
         (the fault-injection tests use one); the default is the operating system's."""
         path = Path(path)
+        try:
+            # SQLite takes a file name as UTF-8 text: a name of other bytes (Python holds
+            # them as lone surrogates) cannot be given to it, nor its -wal beside it.
+            str(path).encode("utf-8")
+        except UnicodeEncodeError:
+            shown = str(path).encode("utf-8", "backslashreplace").decode("utf-8")
+            raise LedgerError(
+                f"{shown}: the file's name is not UTF-8 text, which SQLite cannot open; "
+                "rename it (or link it under a UTF-8 name)",
+                code="ledger-unopenable",
+            ) from None
         main = sqlite_files.companion_of(path)
         if main is not None:
             raise LedgerError(
