@@ -420,11 +420,6 @@ def _fill(
     return entries, len(blobs), copied
 
 
-def has_seal(conn: apsw.Connection) -> bool:
-    """Whether the file holds a seal row (``archive_seal`` is then not None), not parsed."""
-    return bool(fetch(conn, "SELECT 1 FROM ledger_meta WHERE key = ?", (ARCHIVE_META,)))
-
-
 def archive_seal(conn: apsw.Connection) -> dict[str, Any] | None:
     rows = fetch(conn, "SELECT value FROM ledger_meta WHERE key = ?", (ARCHIVE_META,))
     if not rows:

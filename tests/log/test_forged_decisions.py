@@ -135,6 +135,47 @@ def test_verify_finds_a_stage_the_team_did_not_allow(
     assert "'coding' stage" in finding.actual
 
 
+def _unsigned_seal(ledger: Ledger, ledger_path: Path) -> None:
+    """Close the ledger and add an archive seal row, as anyone who writes the file can: its
+    size the log's, so that no ``archive.extended`` shows; no checkpoint of an archive."""
+    size = ledger.db.conn.execute("SELECT count(*) FROM entries").fetchall()[0][0]
+    ledger.close()
+    with raw(ledger_path) as conn:
+        conn.execute(
+            "INSERT INTO ledger_meta (key, value) VALUES ('archive', ?)",
+            (json.dumps({"size": size}),),
+        )
+
+
+def test_a_seal_row_alone_does_not_unorder_the_team_loads(
+    ledger: Ledger, ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stage pins a manifest only a later load declares; an unsigned seal row made verify
+    judge team loads as an archive's (unordered): the finding went, exit 0."""
+    load_manifest_bytes(ledger, MANIFEST)
+    forged = _plant_forged_manifest(ledger)
+    with monkeypatch.context() as patch:
+        _fooled_boundary(patch, forged)
+        _coding_stage(ledger)
+    load_manifest_bytes(ledger, FORGED_MANIFEST)  # declares scout coding, after the stage
+    assert checks(verify(ledger_path)) == {"activity.role_decision"}
+    _unsigned_seal(ledger, ledger_path)
+    assert "activity.role_decision" in checks(verify(ledger_path))
+
+
+def test_a_seal_row_alone_does_not_let_audit_positions_skip(
+    ledger: Ledger, ledger_path: Path
+) -> None:
+    for stage in ("s1", "s2"):
+        ledger.run("r").record_activity(
+            research_result(page=stage.encode()), stage_id=stage, role="scout"
+        )
+    _unsigned_seal(ledger, ledger_path)
+    with raw(ledger_path) as conn:
+        conn.execute("DELETE FROM audit_log WHERE pos = 0")
+    assert "audit.gap" in checks(verify(ledger_path))
+
+
 def test_verify_finds_an_undeclared_role(
     ledger: Ledger, ledger_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -65,11 +65,6 @@ def _audit_key(ctx: VerifyContext) -> bytes | None:
     return candidates[0]
 
 
-def _is_archive(ctx: VerifyContext) -> bool:
-    """An archive (archive.py) holds only its runs' records: positions may skip."""
-    return bool(ctx.conn.execute("SELECT 1 FROM ledger_meta WHERE key = 'archive'").fetchall())
-
-
 def check_audit(ctx: VerifyContext) -> None:
     has_table = ctx.conn.execute(
         "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'audit_log'"
@@ -94,7 +89,8 @@ def check_audit(ctx: VerifyContext) -> None:
             ctx.diverged(None, Divergence(run_id, seq, check, exp, act, subject))
 
     mirror: dict[tuple[str, int], tuple[int, dict[str, Any]]] = {}
-    partial = _is_archive(ctx)
+    # An archive (archive.py) holds only its runs' records: positions may skip there.
+    partial = ctx.archive
     previous: tuple[int, bytes] = (-1, GENESIS_MAC)
     count = 0
     for pos, run_id, seq, record, mac in ctx.conn.execute(RECORDS):

@@ -70,6 +70,11 @@ class VerifyContext:
     """Incremental verify: the journal pass reads each of these runs from this seq only."""
     log_plan: Any = None
     """The workspace-log check's own state (verify/log.py)."""
+    archive: bool = False
+    """The file is judged as an archive (set by ``verify/log.plan_log``, the first check):
+    its seal names an archive id and its newest checkpoint is one of that archive. A seal
+    row alone, which anyone can add, makes nothing an archive: the checks an archive
+    relaxes (audit positions may skip, team loads are unordered) apply only then."""
     folded_indexes: list[btree_check.IndexSpec] | None = None
     """The ``entries`` indexes the journal pass checks from its own read
     (``btree_check.fold_plan``); None when they were checked before the checks ran."""

@@ -126,7 +126,8 @@ def plan_log(ctx: VerifyContext) -> None:
     seal = archive_seal(ctx.conn)
     archive = seal.get("archive") if seal else None
     archive = archive if isinstance(archive, str) else ""
-    memory = {} if archive and _newest_names(ctx, archive) else ctx.remembered
+    ctx.archive = bool(archive) and _newest_names(ctx, archive)
+    memory = {} if ctx.archive else ctx.remembered
     known = [memory[kind] for kind in ("signed", "verified") if kind in memory]
     plan = LogPlan(
         exported=_read_exported(ctx),

@@ -33,7 +33,6 @@ from typing import Any
 
 from agentledger.activity.boundary import REFUSED_KIND, RESULT_KIND
 from agentledger.activity.team import Declared, team_in_force
-from agentledger.archive import has_seal
 from agentledger.bookkeeping import TEAM_LOADED, TEAM_RUN
 from agentledger.journal_view import read_run
 from agentledger.verify.context import IN_SELECTED, VerifyContext
@@ -68,7 +67,7 @@ class _TeamHistory:
 
 def _history(ctx: VerifyContext) -> _TeamHistory:
     journal = read_run(ctx.conn, ctx.ledger.id, TEAM_RUN)
-    history = _TeamHistory(ordered=not has_seal(ctx.conn))
+    history = _TeamHistory(ordered=not ctx.archive)
     if journal.problem is not None:
         seq, why = journal.problem
         ctx.report.notes.append(
