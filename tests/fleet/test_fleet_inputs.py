@@ -14,9 +14,11 @@ import pytest
 from rich.console import Console
 
 from agentledger import Ledger
+from agentledger.archive import write_archive
+from agentledger.cli import main
 from agentledger.errors import ExitCode
 from agentledger.fleet import FleetArgumentError, FleetJob, FleetReport, expand_paths, verify_file
-from agentledger.fleet.inputs import read_signer_memory
+from agentledger.fleet.inputs import read_checkpoints, read_signer_memory
 from agentledger.fleet.report import fleet_renderable
 
 from .fleetkit import Fleet, build_ledger
@@ -172,6 +174,34 @@ def test_a_worker_judges_a_rollback_with_the_clients_memory(tmp_path: Path) -> N
     assert remembered.checks == {"log.rollback": 1, "log.incomplete": 2}
     # Without the client's memory (a worker's own folder is never read) nothing says so.
     assert verify_file(str(path), FleetJob(trust=trust)).status == "clean"
+
+
+def test_a_ledger_and_its_archive_each_extend_their_own_exported_checkpoint(
+    tmp_path: Path,
+) -> None:
+    """An archive keeps its source's ledger id; ``--checkpoints`` kept one checkpoint per
+    ledger id, so the archive's own exported checkpoint (sorted first, same size) was
+    taken for the ledger's: checkpoint.origin, where a plain verify with the ledger's
+    checkpoint is clean."""
+    home = tmp_path / "signer"
+    path = tmp_path / "ws" / "ledger.db"
+    build_ledger(path, home, runs=2, entries=5)
+    archive = tmp_path / "review" / "archive.db"
+    with Ledger.open(path, key_dir=home) as source:
+        write_archive(source, archive, ["run-0", "run-1"])
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    for name, file in (("a-archive.txt", archive), ("b-ledger.txt", path)):
+        command = ["--ledger", str(file), "--home", str(home), "checkpoint", "--export"]
+        assert main([*command, str(folder / name)]) == 0
+    checkpoints, skipped = read_checkpoints(folder)
+    assert skipped == []
+    job = FleetJob(
+        trust=(home.joinpath("install.pub").read_text().strip(),), checkpoints=checkpoints
+    )
+    for file in (path, archive):
+        summary = verify_file(str(file), job)
+        assert (summary.status, summary.checks) == ("clean", {}), summary.findings
 
 
 def test_no_audit_key_travels_and_the_note_says_so(tmp_path: Path) -> None:

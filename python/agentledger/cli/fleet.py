@@ -212,7 +212,7 @@ def fleet_verify(
     report.trusted = list(trusted)
     if checkpoints is not None:
         matched = {ledger.ledger_id for ledger in report.ledgers}
-        unmatched = sorted(set(checkpoints) - matched)
+        unmatched = sorted(key for key in checkpoints if key.partition("/")[0] not in matched)
         if unmatched:
             report.notes.append(
                 f"--checkpoints: {len(unmatched)} checkpoint(s) of ledgers not among the "

@@ -118,13 +118,22 @@ def _absolute(path: Path) -> str:
     return os.path.abspath(path)
 
 
+def checkpoint_key(ledger_id: str, archive: str = "") -> str:
+    """Under what ``--checkpoints`` files a checkpoint: its ledger id, and for an archive's
+    own log the archive id too (an archive keeps its source's ledger id: its checkpoints
+    must never stand for the ledger's, nor the other way round)."""
+    return f"{ledger_id}/archive/{archive}" if archive else ledger_id
+
+
 def read_checkpoints(folder: Path) -> tuple[dict[str, str], list[str]]:
-    """``--checkpoints DIR``: ledger id → the text of its newest exported checkpoint.
+    """``--checkpoints DIR``: ledger id (``checkpoint_key``) → the text of its newest
+    exported checkpoint.
 
     Every file directly in ``folder`` that parses as a checkpoint counts, whatever its name
-    (a checkpoint names its ledger). For a ledger with several, the largest log size is the
-    one its file must extend. Returns the map and the names of the files that are not
-    checkpoints (skipped; a ledger left without one is reported by its task).
+    (a checkpoint names its ledger, and an archive's its archive). For a log with several,
+    the largest size is the one its file must extend. Returns the map and the names of the
+    files that are not checkpoints (skipped; a ledger left without one is reported by its
+    task).
     """
     from agentledger.notes import MAX_NOTE_BYTES, Checkpoint  # only with --checkpoints
 
@@ -142,9 +151,10 @@ def read_checkpoints(folder: Path) -> tuple[dict[str, str], list[str]]:
         except (AgentLedgerError, OSError):
             skipped.append(path.name)
             continue
-        known = newest.get(checkpoint.ledger_id)
+        key = checkpoint_key(checkpoint.ledger_id, checkpoint.archive)
+        known = newest.get(key)
         if known is None or checkpoint.size > known[0]:
-            newest[checkpoint.ledger_id] = (checkpoint.size, data.decode("utf-8"))
+            newest[key] = (checkpoint.size, data.decode("utf-8"))
     return {ledger_id: text for ledger_id, (_, text) in newest.items()}, skipped
 
 

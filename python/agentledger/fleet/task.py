@@ -18,8 +18,9 @@ from pathlib import Path
 
 import apsw
 
-from agentledger.archive import ARCHIVE_META
+from agentledger.archive import ARCHIVE_META, archive_seal
 from agentledger.errors import AgentLedgerError, ExitCode
+from agentledger.fleet.inputs import checkpoint_key
 from agentledger.fleet.summary import (
     CLEAN,
     DIVERGED,
@@ -97,7 +98,7 @@ def verify_ledger_file(path: Path, job: FleetJob, scratch: Path) -> Verified:
             memory_file.parent.mkdir(parents=True, mode=0o700)
             memory_file.write_bytes(remembered)
         checkpoint_file: Path | None = None
-        text = (job.checkpoints or {}).get(ledger.id)
+        text = _exported_checkpoint(ledger, job.checkpoints or {})
         if text is not None:
             checkpoint_file = scratch / "exported-checkpoint"
             checkpoint_file.write_text(text, encoding="utf-8")
@@ -111,6 +112,22 @@ def verify_ledger_file(path: Path, job: FleetJob, scratch: Path) -> Verified:
         )
         missing = job.checkpoints is not None and text is None
         return Verified(ledger.id, archive, report, missing)
+
+
+def _exported_checkpoint(ledger: Ledger, checkpoints: dict[str, str]) -> str | None:
+    """The exported checkpoint the file must extend: an archive's own (its seal names the
+    archive), else its ledger id's (an archive's source's, judged as verify judges it)."""
+    archive = ""
+    if checkpoints and not ledger.db.schema_findings:  # no SQL of an altered schema runs
+        try:
+            seal = archive_seal(ledger.db.conn)
+        except AgentLedgerError:  # verify reports what is wrong with the file
+            seal = None
+        named = (seal or {}).get("archive")
+        archive = named if isinstance(named, str) else ""
+    if archive and checkpoint_key(ledger.id, archive) in checkpoints:
+        return checkpoints[checkpoint_key(ledger.id, archive)]
+    return checkpoints.get(ledger.id)
 
 
 def _verify_in(path: Path, job: FleetJob, scratch: Path) -> LedgerSummary:
