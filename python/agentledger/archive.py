@@ -420,10 +420,36 @@ def _fill(
     return entries, len(blobs), copied
 
 
-def archive_seal(conn: apsw.Connection) -> dict[str, Any] | None:
-    rows = fetch(conn, "SELECT value FROM ledger_meta WHERE key = ?", (ARCHIVE_META,))
+SEAL_BASE_BYTES = 1 << 20
+"""What a seal holds besides its source proofs, at most: its fields, the source's path and
+its checkpoint note, with room to spare."""
+SEAL_BYTES_PER_ENTRY = 4096
+"""One entry's source proof in the seal, at most: ``[leaf, [node, ...]]``, at most 64
+base64 nodes of 48 bytes each as ``json.dumps`` writes them."""
+
+
+def archive_seal(conn: apsw.Connection, refused: list[str] | None = None) -> dict[str, Any] | None:
+    """The file's seal (None: no seal row; ``{}``: one that is not an archive's). A seal
+    longer than any archive of the file's entries has is not read: parsed, its JSON would
+    cost some twenty times its length in memory. Why it was not read is added to
+    ``refused``."""
+    rows = fetch(
+        conn,
+        "SELECT length(CAST(value AS BLOB)) FROM ledger_meta WHERE key = ?",
+        (ARCHIVE_META,),
+    )
     if not rows:
         return None
+    entries = int(fetch(conn, "SELECT count(*) FROM entries")[0][0])
+    limit = SEAL_BASE_BYTES + SEAL_BYTES_PER_ENTRY * entries
+    if not isinstance(rows[0][0], int) or rows[0][0] > limit:
+        if refused is not None:
+            refused.append(
+                f"a seal of {rows[0][0]:,} bytes, longer than any archive of {entries:,} "
+                f"entries has ({limit:,}): not read"
+            )
+        return {}
+    rows = fetch(conn, "SELECT value FROM ledger_meta WHERE key = ?", (ARCHIVE_META,))
     try:
         seal = json.loads(rows[0][0])
     except (ValueError, RecursionError):  # not JSON, a 5,000-digit number, deep nesting

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +107,27 @@ def test_archive_since_of_a_tampered_last_entry_is_refused_not_crashed_on(
     assert result.code == 2, result.err
     assert "signing-refused" in result.err
     assert not out.exists()
+
+
+def test_a_seal_larger_than_any_archive_of_its_entries_is_not_parsed(
+    ledger: Ledger, tmp_path: Path, cli: Any
+) -> None:
+    """The seal is read whole and parsed as JSON: 8 MB of tiny items cost 200 MB of Python
+    objects (the 1 GB SQLite lets a cell hold, more memory than the machine has)."""
+    build(ledger, runs=1, entries=2)
+    key = install_public_key(ledger)
+    out = tmp_path / "archive.db"
+    assert cli("archive", str(out)).code == 0
+    with raw(out) as conn:
+        ((text,),) = conn.execute("SELECT value FROM ledger_meta WHERE key = 'archive'")
+        padded = text[:-1] + ', "padding": [' + ",".join(["[0,[]]"] * 1_200_000) + "]}"
+        conn.execute("UPDATE ledger_meta SET value = ? WHERE key = 'archive'", (padded,))
+    tracemalloc.start()
+    try:
+        result = cli("verify", "--all", "--trust", key, "--json", ledger=out)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.code == 2, result.out
+    assert "archive.source" in result.json()["findings_by_check"]
+    assert peak < 60_000_000, peak

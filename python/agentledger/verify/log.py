@@ -123,7 +123,10 @@ def plan_log(ctx: VerifyContext) -> None:
     # An archive keeps its source's id but holds a log of its own, signed under its own
     # origin: the install's memory of the source does not apply to it. A seal row alone
     # (anyone can add one) changes nothing: the file is judged as the ledger it claims.
-    seal = archive_seal(ctx.conn)
+    refused: list[str] = []
+    seal = archive_seal(ctx.conn, refused)
+    for why in refused:
+        _diverged(ctx, "archive.source", "an archive's seal", why, "archive source")
     archive = seal.get("archive") if seal else None
     archive = archive if isinstance(archive, str) else ""
     ctx.archive = bool(archive) and _newest_names(ctx, archive)
