@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import tracemalloc
 from pathlib import Path
 
 import apsw
@@ -197,6 +198,25 @@ def test_a_record_of_a_run_the_ledger_does_not_hold_is_an_orphan_without_the_key
         report = ledger.verify()
     orphans = [d for d in report.workspace if d.check == "audit.orphan"]
     assert [(d.run_id, d.seq) for d in orphans] == [("ghost", 0)], report.to_json()
+
+
+def test_a_record_longer_than_any_record_is_a_finding_not_parsed(ledger_path: Path) -> None:
+    """A record is hashes and labels: 8 MB of tiny JSON items in one cost 200 MB of Python
+    objects when parsed (a 1 GB cell, more memory than the machine has)."""
+    with Ledger.open(ledger_path) as ledger:
+        ledger.run("r").record_activity(research_result(), stage_id="s1")
+    huge = b'{"padding": [' + b",".join([b"[0,[]]"] * 1_200_000) + b"]}"
+    sql(ledger_path, "UPDATE audit_log SET record = ? WHERE pos = 0", (huge,))
+    tracemalloc.start()
+    try:
+        with Ledger.open(ledger_path) as ledger:
+            report = ledger.verify()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    found = [(d.check, d.run_id, d.seq) for run in report.runs for d in run.divergences]
+    assert ("audit.record", "r", 0) in found, report.to_json()
+    assert peak < 60_000_000, peak
 
 
 def test_a_second_record_of_one_crossing_is_a_finding_without_the_key(
