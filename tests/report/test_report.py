@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+import tracemalloc
 from html import escape as html_escape
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from agentledger.report import report_renderable
 from agentledger.report_html import render_html
 from agentledger.verify import Divergence, RunVerdict, VerifyReport
 from tests.activity.activity_testkit import research_result
+from tests.log.logkit import raw
 from tests.report.conftest import Demo, as_json
 
 DIGEST = re.compile(r"blake3:[0-9a-f]{64}")
@@ -233,3 +235,25 @@ def test_every_anchor_of_the_html_is_unique_whatever_the_run_ids() -> None:
     assert 'id="run-x:step-1"' in html and 'id="run-x-step-1"' in html
     for link in re.findall(r'href="#([^"]*)"', html):
         assert link in found, link
+
+
+def test_a_huge_edited_entry_is_shown_as_its_bytes_begin_not_parsed(
+    ledger: Ledger, ledger_path: Path
+) -> None:
+    """The detail of an edited entry parsed the whole entry to show 240 characters: 8 MB
+    of tiny JSON items cost 200 MB of Python objects (a 1 GB cell, more than the machine)."""
+    ledger.run("r").append("step", {"n": 0})
+    huge = b'{"body":{"pad":[' + b",".join([b"[0,[]]"] * 1_200_000) + b"]}}"
+    ledger.close()
+    with raw(ledger_path) as conn:
+        conn.execute("UPDATE entries SET bytes = ? WHERE run_id = 'r'", (huge,))
+    tracemalloc.start()
+    try:
+        with Ledger.open(ledger_path) as opened:
+            report = opened.verify()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 60_000_000, peak
+    (edited,) = [d for run in report.runs for d in run.divergences if d.check == "entry.hash"]
+    assert (edited.detail or "").startswith('step {"body":{"pad":[[0,[]],'), edited.detail

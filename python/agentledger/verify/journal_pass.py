@@ -47,6 +47,8 @@ EDITED_CHECKS = frozenset(
 """Findings that mean an entry's bytes were changed: the report shows what they hold now."""
 DETAILS_LIMIT = 10_000
 DETAIL_CHARS = 240
+DETAIL_PARSE_BYTES = 1 << 20
+"""An edited entry longer than this is shown as its bytes begin, never parsed for it."""
 
 
 def entry_detail(ctx: VerifyContext, run_id: str, seq: int) -> str | None:
@@ -59,14 +61,18 @@ def entry_detail(ctx: VerifyContext, run_id: str, seq: int) -> str | None:
     if not rows:
         return None
     kind = bytes(rows[0][0]).decode("utf-8", "replace")
-    raw = rows[0][1]
+    raw = bytes(rows[0][1])
     try:
+        # Parsed only up to DETAIL_PARSE_BYTES (JSON costs some twenty times its length):
+        # of a longer entry the report shows how its bytes begin.
+        if len(raw) > DETAIL_PARSE_BYTES:
+            raise ValueError("too long to parse for a detail")
         doc = json.loads(raw)
         body = doc.get("body") if isinstance(doc, dict) else doc
         # Spaced, so a long body wraps between values and a digest in it is never split.
         text = json.dumps(body, ensure_ascii=False, sort_keys=True)
     except (ValueError, RecursionError):
-        text = bytes(raw).decode("utf-8", "replace")
+        text = raw[: 4 * DETAIL_CHARS + 4].decode("utf-8", "replace")
     return f"{kind} {shorten(text, DETAIL_CHARS)}"
 
 
