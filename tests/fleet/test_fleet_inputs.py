@@ -94,6 +94,30 @@ def test_a_ledger_whose_name_is_not_utf8_is_reported_unreadable_by_its_task(
     assert sorted(p.name for p in tmp_path.iterdir()) == [odd.name]  # no partial archive
 
 
+@pytest.mark.parametrize("suffix", ["-journal", "-wal", "-shm"])
+def test_a_fifo_beside_a_ledger_is_reported_never_opened(
+    fleet: Fleet, tmp_path: Path, suffix: str
+) -> None:
+    """SQLite opens a ``-journal`` by name to see whether it is hot: a FIFO there blocked
+    the task forever (and `agentledger verify`, Ctrl-C included), so the fleet never ended."""
+    archive = next(path for path, kind in fleet.kinds.items() if kind == "archive")
+    copy = tmp_path / "archive.db"
+    shutil.copyfile(archive, copy)
+    os.mkfifo(f"{copy}{suffix}")
+    script = (
+        "import sys; from agentledger.fleet import FleetJob, verify_file; "
+        "s = verify_file(sys.argv[1], FleetJob()); print(s.status, s.error_code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(copy)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.stdout.split() == ["unreadable", "ledger-unopenable"], done.stderr
+
+
 def test_a_path_that_does_not_exist_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(FleetArgumentError) as raised:
         expand_paths([tmp_path / "nope"])

@@ -262,6 +262,15 @@ class Database:
         elif not path.is_file():
             # A FIFO or a device would block SQLite's open, or feed it endless bytes.
             raise LedgerError(f"{path}: not a regular file, not a ledger", code="not-a-ledger")
+        for companion in sqlite_files.companions(path):
+            # SQLite opens these by name too: a FIFO there (a -journal whose size it reads to
+            # look for a hot journal) blocks every command, Ctrl-C included.
+            if os.path.lexists(companion) and not companion.is_file():
+                raise LedgerError(
+                    f"{companion}: beside the ledger, and not a regular file; refusing to "
+                    "open the ledger (SQLite would read or write it)",
+                    code="ledger-unopenable",
+                )
         flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE
         immutable = readonly and _needs_immutable(path)
         names = os.stat(path).st_nlink
