@@ -110,7 +110,9 @@ def check_audit(ctx: VerifyContext) -> None:
             diverged(run_id, seq, "audit.mac", "the record's HMAC", "does not recompute", pos)
         try:
             # Parsed only at a record's size: JSON costs some twenty times its length.
-            fields = json.loads(record) if len(record) <= MAX_RECORD_BYTES else None
+            if len(record) > MAX_RECORD_BYTES:
+                raise ValueError("longer than a record")
+            fields = json.loads(record)
             ok = isinstance(fields, dict) and set(fields) == set(RECORD_FIELDS)
         except (ValueError, RecursionError):
             ok = False
