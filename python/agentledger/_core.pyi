@@ -167,6 +167,7 @@ def ed25519_verify_batch(items: Sequence[tuple[bytes, bytes, bytes]]) -> list[bo
 # ---- run journals (rust/core/src/journal/, rust/python/src/entry.rs) ---------------------
 
 MAX_FINDINGS_PER_RUN: int
+MAX_ENTRY_BYTES: int
 
 def encode_entries(
     run_id: str, first_seq: int, prev: str, ts: str, items: Sequence[tuple[str, object]]
@@ -191,7 +192,8 @@ class Entry:
     @classmethod
     def from_row(cls, run_id: str, seq: int, kind: str, digest: bytes, raw: bytes) -> Entry:
         """The entry of a stored row; ``ValueError``, ``KeyError`` or ``TypeError`` for
-        bytes that are not an entry's JSON object."""
+        bytes that are not an entry's JSON object (``ValueError``, unparsed, for bytes
+        longer than an entry can be: ``limits.MAX_ENTRY_BYTES``)."""
     @property
     def run_id(self) -> str: ...
     @property

@@ -53,6 +53,9 @@ CHECKS: dict[str, CheckInfo] = _table(
      "hash to the hash recorded for it.",
      "the hash recorded for the entry (the chain points at it)",
      "the hash of the entry's bytes as the file holds them now"),
+    ("entry.size", "The entry is longer than an entry can be (16 MiB of canonical bytes, "
+     "the most a proof carries): it was not written by agentledger, and it is not parsed.",
+     "at most 16 MiB", "the entry's length in bytes"),
     ("entry.json", "The entry's bytes are not a JSON object.",
      "a JSON object", "what the bytes hold (the parse error)"),
     ("entry.canonical", "The entry's bytes are JSON but not in canonical form (RFC 8785), so "

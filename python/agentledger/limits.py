@@ -17,7 +17,8 @@ MAX_DOCUMENT_BYTES = 64 << 20
 """JSON documents and proof bundles (a proof carries one entry's bytes, base64)."""
 MAX_ENTRY_BYTES = 16 << 20
 """One journal entry's canonical bytes: a proof carries them (base64) and is read whole, so
-an entry past this could never be proven. Large content belongs in blobs."""
+an entry past this could never be proven. Large content belongs in blobs. Verify reports a
+longer row unparsed (``entry.size``: the extension's ``MAX_ENTRY_BYTES``, held equal)."""
 MAX_KEY_FILE_BYTES = 64 << 10
 """Key and trust files."""
 MAX_EVIDENCE_BYTES = 1 << 30

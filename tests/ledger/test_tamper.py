@@ -15,6 +15,7 @@ import pytest
 
 from agentledger import Ledger, _core
 from agentledger.demo import activity_body
+from agentledger.limits import MAX_ENTRY_BYTES
 
 from ..raw_entries import append_unvetted
 
@@ -228,3 +229,23 @@ def test_a_divergence_names_run_step_expected_and_actual(ledger_path: Path) -> N
 
 def test_verify_run_of_a_missing_run_is_code_1(ledger: Ledger) -> None:
     assert ledger.verify_run("nope").code == 1
+
+
+def test_an_entry_longer_than_an_entry_can_be_is_named_and_never_parsed(
+    ledger_path: Path,
+) -> None:
+    # Tiny JSON items parse to about 28 times their size: a 1 GB cell filled memory in the
+    # journal pass and in every reader of the entry. Such a row is reported, not parsed.
+    build(ledger_path)
+    huge = b'{"body":[' + b"0," * (MAX_ENTRY_BYTES // 2) + b'0],"kind":"step"}'
+    sql(ledger_path, "UPDATE entries SET bytes = ? WHERE run_id = 'beta' AND seq = 2", (huge,))
+    with Ledger.open(ledger_path) as ledger:
+        for verdict in (ledger.verify_run("beta"), ledger.verify().runs[1]):
+            sized = [d for d in verdict.divergences if d.check == "entry.size"]
+            assert [(d.run_id, d.seq, d.actual) for d in sized] == [
+                ("beta", 2, f"{len(huge)} bytes")
+            ]
+            assert not {d.check for d in verdict.divergences} & {"entry.json", "entry.run"}
+    with pytest.raises(ValueError, match="larger than an entry can be"):
+        _core.Entry.from_row("beta", 2, "step", b"\0" * 32, huge)
+    assert _core.MAX_ENTRY_BYTES == MAX_ENTRY_BYTES

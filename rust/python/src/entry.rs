@@ -154,6 +154,13 @@ impl Entry {
         raw: &Bound<'_, PyAny>,
     ) -> PyResult<Self> {
         let py = raw.py();
+        if raw.len()? > agentledger_core::journal::MAX_ENTRY_BYTES {
+            // Never parsed: its objects could take tens of times its size (verify reports
+            // it, `entry.size`).
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "larger than an entry can be",
+            ));
+        }
         let doc = json_loads(py)?.call1((raw,))?;
         let prev = doc.get_item(intern!(py, "prev"))?;
         let ts = doc.get_item(intern!(py, "ts"))?;

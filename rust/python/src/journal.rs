@@ -25,6 +25,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(log_rebuild, m)?)?;
     m.add_class::<LoggedRows>()?;
     m.add("MAX_FINDINGS_PER_RUN", journal::MAX_FINDINGS_PER_RUN)?;
+    m.add("MAX_ENTRY_BYTES", journal::MAX_ENTRY_BYTES)?;
     Ok(())
 }
 

@@ -41,6 +41,10 @@ pub use verify::{
 pub const ENTRY_VERSION: f64 = 1.0;
 /// Entries of this kind pin an evidence set: verify recomputes its hash.
 pub const ACTIVITY_RESULT_KIND: &str = "activity.result";
+/// The most canonical bytes an entry may have (a proof carries the entry whole). A longer
+/// row is reported (`entry.size`) and never parsed: its parsed form could take tens of
+/// times its size in memory.
+pub const MAX_ENTRY_BYTES: usize = 16 << 20;
 /// Verification keeps at most this many findings per run (it always counts them all).
 pub const MAX_FINDINGS_PER_RUN: usize = 32;
 

@@ -393,3 +393,22 @@ fn a_seq_that_is_not_a_number_is_named() {
     let row = row_saying_seq(1, Value::String("1".to_owned()));
     assert_eq!(seq_findings(&row), [("1".to_owned(), "\"1\"".to_owned())]);
 }
+
+#[test]
+fn a_row_longer_than_an_entry_can_be_is_reported_unparsed() {
+    // Tiny items parse to tens of times their size: such a row is never parsed.
+    let mut bytes = b"[".to_vec();
+    bytes.extend(b"0,".repeat(MAX_ENTRY_BYTES / 2));
+    bytes.extend_from_slice(b"0]");
+    let row = StoredEntry {
+        run_id: "r".to_owned(),
+        seq: 0,
+        kind: "step".to_owned(),
+        hash: entry_hash(&bytes).to_vec(),
+        bytes: bytes.clone(),
+    };
+    let report = verify_batch(LEDGER, None, &[row]);
+    let checks: Vec<&str> = report.findings.iter().map(|f| f.check.as_str()).collect();
+    assert_eq!(checks, ["entry.size"]);
+    assert_eq!(report.findings[0].actual, format!("{} bytes", bytes.len()));
+}

@@ -15,7 +15,9 @@ use super::encode::evidence_set_hash;
 use super::encode::{genesis_digest, prefixed_hex, ENTRY_DOMAIN, EVIDENCE_SET_DOMAIN};
 pub use super::row::{EntryRow, StoredEntry};
 use super::row::{Prev, RowCheck};
-use super::{ACTIVITY_RESULT_KIND, ENTRY_VERSION, HASH_MANY_ROWS, MAX_FINDINGS_PER_RUN};
+use super::{
+    ACTIVITY_RESULT_KIND, ENTRY_VERSION, HASH_MANY_ROWS, MAX_ENTRY_BYTES, MAX_FINDINGS_PER_RUN,
+};
 
 /// The last row of the previous batch, so a run may span batches.
 #[derive(Debug, Clone)]
@@ -136,7 +138,7 @@ pub(super) fn check_rows<R: EntryRow>(rows: &[R]) -> Vec<RowCheck<'_>> {
 /// The checks of `row`, whose bytes hash to `computed`.
 fn check_row<R: EntryRow>(row: &R, computed: [u8; 32]) -> RowCheck<'_> {
     // Compared as arrays: a fixed-size compare inlines, a slice compare calls memcmp.
-    let fast = !crate::portable::forced();
+    let fast = !crate::portable::forced() && row.bytes().len() <= MAX_ENTRY_BYTES;
     if fast && <&[u8; 32]>::try_from(row.hash()).is_ok_and(|stored| *stored == computed) {
         if let Some(check) = check_clean_row(row, computed) {
             return check;
@@ -165,6 +167,14 @@ pub(super) fn check_row_fully<R: EntryRow>(row: &R, computed: [u8; 32]) -> RowCh
             prefixed_hex(row.hash()),
             prefixed_hex(&computed),
         );
+    }
+    if row.bytes().len() > MAX_ENTRY_BYTES {
+        note(
+            "entry.size",
+            format!("at most {MAX_ENTRY_BYTES} bytes"),
+            format!("{} bytes", row.bytes().len()),
+        );
+        return check;
     }
     let value = match canonical::parse(row.bytes()) {
         Ok(value) => value,
