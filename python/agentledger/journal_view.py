@@ -184,6 +184,8 @@ def _read(
     computed = HASH_PREFIX + _core.entry_hash(raw).hex()
     if HASH_PREFIX + digest.hex() != computed:
         return "its stored hash is not the hash of its bytes"
+    if len(raw) > _core.MAX_ENTRY_BYTES:  # never parsed (verify: entry.size)
+        return "it is longer than an entry can be"
     try:
         canonical = _core.canonicalize_json(raw) == raw
         doc = json.loads(raw) if canonical else None

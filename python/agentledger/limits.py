@@ -2,13 +2,16 @@
 
 A proof, a checkpoint, a key or a JSON document handed to a command is read through
 ``read_capped``, so a multi-gigabyte file (or an endless pipe) is refused after its first
-bytes instead of exhausting memory. Integers from such input must also fit SQLite's.
+bytes instead of exhausting memory. Integers from such input must also fit SQLite's. A
+stored entry is parsed only up to the most an entry can be (``entry_document``).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from agentledger.errors import BadArgument, InvalidInput
 from agentledger.sqlite_files import held_by_this_process
@@ -54,3 +57,12 @@ def read_capped(path: Path | str, limit: int, what: str) -> bytes:
             code="too-large",
         )
     return data
+
+
+def entry_document(raw: bytes) -> Any:
+    """A stored entry's JSON; ``ValueError``, unparsed, for bytes longer than an entry can
+    be (tiny items take tens of times their size once parsed; verify reports such a row,
+    ``entry.size``), as for bytes that are not JSON."""
+    if len(raw) > MAX_ENTRY_BYTES:
+        raise ValueError("larger than an entry can be")
+    return json.loads(raw)

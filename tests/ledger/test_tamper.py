@@ -7,6 +7,7 @@ the API) and checks the verdict and the named check.
 from __future__ import annotations
 
 import json
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,8 +16,10 @@ import pytest
 
 from agentledger import Ledger, _core
 from agentledger.demo import activity_body
+from agentledger.errors import Diverged
 from agentledger.limits import MAX_ENTRY_BYTES
 
+from ..activity.activity_testkit import research_result
 from ..raw_entries import append_unvetted
 
 
@@ -249,3 +252,33 @@ def test_an_entry_longer_than_an_entry_can_be_is_named_and_never_parsed(
     with pytest.raises(ValueError, match="larger than an entry can be"):
         _core.Entry.from_row("beta", 2, "step", b"\0" * 32, huge)
     assert _core.MAX_ENTRY_BYTES == MAX_ENTRY_BYTES
+
+
+def test_no_check_parses_a_row_longer_than_an_entry_can_be(ledger_path: Path) -> None:
+    # Its hash column recomputed and its kind an activity's, the row reached every Python
+    # check that reads activity bodies, and the writers' own reading of the run: each
+    # parsed it whole (`[]` items: some twenty times their size in Python objects).
+    with Ledger.open(ledger_path) as ledger:
+        ledger.run("r").append("step", {"n": 0})
+    huge = b'{"body":[' + b"[]," * (MAX_ENTRY_BYTES // 3) + b'[]],"kind":"activity.result"}'
+    sql(
+        ledger_path,
+        "UPDATE entries SET bytes = ?, hash = ?, kind = 'activity.result' WHERE run_id = 'r'",
+        (huge, _core.entry_hash(huge)),
+    )
+    sql(ledger_path, "UPDATE runs SET head_hash = ? WHERE run_id = 'r'", (_core.entry_hash(huge),))
+    tracemalloc.start()
+    try:
+        with Ledger.open(ledger_path) as ledger:
+            report = ledger.verify()
+            for write in (
+                lambda run: run.append("step", {"n": 1}),
+                lambda run: run.record_activity(research_result(), stage_id="s"),
+            ):
+                with pytest.raises(Diverged):
+                    write(ledger.run("r"))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "entry.size" in {d.check for run in report.runs for d in run.divergences}
+    assert peak < 8 * len(huge), f"{peak:,} bytes at peak for a {len(huge):,}-byte row"

@@ -16,6 +16,7 @@ from typing import Any
 
 from agentledger.audit import GENESIS_MAC, RECORD_FIELDS, mac_key, record_mac
 from agentledger.keys import read_audit_key
+from agentledger.limits import entry_document
 from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
 
@@ -149,7 +150,7 @@ def check_audit(ctx: VerifyContext) -> None:
 
 def _body(raw: bytes) -> dict[str, Any] | None:
     try:
-        body = json.loads(raw)["body"]
+        body = entry_document(raw)["body"]
     except (ValueError, KeyError, TypeError, RecursionError):
         return None  # the journal pass reports malformed entries
     return body if isinstance(body, dict) else None
@@ -202,7 +203,7 @@ def _cross_check(
 
 def _kind(raw: bytes) -> str | None:
     try:
-        kind = json.loads(raw)["kind"]
+        kind = entry_document(raw)["kind"]
     except (ValueError, KeyError, TypeError, RecursionError):
         return None  # the journal pass reports malformed entries
     return kind if isinstance(kind, str) else None

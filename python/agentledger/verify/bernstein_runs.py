@@ -31,7 +31,7 @@ from agentledger.bernstein.kinds import IMPORT_KIND, WORKDIR_KIND
 from agentledger.bernstein.verifier import check_ledger
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
-from agentledger.limits import MAX_KEY_FILE_BYTES, read_capped
+from agentledger.limits import MAX_KEY_FILE_BYTES, entry_document, read_capped
 from agentledger.storage import native
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
@@ -351,7 +351,7 @@ def _bodies(ctx: VerifyContext, kind: str) -> list[tuple[str, int, dict[str, Any
     out = []
     for run_id, seq, raw in rows:
         try:
-            body = json.loads(bytes(raw))["body"]
+            body = entry_document(bytes(raw))["body"]
         except (ValueError, KeyError, TypeError, RecursionError):
             continue  # the journal pass reports entries that do not decode
         if isinstance(body, dict):

@@ -20,6 +20,7 @@ from agentledger.bookkeeping import GC_PRUNED, GC_RUN, TEAM_LOADED, TEAM_RUN
 from agentledger.errors import AgentLedgerError, InvalidInput
 from agentledger.gc import PRUNE_DOMAIN, receipt_hash
 from agentledger.keys import parse_public_key, resolve_trust
+from agentledger.limits import entry_document
 from agentledger.verify.context import VerifyContext
 from agentledger.verify.results import Divergence
 
@@ -31,7 +32,7 @@ def _bodies(ctx: VerifyContext, run_id: str, kind: str) -> list[tuple[int, dict[
         (run_id, kind),
     ):
         try:
-            body = json.loads(raw)["body"]
+            body = entry_document(raw)["body"]
         except (ValueError, KeyError, TypeError, RecursionError):
             continue  # the journal pass reports a malformed entry
         if isinstance(body, dict):

@@ -3,12 +3,12 @@ order (the checks that module's docstring lists), loaded only when a run has any
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentledger.errors import InvalidInput
+from agentledger.limits import entry_document
 from agentledger.phase.compiler import compile
 from agentledger.phase.digest import verify_evidence_digest
 from agentledger.phase.journal import (
@@ -99,7 +99,7 @@ def replay_run(ctx: VerifyContext, run_id: str, rows: Iterable[tuple[int, bytes]
             continue
         replay.seq, replay.kind = seq, kind
         try:
-            body = json.loads(raw)["body"]
+            body = entry_document(raw)["body"]
             if not isinstance(body, dict):
                 raise replay.diverge("an object body", type(body).__name__)
             _CHECKS[kind](replay, body)
@@ -112,7 +112,7 @@ def replay_run(ctx: VerifyContext, run_id: str, rows: Iterable[tuple[int, bytes]
 def _kind_of(raw: bytes) -> str:
     """The kind an entry's bytes name ("" when they name none)."""
     try:
-        doc = json.loads(raw)
+        doc = entry_document(raw)
     except (ValueError, RecursionError):
         return ""
     kind = doc.get("kind") if isinstance(doc, dict) else None

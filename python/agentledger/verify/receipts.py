@@ -18,6 +18,7 @@ from agentledger import _core
 from agentledger.activity.receipts import PendingSignature, check_receipt, verify_signatures
 from agentledger.activity.result import SIGNED_MODALITIES
 from agentledger.keys import resolve_trust
+from agentledger.limits import entry_document
 from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
 
@@ -85,7 +86,7 @@ def _check_one(
         ctx.diverged(run_id, Divergence(run_id, seq, check, expected, actual, subject))
 
     try:
-        body = json.loads(raw)["body"]
+        body = entry_document(raw)["body"]
         kind, stage_id, artifact_hash = body["kind"], body["stage_id"], body["artifact_hash"]
         observations = body["observations"]
         observed = sorted(o["content_hash"] for o in observations)

@@ -35,6 +35,7 @@ from agentledger.activity.boundary import REFUSED_KIND, RESULT_KIND
 from agentledger.activity.team import Declared, team_in_force
 from agentledger.bookkeeping import TEAM_LOADED, TEAM_RUN
 from agentledger.journal_view import read_run
+from agentledger.limits import entry_document
 from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
 
@@ -116,7 +117,7 @@ def check_stage_decisions(ctx: VerifyContext) -> None:
         sets: dict[str, tuple[int, str]] = {}
         for _, seq, raw, leaf in rows:
             try:
-                doc = json.loads(raw)
+                doc = entry_document(raw)
                 kind, body = doc["kind"], doc["body"]
             except (ValueError, KeyError, TypeError, RecursionError):
                 continue  # the journal pass reports an entry that is not one

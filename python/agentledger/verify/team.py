@@ -9,10 +9,10 @@ when the stage was logged is ``verify/stages.py``'s check.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 from agentledger.activity.team import manifest_roles
+from agentledger.limits import entry_document
 from agentledger.verify.context import IN_SELECTED, VerifyContext
 from agentledger.verify.results import Divergence
 
@@ -36,7 +36,7 @@ def check_team_roles(ctx: VerifyContext) -> None:
     manifests: dict[str, dict[str, str] | str] = {}
     for run_id, seq, raw in _rows(ctx):
         try:
-            body = json.loads(raw)["body"]
+            body = entry_document(raw)["body"]
             manifest, role, kind = body["team_manifest"], body["role"], body["kind"]
         except (ValueError, KeyError, TypeError, RecursionError):
             continue  # not a pinned-manifest body (the journal pass reports malformed ones)
