@@ -228,7 +228,7 @@ class StoredCheckpoint:
     root_column: bytes
 
 
-def _row_to_stored(row: tuple[int, int, bytes, str]) -> StoredCheckpoint:
+def _row_to_stored(row: tuple[int, int, bytes, bytes]) -> StoredCheckpoint:
     checkpoint_id, size, root, note = row
     try:
         parsed = Checkpoint.parse(note)
@@ -243,7 +243,8 @@ def _row_to_stored(row: tuple[int, int, bytes, str]) -> StoredCheckpoint:
     return StoredCheckpoint(checkpoint_id, parsed, size, bytes(root))
 
 
-CHECKPOINT_COLUMNS = "SELECT id, size, root, note FROM checkpoints"
+# The note as bytes: one that is not UTF-8 is a malformed note (``Checkpoint.parse``).
+CHECKPOINT_COLUMNS = "SELECT id, size, root, CAST(note AS BLOB) FROM checkpoints"
 
 
 def newest_checkpoint(conn: apsw.Connection) -> StoredCheckpoint | None:

@@ -227,18 +227,24 @@ def _newest_note(path: Path) -> str:
         return str(conn.execute("SELECT note FROM checkpoints WHERE size = 2").fetchall()[0][0])
 
 
+@pytest.mark.parametrize("note", ["not a note", "NOT-UTF-8"])
 def test_a_stored_note_that_does_not_parse_is_tampering_for_every_command(
-    ledger: Ledger, ledger_path: Path, cli: Any, tmp_path: Path
+    ledger: Ledger, ledger_path: Path, cli: Any, tmp_path: Path, note: str
 ) -> None:
     """Only the install writes notes into the file: ``checkpoint``, ``prove`` and ``log
     export`` answered 65 (invalid input, as for a file the user gave) for a stored note
-    edited so that it no longer parses, where verify says tampering (2)."""
+    edited so that it no longer parses, where verify says tampering (2). A note that is
+    not UTF-8 (one flipped bit) made them exit 70 (UnicodeDecodeError)."""
     build(ledger, runs=1, entries=3)
     with raw(ledger_path) as conn:
-        conn.execute(
-            "UPDATE checkpoints SET note = 'not a note' WHERE id = "
-            "(SELECT id FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1)"
-        )
+        newest = "(SELECT id FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1)"
+        if note == "NOT-UTF-8":
+            conn.execute(
+                "UPDATE checkpoints SET note = CAST(CAST(note AS BLOB) || X'A5' AS TEXT) "
+                f"WHERE id = {newest}"
+            )
+        else:
+            conn.execute(f"UPDATE checkpoints SET note = ? WHERE id = {newest}", (note,))
     for args in (
         ["checkpoint", "--json"],
         ["prove", "run-0", "1"],
