@@ -126,10 +126,6 @@ def rows(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> li
         return _core.sqlite_rows(conn, sql, list(params), _kept.get(conn))
     except _core.SqliteError as exc:
         raise as_apsw(exc) from None
-    except UnicodeDecodeError:  # written by someone else: a typed error, not a crash
-        raise LedgerError(
-            "the ledger holds text that is not UTF-8", code="ledger-corrupt"
-        ) from None
 
 
 def execute(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> None:
