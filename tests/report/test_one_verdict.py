@@ -368,3 +368,32 @@ def _three_runs_b_unlisted(ledger_path: Path) -> None:
     conn = apsw.Connection(str(ledger_path))
     conn.execute("DELETE FROM runs WHERE run_id = 'b'")
     conn.close()
+
+
+def test_a_damaged_tile_names_no_entry_in_verify_run_as_in_verify_all(
+    ledger_path: Path, cli: Any
+) -> None:
+    """A tile edited, every entry intact: ``verify RUN`` proved each entry from the tiles
+    and named every step of the run ``log.inclusion`` ("the entry was edited, re-chained or
+    added after signing"), while ``verify --all`` said only ``log.tiles`` and the run clean."""
+    with Ledger.open(ledger_path) as ledger:
+        for run_id in ("r0", "r1"):
+            ledger.run(run_id).append_many([("step", {"n": n}) for n in range(4)])
+    conn = apsw.Connection(str(ledger_path))
+    conn.execute(
+        "UPDATE log_tiles SET hashes = CAST(zeroblob(1) || substr(hashes, 2) AS BLOB) "
+        "WHERE level = 0 AND idx = 0"
+    )
+    conn.close()
+    whole = cli("verify", "--all", "--json")
+    assert whole.code == 2 and whole.json()["failures"] == []
+    assert {d["check"] for d in whole.json()["workspace"]} == {"log.tiles"}
+    for run_id in ("r0", "r1"):
+        named = cli("verify", run_id, "--json")
+        assert named.code == 2, run_id  # the tiles, a workspace finding
+        assert named.json()["failures"] == [], run_id
+        assert named.json()["results"][0]["status"] == "clean", run_id
+        assert {d["check"] for d in named.json()["workspace"]} == {"log.tiles"}
+        shown = cli("show", run_id, "--json")
+        assert shown.code == 2 and shown.json()["run_status"] == "clean", run_id
+        assert all(entry["status"] == "clean" for entry in shown.json()["entries"]), run_id

@@ -8,9 +8,10 @@ run, changes what the log recomputes to. The stored tiles must be exactly the tr
 those leaves, and every stored checkpoint (the sparse history) must be signed and be the
 root of the tiles at its size.
 
-Named runs: each entry's leaf is proven (RFC 9162 inclusion, from the tiles) in the newest
-trusted checkpoint, and the file must hold as many logged entries as that checkpoint
-commits to; otherwise the runs cannot be certified complete.
+Named runs: the file's first positions must rebuild the newest trusted checkpoint's root
+(every position present once, holding the signed entry), which proves each named entry
+at one of them; otherwise the runs cannot be certified complete, and each named entry's
+leaf is proven on its own (RFC 9162 inclusion, from the tiles) to name the changed ones.
 
 Rollback: the log must extend what this install signed or found clean (its memory,
 outside the file: ``signer_memory.py``), and, with ``--checkpoint FILE``, an exported
@@ -775,6 +776,10 @@ def _check_selected_runs(
             "the stored tiles hash to another root",
             "log_tiles",
         )
+    # The file's first positions rebuilt from every entry: when they give the signed root,
+    # each entry at one of them is the signed leaf there, proven without the tiles (which a
+    # damaged tile would make fail for entries nobody changed: the tiles are log.tiles).
+    missing = _unproven_prefix(ctx, note.size, note.root)
     tail_from = ctx.tail_from or {}
     for run_id, seq, digest, leaf in rows:
         if not isinstance(leaf, int) or leaf < 0 or seq < tail_from.get(run_id, 0):
@@ -791,6 +796,8 @@ def _check_selected_runs(
                 ),
             )
             continue
+        if missing is None:
+            continue
         data = _core.log_leaf(run_id, seq, bytes(digest))
         try:
             proof = reader.inclusion_proof(leaf, note.size)
@@ -798,7 +805,6 @@ def _check_selected_runs(
             proof = []
         if not _core.verify_inclusion(data, leaf, note.size, proof, note.root):
             _not_that_leaf(ctx, run_id, seq, leaf, newest.id)
-    missing = _unproven_prefix(ctx, note.size, note.root)
     if missing is not None:
         for run_id in selected:
             ctx.diverged(
