@@ -88,6 +88,27 @@ def test_the_mirror_is_an_hmac_chain_any_verifier_can_recompute(
         prev = mac
 
 
+def test_an_edited_record_names_the_stored_and_the_recomputed_hmac(
+    ledger_path: Path, key_home: Path, cli: object
+) -> None:
+    """``audit.mac`` said expected "the record's HMAC", actual "does not recompute", though
+    both HMACs are known: it gives them, the stored one and the one of the bytes now."""
+    with Ledger.open(ledger_path) as ledger:
+        record_every_modality(ledger)
+    pos, record, mac = sql(ledger_path, "SELECT pos, record, mac FROM audit_log LIMIT 1")[0]
+    edited = record.replace(b'"completed"', b'"failed"', 1)
+    assert edited != record
+    sql(ledger_path, "UPDATE audit_log SET record = ? WHERE pos = ?", (edited, pos))
+    master = (key_home / "audit.key").read_bytes().strip()
+    now = hmac.new(hkdf_sha256(master, b"agentledger/v1/audit", 32), edited, hashlib.sha256)
+    result = cli("verify", "--json")  # type: ignore[operator]
+    assert result.code == 2
+    found = [d for run in result.json()["failures"] for d in run["divergences"]]
+    assert [(d["check"], d["expected"], d["actual"]) for d in found] == [
+        ("audit.mac", bytes(mac).hex(), now.hexdigest())
+    ]
+
+
 def test_a_refusal_is_mirrored_too(ledger: Ledger, ledger_path: Path) -> None:
     run = ledger.run("r")
     run.record_activity(research_result(), stage_id="s1")

@@ -107,8 +107,10 @@ def check_audit(ctx: VerifyContext) -> None:
         link = previous[1].hex() if pos == previous[0] + 1 else None
         previous = (pos, mac)
         count += 1
-        if key is not None and record_mac(key, record) != mac:
-            diverged(run_id, seq, "audit.mac", "the record's HMAC", "does not recompute", pos)
+        if key is not None and (recomputed := record_mac(key, record)) != mac:
+            # Expected: the HMAC stored with the record; actual: the HMAC of its bytes now.
+            stored = bytes(mac).hex() if isinstance(mac, bytes) else repr(mac)
+            diverged(run_id, seq, "audit.mac", stored, recomputed.hex(), pos)
         try:
             # Parsed only at a record's size: JSON costs some twenty times its length.
             if len(record) > MAX_RECORD_BYTES:
