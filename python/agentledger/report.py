@@ -129,10 +129,12 @@ def summary(report: VerifyReport) -> Group:
     return Group(*parts)
 
 
-def _sides(node: Tree, divergence: Divergence) -> None:
+def finding_sides(node: Tree, divergence: Divergence, holds: bool = True) -> None:
+    """Under a finding: its expected, its actual (and, with ``holds``, what an edited entry
+    holds): the terminal report's lines, which ``show`` draws under a step's mark too."""
     node.add(Text.assemble(("expected ", "dim"), (safe(divergence.expected), EXPECTED_STYLE)))
     node.add(Text.assemble(("actual   ", "dim"), (safe(divergence.actual), ACTUAL_STYLE)))
-    if divergence.detail:
+    if holds and divergence.detail:
         node.add(Text.assemble(("holds    ", "dim"), (safe(divergence.detail), ACTUAL_STYLE)))
 
 
@@ -174,7 +176,7 @@ def run_tree(verdict: RunVerdict, status: str | None = None) -> Tree:
     for seq in sorted(by_step, key=lambda s: (s is not None, s or 0)):
         where = "run" if seq is None else f"step {seq}"
         for divergence in by_step[seq]:
-            _sides(tree.add(_finding_label(divergence, where)), divergence)
+            finding_sides(tree.add(_finding_label(divergence, where)), divergence)
     hidden = verdict.divergence_count - len(verdict.divergences)
     if hidden > 0:
         tree.add(Text(f"… and {hidden:,} more (counted, not kept)", style="dim"))
@@ -189,7 +191,7 @@ def workspace_tree(report: VerifyReport) -> Tree:
             where = f"run {safe(divergence.run_id)}"
             if divergence.seq is not None:
                 where += f" step {divergence.seq}"
-        _sides(tree.add(_finding_label(divergence, where)), divergence)
+        finding_sides(tree.add(_finding_label(divergence, where)), divergence)
     return tree
 
 
@@ -258,6 +260,7 @@ def write_html(report: VerifyReport, path: Path) -> None:
 
 __all__ = [
     "MAX_RUN_TREES",
+    "finding_sides",
     "report_renderable",
     "run_tree",
     "verdict_line",

@@ -34,6 +34,29 @@ def test_show_marks_an_edited_body_and_exits_2(demo: Demo, demo_cli: Any) -> Non
     assert by_seq[2]["status"] == "clean" and by_seq[2]["marks"] == []
 
 
+def test_show_gives_each_finding_its_expected_and_actual_as_verify_does(
+    demo: Demo, demo_cli: Any
+) -> None:
+    """A step's mark said only the finding's words ("edited (entry.hash): the bytes
+    changed…", "chain.prev: …"): the hashes `verify RUN` gives as expected and actual were
+    in `show --json` alone. The terminal shows them under the mark, as verify does."""
+    for check in ("entry.hash", "chain.gap", "run.head_seq"):
+        run = demo.run(check)
+        _, out, _ = demo_cli("verify", run, "--json")
+        found = [d for f in as_json(out)["failures"] for d in f["divergences"]]
+        assert check in {d["check"] for d in found}
+        code, shown, _ = demo_cli("show", run)
+        assert code == 2
+        lines = [line.split("── ", 1)[-1] for line in shown.splitlines()]
+        for divergence in found:
+            assert f"expected {divergence['expected']}" in lines or (
+                f"expected {divergence['expected']}," in shown
+            ), (check, divergence)
+            assert f"actual   {divergence['actual']}" in lines or (
+                f"actual {divergence['actual']}" in shown
+            ), (check, divergence)
+
+
 def test_show_names_a_deleted_step(demo: Demo, demo_cli: Any) -> None:
     run = demo.run("chain.gap")
     code, out, _ = demo_cli("show", run)

@@ -532,7 +532,7 @@ def show(
         )
     )
     for mark in marks.run:
-        tree.add(Text("✗ " + safe(mark.text), style="bold red"))
+        _mark_node(tree, mark, "bold red")
     for entry in entries:
         gap = marks.missing_before.get(entry.seq)
         if gap is not None:
@@ -557,7 +557,7 @@ def show(
             body = json.dumps(entry.body, ensure_ascii=False, sort_keys=True)
         node.add(Text(safe(shorten(body, BODY_CHARS)), style="red" if here else ""))
         for mark in here:
-            node.add(Text("✗ " + safe(mark.text), style="red"))
+            _mark_node(node, mark, "red")
     console.print(tree)
     if stages:
         console.print(stages_tree(stages, marks))
@@ -566,6 +566,20 @@ def show(
     else:
         console.print(Text(f"verdict: {status}", style="green" if code == 0 else "bold red"))
     return code
+
+
+def _mark_node(parent: Tree, mark: Mark, style: str) -> None:
+    """A mark, and under it the finding's expected and actual (as `verify` draws them)
+    when its words do not already give them."""
+    from rich.text import Text
+
+    from agentledger.checks import says
+    from agentledger.report import finding_sides
+
+    node = parent.add(Text("✗ " + safe(mark.text), style=style))
+    found = mark.divergence
+    if found is not None and says(found.check, found.expected, found.actual, found.seq):
+        finding_sides(node, found, holds=False)  # the entry's body is shown above it
 
 
 RECEIPT_STYLE = {"verified": "green", "missing": "bold red", "untrusted signer": "bold yellow"}
