@@ -397,3 +397,29 @@ def test_a_damaged_tile_names_no_entry_in_verify_run_as_in_verify_all(
         shown = cli("show", run_id, "--json")
         assert shown.code == 2 and shown.json()["run_status"] == "clean", run_id
         assert all(entry["status"] == "clean" for entry in shown.json()["entries"]), run_id
+
+
+def test_a_checkpoint_no_trusted_key_signed_names_no_entry_in_verify_all_as_in_verify_run(
+    ledger_path: Path, cli: Any
+) -> None:
+    """A run re-chained and the newest note's signature broken: `verify --all` named the
+    run's steps ``log.inclusion`` against that note ("leaf N of checkpoint C") while
+    `verify RUN`, which proves nothing against a note no trusted key signed, called the
+    run clean. Neither names a leaf of an unsigned note now; both say what is unsigned."""
+    from tests.log.logkit import break_newest_signature, raw, rechain
+
+    with Ledger.open(ledger_path) as ledger:
+        for run_id in ("r0", "r1"):
+            ledger.run(run_id).append_many([("step", {"n": n}) for n in range(4)])
+    with raw(ledger_path) as conn:
+        rechain(conn, "r1", 2, {"n": 102})
+    break_newest_signature(ledger_path)
+    whole = cli("verify", "--all", "--json")
+    named = cli("verify", "r1", "--json")
+    assert whole.code == named.code == 2
+    for report in (whole.json(), named.json()):
+        found = {d["check"] for f in report["failures"] for d in f["divergences"]}
+        assert "log.inclusion" not in found
+        assert "checkpoint.signature" in {d["check"] for d in report["workspace"]}
+    status = {row["run"]: row["status"] for row in whole.json()["results"]}
+    assert status["r1"] == named.json()["results"][0]["status"]

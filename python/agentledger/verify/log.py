@@ -358,7 +358,8 @@ def check_log(ctx: VerifyContext) -> None:
             )
     elif note.root != root:
         _diverged(ctx, "log.root", _b64(note.root), _b64(root) + " (entries changed)", "log")
-        _name_changed_leaves(ctx, reader, newest)
+        if ok:  # a note no trusted key signed names no leaf (nor does `verify RUN` with it)
+            _name_changed_leaves(ctx, reader, newest)
     # Proofs against the signed log come from the tiles, which must then be its tree.
     proven_size, proven_root = (state.size, root) if tiles_ok else (note.size, note.root)
     if plan.exported is not None:
