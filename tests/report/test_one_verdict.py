@@ -423,3 +423,30 @@ def test_a_checkpoint_no_trusted_key_signed_names_no_entry_in_verify_all_as_in_v
         assert "checkpoint.signature" in {d["check"] for d in report["workspace"]}
     status = {row["run"]: row["status"] for row in whole.json()["results"]}
     assert status["r1"] == named.json()["results"][0]["status"]
+
+
+def test_a_damaged_tile_beside_a_deleted_entry_names_no_other_entry_in_verify_run(
+    ledger_path: Path, cli: Any
+) -> None:
+    """A tile edited and one entry deleted from another run: the signed log no longer
+    rebuilds, so `verify RUN` proved each entry from the damaged tiles and named every
+    step of an untouched run ``log.inclusion`` (edited, re-chained or added), which
+    `verify --all` called clean. A proof from tiles that are not the signed tree proves
+    nothing: the untouched run reads as `verify --all` reads it."""
+    with Ledger.open(ledger_path) as ledger:
+        for run_id in ("r0", "r1"):
+            ledger.run(run_id).append_many([("step", {"n": n}) for n in range(4)])
+    conn = apsw.Connection(str(ledger_path))
+    conn.execute(
+        "UPDATE log_tiles SET hashes = CAST(zeroblob(1) || substr(hashes, 2) AS BLOB) "
+        "WHERE level = 0 AND idx = 0"
+    )
+    conn.execute("DELETE FROM entries WHERE run_id = 'r1' AND seq = 1")
+    conn.close()
+    whole = cli("verify", "--all", "--json")
+    status = {row["run"]: row["status"] for row in whole.json()["results"]}
+    assert whole.code == 2 and status == {"r0": "clean", "r1": "diverged"}
+    named = cli("verify", "r0", "--json")
+    assert named.code == 2
+    assert named.json()["results"][0]["status"] == "clean"
+    assert named.json()["failures"] == []

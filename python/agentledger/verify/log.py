@@ -797,8 +797,8 @@ def _check_selected_runs(
                 ),
             )
             continue
-        if missing is None:
-            continue
+        if missing is None or tiles_root != note.root:
+            continue  # proven above; or tiles not the signed tree, whose proofs prove nothing
         data = _core.log_leaf(run_id, seq, bytes(digest))
         try:
             proof = reader.inclusion_proof(leaf, note.size)
