@@ -245,7 +245,7 @@ def verdict_line(report: VerifyReport) -> Text:
         text.append(
             f" — {plural(report.findings, 'finding')}"
             + (f" in {plural(len(diverged), 'run')}" if diverged else "")
-            + (" and the workspace" if report.workspace else "")
+            + ((" and" if diverged else " in") + " the workspace" if report.workspace else "")
         )
     text.append(f" (covers {safe(report.scope)})", style="dim")
     return text

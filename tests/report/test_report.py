@@ -147,6 +147,19 @@ def test_a_run_named_only_by_a_workspace_finding_is_counted_diverged() -> None:
     assert "diverged 0" not in out.getvalue()
 
 
+def test_the_verdict_says_where_findings_of_the_workspace_alone_are() -> None:
+    """With no run diverged, the verdict read "diverged — 1 finding and the workspace"."""
+    report = VerifyReport(runs=[RunVerdict("a")])
+    report.workspace.append(Divergence(None, None, "log.tiles", "a tree", "another", "log"))
+    out = io.StringIO()
+    human_console(file=out).print(report_renderable(report))
+    assert "verdict: diverged — 1 finding in the workspace (covers" in out.getvalue()
+    report.runs[0].add(Divergence("a", 1, "entry.hash", "blake3:" + "a" * 64, "blake3:b"))
+    out = io.StringIO()
+    human_console(file=out).print(report_renderable(report))
+    assert "— 2 findings in 1 run and the workspace (covers" in out.getvalue()
+
+
 def _many_runs(n: int) -> VerifyReport:
     report = VerifyReport(runs=[RunVerdict(f"run-{i:06d}", entries=24) for i in range(n)])
     report.elapsed_s = 1.5
