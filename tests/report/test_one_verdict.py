@@ -192,6 +192,29 @@ def test_runs_lists_a_run_whose_cached_head_was_edited_with_what_it_holds(
     assert by_size == ["hidden", "shifted", "other"]
 
 
+def test_runs_counts_the_entries_a_run_holds_as_verify_and_show_do(
+    ledger_path: Path, cli: Any
+) -> None:
+    """A step deleted from the middle of a run: ``runs`` said its last step + 1 (5) while
+    verify, show and the HTML said the 4 entries the file holds."""
+    with Ledger.open(ledger_path) as ledger:
+        ledger.run("gap").append_many([("step", {"n": n}) for n in range(5)])
+        ledger.run("whole").append_many([("step", {"n": n}) for n in range(3)])
+    conn = apsw.Connection(str(ledger_path))
+    conn.execute("DELETE FROM entries WHERE run_id = 'gap' AND seq = 2")
+    conn.close()
+    verified = {row["run"]: row["entries"] for row in cli("verify", "--json").json()["results"]}
+    assert verified == {"gap": 4, "whole": 3}
+    assert len(cli("show", "gap", "--json").json()["entries"]) == 4
+    listed = cli("runs", "--json").json()["runs"]
+    assert {row["run"]: (row["entries"], row["events"]) for row in listed} == {
+        "gap": (4, 4),
+        "whole": (3, 3),
+    }
+    by_size = [row["run"] for row in cli("runs", "--sort", "entries", "--json").json()["runs"]]
+    assert by_size == ["gap", "whole"]
+
+
 def test_a_run_rewritten_under_the_signed_log_reads_diverged_in_verify_all_too(
     ledger_path: Path, cli: Any
 ) -> None:

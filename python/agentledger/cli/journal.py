@@ -157,6 +157,9 @@ def append(app: AppContext, run_id: str, kind: str, body: str | None, as_json: b
 LAST_SEQ = "(SELECT max(e.seq) FROM entries e WHERE e.run_id = r.run_id)"
 """The run's last step as the entries table holds it (not the runs table's cache, which a
 tampered file may have edited: every run is listed, with what it holds)."""
+ENTRY_COUNT = "(SELECT count(*) FROM entries e WHERE e.run_id = r.run_id)"
+"""The entries the file holds of the run, counted: a run with steps deleted from its middle
+holds fewer than its last step + 1, and verify, show and the HTML give it that count."""
 HEAD_TS = (
     "(SELECT CASE WHEN json_valid(l.bytes) THEN json_extract(l.bytes, '$.ts') END"
     f" FROM entries l WHERE l.run_id = r.run_id AND l.seq = {LAST_SEQ})"
@@ -168,15 +171,15 @@ SORTS = {
     "created": "r.ordinal",
     "run": "r.run_id",
     "last": f"{HEAD_TS} DESC, r.ordinal",
-    "entries": f"{LAST_SEQ} DESC, r.ordinal",
+    "entries": f"{ENTRY_COUNT} DESC, r.ordinal",
 }
 
 RUNS_SQL = """
 SELECT json_object(
          'activities', (SELECT count(*) FROM entries a
                          WHERE a.kind = 'activity.result' AND a.run_id = r.run_id),
-         'entries', ifnull({last_seq}, -1) + 1,
-         'events', ifnull({last_seq}, -1) + 1,
+         'entries', {entry_count},
+         'events', {entry_count},
          'head', 'blake3:' || nullif(lower(hex(r.head_hash)), ''),
          'last_entry', {head_ts},
          'run', r.run_id,
@@ -224,7 +227,7 @@ def _runs_query(
         params.append(status)
     sql = RUNS_SQL.format(
         head_ts=HEAD_TS,
-        last_seq=LAST_SEQ,
+        entry_count=ENTRY_COUNT,
         status=status_sql if status_db else "'unverified'",
         verified_at=f"CASE WHEN {STATUS_KNOWN} THEN s.verified_at END" if status_db else "NULL",
         source=source,
