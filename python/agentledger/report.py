@@ -126,6 +126,8 @@ def summary(report: VerifyReport) -> Group:
                     (f"  ({plural(row['findings'], 'finding')})", "dim"),
                 )
             )
+        if report.findings_not_kept:
+            parts.append(Text("  " + report.not_kept_words(), style="dim"))
     return Group(*parts)
 
 

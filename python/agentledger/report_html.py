@@ -199,6 +199,8 @@ def _summary(report: VerifyReport) -> str:
         f"<td>{row['findings']:,}</td><td class=means>{_e(explain(check).means)}</td></tr>"
         for check, row in by_check.items()
     )
+    if report.findings_not_kept:
+        rows += f"<tr><td colspan=5 class=muted>{_e(report.not_kept_words())}</td></tr>"
     return (
         counts
         + _chart(report)

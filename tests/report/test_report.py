@@ -160,6 +160,27 @@ def test_the_verdict_says_where_findings_of_the_workspace_alone_are() -> None:
     assert "— 2 findings in 1 run and the workspace (covers" in out.getvalue()
 
 
+def test_findings_past_the_per_run_cap_are_said_beside_the_counts_by_check() -> None:
+    """A run with more findings than a run keeps: "40 findings by check:" headed rows
+    that summed to the 32 kept, in the terminal, the HTML and --json, the other 8 said
+    nowhere near them."""
+    report = VerifyReport(runs=[RunVerdict("a"), RunVerdict("b")])
+    for seq in range(40):
+        report.runs[0].add(Divergence("a", seq, "entry.hash", "blake3:" + "a" * 64, "blake3:b"))
+    report.runs[1].add(Divergence("b", 1, "chain.prev", "blake3:" + "c" * 64, "blake3:d"))
+    shown = report.to_json()
+    counted = sum(row["findings"] for row in shown["findings_by_check"].values())
+    assert shown["findings"] == 41 and counted == 33
+    assert shown["findings_not_kept"] == 8
+    words = "… and 8 findings in 1 run past the 32 a run keeps: counted, their checks not kept"
+    out = io.StringIO()
+    human_console(file=out).print(report_renderable(report))
+    lines = out.getvalue().splitlines()
+    at = lines.index("41 findings by check:")
+    assert lines[at + 3] == "  " + words
+    assert html_escape(words) in render_html(report)
+
+
 def _many_runs(n: int) -> VerifyReport:
     report = VerifyReport(runs=[RunVerdict(f"run-{i:06d}", entries=24) for i in range(n)])
     report.elapsed_s = 1.5

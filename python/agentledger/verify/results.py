@@ -7,6 +7,7 @@ from typing import Any
 
 from agentledger import _core
 from agentledger.checks import says
+from agentledger.display import plural
 from agentledger.errors import ExitCode
 
 MAX_DIVERGENCES_PER_RUN = _core.MAX_FINDINGS_PER_RUN
@@ -246,6 +247,20 @@ class VerifyReport:
             trusted_signer=note.signed_by(sorted(trusted)),
         )
 
+    @property
+    def findings_not_kept(self) -> int:
+        """Findings counted past the per-run cap (``MAX_DIVERGENCES_PER_RUN``): in
+        ``findings``, but not kept, so in no check's row of ``findings_by_check``."""
+        return sum(max(0, run.divergence_count - len(run.divergences)) for run in self.runs)
+
+    def not_kept_words(self) -> str:
+        """``findings_not_kept`` in words, under the counts by check (terminal and HTML)."""
+        runs = sum(1 for run in self.runs if run.divergence_count > len(run.divergences))
+        return (
+            f"… and {plural(self.findings_not_kept, 'finding')} in {plural(runs, 'run')} past "
+            f"the {MAX_DIVERGENCES_PER_RUN} a run keeps: counted, their checks not kept"
+        )
+
     def findings_by_check(self) -> dict[str, dict[str, int]]:
         """Per check id: findings kept in the report, runs they touch, workspace findings."""
         out: dict[str, dict[str, Any]] = {}
@@ -304,6 +319,7 @@ class VerifyReport:
             "entries_per_s": round(self.entries / self.elapsed_s) if self.elapsed_s else None,
             "findings": self.findings,
             "findings_by_check": self.findings_by_check(),
+            "findings_not_kept": self.findings_not_kept,
             "ledger": {"path": self.ledger_path, "id": self.ledger_id},
             "version": self.version,
             "verified_at": self.verified_at,
