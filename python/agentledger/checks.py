@@ -205,9 +205,9 @@ CHECKS: dict[str, CheckInfo] = _table(
      "the leaf of the signed checkpoint at this place", "what the entry gives now"),
     ("log.unsigned", "An entry of a named run was added after the newest signed checkpoint.",
      "an entry of the signed log", "a leaf past the newest checkpoint"),
-    ("log.incomplete", "Entries of the signed log are missing from the file, so a named run cannot "
-     "be certified complete.",
-     "the entries the signed checkpoint counts", "how many the file is missing"),
+    ("log.incomplete", "Entries of the signed log are missing from the file (or replaced at their "
+     "positions), so a named run cannot be certified complete.",
+     "the entries the signed checkpoint counts", "which the file is missing or holds replaced"),
     ("log.state", "The log's stored frontier disagrees with the entries.",
      "the log state the entries give", "the stored frontier"),
     ("log.consistency", "The log does not extend the checkpoint verified before.",

@@ -473,3 +473,25 @@ def test_a_damaged_tile_beside_a_deleted_entry_names_no_other_entry_in_verify_ru
     assert named.code == 2
     assert named.json()["results"][0]["status"] == "clean"
     assert named.json()["failures"] == []
+
+
+def test_entries_replaced_under_the_signed_log_are_not_called_missing(
+    ledger_path: Path, cli: Any
+) -> None:
+    """A run re-chained under the signed log (no entry deleted): `verify` of another run
+    noted "the signed log misses entries" and `explain log.incomplete` spoke of missing
+    entries only, while the finding's actual said "entries replaced"."""
+    from tests.log.logkit import raw, rechain
+
+    with Ledger.open(ledger_path) as ledger:
+        for run_id in ("r0", "r1"):
+            ledger.run(run_id).append_many([("step", {"n": n}) for n in range(4)])
+    with raw(ledger_path) as conn:
+        rechain(conn, "r1", 2, {"n": 102})
+    named = cli("verify", "r0", "--json").json()
+    found = [d for f in named["failures"] for d in f["divergences"]]
+    assert [d["check"] for d in found] == ["log.incomplete"]
+    assert "replaced" in found[0]["actual"]
+    assert not any("misses entries" in note for note in named["notes"]), named["notes"]
+    assert any("missing or replaced" in note for note in named["notes"]), named["notes"]
+    assert "replaced" in cli("explain", "log.incomplete").out

@@ -116,7 +116,8 @@ def judged_by_whole(named: VerifyReport, whole: VerifyReport) -> VerifyReport:
     ]
     elsewhere = sum(1 for d in whole.workspace if d.run_id not in selected)
     named.notes.append(
-        "the signed log misses entries: the whole ledger was verified to judge these runs"
+        "the file does not hold the signed log's entries, each at its position (some missing "
+        "or replaced): the whole ledger was verified to judge these runs"
         + (
             f"; {elsewhere:,} workspace finding(s) name no run here "
             "(`agentledger verify --all` lists them)"
