@@ -79,8 +79,8 @@ CHECKS: dict[str, CheckInfo] = _table(
      "the next step of the chain", "the step the file holds next"),
     ("chain.prev", "The entry does not link to the entry before it: the one before was "
      "changed, removed or replaced.",
-     "the hash of the entry before, as the chain holds it",
-     "the link (prev) this entry holds"),
+     "the link (prev) this entry holds: the hash of the entry before it when it was written",
+     "the hash of the entry the file holds before it now"),
     ("activity.evidence_set_hash", "An activity's pinned evidence set hash does not "
      "recompute from the observation hashes it lists: an observation was swapped.",
      "the evidence set hash pinned in the activity result",

@@ -4,6 +4,7 @@ verified at the top (terminal and JSON)."""
 from __future__ import annotations
 
 import io
+import json
 import re
 import tracemalloc
 from html import escape as html_escape
@@ -49,6 +50,25 @@ def test_expected_is_the_anchored_record_and_actual_what_the_file_holds(
         )[0]
     assert entry["expected"] == "blake3:" + bytes(stored).hex()  # the recorded hash
     assert entry["actual"] == "blake3:" + _core.entry_hash(bytes(raw)).hex()  # the bytes now
+
+
+def test_a_broken_link_reads_with_the_sides_of_the_edit_that_broke_it(
+    demo: Demo, demo_cli: Any
+) -> None:
+    """An entry's bytes edited: its entry.hash read expected = the recorded hash, actual =
+    the hash of the bytes now, and the next step's chain.prev the other way round (expected
+    = the hash of the edited bytes, actual = the untouched link): one hash was expected in
+    one finding and actual in the next. The link is the anchored record: expected."""
+    _, out, _ = demo_cli("verify", "--json")
+    report = as_json(out)
+    edited = demo.run("entry.hash")
+    entry = _finding(report, edited, "entry.hash")
+    link = _finding(report, edited, "chain.prev")
+    assert (entry["seq"], link["seq"]) == (3, 4)
+    assert (link["expected"], link["actual"]) == (entry["expected"], entry["actual"])
+    with Ledger.open(demo.path, readonly=True) as ledger:
+        raw = ledger.db.rows("SELECT bytes FROM entries WHERE run_id = ? AND seq = 4", (edited,))
+    assert json.loads(bytes(raw[0][0]))["prev"] == link["expected"]  # what step 4 holds
 
 
 def test_expected_is_neutral_and_actual_red_on_every_line(demo: Demo, demo_cli: Any) -> None:
