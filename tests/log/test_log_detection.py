@@ -103,6 +103,12 @@ def test_a_checkpoint_signed_by_an_untrusted_key_does_not_verify(
     monkeypatch.setenv("AGENTLEDGER_HOME", str(tmp_path / "keys"))
     report = verify(ledger_path)
     assert "checkpoint.signature" in checks(report)
+    # The actual side said "not (agentledger/v1/ledger/…)": the names, then what is wrong.
+    found = next(d for d in report.workspace if d.check == "checkpoint.signature")
+    assert found.actual == (
+        f"its signature(s) by agentledger/v1/ledger/{ledger.id}: none verifies under a "
+        "trusted key"
+    )
 
 
 def test_deleting_every_checkpoint_is_detected(ledger: Ledger, ledger_path: Path) -> None:

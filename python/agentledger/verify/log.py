@@ -486,8 +486,13 @@ def _check_checkpoint(ctx: VerifyContext, stored: StoredCheckpoint, trusted: set
     ok = True
     if note.signed_by(sorted(trusted)) is None:
         signers = ", ".join(sorted({s.name for s in note.signatures}))
+        held = f"its signature(s) by {signers}" if signers else "no signature"
         _diverged(
-            ctx, "checkpoint.signature", "signed by a trusted key", f"not ({signers})", subject
+            ctx,
+            "checkpoint.signature",
+            "signed by a trusted key",
+            f"{held}: none verifies under a trusted key",
+            subject,
         )
         ok = False
     plan = ctx.log_plan
