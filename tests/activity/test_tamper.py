@@ -241,6 +241,28 @@ def test_a_receipt_divergence_names_the_stage(recorded: Path) -> None:
     assert {d.seq for d in signature} == {seq}
 
 
+def test_a_receipt_signature_finding_gives_the_signature_it_holds(recorded: Path) -> None:
+    """Its actual said "does not verify for input 'in.csv'" (the signature held not named)
+    and, for a signature that is not hex, a repr cut at 40 characters with no mark."""
+    rewrite_receipt(recorded, swap_signatures)
+    with Ledger.open(recorded) as ledger:
+        verdict = ledger.verify_run(RUN)
+    found = [d for d in verdict.divergences if d.check == "receipt.signature"]
+    receipt = json.loads(read_blob(recorded, receipt_digest(recorded)))
+    held = receipt["inputs"][0]["signature"]
+    assert any(d.actual == f"{held}, which does not verify for input 'in.csv'" for d in found)
+    forged = "Z" + "0" * 127
+
+    def not_hex(doc: dict[str, Any]) -> None:
+        doc["inputs"][0]["signature"] = forged
+
+    rewrite_receipt(recorded, not_hex)
+    with Ledger.open(recorded) as ledger:
+        verdict = ledger.verify_run(RUN)
+    actual = next(d.actual for d in verdict.divergences if d.expected == "128 hex characters")
+    assert actual.startswith("'Z000") and actual.endswith("000'") and "…" in actual
+
+
 def test_a_mirror_edit_is_caught_even_without_the_audit_key(recorded: Path, tmp_path: Path) -> None:
     edit_mirror_record(recorded)
     with Ledger.open(recorded, key_dir=tmp_path / "another-machine") as ledger:

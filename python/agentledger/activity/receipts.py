@@ -17,6 +17,7 @@ from typing import Any
 
 from agentledger import _core
 from agentledger.cas import DIGEST
+from agentledger.display import shorten
 from agentledger.keys import PUBLIC_KEY, Ed25519Key, public_key_text, sign_message
 
 RECEIPT_TYPE = "agentledger/data-ops-receipt"
@@ -244,7 +245,9 @@ def check_receipt(doc: object, *, kind: str, run_id: str, stage_id: str) -> Rece
 def _pending(out: ReceiptCheck, key: bytes, message: bytes, signature: str, label: str) -> None:
     if not SIGNATURE.fullmatch(signature):
         out.problems.append(
-            ReceiptProblem("receipt.signature", "128 hex characters", repr(signature)[:40], label)
+            ReceiptProblem(
+                "receipt.signature", "128 hex characters", shorten(repr(signature), 80), label
+            )
         )
         return
     out.signatures.append(PendingSignature(key, message, bytes.fromhex(signature), label))

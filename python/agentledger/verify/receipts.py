@@ -135,6 +135,7 @@ def _flush(ctx: VerifyContext, pending: Iterable[_Pending]) -> None:
                 item.run_id,
                 Divergence(
                     item.run_id, item.seq, "receipt.signature", "a valid Ed25519 signature",
-                    f"does not verify for {item.signature.label}", item.stage_id,
+                    f"{item.signature.signature.hex()}, which does not verify for "
+                    f"{item.signature.label}", item.stage_id,
                 ),
             )  # fmt: skip
