@@ -109,6 +109,29 @@ def test_an_edited_record_names_the_stored_and_the_recomputed_hmac(
     ]
 
 
+def test_a_record_filed_under_another_run_is_misfiled_not_an_orphan_of_a_phantom_run(
+    ledger_path: Path, cli: object
+) -> None:
+    """A record's run_id column edited to a run that never was: it was reported misfiled
+    (audit.record) on that phantom run, an orphan there (audit.orphan) and missing from
+    its own entry (audit.missing); the phantom counted diverged, so "4 diverged" of 3 runs.
+    It is the named entry's record, misfiled: one finding, on that entry's run."""
+    with Ledger.open(ledger_path) as ledger:
+        record_every_modality(ledger)
+    pos, seq = sql(ledger_path, "SELECT pos, seq FROM audit_log LIMIT 1")[0]
+    sql(ledger_path, "UPDATE audit_log SET run_id = 'ghost' WHERE pos = ?", (pos,))
+    for with_key in (True, False):
+        args = () if with_key else ("--home", str(ledger_path.parent / "elsewhere"))
+        result = cli(*args, "verify", "--json")  # type: ignore[operator]
+        assert result.code == 2
+        report = result.json()
+        found = [d for run in report["failures"] for d in run["divergences"]]
+        found += report["workspace"]
+        picked = [(d["run"], d["seq"], d["check"]) for d in found if d["check"][:6] == "audit."]
+        assert picked == [("run-1", seq, "audit.record")], (with_key, found)
+        assert report["diverged"] == 1 and report["runs"] == 1
+
+
 def test_a_refusal_is_mirrored_too(ledger: Ledger, ledger_path: Path) -> None:
     run = ledger.run("r")
     run.record_activity(research_result(), stage_id="s1")

@@ -107,10 +107,7 @@ def check_audit(ctx: VerifyContext) -> None:
         link = previous[1].hex() if pos == previous[0] + 1 else None
         previous = (pos, mac)
         count += 1
-        if key is not None and (recomputed := record_mac(key, record)) != mac:
-            # Expected: the HMAC stored with the record; actual: the HMAC of its bytes now.
-            stored = bytes(mac).hex() if isinstance(mac, bytes) else repr(mac)
-            diverged(run_id, seq, "audit.mac", stored, recomputed.hex(), pos)
+        authentic = key is None or (recomputed := record_mac(key, record)) == mac
         try:
             # Parsed only at a record's size: JSON costs some twenty times its length.
             if len(record) > MAX_RECORD_BYTES:
@@ -119,12 +116,22 @@ def check_audit(ctx: VerifyContext) -> None:
             ok = isinstance(fields, dict) and set(fields) == set(RECORD_FIELDS)
         except (ValueError, RecursionError):
             ok = False
+        filed = (run_id, seq)
+        if ok and authentic and _names_an_entry(fields):
+            # The run_id and seq columns are copies of what the record names: a record filed
+            # elsewhere (its columns edited) is the named entry's, found misfiled (below),
+            # not an orphan of a run that never was beside a missing record of its own.
+            run_id, seq = fields["run"], fields["seq"]
+        if not authentic:
+            # Expected: the HMAC stored with the record; actual: the HMAC of its bytes now.
+            stored = bytes(mac).hex() if isinstance(mac, bytes) else repr(mac)
+            diverged(run_id, seq, "audit.mac", stored, recomputed.hex(), pos)
         if not ok:
             diverged(run_id, seq, "audit.record", "a mirror record", repr(record[:60]), pos)
             continue
         if link is not None and fields["prev"] != link:
             diverged(run_id, seq, "audit.chain", f"prev {link}", f"prev {fields['prev']}", pos)
-        columns = {"pos": pos, "run": run_id, "seq": seq, "ledger": ctx.ledger.id}
+        columns = {"pos": pos, "run": filed[0], "seq": filed[1], "ledger": ctx.ledger.id}
         for name, value in columns.items():
             if fields[name] != value:
                 # Expected: what the HMAC-protected record names; actual: where it is filed.
@@ -148,6 +155,12 @@ def check_audit(ctx: VerifyContext) -> None:
             f"were NOT checked: no audit key (looked for {ctx.ledger.keys.audit_key_path}; "
             "give --audit-key FILE)"
         )
+
+
+def _names_an_entry(fields: dict[str, Any]) -> bool:
+    """Whether a record's ``run`` and ``seq`` are a run id and a step number."""
+    run_id, seq = fields.get("run"), fields.get("seq")
+    return isinstance(run_id, str) and isinstance(seq, int) and not isinstance(seq, bool)
 
 
 def _body(raw: bytes) -> dict[str, Any] | None:
