@@ -106,8 +106,7 @@ def test_a_checkpoint_signed_by_an_untrusted_key_does_not_verify(
     # The actual side said "not (agentledger/v1/ledger/…)": the names, then what is wrong.
     found = next(d for d in report.workspace if d.check == "checkpoint.signature")
     assert found.actual == (
-        f"its signature(s) by agentledger/v1/ledger/{ledger.id}: none verifies under a "
-        "trusted key"
+        f"its signature(s) by agentledger/v1/ledger/{ledger.id}: none verifies under a trusted key"
     )
 
 
