@@ -10,8 +10,9 @@ root of the tiles at its size.
 
 Named runs: the file's first positions must rebuild the newest trusted checkpoint's root
 (every position present once, holding the signed entry), which proves each named entry
-at one of them; otherwise the runs cannot be certified complete, and each named entry's
-leaf is proven on its own (RFC 9162 inclusion, from the tiles) to name the changed ones.
+at one of them; otherwise the runs cannot be certified complete, and, when the stored
+tiles are the signed tree, each named entry's leaf is proven on its own (RFC 9162
+inclusion, from the tiles) to name the changed ones (tiles that are not prove nothing).
 
 Rollback: the log must extend what this install signed or found clean (its memory,
 outside the file: ``signer_memory.py``), and, with ``--checkpoint FILE``, an exported
