@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import apsw
 import pytest
 from rich.console import Console
 
@@ -253,3 +254,28 @@ def test_the_terminal_report_puts_the_worst_files_first(fleet: Fleet) -> None:
     worst = out[out.index("Worst files first") :]
     assert worst.index("unreadable") < worst.index("diverged") < worst.index("verdict: diverged")
     assert "entry.hash" in out and "nothing lost" in out
+
+
+def test_findings_past_the_per_run_cap_are_said_beside_the_counts_by_check(
+    tmp_path: Path,
+) -> None:
+    """A run with more findings than a run keeps: the fleet's "Findings by check" summed
+    to the kept ones while the file's findings counted them all, the rest said nowhere."""
+    path, home = tmp_path / "l.db", tmp_path / "keys"
+    build_ledger(path, home, runs=1, entries=40)
+    conn = apsw.Connection(str(path))
+    conn.execute("UPDATE entries SET hash = zeroblob(32) WHERE seq >= 2")  # 38 entry.hash
+    conn.close()
+    with Ledger.open(path, key_dir=home) as ledger:
+        key = ledger.keys.install_public_key()
+    assert key is not None
+    summary = verify_file(str(path), FleetJob(trust=(key,)))
+    report = FleetReport(ledgers=[summary], inputs=1)
+    kept = sum(summary.checks.values())
+    assert summary.divergences > kept
+    totals = report.to_json()["totals"]
+    assert totals["findings_not_kept"] == summary.divergences - kept
+    out = io.StringIO()
+    Console(file=out, width=200).print(fleet_renderable(report))
+    words = f"… and {summary.divergences - kept} findings in 1 file past the findings a run keeps"
+    assert words in out.getvalue()

@@ -137,9 +137,14 @@ def cluster_line(report: FleetReport) -> Text:
 
 def fleet_renderable(report: FleetReport) -> RenderableType:
     parts: list[RenderableType] = [summary_table(report)]
-    for table in (checks_table(report), worst_table(report)):
-        if table is not None:
-            parts.append(table)
+    checks = checks_table(report)
+    if checks is not None:
+        parts.append(checks)
+        if report.findings_not_kept:
+            parts.append(Text(report.not_kept_words(), style="dim"))
+    worst = worst_table(report)
+    if worst is not None:
+        parts.append(worst)
     parts.append(cluster_line(report))
     for note in report.notes:
         parts.append(Text(f"note: {note}", style="yellow"))  # Text: a note may name a file

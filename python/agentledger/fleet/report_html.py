@@ -67,6 +67,8 @@ def _summary(report: FleetReport) -> str:
         f"<td>{count:,}</td><td class=means>{_e(explain(check).means)}</td></tr>"
         for check, count in by_check.items()
     )
+    if report.findings_not_kept:
+        rows += f"<tr><td colspan=4 class=muted>{_e(report.not_kept_words())}</td></tr>"
     return (
         counts
         + "<h3>Findings by check</h3>"

@@ -10,6 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentledger.display import plural
 from agentledger.errors import ExitCode
 
 MAX_FINDINGS = 5
@@ -121,6 +122,23 @@ class FleetReport:
     def entries(self) -> int:
         return sum(ledger.entries for ledger in self.ledgers)
 
+    @property
+    def findings_not_kept(self) -> int:
+        """Findings verify counted past its per-run cap: in ``divergences``, in no check's
+        count (``checks`` counts the findings verify kept)."""
+        return sum(
+            max(0, ledger.divergences - sum(ledger.checks.values())) for ledger in self.ledgers
+        )
+
+    def not_kept_words(self) -> str:
+        files = sum(
+            1 for ledger in self.ledgers if ledger.divergences > sum(ledger.checks.values())
+        )
+        return (
+            f"… and {plural(self.findings_not_kept, 'finding')} in {plural(files, 'file')} past "
+            "the findings a run keeps: counted, their checks not kept"
+        )
+
     def by_check(self) -> dict[str, int]:
         totals: Counter[str] = Counter()
         for ledger in self.ledgers:
@@ -147,6 +165,7 @@ class FleetReport:
                 "entries": self.entries,
                 "divergences": sum(ledger.divergences for ledger in self.ledgers),
                 "by_check": self.by_check(),
+                "findings_not_kept": self.findings_not_kept,
                 "bytes_read": self.bytes_read,
                 "elapsed_s": round(elapsed, 6),
                 "files_per_s": round(len(self.ledgers) / elapsed, 3) if elapsed else None,
