@@ -495,3 +495,32 @@ def test_entries_replaced_under_the_signed_log_are_not_called_missing(
     assert not any("misses entries" in note for note in named["notes"]), named["notes"]
     assert any("missing or replaced" in note for note in named["notes"]), named["notes"]
     assert "replaced" in cli("explain", "log.incomplete").out
+
+
+def test_a_newest_checkpoint_no_trusted_key_signed_uncertifies_no_run(
+    ledger_path: Path, cli: Any
+) -> None:
+    """The newest note's size edited past the log (its signature no longer verifies):
+    `verify --all` read it as entries cut from the log's end and named every run
+    ``log.incomplete`` (diverged), while `verify RUN`, which trusts no such note, called
+    each run clean."""
+    from tests.log.logkit import raw
+
+    with Ledger.open(ledger_path) as ledger:
+        for run_id in ("r0", "r1"):
+            ledger.run(run_id).append_many([("step", {"n": n}) for n in range(4)])
+    with raw(ledger_path) as conn:
+        ident, note = conn.execute(
+            "SELECT id, note FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1"
+        ).fetchall()[0]
+        lines = note.split("\n")
+        lines[1] = str(int(lines[1]) + 1)
+        conn.execute("UPDATE checkpoints SET note = ? WHERE id = ?", ("\n".join(lines), ident))
+    whole = cli("verify", "--all", "--json")
+    assert whole.code == 2
+    assert "checkpoint.signature" in {d["check"] for d in whole.json()["workspace"]}
+    status = {row["run"]: row["status"] for row in whole.json()["results"]}
+    for run_id in ("r0", "r1"):
+        named = cli("verify", run_id, "--json")
+        assert named.code == 2, run_id
+        assert named.json()["results"][0]["status"] == status[run_id] == "clean", run_id
