@@ -524,3 +524,32 @@ def test_a_newest_checkpoint_no_trusted_key_signed_uncertifies_no_run(
         named = cli("verify", run_id, "--json")
         assert named.code == 2, run_id
         assert named.json()["results"][0]["status"] == status[run_id] == "clean", run_id
+
+
+def test_a_forged_checkpoint_beside_a_deleted_entry_is_said_and_cuts_no_tail(
+    ledger_path: Path, cli: Any
+) -> None:
+    """An entry deleted from a run and the newest note's size edited past the log: the
+    whole verify, on the gap path, never checked the note's signature. It reported a
+    deleted entry at the log's end that never was, named every run ``log.incomplete``
+    (`verify RUN` called them clean) and said nothing of the forged note."""
+    from tests.log.logkit import raw
+
+    with Ledger.open(ledger_path) as ledger:
+        for run_id in ("r0", "r1"):
+            ledger.run(run_id).append_many([("step", {"n": n}) for n in range(4)])
+    with raw(ledger_path) as conn:
+        conn.execute("DELETE FROM entries WHERE run_id = 'r1' AND seq = 1")
+        ident, note = conn.execute(
+            "SELECT id, note FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1"
+        ).fetchall()[0]
+        lines = note.split("\n")
+        lines[1] = str(int(lines[1]) + 1)
+        conn.execute("UPDATE checkpoints SET note = ? WHERE id = ?", ("\n".join(lines), ident))
+    whole = cli("verify", "--all", "--json").json()
+    workspace = [(d["check"], d["expected"]) for d in whole["workspace"]]
+    assert ("checkpoint.signature", "signed by a trusted key") in workspace
+    assert [e for c, e in workspace if c == "log.leaf"] == ["leaf 5"]  # r1 step 1 only
+    status = {row["run"]: row["status"] for row in whole["results"]}
+    assert status == {"r0": "clean", "r1": "diverged"}
+    assert cli("verify", "r0", "--json").json()["results"][0]["status"] == "clean"

@@ -274,7 +274,10 @@ def check_log(ctx: VerifyContext) -> None:
         return
     size, frontier, root, gap = plan.rebuilt
     if gap is not None:
-        _report_gaps(ctx, newest)
+        # The newest checkpoint's size says where the signed log ends only when a trusted
+        # key signed it: a forged size is checkpoint.signature, never entries cut.
+        signed = newest is not None and _check_checkpoint(ctx, newest, trusted)
+        _report_gaps(ctx, newest if signed else None)
         return
     state = wslog.LogState(size, tuple(frontier))
     if plan.base is None:
