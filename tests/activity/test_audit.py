@@ -132,6 +132,22 @@ def test_a_record_filed_under_another_run_is_misfiled_not_an_orphan_of_a_phantom
         assert report["diverged"] == 1 and report["runs"] == 1
 
 
+def test_a_gap_before_a_misfiled_record_is_said_at_the_entry_it_names(
+    ledger_path: Path, cli: object
+) -> None:
+    """A record deleted and the next one's seq column edited: the gap was said at the
+    edited column's step (a step holding no activity), its misfiling at the named one."""
+    with Ledger.open(ledger_path) as ledger:
+        record_every_modality(ledger)
+    (seq,) = sql(ledger_path, "SELECT seq FROM audit_log WHERE pos = 2")[0]
+    sql(ledger_path, "DELETE FROM audit_log WHERE pos = 1")
+    sql(ledger_path, "UPDATE audit_log SET seq = 0 WHERE pos = 2")
+    result = cli("verify", "--json")  # type: ignore[operator]
+    found = [d for run in result.json()["failures"] for d in run["divergences"]]
+    at = {(d["check"], d["seq"]) for d in found if d["subject"] == "audit record 2"}
+    assert at == {("audit.gap", seq), ("audit.record", seq)}
+
+
 def test_a_refusal_is_mirrored_too(ledger: Ledger, ledger_path: Path) -> None:
     run = ledger.run("r")
     run.record_activity(research_result(), stage_id="s1")

@@ -100,8 +100,8 @@ def check_audit(ctx: VerifyContext) -> None:
     previous: tuple[int, bytes] = (-1, GENESIS_MAC)
     count = 0
     for pos, run_id, seq, record, mac in ctx.conn.execute(RECORDS):
-        if pos != previous[0] + 1 and not partial:
-            diverged(run_id, seq, "audit.gap", f"record {previous[0] + 1}", f"record {pos}", pos)
+        gap = pos != previous[0] + 1 and not partial
+        expected_pos = previous[0] + 1
         # The link is checkable when the previous position is present (always, but in an
         # archive of some runs).
         link = previous[1].hex() if pos == previous[0] + 1 else None
@@ -122,6 +122,8 @@ def check_audit(ctx: VerifyContext) -> None:
             # elsewhere (its columns edited) is the named entry's, found misfiled (below),
             # not an orphan of a run that never was beside a missing record of its own.
             run_id, seq = fields["run"], fields["seq"]
+        if gap:  # said where every other finding of this record is
+            diverged(run_id, seq, "audit.gap", f"record {expected_pos}", f"record {pos}", pos)
         if not authentic:
             # Expected: the HMAC stored with the record; actual: the HMAC of its bytes now.
             stored = bytes(mac).hex() if isinstance(mac, bytes) else repr(mac)
