@@ -176,6 +176,8 @@ def test_missing_evidence_blobs_are_a_divergence(ledger: Ledger) -> None:
     found = ledger.verify_run("run-a").divergences
     assert [(d.check, d.seq) for d in found] == [("phase.evidence", 0)]
     assert body["input_blob"] in found[0].expected
+    # Its actual said "missing or not hashing to its name": which of the two, and the hash.
+    assert found[0].actual == "absent from the blob store"
 
 
 def test_an_edited_input_blob_is_a_divergence(ledger: Ledger) -> None:
@@ -183,6 +185,9 @@ def test_an_edited_input_blob_is_a_divergence(ledger: Ledger) -> None:
     digest = next(run.entries()).body["input_blob"]
     edit_blob(ledger, digest, b'"inspect"', b'"publish"')
     assert ("phase.evidence", 0) in divergences(ledger, "run-a")
+    data = ledger.blobs.get(digest)
+    found = next(d for d in ledger.verify_run("run-a").divergences if d.seq == 0)
+    assert found.actual == f"bytes hashing to {core.blake3_hex(data)} (changed)"
 
 
 def test_whole_workspace_verify_checks_phase_evidence(ledger: Ledger) -> None:

@@ -158,6 +158,24 @@ def read_blob(conn: apsw.Connection, digest: object) -> bytes | None:
     return data
 
 
+def blob_problem(conn: apsw.Connection, digest: object) -> str:
+    """Why ``read_json_blob`` gave nothing for ``digest``, with what the store holds: the
+    actual side of a finding."""
+    if not isinstance(digest, str):
+        return f"no blob name: {digest!r}"
+    if not conn.execute("SELECT 1 FROM blobs WHERE digest = ?", (digest,)).fetchall():
+        return "absent from the blob store"
+    rows = conn.execute("SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx", (digest,))
+    data = b"".join(bytes(row[0]) for row in rows)
+    algorithm = digest.split(":", 1)[0]
+    if algorithm not in ("blake3", "sha256"):
+        return "a name that is not a blake3:/sha256: digest"
+    now = digest_of([data], algorithm)
+    if now != digest:
+        return f"bytes hashing to {now} (changed)"
+    return "bytes that are not a JSON object"
+
+
 def read_json_blob(conn: apsw.Connection, digest: object) -> Any:
     data = read_blob(conn, digest)
     if data is None:
@@ -456,9 +474,7 @@ def descended_evidence(conn: apsw.Connection, descent: Mapping[str, Any]) -> dic
     else:
         raise DescentUnverified("a parent phase.evidence or phase.transition entry", str(kind))
     if not isinstance(evidence, dict):
-        raise DescentUnverified(
-            f"parent evidence blob {blob}", "missing or not hashing to its name"
-        )
+        raise DescentUnverified(f"parent evidence blob {blob}", blob_problem(conn, blob))
     if evidence.get("digest") != descent["parent_evidence_digest"]:
         raise DescentUnverified(
             f"parent evidence {descent['parent_evidence_digest']}", str(evidence.get("digest"))

@@ -18,6 +18,7 @@ from agentledger.phase.journal import (
     EVIDENCE_KIND,
     TRANSITION_KIND,
     DescentUnverified,
+    blob_problem,
     check_approval,
     descended_evidence,
     descent_problem,
@@ -65,7 +66,7 @@ class _Replay:
     def blob(self, digest: object, what: str) -> dict[str, Any]:
         value = read_json_blob(self.ctx.conn, digest)
         if not isinstance(value, dict):
-            raise self.diverge(f"{what} blob {digest}", "missing or not hashing to its name")
+            raise self.diverge(f"{what} blob {digest}", blob_problem(self.ctx.conn, digest))
         return value
 
     def evidence_of(self, compiler_input: dict[str, Any], evidence: Any, what: str) -> None:
