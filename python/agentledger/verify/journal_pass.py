@@ -160,12 +160,6 @@ def check_journal(ctx: VerifyContext) -> None:
     sent = Counter(finding[0] for finding in findings)
     shown = 0
     for run_id, seq, check, expected, actual in findings:
-        if check == "chain.prev":
-            # The core gives (hash of the entry before now, the link this entry holds). The
-            # link is the anchored record (this entry's bytes, chained on to the signed log),
-            # so it is the expected side, as for every check: an entry edited before it then
-            # reads with the same two hashes as its entry.hash (recorded, bytes now).
-            expected, actual = actual, expected
         detail = None
         if check in EDITED_CHECKS and seq is not None and shown < DETAILS_LIMIT:
             shown += 1

@@ -138,10 +138,16 @@ fn an_edited_body_is_named_at_its_step() {
     let report = verify_batch(LEDGER, None, &rows);
     assert_eq!(report.findings[0].seq, Some(1));
     assert_eq!(report.findings[0].check, "entry.hash");
-    assert!(report
+    let link = report
         .findings
         .iter()
-        .any(|f| f.seq == Some(2) && f.check == "chain.prev"));
+        .find(|f| f.seq == Some(2) && f.check == "chain.prev")
+        .expect("the next link is broken too");
+    // The same two hashes as the edit's entry.hash, the same sides: the anchored one first.
+    assert_eq!(
+        (&link.expected, &link.actual),
+        (&report.findings[0].expected, &report.findings[0].actual)
+    );
 }
 
 #[test]

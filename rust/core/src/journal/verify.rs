@@ -414,10 +414,13 @@ pub fn verify_batch_into<R: EntryRow>(
         }
         if let Some(prev) = prev {
             if !prev.is(&expected_prev) {
+                // Expected: the link this entry's bytes hold (chained on to the signed
+                // log, the anchored record); actual: the hash of the entry before it now.
+                // An edit then reads with the same two hashes as its `entry.hash`.
                 push(
                     "chain.prev",
-                    prefixed_hex(&expected_prev),
                     prev.into_string(),
+                    prefixed_hex(&expected_prev),
                 );
             }
         }
