@@ -24,6 +24,10 @@ U+2066-2069, LRM, RLM, ALM), the Unicode line/paragraph separators, and lone sur
 
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
+_UNSAFE_IN_JSON = re.compile(f"[{_FORMATTING}]")
+"""``UNSAFE`` but the C0 controls, which json.dumps escapes in strings itself (and whose
+newline lays out an indented document)."""
+
 UNSAFE_IN_LAYOUT = re.compile(f"[\x00-\x09\x0b-\x1f{_FORMATTING}]")
 """``UNSAFE`` but the newline: what the console escapes in the segments rich lays out."""
 
@@ -41,11 +45,15 @@ def safe(text: object) -> str:
 
 
 def json_text(value: object, **options: Any) -> str:
-    """``json.dumps(value, ensure_ascii=False, **options)`` that any output can write: a
-    lone surrogate in a string (a tampered entry can hold one) is written as its JSON escape
-    (``\\ud800``), which reads back as the same string. Machine output goes through here."""
+    """``json.dumps(value, ensure_ascii=False, **options)`` that any output can write and
+    any terminal can show: a lone surrogate in a string (a tampered entry can hold one), and
+    every other ``UNSAFE`` character json.dumps leaves raw (C1 controls such as the CSI
+    ``\\x9b``, DEL, bidi overrides, U+2028/2029), is written as its JSON escape
+    (``\\ud800``, ``\\u009b``), which reads back as the same string. Such characters only
+    occur inside strings, so escaping them never changes the document. Machine output goes
+    through here."""
     text = json.dumps(value, ensure_ascii=False, **options)
-    return LONE_SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return _UNSAFE_IN_JSON.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def shorten(text: str, limit: int) -> str:

@@ -114,6 +114,29 @@ def test_bernstein_workdir_strings_are_shown_safe(tmp_path: Path, cli: Any) -> N
     assert "\\x1b[2J" in results["verify"].out + results["show"].out
 
 
+def test_json_of_an_imported_run_escapes_every_control_and_keeps_the_strings(
+    tmp_path: Path, cli: Any
+) -> None:
+    """``--json`` wrote C1 controls (``\\x9b``, a CSI), NEL, DEL and bidi overrides of a
+    bernstein reason code raw: on a terminal they act. Now written as JSON escapes, which
+    read back as the same strings."""
+    workdir = tmp_path / "workdir"
+    run = WorkdirWriter(workdir).run("run-1")
+    run.activity("s1", "research", {"summary": "s"},
+                 [("page", "https://example.org/" + HOSTILE, b"<html>page</html>")],
+                 terminal_state="failed", reason_code=HOSTILE)  # fmt: skip
+    run.close()
+    for blob in (workdir / ".sdd" / "cas").iterdir():
+        blob.write_bytes(b"defaced")
+    assert cli("import", "bernstein", str(workdir)).code == 0
+    for args in (["verify"], ["verify", "--compat", "bernstein"], ["show", "run-1"]):
+        result = cli(*args, "--json")
+        assert_shown_safe(result.out, " ".join(args))
+        assert result.code == 2 and result.json()
+    stages = cli("show", "run-1", "--json").json()["stages"]
+    assert stages[0]["reason_code"] == HOSTILE
+
+
 def test_a_newline_in_a_bernstein_field_never_draws_a_row_of_its_own(
     tmp_path: Path, cli: Any
 ) -> None:
