@@ -144,6 +144,22 @@ def test_export_gives_back_a_byte_identical_workdir(source: Path, tmp_path: Path
     assert same_tree(source / ".sdd", tmp_path / "out" / ".sdd")
 
 
+def test_export_gives_back_what_runs_holds_besides_runs(tmp_path: Path) -> None:
+    """A file directly in ``.sdd/runs`` and a run folder without a journal are imported
+    and pinned; a whole export wrote neither back (it kept only paths of imported runs)."""
+    workdir = copy_workdir(SMALL, tmp_path / "wd")
+    (workdir / ".sdd/runs/notes.txt").write_bytes(b"kept\n")
+    (workdir / ".sdd/runs/run-004").mkdir()
+    (workdir / ".sdd/runs/run-005").mkdir()
+    (workdir / ".sdd/runs/run-005/run-receipt.json").write_bytes(b"{}")
+    with Ledger.open(tmp_path / "ledger.db") as ledger:
+        import_workdir(ledger, workdir)
+        export_workdir(ledger, tmp_path / "out")
+        export_workdir(ledger, tmp_path / "some", ["run-002"])
+    assert same_tree(workdir / ".sdd", tmp_path / "out" / ".sdd")
+    assert sorted(p.name for p in (tmp_path / "some/.sdd/runs").iterdir()) == ["run-002"]
+
+
 def test_export_of_some_runs_writes_only_their_journals(tmp_path: Path) -> None:
     with Ledger.open(tmp_path / "ledger.db") as ledger:
         import_workdir(ledger, SMALL)

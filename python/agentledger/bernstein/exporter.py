@@ -89,7 +89,8 @@ def export_workdir(
             ) from None
         try:
             for raw_path, kind, digest in rows:
-                _export_one(ledger, staging, str(raw_path), kind, digest, selected, summary)
+                _export_one(ledger, staging, str(raw_path), kind, digest,
+                            None if run_ids is None else selected, summary)  # fmt: skip
             staging.chmod(stat.S_IMODE(out.stat().st_mode))
             try:
                 staging.rename(out)
@@ -113,13 +114,21 @@ def _export_one(
     path: str,
     kind: str,
     digest: object,
-    selected: list[str],
+    selected: list[str] | None,
     summary: ExportSummary,
 ) -> None:
+    """Write one imported path under ``root``. ``selected``: only these runs' paths under
+    ``.sdd/runs`` (``None``, the whole workdir: whatever else ``.sdd/runs`` held too — a
+    stray file, a run folder without a journal)."""
     if not _safe(path):
         raise LedgerError(f"refusing to export unsafe path {path!r}", code="unsafe-path")
     parts = path.split("/")
-    if path.startswith(RUNS_DIR + "/") and len(parts) > 2 and parts[2] not in selected:
+    if (
+        selected is not None
+        and path.startswith(RUNS_DIR + "/")
+        and len(parts) > 2
+        and parts[2] not in selected
+    ):
         return
     target = root.joinpath(*parts)
     try:
