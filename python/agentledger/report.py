@@ -131,11 +131,17 @@ def summary(report: VerifyReport) -> Group:
     return Group(*parts)
 
 
+def shown_side(value: str) -> str:
+    """An expected or actual value as printed: the empty string (a genesis ``prev_hash``,
+    a field stored empty) as ``""``, so that it does not read as a value left out."""
+    return '""' if value == "" else safe(value)
+
+
 def finding_sides(node: Tree, divergence: Divergence, holds: bool = True) -> None:
     """Under a finding: its expected, its actual (and, with ``holds``, what an edited entry
     holds): the terminal report's lines, which ``show`` draws under a step's mark too."""
-    node.add(Text.assemble(("expected ", "dim"), (safe(divergence.expected), EXPECTED_STYLE)))
-    node.add(Text.assemble(("actual   ", "dim"), (safe(divergence.actual), ACTUAL_STYLE)))
+    node.add(Text.assemble(("expected ", "dim"), (shown_side(divergence.expected), EXPECTED_STYLE)))
+    node.add(Text.assemble(("actual   ", "dim"), (shown_side(divergence.actual), ACTUAL_STYLE)))
     if holds and divergence.detail:
         node.add(Text.assemble(("holds    ", "dim"), (safe(divergence.detail), ACTUAL_STYLE)))
 

@@ -225,10 +225,15 @@ def _finding(divergence: Divergence, where: str | None = None) -> str:
         f'<div class=finding>{place}<a href="#check-{anchor(divergence.check)}">'
         f"<code><strong>{_e(divergence.check)}</strong></code></a>{subject}"
         f"<div class=means>{_e(explain(divergence.check).means)}</div>{words}"
-        f"<dl><dt>expected</dt><dd class=expected><code>{_e(divergence.expected)}</code></dd>"
-        f"<dt>actual</dt><dd class=actual><code>{_e(divergence.actual)}</code></dd>"
+        f"<dl><dt>expected</dt><dd class=expected><code>{_e(_side(divergence.expected))}</code>"
+        f"</dd><dt>actual</dt><dd class=actual><code>{_e(_side(divergence.actual))}</code></dd>"
         f"{holds}</dl></div>"
     )
+
+
+def _side(value: str) -> str:
+    """The empty string shown as ``""`` (see ``report.shown_side``)."""
+    return '""' if value == "" else value
 
 
 def _run(verdict: RunVerdict, extra: list[Divergence], status: str) -> str:

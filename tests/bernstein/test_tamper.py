@@ -72,6 +72,21 @@ def test_an_anchored_field_edit_breaks_the_chain_at_its_step_in_both_modes(
     assert (4, "bernstein.payload_hash", "payload_hash") in outcome.fields[RUN]
 
 
+def test_a_removed_first_row_shows_the_empty_genesis_link_it_expected(
+    workdir: Path, tmp_path: Path, cli: Any
+) -> None:
+    """The finding's expected ``prev_hash`` is the empty string: the report printed
+    ``expected`` followed by nothing, as if the value were missing."""
+    write_lines(workdir, RUN, lines(workdir, RUN)[1:])
+    path = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=path).code == 0
+    result = cli("verify", RUN, "--compat", "bernstein", ledger=path)
+    assert result.code == 2
+    assert 'expected ""' in result.out, result.out
+    found = cli("verify", RUN, "--compat", "bernstein", "--json", ledger=path).json()
+    assert found["failures"][0]["divergences"][0]["expected"] == ""  # --json: as it is
+
+
 def test_an_edited_ts_is_invisible_and_stated_as_a_limit(workdir: Path, tmp_path: Path) -> None:
     edit_row(workdir, RUN, 3, ts=1.0)
     outcome = verify(workdir, tmp_path)
