@@ -193,7 +193,11 @@ def peer_verify(workdir: Path, cache: Path, reference: bool) -> int:
         cas = sdd / "cas"
         store = ContentStore(cas) if cas.exists() else None
         for run_id in sorted(os.listdir(sdd / "runs")):
-            result = verify_run_activities(sdd, run_id=run_id, store=store)
+            try:
+                result = verify_run_activities(sdd, run_id=run_id, store=store)
+            except Exception:  # the command dies with a traceback: Python exits 1
+                codes[run_id] = 1
+                continue
             codes[run_id] = 1 if not result.found else 0 if result.ok else 2
         verifier = f"bernstein {BERNSTEIN_VERSION} verify_run_activities"
     done = time.perf_counter()

@@ -408,6 +408,8 @@ def _check_report(
     except ValueError as exc:
         label = "report" if research else "flow report"
         return f"stored {label} is not valid JSON: {type(exc).__name__}"
+    if not isinstance(report, dict):
+        return _crashed(result, _no_get(report))
     if research:
         ok, reason, claims = verify_research_report(report, read)
         stage.claim_verdicts = claims
@@ -434,6 +436,13 @@ def _check_receipt(
         receipt = json.loads(data)
     except ValueError as exc:
         return f"stored receipt is not valid JSON: {type(exc).__name__}"
+    if not isinstance(receipt, dict):
+        return _crashed(result, _no_get(receipt))
+    for key in ("inputs", "outputs"):  # DataOpsReceipt.from_dict reads each item
+        items = receipt.get(key)
+        for item in items if isinstance(items, list) else ():
+            if not isinstance(item, dict):
+                return _crashed(result, _no_get(item))
     verdict: ReceiptVerdict = verify_receipt(receipt, workdir.stored_digest)
     result.referenced.update(verdict.references)
     if verdict.ok and (
@@ -443,6 +452,17 @@ def _check_receipt(
         _self_asserted(result, stage.step, signer)
     stage.signed_receipt_verified = verdict.ok
     return verdict.reason
+
+
+def _no_get(value: object) -> str:
+    """What bernstein's ``X.from_dict(value)`` raises for a value that is not a dict (its
+    first ``row.get(...)``), which it does not catch: it gives no verdict."""
+    return f"AttributeError: '{type(value).__name__}' object has no attribute 'get'"
+
+
+def _crashed(result: RunResult, crash: str) -> str:
+    result.crash = result.crash or crash
+    return crash
 
 
 # ---- research and browser reports the store lacks --------------------------------------

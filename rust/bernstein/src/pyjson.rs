@@ -118,23 +118,29 @@ pub fn parse_wtf8(text: &[u8]) -> Result<Parsed<'_>> {
     })
 }
 
-/// `json.loads(data)` for bytes: UTF-8, with or without a byte order mark. bernstein's
-/// writers only write UTF-8; UTF-16/32 text (which Python would detect from NUL bytes)
-/// and UTF-8 that encodes surrogates (which Python decodes with `surrogatepass`) are
-/// reported as `UnicodeDecodeError` here. A stored artifact is only parsed after its
-/// bytes matched the anchored hash, so only such a writer could produce them.
-/// Its errors are [`Error::JsonDecode`], [`Error::UnicodeDecode`] and [`Error::Recursion`].
+/// `json.loads(data)` for bytes: decoded as Python decodes them first
+/// ([`decode_json_bytes`]: UTF-8 with or without a byte order mark, UTF-16 or UTF-32 told
+/// from NUL bytes and a BOM, encoded surrogates let through), then parsed. bernstein's
+/// writers only write UTF-8, but a stored report re-anchored by hand may be any of these,
+/// and bernstein reads it. Its errors are [`Error::JsonDecode`], [`Error::UnicodeDecode`]
+/// and [`Error::Recursion`].
 pub fn loads(data: &[u8]) -> Result<Parsed<'_>> {
-    let data = data.strip_prefix(b"\xef\xbb\xbf").unwrap_or(data);
-    let text = std::str::from_utf8(data).map_err(|_| Error::UnicodeDecode)?;
-    parse(text).map_err(|error| {
+    let classify = |error: Error| {
         let message = error.to_string();
         if message.contains("maximum recursion depth exceeded") {
             Error::Recursion
         } else {
             Error::JsonDecode(message)
         }
-    })
+    };
+    match decode_json_bytes(data).ok_or(Error::UnicodeDecode)? {
+        Cow::Borrowed(text) => parse_wtf8(text).map_err(classify),
+        // Decoded into a buffer of its own: the values are copied out of it.
+        Cow::Owned(text) => parse_wtf8(&text).map_err(classify).map(|parsed| Parsed {
+            value: owned(&parsed.value),
+            duplicate_keys: parsed.duplicate_keys,
+        }),
+    }
 }
 
 /// The parser's results: the error boxed, so that a result is no bigger than a value

@@ -8,7 +8,7 @@
 use crate::audit::ActivityRecord;
 use crate::journal::{ActivityRow, JournalReport, Reattach};
 use crate::mirror::cross_check;
-use crate::pyjson::{loads, repr_text as repr, Parsed};
+use crate::pyjson::{loads, repr_text as repr, Parsed, PyValue};
 use crate::receipt::verify_receipt;
 use crate::report::{report_required, verify_browser, verify_research, Browser, ClaimVerdict};
 use crate::store::{content_hash, Store};
@@ -497,17 +497,55 @@ fn trusted<'d>(
     }
 }
 
-/// `json.loads` of a stored artifact's bytes: the value, or bernstein's reason
-/// (`stored <noun> is not valid JSON: <exception>`), or its crash when Python would not
-/// catch the exception.
+/// `X.from_dict(json.loads(data))` of a stored artifact's bytes, as far as it can fail:
+/// the value, or bernstein's reason (`stored <noun> is not valid JSON: <exception>`), or
+/// its crash when Python would not catch the exception. A value that is not an object
+/// is one: every `from_dict` begins with `row.get(...)` (an `AttributeError`, which
+/// bernstein does not catch).
 fn load_stored<'d>(run: &mut Run, data: &'d [u8], noun: &str) -> Result<Parsed<'d>, Vec<u8>> {
-    loads(data).map_err(|error| match error.crash() {
+    let parsed = loads(data).map_err(|error| match error.crash() {
         Some(crash) => crashed(run, crash),
         None => {
             let name = error.python_name().unwrap_or("ValueError");
             format!("stored {noun} is not valid JSON: {name}").into_bytes()
         }
-    })
+    })?;
+    if !matches!(parsed.value, PyValue::Object(_)) {
+        return Err(crashed(run, no_get(&parsed.value)));
+    }
+    Ok(parsed)
+}
+
+/// What Python raises for `value.get(...)` on a value that is not a dict.
+fn no_get(value: &PyValue<'_>) -> Crash {
+    let name = match value {
+        PyValue::Null => "NoneType",
+        PyValue::Bool(_) => "bool",
+        PyValue::Int(_) => "int",
+        PyValue::Float(_) => "float",
+        PyValue::Str(_) => "str",
+        PyValue::Array(_) => "list",
+        PyValue::Object(_) => "dict",
+    };
+    Crash(format!(
+        "AttributeError: '{name}' object has no attribute 'get'"
+    ))
+}
+
+/// `DataOpsReceipt.from_dict` reads every item of `inputs`, then of `outputs`, when it is
+/// a list, through `SignedArtifact.from_dict` (`row.get(...)`): an item that is not an
+/// object raises there (`verify_receipt` itself skips such items, as bernstein's
+/// `verify receipt` command reads them).
+fn receipt_items_crash(receipt: &PyValue<'_>) -> Option<Crash> {
+    ["inputs", "outputs"]
+        .into_iter()
+        .find_map(|key| match receipt.get(key) {
+            Some(PyValue::Array(items)) => items
+                .iter()
+                .find(|item| !matches!(item, PyValue::Object(_)))
+                .map(no_get),
+            _ => None,
+        })
 }
 
 /// A research or browser stage whose report the store lacks (or there is no store): a
@@ -557,6 +595,9 @@ fn check_receipt(
         Ok(parsed) => parsed,
         Err(reason) => return reason,
     };
+    if let Some(crash) = receipt_items_crash(&parsed.value) {
+        return crashed(run, crash);
+    }
     let verdict = match verify_receipt(&parsed.value, Some(store)) {
         Ok(verdict) => verdict,
         Err(crash) => return crashed(run, crash),

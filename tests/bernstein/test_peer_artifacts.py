@@ -1,0 +1,102 @@
+"""Stored artifacts of shapes bernstein's writers never make, re-anchored by hand (the
+journal chain has no key): `--compat bernstein` must give what bernstein 3.23.0's own
+``verify_run_activities`` gives, run here through its wheel (``benches/bernstein_peer.py``).
+
+- A report or receipt that is JSON in UTF-16 or UTF-32 (Python's ``json.loads`` reads
+  bytes in any of them): bernstein verifies it; we had called it not valid JSON.
+- One that is not a JSON object, or a receipt input that is not one: bernstein's
+  ``from_dict`` raises (``AttributeError``), so it gives no verdict; we had read it as
+  ``{}`` (a browser flow that passed, a research report without claims).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentledger.bernstein.format import acanon, content_hash
+from agentledger.bernstein.writer import rechain
+
+from .bernstein_testkit import (
+    SHAPES,
+    cas,
+    copy_workdir,
+    edit_row,
+    import_and_verify,
+    lines,
+    write_lines,
+)
+from .test_sealed import BENCHES, _fetch_wheel
+
+STAGES = {
+    "research": ("r0001-research-report", 4),
+    "browser": ("r0002-browser-report", 1),
+    "receipt": ("r0003-dataops", 1),
+}
+"""A row of the shapes fixture whose artifact is a stored research report, browser flow
+report and data/ops receipt."""
+
+
+def reanchor(workdir: Path, run: str, step: int, change: Callable[[Any], bytes]) -> None:
+    """The stage's stored artifact replaced by ``change(its JSON)``, stored under its own
+    name, the row re-anchored on it and the journal rechained."""
+    row = json.loads(lines(workdir, run)[step])
+    data = change(json.loads(cas(workdir, row["artifact_hash"]).read_bytes()))
+    cas(workdir, content_hash(data)).write_bytes(data)
+    edit_row(workdir, run, step, artifact_hash=content_hash(data))
+    write_lines(workdir, run, rechain(lines(workdir, run)))
+
+
+def first_input_not_an_object(receipt: Any) -> bytes:
+    receipt["inputs"][0] = 1
+    return acanon(receipt)
+
+
+CASES: dict[str, tuple[str, Callable[[Any], bytes]]] = {
+    "research in UTF-16": ("research", lambda doc: json.dumps(doc).encode("utf-16")),
+    "browser in UTF-32-LE": ("browser", lambda doc: json.dumps(doc).encode("utf-32-le")),
+    "receipt in UTF-16-BE": ("receipt", lambda doc: json.dumps(doc).encode("utf-16-be")),
+    "research a list": ("research", lambda doc: b"[1]"),
+    "browser null": ("browser", lambda doc: b"null"),
+    "receipt a string": ("receipt", lambda doc: b'"x"'),
+    "receipt input a number": ("receipt", first_input_not_an_object),
+}
+
+
+@pytest.fixture(scope="module")
+def peer() -> Callable[[Path], dict[str, int]]:
+    _fetch_wheel()
+
+    def verdicts(workdir: Path) -> dict[str, int]:
+        done = subprocess.run(
+            [sys.executable, str(BENCHES / "bernstein_peer.py"), "verify", str(workdir)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        line = next(x for x in done.stdout.splitlines() if x.startswith("PEER "))
+        codes: dict[str, int] = json.loads(line[5:])["codes"]
+        return codes
+
+    return verdicts
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_compat_gives_bernsteins_verdict_on_a_hand_made_artifact(
+    tmp_path: Path, peer: Callable[[Path], dict[str, int]], case: str
+) -> None:
+    stage, change = CASES[case]
+    run, step = STAGES[stage]
+    workdir = copy_workdir(SHAPES, tmp_path / "wd")
+    reanchor(workdir, run, step, change)
+    theirs = peer(workdir)
+    ours = import_and_verify(workdir, tmp_path / "ledger.db")
+    assert ours.compat == theirs, (case, ours.compat, theirs)
+    if theirs[run] == 1:  # bernstein raised (no verdict): strict names the stage
+        assert "bernstein.stage" in ours.findings[run], ours.findings[run]
