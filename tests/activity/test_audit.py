@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import tracemalloc
 from pathlib import Path
 
 import apsw
@@ -15,6 +14,8 @@ from agentledger import Ledger, _core
 from agentledger.activity import RedundantEvidence
 from agentledger.audit import RECORD_FIELDS
 
+from ..log.logkit import verify as verify_file
+from ..memory import traced_peak
 from ..raw_entries import append_unvetted
 from .activity_testkit import (
     ARTIFACT_SECRET,
@@ -267,13 +268,7 @@ def test_a_record_longer_than_any_record_is_a_finding_not_parsed(ledger_path: Pa
         ledger.run("r").record_activity(research_result(), stage_id="s1")
     huge = b'{"padding": [' + b",".join([b"[0,[]]"] * 1_200_000) + b"]}"
     sql(ledger_path, "UPDATE audit_log SET record = ? WHERE pos = 0", (huge,))
-    tracemalloc.start()
-    try:
-        with Ledger.open(ledger_path) as ledger:
-            report = ledger.verify()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    report, peak = traced_peak(lambda: verify_file(ledger_path))
     found = [(d.check, d.run_id, d.seq) for run in report.runs for d in run.divergences]
     assert ("audit.record", "r", 0) in found, report.to_json()
     assert peak < 60_000_000, peak

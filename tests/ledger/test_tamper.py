@@ -7,7 +7,6 @@ the API) and checks the verdict and the named check.
 from __future__ import annotations
 
 import json
-import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,8 +17,10 @@ from agentledger import Ledger, _core
 from agentledger.demo import activity_body
 from agentledger.errors import Diverged
 from agentledger.limits import MAX_ENTRY_BYTES
+from agentledger.verify import VerifyReport
 
 from ..activity.activity_testkit import research_result
+from ..memory import traced_peak
 from ..raw_entries import append_unvetted
 
 
@@ -267,8 +268,8 @@ def test_no_check_parses_a_row_longer_than_an_entry_can_be(ledger_path: Path) ->
         (huge, _core.entry_hash(huge)),
     )
     sql(ledger_path, "UPDATE runs SET head_hash = ? WHERE run_id = 'r'", (_core.entry_hash(huge),))
-    tracemalloc.start()
-    try:
+
+    def verify_then_write() -> VerifyReport:
         with Ledger.open(ledger_path) as ledger:
             report = ledger.verify()
             for write in (
@@ -277,8 +278,8 @@ def test_no_check_parses_a_row_longer_than_an_entry_can_be(ledger_path: Path) ->
             ):
                 with pytest.raises(Diverged):
                     write(ledger.run("r"))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+        return report
+
+    report, peak = traced_peak(verify_then_write)
     assert "entry.size" in {d.check for run in report.runs for d in run.divergences}
     assert peak < 8 * len(huge), f"{peak:,} bytes at peak for a {len(huge):,}-byte row"

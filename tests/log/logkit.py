@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -37,19 +37,33 @@ def raw(path: Path) -> Iterator[apsw.Connection]:
         conn.close()
 
 
+def edit_newest_note(conn: apsw.Connection, edit: Callable[[list[str]], None]) -> None:
+    """``edit`` the lines of the newest stored note, in place (its columns unchanged)."""
+    ident, note = conn.execute(
+        "SELECT id, note FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1"
+    ).fetchall()[0]
+    lines = note.split("\n")
+    edit(lines)
+    conn.execute("UPDATE checkpoints SET note = ? WHERE id = ?", ("\n".join(lines), ident))
+
+
 def break_newest_signature(path: Path) -> None:
     """Flip a bit of the newest stored note's first signature: the note still parses, its
     text and columns unchanged, but no key's signature verifies over it any more."""
-    with raw(path) as conn:
-        ident, note = conn.execute(
-            "SELECT id, note FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1"
-        ).fetchall()[0]
-        lines = note.split("\n")
+
+    def flip(lines: list[str]) -> None:
         marker, name, signature = lines[4].split(" ")
         flipped = bytearray(base64.b64decode(signature))
         flipped[-1] ^= 1
         lines[4] = f"{marker} {name} {base64.b64encode(bytes(flipped)).decode()}"
-        conn.execute("UPDATE checkpoints SET note = ? WHERE id = ?", ("\n".join(lines), ident))
+
+    with raw(path) as conn:
+        edit_newest_note(conn, flip)
+
+
+def grow_newest_note(lines: list[str]) -> None:
+    """The note's size one past what it says (its signature then verifies no more)."""
+    lines[1] = str(int(lines[1]) + 1)
 
 
 def rebuild_index(conn: apsw.Connection, index: str, create: str) -> None:

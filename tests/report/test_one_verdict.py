@@ -393,12 +393,8 @@ def _three_runs_b_unlisted(ledger_path: Path) -> None:
     conn.close()
 
 
-def test_a_damaged_tile_names_no_entry_in_verify_run_as_in_verify_all(
-    ledger_path: Path, cli: Any
-) -> None:
-    """A tile edited, every entry intact: ``verify RUN`` proved each entry from the tiles
-    and named every step of the run ``log.inclusion`` ("the entry was edited, re-chained or
-    added after signing"), while ``verify --all`` said only ``log.tiles`` and the run clean."""
+def _two_runs_with_a_damaged_tile(ledger_path: Path, *also: str) -> None:
+    """Runs r0 and r1 of four steps, the first byte of the first tile zeroed, then ``also``."""
     with Ledger.open(ledger_path) as ledger:
         for run_id in ("r0", "r1"):
             ledger.run(run_id).append_many([("step", {"n": n}) for n in range(4)])
@@ -407,7 +403,18 @@ def test_a_damaged_tile_names_no_entry_in_verify_run_as_in_verify_all(
         "UPDATE log_tiles SET hashes = CAST(zeroblob(1) || substr(hashes, 2) AS BLOB) "
         "WHERE level = 0 AND idx = 0"
     )
+    for statement in also:
+        conn.execute(statement)
     conn.close()
+
+
+def test_a_damaged_tile_names_no_entry_in_verify_run_as_in_verify_all(
+    ledger_path: Path, cli: Any
+) -> None:
+    """A tile edited, every entry intact: ``verify RUN`` proved each entry from the tiles
+    and named every step of the run ``log.inclusion`` ("the entry was edited, re-chained or
+    added after signing"), while ``verify --all`` said only ``log.tiles`` and the run clean."""
+    _two_runs_with_a_damaged_tile(ledger_path)
     whole = cli("verify", "--all", "--json")
     assert whole.code == 2 and whole.json()["failures"] == []
     assert {d["check"] for d in whole.json()["workspace"]} == {"log.tiles"}
@@ -456,16 +463,9 @@ def test_a_damaged_tile_beside_a_deleted_entry_names_no_other_entry_in_verify_ru
     step of an untouched run ``log.inclusion`` (edited, re-chained or added), which
     `verify --all` called clean. A proof from tiles that are not the signed tree proves
     nothing: the untouched run reads as `verify --all` reads it."""
-    with Ledger.open(ledger_path) as ledger:
-        for run_id in ("r0", "r1"):
-            ledger.run(run_id).append_many([("step", {"n": n}) for n in range(4)])
-    conn = apsw.Connection(str(ledger_path))
-    conn.execute(
-        "UPDATE log_tiles SET hashes = CAST(zeroblob(1) || substr(hashes, 2) AS BLOB) "
-        "WHERE level = 0 AND idx = 0"
+    _two_runs_with_a_damaged_tile(
+        ledger_path, "DELETE FROM entries WHERE run_id = 'r1' AND seq = 1"
     )
-    conn.execute("DELETE FROM entries WHERE run_id = 'r1' AND seq = 1")
-    conn.close()
     whole = cli("verify", "--all", "--json")
     status = {row["run"]: row["status"] for row in whole.json()["results"]}
     assert whole.code == 2 and status == {"r0": "clean", "r1": "diverged"}
@@ -504,18 +504,13 @@ def test_a_newest_checkpoint_no_trusted_key_signed_uncertifies_no_run(
     `verify --all` read it as entries cut from the log's end and named every run
     ``log.incomplete`` (diverged), while `verify RUN`, which trusts no such note, called
     each run clean."""
-    from tests.log.logkit import raw
+    from tests.log.logkit import edit_newest_note, grow_newest_note, raw
 
     with Ledger.open(ledger_path) as ledger:
         for run_id in ("r0", "r1"):
             ledger.run(run_id).append_many([("step", {"n": n}) for n in range(4)])
     with raw(ledger_path) as conn:
-        ident, note = conn.execute(
-            "SELECT id, note FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1"
-        ).fetchall()[0]
-        lines = note.split("\n")
-        lines[1] = str(int(lines[1]) + 1)
-        conn.execute("UPDATE checkpoints SET note = ? WHERE id = ?", ("\n".join(lines), ident))
+        edit_newest_note(conn, grow_newest_note)
     whole = cli("verify", "--all", "--json")
     assert whole.code == 2
     assert "checkpoint.signature" in {d["check"] for d in whole.json()["workspace"]}
@@ -533,19 +528,14 @@ def test_a_forged_checkpoint_beside_a_deleted_entry_is_said_and_cuts_no_tail(
     whole verify, on the gap path, never checked the note's signature. It reported a
     deleted entry at the log's end that never was, named every run ``log.incomplete``
     (`verify RUN` called them clean) and said nothing of the forged note."""
-    from tests.log.logkit import raw
+    from tests.log.logkit import edit_newest_note, grow_newest_note, raw
 
     with Ledger.open(ledger_path) as ledger:
         for run_id in ("r0", "r1"):
             ledger.run(run_id).append_many([("step", {"n": n}) for n in range(4)])
     with raw(ledger_path) as conn:
         conn.execute("DELETE FROM entries WHERE run_id = 'r1' AND seq = 1")
-        ident, note = conn.execute(
-            "SELECT id, note FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1"
-        ).fetchall()[0]
-        lines = note.split("\n")
-        lines[1] = str(int(lines[1]) + 1)
-        conn.execute("UPDATE checkpoints SET note = ? WHERE id = ?", ("\n".join(lines), ident))
+        edit_newest_note(conn, grow_newest_note)
     whole = cli("verify", "--all", "--json").json()
     workspace = [(d["check"], d["expected"]) for d in whole["workspace"]]
     assert ("checkpoint.signature", "signed by a trusted key") in workspace

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import re
-import tracemalloc
 from html import escape as html_escape
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,8 @@ from agentledger.report_html import render_html
 from agentledger.verify import Divergence, RunVerdict, VerifyReport
 from tests.activity.activity_testkit import research_result
 from tests.log.logkit import raw
+from tests.log.logkit import verify as verify_file
+from tests.memory import traced_peak
 from tests.report.conftest import Demo, as_json
 
 DIGEST = re.compile(r"blake3:[0-9a-f]{64}")
@@ -301,13 +302,7 @@ def test_a_huge_edited_entry_is_shown_as_its_bytes_begin_not_parsed(
     ledger.close()
     with raw(ledger_path) as conn:
         conn.execute("UPDATE entries SET bytes = ? WHERE run_id = 'r'", (huge,))
-    tracemalloc.start()
-    try:
-        with Ledger.open(ledger_path) as opened:
-            report = opened.verify()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    report, peak = traced_peak(lambda: verify_file(ledger_path))
     assert peak < 60_000_000, peak
     (edited,) = [d for run in report.runs for d in run.divergences if d.check == "entry.hash"]
     assert (edited.detail or "").startswith('step {"body":{"pad":[[0,[]],'), edited.detail
