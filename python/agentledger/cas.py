@@ -77,7 +77,12 @@ def reachable(conn: apsw.Connection, seeds: Iterable[str]) -> set[str]:
             (json.dumps(sorted(frontier)),),
         )
         present.update(str(digest) for digest, _ in found)
-        scanned = sorted(str(digest) for digest, size in found if size <= MAX_SCANNED_BLOB)
+        # A size that is no integer (a damaged row): reached, not scanned, as a large one.
+        scanned = sorted(
+            str(digest)
+            for digest, size in found
+            if isinstance(size, int) and size <= MAX_SCANNED_BLOB
+        )
         chunks = conn.execute(
             "SELECT digest, data FROM blob_chunks WHERE digest IN "
             "(SELECT value FROM json_each(?)) ORDER BY digest, idx",
@@ -85,7 +90,8 @@ def reachable(conn: apsw.Connection, seeds: Iterable[str]) -> set[str]:
         )
         named: set[str] = set()
         for _digest, rows in itertools.groupby(chunks, key=lambda row: row[0]):
-            named |= names_in(b"".join(data for _, data in rows))
+            # A chunk that holds no bytes (a damaged row; verify names it) names nothing.
+            named |= names_in(b"".join(data for _, data in rows if isinstance(data, bytes)))
         frontier = named - present
     return present
 

@@ -191,7 +191,10 @@ def collect(
         reachable = reachable_blobs(conn)
         result.reachable = len(reachable)
         rows = fetch(conn, "SELECT digest, size, rowid FROM blobs")
-        sizes: dict[str, int] = {digest: size for digest, size, _ in rows}
+        # A size that is no integer (a damaged row; verify names it) frees no known bytes.
+        sizes: dict[str, int] = {
+            digest: size if isinstance(size, int) else 0 for digest, size, _ in rows
+        }
         rowids: dict[str, int] = {digest: rowid for digest, _, rowid in rows}
         sightings = Sightings(ledger)
         # A sighting counts only for the row it saw: bytes stored again since are young.

@@ -160,3 +160,47 @@ def test_a_dry_run_on_a_ledger_whose_id_is_a_path_is_a_report_not_a_crash(
     assert result.json()["kept_young"] == [garbage]
     collected = cli("gc", "--json")  # no sightings are kept for such an id: nothing goes
     assert collected.code == 0 and collected.json()["removed"] == []
+
+
+def test_a_blob_row_of_the_wrong_types_is_reported_not_crashed_on(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    """Damaged rows (a flipped serial type: a size that is NULL, a chunk that is text)
+    under the schema's own SQL text: `gc --dry-run` and `fsck` exited 70 (comparing None
+    with an int, joining text into bytes) where verify names them."""
+    stage = ledger.run("r").research("s")
+    stage.fetch("https://a.test", b"page a")
+    stage.fetch("https://b.test", b"page b")
+    stage.finish({"summary": "two pages"})
+    sized, texted = ledger.blobs.put(b"page a"), ledger.blobs.put(b"page b")
+    ledger.close()
+    with raw(ledger_path) as conn:
+        defined = dict(
+            conn.execute(
+                "SELECT name, sql FROM sqlite_schema WHERE name IN ('blobs', 'blob_chunks')"
+            )
+        )
+        conn.execute("PRAGMA writable_schema = ON")
+        for name, sql in defined.items():  # any type, for the one edit below
+            loose = sql.replace("INTEGER NOT NULL,     -- total", "ANY,     -- total").replace(
+                "BLOB    NOT NULL", "ANY"
+            )
+            conn.execute(
+                "UPDATE sqlite_schema SET sql = ? WHERE name = ?",
+                (loose.replace(") STRICT", ")"), name),
+            )
+    with raw(ledger_path) as conn:
+        conn.execute("UPDATE blobs SET size = NULL WHERE digest = ?", (sized,))
+        conn.execute("UPDATE blob_chunks SET data = 'text now' WHERE digest = ?", (texted,))
+        conn.execute("PRAGMA writable_schema = ON")
+        for name, sql in defined.items():  # the schema's own text back
+            conn.execute("UPDATE sqlite_schema SET sql = ? WHERE name = ?", (sql, name))
+        assert conn.execute(
+            "SELECT typeof(size) FROM blobs WHERE digest = ?", (sized,)
+        ).fetchall() == [("null",)]
+    dry = cli("gc", "--dry-run", "--json")
+    assert dry.code == 0, dry.err
+    assert dry.json()["bytes_freed"] == 0
+    checked = cli("fsck", "--json")
+    assert checked.code == 2, checked.err
+    assert "Traceback" not in dry.err + checked.err
