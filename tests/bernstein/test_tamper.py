@@ -26,6 +26,7 @@ from agentledger.bernstein.writer import public_key_pem, rechain
 from agentledger.errors import InvalidInput
 from agentledger.verify import VerifyOptions
 
+from ..log.logkit import retype_blob_rows
 from .bernstein_testkit import (
     SHAPES,
     SMALL,
@@ -588,6 +589,8 @@ CAS_BLOB = (
     [
         (f"DELETE FROM blob_chunks WHERE digest = {CAS_BLOB}", 2, "blob-missing"),
         (f"UPDATE blob_chunks SET data = x'00' WHERE digest = {CAS_BLOB}", 2, "blob-digest"),
+        # a chunk that holds no bytes at all (a flipped serial type): was exit 70
+        (f"UPDATE blob_chunks SET data = NULL WHERE digest = {CAS_BLOB}", 2, "blob-digest"),
         (
             "INSERT INTO bernstein_files VALUES ('.sdd/runs/run-001/journal.jsonl/x', 'other', "
             f"{CAS_BLOB}, 1)",
@@ -607,7 +610,10 @@ def test_export_of_a_damaged_store_is_refused_and_writes_nothing(
         import_workdir(ledger, SMALL)
     if "DELETE" in sql:
         tamper_ledger(path, sql.replace("blob_chunks", "blobs"))
-    tamper_ledger(path, sql)
+    if "NULL" in sql:
+        retype_blob_rows(path, (sql, ()))
+    else:
+        tamper_ledger(path, sql)
     out = tmp_path / "out"
     out.mkdir()  # an empty folder given: it stays empty
     result = cli("export", "bernstein", str(out), ledger=path)

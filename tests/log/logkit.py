@@ -144,3 +144,26 @@ def fix_head(conn: apsw.Connection, run_id: str) -> None:
         "WHERE e.run_id = runs.run_id ORDER BY seq DESC LIMIT 1) WHERE run_id = ?",
         (run_id,),
     )
+
+
+def retype_blob_rows(path: Path, *edits: tuple[str, tuple[object, ...]]) -> None:
+    """Apply ``edits`` to the blob tables as a damaged file holds them (a NULL size, a
+    chunk of text: a flipped serial type): their schema loosened for the edits, then its
+    own SQL text put back, so that the schema lock sees nothing."""
+    with raw(path) as conn:
+        defined = dict(
+            conn.execute(
+                "SELECT name, sql FROM sqlite_schema WHERE name IN ('blobs', 'blob_chunks')"
+            )
+        )
+        conn.execute("PRAGMA writable_schema = ON")
+        for name, sql in defined.items():
+            loose = sql.replace("INTEGER NOT NULL,     -- total", "ANY,     -- total")
+            loose = loose.replace("BLOB    NOT NULL", "ANY").replace(") STRICT", ")")
+            conn.execute("UPDATE sqlite_schema SET sql = ? WHERE name = ?", (loose, name))
+    with raw(path) as conn:
+        for statement, params in edits:
+            conn.execute(statement, params)
+        conn.execute("PRAGMA writable_schema = ON")
+        for name, sql in defined.items():
+            conn.execute("UPDATE sqlite_schema SET sql = ? WHERE name = ?", (sql, name))

@@ -9,7 +9,7 @@ from agentledger import Ledger
 from agentledger import gc as collector
 
 from ..raw_entries import pin_unvetted
-from .logkit import checks, raw, verify
+from .logkit import checks, raw, retype_blob_rows, verify
 
 
 def _pin(ledger: Ledger, digest: str) -> None:
@@ -174,30 +174,11 @@ def test_a_blob_row_of_the_wrong_types_is_reported_not_crashed_on(
     stage.finish({"summary": "two pages"})
     sized, texted = ledger.blobs.put(b"page a"), ledger.blobs.put(b"page b")
     ledger.close()
-    with raw(ledger_path) as conn:
-        defined = dict(
-            conn.execute(
-                "SELECT name, sql FROM sqlite_schema WHERE name IN ('blobs', 'blob_chunks')"
-            )
-        )
-        conn.execute("PRAGMA writable_schema = ON")
-        for name, sql in defined.items():  # any type, for the one edit below
-            loose = sql.replace("INTEGER NOT NULL,     -- total", "ANY,     -- total").replace(
-                "BLOB    NOT NULL", "ANY"
-            )
-            conn.execute(
-                "UPDATE sqlite_schema SET sql = ? WHERE name = ?",
-                (loose.replace(") STRICT", ")"), name),
-            )
-    with raw(ledger_path) as conn:
-        conn.execute("UPDATE blobs SET size = NULL WHERE digest = ?", (sized,))
-        conn.execute("UPDATE blob_chunks SET data = 'text now' WHERE digest = ?", (texted,))
-        conn.execute("PRAGMA writable_schema = ON")
-        for name, sql in defined.items():  # the schema's own text back
-            conn.execute("UPDATE sqlite_schema SET sql = ? WHERE name = ?", (sql, name))
-        assert conn.execute(
-            "SELECT typeof(size) FROM blobs WHERE digest = ?", (sized,)
-        ).fetchall() == [("null",)]
+    retype_blob_rows(
+        ledger_path,
+        ("UPDATE blobs SET size = NULL WHERE digest = ?", (sized,)),
+        ("UPDATE blob_chunks SET data = 'text now' WHERE digest = ?", (texted,)),
+    )
     dry = cli("gc", "--dry-run", "--json")
     assert dry.code == 0, dry.err
     assert dry.json()["bytes_freed"] == 0
