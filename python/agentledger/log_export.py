@@ -183,9 +183,14 @@ def _entry_bundle(conn: apsw.Connection, start: int, width: int, hashes: bytes) 
     """The leaves ``start..start + width`` as an entry bundle, checked against their hashes:
     the tree of the leaves must have the tile's root."""
     rows = wslog.fetch(conn, wslog.LEAF_RANGE, (start, start + width))
-    leaves = wslog.leaf_data(rows)
     in_order = [row[0] for row in rows] == list(range(start, start + width))
-    if not in_order or _core.merkle_root(leaves) != _core.merkle_root_of_hashes(hashes):
+    # A row of the wrong types (a damaged file) is no leaf of the signed tiles either.
+    typed = all(
+        isinstance(run_id, str) and type(seq) is int and isinstance(digest, bytes)
+        for _, run_id, seq, digest in rows
+    )
+    leaves = wslog.leaf_data(rows) if typed else []
+    if not (in_order and typed) or _core.merkle_root(leaves) != _core.merkle_root_of_hashes(hashes):
         raise Diverged(
             f"the entries of leaves {start}..{start + width - 1} are not the ones the log's "
             "signed tiles hold; nothing was written. Run `agentledger verify`",

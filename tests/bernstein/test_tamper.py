@@ -26,7 +26,7 @@ from agentledger.bernstein.writer import public_key_pem, rechain
 from agentledger.errors import InvalidInput
 from agentledger.verify import VerifyOptions
 
-from ..log.logkit import retype_blob_rows
+from ..log.logkit import retype_rows
 from .bernstein_testkit import (
     SHAPES,
     SMALL,
@@ -611,7 +611,7 @@ def test_export_of_a_damaged_store_is_refused_and_writes_nothing(
     if "DELETE" in sql:
         tamper_ledger(path, sql.replace("blob_chunks", "blobs"))
     if "NULL" in sql:
-        retype_blob_rows(path, (sql, ()))
+        retype_rows(path, ("blob_chunks",), (sql, ()))
     else:
         tamper_ledger(path, sql)
     out = tmp_path / "out"

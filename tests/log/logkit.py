@@ -146,20 +146,27 @@ def fix_head(conn: apsw.Connection, run_id: str) -> None:
     )
 
 
-def retype_blob_rows(path: Path, *edits: tuple[str, tuple[object, ...]]) -> None:
-    """Apply ``edits`` to the blob tables as a damaged file holds them (a NULL size, a
-    chunk of text: a flipped serial type): their schema loosened for the edits, then its
-    own SQL text put back, so that the schema lock sees nothing."""
+def retype_rows(
+    path: Path, tables: tuple[str, ...], *edits: tuple[str, tuple[object, ...]]
+) -> None:
+    """Apply ``edits`` to ``tables`` as a damaged file holds them (a NULL size, a text
+    hash: a flipped serial type): their schema loosened for the edits (no types, not
+    STRICT), then its own SQL text put back, so that the schema lock sees nothing."""
+    import re
+
     with raw(path) as conn:
         defined = dict(
             conn.execute(
-                "SELECT name, sql FROM sqlite_schema WHERE name IN ('blobs', 'blob_chunks')"
+                "SELECT name, sql FROM sqlite_schema "
+                "WHERE name IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(tables)),),
             )
         )
         conn.execute("PRAGMA writable_schema = ON")
         for name, sql in defined.items():
-            loose = sql.replace("INTEGER NOT NULL,     -- total", "ANY,     -- total")
-            loose = loose.replace("BLOB    NOT NULL", "ANY").replace(") STRICT", ")")
+            loose = re.sub(r"\b(?:TEXT|INTEGER|BLOB)(\s+)NOT NULL", r"ANY\1", sql)
+            loose = loose.replace(") STRICT, WITHOUT ROWID", ") WITHOUT ROWID")
+            loose = loose.replace(") STRICT", ")")
             conn.execute("UPDATE sqlite_schema SET sql = ? WHERE name = ?", (loose, name))
     with raw(path) as conn:
         for statement, params in edits:

@@ -9,7 +9,7 @@ from agentledger import Ledger
 from agentledger import gc as collector
 
 from ..raw_entries import pin_unvetted
-from .logkit import checks, raw, retype_blob_rows, verify
+from .logkit import checks, raw, retype_rows, verify
 
 
 def _pin(ledger: Ledger, digest: str) -> None:
@@ -174,8 +174,9 @@ def test_a_blob_row_of_the_wrong_types_is_reported_not_crashed_on(
     stage.finish({"summary": "two pages"})
     sized, texted = ledger.blobs.put(b"page a"), ledger.blobs.put(b"page b")
     ledger.close()
-    retype_blob_rows(
+    retype_rows(
         ledger_path,
+        ("blobs", "blob_chunks"),
         ("UPDATE blobs SET size = NULL WHERE digest = ?", (sized,)),
         ("UPDATE blob_chunks SET data = 'text now' WHERE digest = ?", (texted,)),
     )

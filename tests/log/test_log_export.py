@@ -17,7 +17,7 @@ from agentledger import Ledger
 from agentledger.checkpoint import install_public_key
 from agentledger.log_export import tile_path
 
-from .logkit import break_newest_signature
+from .logkit import break_newest_signature, build, retype_rows
 
 
 def _h(data: bytes) -> bytes:
@@ -287,3 +287,17 @@ def test_a_fifo_or_a_huge_file_as_the_folders_checkpoint_is_refused_unread(
         handle.truncate(4 << 30)  # sparse: costs no disk
     refused = cli("log", "export", str(folder))
     assert refused.code == 2 and "checkpoint" in refused.err, refused.err
+
+
+def test_an_entry_row_of_the_wrong_types_is_refused_not_crashed_on(
+    ledger: Ledger, ledger_path: Path, tmp_path: Path, cli: Any
+) -> None:
+    """An entry's hash column holding text (a flipped serial type): the export built its
+    leaf from it and exited 70. It is no leaf of the signed tiles: refused, nothing written."""
+    build(ledger, runs=1, entries=3)
+    ledger.close()
+    retype_rows(ledger_path, ("entries",), ("UPDATE entries SET hash = 'text' WHERE seq = 1", ()))
+    result = cli("log", "export", str(tmp_path / "site"))
+    assert result.code == 2, result.err
+    assert "[log-broken]" in result.err
+    assert not (tmp_path / "site" / "checkpoint").exists()
