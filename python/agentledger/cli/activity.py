@@ -210,6 +210,8 @@ def activity_record(
       agentledger activity record run-7 coding-1 result.json --role dev --json
     """
     result = ActivityResult.from_json(read_json_document(result_file))
+    # Before the evidence files are read (up to 1 GiB each), as in the other commands.
+    run_id = _checked_up_front(run_id, stage_id, role, result.terminal_state, result.reason_code)
     captured = {}
     for path in evidence:
         data = _read(path)
@@ -224,7 +226,6 @@ def activity_record(
         for o in result.observations
     )
     result = dataclasses.replace(result, observations=observations)
-    run_id = _checked_up_front(run_id, stage_id, role, result.terminal_state, result.reason_code)
     with app.open_ledger(create=True) as ledger:
         entry = Run(ledger, run_id).record_activity(result, stage_id=stage_id, role=role)
     _emit(app, entry, as_json)
