@@ -306,3 +306,31 @@ def test_stored_bytes_that_do_not_verify_are_never_pinned(
     assert digest in str(caught.value)
     assert counts(ledger_path) == before
     assert sql(ledger_path, "SELECT count(*) FROM runs WHERE run_id = 'r'") == [(0,)]
+
+
+def test_stored_bytes_damaged_after_the_result_was_checked_are_never_pinned(
+    ledger: Ledger, ledger_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The bytes change between the result's validation and the write: what is pinned is
+    # re-hashed in the write transaction itself, so the change is seen there.
+    from agentledger.activity import boundary
+
+    digest = ledger.blobs.put(PAGE)
+    validate = boundary.check_result
+
+    def validate_then_damage(result: object) -> ActivityResult:
+        checked = validate(result)
+        sql(ledger_path, "UPDATE blob_chunks SET data = X'00' WHERE digest = ?", (digest,))
+        return checked
+
+    monkeypatch.setattr(boundary, "check_result", validate_then_damage)
+    result = ActivityResult.build(
+        kind="research",
+        artifact=None,
+        observations=[Observation("page", "https://example.org/a", digest)],
+    )
+    before = counts(ledger_path)
+    with pytest.raises(Diverged) as caught:
+        ledger.run("r").record_activity(result, stage_id="s1")
+    assert caught.value.code == "blob-digest"
+    assert counts(ledger_path) == before
