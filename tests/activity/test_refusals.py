@@ -314,9 +314,9 @@ def test_stored_bytes_damaged_after_the_result_was_checked_are_never_pinned(
     # The bytes change between the result's validation and the write: what is pinned is
     # re-hashed in the write transaction itself, so the change is seen there.
     from agentledger.activity import boundary
+    from agentledger.activity.result import check_result as validate
 
     digest = ledger.blobs.put(PAGE)
-    validate = boundary.check_result
 
     def validate_then_damage(result: object) -> ActivityResult:
         checked = validate(result)
