@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import pytest
 from rich.console import Console
 
 from agentledger import Ledger
@@ -86,12 +87,17 @@ def test_a_clean_run_is_shown_clean_and_exits_0(ledger: Ledger, cli: Any) -> Non
     assert cli("show", "r", "--json").json()["code"] == 0
 
 
-def _research_with_a_lost_blob(path: Path) -> str:
+def _research_of_three_pages(path: Path) -> str:
+    """Run ``r``: one research stage over three stored pages; the second page's digest."""
     with Ledger.open(path) as ledger:
         research = ledger.run("r").research("research-0")
         pages = [research.fetch(f"https://example.org/{n}", f"page {n}".encode()) for n in range(3)]
         research.finish(artifact={"summary": "three pages"})
-    lost = pages[1].content_hash
+    return pages[1].content_hash
+
+
+def _research_with_a_lost_blob(path: Path) -> str:
+    lost = _research_of_three_pages(path)
     conn = apsw.Connection(str(path))
     conn.execute("DELETE FROM blob_chunks WHERE digest = ?", (lost,))
     conn.execute("DELETE FROM blobs WHERE digest = ?", (lost,))
@@ -120,6 +126,32 @@ def test_a_stage_with_2_of_3_blobs_is_incomplete_never_green(ledger_path: Path, 
     assert result["code"] == 2
     activity = next(e for e in result["entries"] if e["kind"] == "activity.result")
     assert "stage incomplete" in [m["mark"] for m in activity["marks"]]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "DELETE FROM blob_chunks WHERE digest = ?",
+        "UPDATE blob_chunks SET data = CAST('changed' AS BLOB) WHERE digest = ?",
+    ],
+    ids=["chunks-removed", "chunk-edited"],
+)
+def test_a_listed_blob_whose_bytes_are_gone_is_not_evidence_present(
+    ledger_path: Path, cli: Any, damage: str
+) -> None:
+    """The blob row is left: only its bytes changed. Verify finds the blob damaged, so
+    show must not count it present (it had said 3/3 blobs beside verify's finding)."""
+    lost = _research_of_three_pages(ledger_path)
+    conn = apsw.Connection(str(ledger_path))
+    conn.execute(damage, (lost,))
+    conn.close()
+    shown = cli("show", "r")
+    assert shown.code == 2
+    assert "2/3 blobs" in shown.out
+    stage_line = next(line for line in shown.out.splitlines() if "research-0  research" in line)
+    assert "stage incomplete" in stage_line
+    stage = cli("show", "r", "--json").json()["stages"][0]
+    assert stage["evidence"] == {"observations": 3, "present": 2}
 
 
 def test_show_trust_reaches_the_stages_receipt_as_it_reaches_the_verdict(

@@ -10,6 +10,7 @@ from agentledger import _core
 from agentledger.activity.boundary import REFUSED_KIND, RESULT_KIND
 from agentledger.activity.receipts import check_receipt, verify_signatures
 from agentledger.activity.result import SIGNED_MODALITIES
+from agentledger.cas import BlobStore
 from agentledger.errors import AgentLedgerError
 from agentledger.keys import resolve_trust
 
@@ -28,19 +29,25 @@ def stage_summaries(
     ``trust``, the keys the verify of the same command trusts: one answer for both).
     """
     trusted: set[str] | str | None = None
+    staged = [
+        entry
+        for entry in entries
+        if entry.kind in (RESULT_KIND, REFUSED_KIND) and isinstance(entry.body, dict)
+    ]
+    pinned = {
+        o["content_hash"]
+        for entry in staged
+        for o in _observations(entry.body)
+        if isinstance(o, dict) and isinstance(o.get("content_hash"), str)
+    }
+    whole = _stored_whole(ledger, pinned)
     out = []
-    for entry in entries:
-        if entry.kind not in (RESULT_KIND, REFUSED_KIND) or not isinstance(entry.body, dict):
-            continue
+    for entry in staged:
         body = entry.body
-        observations = body.get("observations")
-        observations = observations if isinstance(observations, list) else []
+        observations = _observations(body)
         present = sum(
-            1
-            for o in observations
-            if isinstance(o, dict) and isinstance(o.get("content_hash"), str)
-            and o["content_hash"] in ledger.blobs
-        )  # fmt: skip
+            1 for o in observations if isinstance(o, dict) and o.get("content_hash") in whole
+        )
         receipt = None
         if entry.kind == RESULT_KIND and body.get("kind") in SIGNED_MODALITIES:
             if trusted is None:
@@ -68,6 +75,27 @@ def stage_summaries(
             }
         )
     return out
+
+
+def _observations(body: dict[str, Any]) -> list[Any]:
+    observations = body.get("observations")
+    return observations if isinstance(observations, list) else []
+
+
+def _stored_whole(ledger: LedgerHandle, digests: set[str]) -> set[str]:
+    """The ``digests`` the store lists whose bytes re-hash as verify re-hashes them (one
+    snapshot): a listed blob whose chunks were removed or edited is not evidence present."""
+    if not digests:
+        return set()
+    with ledger.db.snapshot() as conn:
+        listed = {
+            digest
+            for (digest,) in conn.execute(
+                "SELECT digest FROM blobs WHERE digest IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted(digests)),),
+            )
+        }
+        return listed - BlobStore.damage(conn, listed).keys()
 
 
 def receipt_status(ledger: LedgerHandle, entry: Entry, trusted: set[str]) -> str:
