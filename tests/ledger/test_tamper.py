@@ -231,6 +231,28 @@ def test_a_divergence_names_run_step_expected_and_actual(ledger_path: Path) -> N
     assert any(d.seq == 3 and d.check == "chain.prev" for d in verdict.divergences)
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "check", "expected", "actual"),
+    [
+        ("kind", "x", "entry.kind", "step", "x"),
+        ("kind", 7, "entry.kind", "step", "7"),
+        ("run", "zeta", "entry.run", "beta", "zeta"),
+        ("run", None, "entry.run", "beta", "null"),
+    ],
+)
+def test_a_name_in_the_bytes_is_said_as_its_column_says_it(
+    ledger_path: Path, field: str, value: object, check: str, expected: str, actual: str
+) -> None:
+    """Expected (the column) and actual (the bytes) read alike: a string as itself, any
+    other value as JSON. The bytes' string had been quoted, the column's not."""
+    build(ledger_path)
+    rewrite_entry(lambda doc: doc.update({field: value}), seq=2)(ledger_path)
+    with Ledger.open(ledger_path) as ledger:
+        verdict = ledger.verify_run("beta")
+    named = [(d.seq, d.expected, d.actual) for d in verdict.divergences if d.check == check]
+    assert named == [(2, expected, actual)]
+
+
 def test_verify_run_of_a_missing_run_is_code_1(ledger: Ledger) -> None:
     assert ledger.verify_run("nope").code == 1
 

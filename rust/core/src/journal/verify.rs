@@ -205,7 +205,7 @@ pub(super) fn check_row_fully<R: EntryRow>(row: &R, computed: [u8; 32]) -> RowCh
     }
     match value.get("run") {
         Some(Value::String(run)) if run == row.run_id() => {}
-        other => note("entry.run", row.run_id().to_owned(), describe(other)),
+        other => note("entry.run", row.run_id().to_owned(), describe_name(other)),
     }
     match value.get("seq") {
         Some(Value::Number(seq)) if seq.fract() == 0.0 && *seq >= 0.0 => {
@@ -218,7 +218,7 @@ pub(super) fn check_row_fully<R: EntryRow>(row: &R, computed: [u8; 32]) -> RowCh
     }
     match value.get("kind") {
         Some(Value::String(kind)) if kind == row.kind() => {}
-        other => note("entry.kind", row.kind().to_owned(), describe(other)),
+        other => note("entry.kind", row.kind().to_owned(), describe_name(other)),
     }
     match value.get("prev") {
         Some(Value::String(prev)) => check.prev = Some(Prev::new(Cow::Owned(prev.clone()))),
@@ -295,20 +295,29 @@ pub(super) fn describe(value: Option<&Value>) -> String {
     match value {
         None => "missing".to_owned(),
         Some(v) => canonical::to_canonical(v)
-            .map(|b| {
-                let text = String::from_utf8_lossy(&b).into_owned();
-                if text.len() > 120 {
-                    let mut cut = 120;
-                    while !text.is_char_boundary(cut) {
-                        cut -= 1;
-                    }
-                    format!("{}…", &text[..cut])
-                } else {
-                    text
-                }
-            })
+            .map(|b| shortened(String::from_utf8_lossy(&b).into_owned()))
             .unwrap_or_else(|_| "unrepresentable".to_owned()),
     }
+}
+
+/// A name the bytes hold (a run id, a kind), said as its column says it: a string as
+/// itself, so expected and actual read alike; anything else as `describe` says it.
+fn describe_name(value: Option<&Value>) -> String {
+    match value {
+        Some(Value::String(name)) => shortened(name.clone()),
+        other => describe(other),
+    }
+}
+
+fn shortened(text: String) -> String {
+    if text.len() <= 120 {
+        return text;
+    }
+    let mut cut = 120;
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    format!("{}…", &text[..cut])
 }
 
 /// Verify a batch of rows ordered by `(run_id, seq)`.
