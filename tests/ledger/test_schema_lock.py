@@ -72,3 +72,45 @@ def test_schema_text_that_is_not_utf8_is_drift_not_a_crash(ledger_path: Path) ->
         ]
         with pytest.raises(Diverged, match="schema"):
             ledger.run("r").append("step", {})
+
+
+def test_a_copy_in_utf16_is_one_finding_that_says_so(ledger_path: Path, tmp_path: Path) -> None:
+    """The same objects and rows in a UTF-16 file: every object's text had differed as
+    bytes, one unreadable finding per object."""
+    with Ledger.open(ledger_path) as ledger:
+        ledger.run("r").append("step", {})
+    source = apsw.Connection(str(ledger_path))
+    copy_path = tmp_path / "utf16.db"
+    copy = apsw.Connection(str(copy_path))
+    copy.execute("PRAGMA encoding = 'UTF-16le'")
+    for pragma in ("application_id", "user_version"):
+        copy.execute(f"PRAGMA {pragma} = {source.execute(f'PRAGMA {pragma}').fetchone()[0]}")
+    objects = source.execute(
+        "SELECT type, name, sql FROM sqlite_schema WHERE sql IS NOT NULL"
+    ).fetchall()
+    with copy:
+        for kind, _, sql in objects:
+            if kind == "table":
+                copy.execute(sql)
+        for _, name, _ in (o for o in objects if o[0] == "table"):
+            rows = source.execute(f'SELECT * FROM "{name}"').fetchall()
+            if rows:
+                marks = ", ".join("?" * len(rows[0]))
+                copy.executemany(f'INSERT INTO "{name}" VALUES ({marks})', rows)
+        for kind, _, sql in objects:
+            if kind != "table":
+                copy.execute(sql)
+    source.close()
+    assert copy.execute("PRAGMA encoding").fetchone() == ("UTF-16le",)
+    assert schema_drift(copy, SCHEMA_VERSION) == [
+        "text encoding UTF-16le (agentledger writes UTF-8)"
+    ]
+    copy.close()
+    with Ledger.open(copy_path) as ledger:
+        report = ledger.verify()
+        assert report.code == 2
+        assert [d.actual for d in report.workspace if d.check == "schema.altered"] == [
+            "text encoding UTF-16le (agentledger writes UTF-8)"
+        ]
+        with pytest.raises(Diverged, match="schema"):
+            ledger.run("r").append("step", {})

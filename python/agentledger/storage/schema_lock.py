@@ -54,6 +54,11 @@ def expected_objects(version: int) -> dict[tuple[str, str], SchemaObject]:
 
 def schema_drift(conn: apsw.Connection, version: int) -> list[str]:
     """What differs from the schema agentledger creates at ``version``; empty when none."""
+    # Every ledger is written in UTF-8. A copy converted to UTF-16 would differ in every
+    # object's text: one finding says why, not one per object.
+    (encoding,) = conn.execute("PRAGMA encoding").fetchone()
+    if encoding != "UTF-8":
+        return [f"text encoding {encoding} (agentledger writes UTF-8)"]
     expected = expected_objects(version)
     actual = objects(conn)
     findings = []
