@@ -64,12 +64,17 @@ def test_schema_text_that_is_not_utf8_is_drift_not_a_crash(ledger_path: Path) ->
     )
     conn.execute("PRAGMA writable_schema = OFF")
     conn.close()
-    with Ledger.open(ledger_path) as ledger:
+    assert_one_drift_that_blocks_writes(
+        ledger_path, "table 'team_roles' is not defined as agentledger defines it"
+    )
+
+
+def assert_one_drift_that_blocks_writes(path: Path, said: str) -> None:
+    """Verify finds the schema altered in exactly one way, ``said``, and a writer refuses."""
+    with Ledger.open(path) as ledger:
         report = ledger.verify()
         assert report.code == 2
-        assert [d.actual for d in report.workspace if d.check == "schema.altered"] == [
-            "table 'team_roles' is not defined as agentledger defines it"
-        ]
+        assert [d.actual for d in report.workspace if d.check == "schema.altered"] == [said]
         with pytest.raises(Diverged, match="schema"):
             ledger.run("r").append("step", {})
 
@@ -106,11 +111,6 @@ def test_a_copy_in_utf16_is_one_finding_that_says_so(ledger_path: Path, tmp_path
         "text encoding UTF-16le (agentledger writes UTF-8)"
     ]
     copy.close()
-    with Ledger.open(copy_path) as ledger:
-        report = ledger.verify()
-        assert report.code == 2
-        assert [d.actual for d in report.workspace if d.check == "schema.altered"] == [
-            "text encoding UTF-16le (agentledger writes UTF-8)"
-        ]
-        with pytest.raises(Diverged, match="schema"):
-            ledger.run("r").append("step", {})
+    assert_one_drift_that_blocks_writes(
+        copy_path, "text encoding UTF-16le (agentledger writes UTF-8)"
+    )
