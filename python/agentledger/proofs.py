@@ -107,6 +107,15 @@ def prove(ledger: LedgerHandle, run_id: str, seq: int, trust: Iterable[str] = ()
         if not rows:
             raise NotFound(f"no entry {seq} in run {run_id!r}")
         raw, digest, leaf = rows[0]
+        if not (isinstance(raw, bytes) and isinstance(digest, bytes)) or not (
+            leaf is None or isinstance(leaf, int)
+        ):
+            # The row holds values of other types than its columns': it was edited.
+            raise Diverged(
+                f"entry {seq} of run {run_id!r} is not stored as an entry is (its bytes, "
+                "hash or leaf were changed); no proof is given. Run `agentledger verify`",
+                code="entry-edited",
+            )
         trusted = resolve_trust(trust, ledger.keys)
         note = newest_trusted(conn, ledger.path, ledger.id, trusted, "no proof is given")
         if leaf is None or not 0 <= leaf < note.size:

@@ -19,7 +19,7 @@ from agentledger.cli import arguments
 from agentledger.cli.common import parse_json_document, trust_option
 from agentledger.cli.context import AppCommand, AppContext, emit_json, json_option, width_option
 from agentledger.display import json_text, safe, shorten
-from agentledger.errors import AgentLedgerError, ExitCode, InvalidInput
+from agentledger.errors import AgentLedgerError, Diverged, ExitCode, InvalidInput
 from agentledger.ids import check_run_id
 from agentledger.journal import Entry, check_appendable_kind, hash_text
 from agentledger.ledger import Ledger
@@ -411,11 +411,23 @@ def _entry(run_id: str, seq: int, kind: str, digest: bytes, raw: bytes) -> Entry
 
 
 def _read(ledger: Ledger, run_id: str) -> list[Entry]:
+    # Hash and bytes as stored: an edited row may hold text or a number there, which
+    # verify hashes as stored. A step or kind of another type is no entry to show.
     rows = ledger.db.rows(
-        "SELECT run_id, seq, kind, hash, bytes FROM entries WHERE run_id = ? ORDER BY seq",
+        "SELECT run_id, seq, kind, CAST(hash AS BLOB), CAST(bytes AS BLOB) FROM entries "
+        "WHERE run_id = ? ORDER BY seq",
         (run_id,),
     )
-    return [_entry(*row) for row in rows]
+    entries = []
+    for stored_run, seq, kind, digest, raw in rows:
+        if not (isinstance(seq, int) and isinstance(kind, str)):
+            raise Diverged(
+                f"an entry of run {run_id!r} is stored with a step or kind of another type "
+                "(the row was edited); run `agentledger verify`",
+                code="entry-edited",
+            )
+        entries.append(_entry(stored_run, seq, kind, digest or b"", raw or b""))
+    return entries
 
 
 def _mark_text(marks: list[Mark]) -> Text:

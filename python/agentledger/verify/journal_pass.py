@@ -53,15 +53,16 @@ DETAIL_PARSE_BYTES = 1 << 20
 
 def entry_detail(ctx: VerifyContext, run_id: str, seq: int) -> str | None:
     """The entry's kind and body as the file holds them now, shortened for a report."""
-    # As bytes: a tampered kind may not be UTF-8 (shown with replacement characters).
+    # As bytes: a tampered kind may not be UTF-8 (shown with replacement characters), and
+    # an edited row's bytes may be stored as text, a number or NULL (hashed as stored).
     rows = ctx.conn.execute(
-        "SELECT CAST(kind AS BLOB), bytes FROM entries WHERE run_id = ? AND seq = ?",
+        "SELECT CAST(kind AS BLOB), CAST(bytes AS BLOB) FROM entries WHERE run_id = ? AND seq = ?",
         (run_id, seq),
     ).fetchall()
     if not rows:
         return None
-    kind = bytes(rows[0][0]).decode("utf-8", "replace")
-    raw = bytes(rows[0][1])
+    kind = bytes(rows[0][0] or b"").decode("utf-8", "replace")
+    raw = bytes(rows[0][1] or b"")
     try:
         # Parsed only up to DETAIL_PARSE_BYTES (JSON costs some twenty times its length):
         # of a longer entry the report shows how its bytes begin.

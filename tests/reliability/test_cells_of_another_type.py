@@ -1,0 +1,67 @@
+"""Cells holding a value of another type than their column's (an edit made with the
+table's STRICT types loosened and its SQL text put back, ``logkit.retype_rows``): every
+command answers with a verdict or a typed error, never a crash (exit 70), and the file is
+left as it was. Found by random logical edits of ledgers of every shape.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentledger import Ledger
+from tests.log.logkit import retype_rows
+
+
+@pytest.fixture
+def steps(ledger: Ledger, ledger_path: Path) -> Path:
+    ledger.run("r").append_many([("step", {"i": i}) for i in range(3)])
+    ledger.close()
+    return ledger_path
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["verify"],
+        ["verify", "--json"],
+        ["verify", "r"],
+        ["show", "r", "--json"],
+        ["activity", "verify", "r"],
+        ["fsck"],
+        ["prove", "r", "1"],
+    ],
+    ids=" ".join,
+)
+def test_entry_bytes_stored_as_text_are_reported_not_crashed_on(
+    steps: Path, cli: Any, args: list[str]
+) -> None:
+    """An entry's bytes stored as text: the report's detail of the edited entry, and
+    `prove`, took them for bytes and exited 70."""
+    retype_rows(steps, ("entries",), ("UPDATE entries SET bytes = 'null' WHERE seq = 1", ()))
+    before = steps.read_bytes()
+    result = cli(*args)
+    assert result.code == 2, result.err
+    assert "Traceback" not in result.err and "[internal]" not in result.err
+    assert steps.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("seq", b""), ("seq", 1.5), ("seq", "one"), ("kind", b"step"), ("kind", 7), ("kind", None)],
+)
+def test_show_of_an_entry_whose_step_or_kind_is_of_another_type_is_a_typed_refusal(
+    steps: Path, cli: Any, column: str, value: object
+) -> None:
+    """`show` formatted the stored step and kind as they were: a blob step exited 70 (not
+    JSON serializable, not formattable) where verify names the row."""
+    retype_rows(steps, ("entries",), (f"UPDATE entries SET {column} = ? WHERE seq = 1", (value,)))
+    before = steps.read_bytes()
+    assert cli("verify", "r").code == 2
+    for args in (["show", "r"], ["show", "r", "--json"]):
+        result = cli(*args)
+        assert result.code == 2, result.err
+        assert "[entry-edited]" in result.err and "Traceback" not in result.err
+    assert steps.read_bytes() == before
