@@ -85,7 +85,13 @@ def read_state(conn: apsw.Connection) -> LogState:
     if not rows:
         raise LedgerError("the workspace log's state row is missing", code="log-broken")
     size, frontier = rows[0]
-    return LogState(int(size), tuple(unpack_frontier(frontier)))
+    # An edited file can hold any type in any cell: a hint that does not read as one is
+    # a broken log, never a crash (the b-tree check names the cell for verify).
+    if type(size) is not int or size < 0 or not isinstance(frontier, bytes):
+        raise LedgerError(
+            "the workspace log's state row holds no size and frontier", code="log-broken"
+        )
+    return LogState(size, tuple(unpack_frontier(frontier)))
 
 
 def _write_state(conn: apsw.Connection, state: LogState) -> None:

@@ -65,3 +65,24 @@ def test_show_of_an_entry_whose_step_or_kind_is_of_another_type_is_a_typed_refus
         assert result.code == 2, result.err
         assert "[entry-edited]" in result.err and "Traceback" not in result.err
     assert steps.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("size", b""), ("size", "text"), ("size", 1.5), ("frontier", 7), ("frontier", "text")],
+)
+def test_a_log_state_of_another_type_is_a_finding_and_a_typed_refusal(
+    steps: Path, cli: Any, column: str, value: object
+) -> None:
+    """The log's stored size as a blob, text or a real: verify read it with int() before
+    its b-tree check and exited 70, and so did `checkpoint` and `append`."""
+    retype_rows(steps, ("log_state",), (f"UPDATE log_state SET {column} = ?", (value,)))
+    before = steps.read_bytes()
+    verified = cli("verify", "--json")
+    assert verified.code == 2, verified.err
+    assert [f["check"] for f in verified.json()["workspace"]] == ["schema.btree"]
+    for args in (["checkpoint"], ["append", "r", "step", "{}"]):
+        refused = cli(*args)
+        assert refused.code == 65, refused.err
+        assert "[log-broken]" in refused.err and "Traceback" not in refused.err
+    assert steps.read_bytes() == before
