@@ -66,8 +66,13 @@ def take(conn: apsw.Connection, ledger: LedgerHandle, *, force: bool = False) ->
         newest = newest_checkpoint(conn)
         if newest is not None and _signed_here(ledger, newest, state.size, root):
             return newest
-    # Only the previous newest's row and size are needed here: its note is not parsed.
-    previous = fetch(conn, "SELECT id, size FROM checkpoints ORDER BY size DESC, id DESC LIMIT 1")
+    # Only the previous newest's row and size are needed here: its note is not parsed. A
+    # size that is not an integer was edited in (verify names the cell): never that row.
+    previous = fetch(
+        conn,
+        "SELECT id, size FROM checkpoints WHERE typeof(size) = 'integer' "
+        "ORDER BY size DESC, id DESC LIMIT 1",
+    )
     stored = _insert(conn, ledger, state, state.size, root)
     if previous and not is_kept(previous[0][1]):
         native.execute(conn, "DELETE FROM checkpoints WHERE id = ?", (previous[0][0],))
@@ -131,7 +136,10 @@ def sign_history(
     root is read from the tiles and signed only when a consistency proof (from the tiles
     too) shows it leads to the proven root: forged tiles get no signature, and the missing
     checkpoint stays a finding of verify."""
-    have = {int(row[0]) for row in conn.execute("SELECT size FROM checkpoints")}
+    have = {
+        int(row[0])
+        for row in conn.execute("SELECT size FROM checkpoints WHERE typeof(size) = 'integer'")
+    }
     for wanted in history_sizes(state.size):
         if wanted in have:
             continue

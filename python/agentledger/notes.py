@@ -230,6 +230,13 @@ class StoredCheckpoint:
 
 def _row_to_stored(row: tuple[int, int, bytes, bytes]) -> StoredCheckpoint:
     checkpoint_id, size, root, note = row
+    if type(size) is not int or not isinstance(root, bytes) or note is None:
+        # Columns of other types than this install writes: edited in the file.
+        raise Diverged(
+            f"checkpoint {checkpoint_id} stored in the ledger holds no size, root and note; "
+            "run `agentledger verify`",
+            code="checkpoint-malformed",
+        )
     try:
         parsed = Checkpoint.parse(note)
     except InvalidInput as exc:

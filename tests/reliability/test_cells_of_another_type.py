@@ -86,3 +86,35 @@ def test_a_log_state_of_another_type_is_a_finding_and_a_typed_refusal(
         assert refused.code == 65, refused.err
         assert "[log-broken]" in refused.err and "Traceback" not in refused.err
     assert steps.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("size", b""),
+        ("size", "text"),
+        ("size", 2.5),
+        ("root", "text"),
+        ("root", None),
+        ("note", None),
+    ],
+)
+def test_a_checkpoint_row_of_another_type_is_tampering_for_every_command(
+    steps: Path, tmp_path: Path, cli: Any, column: str, value: object
+) -> None:
+    """The newest checkpoint's size, root or note of another type: `checkpoint`, `append`,
+    `prove` and `log export` exited 70 (comparing bytes with an int, bytes() of a real,
+    len() of NULL) where verify names the cell. The row is not one this install wrote:
+    what rests on the newest checkpoint is refused as tampering; an append signs its own."""
+    retype_rows(
+        steps,
+        ("checkpoints",),
+        (f"UPDATE checkpoints SET {column} = ? WHERE size = 3", (value,)),  # the newest
+    )
+    assert cli("verify").code == 2
+    for args in (["checkpoint"], ["prove", "r", "1"], ["log", "export", str(tmp_path / "site")]):
+        refused = cli(*args)
+        assert refused.code == 2, (args, refused.err)
+        assert "Traceback" not in refused.err and "[internal]" not in refused.err
+    appended = cli("append", "r", "step", "{}")
+    assert appended.code == 0, appended.err
