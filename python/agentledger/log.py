@@ -26,10 +26,15 @@ from agentledger.errors import LedgerError
 from agentledger.storage import native
 
 HASH_LEN = 32
-LEAF_ROWS = "SELECT leaf, run_id, seq, hash FROM entries WHERE leaf >= ? ORDER BY leaf"
-LEAF_RANGE = (
-    "SELECT leaf, run_id, seq, hash FROM entries WHERE leaf >= ? AND leaf < ? ORDER BY leaf"
+# A row whose key is not of its column's type (an edited file) is no leaf: read as a
+# gap (the b-tree check names the cell). Its hash is read as stored, as the journal pass
+# reads it, so an edited one is another leaf, never a crash.
+_LEAF_COLUMNS = (
+    "SELECT leaf, run_id, seq, coalesce(CAST(hash AS BLOB), x'') FROM entries "
+    "WHERE typeof(leaf) = 'integer' AND typeof(run_id) = 'text' AND typeof(seq) = 'integer' "
 )
+LEAF_ROWS = _LEAF_COLUMNS + "AND leaf >= ? ORDER BY leaf"
+LEAF_RANGE = _LEAF_COLUMNS + "AND leaf >= ? AND leaf < ? ORDER BY leaf"
 BATCH_ROWS = 16_384
 
 LeafRow = tuple[int, str, int, bytes]

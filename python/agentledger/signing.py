@@ -166,6 +166,8 @@ def check_head(
 ) -> None:
     """The run's cached head must be its last entry, and that entry the leaf the proven
     log holds at its position (an inclusion proof checked against the proven root)."""
+    if type(head_seq) is not int or not isinstance(head_hash, bytes | None):
+        raise _head_refused(run_id, "its head row holds values of other types")
     if head_seq < 0:
         if fetch(conn, "SELECT 1 FROM entries WHERE run_id = ? LIMIT 1", (run_id,)):
             raise _head_refused(run_id, "it has entries, but its head says it is empty")
@@ -174,7 +176,7 @@ def check_head(
     if not rows or rows[0][2]:
         raise _head_refused(run_id, f"its entry {head_seq} is not its last")
     digest, leaf, _ = rows[0]
-    if bytes(digest) != bytes(head_hash or b"") or not isinstance(leaf, int):
+    if not isinstance(digest, bytes) or digest != (head_hash or b"") or type(leaf) is not int:
         raise _head_refused(run_id, f"its entry {head_seq} is not the head it records")
     if _own_heads(ledger).get(run_id) == (head_seq, bytes(digest), leaf) and leaf < state.size:
         return  # this process appended it there itself (see ``remember_head``)

@@ -118,3 +118,28 @@ def test_a_checkpoint_row_of_another_type_is_tampering_for_every_command(
         assert "Traceback" not in refused.err and "[internal]" not in refused.err
     appended = cli("append", "r", "step", "{}")
     assert appended.code == 0, appended.err
+
+
+@pytest.mark.parametrize("value", ["text", None, 1.5], ids=["text", "null", "real"])
+@pytest.mark.parametrize("seq", [1, 2], ids=["inside", "head"])
+def test_an_entry_hash_of_another_type_is_another_leaf_not_a_crash(
+    steps: Path, cli: Any, seq: int, value: object
+) -> None:
+    """An entry's hash column as text, NULL or a real: the log's reads took it for bytes
+    (the leaf of every check that rebuilds or proves the log, the head an append proves)
+    and verify, show and append exited 70. It is read as stored, as the journal pass
+    reads it: a leaf the signed log does not hold."""
+    retype_rows(steps, ("entries",), (f"UPDATE entries SET hash = ? WHERE seq = {seq}", (value,)))
+    before = steps.read_bytes()
+    for args in (["verify"], ["verify", "r"], ["show", "r", "--json"]):
+        result = cli(*args)
+        assert result.code == 2, (args, result.err)
+        assert "Traceback" not in result.err and "[internal]" not in result.err
+    assert steps.read_bytes() == before
+    appended = cli("append", "r", "step", "{}")
+    if seq == 2:  # the head an append chains from: not the one the signed log holds
+        assert appended.code == 2 and "[signing-refused]" in appended.err, appended.err
+        assert steps.read_bytes() == before
+    else:  # chained from the genuine head; the edited entry stays a finding
+        assert appended.code == 0, appended.err
+        assert cli("verify").code == 2

@@ -745,7 +745,9 @@ def _check_selected_runs(
     selected = ctx.selected_runs
     rows = list(
         ctx.conn.execute(
-            f"SELECT run_id, seq, hash, leaf FROM entries WHERE {IN_SELECTED} ORDER BY run_id, seq",
+            # The hash as stored (an edited row may hold text there), as the journal pass reads it.
+            "SELECT run_id, seq, coalesce(CAST(hash AS BLOB), x''), leaf FROM entries "
+            f"WHERE {IN_SELECTED} ORDER BY run_id, seq",
             (ctx.selected_json,),
         )
     )
