@@ -253,6 +253,25 @@ def test_a_name_in_the_bytes_is_said_as_its_column_says_it(
     assert named == [(2, expected, actual)]
 
 
+@pytest.mark.parametrize("name", ["", "a", '"n"'], ids=["empty", "letter", "quoted"])
+def test_a_stored_blob_renamed_to_a_short_name_is_the_workspaces_finding(
+    ledger_path: Path, name: str
+) -> None:
+    """A blob no result pins, renamed to "" or "a": verify --all looked for the results
+    pinning it as a bare substring of their bytes, found it in every one (an empty string
+    is in any), and called every activity run diverged (blob.name on each result) where
+    `verify RUN` called them clean."""
+    build(ledger_path)
+    sql(ledger_path, "UPDATE blobs SET digest = ? WHERE size = 10", (name,))
+    sql(ledger_path, "UPDATE blob_chunks SET digest = ? WHERE length(data) = 10", (name,))
+    with Ledger.open(ledger_path) as ledger:
+        report = ledger.verify()
+        named = {run: ledger.verify_run(run).code for run in ("alpha", "beta", "gamma")}
+    assert report.code == 2
+    assert [(d.check, d.subject) for d in report.workspace] == [("blob.name", name)]
+    assert {run.run_id: run.code for run in report.runs} == named == dict.fromkeys(named, 0)
+
+
 def test_verify_run_of_a_missing_run_is_code_1(ledger: Ledger) -> None:
     assert ledger.verify_run("nope").code == 1
 

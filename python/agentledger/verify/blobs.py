@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -58,8 +59,6 @@ def _logged_before(ctx: VerifyContext, run_id: str, seq: int, log_size: int) -> 
 
 
 def _json_list(items: list[str]) -> str:
-    import json
-
     return json.dumps(items)
 
 
@@ -69,7 +68,9 @@ def _referencing_entries(ctx: VerifyContext, digests: list[str]) -> list[tuple[s
     A few digests are searched for by SQLite, one scan each; many are matched in one pass
     over the activity results (the names found in each entry against the set), so the cost
     does not grow with their number. A digest that is not name-shaped (never found that
-    way) is always searched for on its own.
+    way) is always searched for on its own. Each is searched for as the JSON string an
+    entry pins it as: a bare substring (an empty name, a name of one letter) would be
+    found in results that do not pin it, and make their runs diverged.
     """
     selected = set(ctx.selected_runs)
     found: list[tuple[str, int, str]] = []
@@ -88,7 +89,7 @@ def _referencing_entries(ctx: VerifyContext, digests: list[str]) -> list[tuple[s
         for run_id, seq in ctx.conn.execute(
             "SELECT run_id, seq FROM entries WHERE kind = 'activity.result' "
             "AND instr(bytes, CAST(? AS BLOB)) > 0 ORDER BY run_id, seq",
-            (digest,),
+            (json.dumps(digest, ensure_ascii=False),),
         ):
             if run_id in selected:
                 found.append((run_id, seq, digest))
