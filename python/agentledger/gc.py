@@ -190,8 +190,9 @@ def collect(
         )
         reachable = reachable_blobs(conn)
         result.reachable = len(reachable)
-        rows = fetch(conn, "SELECT digest, size, rowid FROM blobs")
-        # A size that is no integer (a damaged row; verify names it) frees no known bytes.
+        # A name that is not text names no blob gc could collect, and a size that is no
+        # integer frees no known bytes (damaged rows; verify names them).
+        rows = fetch(conn, "SELECT digest, size, rowid FROM blobs WHERE typeof(digest) = 'text'")
         sizes: dict[str, int] = {
             digest: size if isinstance(size, int) else 0 for digest, size, _ in rows
         }

@@ -143,3 +143,29 @@ def test_an_entry_hash_of_another_type_is_another_leaf_not_a_crash(
     else:  # chained from the genuine head; the edited entry stays a finding
         assert appended.code == 0, appended.err
         assert cli("verify").code == 2
+
+
+@pytest.mark.parametrize("value", [b"\x00\xff", None], ids=["blob", "null"])
+def test_a_blob_name_of_another_type_is_no_orphan_of_gc_or_fsck(
+    ledger: Ledger, ledger_path: Path, cli: Any, value: object
+) -> None:
+    """A stored blob's name as a blob or NULL: `gc --dry-run` and `fsck` sorted it with
+    the text names (and fsck wrote it into its JSON) and exited 70. A name that is not
+    text names no blob either could collect; verify names the row."""
+    ledger.blobs.put(b"kept")
+    ledger.blobs.put(b"renamed")
+    ledger.close()
+    retype_rows(
+        ledger_path,
+        ("blobs", "blob_chunks"),
+        ("UPDATE blobs SET digest = ? WHERE size = 7", (value,)),
+    )
+    before = ledger_path.read_bytes()
+    dry = cli("gc", "--dry-run", "--json")
+    assert dry.code == 0, dry.err
+    assert dry.json()["unreachable"] == 1  # the blob still named by text
+    checked = cli("fsck", "--json")
+    assert checked.code == 2, checked.err
+    assert len(checked.json()["orphan_blobs"]) == 1
+    assert "Traceback" not in dry.err + checked.err
+    assert ledger_path.read_bytes() == before

@@ -392,9 +392,10 @@ def fsck(
         # schema is not ours, nor past text that is not UTF-8 (verify reported both).
         if not ledger.db.schema_findings:
             with contextlib.suppress(LedgerError), ledger.db.snapshot() as conn:
+                # A name that is not text names no blob (a damaged row; verify names it).
+                named = "SELECT digest FROM blobs WHERE typeof(digest) = 'text'"
                 orphans = sorted(
-                    {row[0] for row in conn.execute("SELECT digest FROM blobs")}
-                    - collector.reachable_blobs(conn)
+                    {row[0] for row in conn.execute(named)} - collector.reachable_blobs(conn)
                 )
     # Every stored checkpoint is checked by verify itself (its signature, and the log's
     # root at its size): the same findings, in the same words.
