@@ -625,6 +625,27 @@ def test_export_of_a_damaged_store_is_refused_and_writes_nothing(
     assert not missing.exists()
 
 
+@pytest.mark.parametrize("value", [b"run-002", None], ids=["blob", "null"])
+def test_export_of_a_run_row_whose_id_is_not_text_is_not_a_crash(
+    tmp_path: Path, cli: Any, value: object
+) -> None:
+    """A bernstein_runs row whose run id is a blob or NULL: export sorted it with the text
+    ids and exited 70. It names no run; the workdir is written whole, as imported."""
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        import_workdir(ledger, SMALL)
+    retype_rows(
+        path,
+        ("bernstein_runs",),
+        ("UPDATE bernstein_runs SET run_id = ? WHERE run_id = 'run-002'", (value,)),
+    )
+    result = cli("export", "bernstein", str(tmp_path / "out"), ledger=path)
+    assert result.code == 0, result.err
+    assert (tmp_path / "out" / ".sdd" / "runs" / "run-002" / "journal.jsonl").read_bytes() == (
+        SMALL / ".sdd" / "runs" / "run-002" / "journal.jsonl"
+    ).read_bytes()
+
+
 @pytest.mark.parametrize(
     ("run_id", "kind"),
     [

@@ -61,7 +61,13 @@ def export_workdir(
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise InvalidInput(f"{out}: exists and is not an empty folder", code="export-not-empty")
     with ledger.db.snapshot() as conn:
-        known = {row[0] for row in conn.execute("SELECT run_id FROM bernstein_runs")}
+        # A run id that is not text names no run (a damaged row; verify names it).
+        known = {
+            row[0]
+            for row in conn.execute(
+                "SELECT run_id FROM bernstein_runs WHERE typeof(run_id) = 'text'"
+            )
+        }
         if run_ids is not None:
             missing = [r for r in run_ids if r not in known]
             if missing:
