@@ -58,6 +58,29 @@ def test_a_repeated_leaf_is_named_with_its_holders(
     assert any("leaf 3 missing" in a for a in actual), actual
 
 
+def test_the_run_of_an_entry_filed_at_anothers_leaf_is_diverged_in_both_verdicts(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    """An entry's leaf column edited to another entry's position: `verify b` named it
+    (log.inclusion) while `verify --all` named the leaf twice held in the workspace and
+    called run b clean."""
+    ledger.run("a").append_many([("step", {"n": i}) for i in range(3)])
+    ledger.run("b").append_many([("step", {"n": i}) for i in range(3)])
+    ledger.close()
+    with raw(ledger_path) as conn:
+        conn.execute("UPDATE entries SET leaf = 1 WHERE run_id = 'b' AND seq = 0")
+    whole = cli("verify", "--all", "--json").json()
+    named = cli("verify", "b", "--json").json()
+    for document in (whole, named):
+        found = [
+            (d["run"], d["seq"], d["check"])
+            for run in document["failures"]
+            if run["run"] == "b"
+            for d in run["divergences"]
+        ]
+        assert ("b", 0, "log.inclusion") in found, found
+
+
 def test_a_cut_at_the_end_of_the_log_leaves_every_run_uncertified_in_both_verdicts(
     ledger: Ledger, ledger_path: Path, cli: Any
 ) -> None:

@@ -278,6 +278,10 @@ def check_log(ctx: VerifyContext) -> None:
         # key signed it: a forged size is checkpoint.signature, never entries cut.
         signed = newest is not None and _check_checkpoint(ctx, newest, trusted)
         _report_gaps(ctx, newest if signed else None)
+        if signed and newest is not None:
+            # An entry filed at another's position (its leaf column edited) is not the
+            # signed leaf there: its run is not clean, as `verify RUN` says.
+            _name_changed_leaves(ctx, tiles.TileReader(ctx.conn), newest)
         return
     state = wslog.LogState(size, tuple(frontier))
     if plan.base is None:
