@@ -146,8 +146,14 @@ class Ledger:
             raise NotFound(f"no run {run_id!r} in {self.path}")
 
     def runs(self) -> list[str]:
-        """Every run id, in creation order."""
-        return [row[0] for row in self.db.rows("SELECT run_id FROM runs ORDER BY ordinal")]
+        """Every run id, in creation order. A row whose id is not text (a damaged file;
+        verify names it) is no run."""
+        return [
+            row[0]
+            for row in self.db.rows(
+                "SELECT run_id FROM runs WHERE typeof(run_id) = 'text' ORDER BY ordinal"
+            )
+        ]
 
     # ---- verification -------------------------------------------------------------------
 

@@ -646,6 +646,29 @@ def test_export_of_a_run_row_whose_id_is_not_text_is_not_a_crash(
     ).read_bytes()
 
 
+def test_show_of_a_run_whose_journal_name_is_not_text_is_not_a_crash(
+    tmp_path: Path, cli: Any
+) -> None:
+    """The run's journal row in bernstein_files named by a blob: `show RUN --json` put the
+    bytes into its JSON and exited 70. A name that is not text names no blob: the journal
+    is shown as not held, and verify's findings decide the exit code."""
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        import_workdir(ledger, SMALL)
+    retype_rows(
+        path,
+        ("bernstein_files",),
+        (
+            "UPDATE bernstein_files SET digest = ? WHERE path = '.sdd/runs/run-003/journal.jsonl'",
+            (b"\x00\xff",),
+        ),
+    )
+    for args in (["show", "run-003", "--json"], ["show", "run-003"]):
+        result = cli(*args, ledger=path)
+        assert result.code == 2, result.err
+        assert "Traceback" not in result.err and "[internal]" not in result.err
+
+
 @pytest.mark.parametrize(
     ("run_id", "kind"),
     [

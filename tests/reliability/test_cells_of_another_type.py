@@ -169,3 +169,21 @@ def test_a_blob_name_of_another_type_is_no_orphan_of_gc_or_fsck(
     assert len(checked.json()["orphan_blobs"]) == 1
     assert "Traceback" not in dry.err + checked.err
     assert ledger_path.read_bytes() == before
+
+
+@pytest.mark.parametrize("value", [b"r", None], ids=["blob", "null"])
+def test_a_run_row_whose_id_is_not_text_is_no_run(
+    steps: Path, tmp_path: Path, cli: Any, value: object
+) -> None:
+    """A runs row whose id is a blob or NULL: `archive` listed it with the runs and exited
+    70 (not JSON serializable) before its verify refused the file. It is no run: the
+    archive's verify refuses (exit 2), nothing written."""
+    with Ledger.open(steps) as ledger:
+        ledger.run("other").append("step", {})
+    retype_rows(steps, ("runs",), ("UPDATE runs SET run_id = ? WHERE run_id = 'other'", (value,)))
+    before = steps.read_bytes()
+    archived = cli("archive", str(tmp_path / "out.db"))
+    assert archived.code == 2, archived.err
+    assert "Traceback" not in archived.err and "[internal]" not in archived.err
+    assert not (tmp_path / "out.db").exists()
+    assert steps.read_bytes() == before

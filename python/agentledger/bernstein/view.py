@@ -148,6 +148,8 @@ def journal_of(conn: Any, run_id: str) -> tuple[str, str | None, bytes | None] |
     if not rows:
         return None
     path, digest = str(rows[0][0]), rows[0][1]
+    if digest is not None and not isinstance(digest, str):
+        return path, None, None  # a name that is not text names no blob (a damaged row)
     chunks = [bytes(row[2]) for row in rows if row[2] is not None]
     return path, digest, b"".join(chunks) if chunks or digest is None else None
 
