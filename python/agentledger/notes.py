@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import dataclasses
 import hashlib
 import re
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 import apsw
 
 from agentledger import _core
-from agentledger.errors import Diverged, InvalidInput, NotFound
+from agentledger.errors import AgentLedgerError, Diverged, InvalidInput, NotFound
 from agentledger.keys import Ed25519Key, parse_public_key, sign_message
 from agentledger.log import fetch
 
@@ -257,7 +258,19 @@ CHECKPOINT_COLUMNS = "SELECT id, size, root, CAST(note AS BLOB) FROM checkpoints
 def newest_checkpoint(conn: apsw.Connection) -> StoredCheckpoint | None:
     # The newest is the largest (the power-of-two history is signed after it, so not by id).
     rows = fetch(conn, CHECKPOINT_COLUMNS + " ORDER BY size DESC, id DESC LIMIT 1")
-    return _row_to_stored(rows[0]) if rows else None
+    if not rows:
+        return None
+    first = _row_to_stored(rows[0])
+    if first.size_column == first.checkpoint.size:
+        return first
+    # Its size column is not its note's (an edited copy: checkpoint.columns), so the
+    # column's order says nothing: the newest is the note of the largest size, else an
+    # older checkpoint's size column raised above the newest would pass for it.
+    stored = [first]
+    for row in fetch(conn, CHECKPOINT_COLUMNS + " WHERE id != ?", (first.id,)):
+        with contextlib.suppress(AgentLedgerError):  # verify names each malformed row
+            stored.append(_row_to_stored(row))
+    return max(stored, key=lambda s: (s.checkpoint.size, s.size_column == s.checkpoint.size, s.id))
 
 
 def newest_trusted(

@@ -255,3 +255,23 @@ def test_a_stored_note_that_does_not_parse_is_tampering_for_every_command(
         assert result.code == 2, (args, result.err)
         assert "Traceback" not in result.err
     assert not (tmp_path / "site").exists()
+
+
+def test_an_older_checkpoint_whose_size_column_is_raised_is_not_taken_for_the_newest(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    """The size column of the checkpoint of 2 entries raised above the log's: it was
+    taken for the newest, and verify --all called the file rolled back to 2 entries and
+    every run incomplete, where `verify RUN` called the runs clean. The column is only a
+    copy of the note: the newest is the note of the largest size."""
+    names = build(ledger, runs=3, entries=4)
+    ledger.close()
+    with raw(ledger_path) as conn:
+        conn.execute("UPDATE checkpoints SET size = 1000 WHERE size = 2")
+    whole = cli("verify", "--all", "--json")
+    assert whole.code == 2
+    found = {d["check"] for d in whole.json()["workspace"]}
+    assert "checkpoint.columns" in found and not found & {"log.rollback", "log.size"}, found
+    assert {r["run"]: r["status"] for r in whole.json()["results"]} == dict.fromkeys(names, "clean")
+    for name in names:
+        assert cli("verify", name, "--json").json()["results"][0]["status"] == "clean"
