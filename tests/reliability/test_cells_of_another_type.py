@@ -187,3 +187,25 @@ def test_a_run_row_whose_id_is_not_text_is_no_run(
     assert "Traceback" not in archived.err and "[internal]" not in archived.err
     assert not (tmp_path / "out.db").exists()
     assert steps.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "value", ["text", None, 1.5, -(2**63)], ids=["text", "null", "real", "int"]
+)
+def test_a_mirrored_activitys_hash_of_another_type_is_an_audit_finding(
+    ledger: Ledger, ledger_path: Path, cli: Any, value: object
+) -> None:
+    """The hash column of an activity result the audit mirror holds, as text, NULL, a real
+    or a negative integer: the mirror's cross-check took it for bytes and verify, show,
+    activity verify, fsck and archive exited 70."""
+    stage = ledger.run("r").research("s")
+    stage.fetch("https://a.test", b"page")
+    stage.finish({"summary": "one page"})
+    ledger.close()
+    retype_rows(ledger_path, ("entries",), ("UPDATE entries SET hash = ? WHERE seq = 0", (value,)))
+    before = ledger_path.read_bytes()
+    for args in (["verify"], ["verify", "r"], ["show", "r", "--json"], ["activity", "verify", "r"]):
+        result = cli(*args)
+        assert result.code == 2, (args, result.err)
+        assert "Traceback" not in result.err and "[internal]" not in result.err
+    assert ledger_path.read_bytes() == before

@@ -231,7 +231,8 @@ def _compare(
     found: tuple[int, dict[str, Any]], diverged: Any, keyed: bool,
 ) -> None:  # fmt: skip
     pos, fields = found
-    entry_hash = "blake3:" + bytes(digest).hex()
+    # The hash column as stored: an edited row may hold another type there (no record's).
+    entry_hash = "blake3:" + digest.hex() if isinstance(digest, bytes) else str(digest)
     if fields["entry_hash"] != entry_hash or fields["event"] != kind:
         diverged(
             run_id, seq, "audit.entry", f"{fields['event']} {fields['entry_hash']}",
