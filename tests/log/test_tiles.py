@@ -115,6 +115,16 @@ def test_the_check_finds_a_changed_hash_a_cut_tile_and_a_stray_level(
         tiles.append(copy, LEAVES + 5, b"\x01" * 32)  # not where the tiles end
 
 
+def test_a_tile_at_a_negative_level_is_a_problem_of_the_check_not_a_crash() -> None:
+    """A row added at level -1 (it sorts before level 0): the check shifted by a negative
+    count and verify --all, fsck and archive exited 70."""
+    conn = _fresh()
+    with conn:
+        tiles.append(conn, 0, random.Random(1).randbytes(3 * 32))
+        conn.execute("INSERT INTO log_tiles SELECT -1, idx, hashes FROM log_tiles")
+    assert tiles.check(conn, 3) == ["level -1 of the tiles should not exist (or 0 is missing)"]
+
+
 def test_a_damaged_tile_is_log_broken_and_names_what_is_wrong(
     grown: tuple[apsw.Connection, bytes],
 ) -> None:
