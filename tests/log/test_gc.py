@@ -186,3 +186,20 @@ def test_a_blob_row_of_the_wrong_types_is_reported_not_crashed_on(
     checked = cli("fsck", "--json")
     assert checked.code == 2, checked.err
     assert "Traceback" not in dry.err + checked.err
+
+
+def test_a_dry_run_leaves_a_file_in_rollback_journal_mode_byte_identical(
+    ledger: Ledger, ledger_path: Path, tmp_path: Path, cli: Any
+) -> None:
+    """An archive (kept in rollback-journal mode) whose seal row was removed: `gc
+    --dry-run` opened it for writing and switched it to WAL, changing the file a dry run
+    promises to leave alone. It opens read-only now."""
+    ledger.run("r").append("step", {})
+    ledger.close()
+    archived = tmp_path / "archive.db"
+    assert cli("archive", str(archived)).code == 0
+    with raw(archived) as conn:
+        conn.execute("DELETE FROM ledger_meta WHERE key = 'archive'")
+    before = archived.read_bytes()
+    assert cli("gc", "--dry-run", "--json", ledger=archived).code == 0
+    assert archived.read_bytes() == before

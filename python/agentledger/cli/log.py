@@ -337,7 +337,9 @@ def gc_command(app: AppContext, dry_run: bool, grace_s: float, as_json: bool) ->
       agentledger gc --dry-run
       agentledger gc --grace 3600 --json
     """
-    with app.open_ledger() as ledger:
+    # A dry run writes nothing: opened read-only, it cannot even switch the journal mode
+    # of a file left in rollback mode (an archive's, or one whose seal row was removed).
+    with app.open_ledger(readonly=dry_run) as ledger:
         result = collector.collect(ledger, dry_run=dry_run, grace_s=grace_s)
     if as_json:
         emit_json(result.to_json())
