@@ -424,6 +424,29 @@ def test_verify_finds_a_team_load_its_manifest_does_not_declare(
     assert cli("verify", "--all").code == ExitCode.DIVERGED
 
 
+def test_a_team_load_whose_manifest_was_defaced_is_a_finding_of_verify_team_too(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    """The manifest a team load pins defaced in the store: `verify --all` called _team
+    diverged (team.load), `verify _team` called it clean (the load was checked only by a
+    whole verify)."""
+    load_manifest_bytes(ledger, MANIFEST)
+    ledger.close()
+    with raw(ledger_path) as conn:
+        conn.execute(
+            "UPDATE blob_chunks SET data = x'00' WHERE digest = ?", (_core.blake3_hex(MANIFEST),)
+        )
+    for args in (["verify", "--all", "--json"], ["verify", "_team", "--json"]):
+        document = cli(*args).json()
+        found = [
+            (d["check"], d["seq"])
+            for run in document["failures"]
+            if run["run"] == "_team"
+            for d in run["divergences"]
+        ]
+        assert ("team.load", 0) in found, (args, found)
+
+
 @pytest.mark.parametrize("field", ["team_manifest", "kind"])
 def test_an_archived_stage_pinning_a_list_is_a_finding_not_a_crash(
     ledger: Ledger, cli: Any, tmp_path: Path, field: str

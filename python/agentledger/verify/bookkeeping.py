@@ -46,6 +46,12 @@ def _diverged(ctx: VerifyContext, check: str, expected: str, actual: str, subjec
 
 def check_bookkeeping(ctx: VerifyContext) -> None:
     if not ctx.whole:
+        # Each team load is an entry of ``_team``: a named verify of that run checks them,
+        # as a whole verify does (the tables are the workspace's, checked only then).
+        if TEAM_RUN in ctx.selected_runs:
+            manifests: dict[str, dict[str, str] | str] = {}
+            for seq, body in _bodies(ctx, TEAM_RUN, TEAM_LOADED):
+                _check_team_load(ctx, seq, body, manifests)
         return
     _check_prune_receipts(ctx)
     _check_team_roles(ctx)
