@@ -65,6 +65,9 @@ def take(conn: apsw.Connection, ledger: LedgerHandle, *, force: bool = False) ->
     if not force:
         newest = newest_checkpoint(conn)
         if newest is not None and _signed_here(ledger, newest, state.size, root):
+            # On demand, the history is completed even when the newest stands: a row
+            # deleted meanwhile (checkpoint.history_missing) is restored here.
+            sign_history(conn, ledger, state)
             return newest
     # Only the previous newest's row and size are needed here: its note is not parsed. A
     # size that is not an integer was edited in (verify names the cell): never that row.
@@ -76,10 +79,9 @@ def take(conn: apsw.Connection, ledger: LedgerHandle, *, force: bool = False) ->
     stored = _insert(conn, ledger, state, state.size, root)
     if previous and not is_kept(previous[0][1]):
         native.execute(conn, "DELETE FROM checkpoints WHERE id = ?", (previous[0][0],))
-    # The history is completed when the log passes a power of two, and on demand (a row
-    # deleted meanwhile is a finding of verify until then).
-    if not force or not previous or previous[0][1].bit_length() != state.size.bit_length():
-        sign_history(conn, ledger, state)
+    # The history is completed at every signature (a row deleted meanwhile is a finding
+    # of verify until then): one read of the sizes, a signature only where one is missing.
+    sign_history(conn, ledger, state)
     signing.remember_signed(ledger, state, stored.checkpoint.time)
     return stored
 

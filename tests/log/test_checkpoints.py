@@ -275,3 +275,21 @@ def test_an_older_checkpoint_whose_size_column_is_raised_is_not_taken_for_the_ne
     assert {r["run"]: r["status"] for r in whole.json()["results"]} == dict.fromkeys(names, "clean")
     for name in names:
         assert cli("verify", name, "--json").json()["results"][0]["status"] == "clean"
+
+
+@pytest.mark.parametrize("signature", [["checkpoint"], ["append", "run-0", "step", "{}"]])
+def test_the_next_signature_restores_a_deleted_history_checkpoint(
+    ledger: Ledger, ledger_path: Path, cli: Any, signature: list[str]
+) -> None:
+    """checkpoint.history_missing says the next signature restores the row, and signing
+    lets it pass for that reason (RESTORED_BY_SIGNING); but `checkpoint` returned the
+    newest that still stood, and an append completed the history only past a power of
+    two: the row stayed missing."""
+    build(ledger, runs=3, entries=4)
+    ledger.close()
+    with raw(ledger_path) as conn:
+        conn.execute("DELETE FROM checkpoints WHERE size = 4")
+    found = cli("verify", "--json").json()["workspace"]
+    assert [d["check"] for d in found] == ["checkpoint.history_missing"]
+    assert cli(*signature).code == 0
+    assert cli("verify").code == 0
