@@ -447,6 +447,35 @@ def test_a_team_load_whose_manifest_was_defaced_is_a_finding_of_verify_team_too(
         assert ("team.load", 0) in found, (args, found)
 
 
+def test_a_stage_whose_team_manifest_was_defaced_reads_the_same_in_both_verdicts(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    """The team manifest a stage pins defaced in the store: `verify --all` named the blob
+    on the stage (blob.digest, blob.size: it re-hashes every blob and gives a damaged one
+    to each result naming it), `verify r` only team.manifest (it re-hashed the pinned
+    observations and artifact alone)."""
+    load_manifest_bytes(ledger, MANIFEST)
+    ledger.run("r").record_activity(research_result(), stage_id="s1", role="scout")
+    ledger.close()
+    with raw(ledger_path) as conn:
+        conn.execute(
+            "UPDATE blob_chunks SET data = x'00' WHERE digest = ?", (_core.blake3_hex(MANIFEST),)
+        )
+
+    def findings(*args: str) -> list[tuple[str, int]]:
+        document = cli(*args).json()
+        return sorted(
+            (d["check"], d["seq"])
+            for run in document["failures"]
+            if run["run"] == "r"
+            for d in run["divergences"]
+        )
+
+    whole = findings("verify", "--all", "--json")
+    assert ("blob.digest", 0) in whole
+    assert findings("verify", "r", "--json") == whole
+
+
 @pytest.mark.parametrize("field", ["team_manifest", "kind"])
 def test_an_archived_stage_pinning_a_list_is_a_finding_not_a_crash(
     ledger: Ledger, cli: Any, tmp_path: Path, field: str

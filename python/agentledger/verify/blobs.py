@@ -13,20 +13,21 @@ from agentledger.cas import ALL_CHUNKS, CHUNK_SIZE, DIGEST, ONE_BLOB, names_in
 from agentledger.gc import Pruned, pruned_digests
 from agentledger.keys import resolve_trust
 from agentledger.storage import native
-from agentledger.verify.context import Rehashed, VerifyContext
+from agentledger.verify.context import IN_SELECTED, Rehashed, VerifyContext
 from agentledger.verify.results import Divergence
 
 
 def check_referenced_blobs(ctx: VerifyContext) -> None:
     """Every observation and artifact an activity pins must be in the store (then re-hashed)."""
-    if not ctx.referenced:
+    named = set() if ctx.whole else _named_by_results(ctx)
+    if not ctx.referenced and not named:
         return
     present = {
         row[0]
         for row in native.rows(
             ctx.conn,
             "SELECT digest FROM blobs WHERE digest IN (SELECT value FROM json_each(?))",
-            (_json_list(sorted(ctx.referenced)),),
+            (_json_list(sorted(ctx.referenced | named)),),
         )
     }
     missing = sorted(ctx.referenced - present)
@@ -41,6 +42,20 @@ def check_referenced_blobs(ctx: VerifyContext) -> None:
         ctx.diverged(run_id, Divergence(run_id, seq, "blob.missing", digest, "absent", digest))
     if not ctx.whole and present:
         _check_blobs(ctx, ONE_BLOB, [(digest,) for digest in sorted(present)])
+
+
+def _named_by_results(ctx: VerifyContext) -> set[str]:
+    """Every blob the named runs' activity results name (a team manifest, beside what they
+    pin): a whole verify re-hashes every blob and gives a damaged one to each result naming
+    it, so a verify of those runs re-hashes these too, and says the same of them."""
+    named: set[str] = set()
+    for (raw,) in ctx.conn.execute(
+        f"SELECT bytes FROM entries WHERE kind = 'activity.result' AND {IN_SELECTED}",
+        (ctx.selected_json,),
+    ):
+        if isinstance(raw, bytes):
+            named |= names_in(raw)
+    return named
 
 
 def _pruned(ctx: VerifyContext) -> dict[str, Pruned]:
