@@ -257,19 +257,20 @@ CHECKPOINT_COLUMNS = "SELECT id, size, root, CAST(note AS BLOB) FROM checkpoints
 
 def newest_checkpoint(conn: apsw.Connection) -> StoredCheckpoint | None:
     # The newest is the largest (the power-of-two history is signed after it, so not by id).
-    rows = fetch(conn, CHECKPOINT_COLUMNS + " ORDER BY size DESC, id DESC LIMIT 1")
+    rows = fetch(conn, CHECKPOINT_COLUMNS + " ORDER BY size DESC, id DESC")
     if not rows:
         return None
     first = _row_to_stored(rows[0])
-    if first.size_column == first.checkpoint.size:
-        return first
-    # Its size column is not its note's (an edited copy: checkpoint.columns), so the
-    # column's order says nothing: the newest is the note of the largest size, else an
-    # older checkpoint's size column raised above the newest would pass for it.
     stored = [first]
-    for row in fetch(conn, CHECKPOINT_COLUMNS + " WHERE id != ?", (first.id,)):
+    for row in rows[1:]:  # a few dozen at most: the sparse history
         with contextlib.suppress(AgentLedgerError):  # verify names each malformed row
             stored.append(_row_to_stored(row))
+    if all(s.size_column == s.checkpoint.size for s in stored):
+        return first
+    # A size column that is not its note's (an edited copy: checkpoint.columns) makes the
+    # column's order say nothing: the newest is the note of the largest size, else an
+    # older checkpoint's size raised above the newest's, or the newest's lowered, would
+    # pass for it.
     return max(stored, key=lambda s: (s.checkpoint.size, s.size_column == s.checkpoint.size, s.id))
 
 

@@ -257,17 +257,26 @@ def test_a_stored_note_that_does_not_parse_is_tampering_for_every_command(
     assert not (tmp_path / "site").exists()
 
 
-def test_an_older_checkpoint_whose_size_column_is_raised_is_not_taken_for_the_newest(
-    ledger: Ledger, ledger_path: Path, cli: Any
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "UPDATE checkpoints SET size = 1000 WHERE size = 2",
+        "UPDATE checkpoints SET size = -5 WHERE size = 12",
+    ],
+    ids=["older-raised", "newest-lowered"],
+)
+def test_a_checkpoint_whose_size_column_was_edited_does_not_change_which_is_newest(
+    ledger: Ledger, ledger_path: Path, cli: Any, edit: str
 ) -> None:
-    """The size column of the checkpoint of 2 entries raised above the log's: it was
-    taken for the newest, and verify --all called the file rolled back to 2 entries and
-    every run incomplete, where `verify RUN` called the runs clean. The column is only a
-    copy of the note: the newest is the note of the largest size."""
+    """The size column of the checkpoint of 2 entries raised above the log's (or the
+    newest's lowered below the others): the wrong one was taken for the newest, and
+    verify --all called the file rolled back and every run incomplete (or every entry
+    past checkpoint 8 unsigned), where `verify RUN` called the runs clean. The column is
+    only a copy of the note: the newest is the note of the largest size."""
     names = build(ledger, runs=3, entries=4)
     ledger.close()
     with raw(ledger_path) as conn:
-        conn.execute("UPDATE checkpoints SET size = 1000 WHERE size = 2")
+        conn.execute(edit)
     whole = cli("verify", "--all", "--json")
     assert whole.code == 2
     found = {d["check"] for d in whole.json()["workspace"]}
