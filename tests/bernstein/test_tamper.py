@@ -625,6 +625,29 @@ def test_export_of_a_damaged_store_is_refused_and_writes_nothing(
     assert not missing.exists()
 
 
+def test_export_of_files_rows_other_than_the_import_pins_is_refused(
+    tmp_path: Path, cli: Any
+) -> None:
+    """run-001's journal digest copied onto run-002's row of bernstein_files: every blob
+    still hashes to its name, so export wrote run-001's journal as run-002's (exit 0),
+    a workdir other than the one imported. The rows must re-serialize to the manifest the
+    import pins; otherwise nothing is exported."""
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        import_workdir(ledger, SMALL)
+    tamper_ledger(
+        path,
+        "UPDATE bernstein_files SET digest = (SELECT digest FROM bernstein_files "
+        "WHERE path = '.sdd/runs/run-001/journal.jsonl') "
+        "WHERE path = '.sdd/runs/run-002/journal.jsonl'",
+    )
+    out = tmp_path / "out"
+    result = cli("export", "bernstein", str(out), ledger=path)
+    assert result.code == 2, result.err
+    assert result.err.startswith("error [bernstein-anchor]:")
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("value", [b"run-002", None], ids=["blob", "null"])
 def test_export_of_a_run_row_whose_id_is_not_text_is_not_a_crash(
     tmp_path: Path, cli: Any, value: object

@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentledger import cas
-from agentledger.bernstein.format import RUNS_DIR, SDD
+from agentledger import cas, journal_view
+from agentledger.bernstein.format import RUNS_DIR, SDD, content_hash
+from agentledger.bernstein.importer import manifest_of
+from agentledger.bernstein.kinds import WORKDIR_KIND
+from agentledger.bookkeeping import BERNSTEIN_RUN
 from agentledger.errors import Diverged, InvalidInput, LedgerError, NotFound
 
 if TYPE_CHECKING:
@@ -97,6 +100,7 @@ def export_workdir(
             for raw_path, kind, digest in rows:
                 _export_one(ledger, staging, str(raw_path), kind, digest,
                             None if run_ids is None else selected, summary)  # fmt: skip
+            _check_pinned(conn, ledger)
             staging.chmod(stat.S_IMODE(out.stat().st_mode))
             try:
                 staging.rename(out)
@@ -112,6 +116,38 @@ def export_workdir(
                     out.rmdir()
             raise
     return summary
+
+
+IMPORT_FILES = "SELECT path, kind, digest FROM bernstein_files WHERE import_id = ? ORDER BY path"
+
+
+def _check_pinned(conn: Any, ledger: LedgerHandle) -> None:
+    """The files table is a copy: each import's rows must re-serialize to the manifest its
+    ``import.bernstein.workdir`` entry pins (read from the verified bytes of the
+    ``_bernstein`` journal), or the workdir written is not the one imported (a digest
+    swapped between two rows passes every blob's own re-hash)."""
+    imports = [row[0] for row in conn.execute("SELECT DISTINCT import_id FROM bernstein_files")]
+    if not imports:
+        return
+    view = journal_view.read_run(conn, ledger.id, BERNSTEIN_RUN).require()
+    pinned = {
+        entry.body.get("import_id"): entry.body.get("manifest")
+        for entry in view.of_kind(WORKDIR_KIND)
+        if isinstance(entry.body, dict)
+    }
+    for import_id in imports:
+        held = [
+            (str(path), str(kind), None if digest is None else str(digest))
+            for path, kind, digest in conn.execute(IMPORT_FILES, (import_id,))
+        ]
+        if not isinstance(import_id, int) or pinned.get(import_id) != content_hash(
+            manifest_of(held)
+        ):
+            raise Diverged(
+                f"the imported files of import {import_id!r} are not the ones its import "
+                "pins; nothing exported (`agentledger verify --all` names them)",
+                code="bernstein-anchor",
+            )
 
 
 def _export_one(
