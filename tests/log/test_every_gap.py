@@ -81,6 +81,28 @@ def test_the_run_of_an_entry_filed_at_anothers_leaf_is_diverged_in_both_verdicts
         assert ("b", 0, "log.inclusion") in found, found
 
 
+def test_the_run_of_an_entry_filed_past_the_signed_log_is_diverged_in_both_verdicts(
+    ledger: Ledger, ledger_path: Path, cli: Any
+) -> None:
+    """An entry's leaf column edited past the newest checkpoint: `verify a` named it
+    (log.unsigned) while `verify --all` named the position it left and called run a
+    clean."""
+    ledger.run("a").append_many([("step", {"n": i}) for i in range(3)])
+    ledger.run("b").append_many([("step", {"n": i}) for i in range(3)])
+    ledger.close()
+    with raw(ledger_path) as conn:
+        conn.execute("UPDATE entries SET leaf = 6 WHERE run_id = 'a' AND seq = 2")
+    for args in (["verify", "--all", "--json"], ["verify", "a", "--json"]):
+        document = cli(*args).json()
+        found = [
+            (d["run"], d["seq"], d["check"])
+            for run in document["failures"]
+            if run["run"] == "a"
+            for d in run["divergences"]
+        ]
+        assert ("a", 2, "log.unsigned") in found, (args, found)
+
+
 def test_a_cut_at_the_end_of_the_log_leaves_every_run_uncertified_in_both_verdicts(
     ledger: Ledger, ledger_path: Path, cli: Any
 ) -> None:

@@ -133,13 +133,14 @@ def gaps_explained(whole: VerifyReport) -> bool:
     """Whether the whole verify says whose every missing entry may be: its only log
     findings are missing positions named with their neighbours (``log.leaf``) and the runs
     that may own them (``log.incomplete``), besides entries each named on its run as not the
-    signed leaf at its place (``log.inclusion``). Then its verdict on a named run is the run's;
+    signed leaf at its place or past the signed log (``log.inclusion``, ``log.unsigned``).
+    Then its verdict on a named run is the run's;
     otherwise (a log cut at its end, rewritten, or padded: no run named) the named pass's
     ``log.incomplete`` stands, so that no run is certified complete by a verify that
     cannot tell."""
     found = whole.workspace + [d for run in whole.runs for d in run.divergences]
     log_checks = {d.check for d in found if d.check.startswith("log.")}
-    return log_checks <= {"log.leaf", LOG_INCOMPLETE, "log.inclusion"}
+    return log_checks <= {"log.leaf", LOG_INCOMPLETE, "log.inclusion", "log.unsigned"}
 
 
 def _verify(

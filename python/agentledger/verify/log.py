@@ -279,9 +279,11 @@ def check_log(ctx: VerifyContext) -> None:
         signed = newest is not None and _check_checkpoint(ctx, newest, trusted)
         _report_gaps(ctx, newest if signed else None)
         if signed and newest is not None:
-            # An entry filed at another's position (its leaf column edited) is not the
-            # signed leaf there: its run is not clean, as `verify RUN` says.
+            # An entry filed at another's position (its leaf column edited), or past the
+            # signed log, is not the signed leaf there: its run is not clean, as `verify
+            # RUN` says.
             _name_changed_leaves(ctx, tiles.TileReader(ctx.conn), newest)
+            _name_unsigned_leaves(ctx, newest)
         return
     state = wslog.LogState(size, tuple(frontier))
     if plan.base is None:
@@ -740,6 +742,23 @@ def _name_changed_leaves(
             != signed[at : at + wslog.HASH_LEN]
         ):
             _not_that_leaf(ctx, run_id, seq, leaf, newest.id)
+
+
+def _name_unsigned_leaves(ctx: VerifyContext, newest: StoredCheckpoint) -> None:
+    """``log.unsigned`` on its run for each entry at a position past the newest signed
+    checkpoint, as ``verify RUN`` names it."""
+    note = newest.checkpoint
+    for leaf, run_id, seq, _ in wslog.fetch(ctx.conn, wslog.LEAF_ROWS, (note.size,)):
+        ctx.diverged(
+            run_id,
+            Divergence(
+                run_id,
+                seq,
+                "log.unsigned",
+                f"an entry of the signed log (checkpoint {newest.id}: {note.size:,} entries)",
+                f"leaf {leaf}, past the newest checkpoint",
+            ),
+        )
 
 
 def _check_selected_runs(
