@@ -140,7 +140,9 @@ def _parse_flow(report: object) -> tuple[str, list[dict[str, Any]], list[dict[st
     for raw in _list(doc.get("checks")):
         if not isinstance(raw, dict):
             continue
-        kind = str(raw.get("kind", ""))
+        # `CheckKind(str(row.get("kind", CheckKind.DOM_CONTAINS)))`: a StrEnum, so a
+        # check without a kind is a `dom_contains` one.
+        kind = str(raw.get("kind", "dom_contains"))
         if kind not in CHECK_KINDS:
             raise ValueError(f"unknown check kind {kind!r}")
         checks.append(

@@ -196,7 +196,12 @@ fn parse_flow(report: &PyValue<'_>) -> Result<Flow, Raised> {
     }
     let mut checks = Vec::new();
     for raw in dicts(report.get("checks")) {
-        let kind = field(raw, "kind").into_owned();
+        // `CheckKind(str(row.get("kind", CheckKind.DOM_CONTAINS)))`, a StrEnum: a check
+        // without a kind is a `dom_contains` one.
+        let kind = match raw.get("kind") {
+            None => b"dom_contains".to_vec(),
+            Some(_) => field(raw, "kind").into_owned(),
+        };
         if !CHECK_KINDS.contains(&kind.as_slice()) {
             return Err(VALUE_ERROR);
         }

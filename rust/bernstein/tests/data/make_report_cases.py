@@ -381,6 +381,8 @@ def browser_cases() -> dict[str, Case]:
     rep["checks"][1]["kind"] = "dom_has"
     c, rep = case("browser_check_kind_missing")
     del rep["checks"][3]["kind"]
+    c, rep = case("browser_check_kind_missing_is_dom_contains")
+    del rep["checks"][0]["kind"]
     c, rep = case("browser_check_kind_not_a_string")
     rep["checks"][0]["kind"] = ["dom_contains"]
     c, rep = case("browser_check_fields_missing")
