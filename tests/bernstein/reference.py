@@ -410,11 +410,14 @@ def _check_report(
         return f"stored {label} is not valid JSON: {type(exc).__name__}"
     if not isinstance(report, dict):
         return _crashed(result, _no_get(report))
-    if research:
-        ok, reason, claims = verify_research_report(report, read)
-        stage.claim_verdicts = claims
-        return "" if ok else reason
-    verdict = verify_browser_report(report, read)
+    try:
+        if research:
+            ok, reason, claims = verify_research_report(report, read)
+            stage.claim_verdicts = claims
+            return "" if ok else reason
+        verdict = verify_browser_report(report, read)
+    except Exception as exc:  # bernstein's own check raises it too: no verdict
+        return _crashed(result, f"{type(exc).__name__}: {exc}")
     stage.browser_verdict = verdict.to_json()
     return "" if verdict.ok else verdict.reason
 

@@ -76,7 +76,8 @@ def verify_research_report(report: object, read: Reader) -> tuple[bool, str, lis
                 reason = f"cited page bytes missing from store for {page_hash!r}"
             elif content_hash(page) != page_hash:
                 reason = f"cited page content hash mismatch for {page_hash!r}"
-            elif str(citation.get("quote", "")).encode("utf-8", "surrogatepass") not in page:
+            # strict UTF-8, as bernstein encodes the quote: a lone surrogate raises
+            elif str(citation.get("quote", "")).encode("utf-8") not in page:
                 reason = f"quote not found in cited page {page_hash!r}"
             if reason:
                 break
@@ -192,7 +193,8 @@ def verify_browser_report(report: object, read: Reader) -> BrowserVerdict:
             if check["kind"] == "screenshot_hash_equals":
                 result = step["screenshot_content_hash"] == check["operand"]
             else:
-                found = norm(check["operand"].encode("utf-8", "surrogatepass")) in norm(dom)
+                # strict UTF-8, as bernstein encodes the operand: a lone surrogate raises
+                found = norm(check["operand"].encode("utf-8")) in norm(dom)
                 result = found if check["kind"] == "dom_contains" else not found
             if result != check["passed"]:
                 reason = (

@@ -74,8 +74,20 @@ def _check_without_kind(report: Any) -> bytes:
     return acanon(report)
 
 
+def _quote_lone_surrogate(report: Any) -> bytes:
+    report["claims"][0]["citations"][0]["quote"] = "\ud800"
+    return json.dumps(report).encode()  # escaped: UTF-8 cannot hold it
+
+
+def _operand_lone_surrogate(report: Any) -> bytes:
+    report["checks"][0]["operand"] = "caf\udce9"  # chk-0, a dom_contains check
+    return json.dumps(report).encode()
+
+
 REFERENCE_CASES: dict[str, tuple[str, Callable[[Any], bytes]]] = {
     "browser check without a kind": ("browser", _check_without_kind),
+    "research quote with a lone surrogate": ("research", _quote_lone_surrogate),
+    "browser operand with a lone surrogate": ("browser", _operand_lone_surrogate),
 }
 """Artifacts on which the Python reference (``reference_reports.py``, whose verdicts the
 Rust checks are held to in ``cargo test``) once disagreed with bernstein."""

@@ -74,8 +74,8 @@ const TYPE_ERROR: Raised = Raised::Caught("TypeError");
 
 /// `verify_browser_report(report, read)` for a report already parsed by `json.loads`.
 /// `Err` is what bernstein's own check raises instead of giving a verdict: `int()` of an
-/// infinite index, a lone surrogate in the anchored action, a check naming a step beyond
-/// the list.
+/// infinite index, a lone surrogate in the anchored action or in a DOM check's operand, a
+/// check naming a step beyond the list.
 pub fn verify_browser(report: &PyValue<'_>, store: &dyn Store) -> Result<Browser, Crash> {
     let mut verdict = Browser::default();
     let Flow {
@@ -141,7 +141,9 @@ pub fn verify_browser(report: &PyValue<'_>, store: &dyn Store) -> Result<Browser
                 let result = if check.kind == b"screenshot_hash_equals" {
                     step.screenshot_content_hash == check.operand
                 } else {
-                    let found = memmem::find(dom, &norm(&check.operand)).is_some();
+                    // `operand.encode("utf-8")`: strict, a lone surrogate raises.
+                    let operand = encode_utf8(check.operand.clone())?;
+                    let found = memmem::find(dom, &norm(&operand)).is_some();
                     found == (check.kind == b"dom_contains")
                 };
                 if result == check.passed {

@@ -4,15 +4,14 @@
 use memchr::memmem;
 
 use super::{ClaimVerdict, Research};
-use crate::pyjson::{dicts, field, repr_text as repr, PyValue};
+use crate::pyjson::{dicts, encode_utf8, field, repr_text as repr, PyValue};
 use crate::store::content_hash;
 use crate::store::Store;
 use crate::Crash;
 
 /// `verify_research_report(report, read)` for a report already parsed by `json.loads`.
-///
-/// Nothing here raises in Python, so the result is always `Ok`; it is a `Result` like
-/// [`super::verify_browser`]'s so that callers treat both reports alike.
+/// `Err` is what bernstein's own check raises instead of giving a verdict: a quote with a
+/// lone surrogate, checked against a page that is there.
 pub fn verify_research(report: &PyValue<'_>, store: &dyn Store) -> Result<Research, Crash> {
     let claims: Vec<&PyValue<'_>> = dicts(report.get("claims")).collect();
     if claims.is_empty() {
@@ -27,10 +26,10 @@ pub fn verify_research(report: &PyValue<'_>, store: &dyn Store) -> Result<Resear
             }],
         });
     }
-    let verdicts: Vec<ClaimVerdict> = claims
+    let verdicts = claims
         .into_iter()
         .map(|claim| verify_claim(claim, store))
-        .collect();
+        .collect::<Result<Vec<ClaimVerdict>, Crash>>()?;
     let failing = verdicts
         .iter()
         .find(|verdict| !verdict.ok)
@@ -43,7 +42,7 @@ pub fn verify_research(report: &PyValue<'_>, store: &dyn Store) -> Result<Resear
     })
 }
 
-fn verify_claim(claim: &PyValue<'_>, store: &dyn Store) -> ClaimVerdict {
+fn verify_claim(claim: &PyValue<'_>, store: &dyn Store) -> Result<ClaimVerdict, Crash> {
     let claim_id = field(claim, "claim_id");
     let mut citations = dicts(claim.get("citations")).peekable();
     let mut checked = 0;
@@ -52,33 +51,36 @@ fn verify_claim(claim: &PyValue<'_>, store: &dyn Store) -> ClaimVerdict {
         reason = [&b"claim "[..], &repr(&claim_id), b" has no citations"].concat();
     }
     for citation in citations {
-        reason = check_citation(citation, store);
+        reason = check_citation(citation, store)?;
         if !reason.is_empty() {
             break;
         }
         checked += 1;
     }
-    ClaimVerdict {
+    Ok(ClaimVerdict {
         claim_id: claim_id.into_owned(),
         ok: reason.is_empty(),
         citations_checked: checked,
         reason,
-    }
+    })
 }
 
 /// The citation's failure, empty when it holds.
-fn check_citation(citation: &PyValue<'_>, store: &dyn Store) -> Vec<u8> {
+fn check_citation(citation: &PyValue<'_>, store: &dyn Store) -> Result<Vec<u8>, Crash> {
     let page_hash = field(citation, "page_content_hash");
     let why: &[u8] = match store.get(&page_hash) {
         None => b"cited page bytes missing from store for ",
         Some(page) if content_hash(&page)[..] != page_hash[..] => {
             b"cited page content hash mismatch for "
         }
-        // `quote.encode("utf-8", "surrogatepass")` is the WTF-8 text as it is.
-        Some(page) if memmem::find(&page, &field(citation, "quote")).is_none() => {
+        Some(page) => {
+            // `citation.quote.encode("utf-8")`: strict, a lone surrogate raises.
+            let quote = encode_utf8(field(citation, "quote").into_owned())?;
+            if memmem::find(&page, &quote).is_some() {
+                return Ok(Vec::new());
+            }
             b"quote not found in cited page "
         }
-        Some(_) => return Vec::new(),
     };
-    [why, &repr(&page_hash)].concat()
+    Ok([why, &repr(&page_hash)].concat())
 }

@@ -250,8 +250,19 @@ def research_cases() -> dict[str, Case]:
     page_hash = c.blob(b"a page: 12345, 1.5, None, True, [1, 'x'] \xed\xb2\x80 end")
     rep["claims"] = [
         {"claim_id": f"q{n}", "citations": [{"page_content_hash": page_hash, "quote": q}]}
-        for n, q in enumerate([12345, 1.5, None, True, [1, "x"], "\udc80", "\udc81", "\udc80 end"])
+        for n, q in enumerate([12345, 1.5, None, True, [1, "x"]])
     ]
+    # bernstein encodes the quote as strict UTF-8: a lone surrogate raises, even where the
+    # page holds its surrogatepass bytes
+    c, rep = case("research_quote_lone_surrogate")
+    page_hash = c.blob(b"a page \xed\xb2\x80 end")
+    rep["claims"] = [
+        {"claim_id": "q0", "citations": [{"page_content_hash": page_hash, "quote": "page"}]},
+        {"claim_id": "q1", "citations": [{"page_content_hash": page_hash, "quote": "\udc80 end"}]},
+    ]
+    c, rep = case("research_quote_lone_surrogate_unread")
+    rep["claims"][0]["citations"][0]["quote"] = "\ud800"
+    rep["claims"][0]["citations"][0]["page_content_hash"] = "sha256:" + "0" * 64
     c, rep = case("research_page_hash_missing")
     del rep["claims"][0]["citations"][0]["page_content_hash"]
     c, rep = case("research_page_hash_not_a_string")
@@ -391,6 +402,9 @@ def browser_cases() -> dict[str, Case]:
     c, rep = case("browser_check_operand_lone_surrogate")
     rep["checks"][0]["operand"] = "caf\udce9"
     rep["checks"][0]["passed"] = False
+    c, rep = case("browser_screenshot_check_operand_lone_surrogate")
+    rep["checks"][3]["operand"] = "\ud800"
+    rep["checks"][3]["passed"] = False
     c, rep = case("browser_check_ids_through_repr")
     for n, check_id in enumerate([3, None, "it's", "a\tb\u0085"]):
         rep["checks"][n]["check_id"] = check_id
