@@ -37,6 +37,7 @@ from agentledger.bernstein.workdir import Workdir
 from agentledger.errors import ExitCode
 from tests.bernstein.reference_reports import (
     ReceiptVerdict,
+    lookup_raises,
     store_reader,
     verify_browser_report,
     verify_receipt,
@@ -355,6 +356,10 @@ def _reattach(
     else:
         checked = observations
     for _kind, ref, digest in checked:
+        try:
+            lookup_raises(digest)
+        except ValueError as exc:  # UnicodeEncodeError too: bernstein raises it
+            return _crashed(result, f"{type(exc).__name__}: {exc}")
         stored = workdir.stored_digest(digest)
         if stored is None:
             _strict(
@@ -446,7 +451,10 @@ def _check_receipt(
         for item in items if isinstance(items, list) else ():
             if not isinstance(item, dict):
                 return _crashed(result, _no_get(item))
-    verdict: ReceiptVerdict = verify_receipt(receipt, workdir.stored_digest)
+    try:
+        verdict: ReceiptVerdict = verify_receipt(receipt, workdir.stored_digest)
+    except Exception as exc:  # bernstein's own check raises it too: no verdict
+        return _crashed(result, f"{type(exc).__name__}: {exc}")
     result.referenced.update(verdict.references)
     if verdict.ok and (
         verdict.signer_public_key is None or verdict.signer_public_key not in trusted

@@ -30,10 +30,21 @@ ASCII_WS = re.compile(rb"[ \t\n\r\x0b\x0c]+")
 SPKI_ED25519_PREFIX = bytes.fromhex("302a300506032b6570032100")
 
 
+def lookup_raises(digest: str) -> None:
+    """Raise what ``ContentStore.get`` raises before it reads (it catches only ``OSError``):
+    the name after the first ``:`` is encoded for the file system (``surrogateescape``
+    refuses a lone surrogate outside U+DC80..U+DCFF) and may not hold a NUL."""
+    name = digest.split(":", 1)[-1]
+    name.encode("utf-8", "surrogateescape")
+    if "\x00" in name:
+        raise ValueError("embedded null byte")
+
+
 def store_reader(read: Callable[[str], bytes | None]) -> Reader:
     """Look a content hash up the way ``ContentStore`` does (unvalidated name)."""
 
     def lookup(digest: str) -> bytes | None:
+        lookup_raises(digest)
         path = cas_path(digest)
         return None if path is None else read(path)
 
@@ -393,6 +404,7 @@ def verify_receipt(
     if stored_digest is not None:
         for artifact in inputs + outputs:
             ref, digest = str(artifact.get("ref", "")), str(artifact.get("content_hash", ""))
+            lookup_raises(digest)
             stored = stored_digest(digest)
             if stored is None:
                 return ReceiptVerdict(

@@ -11,6 +11,8 @@ journal chain has no key): `--compat bernstein` must give what bernstein 3.23.0'
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import subprocess
 import sys
@@ -19,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from nacl.signing import SigningKey
 
 from agentledger.bernstein.format import acanon, content_hash
-from agentledger.bernstein.writer import rechain
+from agentledger.bernstein.writer import public_key_pem, rechain
 
 from .bernstein_testkit import (
     SHAPES,
@@ -84,7 +87,38 @@ def _operand_lone_surrogate(report: Any) -> bytes:
     return json.dumps(report).encode()
 
 
+def _page_named_with_a_nul(report: Any) -> bytes:
+    report["claims"][0]["citations"][0]["page_content_hash"] = "sha256:ab\x00cd"
+    return acanon(report)
+
+
+def _screenshot_named_with_a_surrogate(report: Any) -> bytes:
+    report["steps"][0]["screenshot_content_hash"] = "sha256:\ud800"
+    return json.dumps(report).encode()
+
+
+def _output_named_with_a_nul(receipt: Any) -> bytes:
+    """The first output's content hash given a NUL, re-signed with the fixture's key."""
+    signer = next(
+        SigningKey(hashlib.sha256(seed).digest())
+        for seed in (b"k1", b"k2", b"k3")
+        if public_key_pem(bytes(SigningKey(hashlib.sha256(seed).digest()).verify_key))
+        == receipt["signer_public_key_pem"]
+    )
+    output = receipt["outputs"][0]
+    output["content_hash"] = "sha256:ab\x00cd"
+    signed = acanon({k: output[k] for k in ("role", "ref", "content_hash")})
+    output["signature"] = base64.urlsafe_b64encode(signer.sign(signed).signature).decode()
+    return acanon(receipt)
+
+
 REFERENCE_CASES: dict[str, tuple[str, Callable[[Any], bytes]]] = {
+    "research page named with a NUL": ("research", _page_named_with_a_nul),
+    "browser screenshot named with a lone surrogate": (
+        "browser",
+        _screenshot_named_with_a_surrogate,
+    ),
+    "receipt output named with a NUL": ("receipt", _output_named_with_a_nul),
     "browser check without a kind": ("browser", _check_without_kind),
     "research quote with a lone surrogate": ("research", _quote_lone_surrogate),
     "browser operand with a lone surrogate": ("browser", _operand_lone_surrogate),
@@ -136,3 +170,22 @@ def test_the_reference_gives_bernsteins_verdict_on_a_hand_made_artifact(
     reanchor(workdir, run, step, change)
     theirs = peer(workdir)
     assert _peer_codes(workdir, "--reference") == theirs, case
+
+
+def test_the_reference_gives_bernsteins_verdict_on_an_observation_named_with_a_nul(
+    tmp_path: Path, peer: Callable[[Path], dict[str, int]]
+) -> None:
+    """``ContentStore.get`` raises ``ValueError`` on the path (it turns only ``OSError``
+    into a missing blob): bernstein gives no verdict."""
+    run, step = STAGES["research"]
+    workdir = copy_workdir(SHAPES, tmp_path / "wd")
+    row = json.loads(lines(workdir, run)[step])
+    observations = row["observations"]
+    observations[-1]["content_hash"] = "sha256:ab\x00cd"
+    unique = sorted({o["content_hash"] for o in observations})
+    evidence = content_hash(json.dumps(unique, separators=(",", ":")).encode())
+    edit_row(workdir, run, step, observations=observations, evidence_set_hash=evidence)
+    write_lines(workdir, run, rechain(lines(workdir, run)))
+    theirs = peer(workdir)
+    assert theirs[run] == 1
+    assert _peer_codes(workdir, "--reference") == theirs

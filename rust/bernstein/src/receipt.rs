@@ -11,7 +11,7 @@ mod binascii;
 use std::borrow::Cow;
 
 use crate::pyjson::{dicts, encode_utf8, field, list, py_str, repr_str, write_json_str, PyValue};
-use crate::store::content_hash;
+use crate::store::{content_hash, lookup_raises};
 use agentledger_core::signature::PublicKey;
 use binascii::{public_key_der, urlsafe_b64decode_padded};
 
@@ -125,6 +125,9 @@ pub fn verify_receipt(
     if let Some(store) = store {
         for artifact in artifacts() {
             let digest = field(artifact, "content_hash");
+            if let Some(crash) = lookup_raises(&digest) {
+                return Err(crash);
+            }
             let why: &[u8] = match store.stored_digest(&digest) {
                 None => b"artifact bytes missing from store for ",
                 Some(stored) if stored[..] != digest[..] => b"content hash mismatch reattaching ",

@@ -6,6 +6,9 @@ use std::borrow::Cow;
 
 use agentledger_core::hash::{hex64, sha256};
 
+use crate::pyjson::code_points;
+use crate::Crash;
+
 /// The folder of the flat content store.
 pub const CAS_DIR: &[u8] = b".sdd/cas";
 
@@ -30,6 +33,45 @@ pub fn content_hash(data: &[u8]) -> Vec<u8> {
     out.extend_from_slice(b"sha256:");
     out.extend_from_slice(&hex64(&sha256(data)));
     out
+}
+
+/// What bernstein's `ContentStore.get(content_hash)` raises before it reads anything (it
+/// catches only `OSError`): the file name, the text after the first `:`, is encoded for
+/// the file system as UTF-8 with `surrogateescape`, which refuses a lone surrogate outside
+/// U+DC80..U+DCFF (`UnicodeEncodeError`), and the path may not hold a NUL (`ValueError`).
+/// `None` when the lookup reads (or finds nothing). Positions count code points of the
+/// name (Python's count from the start of the store's absolute path).
+pub fn lookup_raises(content_hash: &[u8]) -> Option<Crash> {
+    let name = match content_hash.iter().position(|&b| b == b':') {
+        Some(colon) => &content_hash[colon + 1..],
+        None => content_hash,
+    };
+    let codes: Vec<u32> = code_points(name).collect();
+    let surrogate = |code: &u32| (0xD800..0xE000).contains(code);
+    let escapable = |code: &u32| (0xDC80..0xDD00).contains(code);
+    let mut start = 0;
+    while start < codes.len() {
+        if !surrogate(&codes[start]) {
+            start += 1;
+            continue;
+        }
+        let end = start + codes[start..].iter().take_while(|c| surrogate(c)).count();
+        // The encoder hands each run of surrogates to the error handler, which escapes
+        // up to the first one it cannot and raises for the rest of the run.
+        if let Some(bad) = (start..end).find(|&at| !escapable(&codes[at])) {
+            let what = if end == bad + 1 {
+                format!("character '\\u{:04x}' in position {bad}", codes[bad])
+            } else {
+                format!("characters in position {bad}-{}", end - 1)
+            };
+            return Some(Crash(format!(
+                "UnicodeEncodeError: 'utf-8' codec can't encode {what}: surrogates not allowed"
+            )));
+        }
+        start = end;
+    }
+    name.contains(&0)
+        .then(|| Crash("ValueError: embedded null byte".into()))
 }
 
 /// Where `ContentStore` looks for `content_hash`, relative to the workdir and normalised
@@ -64,7 +106,44 @@ pub fn cas_path(content_hash: &[u8]) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::cas_path;
+    use super::{cas_path, lookup_raises};
+    use crate::Crash;
+
+    #[test]
+    fn a_lookup_raises_where_python_cannot_name_the_file() {
+        let raises = |name: &[u8]| lookup_raises(name).map(|Crash(text)| text);
+        let null = Some("ValueError: embedded null byte".to_owned());
+        assert_eq!(raises(b"sha256:ab\0cd"), null);
+        assert_eq!(raises(b"ab\0cd"), null);
+        assert_eq!(raises(b"a\0b:cd"), None); // only the name after the first ':'
+        assert_eq!(raises(b"sha256:../x"), None);
+        assert_eq!(raises(b"sha256:"), None);
+        // Lone surrogates as WTF-8: surrogateescape takes U+DC80..U+DCFF only.
+        let (d800, dc80, dfff) = (b"\xed\xa0\x80", b"\xed\xb2\x80", b"\xed\xbf\xbf");
+        let name = |parts: &[&[u8]]| [&b"sha256:"[..], &parts.concat()].concat();
+        let encode = |what: &str| {
+            Some(format!(
+                "UnicodeEncodeError: 'utf-8' codec can't encode {what}: surrogates not allowed"
+            ))
+        };
+        assert_eq!(
+            raises(&name(&[d800])),
+            encode("character '\\ud800' in position 0")
+        );
+        assert_eq!(
+            raises(&name(&[b"ab", d800, b"\0"])),
+            encode("character '\\ud800' in position 2")
+        );
+        assert_eq!(
+            raises(&name(&[dc80, d800])),
+            encode("character '\\ud800' in position 1")
+        );
+        assert_eq!(
+            raises(&name(&[dc80, b"x", d800, dfff])),
+            encode("characters in position 2-3")
+        );
+        assert_eq!(raises(&name(&[b"a", dc80])), None);
+    }
 
     #[test]
     fn cas_paths_follow_posix_normpath() {

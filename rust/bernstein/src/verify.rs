@@ -11,7 +11,7 @@ use crate::mirror::cross_check;
 use crate::pyjson::{loads, repr_text as repr, Parsed, PyValue};
 use crate::receipt::verify_receipt;
 use crate::report::{report_required, verify_browser, verify_research, Browser, ClaimVerdict};
-use crate::store::{content_hash, Store};
+use crate::store::{content_hash, lookup_raises, Store};
 use crate::Crash;
 
 /// One divergence: the step (kept-row index), the check, the field, expected and actual.
@@ -372,6 +372,9 @@ fn reattach(run: &mut Run, row: &ActivityRow, store: &dyn Store, options: Option
     let digests = observations[..from].iter().map(|(_, _, digest)| digest);
     trusted(run, options, digests);
     for (_, reference, digest) in &observations[from..] {
+        if let Some(crash) = lookup_raises(digest) {
+            return crashed(run, crash);
+        }
         match store.stored_digest(digest) {
             None => {
                 let field = concat(&[b"observation ", &repr(reference)]);

@@ -254,3 +254,19 @@ fn a_lone_surrogate_to_encode_is_pythons_unicode_encode_error() {
         ))
     );
 }
+
+/// Signed with the fixture's `k1` key; its output names bytes at `sha256:ab\u0000cd`.
+const OUTPUT_NAMED_WITH_A_NUL: &str = r#"{"kind": "data", "inputs": [{"role": "input", "ref": "in", "content_hash": "sha256:582967534d0f909d196b97f9e6921342777aea87b46fa52df165389db1fb8ccf", "signature": "qZ4-2_LkFXChavvsSs5vNTDFiofu_NcVfd4FK5bCnByTPf9bPuw5iydJC8UgOjex3MxwS8CoZU68BoeqOIPRBw"}], "outputs": [{"role": "output", "ref": "out", "content_hash": "sha256:ab\u0000cd", "signature": "E1Vits5VnwN_SB64_MVxZtfLlt2EUH7-WUMtrzB6rPFMpnFlwc1WcBOZ-00UCyi2mkZyDo9mjD9LXkfg3cl-BQ"}], "plan": {"input_hashes": ["sha256:582967534d0f909d196b97f9e6921342777aea87b46fa52df165389db1fb8ccf"], "plan_hash": "sha256:bc0fd11f2b2a4f4631a4e351e07badd110b4edd3994d0002f01057dda27c7ce6", "steps": ["copy"]}, "signer_public_key_pem": "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAtFj1PHEiMNzbV9XAQ/eKqxWt7qkCZprL3gbHJAyY9pY=\n-----END PUBLIC KEY-----\n"}"#;
+
+#[test]
+fn reattaching_an_artifact_the_store_cannot_look_up_raises() {
+    let receipt = parse(OUTPUT_NAMED_WITH_A_NUL).unwrap().value;
+    let verdict = verify_receipt(&receipt, None).unwrap();
+    assert!(verdict.ok, "{}", show(&verdict.reason)); // plan and signatures hold
+    let input = b"sha256:582967534d0f909d196b97f9e6921342777aea87b46fa52df165389db1fb8ccf";
+    let store = Digests(HashMap::from([(input.to_vec(), input.to_vec())]));
+    assert_eq!(
+        verify_receipt(&receipt, Some(&store)).map(|v| v.ok),
+        Err(Crash("ValueError: embedded null byte".into()))
+    );
+}

@@ -10,7 +10,7 @@ use super::{sha256_hex, Browser, CheckVerdict, StepVerdict};
 use crate::pyjson::{
     code_points, dicts, encode_utf8, field, repr_text as repr, write_json_str, PyValue,
 };
-use crate::store::{content_hash, Store};
+use crate::store::{content_hash, lookup_raises, Store};
 use crate::Crash;
 
 const ACTION_KINDS: [&[u8]; 9] = [
@@ -74,8 +74,8 @@ const TYPE_ERROR: Raised = Raised::Caught("TypeError");
 
 /// `verify_browser_report(report, read)` for a report already parsed by `json.loads`.
 /// `Err` is what bernstein's own check raises instead of giving a verdict: `int()` of an
-/// infinite index, a lone surrogate in the anchored action or in a DOM check's operand, a
-/// check naming a step beyond the list.
+/// infinite index, a screenshot or DOM hash the store cannot look up, a lone surrogate in
+/// the anchored action or in a DOM check's operand, a check naming a step beyond the list.
 pub fn verify_browser(report: &PyValue<'_>, store: &dyn Store) -> Result<Browser, Crash> {
     let mut verdict = Browser::default();
     let Flow {
@@ -237,10 +237,16 @@ fn replay_step(n: usize, step: &Step, prev: &[u8], store: &dyn Store) -> Result<
     if step.prev_anchor != prev {
         return fail(b"broken chain link");
     }
+    if let Some(crash) = lookup_raises(&step.screenshot_content_hash) {
+        return Err(crash);
+    }
     let screenshot = match pinned_bytes(store, "screenshot", &step.screenshot_content_hash) {
         Ok(data) => data,
         Err(why) => return fail(&why),
     };
+    if let Some(crash) = lookup_raises(&step.dom_content_hash) {
+        return Err(crash);
+    }
     let dom = match pinned_bytes(store, "dom", &step.dom_content_hash) {
         Ok(data) => norm(&data),
         Err(why) => return fail(&why),

@@ -6,12 +6,13 @@ use memchr::memmem;
 use super::{ClaimVerdict, Research};
 use crate::pyjson::{dicts, encode_utf8, field, repr_text as repr, PyValue};
 use crate::store::content_hash;
-use crate::store::Store;
+use crate::store::{lookup_raises, Store};
 use crate::Crash;
 
 /// `verify_research_report(report, read)` for a report already parsed by `json.loads`.
-/// `Err` is what bernstein's own check raises instead of giving a verdict: a quote with a
-/// lone surrogate, checked against a page that is there.
+/// `Err` is what bernstein's own check raises instead of giving a verdict: a page hash the
+/// store cannot look up ([`lookup_raises`]), a quote with a lone surrogate checked against
+/// a page that is there.
 pub fn verify_research(report: &PyValue<'_>, store: &dyn Store) -> Result<Research, Crash> {
     let claims: Vec<&PyValue<'_>> = dicts(report.get("claims")).collect();
     if claims.is_empty() {
@@ -68,6 +69,9 @@ fn verify_claim(claim: &PyValue<'_>, store: &dyn Store) -> Result<ClaimVerdict, 
 /// The citation's failure, empty when it holds.
 fn check_citation(citation: &PyValue<'_>, store: &dyn Store) -> Result<Vec<u8>, Crash> {
     let page_hash = field(citation, "page_content_hash");
+    if let Some(crash) = lookup_raises(&page_hash) {
+        return Err(crash);
+    }
     let why: &[u8] = match store.get(&page_hash) {
         None => b"cited page bytes missing from store for ",
         Some(page) if content_hash(&page)[..] != page_hash[..] => {

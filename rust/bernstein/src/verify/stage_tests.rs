@@ -147,3 +147,23 @@ fn a_stage_citing_nothing_passes_with_nothing_reattached() {
     let (_, stage) = the_stage(&data, &store_holding(PAGE));
     assert!(stage.ok && !stage.evidence_reattached, "{stage:?}");
 }
+
+#[test]
+fn an_observation_the_store_cannot_look_up_makes_bernstein_raise() {
+    // `ContentStore.get` builds the path from the name after the first ':'; a NUL in it
+    // raises `ValueError` (not the `OSError` it turns into a missing blob).
+    let digest = b"sha256:ab\0cd";
+    let evidence = crate::journal::evidence_set_hash(&[digest]).unwrap();
+    let activity = format!(
+        ", \"stage_id\": \"s\", \"kind\": \"coding\", \"artifact_hash\": \"sha256:{}\", \
+         \"evidence_set_hash\": \"{evidence}\", \"terminal_state\": \"completed\", \
+         \"reason_code\": \"ok\", \"observations\": [{{\"kind\": \"page\", \"ref\": \"p\", \
+         \"content_hash\": \"sha256:ab\\u0000cd\"}}]",
+        "ab".repeat(32),
+    );
+    let data = journal(&[("run_started", ""), ("activity.result", &activity)]);
+    let (run, stage) = the_stage(&data, &store_holding(PAGE));
+    assert_eq!(reason(&stage), "ValueError: embedded null byte");
+    assert_eq!(run.crash.as_deref(), Some("ValueError: embedded null byte"));
+    assert_eq!(run.compat_code(), 1);
+}
