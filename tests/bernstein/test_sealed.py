@@ -96,6 +96,11 @@ def add_day_file(wd: Path) -> None:
     (wd / AUDIT / "2099-01-01.jsonl").write_bytes(b"")
 
 
+def add_day_folder(wd: Path) -> None:
+    """A folder named like a day file: bernstein's glob lists it and its read fails."""
+    (wd / AUDIT / "2099-01-01.jsonl").mkdir()
+
+
 def drop_first_checkpoint(wd: Path) -> None:
     path = wd / LEDGER
     path.write_bytes(b"".join(_lines(path)[1:]))
@@ -298,6 +303,7 @@ CASES: dict[str, Callable[[Path], None]] = {
         cut_last_record,
         edit_sealed_record,
         add_day_file,
+        add_day_folder,
         drop_first_checkpoint,
         edit_checkpoint,
         reorder_checkpoints,

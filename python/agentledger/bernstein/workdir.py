@@ -14,7 +14,7 @@ import os
 import posixpath
 import stat
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -87,6 +87,10 @@ UNDECODABLE_ARCHIVE = b"\x00undecodable archive\n"
 OVERSIZED_ARCHIVE = b"\x00archive inflating past the read limit\n"
 """What an archive reads as once the archives have inflated to ``MAX_INFLATED_BYTES``."""
 UNREAD_ARCHIVES = (UNDECODABLE_ARCHIVE, OVERSIZED_ARCHIVE)
+UNREADABLE_DAY_FILE = b"\x00unreadable day file\n"
+"""What a folder named like a day file reads as: bernstein's ``*.jsonl`` glob lists it, its
+read fails (the walk reports the segment gone, the seal an unsealed name); here, a line no
+verifier accepts."""
 
 
 def _inflate(data: bytes, limit: int) -> bytes:
@@ -100,13 +104,20 @@ def _inflate(data: bytes, limit: int) -> bytes:
     return OVERSIZED_ARCHIVE if len(inflated) > limit else inflated
 
 
+def _day_file_folders(folders: Iterable[str]) -> list[str]:
+    """The folders directly in ``.sdd/audit`` whose names end ``.jsonl``."""
+    return [f for f in folders if posixpath.dirname(f) == AUDIT_DIR and f.endswith(".jsonl")]
+
+
 def _order_segments(
-    names: list[str], read: Callable[[str], bytes | None]
+    names: list[str], read: Callable[[str], bytes | None], folders: Iterable[str] = ()
 ) -> list[tuple[str, bytes]]:
     archives = sorted(
         n for n in names if n.startswith(f"{AUDIT_DIR}/archive/") and n.endswith(".jsonl.gz")
     )
-    live = sorted(n for n in names if posixpath.dirname(n) == AUDIT_DIR and n.endswith(".jsonl"))
+    unreadable = set(_day_file_folders(folders))
+    day_files = {n for n in names if posixpath.dirname(n) == AUDIT_DIR and n.endswith(".jsonl")}
+    live = sorted(day_files | unreadable)
     segments: list[tuple[str, bytes]] = []
     budget = limits.MAX_INFLATED_BYTES
     for name in archives:
@@ -117,7 +128,7 @@ def _order_segments(
                 budget -= len(inflated)
             segments.append((name, inflated))
     for name in live:
-        data = read(name)
+        data = UNREADABLE_DAY_FILE if name in unreadable else read(name)
         if data is not None:
             segments.append((name, data))
     return segments
@@ -181,7 +192,9 @@ class DirectoryWorkdir:
         pass
 
     def audit_segments(self) -> list[tuple[str, bytes]]:
-        return _order_segments(self.audit_files(), self.read)
+        audit = self.root / AUDIT_DIR
+        folders = [f"{AUDIT_DIR}/{p.name}" for p in audit.glob("*.jsonl") if p.is_dir()]
+        return _order_segments(self.audit_files(), self.read, folders)
 
     def audit_files(self) -> list[str]:
         audit = self.root / AUDIT_DIR
@@ -325,7 +338,14 @@ class LedgerWorkdir:
         return self._row(path)[1]
 
     def audit_segments(self) -> list[tuple[str, bytes]]:
-        return _order_segments(self.audit_files(), self.read)
+        folders = (
+            str(row[0])
+            for row in self.conn.execute(
+                "SELECT path FROM bernstein_files WHERE kind = 'dir' AND path GLOB ?",
+                (f"{AUDIT_DIR}/*.jsonl",),
+            )
+        )
+        return _order_segments(self.audit_files(), self.read, folders)
 
     def audit_files(self) -> list[str]:
         return list(self._audit_files)
