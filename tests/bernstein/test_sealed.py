@@ -10,6 +10,7 @@ pass. The wheel is fetched like the benches fetch it; without it these tests fai
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import shutil
@@ -870,6 +871,45 @@ def lineage_edited_parent(wd: Path) -> None:
     (wd / LINEAGE_LOG).write_bytes(b"".join(lines))
 
 
+def lineage_store_folder_a_file(wd: Path) -> None:
+    """``LineageStore(.sdd/lineage)`` makes its ``tips`` folder: a file there raises
+    ``FileExistsError`` (the pillar reports a failed read)."""
+    _lineage_log(wd, "active")
+    (wd / LINEAGE_LOG).with_name("tips").write_bytes(b"")
+
+
+def lineage_store_folder_a_file_without_log(wd: Path) -> None:
+    """The store is opened before the log is read: it fails with no log at all."""
+    (wd / LINEAGE_LOG).with_name("signatures").write_bytes(b"")
+
+
+def _first_signature(wd: Path) -> Path:
+    """Where ``LineageStore.read_log`` reads the first entry's signature (if it exists)."""
+    entry = json.loads((wd / LINEAGE_LOG).read_bytes().splitlines()[0])
+    canonical = json.dumps(entry, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    stem = hashlib.sha256(canonical.encode()).hexdigest()
+    full = hashlib.sha256(entry["artefact_path"].encode()).hexdigest()
+    path = (wd / LINEAGE_LOG).with_name("signatures") / full[:2] / full / f"{stem}.jws"
+    path.parent.mkdir(parents=True)
+    return path
+
+
+def lineage_signature_a_folder(wd: Path) -> None:
+    _lineage_log(wd, "active")
+    _first_signature(wd).mkdir()
+
+
+def lineage_signature_not_utf8(wd: Path) -> None:
+    _lineage_log(wd, "active")
+    _first_signature(wd).write_bytes(b"\xff.sig")
+
+
+def lineage_signature_read(wd: Path) -> None:
+    """A signature that reads: bernstein does not check it here."""
+    _lineage_log(wd, "active")
+    _first_signature(wd).write_bytes(b"not.a.jws")
+
+
 LINEAGE_CASES: dict[str, Callable[[Path], None]] = {
     f.__name__: f
     for f in (
@@ -879,7 +919,18 @@ LINEAGE_CASES: dict[str, Callable[[Path], None]] = {
         lineage_unparsable,
         lineage_refused_kind,
         lineage_edited_parent,
+        lineage_store_folder_a_file,
+        lineage_store_folder_a_file_without_log,
+        lineage_signature_a_folder,
+        lineage_signature_not_utf8,
+        lineage_signature_read,
     )
+}
+UNREADABLE_LINEAGE_STORES = {
+    "lineage_store_folder_a_file",
+    "lineage_store_folder_a_file_without_log",
+    "lineage_signature_a_folder",
+    "lineage_signature_not_utf8",
 }
 
 
@@ -920,8 +971,11 @@ def test_the_lineage_cases_are_what_they_claim(
     assert bernstein_says_lineage["lineage_active"]["code"] == 0
     for name in ("lineage_orphan", "lineage_revoked", "lineage_edited_parent"):
         assert pillars[name]["_verify_lineage_active_set"] is False, name
-    for name in ("lineage_unparsable", "lineage_refused_kind"):
+    for name in ("lineage_unparsable", "lineage_refused_kind", "lineage_signature_not_utf8"):
         assert str(pillars[name]["_verify_lineage_active_set"]).startswith("raises"), name
+    for name in UNREADABLE_LINEAGE_STORES - {"lineage_signature_not_utf8"}:
+        assert pillars[name]["_verify_lineage_active_set"] is False, name
+    assert pillars["lineage_signature_read"]["_verify_lineage_active_set"] is True
     # Only the lineage pillar differs from the untouched workdir's verdict.
     others = {k: v for k, v in pillars["lineage_revoked"].items() if "lineage" not in k}
     assert all(v is True for v in others.values()), others

@@ -36,7 +36,12 @@ from agentledger.bernstein.anchors import (
 from agentledger.bernstein.audit_chain import AuditChain, verify_audit
 from agentledger.bernstein.audit_tears import unresolved_damage
 from agentledger.bernstein.format import AUDIT_DIR, LINEAGE_DIR, LINEAGE_LOG, SPKI_ED25519_PREFIX
-from agentledger.bernstein.lineage_activity import NotReproduced, lineage_activity
+from agentledger.bernstein.lineage_activity import (
+    NotReproduced,
+    lineage_activity,
+    sidecar_check,
+    store_problem,
+)
 from agentledger.bernstein.seal import (
     PrefixLeaves,
     SealCheck,
@@ -337,12 +342,17 @@ def _lineage_pillar(workdir: Workdir, folder: AuditFolder, master: bytes | None)
     pillar = Pillar("Lineage Activity", True)
     if not workdir.has_dir(LINEAGE_DIR):
         return pillar
+    blocked = store_problem(workdir)
+    if blocked is not None:
+        pillar.ok = False
+        pillar.problems.append(blocked)
+        return pillar
     log = workdir.read(LINEAGE_LOG) if workdir.digest(LINEAGE_LOG) is not None else None
     if log is not None and len(log) > MAX_DOCUMENT_BYTES:
         return None
     days = [data for _, data in sorted(folder.live.items())]
     try:
-        found = lineage_activity(log, days, master is not None)
+        found = lineage_activity(log, days, master is not None, sidecar_check(workdir))
     except NotReproduced:
         return None
     pillar.problems = found.problems

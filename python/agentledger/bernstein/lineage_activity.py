@@ -22,12 +22,22 @@ import hashlib
 import json
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from agentledger.bernstein.format import LINEAGE_LOG
+from agentledger.bernstein.format import LINEAGE_DIR, LINEAGE_LOG
+
+if TYPE_CHECKING:
+    from agentledger.bernstein.workdir import Workdir
 
 LOG_NAME = posixpath.basename(LINEAGE_LOG)
+STORE_FOLDERS = ("by-artefact", "tips", "signatures")
+"""The folders ``LineageStore(.sdd/lineage)`` makes (``mkdir(exist_ok=True)``) before it
+reads the log."""
+SidecarCheck = Callable[[str, str], str | None]
+"""``(artefact_path, entry_hash)`` -> why bernstein's read of that entry's signature
+sidecar fails (``None``: it reads, or there is none)."""
 REVOCATIONS = frozenset({"mandate.revocation", "eval.gate_revocation"})
 ARTEFACT_KINDS = frozenset(
     {
@@ -69,13 +79,24 @@ class LineageActivity:
 
 
 def lineage_activity(
-    log: bytes | None, audit_days: list[bytes] | None, keyed: bool
+    log: bytes | None,
+    audit_days: list[bytes] | None,
+    keyed: bool,
+    sidecar: SidecarCheck | None = None,
 ) -> LineageActivity:
     """The pillar over the log's bytes (None: no log) and the live audit day files
     (None: no ``.sdd/audit``); ``keyed`` when the audit key was given (bernstein cannot
-    read revocations without it). ``NotReproduced`` when an entry is beyond this module."""
+    read revocations without it); ``sidecar`` checks the signature file bernstein reads
+    with each entry (``LineageStore.read_log``). ``NotReproduced`` when an entry is beyond
+    this module."""
+    hashes = []
     try:
-        hashes = [(line, *_entry(doc)) for line, doc in _lines(log)]
+        for line, doc in _lines(log):
+            entry_hash, parents = _entry(doc)
+            problem = sidecar(str(doc["artefact_path"]), entry_hash) if sidecar else None
+            if problem is not None:
+                return LineageActivity([f"{LOG_NAME} line {line}: {problem}"], 0)
+            hashes.append((line, entry_hash, parents))
     except ValueError as exc:
         return LineageActivity([f"bernstein's verifier raises on {LOG_NAME}: {exc}"], 0)
     if not hashes:
@@ -201,3 +222,36 @@ def _revoked(days: list[bytes]) -> set[str]:
                 if isinstance(ref, str) and ref:
                     revoked.add(ref)
     return revoked
+
+
+def store_problem(workdir: Workdir) -> str | None:
+    """Why bernstein's ``LineageStore`` cannot open ``.sdd/lineage``: a file holds the name
+    of a folder it makes (``FileExistsError``, an ``OSError`` the pillar reports as a failed
+    read, log or no log)."""
+    for name in STORE_FOLDERS:
+        path = f"{LINEAGE_DIR}/{name}"
+        if workdir.digest(path) is not None:
+            return f"{path} is a file where bernstein's lineage store makes a folder"
+    return None
+
+
+def sidecar_check(workdir: Workdir) -> SidecarCheck:
+    """``read_log`` reads ``signatures/<shard>/<sha256(path)>/<hex>.jws`` when it exists, as
+    UTF-8: a folder there raises ``IsADirectoryError`` (the pillar fails), bytes that are
+    not UTF-8 ``UnicodeDecodeError`` (the pillar raises)."""
+
+    def check(artefact_path: str, entry_hash: str) -> str | None:
+        full = hashlib.sha256(artefact_path.encode()).hexdigest()
+        stem = entry_hash.split(":", 1)[-1]
+        path = f"{LINEAGE_DIR}/signatures/{full[:2]}/{full}/{stem}.jws"
+        if workdir.has_dir(path):
+            return f"{path} is a folder where bernstein reads the entry's signature"
+        data = workdir.read(path)
+        if data is not None:
+            try:
+                data.decode()
+            except UnicodeDecodeError:
+                return f"{path} is not UTF-8: bernstein's read of the signature raises"
+        return None
+
+    return check

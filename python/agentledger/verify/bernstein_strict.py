@@ -23,7 +23,12 @@ from agentledger.bernstein.lineage import (
     spine_path,
     spine_problems,
 )
-from agentledger.bernstein.lineage_activity import NotReproduced, lineage_activity
+from agentledger.bernstein.lineage_activity import (
+    NotReproduced,
+    lineage_activity,
+    sidecar_check,
+    store_problem,
+)
 from agentledger.bernstein.run_receipts import RECEIPT_NAME, head_problem, read_claim, receipt_path
 from agentledger.bernstein.seal_anchors import ANCHOR_NAME, seal_anchor_path, seal_anchor_problems
 from agentledger.bernstein.sealed_history import sealed_history
@@ -120,16 +125,19 @@ def check_lineage_activity(
     (``lineage_activity.py``): an entry revoked, deriving from one the log lacks, or one
     bernstein cannot read is a finding. Revocations are read without the audit key, as
     bernstein reads them."""
-    if workdir.digest(LINEAGE_LOG) is None:
+    blocked = store_problem(workdir) if workdir.has_dir(LINEAGE_DIR) else None
+    if workdir.digest(LINEAGE_LOG) is None and blocked is None:
         return
     data = workdir.read(LINEAGE_LOG) or b""
     notes: list[str] | None = getattr(ctx.report, "notes", None)
-    if len(data) > MAX_DOCUMENT_BYTES:
+    if blocked is not None:
+        problems = [blocked]
+    elif len(data) > MAX_DOCUMENT_BYTES:
         problems = [f"{len(data)} bytes, over the {MAX_DOCUMENT_BYTES} read"]
     else:
         days = [d for path, d in segments if posixpath.dirname(path) == AUDIT_DIR]
         try:
-            problems = lineage_activity(data, days, keyed=True).problems
+            problems = lineage_activity(data, days, True, sidecar_check(workdir)).problems
         except NotReproduced as exc:
             if notes is not None:
                 notes.append(f"bernstein: the lineage store's activity is not checked: {exc}")
