@@ -189,3 +189,19 @@ def test_the_reference_gives_bernsteins_verdict_on_an_observation_named_with_a_n
     theirs = peer(workdir)
     assert theirs[run] == 1
     assert _peer_codes(workdir, "--reference") == theirs
+
+
+def test_the_reference_reads_a_folder_in_the_store_as_missing_bytes(
+    tmp_path: Path, peer: Callable[[Path], dict[str, int]]
+) -> None:
+    """A cited page's file replaced by a folder: bernstein's read fails with an ``OSError``
+    (missing bytes, exit 2); the workdir reader the reference reads through raised out of
+    ``fdopen`` instead."""
+    run, step = STAGES["research"]
+    workdir = copy_workdir(SHAPES, tmp_path / "wd")
+    page = cas(workdir, json.loads(lines(workdir, run)[step])["observations"][0]["content_hash"])
+    page.unlink()
+    page.mkdir()
+    theirs = peer(workdir)
+    assert theirs[run] == 2
+    assert _peer_codes(workdir, "--reference") == theirs

@@ -166,9 +166,11 @@ class DirectoryWorkdir:
             fd = os.open(self.root / path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:
             return None
+        # Looked at before a file object is made: ``fdopen`` refuses a folder (raising).
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
         with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
             try:
                 return handle.read()
             except OSError:
