@@ -161,7 +161,7 @@ def test_compat_gives_bernsteins_verdict_on_a_hand_made_artifact(
 
 
 @pytest.mark.parametrize("case", sorted(REFERENCE_CASES))
-def test_the_reference_gives_bernsteins_verdict_on_a_hand_made_artifact(
+def test_the_reference_and_compat_give_bernsteins_verdict_on_a_hand_made_artifact(
     tmp_path: Path, peer: Callable[[Path], dict[str, int]], case: str
 ) -> None:
     stage, change = REFERENCE_CASES[case]
@@ -170,9 +170,10 @@ def test_the_reference_gives_bernsteins_verdict_on_a_hand_made_artifact(
     reanchor(workdir, run, step, change)
     theirs = peer(workdir)
     assert _peer_codes(workdir, "--reference") == theirs, case
+    assert import_and_verify(workdir, tmp_path / "ledger.db").compat == theirs, case
 
 
-def test_the_reference_gives_bernsteins_verdict_on_an_observation_named_with_a_nul(
+def test_the_reference_and_compat_give_bernsteins_verdict_on_an_observation_named_with_a_nul(
     tmp_path: Path, peer: Callable[[Path], dict[str, int]]
 ) -> None:
     """``ContentStore.get`` raises ``ValueError`` on the path (it turns only ``OSError``
@@ -189,9 +190,10 @@ def test_the_reference_gives_bernsteins_verdict_on_an_observation_named_with_a_n
     theirs = peer(workdir)
     assert theirs[run] == 1
     assert _peer_codes(workdir, "--reference") == theirs
+    assert import_and_verify(workdir, tmp_path / "ledger.db").compat == theirs
 
 
-def test_the_reference_reads_a_folder_in_the_store_as_missing_bytes(
+def test_the_reference_and_compat_read_a_folder_in_the_store_as_missing_bytes(
     tmp_path: Path, peer: Callable[[Path], dict[str, int]]
 ) -> None:
     """A cited page's file replaced by a folder: bernstein's read fails with an ``OSError``
@@ -205,3 +207,4 @@ def test_the_reference_reads_a_folder_in_the_store_as_missing_bytes(
     theirs = peer(workdir)
     assert theirs[run] == 2
     assert _peer_codes(workdir, "--reference") == theirs
+    assert import_and_verify(workdir, tmp_path / "ledger.db").compat == theirs
