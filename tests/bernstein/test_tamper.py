@@ -502,6 +502,35 @@ def test_each_file_is_read_to_its_end_and_a_large_one_streamed_whole(
     assert summary.code == 0 and summary.bytes_added >= big.stat().st_size + 6000
 
 
+def test_an_import_that_ran_just_before_the_write_is_seen_as_unchanged(
+    workdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two imports of one workdir at once (two processes): the second read what was
+    imported before its write transaction began, then inserted every file again and
+    died on the files table's unique path (exit 65, `UNIQUE constraint failed`)."""
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        write = ledger.db.write
+
+        def race_then_write() -> Any:
+            monkeypatch.setattr(ledger.db, "write", write)
+            with Ledger.open(path) as other:  # the other process's import, done meanwhile
+                assert import_workdir(other, workdir).code == 0
+            return write()
+
+        monkeypatch.setattr(ledger.db, "write", race_then_write)
+        summary = import_workdir(ledger, workdir)
+        paths = [row[0] for row in ledger.db.conn.execute("SELECT path FROM bernstein_files")]
+        raced = {run.run_id: run.code for run in ledger.verify().runs}
+    with Ledger.open(tmp_path / "alone.db") as alone:
+        import_workdir(alone, workdir)
+        assert raced == {run.run_id: run.code for run in alone.verify().runs}
+    assert summary.code == 0
+    assert summary.files_added == 0 and summary.files_unchanged > 0
+    assert summary.runs_unchanged == ["run-001", "run-002", "run-003"]
+    assert len(paths) == len(set(paths))
+
+
 def test_a_ledger_kept_inside_the_workdir_is_never_read_by_its_own_import(
     workdir: Path,
 ) -> None:

@@ -256,20 +256,18 @@ def import_workdir(
         summary.runs_missing = sorted(selected - scan.runs_seen)
     if on_total is not None:
         on_total(len(scan.files))
-    existing = {
-        path: (kind, digest)
-        for path, kind, digest in ledger.db.conn.execute(
-            "SELECT path, kind, digest FROM bernstein_files"
-        )
-    }
-    imported_runs = {
-        run_id for (run_id,) in ledger.db.conn.execute("SELECT run_id FROM bernstein_runs")
-    }
-    added: list[tuple[str, str, str | None]] = [
-        (rel, "dir", None) for rel in scan.dirs if rel not in existing
-    ]
     new_journals: dict[str, tuple[str, bytes]] = {}
-    with ledger.db.write():
+    with ledger.db.write() as conn:
+        # What is already imported, read in the write transaction: an import that ran
+        # meanwhile (another process) is seen, and its files are unchanged, not added again.
+        existing = {
+            path: (kind, digest)
+            for path, kind, digest in conn.execute("SELECT path, kind, digest FROM bernstein_files")
+        }
+        imported_runs = {run_id for (run_id,) in conn.execute("SELECT run_id FROM bernstein_runs")}
+        added: list[tuple[str, str, str | None]] = [
+            (rel, "dir", None) for rel in scan.dirs if rel not in existing
+        ]
         for item, digest, data, size in _stored(ledger, scan.files):
             if progress is not None:
                 progress(1)
