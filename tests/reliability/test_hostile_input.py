@@ -355,6 +355,29 @@ def test_hostile_bernstein_workdirs_import_nothing_from_outside_and_fail_in_one_
     assert code == 65
     assert_one_line(err)
     assert err.startswith("error [bernstein-refused]: 4 path(s)")
+    assert err.rstrip().endswith("nothing was imported")
+    assert not ledger_file.exists()  # a refused import makes no ledger
+    # Into a ledger that exists: refused the same way, and the ledger is left as it was.
+    with Ledger.open(ledger_file) as ledger:
+        ledger.run("native").append("step", {})
+    before = file_state(ledger_file)
+    code, _, err = run_cli(
+        capsys, "--ledger", str(ledger_file), "import", "bernstein", str(workdir)
+    )
+    assert code == 65 and err.startswith("error [bernstein-refused]: 4 path(s)")
+    assert file_state(ledger_file) == before
+    # With the refused paths gone, the rest imports; nothing from outside is kept.
+    for refused in (
+        (runs / first / "journal.jsonl"),
+        runs / "escape",
+        workdir / ".sdd" / "cas" / ("f" * 64),
+    ):
+        refused.unlink()
+    (runs / "bad id").rmdir()
+    code, _, err = run_cli(
+        capsys, "--ledger", str(ledger_file), "import", "bernstein", str(workdir)
+    )
+    assert code in (0, 2), err
     stored = b"".join(
         Path(f"{ledger_file}{s}").read_bytes()
         for s in ("", "-wal")

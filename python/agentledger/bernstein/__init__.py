@@ -15,7 +15,7 @@ from agentledger._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentledger.bernstein.exporter import export_workdir
-    from agentledger.bernstein.importer import ImportSummary, import_workdir
+    from agentledger.bernstein.importer import ImportSummary, check_workdir, import_workdir
     from agentledger.bernstein.verifier import verify_ledger_runs, verify_runs
     from agentledger.bernstein.workdir import DirectoryWorkdir, LedgerWorkdir, Workdir
 
@@ -24,7 +24,7 @@ _EXPORTS = {
     name: f"agentledger.bernstein.{module}"
     for module, names in {
         "exporter": ["export_workdir"],
-        "importer": ["ImportSummary", "import_workdir"],
+        "importer": ["ImportSummary", "check_workdir", "import_workdir"],
         "verifier": ["verify_ledger_runs", "verify_runs"],
         "workdir": ["DirectoryWorkdir", "LedgerWorkdir", "Workdir"],
     }.items()
@@ -38,6 +38,7 @@ __all__ = [
     "ImportSummary",
     "LedgerWorkdir",
     "Workdir",
+    "check_workdir",
     "export_workdir",
     "import_workdir",
     "verify_ledger_runs",

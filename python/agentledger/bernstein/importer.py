@@ -6,7 +6,9 @@ Each import writes a manifest of the files it added, pins it in the native chain
 ``import.bernstein.workdir`` entry in the bookkeeping run) and gives each imported run a
 native run whose ``import.bernstein`` entry pins its journal's digest. Re-importing is
 idempotent; a file that changed since is reported, never merged. Symlinks, special
-files, names that are not UTF-8 and run ids bernstein would refuse are refused.
+files, names that are not UTF-8 and run ids bernstein would refuse are refused, and a
+workdir with anything refused is not imported at all: the ledger is left as it was (a
+part imported would verify as if the refused files had never been there).
 """
 
 from __future__ import annotations
@@ -65,6 +67,8 @@ class ImportSummary:
     files_changed: list[str] = field(default_factory=list)
     bytes_added: int = 0
     refused: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """Paths not imported that are no fault of the workdir (the importing ledger's files)."""
     discarded_lines: dict[str, list[int]] = field(default_factory=dict)
 
     @property
@@ -94,6 +98,7 @@ class ImportSummary:
             "files_changed": self.files_changed,
             "bytes_added": self.bytes_added,
             "refused": [{"path": path, "reason": reason} for path, reason in self.refused],
+            "skipped": [{"path": path, "reason": reason} for path, reason in self.skipped],
             "discarded_lines": self.discarded_lines,
         }
 
@@ -210,8 +215,8 @@ def _scan_folder(
             summary.refused.append((rel, "not a regular file"))
             continue
         identity = (info.st_dev, info.st_ino)
-        if identity in own:
-            summary.refused.append((rel, "a file of the ledger importing it"))
+        if identity in own:  # the importing ledger's own files: never read, not input
+            summary.skipped.append((rel, "a file of the ledger importing it"))
             continue
         scan.files.append(_File(rel, _kind(rel), entry.path, identity))
     for rel in admitted:
@@ -239,6 +244,18 @@ def _admit_dir(
     return True
 
 
+def check_workdir(
+    workdir: str | os.PathLike[str], *, runs: list[str] | None = None
+) -> ImportSummary:
+    """What an import of ``workdir`` would refuse, found without a ledger: a summary that
+    holds only ``refused`` (``InvalidInput`` for no workdir at all). ``import bernstein``
+    asks it first when its ledger does not exist yet, so that a refused import makes none."""
+    root = Path(workdir)
+    summary = ImportSummary(source=str(root))
+    scan_workdir(root, set(runs) if runs is not None else None, summary)
+    return summary
+
+
 def import_workdir(
     ledger: LedgerHandle,
     workdir: str | os.PathLike[str],
@@ -254,6 +271,8 @@ def import_workdir(
     scan = scan_workdir(root, selected, summary)
     if selected is not None:
         summary.runs_missing = sorted(selected - scan.runs_seen)
+    if summary.refused:
+        return summary
     if on_total is not None:
         on_total(len(scan.files))
     new_journals: dict[str, tuple[str, bytes]] = {}
@@ -268,6 +287,17 @@ def import_workdir(
         added: list[tuple[str, str, str | None]] = [
             (rel, "dir", None) for rel in scan.dirs if rel not in existing
         ]
+        for item in scan.files:
+            run_id = item.rel.split("/")[2] if item.kind == "journal" else None
+            if (
+                run_id is not None
+                and item.rel not in existing
+                and run_id not in imported_runs
+                and ledger.has_run(run_id)
+            ):
+                summary.refused.append((item.rel, "a native run already has this id"))
+        if summary.refused:
+            return summary
         for item, digest, data, size in _stored(ledger, scan.files):
             if progress is not None:
                 progress(1)
@@ -283,9 +313,6 @@ def import_workdir(
                         summary.runs_changed.append(run_id)
                 continue
             if run_id is not None:
-                if ledger.has_run(run_id) and run_id not in imported_runs:
-                    summary.refused.append((item.rel, "a native run already has this id"))
-                    continue
                 new_journals[run_id] = (
                     item.rel,
                     data if data is not None else ledger.blobs.get(digest),

@@ -15,7 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from agentledger import _core
-from agentledger.bernstein import DirectoryWorkdir, export_workdir, import_workdir
+from agentledger.bernstein import DirectoryWorkdir, check_workdir, export_workdir, import_workdir
 from agentledger.bernstein.audit_chain import read_master_key, verify_audit
 from agentledger.bernstein.audit_verdict import audit_verdict, witness_key
 from agentledger.bernstein.format import journal_path, valid_run_id
@@ -152,8 +152,9 @@ def import_bernstein(
 
     \b
     Re-import is idempotent; a run that changed since is reported, not merged (exit 2).
-    Symlinks and names escaping the workdir are refused (exit 65). Exit 1 when a
-    run named with --runs is not in the workdir.
+    Symlinks, special files, names that are not UTF-8 and run ids bernstein would refuse
+    are refused (exit 65, each named), and then nothing is imported: the ledger is left
+    as it was. Exit 1 when a run named with --runs is not in the workdir.
 
     \b
     Examples:
@@ -172,16 +173,23 @@ def import_bernstein(
         chain = verify_audit(DirectoryWorkdir(workdir).audit_segments(), master)
         audit_ok = chain.ok
         audit_problems = [f"{p.segment} line {p.line}: {p.reason}" for p in chain.problems]
-    with app.open_ledger(create=True) as ledger, _progress(app) as bar:
-        with _collector_paused():
-            summary = import_workdir(
-                ledger,
-                workdir,
-                runs=_split_runs(runs),
-                progress=bar[0] if bar else None,
-                on_total=bar[1] if bar else None,
-            )
-        failing = _not_verifying(ledger, list(summary.runs_imported))
+    summary = None
+    failing: list[tuple[str, list[str]]] = []
+    if not app.ledger_path.exists():
+        # A refused import changes no ledger: it makes none either.
+        checked = check_workdir(workdir, runs=_split_runs(runs))
+        summary = checked if checked.refused else None
+    if summary is None:
+        with app.open_ledger(create=True) as ledger, _progress(app) as bar:
+            with _collector_paused():
+                summary = import_workdir(
+                    ledger,
+                    workdir,
+                    runs=_split_runs(runs),
+                    progress=bar[0] if bar else None,
+                    on_total=bar[1] if bar else None,
+                )
+            failing = _not_verifying(ledger, list(summary.runs_imported))
     # The import keeps every byte, tampered or not; whoever imports must hear it now.
     warning = _not_verifying_text(failing)
     code = int(summary.code)
@@ -227,6 +235,8 @@ def import_bernstein(
             )
     for path, reason in summary.refused:
         console.print(styled("[red]refused[/] {path}: {reason}", path=path, reason=reason))
+    for path, reason in summary.skipped:
+        console.print(styled("[dim]skipped[/] {path}: {reason}", path=path, reason=reason))
     for run_id in summary.runs_missing:
         console.print(styled("[yellow]missing[/] run {run}: not in the workdir", run=run_id))
     for run_id, lines in summary.discarded_lines.items():
@@ -251,7 +261,7 @@ def import_bernstein(
         # The report above lists them; stderr gets the one line every failing command prints.
         click.echo(
             f"error [bernstein-refused]: {len(summary.refused)} path(s) of {safe(summary.source)} "
-            "refused (symlinks, invalid names); the rest was imported"
+            "refused (symlinks, invalid names); nothing was imported"
             + (f"; {warning}" if warning else ""),
             err=True,
         )
