@@ -209,3 +209,54 @@ def test_a_mirrored_activitys_hash_of_another_type_is_an_audit_finding(
         assert result.code == 2, (args, result.err)
         assert "Traceback" not in result.err and "[internal]" not in result.err
     assert ledger_path.read_bytes() == before
+
+
+HUGE = 2**63 - 1
+"""A number where bytes belong: bytes(HUGE) is a length to allocate, not the cell's bytes."""
+
+
+def test_chunks_and_entry_bytes_that_are_numbers_are_read_as_stored(
+    ledger: Ledger, ledger_path: Path
+) -> None:
+    """A blob's chunk, or an entry's bytes, edited to a number: the team, phase and
+    bernstein readers took bytes() of it, a length to allocate (OverflowError here, gigabytes
+    of zeros for a smaller number). They read the cell as stored, as the blob pass does."""
+    import apsw
+
+    from agentledger.activity.team import load_manifest_bytes, manifest_roles
+    from agentledger.phase.journal import blob_problem, read_blob
+
+    load_manifest_bytes(ledger, b'[[roles]]\nrole = "scout"\nagent_kind = "research"\n')
+    (digest,) = ledger.blobs.digests()
+    ledger.close()
+    retype_rows(ledger_path, ("blob_chunks",), ("UPDATE blob_chunks SET data = ?", (HUGE,)))
+    conn = apsw.Connection(str(ledger_path))
+    try:
+        assert manifest_roles(conn, digest) == "its bytes do not hash to it"
+        assert read_blob(conn, digest) is None
+        assert "hash" in blob_problem(conn, digest)
+    finally:
+        conn.close()
+
+
+def test_an_imported_runs_journal_chunk_or_pin_that_is_a_number_is_not_a_crash(
+    tmp_path: Path, cli: Any
+) -> None:
+    """The chunk of an imported run's journal, or the bytes of its import pin, edited to a
+    number: `show RUN`, `runs` and verify took bytes() of it and exited 70."""
+    from agentledger.bernstein import import_workdir
+    from tests.bernstein.bernstein_testkit import SMALL
+
+    for table, edit in (
+        ("blob_chunks", "UPDATE blob_chunks SET data = ? WHERE digest = (SELECT digest "
+         "FROM bernstein_files WHERE path = '.sdd/runs/run-001/journal.jsonl')"),
+        ("entries", "UPDATE entries SET bytes = ? WHERE run_id = 'run-001' AND seq = 0"),
+    ):  # fmt: skip
+        path = tmp_path / table / "ledger.db"
+        with Ledger.open(path) as ledger:
+            import_workdir(ledger, SMALL)
+        retype_rows(path, (table,), (edit, (HUGE,)))
+        for args in (["verify", "--json"], ["show", "run-001", "--json"], ["runs"]):
+            result = cli(*args, ledger=path)
+            assert result.code in (0, 2), (table, args, result.err)
+            assert "Traceback" not in result.err and "[internal]" not in result.err

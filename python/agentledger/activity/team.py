@@ -117,7 +117,8 @@ def load_manifest_bytes(ledger: LedgerHandle, data: bytes, name: str = "manifest
 Declared = dict[str, tuple[str, str]]
 """Role → ``(agent_kind, manifest hash)``: the team in force."""
 
-_CHUNKS = "SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx"
+# As stored (CAST: an edited chunk of another type is never taken for a length to allocate).
+_CHUNKS = "SELECT CAST(data AS BLOB) FROM blob_chunks WHERE digest = ? ORDER BY idx"
 
 
 def team_in_force(entries: Iterable[VerifiedEntry]) -> Declared:
@@ -143,7 +144,7 @@ def loaded_team(conn: apsw.Connection, ledger_id: str) -> Declared:
 def manifest_roles(conn: apsw.Connection, digest: str) -> dict[str, str] | str:
     """The roles the manifest blob ``digest`` declares, re-hashed and re-parsed; or why it
     cannot be read back."""
-    data = b"".join(bytes(row[0]) for row in conn.execute(_CHUNKS, (digest,)))
+    data = b"".join(row[0] or b"" for row in conn.execute(_CHUNKS, (digest,)))
     if not data and not conn.execute("SELECT 1 FROM blobs WHERE digest = ?", (digest,)).fetchall():
         return "absent from the blob store"
     if _core.blake3_hex(data) != digest:

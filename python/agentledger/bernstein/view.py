@@ -24,7 +24,7 @@ from agentledger.bernstein.format import ACTIVITY_EVENT, cas_path
 CHAIN_FIELDS = ("ts", "elapsed_s", "index", "event", "prev_hash", "payload_hash", "event_hash")
 
 JOURNAL_OF_RUN = (
-    "SELECT r.path, f.digest, c.data FROM bernstein_runs AS r "
+    "SELECT r.path, f.digest, CAST(c.data AS BLOB) FROM bernstein_runs AS r "
     "JOIN bernstein_files AS f ON f.path = r.path "
     "LEFT JOIN blob_chunks AS c ON c.digest = f.digest "
     "WHERE r.run_id = ? ORDER BY c.idx"

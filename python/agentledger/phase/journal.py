@@ -150,12 +150,20 @@ def read_blob(conn: apsw.Connection, digest: object) -> bytes | None:
         return None
     if not conn.execute("SELECT 1 FROM blobs WHERE digest = ?", (digest,)).fetchall():
         return None
-    rows = conn.execute("SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx", (digest,))
-    data = b"".join(bytes(row[0]) for row in rows)
+    data = _stored_bytes(conn, digest)
     algorithm = digest.split(":", 1)[0]
     if algorithm not in ("blake3", "sha256") or digest_of([data], algorithm) != digest:
         return None
     return data
+
+
+def _stored_bytes(conn: apsw.Connection, digest: str) -> bytes:
+    """A blob's chunks as stored (CAST: an edited chunk of another type, a number or NULL,
+    is never taken for a length to allocate)."""
+    rows = conn.execute(
+        "SELECT CAST(data AS BLOB) FROM blob_chunks WHERE digest = ? ORDER BY idx", (digest,)
+    )
+    return b"".join(row[0] or b"" for row in rows)
 
 
 def blob_problem(conn: apsw.Connection, digest: object) -> str:
@@ -165,8 +173,7 @@ def blob_problem(conn: apsw.Connection, digest: object) -> str:
         return f"no blob name: {digest!r}"
     if not conn.execute("SELECT 1 FROM blobs WHERE digest = ?", (digest,)).fetchall():
         return "absent from the blob store"
-    rows = conn.execute("SELECT data FROM blob_chunks WHERE digest = ? ORDER BY idx", (digest,))
-    data = b"".join(bytes(row[0]) for row in rows)
+    data = _stored_bytes(conn, digest)
     algorithm = digest.split(":", 1)[0]
     if algorithm not in ("blake3", "sha256"):
         return "a name that is not a blake3:/sha256: digest"

@@ -345,13 +345,14 @@ def _parse_key(text: str, label: str) -> bytes:
 def _bodies(ctx: VerifyContext, kind: str) -> list[tuple[str, int, dict[str, Any]]]:
     rows = native.rows(
         ctx.conn,
-        "SELECT run_id, seq, bytes FROM entries WHERE kind = ? ORDER BY run_id, seq",
+        # As stored: an edited row's bytes may be a number, never a length to allocate.
+        "SELECT run_id, seq, CAST(bytes AS BLOB) FROM entries WHERE kind = ? ORDER BY run_id, seq",
         (kind,),
     )
     out = []
     for run_id, seq, raw in rows:
         try:
-            body = entry_document(bytes(raw))["body"]
+            body = entry_document(raw or b"")["body"]
         except (ValueError, KeyError, TypeError, RecursionError):
             continue  # the journal pass reports entries that do not decode
         if isinstance(body, dict):
