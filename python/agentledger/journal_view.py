@@ -110,7 +110,9 @@ def read_run(conn: apsw.Connection, ledger_id: str, run_id: str) -> RunView:
         return RunView(run_id, tuple(entries), (last[0], "its run has no row"))
     if head:
         head_seq, head_hash = head[0]
-        recorded = HASH_PREFIX + bytes(head_hash).hex() if head_hash is not None else None
+        # As stored: a head hash of another type (an edited row) is no entry's hash, and a
+        # number is never taken for a length to allocate.
+        recorded = HASH_PREFIX + head_hash.hex() if isinstance(head_hash, bytes) else head_hash
         if (head_seq, recorded) != last:
             why = f"the run records step {head_seq} as its head, not its last entry"
             return RunView(run_id, tuple(entries), (max(last[0], 0), why))

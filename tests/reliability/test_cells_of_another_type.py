@@ -260,3 +260,27 @@ def test_an_imported_runs_journal_chunk_or_pin_that_is_a_number_is_not_a_crash(
             result = cli(*args, ledger=path)
             assert result.code in (0, 2), (table, args, result.err)
             assert "Traceback" not in result.err and "[internal]" not in result.err
+
+
+def test_a_run_head_hash_that_is_a_number_is_a_tampered_journal_for_a_decision(
+    ledger: Ledger, ledger_path: Path
+) -> None:
+    """The runs row's head hash edited to a number: the journal a decision reads took
+    bytes() of it (OverflowError; a smaller number, a length to allocate). It is no
+    entry's hash: the journal does not verify, and a decision on it is refused."""
+    import apsw
+
+    from agentledger import journal_view
+    from agentledger.errors import Diverged
+
+    ledger.run("r").append("step", {})
+    ledger_id = ledger.id
+    ledger.close()
+    retype_rows(ledger_path, ("runs",), ("UPDATE runs SET head_hash = ?", (HUGE,)))
+    conn = apsw.Connection(str(ledger_path))
+    try:
+        with pytest.raises(Diverged) as refused:
+            journal_view.read_run(conn, ledger_id, "r").require()
+        assert refused.value.code == journal_view.TAMPERED
+    finally:
+        conn.close()
