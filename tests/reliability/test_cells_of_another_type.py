@@ -48,6 +48,25 @@ def test_entry_bytes_stored_as_text_are_reported_not_crashed_on(
     assert steps.read_bytes() == before
 
 
+@pytest.mark.parametrize("column", ["bytes", "hash"])
+@pytest.mark.parametrize("scope", [["--all"], ["r"]], ids=["whole", "run"])
+def test_the_same_bytes_stored_as_text_are_a_btree_finding(
+    steps: Path, cli: Any, column: str, scope: list[str]
+) -> None:
+    """The very bytes, stored as text (SQLite's `integrity_check`: non-BLOB value):
+    hashed as stored they verify, so only the types tell; verify had said clean."""
+    retype_rows(
+        steps,
+        ("entries",),
+        (f"UPDATE entries SET {column} = CAST({column} AS TEXT) WHERE seq = 1", ()),
+    )
+    result = cli("verify", *scope, "--json")
+    assert result.code == 2, result.err
+    checks = {d["check"] for d in result.json()["workspace"]}
+    checks |= {d["check"] for run in result.json()["failures"] for d in run["divergences"]}
+    assert "schema.btree" in checks, checks
+
+
 @pytest.mark.parametrize(
     ("column", "value"),
     [("seq", b""), ("seq", 1.5), ("seq", "one"), ("kind", b"step"), ("kind", 7), ("kind", None)],

@@ -122,9 +122,7 @@ impl TableSide {
     pub fn problems(&self, table: &str, specs: &[IndexSpec], scans: Vec<IndexScan>) -> Vec<String> {
         let mut problems: Vec<String> = Vec::new();
         if let Some((run_id, seq)) = &self.odd_row {
-            problems.push(format!(
-                "{table}: the row ({run_id:?}, {seq}) holds a value of another type than its STRICT column's"
-            ));
+            problems.push(odd_row_problem(table, run_id, *seq));
         }
         problems.extend(
             self.agreement
@@ -185,6 +183,11 @@ pub fn scan_indexes(
 fn recycle<'a, 'b>(mut cells: Vec<Cell<'a>>) -> Vec<Cell<'b>> {
     cells.clear();
     cells.into_iter().map(|_| Cell::Null).collect()
+}
+
+/// The problem a row holding a value of another type than its STRICT column's is.
+pub fn odd_row_problem(table: &str, run_id: &str, seq: i64) -> String {
+    format!("{table}: the row ({run_id:?}, {seq}) holds a value of another type than its STRICT column's")
 }
 
 /// Rows of a table scan, batched before the table's side counts them.
@@ -369,6 +372,8 @@ impl ScannedRows {
         let odd = !(is(0, |v| matches!(v, Kept::Text(_)))
             && is(1, |v| matches!(v, Kept::Int(_)))
             && is(2, |v| matches!(v, Kept::Text(_)))
+            && is(3, |v| matches!(v, Kept::Blob(_)))
+            && is(4, |v| matches!(v, Kept::Blob(_)))
             && is(5, |v| matches!(v, Kept::Int(_) | Kept::Null)));
         self.odd.push(odd);
         8 * self.width + self.data.len() - start

@@ -182,10 +182,12 @@ fn verify_journal(
             Ok::<_, PyErr>((report, scans))
         })
     })?;
-    let (report, scans) = report;
+    let ((report, first_odd), scans) = report;
     let index_problems = match (&folded, scans) {
         (Some((_, table, side, specs, _)), Some(scans)) => side.problems(table, specs, scans),
-        _ => Vec::new(),
+        _ => first_odd
+            .map(|(run_id, seq)| vec![index_check::odd_row_problem("entries", &run_id, seq)])
+            .unwrap_or_default(),
     };
     let (marked, mut referenced) = match scan {
         Some(scan) => scan.into_parts(),
@@ -311,7 +313,8 @@ struct StoredRow {
     /// their lossy text, which the verifier reads): what the index check compares.
     raw_text: Option<(Range<usize>, Range<usize>)>,
     /// A value not of its column's type (STRICT: `run_id` and `kind` text, `seq` an
-    /// integer, `leaf` an integer or NULL): what the index check reports.
+    /// integer, `hash` and `bytes` blobs, `leaf` an integer or NULL): what the index
+    /// check reports.
     odd: bool,
 }
 
@@ -382,6 +385,8 @@ impl RowBatch {
         let typed = statement.column_type(0) == ffi::SQLITE_TEXT
             && statement.column_type(1) == ffi::SQLITE_INTEGER
             && statement.column_type(2) == ffi::SQLITE_TEXT
+            && statement.column_type(3) == ffi::SQLITE_BLOB
+            && statement.column_type(4) == ffi::SQLITE_BLOB
             && (!logged
                 || matches!(
                     statement.column_type(5),
@@ -511,10 +516,20 @@ fn verify_batches(
     mut scan: Option<&mut JournalScan>,
     mut table: Option<&mut TableSide>,
     verified: &AtomicU64,
-) -> BatchReport {
+) -> (BatchReport, Option<(String, i64)>) {
     let mut total = BatchReport::default();
     let mut previous: Option<Carry> = None;
+    // Without the folded index check (which reports it), the first row holding a value of
+    // another type than its column's: a pass over named runs refuses the file as a whole
+    // pass does.
+    let mut first_odd = None;
     for batch in batches {
+        if table.is_none() && first_odd.is_none() {
+            first_odd = batch.rows.iter().find(|row| row.odd).map(|row| {
+                let run_id = String::from_utf8_lossy(&batch.data[row.run_id.clone()]);
+                (run_id.into_owned(), row.seq)
+            });
+        }
         let rows = batch.views();
         // Each row's `prev` names its predecessor's hash as recomputed from its bytes.
         let carry = batch.carry.clone().or(previous.take());
@@ -554,5 +569,5 @@ fn verify_batches(
         // The reader may be gone (it stopped early); the batch is then simply dropped.
         let _ = spent.send(batch);
     }
-    total
+    (total, first_odd)
 }
