@@ -19,6 +19,7 @@ from agentledger.bernstein import (
     verify_ledger_runs,
 )
 from agentledger.bernstein.audit_chain import verify_audit
+from agentledger.keys import KeyStore
 from agentledger.verify import VerifyOptions
 
 from .bernstein_testkit import (
@@ -134,6 +135,17 @@ def test_receipts_signed_only_by_their_embedded_key_are_strict_findings(
         (4, "signer_public_key_pem"),
         (5, "signer_public_key_pem"),
     }
+
+
+def test_a_receipt_signer_this_install_trusts_is_trusted_as_with_trust(
+    imported: Verifier, tmp_path: Path
+) -> None:
+    """`keys trust` (the install's trust file) counts for bernstein receipts as for native
+    ones: only `--trust` had, so the report listed the key as trusted and still called its
+    receipts self-asserted."""
+    KeyStore().add_trust(SMALL_SIGNER)
+    outcome = imported(SMALL, key=private_key_file(SMALL, tmp_path / "k"))
+    assert outcome.strict["run-001"] == 0, outcome.findings["run-001"]
 
 
 @pytest.mark.parametrize("source", [SMALL, SHAPES], ids=["small", "shapes"])

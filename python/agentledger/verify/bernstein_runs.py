@@ -74,7 +74,7 @@ def check_imported(ctx: VerifyContext) -> None:
         {run_id: imported[run_id] for run_id in selected},
         segments=segments or None,
         master=master,
-        trusted=trusted_keys(ctx.options.trust) if selected else (),
+        trusted=trusted_signers(ctx) if selected else (),
         jobs=ctx.options.jobs,
         rehash=bool(selected) and not ctx.whole,
         mark=ctx.ledger.db.read_mark(),
@@ -93,7 +93,7 @@ def check_imported(ctx: VerifyContext) -> None:
     if not compat:
         audit = bernstein_strict.walked_chain(ctx, segments, master, check.audit)
         bernstein_strict.check_sealed_history(
-            ctx, workdir, master, segments, audit, trusted_keys(ctx.options.trust)
+            ctx, workdir, master, segments, audit, trusted_signers(ctx)
         )
         bernstein_strict.check_lineage_activity(ctx, workdir, segments)
     results = check.runs
@@ -303,6 +303,12 @@ def _notes(
                 "undetectable: "
                 f"{RECEIPT_FILES} would bind each run's rows)"
             )
+
+
+def trusted_signers(ctx: VerifyContext) -> frozenset[bytes]:
+    """The signers strict trusts, as for native receipts: this install's (its own key and
+    its trust file, ``keys trust``) and ``--trust``'s."""
+    return trusted_keys((*ctx.ledger.keys.trusted(), *ctx.options.trust))
 
 
 def trusted_keys(trust: tuple[str, ...]) -> frozenset[bytes]:
