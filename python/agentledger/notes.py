@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import dataclasses
 import hashlib
 import re
@@ -257,21 +256,31 @@ CHECKPOINT_COLUMNS = "SELECT id, size, root, CAST(note AS BLOB) FROM checkpoints
 
 def newest_checkpoint(conn: apsw.Connection) -> StoredCheckpoint | None:
     # The newest is the largest (the power-of-two history is signed after it, so not by id).
-    rows = fetch(conn, CHECKPOINT_COLUMNS + " ORDER BY size DESC, id DESC")
-    if not rows:
-        return None
-    first = _row_to_stored(rows[0])
-    stored = [first]
-    for row in rows[1:]:  # a few dozen at most: the sparse history
-        with contextlib.suppress(AgentLedgerError):  # verify names each malformed row
-            stored.append(_row_to_stored(row))
-    if all(s.size_column == s.checkpoint.size for s in stored):
-        return first
+    # Every row is read (a few dozen: the sparse history), one at a time: a file that
+    # holds millions is slow to open, never held whole.
+    first: StoredCheckpoint | None = None
+    best: StoredCheckpoint | None = None
+    agree = True
+    for row in conn.execute(CHECKPOINT_COLUMNS + " ORDER BY size DESC, id DESC"):
+        if first is None:
+            stored = first = _row_to_stored(row)
+        else:
+            try:
+                stored = _row_to_stored(row)
+            except AgentLedgerError:  # verify names each malformed row
+                continue
+        agree = agree and stored.size_column == stored.checkpoint.size
+        if best is None or _rank(stored) > _rank(best):
+            best = stored
     # A size column that is not its note's (an edited copy: checkpoint.columns) makes the
     # column's order say nothing: the newest is the note of the largest size, else an
     # older checkpoint's size raised above the newest's, or the newest's lowered, would
     # pass for it.
-    return max(stored, key=lambda s: (s.checkpoint.size, s.size_column == s.checkpoint.size, s.id))
+    return first if agree else best
+
+
+def _rank(stored: StoredCheckpoint) -> tuple[int, bool, int]:
+    return (stored.checkpoint.size, stored.size_column == stored.checkpoint.size, stored.id)
 
 
 def newest_trusted(

@@ -12,9 +12,10 @@ from agentledger import Ledger, _core
 from agentledger import log as wslog
 from agentledger.checkpoint import install_public_key, latest
 from agentledger.errors import InvalidInput
-from agentledger.notes import Checkpoint
+from agentledger.notes import Checkpoint, newest_checkpoint
 from agentledger.proofs import parse_proof, verify_proof
 
+from ..memory import traced_peak
 from .logkit import build, raw
 
 
@@ -302,3 +303,22 @@ def test_the_next_signature_restores_a_deleted_history_checkpoint(
     assert [d["check"] for d in found] == ["checkpoint.history_missing"]
     assert cli(*signature).code == 0
     assert cli("verify").code == 0
+
+
+def test_the_newest_checkpoint_is_found_without_holding_every_row(
+    ledger: Ledger, ledger_path: Path
+) -> None:
+    """Every row is compared with its note (an edited size column must not choose the
+    newest), one row at a time: 1,500 planted rows of 64 KiB notes had been read into one
+    list (about 100 MB) by every command that looks for the newest checkpoint."""
+    build(ledger, runs=2, entries=3)
+    ledger.close()
+    with raw(ledger_path) as conn:
+        conn.executemany(
+            "INSERT INTO checkpoints (size, root, note) VALUES (1, ?, ?)",
+            [(bytes(32), "x" * 65_536)] * 1_500,
+        )
+    with Ledger.open(ledger_path) as reopened, reopened.db.snapshot() as conn:
+        newest, peak = traced_peak(lambda: newest_checkpoint(conn))
+    assert newest is not None and newest.checkpoint.size == 6
+    assert peak < 8 << 20, peak
