@@ -747,18 +747,20 @@ def _name_changed_leaves(
 def _name_unsigned_leaves(ctx: VerifyContext, newest: StoredCheckpoint) -> None:
     """``log.unsigned`` on its run for each entry at a position past the newest signed
     checkpoint, as ``verify RUN`` names it."""
-    note = newest.checkpoint
-    for leaf, run_id, seq, _ in wslog.fetch(ctx.conn, wslog.LEAF_ROWS, (note.size,)):
-        ctx.diverged(
-            run_id,
-            Divergence(
-                run_id,
-                seq,
-                "log.unsigned",
-                f"an entry of the signed log (checkpoint {newest.id}: {note.size:,} entries)",
-                f"leaf {leaf}, past the newest checkpoint",
-            ),
-        )
+    for leaf, run_id, seq, _ in wslog.fetch(ctx.conn, wslog.LEAF_ROWS, (newest.checkpoint.size,)):
+        ctx.diverged(run_id, _unsigned(run_id, seq, leaf, newest))
+
+
+def _unsigned(run_id: str, seq: int, leaf: int, newest: StoredCheckpoint) -> Divergence:
+    """An entry at a position past the newest signed checkpoint: ``log.unsigned``."""
+    size = newest.checkpoint.size
+    return Divergence(
+        run_id,
+        seq,
+        "log.unsigned",
+        f"an entry of the signed log (checkpoint {newest.id}: {size:,} entries)",
+        f"leaf {leaf}, past the newest checkpoint",
+    )
 
 
 def _check_selected_runs(
@@ -821,16 +823,7 @@ def _check_selected_runs(
         if not isinstance(leaf, int) or leaf < 0 or seq < tail_from.get(run_id, 0):
             continue
         if leaf >= note.size:
-            ctx.diverged(
-                run_id,
-                Divergence(
-                    run_id,
-                    seq,
-                    "log.unsigned",
-                    f"an entry of the signed log (checkpoint {newest.id}: {note.size:,} entries)",
-                    f"leaf {leaf}, past the newest checkpoint",
-                ),
-            )
+            ctx.diverged(run_id, _unsigned(run_id, seq, leaf, newest))
             continue
         if missing is None or tiles_root != note.root:
             continue  # proven above; or tiles not the signed tree, whose proofs prove nothing
