@@ -693,15 +693,21 @@ def test_export_of_files_rows_other_than_the_import_pins_is_refused(
     assert not out.exists()
 
 
+def _small_imported(tmp_path: Path) -> Path:
+    """A ledger with the small fixture imported."""
+    path = tmp_path / "ledger.db"
+    with Ledger.open(path) as ledger:
+        import_workdir(ledger, SMALL)
+    return path
+
+
 @pytest.mark.parametrize("value", [b"run-002", None], ids=["blob", "null"])
 def test_export_of_a_run_row_whose_id_is_not_text_is_not_a_crash(
     tmp_path: Path, cli: Any, value: object
 ) -> None:
     """A bernstein_runs row whose run id is a blob or NULL: export sorted it with the text
     ids and exited 70. It names no run; the workdir is written whole, as imported."""
-    path = tmp_path / "ledger.db"
-    with Ledger.open(path) as ledger:
-        import_workdir(ledger, SMALL)
+    path = _small_imported(tmp_path)
     retype_rows(
         path,
         ("bernstein_runs",),
@@ -720,9 +726,7 @@ def test_show_of_a_run_whose_journal_name_is_not_text_is_not_a_crash(
     """The run's journal row in bernstein_files named by a blob: `show RUN --json` put the
     bytes into its JSON and exited 70. A name that is not text names no blob: the journal
     is shown as not held, and verify's findings decide the exit code."""
-    path = tmp_path / "ledger.db"
-    with Ledger.open(path) as ledger:
-        import_workdir(ledger, SMALL)
+    path = _small_imported(tmp_path)
     retype_rows(
         path,
         ("bernstein_files",),
