@@ -258,9 +258,42 @@ def test_import_pauses_the_cycle_collector_in_its_own_process_only(
         gc.enable()
     with Ledger.open(tmp_path / "api.db") as ledger:
         importer.import_workdir(ledger, SMALL)
-    # The first import makes the ledger: the workdir is scanned for refusals first (the
-    # collector on), then imported (off); the second finds the ledger there.
-    assert seen == [True, False, False, True]
+    # The first import makes the ledger: the workdir is listed once, for refusals before
+    # the ledger is made, and imported from that listing; the second finds the ledger
+    # there and lists it itself; the library's import, its collector on.
+    assert seen == [False, False, True]
+
+
+def test_an_import_from_a_checked_listing_equals_one_that_lists_itself(tmp_path: Path) -> None:
+    """``import_workdir(checked=...)`` (a new ledger's import, from the listing made before
+    the ledger) imports what an import that lists the workdir itself does; a listing of
+    another workdir or run selection is refused before anything is written."""
+    from agentledger.bernstein import check_workdir, import_workdir
+
+    def contents(path: Path) -> list[Any]:
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            return [
+                list(conn.execute("SELECT path, kind, digest FROM bernstein_files ORDER BY path")),
+                list(conn.execute("SELECT run_id FROM bernstein_runs ORDER BY run_id")),
+            ]
+        finally:
+            conn.close()
+
+    summaries = []
+    for name, checked in (("listed.db", None), ("checked.db", check_workdir(SMALL))):
+        with Ledger.open(tmp_path / name) as ledger:
+            summaries.append(import_workdir(ledger, SMALL, checked=checked).to_json())
+    assert summaries[0] == summaries[1]
+    assert summaries[0]["files_added"] > 0
+    assert contents(tmp_path / "listed.db") == contents(tmp_path / "checked.db")
+    one_run = sorted(p.name for p in (SMALL / ".sdd" / "runs").iterdir())[0]
+    elsewhere = copy_workdir(SMALL, tmp_path / "copy")
+    with Ledger.open(tmp_path / "other.db") as ledger:
+        for checked in (check_workdir(SMALL, runs=[one_run]), check_workdir(elsewhere)):
+            with pytest.raises(ValueError, match="another workdir or run selection"):
+                import_workdir(ledger, SMALL, checked=checked)
+    assert contents(tmp_path / "other.db") == [[], []]
 
 
 def test_show_and_runs_read_a_damaged_journal_as_verify_does(

@@ -15,7 +15,12 @@ from agentledger._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from agentledger.bernstein.exporter import export_workdir
-    from agentledger.bernstein.importer import ImportSummary, check_workdir, import_workdir
+    from agentledger.bernstein.importer import (
+        CheckedWorkdir,
+        ImportSummary,
+        check_workdir,
+        import_workdir,
+    )
     from agentledger.bernstein.verifier import verify_ledger_runs, verify_runs
     from agentledger.bernstein.workdir import DirectoryWorkdir, LedgerWorkdir, Workdir
 
@@ -24,7 +29,7 @@ _EXPORTS = {
     name: f"agentledger.bernstein.{module}"
     for module, names in {
         "exporter": ["export_workdir"],
-        "importer": ["ImportSummary", "check_workdir", "import_workdir"],
+        "importer": ["CheckedWorkdir", "ImportSummary", "check_workdir", "import_workdir"],
         "verifier": ["verify_ledger_runs", "verify_runs"],
         "workdir": ["DirectoryWorkdir", "LedgerWorkdir", "Workdir"],
     }.items()
@@ -34,6 +39,7 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
+    "CheckedWorkdir",
     "DirectoryWorkdir",
     "ImportSummary",
     "LedgerWorkdir",

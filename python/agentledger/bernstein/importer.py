@@ -244,16 +244,34 @@ def _admit_dir(
     return True
 
 
+@dataclass(frozen=True)
+class CheckedWorkdir:
+    """A workdir listed before any ledger is opened (``check_workdir``): what an import of
+    it would refuse, and the listing that import goes on from, so that an import into a new
+    ledger lists the workdir once. Each file is still read only if it is the one listed."""
+
+    root: Path
+    runs: frozenset[str] | None
+    summary: ImportSummary
+    """Holds only ``refused`` and ``skipped``."""
+    scan: _Scan
+
+    @property
+    def refused(self) -> list[tuple[str, str]]:
+        return self.summary.refused
+
+
 def check_workdir(
     workdir: str | os.PathLike[str], *, runs: list[str] | None = None
-) -> ImportSummary:
-    """What an import of ``workdir`` would refuse, found without a ledger: a summary that
-    holds only ``refused`` (``InvalidInput`` for no workdir at all). ``import bernstein``
-    asks it first when its ledger does not exist yet, so that a refused import makes none."""
+) -> CheckedWorkdir:
+    """What an import of ``workdir`` would refuse, found without a ledger (``InvalidInput``
+    for no workdir at all). ``import bernstein`` asks it first when its ledger does not
+    exist yet, so that a refused import makes none, then imports from the same listing."""
     root = Path(workdir)
+    selected = frozenset(runs) if runs is not None else None
     summary = ImportSummary(source=str(root))
-    scan_workdir(root, set(runs) if runs is not None else None, summary)
-    return summary
+    scan = scan_workdir(root, set(selected) if selected is not None else None, summary)
+    return CheckedWorkdir(root, selected, summary, scan)
 
 
 def import_workdir(
@@ -263,12 +281,25 @@ def import_workdir(
     runs: list[str] | None = None,
     progress: Progress | None = None,
     on_total: Callable[[int], None] | None = None,
+    checked: CheckedWorkdir | None = None,
 ) -> ImportSummary:
-    """Import ``workdir`` (only ``runs`` when given). Idempotent; see the module docs."""
+    """Import ``workdir`` (only ``runs`` when given). Idempotent; see the module docs.
+    With ``checked`` (``check_workdir`` of the same workdir and runs), its listing is used
+    rather than a second one."""
     root = Path(workdir)
-    summary = ImportSummary(source=str(root))
     selected = set(runs) if runs is not None else None
-    scan = scan_workdir(root, selected, summary)
+    if checked is None:
+        summary = ImportSummary(source=str(root))
+        scan = scan_workdir(root, selected, summary)
+    elif checked.root != root or checked.runs != (
+        frozenset(selected) if selected is not None else None
+    ):
+        raise ValueError("checked is the listing of another workdir or run selection")
+    else:
+        summary = ImportSummary(
+            source=str(root), refused=list(checked.refused), skipped=list(checked.summary.skipped)
+        )
+        scan = checked.scan
     if selected is not None:
         summary.runs_missing = sorted(selected - scan.runs_seen)
     if summary.refused:

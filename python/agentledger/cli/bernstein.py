@@ -174,11 +174,14 @@ def import_bernstein(
         audit_ok = chain.ok
         audit_problems = [f"{p.segment} line {p.line}: {p.reason}" for p in chain.problems]
     summary = None
+    checked = None
     failing: list[tuple[str, list[str]]] = []
     if not app.ledger_path.exists():
-        # A refused import changes no ledger: it makes none either.
-        checked = check_workdir(workdir, runs=_split_runs(runs))
-        summary = checked if checked.refused else None
+        # A refused import changes no ledger: it makes none either. The import goes on
+        # from this listing (the workdir is listed once).
+        with _collector_paused():
+            checked = check_workdir(workdir, runs=_split_runs(runs))
+        summary = checked.summary if checked.refused else None
     if summary is None:
         with app.open_ledger(create=True) as ledger, _progress(app) as bar:
             with _collector_paused():
@@ -188,6 +191,7 @@ def import_bernstein(
                     runs=_split_runs(runs),
                     progress=bar[0] if bar else None,
                     on_total=bar[1] if bar else None,
+                    checked=checked,
                 )
             failing = _not_verifying(ledger, list(summary.runs_imported))
     # The import keeps every byte, tampered or not; whoever imports must hear it now.
