@@ -1340,3 +1340,135 @@ def test_strict_fails_every_lineage_log_bernstein_fails(
     outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
     passed = bernstein_says_lineage[name]["pillars"]["_verify_lineage_active_set"] is True
     assert ("bernstein.lineage.activity" in outcome.workspace) is not passed, outcome.workspace
+
+
+# ---- hostile shapes: a folder where bernstein reads a file, and the like --------------------
+
+PILLARS = {
+    "HMAC Chain": "_verify_hmac_chain",
+    "Merkle Tree": "_verify_merkle_tree",
+    "Checkpoints": "_verify_checkpoints",
+    "External Anchors": "_verify_anchors",
+    "Witness Co-signatures": "_verify_witness",
+    "Lineage Activity": "_verify_lineage_active_set",
+}
+"""Our pillars by bernstein's functions' names."""
+
+
+def _a_folder(path: Path) -> None:
+    if path.exists():
+        path.unlink()
+    path.mkdir(parents=True)
+
+
+def anchors_a_folder(wd: Path) -> None:
+    _a_folder(wd / ANCHORS)
+
+
+def cosignatures_a_folder(wd: Path) -> None:
+    _a_folder(wd / COSIGNATURES)
+
+
+def checkpoint_ledger_a_folder(wd: Path) -> None:
+    """bernstein's checkpoint pillar fails to read it; its anchor and witness pillars then
+    check no roots (``_known_checkpoint_roots`` is None), and pass."""
+    _a_folder(wd / LEDGER)
+
+
+def checkpoint_ledger_a_folder_without_pointer(wd: Path) -> None:
+    _a_folder(wd / LEDGER)
+    (wd / POINTER).unlink()
+
+
+SHAPE_CASES: dict[str, Callable[[Path], None]] = {
+    f.__name__: f
+    for f in (
+        untouched,
+        anchors_a_folder,
+        cosignatures_a_folder,
+        checkpoint_ledger_a_folder,
+        checkpoint_ledger_a_folder_without_pointer,
+    )
+}
+
+
+def _shape_spec(workdir: Path, witnessed: bool) -> dict[str, str]:
+    spec = {"workdir": str(workdir)}
+    if witnessed:
+        spec["witness_key"] = str((workdir / "witness.pub").resolve())
+        spec["witness_state"] = str(workdir / "witness-state")
+    return spec
+
+
+@pytest.fixture(scope="module")
+def shape_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("shapes")
+    made = {}
+    for name, tamper in SHAPE_CASES.items():
+        shutil.copytree(sealed, root / name)
+        tamper(root / name)
+        made[name] = root / name
+    return made
+
+
+@pytest.fixture(scope="module")
+def bernstein_says_shapes(shape_cases: dict[str, Path]) -> dict[tuple[str, bool], dict[str, Any]]:
+    """bernstein's audit verify per (case, with --witness-key and --witness-state)."""
+    specs = [(name, w) for name in shape_cases for w in (False, True)]
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "audit"]
+        + [json.dumps(_shape_spec(shape_cases[name], w)) for name, w in specs],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [
+        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
+    ]
+    assert len(answers) == len(specs)
+    return dict(zip(specs, answers, strict=True))
+
+
+@pytest.mark.parametrize("name", sorted(SHAPE_CASES))
+@pytest.mark.parametrize("witnessed", [False, True], ids=["plain", "witness-state"])
+def test_compat_pillars_on_hostile_shapes_are_bernsteins(
+    name: str,
+    witnessed: bool,
+    shape_cases: dict[str, Path],
+    bernstein_says_shapes: dict[tuple[str, bool], dict[str, Any]],
+    cli: Any,
+    tmp_path: Path,
+) -> None:
+    """Every pillar, not only the exit code: a pillar that fails for the wrong reason
+    hides the next tamper of the same workdir."""
+    workdir = shape_cases[name]
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    args = ["bernstein", "audit-verify", "--audit-key", str(workdir / "audit.key"), "--json"]
+    if witnessed:
+        args += ["--witness-key", str(workdir / "witness.pub")]
+        args += ["--witness-state", str(workdir / "witness-state")]
+    result = cli(*args, ledger=ledger)
+    theirs = bernstein_says_shapes[(name, witnessed)]
+    assert result.code == theirs["code"], (result.out, result.err[-2000:], theirs)
+    ours = {PILLARS[p["name"]]: p["ok"] for p in result.json()["pillars"]}
+    assert ours == {k: v is True for k, v in theirs["pillars"].items()}, (ours, theirs)
+
+
+@pytest.mark.parametrize("name", sorted(SHAPE_CASES))
+def test_strict_names_what_bernstein_fails_on_hostile_shapes(
+    name: str,
+    shape_cases: dict[str, Path],
+    bernstein_says_shapes: dict[tuple[str, bool], dict[str, Any]],
+    tmp_path: Path,
+) -> None:
+    workdir = shape_cases[name]
+    outcome = import_and_verify(
+        workdir,
+        tmp_path / "ledger.db",
+        key=workdir / "audit.key",
+        trust=(_witness_trust(workdir),),
+    )
+    found = {c for c in outcome.workspace if c.startswith("bernstein.")}
+    assert bool(found) is (bernstein_says_shapes[(name, False)]["code"] == 1), found

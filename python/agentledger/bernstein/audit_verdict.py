@@ -51,7 +51,7 @@ from agentledger.bernstein.seal import (
     seal_paths,
 )
 from agentledger.bernstein.witness_state import WitnessClaim, state_claims
-from agentledger.bernstein.workdir import UNREAD_ARCHIVES, Workdir
+from agentledger.bernstein.workdir import UNREAD_ARCHIVES, Workdir, read_fails
 from agentledger.limits import MAX_DOCUMENT_BYTES
 
 ARCHIVE_DIR = f"{AUDIT_DIR}/archive"
@@ -112,6 +112,9 @@ class AuditFolder:
     """The chain as the HMAC verifier reads it (workdir paths)."""
     oversized: list[str] = field(default_factory=list)
     """Checkpoint files over ``MAX_DOCUMENT_BYTES``: not parsed (read as absent), named."""
+    unreadable: dict[str, str] = field(default_factory=dict)
+    """Checkpoint files bernstein's read fails on (``workdir.read_fails``), read as absent:
+    path -> why."""
     chain: AuditChain | None = None
     """The segments' walk, when done: a clean one makes every line a canonical record."""
     _origin_count: tuple[str | None, int] | None = None
@@ -146,7 +149,17 @@ def _clean_origin_and_count(
     return None, chain.records
 
 
-def _document(workdir: Workdir, paths: list[str], path: str, oversized: list[str]) -> bytes | None:
+def _document(
+    workdir: Workdir,
+    paths: list[str],
+    path: str,
+    oversized: list[str],
+    unreadable: dict[str, str],
+) -> bytes | None:
+    reason = read_fails(workdir, path)
+    if reason is not None:
+        unreadable[path] = f"{posixpath.basename(path)} {reason}: bernstein's read of it fails"
+        return None
     data = workdir.read(path) if path in paths else None
     if data is not None and len(data) > MAX_DOCUMENT_BYTES:
         oversized.append(path)
@@ -164,6 +177,7 @@ def read_folder(
     paths = workdir.audit_files()
     segments = workdir.audit_segments() if segments is None else segments
     oversized: list[str] = []
+    unreadable: dict[str, str] = {}
     live = {
         posixpath.basename(path): data
         for path, data in segments
@@ -182,12 +196,13 @@ def read_folder(
         live=live,
         snapshot=snapshot,
         seal_files=seal_paths(paths),
-        ledger=_document(workdir, paths, cp.LEDGER, oversized),
-        pointer=_document(workdir, paths, cp.POINTER, oversized),
-        cosignatures=_document(workdir, paths, cp.COSIGNATURES, oversized),
-        anchors=_document(workdir, paths, cp.ANCHORS, oversized),
+        ledger=_document(workdir, paths, cp.LEDGER, oversized, unreadable),
+        pointer=_document(workdir, paths, cp.POINTER, oversized, unreadable),
+        cosignatures=_document(workdir, paths, cp.COSIGNATURES, oversized, unreadable),
+        anchors=_document(workdir, paths, cp.ANCHORS, oversized, unreadable),
         segments=segments,
         oversized=oversized,
+        unreadable=unreadable,
         chain=chain,
     )
 
@@ -400,6 +415,8 @@ def _checkpoint_pillar(folder: AuditFolder, master: bytes | None) -> Pillar:
     pillar = Pillar("Checkpoints", True)
     if master is None:
         return pillar  # bernstein skips this pillar without the key (and passes it)
+    if cp.LEDGER in folder.unreadable:
+        return Pillar(pillar.name, False, [folder.unreadable[cp.LEDGER]])
     ledger = cp.read_ledger(folder.ledger, master)
     if ledger.problem is not None:
         pillar.ok = False
@@ -432,8 +449,8 @@ def _checkpoint_pillar(folder: AuditFolder, master: bytes | None) -> Pillar:
 
 def known_roots(folder: AuditFolder, master: bytes | None) -> set[str] | None:
     """The roots of the checkpoints on record; None when they cannot be read (no key, or
-    a ledger that does not validate): then no root counts as gone."""
-    if master is None:
+    a ledger that does not validate or read): then no root counts as gone."""
+    if master is None or cp.LEDGER in folder.unreadable:
         return None
     ledger = cp.read_ledger(folder.ledger, master)
     if ledger.problem is not None:
@@ -445,6 +462,8 @@ def _anchor_pillar(
     folder: AuditFolder, master: bytes | None, tsa_bundle: list[x509.Certificate] | None
 ) -> Pillar:
     pillar = Pillar("External Anchors", True)
+    if cp.ANCHORS in folder.unreadable:
+        return Pillar(pillar.name, False, [folder.unreadable[cp.ANCHORS]])
     anchors, problem = read_anchors(folder.anchors)
     if problem is not None:
         return Pillar(pillar.name, False, [problem])
@@ -467,6 +486,8 @@ def _witness_pillar(
     witness_state: Callable[[str], bytes | None] | None,
 ) -> Pillar:
     pillar = Pillar("Witness Co-signatures", True)
+    if cp.COSIGNATURES in folder.unreadable:
+        return Pillar(pillar.name, False, [folder.unreadable[cp.COSIGNATURES]])
     cosignatures, problem = read_cosignatures(folder.cosignatures)
     if problem is not None:
         return Pillar(pillar.name, False, [problem])

@@ -85,7 +85,16 @@ def sealed_history(
             )
         )
     newest_root = _seals(workdir, folder, out)
-    if folder.ledger is None:
+    if cp.LEDGER in folder.unreadable:
+        out.findings.append(
+            Finding(
+                "bernstein.checkpoint.line",
+                "a checkpoints file",
+                folder.unreadable[cp.LEDGER],
+                cp.LEDGER,
+            )
+        )
+    elif folder.ledger is None:
         if folder.seal_files:
             out.notes.append(
                 "bernstein: sealed, but no checkpoints imported (.sdd/audit/checkpoints/"
@@ -155,6 +164,7 @@ def _anchors(
     out: SealedHistory,
 ) -> None:
     anchors, problem = read_anchors(folder.anchors)
+    problem = folder.unreadable.get(cp.ANCHORS, problem)
     if problem is not None:
         out.findings.append(
             Finding("bernstein.rfc3161.file", "readable anchors", problem, cp.ANCHORS)
@@ -356,6 +366,7 @@ def _witness(
     folder: AuditFolder, master: bytes | None, trusted: frozenset[bytes], out: SealedHistory
 ) -> None:
     cosignatures, problem = read_cosignatures(folder.cosignatures)
+    problem = folder.unreadable.get(cp.COSIGNATURES, problem)
     if problem is not None:
         out.findings.append(
             Finding("bernstein.witness.file", "readable co-signatures", problem, cp.COSIGNATURES)

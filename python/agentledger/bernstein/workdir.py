@@ -93,6 +93,16 @@ read fails (the walk reports the segment gone, the seal an unsealed name); here,
 verifier accepts."""
 
 
+def read_fails(workdir: Workdir, path: str) -> str | None:
+    """Why bernstein's ``read_bytes`` of ``path`` raises an ``OSError`` other than
+    ``FileNotFoundError``: its checkpoint, anchor and co-signature readers fail their
+    pillar on one, where no file at all is no record. None when the read works or finds
+    no file."""
+    if workdir.has_dir(path):
+        return "is a folder"
+    return None
+
+
 def _inflate(data: bytes, limit: int) -> bytes:
     """The archive's bytes, at most ``limit`` of them (a marker past it, or when the
     archive is not gzip)."""

@@ -98,7 +98,8 @@ def check_sealed_history(
     (``sealed_history.py``), from the segments the chain's walk read."""
     folder = read_folder(workdir, segments, chain)
     notes: list[str] | None = getattr(ctx.report, "notes", None)
-    if not folder.sealed and folder.cosignatures is None and folder.anchors is None:
+    unsealed = not folder.sealed and folder.cosignatures is None and folder.anchors is None
+    if unsealed and not folder.unreadable:
         if folder.segments and notes is not None:
             notes.append(
                 "bernstein: the audit chain is not sealed (no .sdd/audit/merkle/seal-*.json, "
