@@ -1380,6 +1380,51 @@ def checkpoint_ledger_a_folder_without_pointer(wd: Path) -> None:
     (wd / POINTER).unlink()
 
 
+HUGE_INTEGER = b"9" * 5_000
+"""Past Python's 4,300 digits: ``json.loads`` raises ``ValueError``, not the
+``JSONDecodeError`` bernstein's readers catch."""
+NESTED_DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+def _with_huge_integer(document: bytes) -> bytes:
+    return b'{"x":' + HUGE_INTEGER + b"," + document.lstrip()[1:]
+
+
+def pointer_huge_integer(wd: Path) -> None:
+    (wd / POINTER).write_bytes(_with_huge_integer((wd / POINTER).read_bytes()))
+
+
+def pointer_nested_deep(wd: Path) -> None:
+    (wd / POINTER).write_bytes(NESTED_DEEP + b"\n")
+
+
+def pointer_hmac_not_ascii(wd: Path) -> None:
+    """bernstein's ``compare_digest`` raises ``TypeError`` on a non-ASCII string."""
+    doc = json.loads((wd / POINTER).read_bytes())
+    doc["hmac"] = "\u00e9" + doc["hmac"][1:]
+    (wd / POINTER).write_bytes(json.dumps(doc, sort_keys=True, separators=(",", ":")).encode())
+
+
+def ledger_last_line_huge_integer(wd: Path) -> None:
+    """A committed last line bernstein's reader raises on (not a torn append it skips)."""
+    with (wd / LEDGER).open("ab") as handle:
+        handle.write(b'{"x":' + HUGE_INTEGER + b"}\n")
+
+
+def ledger_last_line_nested_deep(wd: Path) -> None:
+    with (wd / LEDGER).open("ab") as handle:
+        handle.write(NESTED_DEEP + b"\n")
+
+
+def ledger_hmac_not_ascii(wd: Path) -> None:
+    path = wd / LEDGER
+    lines = _lines(path)
+    doc = json.loads(lines[0])
+    doc["hmac"] = "\u00e9" + doc["hmac"][1:]
+    lines[0] = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+    path.write_bytes(b"".join(lines))
+
+
 SHAPE_CASES: dict[str, Callable[[Path], None]] = {
     f.__name__: f
     for f in (
@@ -1388,6 +1433,12 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         cosignatures_a_folder,
         checkpoint_ledger_a_folder,
         checkpoint_ledger_a_folder_without_pointer,
+        pointer_huge_integer,
+        pointer_nested_deep,
+        pointer_hmac_not_ascii,
+        ledger_last_line_huge_integer,
+        ledger_last_line_nested_deep,
+        ledger_hmac_not_ascii,
     )
 }
 

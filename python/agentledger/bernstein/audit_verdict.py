@@ -422,7 +422,10 @@ def _checkpoint_pillar(folder: AuditFolder, master: bytes | None) -> Pillar:
         pillar.ok = False
         pillar.problems.append(f"checkpoints.jsonl:{ledger.problem.line}: {ledger.problem.reason}")
         return pillar
-    pointer = cp.read_pointer(folder.pointer, master)
+    try:
+        pointer = cp.read_pointer(folder.pointer, master)
+    except ValueError as exc:
+        return Pillar(pillar.name, False, [f"latest.json: {exc}"])
     if pointer is not None and cp.pointer_position(pointer, ledger) is None:
         pillar.ok = False
         pillar.problems.append("latest.json: the published checkpoint is absent from the ledger")
@@ -458,6 +461,17 @@ def known_roots(folder: AuditFolder, master: bytes | None) -> set[str] | None:
     return {str(c.get("root_hash", "")) for c in ledger.checkpoints}
 
 
+def _roots_raise(folder: AuditFolder, master: bytes | None) -> list[str]:
+    """Why bernstein's ``_known_checkpoint_roots`` raises (it catches only a ledger that
+    fails to validate): the anchor and witness pillars that ask it fail with it."""
+    if master is None or cp.LEDGER in folder.unreadable:
+        return []
+    problem = cp.read_ledger(folder.ledger, master).problem
+    if problem is None or not problem.raises:
+        return []
+    return [f"checkpoints.jsonl:{problem.line}: {problem.reason}"]
+
+
 def _anchor_pillar(
     folder: AuditFolder, master: bytes | None, tsa_bundle: list[x509.Certificate] | None
 ) -> Pillar:
@@ -471,8 +485,8 @@ def _anchor_pillar(
         reason = token_problem(anchor, tsa_bundle)
         if reason is not None:
             pillar.problems.append(f"anchors.jsonl:{anchor.line}: {reason}")
-    if not pillar.problems:
-        pillar.problems = anchor_contradictions(
+    if not pillar.problems and anchors:  # bernstein reads the roots only with anchors
+        pillar.problems = _roots_raise(folder, master) or anchor_contradictions(
             anchors, folder.origin_and_count(), known_roots(folder, master)
         )
     pillar.ok = not pillar.problems
@@ -512,7 +526,9 @@ def _witness_pillar(
             claims += state_claims(witness_state, sorted(origins))
         except ValueError as exc:
             return Pillar(pillar.name, False, [str(exc)])
-    pillar.problems = witness_contradictions(claims, folder, master)
+    # bernstein reads the checkpoint roots only when a claim is to be held to them.
+    raised = _roots_raise(folder, master) if claims else []
+    pillar.problems = raised or witness_contradictions(claims, folder, master)
     pillar.ok = not pillar.problems
     return pillar
 

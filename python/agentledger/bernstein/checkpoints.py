@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentledger import _core
-from agentledger.bernstein.format import AUDIT_DIR
+from agentledger.bernstein.format import AUDIT_DIR, UncaughtJson, loads_as_bernstein
 from agentledger.bernstein.seal import PrefixLeaves, merkle_root
 
 CHECKPOINTS_DIR = f"{AUDIT_DIR}/checkpoints"
@@ -46,9 +46,12 @@ def sign(payload: dict[str, Any], master: bytes) -> str:
 
 
 def _same_hmac(stored: object, expected: str) -> bool:
+    """bernstein's ``compare_digest(str(stored), expected)``, which raises ``TypeError`` on
+    a non-ASCII string (``ValueError`` here: its reader raises, no verdict)."""
     text = str(stored)
-    # bernstein's compare_digest raises on a non-ASCII string: no verdict, a failure.
-    return text.isascii() and hmac.compare_digest(text, expected)
+    if not text.isascii():
+        raise ValueError("compare_digest raises TypeError on a non-ASCII hmac")
+    return hmac.compare_digest(text, expected)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,9 @@ class LedgerProblem:
 
     line: int
     reason: str
+    raises: bool = False
+    """bernstein's reader raises here, rather than reporting a bad file: whatever reads the
+    ledger in its command (the anchor and witness pillars too) fails."""
 
 
 @dataclass
@@ -86,8 +92,11 @@ def read_ledger(raw: bytes | None, master: bytes) -> CheckpointLedger:
     prev = GENESIS
     for number, line in enumerate(lines, start=1):
         try:
-            doc = json.loads(line)
-        except (ValueError, RecursionError):
+            doc = loads_as_bernstein(line)
+        except UncaughtJson as exc:
+            state.problem = LedgerProblem(number, f"bernstein's reader raises: {exc}", True)
+            break
+        except ValueError:
             if number == len(lines):
                 state.torn_tail = True
                 break
@@ -100,7 +109,12 @@ def read_ledger(raw: bytes | None, master: bytes) -> CheckpointLedger:
         if not isinstance(payload, dict):
             state.problem = LedgerProblem(number, "missing payload")
             break
-        if not _same_hmac(doc.get("hmac", ""), sign(payload, master)):
+        try:
+            signed = _same_hmac(doc.get("hmac", ""), sign(payload, master))
+        except ValueError as exc:
+            state.problem = LedgerProblem(number, f"bernstein's reader raises: {exc}", True)
+            break
+        if not signed:
             state.problem = LedgerProblem(number, "signature mismatch")
             break
         if str(payload.get("prev_checkpoint_sha256", "")) != prev:
@@ -116,12 +130,15 @@ def read_ledger(raw: bytes | None, master: bytes) -> CheckpointLedger:
 
 def read_pointer(raw: bytes | None, master: bytes) -> dict[str, Any] | None:
     """``latest.json``'s payload when it is signed and of version 1, else None (bernstein
-    then falls back to the ledger: an unusable pointer is never a verdict)."""
+    then falls back to the ledger: an unusable pointer is never a verdict). ``ValueError``
+    where bernstein's read of it raises (its checkpoint pillar fails)."""
     if raw is None:
         return None
     try:
-        doc = json.loads(raw)
-    except (ValueError, RecursionError):
+        doc = loads_as_bernstein(raw)
+    except UncaughtJson:
+        raise
+    except ValueError:
         return None
     if not isinstance(doc, dict) or not isinstance(doc.get("payload"), dict):
         return None

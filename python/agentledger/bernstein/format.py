@@ -59,6 +59,25 @@ def cas_path(content_hash: str) -> str | None:
     return path
 
 
+class UncaughtJson(ValueError):
+    """What ``json.loads`` raises past bernstein's ``except (json.JSONDecodeError,
+    UnicodeDecodeError)``: an integer beyond Python's 4,300 digits (``ValueError``),
+    nesting beyond the recursion limit (``RecursionError``). bernstein's reader raises
+    then, and its command exits 1."""
+
+
+def loads_as_bernstein(raw: bytes) -> Any:
+    """``json.loads(raw)``, failing as bernstein's guarded reads see it: ``JSONDecodeError``
+    or ``UnicodeDecodeError`` for what they take as unparsable, ``UncaughtJson`` for what
+    escapes them."""
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise UncaughtJson(f"json.loads raises {type(exc).__name__}") from None
+
+
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -329,7 +329,13 @@ def _pointer(
                 )
             )
         return
-    pointer = cp.read_pointer(folder.pointer, master)
+    try:
+        pointer = cp.read_pointer(folder.pointer, master)
+    except ValueError as exc:
+        out.findings.append(
+            Finding("bernstein.checkpoint.pointer", "a readable pointer", str(exc), cp.POINTER)
+        )
+        return
     if pointer is None:
         out.findings.append(
             Finding(
