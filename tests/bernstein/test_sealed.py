@@ -1425,6 +1425,11 @@ def ledger_hmac_not_ascii(wd: Path) -> None:
     path.write_bytes(b"".join(lines))
 
 
+def newest_seal_a_folder(wd: Path) -> None:
+    """A folder named after every seal: bernstein reads it as the newest seal, and raises."""
+    (wd / AUDIT / "merkle" / "seal-99991231T235959Z.json").mkdir()
+
+
 SHAPE_CASES: dict[str, Callable[[Path], None]] = {
     f.__name__: f
     for f in (
@@ -1439,6 +1444,7 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         ledger_last_line_huge_integer,
         ledger_last_line_nested_deep,
         ledger_hmac_not_ascii,
+        newest_seal_a_folder,
     )
 }
 

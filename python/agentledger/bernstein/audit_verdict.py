@@ -195,7 +195,7 @@ def read_folder(
         paths=paths,
         live=live,
         snapshot=snapshot,
-        seal_files=seal_paths(paths),
+        seal_files=seal_paths([*paths, *workdir.audit_folders()]),
         ledger=_document(workdir, paths, cp.LEDGER, oversized, unreadable),
         pointer=_document(workdir, paths, cp.POINTER, oversized, unreadable),
         cosignatures=_document(workdir, paths, cp.COSIGNATURES, oversized, unreadable),
@@ -207,6 +207,15 @@ def read_folder(
     )
 
 
+def read_seal(workdir: Workdir, path: str) -> dict[str, Any]:
+    """``parse_seal`` of the seal at ``path``; ``SealUnreadable`` for a folder named like
+    one too (bernstein's glob lists it, and its read raises)."""
+    reason = read_fails(workdir, path)
+    if reason is not None:
+        raise SealUnreadable(reason)
+    return parse_seal(workdir.read(path) or b"")
+
+
 def newest_seal(folder: AuditFolder, workdir: Workdir) -> SealCheck | str | None:
     """The newest seal checked against the day files; a string when it cannot be read
     (bernstein's own verifier raises then); None when there is no seal."""
@@ -214,7 +223,7 @@ def newest_seal(folder: AuditFolder, workdir: Workdir) -> SealCheck | str | None
         return None
     path = folder.seal_files[0]
     try:
-        doc = parse_seal(workdir.read(path) or b"")
+        doc = read_seal(workdir, path)
     except SealUnreadable as exc:
         return f"{path}: {exc}"
     return check_seal(path, doc, folder.live, folder.leaves)

@@ -32,10 +32,11 @@ from agentledger.bernstein.audit_verdict import (
     cosignature_problem,
     known_roots,
     read_cosignatures,
+    read_seal,
     witness_contradictions,
 )
 from agentledger.bernstein.format import AUDIT_DIR
-from agentledger.bernstein.seal import SealUnreadable, check_seal, leaf_digest, parse_seal
+from agentledger.bernstein.seal import SealUnreadable, check_seal, leaf_digest
 from agentledger.bernstein.workdir import Workdir
 from agentledger.limits import MAX_DOCUMENT_BYTES
 
@@ -215,7 +216,7 @@ def _seals(workdir: Workdir, folder: AuditFolder, out: SealedHistory) -> str | N
     newest_root = None
     for position, path in enumerate(folder.seal_files):
         try:
-            doc = parse_seal(workdir.read(path) or b"")
+            doc = read_seal(workdir, path)
         except SealUnreadable as exc:
             out.findings.append(
                 Finding("bernstein.seal.unreadable", "a seal document", str(exc), path)

@@ -77,6 +77,10 @@ class Workdir(Protocol):
         """Every file under ``.sdd/audit`` (seals, checkpoints... too), sorted."""
         ...
 
+    def audit_folders(self) -> list[str]:
+        """Every folder under ``.sdd/audit``, sorted: bernstein's globs list folders too."""
+        ...
+
     def has_dir(self, path: str) -> bool:
         """Whether the workdir has this folder."""
         ...
@@ -204,15 +208,19 @@ class DirectoryWorkdir:
         pass
 
     def audit_segments(self) -> list[tuple[str, bytes]]:
-        audit = self.root / AUDIT_DIR
-        folders = [f"{AUDIT_DIR}/{p.name}" for p in audit.glob("*.jsonl") if p.is_dir()]
-        return _order_segments(self.audit_files(), self.read, folders)
+        return _order_segments(self.audit_files(), self.read, self.audit_folders())
 
     def audit_files(self) -> list[str]:
         audit = self.root / AUDIT_DIR
         if not audit.is_dir():
             return []
         return sorted(p.relative_to(self.root).as_posix() for p in audit.rglob("*") if p.is_file())
+
+    def audit_folders(self) -> list[str]:
+        audit = self.root / AUDIT_DIR
+        if not audit.is_dir():
+            return []
+        return sorted(p.relative_to(self.root).as_posix() for p in audit.rglob("*") if p.is_dir())
 
     def has_dir(self, path: str) -> bool:
         return (self.root / path).is_dir()
@@ -350,14 +358,7 @@ class LedgerWorkdir:
         return self._row(path)[1]
 
     def audit_segments(self) -> list[tuple[str, bytes]]:
-        folders = (
-            str(row[0])
-            for row in self.conn.execute(
-                "SELECT path FROM bernstein_files WHERE kind = 'dir' AND path GLOB ?",
-                (f"{AUDIT_DIR}/*.jsonl",),
-            )
-        )
-        return _order_segments(self.audit_files(), self.read, folders)
+        return _order_segments(self.audit_files(), self.read, self.audit_folders())
 
     def audit_files(self) -> list[str]:
         return list(self._audit_files)
@@ -372,6 +373,15 @@ class LedgerWorkdir:
                 "SELECT path FROM bernstein_files WHERE kind = 'audit' ORDER BY path"
             )
         )
+
+    def audit_folders(self) -> list[str]:
+        return [
+            str(row[0])
+            for row in self.conn.execute(
+                "SELECT path FROM bernstein_files WHERE kind = 'dir' AND path GLOB ? ORDER BY path",
+                (f"{AUDIT_DIR}/*",),
+            )
+        ]
 
     def has_dir(self, path: str) -> bool:
         return self._row(path)[0] == "dir"
