@@ -1430,6 +1430,12 @@ def newest_seal_a_folder(wd: Path) -> None:
     (wd / AUDIT / "merkle" / "seal-99991231T235959Z.json").mkdir()
 
 
+def lineage_log_a_folder(wd: Path) -> None:
+    """``LineageStore.read_log`` finds the log (``exists``) and its read raises
+    ``IsADirectoryError``: the lineage pillar reports a failed read."""
+    (wd / LINEAGE_LOG).mkdir()
+
+
 SHAPE_CASES: dict[str, Callable[[Path], None]] = {
     f.__name__: f
     for f in (
@@ -1445,6 +1451,7 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         ledger_last_line_nested_deep,
         ledger_hmac_not_ascii,
         newest_seal_a_folder,
+        lineage_log_a_folder,
     )
 }
 

@@ -225,13 +225,16 @@ def _revoked(days: list[bytes]) -> set[str]:
 
 
 def store_problem(workdir: Workdir) -> str | None:
-    """Why bernstein's ``LineageStore`` cannot open ``.sdd/lineage``: a file holds the name
-    of a folder it makes (``FileExistsError``, an ``OSError`` the pillar reports as a failed
-    read, log or no log)."""
+    """Why bernstein's ``LineageStore`` cannot open ``.sdd/lineage`` or read its log: a file
+    holds the name of a folder it makes (``FileExistsError``), or the log is a folder
+    (``read_log`` finds it, and its read raises ``IsADirectoryError``); the pillar reports
+    either ``OSError`` as a failed read."""
     for name in STORE_FOLDERS:
         path = f"{LINEAGE_DIR}/{name}"
         if workdir.digest(path) is not None:
             return f"{path} is a file where bernstein's lineage store makes a folder"
+    if workdir.has_dir(LINEAGE_LOG):
+        return f"{LINEAGE_LOG} is a folder where bernstein's lineage store reads its log"
     return None
 
 
