@@ -1436,6 +1436,13 @@ def lineage_log_a_folder(wd: Path) -> None:
     (wd / LINEAGE_LOG).mkdir()
 
 
+def checkpoints_folder_a_file(wd: Path) -> None:
+    """Every read under it raises ``NotADirectoryError``: the checkpoint, anchor and
+    witness pillars fail (the pointer is ignored)."""
+    shutil.rmtree(wd / LEDGER.parent)
+    (wd / LEDGER.parent).write_bytes(b"")
+
+
 SHAPE_CASES: dict[str, Callable[[Path], None]] = {
     f.__name__: f
     for f in (
@@ -1452,6 +1459,7 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         ledger_hmac_not_ascii,
         newest_seal_a_folder,
         lineage_log_a_folder,
+        checkpoints_folder_a_file,
     )
 }
 

@@ -23,6 +23,8 @@ from agentledger.bernstein.format import (
     AUDIT_DIR,
     CAS_DIR,
     RUNS_DIR,
+    SDD,
+    TOP_DIRS,
     cas_path,
     content_hash,
     journal_path,
@@ -98,12 +100,17 @@ verifier accepts."""
 
 
 def read_fails(workdir: Workdir, path: str) -> str | None:
-    """Why bernstein's ``read_bytes`` of ``path`` raises an ``OSError`` other than
-    ``FileNotFoundError``: its checkpoint, anchor and co-signature readers fail their
-    pillar on one, where no file at all is no record. None when the read works or finds
-    no file."""
+    """Why bernstein's read of ``path`` raises an ``OSError`` other than
+    ``FileNotFoundError``: a folder there, or a file where a folder above it should be.
+    Its checkpoint, anchor and co-signature readers fail their pillar on one, where no
+    file at all is no record. None when the read works or finds no file."""
     if workdir.has_dir(path):
         return "is a folder"
+    folder = posixpath.dirname(path)
+    while folder.startswith(f"{SDD}/") and folder not in TOP_DIRS:
+        if workdir.digest(folder) is not None:  # NotADirectoryError
+            return f"is under {posixpath.basename(folder)}, a file"
+        folder = posixpath.dirname(folder)
     return None
 
 
