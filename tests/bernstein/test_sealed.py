@@ -1443,6 +1443,12 @@ def checkpoints_folder_a_file(wd: Path) -> None:
     (wd / LEDGER.parent).write_bytes(b"")
 
 
+def archive_a_folder(wd: Path) -> None:
+    """bernstein's archive glob lists it, and its read fails: the HMAC pillar reports an
+    unreadable archived segment (the chain snapshot skips it)."""
+    (wd / AUDIT / "archive" / "2025-12-31.jsonl.gz").mkdir(parents=True)
+
+
 SHAPE_CASES: dict[str, Callable[[Path], None]] = {
     f.__name__: f
     for f in (
@@ -1460,6 +1466,7 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         newest_seal_a_folder,
         lineage_log_a_folder,
         checkpoints_folder_a_file,
+        archive_a_folder,
     )
 }
 

@@ -51,10 +51,9 @@ from agentledger.bernstein.seal import (
     seal_paths,
 )
 from agentledger.bernstein.witness_state import WitnessClaim, state_claims
-from agentledger.bernstein.workdir import UNREAD_ARCHIVES, Workdir, read_fails
+from agentledger.bernstein.workdir import ARCHIVE_DIR, UNREAD_ARCHIVES, Workdir, read_fails
 from agentledger.limits import MAX_DOCUMENT_BYTES
 
-ARCHIVE_DIR = f"{AUDIT_DIR}/archive"
 WITNESS_DOMAIN = b"bernstein/audit-checkpoint-witness/v1\n"
 
 

@@ -88,8 +88,10 @@ class Workdir(Protocol):
         ...
 
 
+ARCHIVE_DIR = f"{AUDIT_DIR}/archive"
 UNDECODABLE_ARCHIVE = b"\x00undecodable archive\n"
-"""What an archive that does not inflate reads as: a line no verifier accepts."""
+"""What an archive that does not inflate reads as, and a folder named like one (bernstein's
+glob lists it, its read fails): a line no verifier accepts."""
 OVERSIZED_ARCHIVE = b"\x00archive inflating past the read limit\n"
 """What an archive reads as once the archives have inflated to ``MAX_INFLATED_BYTES``."""
 UNREAD_ARCHIVES = (UNDECODABLE_ARCHIVE, OVERSIZED_ARCHIVE)
@@ -133,8 +135,13 @@ def _day_file_folders(folders: Iterable[str]) -> list[str]:
 def _order_segments(
     names: list[str], read: Callable[[str], bytes | None], folders: Iterable[str] = ()
 ) -> list[tuple[str, bytes]]:
+    folders = list(folders)
+    archive_folders = {
+        f for f in folders if posixpath.dirname(f) == ARCHIVE_DIR and f.endswith(".jsonl.gz")
+    }
     archives = sorted(
-        n for n in names if n.startswith(f"{AUDIT_DIR}/archive/") and n.endswith(".jsonl.gz")
+        archive_folders
+        | {n for n in names if n.startswith(f"{ARCHIVE_DIR}/") and n.endswith(".jsonl.gz")}
     )
     unreadable = set(_day_file_folders(folders))
     day_files = {n for n in names if posixpath.dirname(n) == AUDIT_DIR and n.endswith(".jsonl")}
@@ -142,6 +149,9 @@ def _order_segments(
     segments: list[tuple[str, bytes]] = []
     budget = limits.MAX_INFLATED_BYTES
     for name in archives:
+        if name in archive_folders:
+            segments.append((name, UNDECODABLE_ARCHIVE))
+            continue
         data = read(name)
         if data is not None:
             inflated = _inflate(data, budget)
