@@ -1449,6 +1449,18 @@ def archive_a_folder(wd: Path) -> None:
     (wd / AUDIT / "archive" / "2025-12-31.jsonl.gz").mkdir(parents=True)
 
 
+def pin_huge_integer(wd: Path) -> None:
+    """The witness's pin (read with --witness-state): bernstein's ``load_witness_pin``
+    catches only ``JSONDecodeError``, so its witness pillar raises."""
+    for pin in (wd / "witness-state").glob("*.json"):
+        pin.write_bytes(_with_huge_integer(pin.read_bytes()))
+
+
+def pin_nested_deep(wd: Path) -> None:
+    for pin in (wd / "witness-state").glob("*.json"):
+        pin.write_bytes(NESTED_DEEP)
+
+
 SHAPE_CASES: dict[str, Callable[[Path], None]] = {
     f.__name__: f
     for f in (
@@ -1467,6 +1479,8 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         lineage_log_a_folder,
         checkpoints_folder_a_file,
         archive_a_folder,
+        pin_huge_integer,
+        pin_nested_deep,
     )
 }
 

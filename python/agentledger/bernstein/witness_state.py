@@ -6,17 +6,19 @@ A witness keeps, per chain origin, the newest checkpoint it accepted: the file
 co-signed origins and the chain's own) into the witness pillar as claims the history must
 not contradict: they survive a rollback that deleted the co-signature file with the rest.
 A file that is missing, unparsable, of another version or another origin, or without a
-list of leaves is no pin; a count or a leaf bernstein cannot read makes its verifier raise
-(the command then exits 1), reported here as ``ValueError``.
+list of leaves is no pin; JSON its reader does not catch (``format.UncaughtJson``), a count
+or a leaf bernstein cannot read makes its verifier raise (the command then exits 1),
+reported here as ``ValueError``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from agentledger.bernstein.format import UncaughtJson, loads_as_bernstein
 
 VERSION = 1
 
@@ -59,8 +61,10 @@ def _pin(raw: bytes | None, origin: str) -> WitnessClaim | None:
     if raw is None:
         return None
     try:
-        doc = json.loads(raw)
-    except (ValueError, RecursionError):
+        doc = loads_as_bernstein(raw)
+    except UncaughtJson as exc:
+        raise ValueError(f"bernstein's verifier raises on the witness state: {exc}") from None
+    except ValueError:
         return None
     if not isinstance(doc, dict) or doc.get("version") != VERSION:
         return None
