@@ -1461,6 +1461,18 @@ def pin_nested_deep(wd: Path) -> None:
         pin.write_bytes(NESTED_DEEP)
 
 
+def anchors_torn_line_huge_integer(wd: Path) -> None:
+    """A torn last line (no newline) is skipped only when its parse fails as bernstein's
+    reader catches it: the integer raises past it, and the anchor pillar with it."""
+    with (wd / ANCHORS).open("ab") as handle:
+        handle.write(b'{"x":' + HUGE_INTEGER)
+
+
+def cosignatures_torn_line_nested_deep(wd: Path) -> None:
+    with (wd / COSIGNATURES).open("ab") as handle:
+        handle.write(b"[" * 100_000)
+
+
 SHAPE_CASES: dict[str, Callable[[Path], None]] = {
     f.__name__: f
     for f in (
@@ -1481,6 +1493,8 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         archive_a_folder,
         pin_huge_integer,
         pin_nested_deep,
+        anchors_torn_line_huge_integer,
+        cosignatures_torn_line_nested_deep,
     )
 }
 

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from cryptography import x509
 
+from agentledger.bernstein.format import UncaughtJson, loads_as_bernstein
 from agentledger.bernstein.rfc3161_token import message_imprint
 from agentledger.bernstein.tsa_trust import authenticate_token
 
@@ -42,8 +42,8 @@ def committed_records(
 ) -> tuple[list[tuple[int, dict[str, Any]]], str | None]:
     """Each committed line of one of bernstein's append-only JSONL files, numbered from 1,
     and the first reason the file fails to read (``problem`` judges each record; bernstein
-    then fails the pillar); a torn last line (no final newline) is skipped, as bernstein
-    does."""
+    then fails the pillar, or its reader raises); a torn last line (no final newline) is
+    skipped, as bernstein does."""
     if not raw:
         return [], None
     lines = raw.split(b"\n")
@@ -52,8 +52,10 @@ def committed_records(
     found: list[tuple[int, dict[str, Any]]] = []
     for number, line in enumerate(lines, start=1):
         try:
-            doc = json.loads(line)
-        except (ValueError, RecursionError):
+            doc = loads_as_bernstein(line)
+        except UncaughtJson as exc:  # raised whatever the line's place: never a torn one
+            return found, f"{name}:{number}: bernstein's reader raises: {exc}"
+        except ValueError:
             if number == len(lines) and not raw.endswith(b"\n"):
                 break
             return found, f"{name}:{number}: unparsable committed line"
