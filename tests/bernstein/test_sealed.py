@@ -1473,6 +1473,16 @@ def cosignatures_torn_line_nested_deep(wd: Path) -> None:
         handle.write(b"[" * 100_000)
 
 
+def archive_in_a_subfolder(wd: Path) -> None:
+    """bernstein's ``archive/*.jsonl.gz`` glob does not recurse: an archive one folder
+    down is not a segment of its chain."""
+    import gzip
+
+    folder = wd / AUDIT / "archive" / "old"
+    folder.mkdir(parents=True)
+    (folder / "2000-01-01.jsonl.gz").write_bytes(gzip.compress(_day_file(wd).read_bytes()))
+
+
 SHAPE_CASES: dict[str, Callable[[Path], None]] = {
     f.__name__: f
     for f in (
@@ -1495,6 +1505,7 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         pin_nested_deep,
         anchors_torn_line_huge_integer,
         cosignatures_torn_line_nested_deep,
+        archive_in_a_subfolder,
     )
 }
 

@@ -136,12 +136,13 @@ def _order_segments(
     names: list[str], read: Callable[[str], bytes | None], folders: Iterable[str] = ()
 ) -> list[tuple[str, bytes]]:
     folders = list(folders)
+    # bernstein's archive glob does not recurse: only names directly in the archive folder.
     archive_folders = {
         f for f in folders if posixpath.dirname(f) == ARCHIVE_DIR and f.endswith(".jsonl.gz")
     }
     archives = sorted(
         archive_folders
-        | {n for n in names if n.startswith(f"{ARCHIVE_DIR}/") and n.endswith(".jsonl.gz")}
+        | {n for n in names if posixpath.dirname(n) == ARCHIVE_DIR and n.endswith(".jsonl.gz")}
     )
     unreadable = set(_day_file_folders(folders))
     day_files = {n for n in names if posixpath.dirname(n) == AUDIT_DIR and n.endswith(".jsonl")}
