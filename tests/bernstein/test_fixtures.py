@@ -192,6 +192,44 @@ def test_reimport_is_idempotent(tmp_path: Path) -> None:
     assert second.code == 0
 
 
+def test_journals_checked_in_groups_import_what_one_group_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The import reads its new journals back and checks them a group of about
+    ``JOURNAL_GROUP_BYTES`` at a time (its memory does not grow with the workdir's
+    journals): each group within the budget or one journal alone, and the same entries,
+    byte for byte, as when every journal is checked in one group."""
+    from agentledger import _core
+    from agentledger.bernstein import importer
+
+    calls: list[list[int]] = []
+    check = _core.bernstein_verify_journals
+
+    def counted(journals: list[bytes], *args: Any) -> Any:
+        calls.append([len(data) for data in journals])
+        return check(journals, *args)
+
+    monkeypatch.setattr(_core, "bernstein_verify_journals", counted)
+    imported: list[list[Any]] = []
+    budgets = (1 << 40, max(p.stat().st_size for p in (SHAPES / ".sdd" / "runs").glob("*/*")))
+    for budget in budgets:
+        calls.clear()
+        monkeypatch.setattr(importer, "JOURNAL_GROUP_BYTES", budget)
+        with Ledger.open(tmp_path / f"{budget}.db") as ledger:
+            summary = import_workdir(ledger, SHAPES)
+            rows = ledger.db.rows(
+                "SELECT run_id, bytes FROM entries WHERE kind = ? ORDER BY run_id, seq",
+                (importer.IMPORT_KIND,),
+            )
+            # Each entry's body (its envelope holds the time it was written).
+            imported.append([(run_id, json.loads(data)["body"]) for run_id, data in rows])
+        assert sorted(summary.runs_imported) == SHAPE_RUNS
+        assert sum(map(len, calls)) == len(SHAPE_RUNS)
+        assert all(sum(sizes) <= budget or len(sizes) == 1 for sizes in calls)
+    assert len(calls) > 2  # the smaller budget made groups
+    assert len(imported[0]) == len(SHAPE_RUNS) and imported[0] == imported[1]
+
+
 def test_a_run_changed_since_import_is_reported_not_merged(tmp_path: Path) -> None:
     workdir = copy_workdir(SMALL, tmp_path / "wd")
     with Ledger.open(tmp_path / "ledger.db") as ledger:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +46,9 @@ BATCH_BYTES = 16 << 20
 """Smaller files are read, then stored, about this many bytes at a time."""
 READ_BYTES = 1 << 20
 """What each further read asks for, when a file grew after the import checked it."""
+JOURNAL_GROUP_BYTES = 64 << 20
+"""New journals are read back and checked about this many bytes at a time (a larger one on
+its own): the import's memory then does not grow with the workdir's journals."""
 
 Progress = Callable[[int], None]
 
@@ -306,7 +309,7 @@ def import_workdir(
         return summary
     if on_total is not None:
         on_total(len(scan.files))
-    new_journals: dict[str, tuple[str, bytes]] = {}
+    new_journals: dict[str, tuple[str, str, int]] = {}
     with ledger.db.write() as conn:
         # What is already imported, read in the write transaction: an import that ran
         # meanwhile (another process) is seen, and its files are unchanged, not added again.
@@ -329,7 +332,7 @@ def import_workdir(
                 summary.refused.append((item.rel, "a native run already has this id"))
         if summary.refused:
             return summary
-        for item, digest, data, size in _stored(ledger, scan.files):
+        for item, digest, size in _stored(ledger, scan.files):
             if progress is not None:
                 progress(1)
             run_id = item.rel.split("/")[2] if item.kind == "journal" else None
@@ -344,10 +347,7 @@ def import_workdir(
                         summary.runs_changed.append(run_id)
                 continue
             if run_id is not None:
-                new_journals[run_id] = (
-                    item.rel,
-                    data if data is not None else ledger.blobs.get(digest),
-                )
+                new_journals[run_id] = (item.rel, digest, size)
             added.append((item.rel, item.kind, digest))
             summary.files_added += 1
             summary.bytes_added += size
@@ -356,12 +356,10 @@ def import_workdir(
     return summary
 
 
-def _stored(
-    ledger: LedgerHandle, files: list[_File]
-) -> Iterator[tuple[_File, str, bytes | None, int]]:
-    """Store each of ``files``: ``(file, digest, its bytes or None when streamed, size)``,
-    in order. Files are read whole and stored ``BATCH_BYTES`` at a time (a workdir holds
-    tens of thousands of small files); one over ``LARGE_FILE`` is streamed on its own."""
+def _stored(ledger: LedgerHandle, files: list[_File]) -> Iterator[tuple[_File, str, int]]:
+    """Store each of ``files``: ``(file, digest, size)``, in order. Files are read whole and
+    stored ``BATCH_BYTES`` at a time (a workdir holds tens of thousands of small files); one
+    over ``LARGE_FILE`` is streamed on its own."""
     batch: list[tuple[_File, bytes]] = []
     held = 0
     for item in files:
@@ -369,7 +367,7 @@ def _stored(
         if data is None:
             yield from _store_batch(ledger, batch)
             batch, held = [], 0
-            yield item, streamed, None, size
+            yield item, streamed, size
             continue
         batch.append((item, data))
         held += size
@@ -381,10 +379,10 @@ def _stored(
 
 def _store_batch(
     ledger: LedgerHandle, batch: list[tuple[_File, bytes]]
-) -> Iterator[tuple[_File, str, bytes | None, int]]:
+) -> Iterator[tuple[_File, str, int]]:
     digests = ledger.blobs.put_many([data for _, data in batch], algorithm="sha256")
     for (item, data), digest in zip(batch, digests, strict=True):
-        yield item, digest, data, len(data)
+        yield item, digest, len(data)
 
 
 def _read(ledger: LedgerHandle, item: _File) -> tuple[bytes | None, str, int]:
@@ -434,11 +432,12 @@ def _record(
     ledger: LedgerHandle,
     summary: ImportSummary,
     added: list[tuple[str, str, str | None]],
-    journals: dict[str, tuple[str, bytes]],
+    journals: dict[str, tuple[str, str, int]],
     present: list[str],
 ) -> None:
     """Inside the import's transaction: tables, manifest, and the native chain entries
-    (``present``: every run folder the workdir held)."""
+    (``present``: every run folder the workdir held; ``journals``: run id -> path, digest
+    and size of each new journal, read back from the store as stored)."""
     added.sort()
     manifest_bytes = manifest_of(added)
     manifest = ledger.blobs.put(manifest_bytes, algorithm="sha256")
@@ -453,40 +452,41 @@ def _record(
         "INSERT INTO bernstein_files (path, kind, digest, import_id) VALUES (?, ?, ?, ?)",
         [(path, kind, digest, import_id) for path, kind, digest in added],
     )
-    reports = _core.bernstein_verify_journals([data for _, data in journals.values()])
-    for (run_id, (rel, data)), report in zip(
-        sorted(journals.items()), _reorder(journals, reports), strict=True
-    ):
-        run = ledger.run(run_id)
-        ensure_run_row(conn, run_id)  # bernstein_runs refers to it before its first entry
-        conn.execute(
-            "INSERT INTO bernstein_runs (run_id, path, import_id) VALUES (?, ?, ?)",
-            (run_id, rel, import_id),
-        )
-        run._append_locked(  # in the import's transaction; the kind is the importer's own
-            conn,
-            [
-                (
-                    IMPORT_KIND,
-                    {
-                        "format": FORMAT,
-                        "path": rel,
-                        "journal": content_hash(data),
-                        "size": len(data),
-                        "lines": report["physical_lines"],
-                        "rows": report["count"],
-                        "discarded_lines": report["discarded_lines"],
-                        "profile": report["profile"],
-                        "head": report["head"],
-                        "import_id": import_id,
-                        "manifest": manifest,
-                    },
-                )
-            ],
-        )
-        summary.runs_imported.append(run_id)
-        if report["discarded_lines"]:
-            summary.discarded_lines[run_id] = list(report["discarded_lines"])
+    for group in _journal_groups(sorted(journals.items())):
+        # The bytes just stored, read back in this transaction a group at a time.
+        datas = [ledger.blobs.get(digest) for _, (_, digest, _) in group]
+        reports = _core.bernstein_verify_journals(datas)
+        for (run_id, (rel, _, _)), data, report in zip(group, datas, reports, strict=True):
+            run = ledger.run(run_id)
+            ensure_run_row(conn, run_id)  # bernstein_runs refers to it before its first entry
+            conn.execute(
+                "INSERT INTO bernstein_runs (run_id, path, import_id) VALUES (?, ?, ?)",
+                (run_id, rel, import_id),
+            )
+            run._append_locked(  # in the import's transaction; the kind is the importer's own
+                conn,
+                [
+                    (
+                        IMPORT_KIND,
+                        {
+                            "format": FORMAT,
+                            "path": rel,
+                            "journal": content_hash(data),
+                            "size": len(data),
+                            "lines": report["physical_lines"],
+                            "rows": report["count"],
+                            "discarded_lines": report["discarded_lines"],
+                            "profile": report["profile"],
+                            "head": report["head"],
+                            "import_id": import_id,
+                            "manifest": manifest,
+                        },
+                    )
+                ],
+            )
+            summary.runs_imported.append(run_id)
+            if report["discarded_lines"]:
+                summary.discarded_lines[run_id] = list(report["discarded_lines"])
     ledger.run(BOOKKEEPING_RUN)._append_locked(
         conn,
         [
@@ -509,11 +509,22 @@ def _record(
     summary.manifest = manifest
 
 
-def _reorder(
-    journals: dict[str, tuple[str, bytes]], reports: Sequence[Mapping[str, Any]]
-) -> list[Mapping[str, Any]]:
-    by_run = dict(zip(journals, reports, strict=True))
-    return [by_run[run_id] for run_id in sorted(journals)]
+def _journal_groups(
+    journals: list[tuple[str, tuple[str, str, int]]],
+) -> Iterator[list[tuple[str, tuple[str, str, int]]]]:
+    """``journals`` in order, in runs of about ``JOURNAL_GROUP_BYTES`` (a larger journal on
+    its own)."""
+    group: list[tuple[str, tuple[str, str, int]]] = []
+    held = 0
+    for journal in journals:
+        size = journal[1][2]
+        if group and held + size > JOURNAL_GROUP_BYTES:
+            yield group
+            group, held = [], 0
+        group.append(journal)
+        held += size
+    if group:
+        yield group
 
 
 def manifest_of(files: list[tuple[str, str, str | None]]) -> bytes:
