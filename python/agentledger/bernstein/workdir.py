@@ -379,27 +379,26 @@ class LedgerWorkdir:
         return _order_segments(self.audit_files(), self.read, self.audit_folders())
 
     def audit_files(self) -> list[str]:
-        return list(self._audit_files)
-
-    @functools.cached_property
-    def _audit_files(self) -> tuple[str, ...]:
-        """Read once (a scan of every file: 76 ms on 333,799): the folder and the segments
-        both list it, in the one transaction this reader lives in."""
-        return tuple(
-            str(row[0])
-            for row in self.conn.execute(
-                "SELECT path FROM bernstein_files WHERE kind = 'audit' ORDER BY path"
-            )
-        )
+        return list(self._audit_listing[0])
 
     def audit_folders(self) -> list[str]:
-        return [
-            str(row[0])
-            for row in self.conn.execute(
-                "SELECT path FROM bernstein_files WHERE kind = 'dir' AND path GLOB ? ORDER BY path",
-                (f"{AUDIT_DIR}/*",),
-            )
-        ]
+        return list(self._audit_listing[1])
+
+    @functools.cached_property
+    def _audit_listing(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The audit files and the folders under ``.sdd/audit``, read once in one scan of
+        every row (76 ms on 333,799): the folder, the seals and the segments all list them,
+        in the one transaction this reader lives in."""
+        files: list[str] = []
+        folders: list[str] = []
+        for path, kind in self.conn.execute(
+            "SELECT path, kind FROM bernstein_files WHERE kind IN ('audit', 'dir') ORDER BY path"
+        ):
+            if kind == "audit":
+                files.append(str(path))
+            elif str(path).startswith(f"{AUDIT_DIR}/"):
+                folders.append(str(path))
+        return tuple(files), tuple(folders)
 
     def has_dir(self, path: str) -> bool:
         return self._row(path)[0] == "dir"
