@@ -1483,6 +1483,21 @@ def archive_in_a_subfolder(wd: Path) -> None:
     (folder / "2000-01-01.jsonl.gz").write_bytes(gzip.compress(_day_file(wd).read_bytes()))
 
 
+def only_an_archive_folder(wd: Path) -> None:
+    """No day file left, and a folder named like an archive: the chain's only segment is
+    one bernstein cannot read."""
+    for day in (wd / AUDIT).glob("*.jsonl"):
+        day.unlink()
+    archive_a_folder(wd)
+
+
+def only_an_archive_not_gzip(wd: Path) -> None:
+    for day in (wd / AUDIT).glob("*.jsonl"):
+        day.unlink()
+    (wd / AUDIT / "archive").mkdir(parents=True, exist_ok=True)
+    (wd / AUDIT / "archive" / "2025-12-31.jsonl.gz").write_bytes(b"not gzip\n")
+
+
 SHAPE_CASES: dict[str, Callable[[Path], None]] = {
     f.__name__: f
     for f in (
@@ -1506,6 +1521,8 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         anchors_torn_line_huge_integer,
         cosignatures_torn_line_nested_deep,
         archive_in_a_subfolder,
+        only_an_archive_folder,
+        only_an_archive_not_gzip,
     )
 }
 
