@@ -382,7 +382,7 @@ def _stored_artifact(
 ) -> tuple[str, bytes | None]:
     """bernstein's common artifact steps: format, presence, hash. ``(reason, bytes)``."""
     name = artifact_hex(artifact)
-    if not HEX64.fullmatch(name):
+    if not HEX64.fullmatch(name.removesuffix("\n")):  # bernstein's ``^…$`` allows a final \n
         return f"malformed artifact_hash for {what} stage: {artifact!r}", None
     data = workdir.read(f".sdd/cas/{name}")
     if data is None:

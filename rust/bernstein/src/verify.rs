@@ -402,7 +402,13 @@ fn stored_artifact<'s>(
         Some(colon) => &artifact[colon + 1..],
         None => artifact,
     };
-    let hex64 = name.len() == 64 && name.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    // bernstein's `^[0-9a-f]{64}$` through `re.match`: `$` also matches before a final
+    // newline, so `<hex>\n` passes and is then looked up under that very name.
+    let digits = name.strip_suffix(b"\n").unwrap_or(name);
+    let hex64 = digits.len() == 64
+        && digits
+            .iter()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
     if !hex64 {
         return Err(concat(&[
             format!("malformed artifact_hash for {what} stage: ").as_bytes(),
