@@ -35,6 +35,13 @@ pub const MAX_INT_DIGITS: usize = 4300;
 /// Nesting deeper than this makes Python's recursive scanner raise `RecursionError`.
 pub const MAX_DEPTH: usize = 990;
 
+/// A value nested deeper than this makes bernstein's `canonicalize_jcs` raise
+/// `RecursionError`: it recurses three Python frames a level. Measured with
+/// `verify_run_activities` called as the benches' peer calls it (a row member nested 329
+/// levels raises); the bound moves down a level for every three frames a caller adds
+/// (327 through its click command run in-process).
+pub const JCS_MAX_DEPTH: usize = 328;
+
 /// Nesting up to this depth is far from Python's recursion limit (1,000 frames less the
 /// caller's), for its scanner and its encoder alike: deeper, only Python can say what
 /// Python does (a caller asks its reference then).
@@ -802,6 +809,13 @@ fn utf8(s: &[u8]) -> Result<&str> {
 /// bernstein's `canonicalize_jcs` (RFC 8785) of a parsed value: keys in UTF-16 order,
 /// raw UTF-8 strings, ECMAScript floats (NaN and infinities refused), exact integers.
 pub fn dumps_jcs(value: &PyValue<'_>, out: &mut Vec<u8>) -> Result<()> {
+    if depth(value) > JCS_MAX_DEPTH {
+        return Err(Error::Recursion);
+    }
+    dumps_jcs_in(value, out)
+}
+
+fn dumps_jcs_in(value: &PyValue<'_>, out: &mut Vec<u8>) -> Result<()> {
     match value {
         PyValue::Null => out.extend_from_slice(b"null"),
         PyValue::Bool(true) => out.extend_from_slice(b"true"),
@@ -815,7 +829,7 @@ pub fn dumps_jcs(value: &PyValue<'_>, out: &mut Vec<u8>) -> Result<()> {
                 if i > 0 {
                     out.push(b',');
                 }
-                dumps_jcs(item, out)?;
+                dumps_jcs_in(item, out)?;
             }
             out.push(b']');
         }
@@ -832,7 +846,7 @@ pub fn dumps_jcs(value: &PyValue<'_>, out: &mut Vec<u8>) -> Result<()> {
                 }
                 write_string(key, out);
                 out.push(b':');
-                dumps_jcs(item, out)?;
+                dumps_jcs_in(item, out)?;
             }
             out.push(b'}');
         }

@@ -118,6 +118,29 @@ fn jcs_nan_is_a_crash_not_a_verdict() {
 }
 
 #[test]
+fn jcs_nesting_past_pythons_recursion_is_a_crash_not_a_verdict() {
+    // `canonicalize_jcs` recurses in Python: a member nested past `JCS_MAX_DEPTH` raises
+    // `RecursionError` long before `json.loads` would (990 levels).
+    use crate::pyjson::JCS_MAX_DEPTH;
+    for (depth, crashes) in [(JCS_MAX_DEPTH, false), (JCS_MAX_DEPTH + 1, true)] {
+        let nested = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+        let line = format!(
+            "{{\"index\": 0, \"event\": \"a\", \"hash_profile\": \"jcs-v2\", \"x\": {nested}}}\n"
+        );
+        let report = verify_journal(line.as_bytes());
+        assert_eq!(
+            report.crash.is_some(),
+            crashes,
+            "{depth}: {:?}",
+            report.crash
+        );
+        if crashes {
+            assert!(report.crash.unwrap().starts_with("RecursionError"));
+        }
+    }
+}
+
+#[test]
 fn a_line_bernsteins_reader_raises_on_is_a_crash_not_a_discarded_line() {
     // `load_events` catches only JSONDecodeError: deep nesting raises RecursionError, an
     // integer of more than 4,300 digits ValueError, and bernstein gives no verdict.

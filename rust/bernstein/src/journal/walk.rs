@@ -409,7 +409,14 @@ impl ChainWalk {
             Err(err) => {
                 if *walking {
                     // bernstein's verify_journal raises here: no verdict at all.
-                    report.crash = Some(format!("ValueError: {err} (step {step})"));
+                    report.crash = Some(match err {
+                        crate::Error::Recursion => {
+                            format!(
+                                "RecursionError: maximum recursion depth exceeded (step {step})"
+                            )
+                        }
+                        err => format!("ValueError: {err} (step {step})"),
+                    });
                     report.chain_consistent = false;
                     *walking = false;
                 }
