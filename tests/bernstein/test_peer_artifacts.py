@@ -210,21 +210,26 @@ def test_the_reference_and_compat_read_a_folder_in_the_store_as_missing_bytes(
     assert import_and_verify(workdir, tmp_path / "ledger.db").compat == theirs
 
 
+@pytest.mark.parametrize("named", [False, True], ids=["no-blob", "blob-so-named"])
 @pytest.mark.parametrize("stage", sorted(STAGES))
 def test_the_reference_and_compat_give_bernsteins_verdict_on_an_artifact_hash_ending_in_a_newline(
-    tmp_path: Path, peer: Callable[[Path], dict[str, int]], stage: str
+    tmp_path: Path, peer: Callable[[Path], dict[str, int]], stage: str, named: bool
 ) -> None:
     """bernstein checks the name with ``re.match(r"^[0-9a-f]{64}$")``, whose ``$`` also
     matches before a final newline: ``sha256:<hex>\\n`` is well formed to it, no blob has
     that name, and the stage passes as one whose artifact was never stored (exit 0). We
-    had called it malformed (exit 2)."""
+    had called it malformed (exit 2). A blob stored under that very name is read and does
+    not hash to it (exit 2)."""
     run, step = STAGES[stage]
     workdir = copy_workdir(SHAPES, tmp_path / "wd")
     artifact = json.loads(lines(workdir, run)[step])["artifact_hash"]
+    if named:
+        stored = cas(workdir, artifact)
+        stored.with_name(stored.name + "\n").write_bytes(stored.read_bytes())
     edit_row(workdir, run, step, artifact_hash=artifact + "\n")
     write_lines(workdir, run, rechain(lines(workdir, run)))
     theirs = peer(workdir)
-    assert theirs[run] == 0
+    assert theirs[run] == (2 if named else 0)
     assert _peer_codes(workdir, "--reference") == theirs
     ours = import_and_verify(workdir, tmp_path / "ledger.db")
     assert ours.compat == theirs
