@@ -236,21 +236,29 @@ def test_the_reference_and_compat_give_bernsteins_verdict_on_an_artifact_hash_en
     assert ours.strict[run] == 2, ours.findings[run]  # the audit record names the real one
 
 
-@pytest.mark.parametrize("depth", [328, 329])
-def test_compat_gives_bernsteins_verdict_on_a_jcs_row_nested_past_its_encoders_recursion(
-    tmp_path: Path, peer: Callable[[Path], dict[str, int]], depth: int
+@pytest.mark.parametrize(
+    ("run", "depth", "raises"),
+    [
+        ("r0012-jcs-v2-mixed", 328, False),
+        ("r0012-jcs-v2-mixed", 329, True),
+        ("r0003-dataops", 988, False),
+        ("r0003-dataops", 989, True),
+    ],
+)
+def test_compat_gives_bernsteins_verdict_on_a_row_nested_past_its_encoders_recursion(
+    tmp_path: Path, peer: Callable[[Path], dict[str, int]], run: str, depth: int, raises: bool
 ) -> None:
     """``canonicalize_jcs`` recurses three Python frames a level: from 329 levels a
     ``jcs-v2`` row makes ``verify_journal`` raise ``RecursionError`` (no verdict, exit 1),
-    far short of the 990 ``json.loads`` reads. We hashed it and said the chain diverges
-    (exit 2)."""
-    run = "r0012-jcs-v2-mixed"
+    far short of the 990 ``json.loads`` reads. ``py-json-v1``'s ``json.dumps`` runs a few
+    frames deeper than the reader: a member nested 989 levels is read and raises there.
+    We hashed both and said the chain diverges (exit 2)."""
     workdir = copy_workdir(SHAPES, tmp_path / "wd")
     nested = "[" * depth + "1" + "]" * depth
     row = '{"event": "x", "prev_hash": "", "event_hash": "", "deep": ' + nested + "}\n"
     write_lines(workdir, run, [*lines(workdir, run), row])
     theirs = peer(workdir)
-    assert theirs[run] == (1 if depth == 329 else 2)
+    assert theirs[run] == (1 if raises else 2)
     ours = import_and_verify(workdir, tmp_path / "ledger.db")
     assert ours.compat == theirs
-    assert ("bernstein.crash" in ours.findings[run]) == (depth == 329), ours.findings[run]
+    assert ("bernstein.crash" in ours.findings[run]) == raises, ours.findings[run]

@@ -42,6 +42,11 @@ pub const MAX_DEPTH: usize = 990;
 /// (327 through its click command run in-process).
 pub const JCS_MAX_DEPTH: usize = 328;
 
+/// The same for the `py-json-v1` row hash (`json.dumps`, one C recursion a level): it
+/// runs a few frames deeper than the reader, so a member nested 989 levels (its row 990,
+/// which `json.loads` reads) raises there, measured as for [`JCS_MAX_DEPTH`].
+pub const PY_JSON_MAX_DEPTH: usize = 988;
+
 /// Nesting up to this depth is far from Python's recursion limit (1,000 frames less the
 /// caller's), for its scanner and its encoder alike: deeper, only Python can say what
 /// Python does (a caller asks its reference then).

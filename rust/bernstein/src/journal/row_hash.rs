@@ -4,7 +4,7 @@
 
 use std::io::Write as _;
 
-use crate::pyjson::{dumps_jcs, dumps_sorted, write_py_string, PyValue};
+use crate::pyjson::{depth, dumps_jcs, dumps_sorted, write_py_string, PyValue, PY_JSON_MAX_DEPTH};
 use agentledger_core::canonical::write_string;
 use agentledger_core::hash::{hex64, sha256};
 
@@ -24,6 +24,7 @@ impl Profile {
 
     fn canon(self, value: &PyValue<'_>, out: &mut Vec<u8>) -> crate::Result<()> {
         match self {
+            Profile::PyJsonV1 if depth(value) > PY_JSON_MAX_DEPTH => Err(crate::Error::Recursion),
             Profile::PyJsonV1 => dumps_sorted(value, true, out),
             Profile::JcsV2 => dumps_jcs(value, out),
         }

@@ -118,15 +118,20 @@ fn jcs_nan_is_a_crash_not_a_verdict() {
 }
 
 #[test]
-fn jcs_nesting_past_pythons_recursion_is_a_crash_not_a_verdict() {
+fn nesting_past_the_encoders_recursion_is_a_crash_not_a_verdict() {
     // `canonicalize_jcs` recurses in Python: a member nested past `JCS_MAX_DEPTH` raises
     // `RecursionError` long before `json.loads` would (990 levels).
-    use crate::pyjson::JCS_MAX_DEPTH;
-    for (depth, crashes) in [(JCS_MAX_DEPTH, false), (JCS_MAX_DEPTH + 1, true)] {
+    // The same for `py-json-v1`'s `json.dumps`, a level short of what `json.loads` reads.
+    use crate::pyjson::{JCS_MAX_DEPTH, PY_JSON_MAX_DEPTH};
+    let jcs = ", \"hash_profile\": \"jcs-v2\"";
+    for (profile, depth, crashes) in [
+        (jcs, JCS_MAX_DEPTH, false),
+        (jcs, JCS_MAX_DEPTH + 1, true),
+        ("", PY_JSON_MAX_DEPTH, false),
+        ("", PY_JSON_MAX_DEPTH + 1, true),
+    ] {
         let nested = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
-        let line = format!(
-            "{{\"index\": 0, \"event\": \"a\", \"hash_profile\": \"jcs-v2\", \"x\": {nested}}}\n"
-        );
+        let line = format!("{{\"index\": 0, \"event\": \"a\"{profile}, \"x\": {nested}}}\n");
         let report = verify_journal(line.as_bytes());
         assert_eq!(
             report.crash.is_some(),
