@@ -201,6 +201,7 @@ def test_journals_checked_in_groups_import_what_one_group_imports(
     byte for byte, as when every journal is checked in one group."""
     from agentledger import _core
     from agentledger.bernstein import importer
+    from agentledger.bernstein.kinds import IMPORT_KIND
 
     calls: list[list[int]] = []
     check = _core.bernstein_verify_journals
@@ -219,7 +220,7 @@ def test_journals_checked_in_groups_import_what_one_group_imports(
             summary = import_workdir(ledger, SHAPES)
             rows = ledger.db.rows(
                 "SELECT run_id, bytes FROM entries WHERE kind = ? ORDER BY run_id, seq",
-                (importer.IMPORT_KIND,),
+                (IMPORT_KIND,),
             )
             # Each entry's body (its envelope holds the time it was written).
             imported.append([(run_id, json.loads(data)["body"]) for run_id, data in rows])
