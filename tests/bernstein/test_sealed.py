@@ -16,7 +16,7 @@ import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +78,35 @@ def _day_file(wd: Path) -> Path:
 
 def _lines(path: Path) -> list[bytes]:
     return path.read_bytes().splitlines(keepends=True)
+
+
+def bernstein_audits(specs: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """bernstein's own audit verify of each spec (its workdir and options), in order, run
+    by the generator in one process."""
+    done = subprocess.run(
+        [sys.executable, str(GENERATOR), "audit", *map(json.dumps, specs)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    answers = [
+        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
+    ]
+    assert len(answers) == len(specs)
+    return answers
+
+
+def tampered_copies(
+    sealed: Path, root: Path, cases: Mapping[str, Callable[[Path], None]]
+) -> dict[str, Path]:
+    """A copy of the sealed workdir per case, in ``root``, each tampered by its case."""
+    made = {}
+    for name, tamper in cases.items():
+        shutil.copytree(sealed, root / name)
+        tamper(root / name)
+        made[name] = root / name
+    return made
 
 
 def cut_last_record(wd: Path) -> None:
@@ -346,14 +375,7 @@ NOT_TAMPER = {"untouched", "unsealed"}
 
 @pytest.fixture(scope="module")
 def cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("cases")
-    made = {}
-    for name, tamper in CASES.items():
-        target = root / name
-        shutil.copytree(sealed, target)
-        tamper(target)
-        made[name] = target
-    return made
+    return tampered_copies(sealed, tmp_path_factory.mktemp("cases"), CASES)
 
 
 @pytest.fixture(scope="module")
@@ -626,17 +648,7 @@ def bernstein_says_tsa(tsa_cases: dict[str, Path]) -> dict[tuple[str, bool], dic
         bundle = str((workdir / "tsa" / "bundle.pem").resolve())
         specs.append((name, False, {"workdir": str(workdir)}))
         specs.append((name, True, {"workdir": str(workdir), "tsa_bundle": bundle}))
-    done = subprocess.run(
-        [sys.executable, str(GENERATOR), "audit"] + [json.dumps(spec) for _, _, spec in specs],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers = [
-        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
-    ]
-    assert len(answers) == len(specs)
+    answers = bernstein_audits([spec for _, _, spec in specs])
     return {(name, bundled): a for (name, bundled, _), a in zip(specs, answers, strict=True)}
 
 
@@ -760,13 +772,7 @@ FAILS_WITH_THE_STATE = {
 
 @pytest.fixture(scope="module")
 def state_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("state")
-    made = {}
-    for name, tamper in STATE_CASES.items():
-        shutil.copytree(sealed, root / name)
-        tamper(root / name)
-        made[name] = root / name
-    return made
+    return tampered_copies(sealed, tmp_path_factory.mktemp("state"), STATE_CASES)
 
 
 @pytest.fixture(scope="module")
@@ -777,17 +783,7 @@ def bernstein_says_state(state_cases: dict[str, Path]) -> dict[tuple[str, bool],
         spec = {"workdir": str(workdir), "witness_key": str((workdir / "witness.pub").resolve())}
         specs.append((name, False, spec))
         specs.append((name, True, {**spec, "witness_state": str(workdir / "witness-state")}))
-    done = subprocess.run(
-        [sys.executable, str(GENERATOR), "audit"] + [json.dumps(spec) for _, _, spec in specs],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers = [
-        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
-    ]
-    assert len(answers) == len(specs)
+    answers = bernstein_audits([spec for _, _, spec in specs])
     return {(name, stated): a for (name, stated, _), a in zip(specs, answers, strict=True)}
 
 
@@ -936,30 +932,13 @@ UNREADABLE_LINEAGE_STORES = {
 
 @pytest.fixture(scope="module")
 def lineage_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("lineage")
-    made = {}
-    for name, tamper in LINEAGE_CASES.items():
-        shutil.copytree(sealed, root / name)
-        tamper(root / name)
-        made[name] = root / name
-    return made
+    return tampered_copies(sealed, tmp_path_factory.mktemp("lineage"), LINEAGE_CASES)
 
 
 @pytest.fixture(scope="module")
 def bernstein_says_lineage(lineage_cases: dict[str, Path]) -> dict[str, dict[str, Any]]:
     names = list(lineage_cases)
-    specs = [json.dumps({"workdir": str(lineage_cases[name])}) for name in names]
-    done = subprocess.run(
-        [sys.executable, str(GENERATOR), "audit", *specs],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers = [
-        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
-    ]
-    assert len(answers) == len(names)
+    answers = bernstein_audits([{"workdir": str(lineage_cases[name])} for name in names])
     return dict(zip(names, answers, strict=True))
 
 
@@ -1022,18 +1001,7 @@ def tear_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[s
 @pytest.fixture(scope="module")
 def bernstein_says_tears(tear_cases: dict[str, Path]) -> dict[str, dict[str, Any]]:
     names = list(tear_cases)
-    specs = [json.dumps({"workdir": str(tear_cases[name])}) for name in names]
-    done = subprocess.run(
-        [sys.executable, str(GENERATOR), "audit", *specs],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers = [
-        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
-    ]
-    assert len(answers) == len(names)
+    answers = bernstein_audits([{"workdir": str(tear_cases[name])} for name in names])
     return dict(zip(names, answers, strict=True))
 
 
@@ -1113,13 +1081,7 @@ SEAL_CASES: dict[str, Callable[[Path], None]] = {
 
 @pytest.fixture(scope="module")
 def seal_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("seal-anchors")
-    made = {}
-    for name, tamper in SEAL_CASES.items():
-        shutil.copytree(sealed, root / name)
-        tamper(root / name)
-        made[name] = root / name
-    return made
+    return tampered_copies(sealed, tmp_path_factory.mktemp("seal-anchors"), SEAL_CASES)
 
 
 def _seal_specs(seal_cases: dict[str, Path]) -> list[tuple[str, str, bool]]:
@@ -1258,13 +1220,7 @@ REPLAY_CASES: dict[str, Callable[[Path], None]] = {
 
 @pytest.fixture(scope="module")
 def replay_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("replay")
-    made = {}
-    for name, tamper in REPLAY_CASES.items():
-        shutil.copytree(sealed, root / name)
-        tamper(root / name)
-        made[name] = root / name
-    return made
+    return tampered_copies(sealed, tmp_path_factory.mktemp("replay"), REPLAY_CASES)
 
 
 @pytest.fixture(scope="module")
@@ -1537,31 +1493,14 @@ def _shape_spec(workdir: Path, witnessed: bool) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def shape_cases(sealed: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("shapes")
-    made = {}
-    for name, tamper in SHAPE_CASES.items():
-        shutil.copytree(sealed, root / name)
-        tamper(root / name)
-        made[name] = root / name
-    return made
+    return tampered_copies(sealed, tmp_path_factory.mktemp("shapes"), SHAPE_CASES)
 
 
 @pytest.fixture(scope="module")
 def bernstein_says_shapes(shape_cases: dict[str, Path]) -> dict[tuple[str, bool], dict[str, Any]]:
     """bernstein's audit verify per (case, with --witness-key and --witness-state)."""
     specs = [(name, w) for name in shape_cases for w in (False, True)]
-    done = subprocess.run(
-        [sys.executable, str(GENERATOR), "audit"]
-        + [json.dumps(_shape_spec(shape_cases[name], w)) for name, w in specs],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers = [
-        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
-    ]
-    assert len(answers) == len(specs)
+    answers = bernstein_audits([_shape_spec(shape_cases[name], w) for name, w in specs])
     return dict(zip(specs, answers, strict=True))
 
 
