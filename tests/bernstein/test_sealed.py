@@ -83,8 +83,13 @@ def _lines(path: Path) -> list[bytes]:
 def bernstein_audits(specs: list[dict[str, str]]) -> list[dict[str, Any]]:
     """bernstein's own audit verify of each spec (its workdir and options), in order, run
     by the generator in one process."""
+    return _audit_answers(GENERATOR, [json.dumps(spec) for spec in specs])
+
+
+def _audit_answers(script: Path, args: list[str]) -> list[dict[str, Any]]:
+    """The ``AUDIT`` answers of ``script audit ARGS...``, one per argument, in order."""
     done = subprocess.run(
-        [sys.executable, str(GENERATOR), "audit", *map(json.dumps, specs)],
+        [sys.executable, str(script), "audit", *args],
         capture_output=True,
         text=True,
         check=False,
@@ -93,7 +98,7 @@ def bernstein_audits(specs: list[dict[str, str]]) -> list[dict[str, Any]]:
     answers = [
         json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
     ]
-    assert len(answers) == len(specs)
+    assert len(answers) == len(args)
     return answers
 
 
@@ -385,18 +390,7 @@ def bernstein_says(cases: dict[str, Path]) -> dict[tuple[str, bool], dict[str, A
     for name, workdir in cases.items():
         specs.append((name, False, str(workdir)))
         specs.append((name, True, f"{workdir},{(workdir / 'witness.pub').resolve()}"))
-    done = subprocess.run(
-        [sys.executable, str(BENCHES / "bernstein_peer.py"), "audit"]
-        + [spec for _, _, spec in specs],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers = [
-        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
-    ]
-    assert len(answers) == len(specs)
+    answers = _audit_answers(BENCHES / "bernstein_peer.py", [spec for _, _, spec in specs])
     return {(name, keyed): answer for (name, keyed, _), answer in zip(specs, answers, strict=True)}
 
 
