@@ -32,8 +32,11 @@ activity rows and 39 blobs a run). ``--runs`` and ``--rows`` override either.
    What strict adds for the seal and the checkpoints is also timed inside this process
    (``read_folder`` and ``sealed_history`` on the imported ledger, median of R): its
    share of the compat verify's wall time has a 5% budget.
-   Each process's peak RSS comes from ``wait4``; a process still running after
-   ``--timeout`` seconds is killed and counted as a failure.
+   Each process's peak RSS and CPU time (user plus system, every thread) come from
+   ``wait4``; a process still running after ``--timeout`` seconds is killed and counted as
+   a failure. From the CPU time the table also gives the most each ratio could be on this
+   machine's cores were every core busy from the process's start to its exit: how much
+   of a ratio's distance to its target is idle cores, and how much is work.
 
 Without the wheel (no network), the workdir is written by ``agentledger.bernstein.writer``
 and the peer is agentledger's Python reference verifier; the output says so.
@@ -75,6 +78,8 @@ class Sample:
 
     wall_s: float
     peak_rss_mb: float
+    cpu_s: float
+    """User plus system time of the process, every thread."""
     code: int
     stdout: str
     stderr: str
@@ -101,6 +106,7 @@ def run_process(command: list[str], scratch: Path, name: str, timeout: float) ->
     return Sample(
         wall_s=wall,
         peak_rss_mb=usage.ru_maxrss / 1024,  # kilobytes on Linux
+        cpu_s=usage.ru_utime + usage.ru_stime,
         code=process.returncode,
         stdout=out_path.read_text(errors="replace"),
         stderr=err_path.read_text(errors="replace"),
@@ -375,6 +381,7 @@ def figures(
 ) -> dict[str, Any]:
     manifest = workdir.manifest
     wall = {name: statistics.median(s.wall_s for s in runs) for name, runs in samples.items()}
+    cpu = {name: statistics.median(s.cpu_s for s in runs) for name, runs in samples.items()}
     in_process = [peer_report(s) for s in samples["peer"]]
     codes: dict[str, int] = {}
     for code in check["codes"].values():
@@ -409,6 +416,12 @@ def figures(
         "peer_over_strict": round(wall["peer"] / wall["strict"], 1),
         "targets": TARGETS,
         "peak_rss_mb": {n: round(max(s.peak_rss_mb for s in r), 1) for n, r in samples.items()},
+        "cpu_s": {n: round(c, 3) for n, c in cpu.items()},
+        # What the CPU time allows: no wall time below cpu / cores, so no ratio above this.
+        "peer_over_cpu_bound": {
+            key: round(wall["peer"] / (cpu[key] / len(os.sched_getaffinity(0))), 1)
+            for key in ("compat", "strict")
+        },
         "samples_s": {n: [round(s.wall_s, 3) for s in r] for n, r in samples.items()},
         "exit_codes": {n: sorted({s.code for s in r}) for n, r in samples.items()},
         "strict_counters": {key: strict.get(key) for key in COUNTERS},
@@ -416,6 +429,7 @@ def figures(
         "disagreements": disagreements[:20],
         "load_average": os.getloadavg()[0],
         "cpus": os.cpu_count(),
+        "cores": len(os.sched_getaffinity(0)),
     }
 
 
@@ -452,10 +466,11 @@ def print_table(r: dict[str, Any]) -> None:
     rows = [(key, label) for key, label in rows if r[key + "_s"] is not None]
     width = max(len(label) for _, label in rows)
     title = f"whole processes, median of {r['repeat']}, alternated"
-    print(f"\n{title:<{width + 2}}   wall s  peak RSS MB")
+    print(f"\n{title:<{width + 2}}   wall s   CPU s  peak RSS MB")
     for key, label in rows:
-        rss = r["peak_rss_mb"][key.replace("_", "-")]
-        print(f"  {label:<{width}} {r[key + '_s']:8.2f}  {rss:11.0f}")
+        name = key.replace("_", "-")
+        rss, cpu = r["peak_rss_mb"][name], r["cpu_s"][name]
+        print(f"  {label:<{width}} {r[key + '_s']:8.2f} {cpu:7.2f}  {rss:11.0f}")
     print(
         f"  (the peer inside its process: imports {r['peer_in_process_import_s']:.2f} s, "
         f"verify loop {r['peer_in_process_verify_s']:.2f} s)"
@@ -465,6 +480,11 @@ def print_table(r: dict[str, Any]) -> None:
         ratio, target = r[f"peer_over_{key}"], r["targets"][key]
         verdict = "met" if ratio >= target else "NOT met"
         print(f"  {peer} / {key:<6} {ratio:6.1f}x   (target >= {target:.0f}x: {verdict})")
+    bound = ", ".join(f"{key} {r['peer_over_cpu_bound'][key]:.1f}x" for key in ("compat", "strict"))
+    print(
+        f"  the most the CPU time allows on {r['cores']} cores (every core busy from start to "
+        f"exit): {bound}"
+    )
     share, budget = r["sealed_checks_share"], r["sealed_checks_budget"]
     verdict = "met" if share <= budget else "NOT met"
     print(
