@@ -81,6 +81,8 @@ class Outcome:
     findings: dict[str, set[str]]
     fields: dict[str, set[tuple[int | None, str, str | None]]]
     workspace: set[str]
+    workspace_fields: set[tuple[str, str | None]]
+    """``(check, subject)`` of every workspace finding of strict."""
     compat_fields: dict[str, set[tuple[int | None, str, str | None]]]
     notes: list[str]
 
@@ -92,6 +94,7 @@ def import_and_verify(
     key: Path | None = None,
     trust: tuple[str, ...] = (),
     tsa_bundle: Path | None = None,
+    witness_state: Path | None = None,
 ) -> Outcome:
     """Import into a fresh ledger at ``ledger_path`` and verify every run both ways."""
     with Ledger.open(ledger_path) as ledger:
@@ -100,7 +103,12 @@ def import_and_verify(
         compat = ledger.verify(runs, options=VerifyOptions(compat="bernstein"))
         strict = ledger.verify(
             runs,
-            options=VerifyOptions(audit_key_file=key, trust=trust, tsa_bundle_file=tsa_bundle),
+            options=VerifyOptions(
+                audit_key_file=key,
+                trust=trust,
+                tsa_bundle_file=tsa_bundle,
+                witness_state_dir=witness_state,
+            ),
         )
     return Outcome(
         compat={v.run_id: int(v.code) for v in compat.runs},
@@ -110,6 +118,7 @@ def import_and_verify(
             v.run_id: {(d.seq, d.check, d.subject) for d in v.divergences} for v in strict.runs
         },
         workspace={d.check for d in strict.workspace},
+        workspace_fields={(d.check, d.subject) for d in strict.workspace},
         compat_fields={
             v.run_id: {(d.seq, d.check, d.subject) for d in v.divergences} for v in compat.runs
         },

@@ -817,6 +817,79 @@ def test_compat_exit_code_with_the_witness_state_is_bernsteins(
     assert witness["ok"] is (theirs["pillars"]["_verify_witness"] is True), witness
 
 
+def _strict_witness_findings(
+    workdir: Path, ledger: Path, state: Path | None
+) -> tuple[set[tuple[str, str | None]], list[str]]:
+    """Strict verify's witness findings ``(check, subject)`` (the witness's key trusted),
+    and its notes, with the witness state ``state`` or without."""
+    outcome = import_and_verify(
+        workdir,
+        ledger,
+        key=workdir / "audit.key",
+        trust=(_witness_trust(workdir),),
+        witness_state=state,
+    )
+    found = {f for fields in outcome.fields.values() for f in fields}
+    witness = {(check, subject) for _, check, subject in found if "witness" in check}
+    witness |= {
+        (check, subject) for check, subject in outcome.workspace_fields if "witness" in check
+    }
+    return witness, outcome.notes
+
+
+# What strict says with the state of what bernstein fails with it (FAILS_WITH_THE_STATE).
+STATE_FINDINGS = {
+    "roll_back_everything": "bernstein.witness.contradiction",
+    "roll_back_with_the_cosignatures": "bernstein.witness.contradiction",
+    "unreadable_pin_count": "bernstein.witness.state",
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATE_CASES))
+def test_strict_holds_the_history_to_the_witness_state(
+    name: str, state_cases: dict[str, Path], tmp_path: Path
+) -> None:
+    """Strict verify --witness-state fails whatever bernstein's audit verify fails with the
+    state, naming the state; a rollback that took the co-signatures with it is found only
+    with it."""
+    workdir = state_cases[name]
+    state = workdir / "witness-state"
+    with_state, notes = _strict_witness_findings(workdir, tmp_path / "with.db", state)
+    without, _ = _strict_witness_findings(workdir, tmp_path / "without.db", None)
+    from_state = {check for check, subject in with_state if subject == "--witness-state"}
+    if name in FAILS_WITH_THE_STATE:
+        assert from_state == {STATE_FINDINGS[name]}, with_state
+    else:
+        assert not from_state, with_state
+    assert not {c for c, s in without if s == "--witness-state"}
+    if name == "roll_back_with_the_cosignatures":
+        assert not without, "found without the state: the case proves nothing"
+    if name == "roll_back_under_a_pin_of_another_version":
+        assert any("holds no pin" in note for note in notes), notes
+
+
+def test_the_witness_state_is_for_the_strict_verdict(
+    state_cases: dict[str, Path], cli: Any, tmp_path: Path
+) -> None:
+    workdir = state_cases["roll_back_with_the_cosignatures"]
+    ledger = tmp_path / "ledger.db"
+    assert cli("import", "bernstein", str(workdir), ledger=ledger).code == 0
+    state = str(workdir / "witness-state")
+    result = cli("verify", "--compat", "bernstein", "--witness-state", state, ledger=ledger)
+    assert result.code == 64 and "strict" in result.err, result.err
+    result = cli("verify", "--witness-state", str(tmp_path / "absent"), ledger=ledger)
+    assert result.code == 64 and "no such folder" in result.err, result.err
+    trust = _witness_trust(workdir)
+    key = str(workdir / "audit.key")
+    strict = ["verify", "--audit-key", key, "--trust", trust, "--json"]
+    result = cli(*strict, "--witness-state", state, ledger=ledger)
+    assert result.code == 2, result.out
+    found = [
+        d for d in result.json()["workspace"] if d["check"] == "bernstein.witness.contradiction"
+    ]
+    assert found and found[0]["subject"] == "--witness-state", result.json()["workspace"]
+
+
 # ---- the lineage store's activity ----------------------------------------------------------
 
 LINEAGE_LOG = Path(".sdd/lineage/log.jsonl")
@@ -1525,18 +1598,23 @@ def test_compat_pillars_on_hostile_shapes_are_bernsteins(
 
 
 @pytest.mark.parametrize("name", sorted(SHAPE_CASES))
+@pytest.mark.parametrize("witnessed", [False, True], ids=["plain", "witness-state"])
 def test_strict_names_what_bernstein_fails_on_hostile_shapes(
     name: str,
+    witnessed: bool,
     shape_cases: dict[str, Path],
     bernstein_says_shapes: dict[tuple[str, bool], dict[str, Any]],
     tmp_path: Path,
 ) -> None:
+    """Strict (the witness's key trusted; with its state, as bernstein is given it) has a
+    finding exactly where bernstein's audit verify exits 1."""
     workdir = shape_cases[name]
     outcome = import_and_verify(
         workdir,
         tmp_path / "ledger.db",
         key=workdir / "audit.key",
         trust=(_witness_trust(workdir),),
+        witness_state=workdir / "witness-state" if witnessed else None,
     )
     found = {c for c in outcome.workspace if c.startswith("bernstein.")}
-    assert bool(found) is (bernstein_says_shapes[(name, False)]["code"] == 1), found
+    assert bool(found) is (bernstein_says_shapes[(name, witnessed)]["code"] == 1), found

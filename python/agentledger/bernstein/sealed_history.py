@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cryptography import x509
@@ -37,6 +38,7 @@ from agentledger.bernstein.audit_verdict import (
 )
 from agentledger.bernstein.format import AUDIT_DIR
 from agentledger.bernstein.seal import SealUnreadable, check_seal, leaf_digest
+from agentledger.bernstein.witness_state import state_claims
 from agentledger.bernstein.workdir import Workdir
 from agentledger.limits import MAX_DOCUMENT_BYTES
 
@@ -75,9 +77,11 @@ def sealed_history(
     master: bytes | None,
     trusted: frozenset[bytes],
     tsa_bundle: list[x509.Certificate] | None = None,
+    witness_state: Callable[[str], bytes | None] | None = None,
 ) -> SealedHistory:
     """Findings and notes; ``trusted`` (``--trust``) holds the keys a witness may sign with,
-    ``tsa_bundle`` (``--tsa-bundle``) the certificates a TSA must chain to."""
+    ``tsa_bundle`` (``--tsa-bundle``) the certificates a TSA must chain to,
+    ``witness_state`` (``--witness-state``) reads the witness's own pins by file name."""
     out = SealedHistory()
     for path in folder.oversized:
         out.findings.append(
@@ -105,6 +109,8 @@ def sealed_history(
         _checkpoints(folder, master, newest_root, out)
     _anchors(folder, master, tsa_bundle, out)
     _witness(folder, master, trusted, out)
+    if witness_state is not None:
+        _witness_state(folder, master, witness_state, out)
     _tiles(workdir, folder, out)
     return out
 
@@ -365,6 +371,47 @@ def _pointer(
                 f"checkpoint {newest + 1} (the ledger's newest)",
                 f"checkpoint {position + 1}",
                 cp.POINTER,
+            )
+        )
+
+
+STATE = "--witness-state"
+"""The subject of what the witness state says: the folder the user gave."""
+
+
+def _witness_state(
+    folder: AuditFolder,
+    master: bytes | None,
+    read: Callable[[str], bytes | None],
+    out: SealedHistory,
+) -> None:
+    """The witness's own pins, read as bernstein's ``--witness-state`` reads them, for the
+    co-signed origins and the chain's own: a rollback of the log host that took the
+    co-signatures with it cannot take these, so the history must not contradict them."""
+    cosignatures, _ = read_cosignatures(folder.cosignatures)
+    origins = {c.origin for c in cosignatures}
+    local = folder.origin_and_count()[0]
+    if local is not None:
+        origins.add(local)
+    try:
+        pins = state_claims(read, sorted(origins))
+    except ValueError as exc:
+        out.findings.append(
+            Finding("bernstein.witness.state", "pins bernstein's verifier reads", str(exc), STATE)
+        )
+        return
+    if not pins:
+        out.notes.append(
+            "bernstein: the witness state (--witness-state) holds no pin for the chain's origin"
+            " or a co-signed one: it decided nothing"
+        )
+    for contradiction in witness_contradictions(pins, folder, master):
+        out.findings.append(
+            Finding(
+                "bernstein.witness.contradiction",
+                "a history extending what the witness's state pins",
+                contradiction,
+                STATE,
             )
         )
 

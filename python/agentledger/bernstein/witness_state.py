@@ -16,9 +16,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from agentledger.bernstein.format import UncaughtJson, loads_as_bernstein
+from agentledger.limits import MAX_DOCUMENT_BYTES, read_capped
 
 VERSION = 1
 
@@ -36,6 +38,17 @@ class WitnessClaim:
 def state_file(origin: str) -> str:
     """The pin's file name: the origin hashed, never used as a path itself."""
     return hashlib.sha256(origin.encode()).hexdigest() + ".json"
+
+
+def folder_reader(folder: Path) -> Callable[[str], bytes | None]:
+    """A witness state folder's files by name (hashed origins; None when absent), each
+    read up to the size of any document this tool reads."""
+
+    def read(name: str) -> bytes | None:
+        path = folder / name
+        return read_capped(path, MAX_DOCUMENT_BYTES, "a witness pin") if path.is_file() else None
+
+    return read
 
 
 def state_claims(read: Callable[[str], bytes | None], origins: Iterable[str]) -> list[WitnessClaim]:

@@ -28,6 +28,7 @@ from agentledger.bernstein.replay_verdict import replay_verdict
 from agentledger.bernstein.run_receipts import receipt_path
 from agentledger.bernstein.seal_anchors import seal_anchor_path
 from agentledger.bernstein.seal_verdict import seal_verdict
+from agentledger.bernstein.witness_state import folder_reader
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.cli import arguments
 from agentledger.cli.console import styled
@@ -380,7 +381,7 @@ def bernstein_audit_verify(
     tsa_bundle = arguments.tsa_bundle(tsa_bundle_file)
     witness_state = None
     if witness_state_dir is not None:
-        witness_state = _state_reader(arguments.input_folder(witness_state_dir, "--witness-state"))
+        witness_state = folder_reader(arguments.input_folder(witness_state_dir, "--witness-state"))
     with app.open_ledger(readonly=True) as ledger, ledger.db.snapshot() as conn:
         verdict = audit_verdict(
             LedgerWorkdir(conn, ledger.blobs),
@@ -526,16 +527,6 @@ def bernstein_replay_verify(
             code="not-reproduced",
         )
     return verdict.code
-
-
-def _state_reader(folder: Path) -> Callable[[str], bytes | None]:
-    """A witness state folder's files by name (hashed origins), None when absent."""
-
-    def read(name: str) -> bytes | None:
-        path = folder / name
-        return read_capped(path, MAX_DOCUMENT_BYTES, "a witness pin") if path.is_file() else None
-
-    return read
 
 
 @bernstein_group.command("receipt-verify")

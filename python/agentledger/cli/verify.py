@@ -41,6 +41,12 @@ from agentledger.verify import VerifyOptions
     type=click.Path(dir_okay=False, path_type=Path),
     help="Trusted TSA certificates (PEM): authenticate imported bernstein RFC 3161 anchors.",
 )
+@click.option(
+    "--witness-state",
+    "witness_state_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A bernstein witness's own state folder: hold imported audit history to its pins.",
+)
 @verify_options
 @width_option
 @json_option
@@ -54,6 +60,7 @@ def verify(
     checkpoint_file: Path | None,
     incremental: bool,
     tsa_bundle_file: Path | None,
+    witness_state_dir: Path | None,
     trust: tuple[str, ...],
     audit_key_file: Path | None,
     compat: str | None,
@@ -79,6 +86,13 @@ def verify(
     # Every file argument is checked before any work starts (exit 64, the path named).
     if html is not None:
         arguments.output_file(html, "--html", key_home=app.key_home)
+    if witness_state_dir is not None:
+        if compat:
+            raise click.UsageError(
+                "--witness-state is read by the strict verdict: --compat bernstein gives "
+                "bernstein's activity verify, which reads no audit history"
+            )
+        arguments.input_folder(witness_state_dir, "--witness-state")
     options = VerifyOptions(
         jobs=capped_jobs(app, jobs),
         trust=arguments.trust_values(trust),
@@ -87,6 +101,7 @@ def verify(
         checkpoint_file=arguments.checkpoint_file(checkpoint_file),
         incremental=incremental,
         tsa_bundle_file=None if arguments.tsa_bundle(tsa_bundle_file) is None else tsa_bundle_file,
+        witness_state_dir=witness_state_dir,
     )
     with app.open_ledger(readonly=True) as ledger:
         # A file whose schema is not ours is read no further than verify's finding.

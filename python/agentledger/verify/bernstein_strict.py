@@ -33,6 +33,7 @@ from agentledger.bernstein.run_receipts import RECEIPT_NAME, head_problem, read_
 from agentledger.bernstein.seal_anchors import ANCHOR_NAME, seal_anchor_path, seal_anchor_problems
 from agentledger.bernstein.sealed_history import sealed_history
 from agentledger.bernstein.tsa_trust import load_trust_bundle
+from agentledger.bernstein.witness_state import folder_reader
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.errors import BadArgument, InvalidInput
 from agentledger.limits import MAX_DOCUMENT_BYTES, MAX_KEY_FILE_BYTES, read_capped
@@ -98,16 +99,23 @@ def check_sealed_history(
     (``sealed_history.py``), from the segments the chain's walk read."""
     folder = read_folder(workdir, segments, chain)
     notes: list[str] | None = getattr(ctx.report, "notes", None)
+    state_dir = ctx.options.witness_state_dir
     unsealed = not folder.sealed and folder.cosignatures is None and folder.anchors is None
     if unsealed and not folder.unreadable:
         if folder.segments and notes is not None:
             notes.append(
                 "bernstein: the audit chain is not sealed (no .sdd/audit/merkle/seal-*.json, "
                 "no .sdd/audit/checkpoints/checkpoints.jsonl): a cut audit tail is "
-                "undetectable here"
+                + (
+                    "undetectable here but by the witness state"
+                    if state_dir
+                    else "undetectable here"
+                )
             )
-        return
-    history = sealed_history(workdir, folder, master, trusted, _tsa_bundle(ctx))
+        if state_dir is None:
+            return
+    state = None if state_dir is None else folder_reader(Path(state_dir))
+    history = sealed_history(workdir, folder, master, trusted, _tsa_bundle(ctx), state)
     for finding in history.findings:
         ctx.diverged(
             None,

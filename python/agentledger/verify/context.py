@@ -44,6 +44,9 @@ class VerifyOptions:
     """Re-check only what was appended since the last verified checkpoint."""
     tsa_bundle_file: Path | None = None
     """Trusted TSA certificates (PEM): authenticate imported bernstein RFC 3161 anchors."""
+    witness_state_dir: Path | None = None
+    """A bernstein witness's own state (its pin per chain origin): strict holds the
+    imported audit history to the pins as to the co-signatures."""
 
 
 Rehashed = tuple[int, list[tuple[str, str, str, str]]]
