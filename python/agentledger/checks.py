@@ -429,9 +429,17 @@ CHECKS: dict[str, CheckInfo] = _table(
      "given with --trust: it was forged or edited, or its witness is not trusted.",
      "a co-signature by a trusted key", "why it does not verify"),
     ("bernstein.witness.contradiction", "The audit history contradicts a witness "
-     "co-signature: fewer records than co-signed, another origin, or a co-signed checkpoint "
-     "no longer on record.",
-     "a history extending what was co-signed", "what contradicts it"),
+     "co-signature, or (subject `--witness-state`) the witness's own pin: fewer records "
+     "than co-signed or pinned, another origin, or a witnessed checkpoint no longer on "
+     "record. A rollback of the log host that took the co-signatures with it is found only "
+     "from the pin.",
+     "a history extending what was co-signed (or what the witness's state pins)",
+     "what contradicts it"),
+    ("bernstein.witness.state", "A pin in the witness state folder (`verify --witness-state "
+     "DIR`) is one bernstein's verifier raises on (a count `int()` refuses, a leaf that is "
+     "not an object, JSON its reader does not catch): bernstein's audit verify exits 1 on "
+     "it.",
+     "pins bernstein's verifier reads", "why the pin cannot be read"),
     # ---- fleet verify (fleet/task.py) -------------------------------------------------
     ("fleet.checkpoint", "`fleet verify --checkpoints DIR` holds no exported checkpoint of "
      "this ledger, so nothing shows it was not rolled back.",
