@@ -10,6 +10,7 @@ pass. The wheel is fetched like the benches fetch it; without it these tests fai
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import importlib
 import json
@@ -1499,8 +1500,6 @@ def cosignatures_torn_line_nested_deep(wd: Path) -> None:
 def archive_in_a_subfolder(wd: Path) -> None:
     """bernstein's ``archive/*.jsonl.gz`` glob does not recurse: an archive one folder
     down is not a segment of its chain."""
-    import gzip
-
     folder = wd / AUDIT / "archive" / "old"
     folder.mkdir(parents=True)
     (folder / "2000-01-01.jsonl.gz").write_bytes(gzip.compress(_day_file(wd).read_bytes()))
@@ -1519,6 +1518,125 @@ def only_an_archive_not_gzip(wd: Path) -> None:
         day.unlink()
     (wd / AUDIT / "archive").mkdir(parents=True, exist_ok=True)
     (wd / AUDIT / "archive" / "2025-12-31.jsonl.gz").write_bytes(b"not gzip\n")
+
+
+# Bad lines in the audit segments themselves. bernstein's HMAC walk and its checkpoints'
+# snapshot (``_canonical_records``, read by the checkpoint, anchor and witness pillars)
+# catch only ``JSONDecodeError`` and ``UnicodeDecodeError`` from ``json.loads``.
+
+HUGE_INTEGER_LINE = b'{"x": ' + HUGE_INTEGER + b"}"
+NOT_FINITE_LINE = b'{"x": NaN, "y": -Infinity}'
+LONE_SURROGATE_LINE = b'{"x": "\\ud800"}'
+NOT_UTF8_LINE = b'{"x": "\xff"}'
+NOT_OBJECT_LINE = b"[1, 2]"
+BOM_LINE = b'\xef\xbb\xbf{"x": 1}'
+"""``json.loads`` of bytes decodes a BOM away (``utf-8-sig``); of text it refuses it."""
+OLDER_DAY = "2025-12-31.jsonl"
+"""A day file before every live one: the first segment of the chain."""
+
+
+def _append_to_day(wd: Path, data: bytes) -> None:
+    with _day_file(wd).open("ab") as handle:
+        handle.write(data)
+
+
+def _older_day(wd: Path, data: bytes) -> None:
+    (wd / AUDIT / OLDER_DAY).write_bytes(data)
+
+
+def _archived_with(wd: Path, data: bytes) -> None:
+    """Retention archived the newest day file (its live copy gone), ``data`` after it."""
+    day = _day_file(wd)
+    archive = wd / AUDIT / "archive"
+    archive.mkdir(exist_ok=True)
+    (archive / f"{day.name}.gz").write_bytes(gzip.compress(day.read_bytes() + data))
+    day.unlink()
+
+
+def day_line_huge_integer(wd: Path) -> None:
+    _append_to_day(wd, HUGE_INTEGER_LINE + b"\n")
+
+
+def day_line_nested_deep(wd: Path) -> None:
+    _append_to_day(wd, NESTED_DEEP + b"\n")
+
+
+def day_line_not_finite(wd: Path) -> None:
+    _append_to_day(wd, NOT_FINITE_LINE + b"\n")
+
+
+def day_line_lone_surrogate(wd: Path) -> None:
+    _append_to_day(wd, LONE_SURROGATE_LINE + b"\n")
+
+
+def day_line_not_utf8(wd: Path) -> None:
+    _append_to_day(wd, NOT_UTF8_LINE + b"\n")
+
+
+def day_line_not_object(wd: Path) -> None:
+    _append_to_day(wd, NOT_OBJECT_LINE + b"\n")
+
+
+def day_line_bom(wd: Path) -> None:
+    _append_to_day(wd, BOM_LINE + b"\n")
+
+
+def day_torn_line_huge_integer(wd: Path) -> None:
+    """The newest day file's torn last line (no final newline): a tear to bernstein's
+    walk, once its parse does not raise."""
+    _append_to_day(wd, HUGE_INTEGER_LINE)
+
+
+def day_torn_line_nested_deep(wd: Path) -> None:
+    _append_to_day(wd, NESTED_DEEP)
+
+
+def day_torn_line_not_utf8(wd: Path) -> None:
+    _append_to_day(wd, NOT_UTF8_LINE)
+
+
+def older_day_line_huge_integer(wd: Path) -> None:
+    _older_day(wd, HUGE_INTEGER_LINE + b"\n")
+
+
+def older_day_torn_line_huge_integer(wd: Path) -> None:
+    _older_day(wd, HUGE_INTEGER_LINE)
+
+
+def older_day_torn_line_nested_deep(wd: Path) -> None:
+    _older_day(wd, NESTED_DEEP)
+
+
+def older_day_line_not_object(wd: Path) -> None:
+    _older_day(wd, NOT_OBJECT_LINE + b"\n")
+
+
+def archive_line_huge_integer(wd: Path) -> None:
+    _archived_with(wd, HUGE_INTEGER_LINE + b"\n")
+
+
+def archive_line_nested_deep(wd: Path) -> None:
+    _archived_with(wd, NESTED_DEEP + b"\n")
+
+
+def archive_line_not_finite(wd: Path) -> None:
+    _archived_with(wd, NOT_FINITE_LINE + b"\n")
+
+
+def archive_line_not_utf8(wd: Path) -> None:
+    _archived_with(wd, NOT_UTF8_LINE + b"\n")
+
+
+def archive_line_bom(wd: Path) -> None:
+    _archived_with(wd, BOM_LINE + b"\n")
+
+
+def archive_torn_line_huge_integer(wd: Path) -> None:
+    _archived_with(wd, HUGE_INTEGER_LINE)
+
+
+def archive_torn_line_nested_deep(wd: Path) -> None:
+    _archived_with(wd, NESTED_DEEP)
 
 
 SHAPE_CASES: dict[str, Callable[[Path], None]] = {
@@ -1546,6 +1664,27 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         archive_in_a_subfolder,
         only_an_archive_folder,
         only_an_archive_not_gzip,
+        day_line_huge_integer,
+        day_line_nested_deep,
+        day_line_not_finite,
+        day_line_lone_surrogate,
+        day_line_not_utf8,
+        day_line_not_object,
+        day_line_bom,
+        day_torn_line_huge_integer,
+        day_torn_line_nested_deep,
+        day_torn_line_not_utf8,
+        older_day_line_huge_integer,
+        older_day_torn_line_huge_integer,
+        older_day_torn_line_nested_deep,
+        older_day_line_not_object,
+        archive_line_huge_integer,
+        archive_line_nested_deep,
+        archive_line_not_finite,
+        archive_line_not_utf8,
+        archive_line_bom,
+        archive_torn_line_huge_integer,
+        archive_torn_line_nested_deep,
     )
 }
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import posixpath
 from collections.abc import Callable, Sequence
@@ -132,6 +133,24 @@ class AuditFolder:
                 else cp.origin_and_count(self.snapshot)
             )
         return self._origin_count
+
+    @functools.cached_property
+    def _uncaught(self) -> cp.UncaughtLine | None:
+        clean = self.chain is not None and self.chain.ok and self.chain.authenticated
+        return None if clean else cp.uncaught_line(self.snapshot)
+
+    def history_raises(self, *, origin_only: bool = False) -> str | None:
+        """Why bernstein's readers of the history raise (``count_entries`` on a line
+        anywhere; ``compute_origin``, ``origin_only``, on one no later than the segment
+        holding the origin); None when they do not. A clean walk holds no such line."""
+        found = self._uncaught
+        if found is None:
+            return None
+        if origin_only:
+            holder = cp.origin_segment(self.snapshot)
+            if holder is not None and found.segment > holder:
+                return None
+        return found.describe()
 
     @property
     def sealed(self) -> bool:
@@ -441,6 +460,9 @@ def _checkpoint_pillar(folder: AuditFolder, master: bytes | None) -> Pillar:
     last = ledger.last
     if last is None:
         return pillar
+    raised = folder.history_raises()
+    if raised is not None:
+        return Pillar(pillar.name, False, [raised])
     try:
         conflicts = cp.check_extension(
             last, folder.snapshot, folder.origin_and_count(), folder.leaves
@@ -480,6 +502,12 @@ def _roots_raise(folder: AuditFolder, master: bytes | None) -> list[str]:
     return [f"checkpoints.jsonl:{problem.line}: {problem.reason}"]
 
 
+def _history_raises(folder: AuditFolder) -> list[str]:
+    """Why bernstein's contradiction checks raise reading the history's record count."""
+    raised = folder.history_raises()
+    return [] if raised is None else [raised]
+
+
 def _anchor_pillar(
     folder: AuditFolder, master: bytes | None, tsa_bundle: list[x509.Certificate] | None
 ) -> Pillar:
@@ -494,7 +522,8 @@ def _anchor_pillar(
         if reason is not None:
             pillar.problems.append(f"anchors.jsonl:{anchor.line}: {reason}")
     if not pillar.problems and anchors:  # bernstein reads the roots only with anchors
-        pillar.problems = _roots_raise(folder, master) or anchor_contradictions(
+        raised = _roots_raise(folder, master) or _history_raises(folder)
+        pillar.problems = raised or anchor_contradictions(
             anchors, folder.origin_and_count(), known_roots(folder, master)
         )
     pillar.ok = not pillar.problems
@@ -527,6 +556,9 @@ def _witness_pillar(
         # The witness's pins for the co-signed origins and the chain's own (sorted, as
         # bernstein reads them), which a rollback of the log host cannot delete.
         origins = {c.origin for c in cosignatures}
+        raised_here = folder.history_raises(origin_only=True)
+        if raised_here is not None:
+            return Pillar(pillar.name, False, [raised_here])
         local = folder.origin_and_count()[0]
         if local is not None:
             origins.add(local)
@@ -535,7 +567,7 @@ def _witness_pillar(
         except ValueError as exc:
             return Pillar(pillar.name, False, [str(exc)])
     # bernstein reads the checkpoint roots only when a claim is to be held to them.
-    raised = _roots_raise(folder, master) if claims else []
+    raised = (_roots_raise(folder, master) or _history_raises(folder)) if claims else []
     pillar.problems = raised or witness_contradictions(claims, folder, master)
     pillar.ok = not pillar.problems
     return pillar

@@ -18,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,6 +211,78 @@ def origin_and_count(snapshot: list[tuple[str, bytes]]) -> tuple[str | None, int
             origin = str(first["hmac"])
         count += found
     return origin, count
+
+
+INTEGER_PAST_THE_LIMIT = re.compile(rb"(?<![0-9])[0-9]{4301}")
+"""A run of more digits than Python's ``int()`` takes (4,300), matched from its start
+only (linear): the lines that may hold an integer ``json.loads`` raises on (the run may be
+inside a string or a fraction, which parsing the line tells)."""
+
+
+@dataclass(frozen=True, slots=True)
+class UncaughtLine:
+    """A line of the history that bernstein's ``_canonical_records`` raises on: its
+    ``json.loads`` raises past ``except (JSONDecodeError, UnicodeDecodeError)``."""
+
+    segment: int
+    """The segment's place in the snapshot."""
+    name: str
+    line: int
+    reason: str
+
+    def describe(self) -> str:
+        return f"{self.name}:{self.line}: bernstein's reader of the history raises: {self.reason}"
+
+
+def uncaught_line(snapshot: list[tuple[str, bytes]]) -> UncaughtLine | None:
+    """The first line of ``snapshot`` bernstein's readers of the history raise on (an
+    integer past 4,300 digits, nesting past the recursion limit), wherever it stands, torn
+    or not: ``count_entries`` reads every segment, ``compute_origin`` those up to the
+    one holding the origin."""
+    for index, (name, raw) in enumerate(snapshot):
+        found = _uncaught_in(raw)
+        if found is not None:
+            return UncaughtLine(index, name, *found)
+    return None
+
+
+def _uncaught_in(raw: bytes) -> tuple[int, str] | None:
+    for number, line in _suspect_lines(raw):
+        if not line:
+            continue
+        try:
+            loads_as_bernstein(line)
+        except UncaughtJson as exc:
+            return number, str(exc)
+        except ValueError:
+            continue
+    return None
+
+
+def _suspect_lines(raw: bytes) -> Iterator[tuple[int, bytes]]:
+    """Rust declines a segment with a line nested near Python's recursion limit: then every
+    line is a suspect; otherwise only those a long run of digits makes one."""
+    if _core.bernstein_canonical_records(raw) is None:
+        yield from enumerate(raw.split(b"\n"), start=1)
+        return
+    number, counted_to, last = 1, 0, -1
+    for match in INTEGER_PAST_THE_LIMIT.finditer(raw):
+        start = raw.rfind(b"\n", 0, match.start()) + 1
+        if start == last:
+            continue
+        number += raw.count(b"\n", counted_to, start)
+        counted_to = last = start
+        end = raw.find(b"\n", start)
+        yield number, raw[start : len(raw) if end < 0 else end]
+
+
+def origin_segment(snapshot: list[tuple[str, bytes]]) -> int | None:
+    """The place of the first segment holding a record (the chain's origin), if any."""
+    for index, (_name, raw) in enumerate(snapshot):
+        counted = _core.bernstein_canonical_records(raw)
+        if (counted[0] if counted is not None else len(canonical_records(raw))) > 0:
+            return index
+    return None
 
 
 def check_extension(
