@@ -1639,6 +1639,63 @@ def archive_torn_line_nested_deep(wd: Path) -> None:
     _archived_with(wd, NESTED_DEEP)
 
 
+# The same lines beside a lineage store's log: bernstein's lineage pillar then reads
+# revocations, opening the audit log (its tail recovery reads the newest lines back) and
+# querying the live day files (``str.splitlines``; only ``JSONDecodeError`` skipped, and
+# ``.get`` called on what parses); whatever raises fails the pillar.
+
+
+def lineage_day_line_huge_integer(wd: Path) -> None:
+    lineage_active(wd)
+    day_line_huge_integer(wd)
+
+
+def lineage_day_line_nested_deep(wd: Path) -> None:
+    lineage_active(wd)
+    day_line_nested_deep(wd)
+
+
+def lineage_day_line_not_object(wd: Path) -> None:
+    lineage_active(wd)
+    day_line_not_object(wd)
+
+
+def lineage_day_line_not_utf8(wd: Path) -> None:
+    lineage_active(wd)
+    day_line_not_utf8(wd)
+
+
+def lineage_day_line_bom(wd: Path) -> None:
+    lineage_active(wd)
+    day_line_bom(wd)
+
+
+def lineage_day_line_split_to_a_list(wd: Path) -> None:
+    """An object whose string holds raw U+2028: ``str.splitlines`` cuts ``[1]`` out of it."""
+    lineage_active(wd)
+    _append_to_day(wd, '{"x": "\u2028[1]\u2028"}\n'.encode())
+
+
+def lineage_day_line_hmac_not_ascii(wd: Path) -> None:
+    """A canonical last line whose ``hmac`` is not ASCII: the tail recovery's
+    ``compare_digest`` raises ``TypeError``."""
+    lineage_active(wd)
+    _append_to_day(wd, json.dumps({"hmac": "\u00e9"}, sort_keys=True).encode() + b"\n")
+
+
+def lineage_day_line_prev_hmac_lone_surrogate(wd: Path) -> None:
+    """The tail recovery encodes the stated ``prev_hmac`` as UTF-8: a lone surrogate raises."""
+    lineage_active(wd)
+    line = json.dumps({"hmac": "0" * 64, "prev_hmac": "\ud800"}, sort_keys=True)
+    _append_to_day(wd, line.encode() + b"\n")
+
+
+def lineage_archive_line_huge_integer(wd: Path) -> None:
+    """No live day file left: the tail recovery reads the archive, and meets the line."""
+    lineage_active(wd)
+    archive_line_huge_integer(wd)
+
+
 SHAPE_CASES: dict[str, Callable[[Path], None]] = {
     f.__name__: f
     for f in (
@@ -1685,6 +1742,15 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         archive_line_bom,
         archive_torn_line_huge_integer,
         archive_torn_line_nested_deep,
+        lineage_day_line_huge_integer,
+        lineage_day_line_nested_deep,
+        lineage_day_line_not_object,
+        lineage_day_line_not_utf8,
+        lineage_day_line_bom,
+        lineage_day_line_split_to_a_list,
+        lineage_day_line_hmac_not_ascii,
+        lineage_day_line_prev_hmac_lone_surrogate,
+        lineage_archive_line_huge_integer,
     )
 }
 

@@ -35,6 +35,7 @@ from agentledger.bernstein.anchors import (
     token_problem,
 )
 from agentledger.bernstein.audit_chain import AuditChain, verify_audit
+from agentledger.bernstein.audit_opening import opening_raises
 from agentledger.bernstein.audit_tears import unresolved_damage
 from agentledger.bernstein.format import AUDIT_DIR, LINEAGE_DIR, LINEAGE_LOG, SPKI_ED25519_PREFIX
 from agentledger.bernstein.lineage_activity import (
@@ -52,7 +53,13 @@ from agentledger.bernstein.seal import (
     seal_paths,
 )
 from agentledger.bernstein.witness_state import WitnessClaim, state_claims
-from agentledger.bernstein.workdir import ARCHIVE_DIR, UNREAD_ARCHIVES, Workdir, read_fails
+from agentledger.bernstein.workdir import (
+    ARCHIVE_DIR,
+    UNREAD_ARCHIVES,
+    UNREADABLE_DAY_FILE,
+    Workdir,
+    read_fails,
+)
 from agentledger.limits import MAX_DOCUMENT_BYTES
 
 WITNESS_DOMAIN = b"bernstein/audit-checkpoint-witness/v1\n"
@@ -393,8 +400,17 @@ def _lineage_pillar(workdir: Workdir, folder: AuditFolder, master: bytes | None)
     if log is not None and len(log) > MAX_DOCUMENT_BYTES:
         return None
     days = [data for _, data in sorted(folder.live.items())]
+    opening = None
+    if log and master is not None and workdir.has_dir(AUDIT_DIR):
+        readable = [data for data in days if data != UNREADABLE_DAY_FILE]
+        archives = [
+            data
+            for path, data in folder.segments
+            if posixpath.dirname(path) == ARCHIVE_DIR and data not in UNREAD_ARCHIVES
+        ]
+        opening = opening_raises(readable, archives, master)
     try:
-        found = lineage_activity(log, days, master is not None, sidecar_check(workdir))
+        found = lineage_activity(log, days, master is not None, sidecar_check(workdir), opening)
     except NotReproduced:
         return None
     pillar.problems = found.problems

@@ -13,7 +13,9 @@ An entry's hash is ``"sha256:" + H(acanon(entry))`` over its fields as bernstein
 dataclass rebuilds them (optional fields dropped when null). A line that does not parse
 or an entry that bernstein's constructor refuses makes its verifier raise: the pillar
 fails. Entries with the fields whose rebuilding is not reproduced here (``model_ref``,
-``external_attestation``) are named, not guessed.
+``external_attestation``) are named, not guessed. Revocations are read as bernstein's
+query reads the day files, and whatever makes that reading (or the opening of the log,
+``audit_opening.py``) raise fails the pillar, as bernstein's ``except Exception`` does.
 """
 
 from __future__ import annotations
@@ -83,12 +85,14 @@ def lineage_activity(
     audit_days: list[bytes] | None,
     keyed: bool,
     sidecar: SidecarCheck | None = None,
+    opening_problem: str | None = None,
 ) -> LineageActivity:
     """The pillar over the log's bytes (None: no log) and the live audit day files
     (None: no ``.sdd/audit``); ``keyed`` when the audit key was given (bernstein cannot
     read revocations without it); ``sidecar`` checks the signature file bernstein reads
-    with each entry (``LineageStore.read_log``). ``NotReproduced`` when an entry is beyond
-    this module."""
+    with each entry (``LineageStore.read_log``); ``opening_problem`` is why bernstein's
+    opening of the audit log raises (``audit_opening.opening_raises``), which fails the
+    pillar once it has entries. ``NotReproduced`` when an entry is beyond this module."""
     hashes = []
     try:
         for line, doc in _lines(log):
@@ -105,7 +109,12 @@ def lineage_activity(
         return LineageActivity(
             ["revocations in the audit chain cannot be read without the audit key"], len(hashes)
         )
-    revoked = _revoked(audit_days or [])
+    if opening_problem is not None:
+        return LineageActivity([opening_problem], len(hashes))
+    try:
+        revoked = _revoked(audit_days or [])
+    except ValueError as exc:
+        return LineageActivity([str(exc)], len(hashes))
     known = {entry_hash for _, entry_hash, _ in hashes}
     problems = []
     for line, entry_hash, parents in hashes:
@@ -201,17 +210,28 @@ def _refused(body: dict[str, Any]) -> None:
 
 def _revoked(days: list[bytes]) -> set[str]:
     """The lineage hashes revocation records name, read as bernstein's query reads the
-    live day files: line by line, undecodable or unparsable lines skipped."""
+    live day files (``AuditLog.query``): each file decoded as UTF-8 (else line by line on
+    ``\n``, undecodable lines dropped), split with ``str.splitlines`` and stripped, lines
+    that raise ``JSONDecodeError`` skipped. ``ValueError`` where the query raises: a line
+    whose ``json.loads`` raises past that, or one that parses to something other than an
+    object (its filter calls ``.get`` on it)."""
     revoked: set[str] = set()
     for data in days:
-        for raw in data.splitlines():
+        for number, text in enumerate(_query_lines(data), start=1):
             try:
-                text = raw.decode().strip()
-                record = json.loads(text) if text else {}
-            except (UnicodeDecodeError, ValueError, RecursionError):
+                record = json.loads(text)
+            except json.JSONDecodeError:
                 continue
+            except (ValueError, RecursionError) as exc:
+                raise ValueError(
+                    f"bernstein's revocation query raises on line {number}: "
+                    f"json.loads raises {type(exc).__name__}"
+                ) from None
             if not isinstance(record, dict):
-                raise NotReproduced("an audit line parses to something other than an object")
+                raise ValueError(
+                    f"bernstein's revocation query raises on line {number}: "
+                    f"it parses to a {type(record).__name__}, not an object"
+                )
             if record.get("event_type") not in REVOCATIONS:
                 continue
             details = record.get("details", {})
@@ -222,6 +242,21 @@ def _revoked(days: list[bytes]) -> set[str]:
                 if isinstance(ref, str) and ref:
                     revoked.add(ref)
     return revoked
+
+
+def _query_lines(data: bytes) -> list[str]:
+    """``_decode_segment_text`` then ``_events_from_text``'s split: the non-empty lines."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        decoded = []
+        for line in data.split(b"\n"):
+            try:
+                decoded.append(line.decode("utf-8"))
+            except UnicodeDecodeError:
+                continue
+        text = "\n".join(decoded)
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def store_problem(workdir: Workdir) -> str | None:
