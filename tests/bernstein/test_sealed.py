@@ -1696,6 +1696,24 @@ def lineage_archive_line_huge_integer(wd: Path) -> None:
     archive_line_huge_integer(wd)
 
 
+def _unsigned_ack(wd: Path) -> bytes:
+    """A ``chain.tear_acknowledged`` line naming the last checkpoint's root and the day
+    file, without an ``hmac``: the HMAC walk rejects it."""
+    root = json.loads(_lines(wd / LEDGER)[-1])["payload"]["root_hash"]
+    details = {"checkpoint_root": root, "segment": _day_file(wd).name}
+    ack = {"details": details, "event_type": "chain.tear_acknowledged"}
+    return json.dumps(ack, sort_keys=True).encode() + b"\n"
+
+
+def cut_under_an_unsigned_ack(wd: Path) -> None:
+    """The sealed day file cut, and an unsigned acknowledgement of it appended: bernstein's
+    ``find_divergence_acks`` queries the log, which neither checks MACs nor canonical
+    form."""
+    ack = _unsigned_ack(wd)
+    cut_last_record(wd)
+    _append_to_day(wd, ack)
+
+
 SHAPE_CASES: dict[str, Callable[[Path], None]] = {
     f.__name__: f
     for f in (
@@ -1751,6 +1769,7 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         lineage_day_line_hmac_not_ascii,
         lineage_day_line_prev_hmac_lone_surrogate,
         lineage_archive_line_huge_integer,
+        cut_under_an_unsigned_ack,
     )
 }
 

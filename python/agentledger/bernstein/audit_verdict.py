@@ -402,13 +402,7 @@ def _lineage_pillar(workdir: Workdir, folder: AuditFolder, master: bytes | None)
     days = [data for _, data in sorted(folder.live.items())]
     opening = None
     if log and master is not None and workdir.has_dir(AUDIT_DIR):
-        readable = [data for data in days if data != UNREADABLE_DAY_FILE]
-        archives = [
-            data
-            for path, data in folder.segments
-            if posixpath.dirname(path) == ARCHIVE_DIR and data not in UNREAD_ARCHIVES
-        ]
-        opening = opening_raises(readable, archives, master)
+        opening = _opening_problem(folder, master)
     try:
         found = lineage_activity(log, days, master is not None, sidecar_check(workdir), opening)
     except NotReproduced:
@@ -416,6 +410,18 @@ def _lineage_pillar(workdir: Workdir, folder: AuditFolder, master: bytes | None)
     pillar.problems = found.problems
     pillar.ok = not found.problems
     return pillar
+
+
+def _opening_problem(folder: AuditFolder, master: bytes) -> str | None:
+    """Why bernstein's ``AuditLog(.sdd/audit, key)`` raises as it opens (its tail
+    recovery, ``audit_opening.py``), over the segments its reads do not fail on."""
+    live = [data for _, data in sorted(folder.live.items()) if data != UNREADABLE_DAY_FILE]
+    archives = [
+        data
+        for path, data in folder.segments
+        if posixpath.dirname(path) == ARCHIVE_DIR and data not in UNREAD_ARCHIVES
+    ]
+    return opening_raises(live, archives, master)
 
 
 def _hmac_pillar(folder: AuditFolder, master: bytes | None, chain: AuditChain | None) -> Pillar:
@@ -487,7 +493,19 @@ def _checkpoint_pillar(folder: AuditFolder, master: bytes | None) -> Pillar:
         pillar.ok = False
         pillar.problems.append(f"bernstein's verifier raises on the checkpoint: {exc}")
         return pillar
-    if conflicts and not cp.acknowledged(conflicts, last, folder.snapshot):
+    if not conflicts:
+        return pillar
+    # bernstein opens the log and queries it for acknowledgements before judging them.
+    try:
+        opening = _opening_problem(folder, master)
+        covered = opening is None and cp.acknowledged(
+            conflicts, last, folder.snapshot, as_bernstein=True
+        )
+    except ValueError as exc:
+        opening, covered = str(exc), False
+    if opening is not None:
+        return Pillar(pillar.name, False, [opening])
+    if not covered:
         pillar.ok = False
         pillar.problems = [
             f"{c.segment or c.kind}: {c.kind} (pinned {c.expected}, now {c.actual})"

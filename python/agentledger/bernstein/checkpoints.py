@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentledger import _core
+from agentledger.bernstein.audit_query import query
 from agentledger.bernstein.format import AUDIT_DIR, UncaughtJson, loads_as_bernstein
 from agentledger.bernstein.seal import PrefixLeaves, merkle_root
 
@@ -331,15 +332,27 @@ def check_extension(
 
 
 def acknowledged(
-    conflicts: list[Conflict], checkpoint: dict[str, Any], snapshot: list[tuple[str, bytes]]
+    conflicts: list[Conflict],
+    checkpoint: dict[str, Any],
+    snapshot: list[tuple[str, bytes]],
+    *,
+    as_bernstein: bool = False,
 ) -> bool:
     """Whether ``chain.tear_acknowledged`` records naming this checkpoint's root cover
-    every per-segment conflict (a record count that fell with them is covered too)."""
+    every per-segment conflict (a record count that fell with them is covered too): the
+    canonical records, or, ``as_bernstein``, whatever its ``find_divergence_acks`` takes
+    (its query checks neither MACs nor canonical form, ``audit_query.py``; ``ValueError``
+    where it raises)."""
     segments = [c for c in conflicts if c.kind in ACKABLE]
     others = [c for c in conflicts if c.kind not in ACKABLE and c.kind != "entry_count"]
+    root = str(checkpoint.get("root_hash", ""))
+    acked = _bernstein_acks(snapshot, root) if as_bernstein else _canonical_acks(snapshot, root)
     if others or not segments:
         return False
-    root = str(checkpoint.get("root_hash", ""))
+    return all(c.segment in acked for c in segments)
+
+
+def _canonical_acks(snapshot: list[tuple[str, bytes]], root: str) -> set[str]:
     acked = set()
     for _name, raw in snapshot:
         for record in canonical_records(raw):
@@ -348,4 +361,16 @@ def acknowledged(
                 continue
             if str(details.get("checkpoint_root", "")) == root and details.get("segment"):
                 acked.add(str(details["segment"]))
-    return all(c.segment in acked for c in segments)
+    return acked
+
+
+def _bernstein_acks(snapshot: list[tuple[str, bytes]], root: str) -> set[str]:
+    acked = set()
+    for record in query([raw for _, raw in snapshot], frozenset({TEAR_ACK})):
+        details = record.get("details") or {}
+        if not isinstance(details, dict):
+            raise ValueError("bernstein's find_divergence_acks raises: details not an object")
+        segment = str(details.get("segment", ""))
+        if str(details.get("checkpoint_root", "")) == root and segment:
+            acked.add(segment)
+    return acked

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentledger.bernstein.audit_query import query
 from agentledger.bernstein.format import LINEAGE_DIR, LINEAGE_LOG
 
 if TYPE_CHECKING:
@@ -210,53 +211,17 @@ def _refused(body: dict[str, Any]) -> None:
 
 def _revoked(days: list[bytes]) -> set[str]:
     """The lineage hashes revocation records name, read as bernstein's query reads the
-    live day files (``AuditLog.query``): each file decoded as UTF-8 (else line by line on
-    ``\n``, undecodable lines dropped), split with ``str.splitlines`` and stripped, lines
-    that raise ``JSONDecodeError`` skipped. ``ValueError`` where the query raises: a line
-    whose ``json.loads`` raises past that, or one that parses to something other than an
-    object (its filter calls ``.get`` on it)."""
+    live day files (``audit_query.query``; ``ValueError`` where it raises)."""
     revoked: set[str] = set()
-    for data in days:
-        for number, text in enumerate(_query_lines(data), start=1):
-            try:
-                record = json.loads(text)
-            except json.JSONDecodeError:
-                continue
-            except (ValueError, RecursionError) as exc:
-                raise ValueError(
-                    f"bernstein's revocation query raises on line {number}: "
-                    f"json.loads raises {type(exc).__name__}"
-                ) from None
-            if not isinstance(record, dict):
-                raise ValueError(
-                    f"bernstein's revocation query raises on line {number}: "
-                    f"it parses to a {type(record).__name__}, not an object"
-                )
-            if record.get("event_type") not in REVOCATIONS:
-                continue
-            details = record.get("details", {})
-            details = details if isinstance(details, dict) else {}
-            nested = details.get("details")
-            for source in (details, nested if isinstance(nested, dict) else {}):
-                ref = source.get("lineage_entry_hash") or source.get("lineage_ref")
-                if isinstance(ref, str) and ref:
-                    revoked.add(ref)
+    for record in query(days, REVOCATIONS):
+        details = record.get("details", {})
+        details = details if isinstance(details, dict) else {}
+        nested = details.get("details")
+        for source in (details, nested if isinstance(nested, dict) else {}):
+            ref = source.get("lineage_entry_hash") or source.get("lineage_ref")
+            if isinstance(ref, str) and ref:
+                revoked.add(ref)
     return revoked
-
-
-def _query_lines(data: bytes) -> list[str]:
-    """``_decode_segment_text`` then ``_events_from_text``'s split: the non-empty lines."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        decoded = []
-        for line in data.split(b"\n"):
-            try:
-                decoded.append(line.decode("utf-8"))
-            except UnicodeDecodeError:
-                continue
-        text = "\n".join(decoded)
-    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def store_problem(workdir: Workdir) -> str | None:
