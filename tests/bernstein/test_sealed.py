@@ -1714,6 +1714,46 @@ def cut_under_an_unsigned_ack(wd: Path) -> None:
     _append_to_day(wd, ack)
 
 
+def _long_tear_acknowledged(wd: Path) -> Path:
+    """The audit folder of a tear bernstein's ``AuditLog`` acknowledged (its partial record
+    a long string); returns its day file."""
+    shutil.rmtree(wd / AUDIT)
+    shutil.copytree(wd / "tears" / "torn_long_acknowledged", wd / AUDIT)
+    return _day_file(wd)
+
+
+LONG_TORN = b'{"actor": "' + b"9" * 5_000
+"""The generator's long partial record (``sealed_workdirs.LONG_TORN``)."""
+
+
+def _rewrite_long_tear(wd: Path, line: bytes) -> None:
+    """The acknowledged partial record rewritten in place (same length, same offsets)."""
+    assert len(line) == len(LONG_TORN)
+    day = _long_tear_acknowledged(wd)
+    day.write_bytes(day.read_bytes().replace(LONG_TORN, line, 1))
+
+
+def acknowledged_tear_huge_integer(wd: Path) -> None:
+    """bernstein's HMAC walk raises on the integer, acknowledged or not."""
+    _rewrite_long_tear(wd, b'{"actor": ' + b"9" * 5_001)
+
+
+def acknowledged_tear_prev_hmac_not_ascii(wd: Path) -> None:
+    """A canonical record stating a non-ASCII ``prev_hmac``, its ``hmac`` the head before
+    the tear (so the head stays put and the tear stays one): the walk's
+    ``compare_digest`` raises ``TypeError``, acknowledged or not."""
+    lines = _lines(_long_tear_acknowledged(wd))
+    torn = next(n for n, line in enumerate(lines) if line.startswith(LONG_TORN))
+    head = json.loads(lines[torn - 1])["hmac"]
+
+    def record(filler: str) -> bytes:
+        return json.dumps(
+            {"hmac": head, "prev_hmac": "\u00e9", "x": filler}, sort_keys=True
+        ).encode()
+
+    _rewrite_long_tear(wd, record("9" * (len(LONG_TORN) - len(record("")))))
+
+
 SHAPE_CASES: dict[str, Callable[[Path], None]] = {
     f.__name__: f
     for f in (
@@ -1770,6 +1810,8 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         lineage_day_line_prev_hmac_lone_surrogate,
         lineage_archive_line_huge_integer,
         cut_under_an_unsigned_ack,
+        acknowledged_tear_huge_integer,
+        acknowledged_tear_prev_hmac_not_ascii,
     )
 }
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 import functools
 import hashlib
 import hmac
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from agentledger import _core
+from agentledger.bernstein.format import UncaughtJson, loads_as_bernstein
 
 GENESIS = "0" * 64
 SCHEME2_PREFIX = b"bernstein:audit:v2"
@@ -145,6 +147,44 @@ def verify_audit(
     released; the Python walk it is held to is the tests' (``tests/bernstein/reference.py``)."""
     walk = _core.bernstein_audit_walk([data for _, data in segments], audit_keys(master), jobs)
     return from_walk(walk, segments, master is not None)
+
+
+def walk_raises(segments: list[tuple[str, bytes]], chain: AuditChain) -> str | None:
+    """Why bernstein's walk (``_verify_log_bytes``) raises rather than reports, whatever a
+    tear acknowledgement says: on a line whose ``json.loads`` raises past ``except
+    (JSONDecodeError, UnicodeDecodeError)``, or a canonical record of a known scheme whose
+    ``prev_hmac`` or ``hmac`` is not ASCII (``compare_digest`` raises ``TypeError``). Such
+    a line never verifies, so only the walk's failing lines are read."""
+    failing: dict[str, set[int]] = {}
+    for problem in chain.problems:
+        failing.setdefault(problem.segment, set()).add(problem.line)
+    for path, data in segments:
+        numbers = failing.get(path)
+        if not numbers:
+            continue
+        lines = data.split(b"\n")
+        for number in sorted(n for n in numbers if 0 <= n < len(lines)):
+            reason = _line_raises(lines[number])
+            if reason is not None:
+                return f"{path} line {number + 1}: bernstein's HMAC walk raises: {reason}"
+    return None
+
+
+def _line_raises(line: bytes) -> str | None:
+    try:
+        entry = loads_as_bernstein(line)
+    except UncaughtJson as exc:
+        return str(exc)
+    except ValueError:
+        return None
+    if not isinstance(entry, dict) or entry.get("scheme", 1) not in (1, 2):
+        return None
+    if json.dumps(entry, sort_keys=True).encode() != line:
+        return None
+    for name in ("prev_hmac", "hmac"):
+        if not str(entry.get(name, "")).isascii():
+            return f"compare_digest raises TypeError on a non-ASCII {name}"
+    return None
 
 
 def from_walk(

@@ -34,7 +34,7 @@ from agentledger.bernstein.anchors import (
     read_anchors,
     token_problem,
 )
-from agentledger.bernstein.audit_chain import AuditChain, verify_audit
+from agentledger.bernstein.audit_chain import AuditChain, verify_audit, walk_raises
 from agentledger.bernstein.audit_opening import opening_raises
 from agentledger.bernstein.audit_tears import unresolved_damage
 from agentledger.bernstein.format import AUDIT_DIR, LINEAGE_DIR, LINEAGE_LOG, SPKI_ED25519_PREFIX
@@ -438,9 +438,11 @@ def _hmac_pillar(folder: AuditFolder, master: bytes | None, chain: AuditChain | 
         else verify_audit(folder.segments, master)
     )
     if chain.problems:
-        # Crash-shaped damage is a tear, which a chain.tear_acknowledged record clears.
+        # Crash-shaped damage is a tear, which a chain.tear_acknowledged record clears,
+        # unless bernstein's walk raises on it first.
+        raised = walk_raises(folder.segments, chain)
         try:
-            pillar.problems = unresolved_damage(folder.segments, chain)
+            pillar.problems = [raised] if raised else unresolved_damage(folder.segments, chain)
         except ValueError as exc:
             pillar.problems = [str(exc)]
     pillar.ok = not pillar.problems

@@ -408,33 +408,44 @@ def _lineage_store(out: Path, key: bytes) -> None:
 TEAR_VARIANTS = ("torn", "torn_sealed", "torn_acknowledged", "torn_acknowledged_elsewhere")
 
 
+LONG_TORN = b'{"actor": "' + b"9" * 5_000
+"""A partial record as long as one holding a 5,000-digit integer: a test rewrites it in
+place into one, which bernstein's own code cannot write."""
+
+
 def _tears(out: Path, key: bytes) -> None:
     """``OUT/tears/<variant>``: audit folders whose last day file was torn (a partial
     record, as a crash leaves it), then, with bernstein's ``AuditLog``: sealed by the next
     append (its ``chain.torn_record``), acknowledged as ``bernstein audit ack-tear``
     records it (``chain.tear_acknowledged`` naming the tear verify printed), or
-    acknowledged at another offset."""
-    audit_module = _load("bernstein.core.security.audit")
+    acknowledged at another offset. ``OUT/tears/torn_long_acknowledged`` is
+    ``torn_acknowledged`` with ``LONG_TORN`` for the partial record."""
     for variant in TEAR_VARIANTS:
-        folder = out / "tears" / variant
-        shutil.copytree(out / ".sdd" / "audit", folder)
-        day = sorted(folder.glob("*.jsonl"))[-1]
-        with day.open("ab") as handle:
-            handle.write(b'{"actor": "orchestr')
-        log = audit_module.AuditLog(folder, key=key)
-        if variant == "torn_sealed":
-            log.log("run.closed", "orchestrator", "run", "r-after", {"n": 2})
-        elif variant != "torn":
-            tear = log.verify_detailed().tears[0]
-            offset = tear.byte_offset + (variant == "torn_acknowledged_elsewhere")
-            details = {"segment": tear.segment, "byte_offset": offset, "reason": "crash"}
-            log.log(
-                audit_module.EVENT_CHAIN_TEAR_ACKNOWLEDGED,
-                "operator",
-                "audit_segment",
-                tear.segment,
-                details,
-            )
+        _tear(out, key, variant, b'{"actor": "orchestr')
+    _tear(out, key, "torn_long_acknowledged", LONG_TORN)
+
+
+def _tear(out: Path, key: bytes, variant: str, torn: bytes) -> None:
+    audit_module = _load("bernstein.core.security.audit")
+    folder = out / "tears" / variant
+    shutil.copytree(out / ".sdd" / "audit", folder)
+    day = sorted(folder.glob("*.jsonl"))[-1]
+    with day.open("ab") as handle:
+        handle.write(torn)
+    log = audit_module.AuditLog(folder, key=key)
+    if variant == "torn_sealed":
+        log.log("run.closed", "orchestrator", "run", "r-after", {"n": 2})
+    elif variant != "torn":
+        tear = log.verify_detailed().tears[0]
+        offset = tear.byte_offset + (variant == "torn_acknowledged_elsewhere")
+        details = {"segment": tear.segment, "byte_offset": offset, "reason": "crash"}
+        log.log(
+            audit_module.EVENT_CHAIN_TEAR_ACKNOWLEDGED,
+            "operator",
+            "audit_segment",
+            tear.segment,
+            details,
+        )
 
 
 def make(out: Path) -> None:
