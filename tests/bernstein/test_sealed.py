@@ -1696,6 +1696,27 @@ def lineage_archive_line_huge_integer(wd: Path) -> None:
     archive_line_huge_integer(wd)
 
 
+def _unwitnessed(wd: Path) -> None:
+    """No co-signature and no pin: with --witness-state, bernstein's witness pillar reads
+    only the chain's origin (``compute_origin``), and has no claim to hold it to."""
+    (wd / COSIGNATURES).unlink()
+    for pin in (wd / "witness-state").glob("*.json"):
+        pin.unlink()
+
+
+def unwitnessed_later_day_line_huge_integer(wd: Path) -> None:
+    """The line in a day file after the one holding the origin: ``compute_origin`` stops
+    before it, and the witness pillar passes."""
+    _unwitnessed(wd)
+    (wd / AUDIT / "2099-01-01.jsonl").write_bytes(HUGE_INTEGER_LINE + b"\n")
+
+
+def unwitnessed_older_day_line_huge_integer(wd: Path) -> None:
+    """The line before the origin: ``compute_origin`` raises on it."""
+    _unwitnessed(wd)
+    older_day_line_huge_integer(wd)
+
+
 def _unsigned_ack(wd: Path) -> bytes:
     """A ``chain.tear_acknowledged`` line naming the last checkpoint's root and the day
     file, without an ``hmac``: the HMAC walk rejects it."""
@@ -1812,6 +1833,8 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         cut_under_an_unsigned_ack,
         acknowledged_tear_huge_integer,
         acknowledged_tear_prev_hmac_not_ascii,
+        unwitnessed_later_day_line_huge_integer,
+        unwitnessed_older_day_line_huge_integer,
     )
 }
 
