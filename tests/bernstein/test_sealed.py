@@ -1581,6 +1581,11 @@ def day_line_bom(wd: Path) -> None:
     _append_to_day(wd, BOM_LINE + b"\n")
 
 
+def day_line_utf16_huge_integer(wd: Path) -> None:
+    """``json.loads`` of bytes reads a line whose second byte is NUL as UTF-16."""
+    _append_to_day(wd, HUGE_INTEGER_LINE.decode().encode("utf-16-le") + b"\n")
+
+
 def day_torn_line_huge_integer(wd: Path) -> None:
     """The newest day file's torn last line (no final newline): a tear to bernstein's
     walk, once its parse does not raise."""
@@ -1807,6 +1812,7 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         day_line_not_utf8,
         day_line_not_object,
         day_line_bom,
+        day_line_utf16_huge_integer,
         day_torn_line_huge_integer,
         day_torn_line_nested_deep,
         day_torn_line_not_utf8,

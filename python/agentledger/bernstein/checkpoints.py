@@ -214,10 +214,17 @@ def origin_and_count(snapshot: list[tuple[str, bytes]]) -> tuple[str | None, int
     return origin, count
 
 
-INTEGER_PAST_THE_LIMIT = re.compile(rb"(?<![0-9])[0-9]{4301}")
-"""A run of more digits than Python's ``int()`` takes (4,300), matched from its start
-only (linear): the lines that may hold an integer ``json.loads`` raises on (the run may be
-inside a string or a fraction, which parsing the line tells)."""
+DIGITS_AS_ZERO = bytes(
+    0x30 if 0x30 <= byte <= 0x39 else byte if byte == 0x0A else 0x2E for byte in range(256)
+)
+INTEGER_PAST_THE_LIMIT = b"0" * 4301
+"""More digits than Python's ``int()`` takes (4,300), every digit read as ``0``
+(``DIGITS_AS_ZERO``): the lines holding such a run may hold an integer ``json.loads``
+raises on (the run may be inside a string or a fraction, which parsing the line tells)."""
+
+DECODED_AS_UTF16_OR_32 = re.compile(rb"(?m)^(?:\x00|[^\n]\x00|\xfe\xff|\xff\xfe)")
+"""Lines ``json.loads`` of bytes decodes as UTF-16 or UTF-32 (``json.detect_encoding``: a
+NUL first or second byte, a BOM of either): their digits are not one run of bytes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,19 +269,40 @@ def _uncaught_in(raw: bytes) -> tuple[int, str] | None:
 
 def _suspect_lines(raw: bytes) -> Iterator[tuple[int, bytes]]:
     """Rust declines a segment with a line nested near Python's recursion limit: then every
-    line is a suspect; otherwise only those a long run of digits makes one."""
+    line is a suspect; otherwise those a long run of digits makes one, and those ``json``
+    decodes as UTF-16 or UTF-32."""
     if _core.bernstein_canonical_records(raw) is None:
         yield from enumerate(raw.split(b"\n"), start=1)
         return
-    number, counted_to, last = 1, 0, -1
-    for match in INTEGER_PAST_THE_LIMIT.finditer(raw):
-        start = raw.rfind(b"\n", 0, match.start()) + 1
-        if start == last:
-            continue
+    starts = set(_line_starts(raw.translate(DIGITS_AS_ZERO), INTEGER_PAST_THE_LIMIT))
+    if b"\x00" in raw or b"\xfe\xff" in raw or b"\xff\xfe" in raw:
+        starts.update(_line_starts(raw, DECODED_AS_UTF16_OR_32))
+    number, counted_to = 1, 0
+    for start in sorted(starts):
         number += raw.count(b"\n", counted_to, start)
-        counted_to = last = start
+        counted_to = start
         end = raw.find(b"\n", start)
         yield number, raw[start : len(raw) if end < 0 else end]
+
+
+def _line_starts(raw: bytes, pattern: bytes | re.Pattern[bytes]) -> Iterator[int]:
+    """Where the lines holding ``pattern`` start, each once (``raw`` keeps its newlines
+    where they were); every byte is searched back over at most once."""
+    next_line = 0
+    while True:
+        if isinstance(pattern, bytes):
+            found = raw.find(pattern, next_line)
+        else:
+            match = pattern.search(raw, next_line)
+            found = -1 if match is None else match.start()
+        if found < 0:
+            return
+        newline = raw.rfind(b"\n", next_line, found)
+        yield next_line if newline < 0 else newline + 1
+        end = raw.find(b"\n", found)
+        if end < 0:
+            return
+        next_line = end + 1
 
 
 def origin_segment(snapshot: list[tuple[str, bytes]]) -> int | None:
