@@ -1722,6 +1722,28 @@ def unwitnessed_older_day_line_huge_integer(wd: Path) -> None:
     older_day_line_huge_integer(wd)
 
 
+def legacy_seal_over_a_huge_integer_line(wd: Path) -> None:
+    """A newer seal of scheme 1 (anyone can write one: no key), binding the day file
+    whose last line holds a 5,000-digit integer by ``H(bytes)``, the leaf scheme 1 takes
+    when the last line is no record: bernstein's ``_legacy_file_leaf_hash`` suppresses only
+    ``JSONDecodeError``, ``KeyError`` and ``UnicodeDecodeError``, so its Merkle pillar
+    raises."""
+    day_line_huge_integer(wd)
+    day = _day_file(wd)
+    leaf = hashlib.sha256(day.read_bytes()).hexdigest()
+    seal = {
+        "root_hash": leaf,
+        "algorithm": "sha256",
+        "scheme": 1,
+        "leaf_count": 1,
+        "leaves": [{"file": day.name, "hash": leaf}],
+        "sealed_at": 253402300799.0,
+        "sealed_at_iso": "9999-12-31T23:59:59Z",
+    }
+    seal_path = wd / AUDIT / "merkle" / "seal-99991231T235959Z.json"
+    seal_path.write_text(json.dumps(seal, indent=2) + "\n")
+
+
 def _unsigned_ack(wd: Path) -> bytes:
     """A ``chain.tear_acknowledged`` line naming the last checkpoint's root and the day
     file, without an ``hmac``: the HMAC walk rejects it."""
@@ -1841,6 +1863,7 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         acknowledged_tear_prev_hmac_not_ascii,
         unwitnessed_later_day_line_huge_integer,
         unwitnessed_older_day_line_huge_integer,
+        legacy_seal_over_a_huge_integer_line,
     )
 }
 

@@ -248,10 +248,9 @@ def newest_seal(folder: AuditFolder, workdir: Workdir) -> SealCheck | str | None
         return None
     path = folder.seal_files[0]
     try:
-        doc = read_seal(workdir, path)
+        return check_seal(path, read_seal(workdir, path), folder.live, folder.leaves)
     except SealUnreadable as exc:
         return f"{path}: {exc}"
-    return check_seal(path, doc, folder.live, folder.leaves)
 
 
 # ---- witness co-signatures -------------------------------------------------------------

@@ -16,7 +16,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentledger.bernstein.format import AUDIT_DIR
+from agentledger.bernstein.format import AUDIT_DIR, UncaughtJson, loads_as_bernstein
 
 MERKLE_DIR = f"{AUDIT_DIR}/merkle"
 SEAL_PREFIX = "seal-"
@@ -29,7 +29,8 @@ MAX_SEAL_BYTES = 16 << 20
 
 
 class SealUnreadable(ValueError):
-    """The seal's JSON is not what bernstein can read: its own verifier raises on it."""
+    """The seal's JSON, or a day file a scheme-1 seal binds, is not what bernstein can
+    read: its own verifier raises on it."""
 
 
 def leaf_digest(data: bytes) -> str:
@@ -55,13 +56,17 @@ class PrefixLeaves:
 
 
 def legacy_leaf(content: bytes) -> str:
-    """A scheme-1 leaf: the stored ``hmac`` of the last line, else ``H(bytes)``."""
+    """A scheme-1 leaf: the stored ``hmac`` of the last line, else ``H(bytes)``.
+    ``SealUnreadable`` where bernstein's ``_legacy_file_leaf_hash`` raises: it suppresses
+    only ``JSONDecodeError`` (and ``UnicodeDecodeError``) from the last line's parse."""
     if not content.strip():
         return hashlib.sha256(b"empty").hexdigest()
     last = content.rstrip().split(b"\n")[-1]
     try:
-        entry = json.loads(last)
-    except (ValueError, RecursionError):
+        entry = loads_as_bernstein(last)
+    except UncaughtJson as exc:
+        raise SealUnreadable(f"the last line of a sealed day file: {exc}") from None
+    except ValueError:
         entry = None
     if isinstance(entry, dict) and "hmac" in entry:
         return str(entry["hmac"])

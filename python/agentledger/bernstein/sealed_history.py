@@ -222,13 +222,12 @@ def _seals(workdir: Workdir, folder: AuditFolder, out: SealedHistory) -> str | N
     newest_root = None
     for position, path in enumerate(folder.seal_files):
         try:
-            doc = read_seal(workdir, path)
+            check = check_seal(path, read_seal(workdir, path), folder.live, folder.leaves)
         except SealUnreadable as exc:
             out.findings.append(
                 Finding("bernstein.seal.unreadable", "a seal document", str(exc), path)
             )
             continue
-        check = check_seal(path, doc, folder.live, folder.leaves)
         if position == 0:
             newest_root = check.root_hash
         for problem in check.problems:
