@@ -1802,6 +1802,13 @@ def acknowledged_tear_prev_hmac_not_ascii(wd: Path) -> None:
     _rewrite_long_tear(wd, record("9" * (len(LONG_TORN) - len(record("")))))
 
 
+def cut_under_an_unsigned_ack_then_hmac_not_ascii(wd: Path) -> None:
+    """As ``cut_under_an_unsigned_ack``, then a canonical line whose ``hmac`` is not ASCII:
+    ``find_divergence_acks`` opens the log first, and its tail recovery raises on it."""
+    cut_under_an_unsigned_ack(wd)
+    _append_to_day(wd, json.dumps({"hmac": "\u00e9"}, sort_keys=True).encode() + b"\n")
+
+
 SHAPE_CASES: dict[str, Callable[[Path], None]] = {
     f.__name__: f
     for f in (
@@ -1864,6 +1871,7 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         unwitnessed_later_day_line_huge_integer,
         unwitnessed_older_day_line_huge_integer,
         legacy_seal_over_a_huge_integer_line,
+        cut_under_an_unsigned_ack_then_hmac_not_ascii,
     )
 }
 
