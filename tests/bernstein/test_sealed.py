@@ -1650,29 +1650,15 @@ def archive_torn_line_nested_deep(wd: Path) -> None:
 # ``.get`` called on what parses); whatever raises fails the pillar.
 
 
-def lineage_day_line_huge_integer(wd: Path) -> None:
-    lineage_active(wd)
-    day_line_huge_integer(wd)
+def beside_lineage(tamper: Callable[[Path], None]) -> Callable[[Path], None]:
+    """``tamper``, a lineage store's log beside it (the case ``lineage_<tamper>``)."""
 
+    def case(wd: Path) -> None:
+        lineage_active(wd)
+        tamper(wd)
 
-def lineage_day_line_nested_deep(wd: Path) -> None:
-    lineage_active(wd)
-    day_line_nested_deep(wd)
-
-
-def lineage_day_line_not_object(wd: Path) -> None:
-    lineage_active(wd)
-    day_line_not_object(wd)
-
-
-def lineage_day_line_not_utf8(wd: Path) -> None:
-    lineage_active(wd)
-    day_line_not_utf8(wd)
-
-
-def lineage_day_line_bom(wd: Path) -> None:
-    lineage_active(wd)
-    day_line_bom(wd)
+    case.__name__ = f"lineage_{tamper.__name__}"
+    return case
 
 
 def lineage_day_line_split_to_a_list(wd: Path) -> None:
@@ -1693,12 +1679,6 @@ def lineage_day_line_prev_hmac_lone_surrogate(wd: Path) -> None:
     lineage_active(wd)
     line = json.dumps({"hmac": "0" * 64, "prev_hmac": "\ud800"}, sort_keys=True)
     _append_to_day(wd, line.encode() + b"\n")
-
-
-def lineage_archive_line_huge_integer(wd: Path) -> None:
-    """No live day file left: the tail recovery reads the archive, and meets the line."""
-    lineage_active(wd)
-    archive_line_huge_integer(wd)
 
 
 def _unwitnessed(wd: Path) -> None:
@@ -1856,15 +1836,21 @@ SHAPE_CASES: dict[str, Callable[[Path], None]] = {
         archive_line_bom,
         archive_torn_line_huge_integer,
         archive_torn_line_nested_deep,
-        lineage_day_line_huge_integer,
-        lineage_day_line_nested_deep,
-        lineage_day_line_not_object,
-        lineage_day_line_not_utf8,
-        lineage_day_line_bom,
+        *map(
+            beside_lineage,
+            (
+                day_line_huge_integer,
+                day_line_nested_deep,
+                day_line_not_object,
+                day_line_not_utf8,
+                day_line_bom,
+                # No live day file left: the tail recovery reads the archive, meets the line.
+                archive_line_huge_integer,
+            ),
+        ),
         lineage_day_line_split_to_a_list,
         lineage_day_line_hmac_not_ascii,
         lineage_day_line_prev_hmac_lone_surrogate,
-        lineage_archive_line_huge_integer,
         cut_under_an_unsigned_ack,
         acknowledged_tear_huge_integer,
         acknowledged_tear_prev_hmac_not_ascii,
