@@ -70,17 +70,16 @@ def test_a_witness_state_that_is_not_a_folder_is_refused(tmp_path: Path, cli: An
 def test_the_chain_is_walked_once(tmp_path: Path, cli: Any, monkeypatch: Any) -> None:
     """The HMAC pillar takes the walk the other pillars read (the same segments, the same
     key): on a long chain a second walk was a quarter of the command's time."""
-    from agentledger.bernstein import audit_verdict
+    from agentledger.bernstein.audit_chain import verify_audit
 
     walks: list[int] = []
-    walk = audit_verdict.verify_audit
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         walks.append(1)
-        return walk(*args, **kwargs)
+        return verify_audit(*args, **kwargs)
 
     ledger = _imported(tmp_path, cli)
-    monkeypatch.setattr(audit_verdict, "verify_audit", counted)
+    monkeypatch.setattr("agentledger.bernstein.audit_verdict.verify_audit", counted)
     result = cli("bernstein", "audit-verify", "--audit-key", str(KEY), "--json", ledger=ledger)
     assert result.code == 1  # unsealed (see above): the HMAC chain itself passes
     assert {p["name"]: p["ok"] for p in result.json()["pillars"]}["HMAC Chain"] is True
