@@ -84,3 +84,20 @@ def test_the_chain_is_walked_once(tmp_path: Path, cli: Any, monkeypatch: Any) ->
     assert result.code == 1  # unsealed (see above): the HMAC chain itself passes
     assert {p["name"]: p["ok"] for p in result.json()["pillars"]}["HMAC Chain"] is True
     assert len(walks) == 1
+
+
+def test_bernstein_evidence_given_to_a_ledger_without_an_import_is_said_to_do_nothing(
+    tmp_path: Path, cli: Any
+) -> None:
+    ledger = tmp_path / "ledger.db"
+    assert cli("init", ledger=ledger).code == 0
+    state = tmp_path / "witness-state"
+    state.mkdir()
+    result = cli("verify", "--witness-state", str(state), "--json", ledger=ledger)
+    assert result.code == 0
+    notes = [n for n in result.json()["notes"] if "no bernstein import" in n]
+    assert notes == ["--witness-state not used: the ledger holds no bernstein import"]
+    imported = cli(
+        "verify", "--witness-state", str(state), "--json", ledger=_imported(tmp_path, cli)
+    )
+    assert not [n for n in imported.json()["notes"] if "no bernstein import" in n]

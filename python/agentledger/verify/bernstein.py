@@ -19,6 +19,18 @@ IMPORT_TABLES = ("bernstein_runs", "bernstein_imports", "bernstein_files")
 
 def check_bernstein(ctx: VerifyContext) -> None:
     if not holds_an_import(ctx.conn):
+        given = [
+            option
+            for option, value in (
+                ("--tsa-bundle", ctx.options.tsa_bundle_file),
+                ("--witness-state", ctx.options.witness_state_dir),
+            )
+            if value is not None
+        ]
+        if given:
+            ctx.report.notes.append(
+                f"{' and '.join(given)} not used: the ledger holds no bernstein import"
+            )
         return
     from agentledger.verify.bernstein_runs import check_imported
 
