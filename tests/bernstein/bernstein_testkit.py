@@ -8,6 +8,8 @@ import hashlib
 import json
 import shutil
 import stat
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,3 +126,13 @@ def import_and_verify(
         },
         notes=list(strict.notes),
     )
+
+
+def run_script(script: Path, *args: str) -> str:
+    """What ``python SCRIPT ARGS...`` prints (a generator that runs bernstein's own code);
+    its stderr's end when it fails."""
+    done = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout

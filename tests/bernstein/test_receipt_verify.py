@@ -12,14 +12,13 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .bernstein_testkit import run_script
 from .test_sealed import GENERATOR, sealed  # noqa: F401  (the module fixture)
 
 Receipt = dict[str, Any]
@@ -161,14 +160,8 @@ def bernstein_says(receipts: dict[str, Path]) -> dict[tuple[str, str], dict[str,
         receipt = next((workdir / ".sdd" / "runs").glob("*/run-receipt.json"))
         for pin in PINS:
             specs.append((name, pin, str(receipt) + ("" if pin == "none" else f",{workdir / pin}")))
-    done = subprocess.run(
-        [sys.executable, str(GENERATOR), "receipt-status", *(spec for _, _, spec in specs)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    stdout = run_script(GENERATOR, "receipt-status", *(spec for _, _, spec in specs))
+    answers = [json.loads(line) for line in stdout.splitlines()]
     assert len(answers) == len(specs)
     return {(name, pin): answer for (name, pin, _), answer in zip(specs, answers, strict=True)}
 
@@ -326,14 +319,8 @@ def bernstein_says_rich(rich_receipts: dict[str, Path]) -> dict[tuple[str, str],
         receipt = next((workdir / ".sdd" / "runs").glob("*/run-receipt.json"))
         specs.append((name, "none", str(receipt)))
         specs.append((name, "receipt.pem", f"{receipt},{workdir / 'receipt.pem'}"))
-    done = subprocess.run(
-        [sys.executable, str(GENERATOR), "receipt-status", *(spec for _, _, spec in specs)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    stdout = run_script(GENERATOR, "receipt-status", *(spec for _, _, spec in specs))
+    answers = [json.loads(line) for line in stdout.splitlines()]
     assert len(answers) == len(specs)
     return {(name, pin): answer for (name, pin, _), answer in zip(specs, answers, strict=True)}
 
@@ -424,14 +411,8 @@ def bernstein_says_chains(chain_workdir: Path) -> dict[str, str]:
         if signed_at is not None:
             spec["signed_at"] = signed_at
         specs.append(json.dumps(spec))
-    done = subprocess.run(
-        [sys.executable, str(GENERATOR), "receipt-chain-status", *specs],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    statuses = [json.loads(line)["status"] for line in done.stdout.splitlines()]
+    stdout = run_script(GENERATOR, "receipt-chain-status", *specs)
+    statuses = [json.loads(line)["status"] for line in stdout.splitlines()]
     return dict(zip(CHAIN_CASES, statuses, strict=True))
 
 

@@ -15,7 +15,6 @@ import hashlib
 import importlib
 import json
 import shutil
-import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from .bernstein_testkit import import_and_verify
+from .bernstein_testkit import import_and_verify, run_script
 
 HERE = Path(__file__).resolve().parent
 GENERATOR = HERE / "data" / "sealed_workdirs.py"
@@ -60,13 +59,7 @@ def _fetch_wheel() -> None:
 def sealed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _fetch_wheel()
     out = tmp_path_factory.mktemp("sealed") / "workdir"
-    done = subprocess.run(
-        [sys.executable, str(GENERATOR), "make", str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
+    run_script(GENERATOR, "make", str(out))
     return out
 
 
@@ -89,16 +82,8 @@ def bernstein_audits(specs: list[dict[str, str]]) -> list[dict[str, Any]]:
 
 def _audit_answers(script: Path, args: list[str]) -> list[dict[str, Any]]:
     """The ``AUDIT`` answers of ``script audit ARGS...``, one per argument, in order."""
-    done = subprocess.run(
-        [sys.executable, str(script), "audit", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers = [
-        json.loads(line[6:]) for line in done.stdout.splitlines() if line.startswith("AUDIT ")
-    ]
+    stdout = run_script(script, "audit", *args)
+    answers = [json.loads(line[6:]) for line in stdout.splitlines() if line.startswith("AUDIT ")]
     assert len(answers) == len(args)
     return answers
 
@@ -460,14 +445,8 @@ def test_a_cut_receipted_journal_passes_bernstein_and_not_strict(
     intact; strict compares the receipt's rows with the journal."""
     workdir = cases["cut_receipted_journal"]
     receipt = next((workdir / ".sdd" / "runs").glob("*/run-receipt.json"))
-    done = subprocess.run(
-        [sys.executable, str(GENERATOR), "receipt-status", str(receipt)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert json.loads(done.stdout)["status"] == "ok"
+    stdout = run_script(GENERATOR, "receipt-status", str(receipt))
+    assert json.loads(stdout)["status"] == "ok"
     run_id = receipt.parent.name
     outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
     assert "bernstein.run_receipt.head" in outcome.findings[run_id]
@@ -486,14 +465,8 @@ def test_a_cut_sealed_journal_passes_bernstein_and_not_strict(
     strict compares the journal with the spine's seal of it."""
     workdir = cases["cut_sealed_journal"]
     run_id = _second_run(workdir).name
-    done = subprocess.run(
-        [sys.executable, str(GENERATOR), "spine-status", str(workdir), run_id],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["seal_only"]  # as on the untouched workdir: not tampered
+    stdout = run_script(GENERATOR, "spine-status", str(workdir), run_id)
+    assert stdout.split() == ["seal_only"]  # as on the untouched workdir: not tampered
     outcome = import_and_verify(workdir, tmp_path / "ledger.db", key=workdir / "audit.key")
     assert "bernstein.lineage.journal" in outcome.findings[run_id]
     assert "bernstein.chain" not in outcome.findings[run_id]
@@ -511,14 +484,8 @@ def test_strict_fails_every_spine_bernstein_calls_tampered(
     statuses = {}
     for name in specs:
         run_id = _second_run(cases[name]).name
-        done = subprocess.run(
-            [sys.executable, str(GENERATOR), "spine-status", str(cases[name]), run_id],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        statuses[name] = done.stdout.strip()
+        stdout = run_script(GENERATOR, "spine-status", str(cases[name]), run_id)
+        statuses[name] = stdout.strip()
     assert statuses == {"untouched": "seal_only", **dict.fromkeys(SPINE_CASES, "tampered")}
     for name in specs:
         workdir = cases[name]
@@ -1173,14 +1140,8 @@ def bernstein_says_seal(seal_cases: dict[str, Path]) -> dict[tuple[str, bool], d
         if bundled:
             spec["tsa_bundle"] = str(workdir / "tsa" / "bundle.pem")
         raw.append(json.dumps(spec))
-    done = subprocess.run(
-        [sys.executable, str(GENERATOR), "seal-status", *raw],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    stdout = run_script(GENERATOR, "seal-status", *raw)
+    answers = [json.loads(line) for line in stdout.splitlines()]
     assert len(answers) == len(specs)
     return {(name, b): a for (name, _, b), a in zip(specs, answers, strict=True)}
 
@@ -1299,14 +1260,8 @@ def bernstein_says_replay(replay_cases: dict[str, Path]) -> dict[tuple[str, bool
         for keyed in (False, True)
     ]
     specs.append(("no_such_run", True, {"workdir": str(replay_cases["untouched"]), "run": "r9"}))
-    done = subprocess.run(
-        [sys.executable, str(GENERATOR), "replay-status", *(json.dumps(s) for _, _, s in specs)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    stdout = run_script(GENERATOR, "replay-status", *(json.dumps(s) for _, _, s in specs))
+    answers = [json.loads(line) for line in stdout.splitlines()]
     assert len(answers) == len(specs)
     return {(name, keyed): a for (name, keyed, _), a in zip(specs, answers, strict=True)}
 
