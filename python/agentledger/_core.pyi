@@ -164,6 +164,13 @@ def ed25519_verify(public_key: bytes, message: bytes, signature: bytes) -> bool:
 def ed25519_verify_batch(items: Sequence[tuple[bytes, bytes, bytes]]) -> list[bool]:
     """Verify (public_key, message, signature) triples in parallel with the GIL released."""
 
+def signature_memo_begin(known: bytes) -> bool:
+    """Activate the process's memo of accepted signatures with ``known`` 32-byte digests;
+    False, and nothing changed, when one is active already (signature_memo.py)."""
+
+def signature_memo_end() -> bytes:
+    """Deactivate it: the digests of the triples it accepted that it was not given."""
+
 # ---- run journals (rust/core/src/journal/, rust/python/src/entry.rs) ---------------------
 
 MAX_FINDINGS_PER_RUN: int

@@ -47,6 +47,11 @@ from agentledger.verify import VerifyOptions
     type=click.Path(file_okay=False, path_type=Path),
     help="A bernstein witness's own state folder: hold imported audit history to its pins.",
 )
+@click.option(
+    "--recheck-signatures",
+    is_flag=True,
+    help="Verify every signature in full, even those this install accepted before.",
+)
 @verify_options
 @width_option
 @json_option
@@ -61,6 +66,7 @@ def verify(
     incremental: bool,
     tsa_bundle_file: Path | None,
     witness_state_dir: Path | None,
+    recheck_signatures: bool,
     trust: tuple[str, ...],
     audit_key_file: Path | None,
     compat: str | None,
@@ -102,6 +108,7 @@ def verify(
         incremental=incremental,
         tsa_bundle_file=None if arguments.tsa_bundle(tsa_bundle_file) is None else tsa_bundle_file,
         witness_state_dir=witness_state_dir,
+        recheck_signatures=recheck_signatures,
     )
     with app.open_ledger(readonly=True) as ledger:
         # A file whose schema is not ours is read no further than verify's finding.

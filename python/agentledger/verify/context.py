@@ -47,6 +47,9 @@ class VerifyOptions:
     witness_state_dir: Path | None = None
     """A bernstein witness's own state (its pin per chain origin): strict holds the
     imported audit history to the pins as to the co-signatures."""
+    recheck_signatures: bool = False
+    """Verify every signature in full, none taken from the signatures this install
+    accepted before (``signature_memo.py``)."""
 
 
 Rehashed = tuple[int, list[tuple[str, str, str, str]]]

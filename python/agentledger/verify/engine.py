@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from agentledger import _core
+from agentledger import _core, signature_memo
 from agentledger.errors import AgentLedgerError, ExitCode
 from agentledger.keys import read_trust_file, trust_values
 from agentledger.signer_memory import Remembered, SignerMemory
@@ -153,7 +153,11 @@ def _verify(
     # Read before the snapshot's first read: the memory is written after each commit, so
     # what it says is then never newer than what the snapshot sees.
     remembered = SignerMemory(ledger.keys.home, ledger.id).read()
-    with ledger.db.snapshot() as conn:
+    # Signatures this install accepted before are not verified again (signature_memo.py).
+    memo = signature_memo.remembered(
+        ledger.keys.home, ledger.id, recheck=options.recheck_signatures
+    )
+    with memo, ledger.db.snapshot() as conn:
         # What the file's SQL returns cannot be trusted until its schema is ours (re-read
         # in this snapshot: it may have changed since the file was opened) and its indexes
         # hold exactly their tables' rows: until then no other SQL's answer is used. A

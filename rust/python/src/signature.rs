@@ -19,6 +19,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ed25519_verify, m)?)?;
     m.add_function(wrap_pyfunction!(ed25519_verify_batch, m)?)?;
     m.add_class::<Ed25519Signer>()?;
+    m.add_function(wrap_pyfunction!(signature_memo_begin, m)?)?;
+    m.add_function(wrap_pyfunction!(signature_memo_end, m)?)?;
     Ok(())
 }
 
@@ -121,4 +123,18 @@ fn ed25519_verify_batch(py: Python<'_>, items: &Bound<'_, PyAny>) -> PyResult<Ve
             .collect();
         signature::verify_batch(&triples)
     }))
+}
+
+/// Activates the process's memo of accepted signatures (`signature::memo`) with `known`,
+/// digests of 32 bytes each: `False`, and nothing changed, when one is active already.
+#[pyfunction]
+fn signature_memo_begin(known: &[u8]) -> bool {
+    signature::memo::begin(known)
+}
+
+/// Deactivates the memo: the digests of the triples it accepted that it was not given,
+/// concatenated (empty when none was active).
+#[pyfunction]
+fn signature_memo_end(py: Python<'_>) -> Bound<'_, PyBytes> {
+    PyBytes::new(py, &signature::memo::end().concat())
 }
