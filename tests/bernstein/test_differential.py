@@ -17,7 +17,7 @@ import apsw
 import pytest
 from nacl.signing import SigningKey
 
-from agentledger import Ledger, _core
+from agentledger import Ledger, _core, signature_memo
 from agentledger.bernstein import DirectoryWorkdir, LedgerWorkdir, import_workdir
 from agentledger.bernstein import verifier as rust
 from agentledger.bernstein.audit_chain import AuditChain, verify_audit
@@ -457,3 +457,60 @@ def test_ctrl_c_stops_the_verify_between_journals(tmp_path: Path) -> None:
                 native.handle(conn), journals[:3], options, files=files
             ).runs
     assert [r.compat_code for r in again] == [0, 0, 0]
+
+
+# ---- signatures accepted before ----------------------------------------------------------
+
+
+def _verified_both_ways(ledger_path: Path, source: Path, trust: tuple[str, ...]) -> list[Any]:
+    """The compat and strict reports of the ledger, each with the memo and rechecked."""
+    reports = []
+    strict = VerifyOptions(audit_key_file=source / "audit.key", trust=trust)
+    with Ledger.open(ledger_path, readonly=True) as ledger:
+        for options in (VerifyOptions(compat="bernstein"), strict):
+            for recheck in (False, True):
+                options.recheck_signatures = recheck
+                report = ledger.verify(options=options)
+                reports.append(
+                    [
+                        (d.run_id, d.seq, d.check, d.expected, d.actual, d.subject)
+                        for d in [
+                            *report.workspace,
+                            *(d for r in report.runs for d in r.divergences),
+                        ]
+                    ]
+                    + [(r.run_id, r.code) for r in report.runs]
+                )
+    return reports
+
+
+@pytest.mark.parametrize(
+    "damage", [*(f"tamper-{name}" for name in sorted(TAMPERS)), *(f"seed-{n}" for n in range(8))]
+)
+def test_signatures_accepted_before_change_no_verdict(tmp_path: Path, damage: str) -> None:
+    """Every signature of the untampered workdir is in the memo (a clean import of it,
+    verified in the same key folder); the damaged one's verdicts, compat and strict, are
+    those of a verify that checks every signature in full."""
+    kind, _, name = damage.partition("-")
+    source = SHAPES if kind == "seed" and int(name) % 2 else SMALL
+    trust = (*SHAPES_SIGNERS, SMALL_SIGNER)
+    clean = tmp_path / "clean.db"
+    with Ledger.open(clean) as ledger:
+        import_workdir(ledger, source)
+        ledger.verify(options=VerifyOptions(compat="bernstein"))
+        memo = signature_memo.memo_path(ledger.keys.home, ledger.id)
+    assert memo is not None and len(signature_memo.read_digests(memo)) >= 32
+    workdir = copy_workdir(source, tmp_path / "wd")
+    if kind == "tamper":
+        TAMPERS[name](workdir)
+    else:
+        _damage(workdir, random.Random(int(name)))
+    damaged = tmp_path / "damaged.db"
+    with Ledger.open(damaged) as ledger:
+        import_workdir(ledger, workdir)
+        theirs = signature_memo.memo_path(ledger.keys.home, ledger.id)
+    assert theirs is not None
+    shutil.copyfile(memo, theirs)
+    compat, compat_rechecked, strict, strict_rechecked = _verified_both_ways(damaged, source, trust)
+    assert compat == compat_rechecked
+    assert strict == strict_rechecked
