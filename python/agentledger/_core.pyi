@@ -168,8 +168,9 @@ def signature_memo_begin(known: bytes) -> bool:
     """Activate the process's memo of accepted signatures with ``known`` 32-byte digests;
     False, and nothing changed, when one is active already (signature_memo.py)."""
 
-def signature_memo_end() -> bytes:
-    """Deactivate it: the digests of the triples it accepted that it was not given."""
+def signature_memo_end() -> tuple[bytes, int]:
+    """Deactivate it: the digests of the triples it accepted that it was not given, and how
+    many verifications it answered from those it was given."""
 
 # ---- run journals (rust/core/src/journal/, rust/python/src/entry.rs) ---------------------
 

@@ -30,6 +30,7 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from agentledger import _core
@@ -49,23 +50,32 @@ def memo_path(home: Path, ledger_id: str) -> Path | None:
     return home / LEDGERS_DIR / f"{ledger_id}.signatures"
 
 
+@dataclass
+class MemoUse:
+    """What a block under ``remembered`` took from the memo, known once it ended."""
+
+    reused: int = 0
+    """Signatures accepted from the memo, without being verified again."""
+
+
 @contextmanager
-def remembered(home: Path, ledger_id: str, *, recheck: bool = False) -> Iterator[None]:
+def remembered(home: Path, ledger_id: str, *, recheck: bool = False) -> Iterator[MemoUse]:
     """While the block runs, signatures this install accepted before for ``ledger_id``
     are accepted without being verified again (none with ``recheck``); when it ends
     without an exception, what it accepted anew is added to the memo.
 
     One memo is active in a process at a time: a block entered while another is active
     verifies in full, and the active one keeps what it accepts."""
+    use = MemoUse()
     path = memo_path(home, ledger_id)
     known = b"" if recheck or path is None else read_digests(path)
     if path is None or not _core.signature_memo_begin(known):
-        yield
+        yield use
         return
     try:
-        yield
+        yield use
     finally:
-        accepted = _core.signature_memo_end()
+        accepted, use.reused = _core.signature_memo_end()
     if accepted:
         _write(path, known + accepted)
 

@@ -48,9 +48,21 @@ def test_a_verify_remembers_what_it_accepted_in_the_key_folder(recorded: Path) -
     assert len(digests) >= 2 * DIGEST and len(digests) % DIGEST == 0
     assert recorded.parent not in memo.parents, "kept outside the ledger's folder"
     ledger_bytes = hashlib.sha256(recorded.read_bytes()).digest()
-    assert verify(recorded).code == 0
+    again = verify(recorded)
+    assert again.code == 0
     assert hashlib.sha256(recorded.read_bytes()).digest() == ledger_bytes
     assert memo.read_bytes() == data, "nothing new accepted: the memo is not rewritten"
+    # The report says how many verifications it took from the memo (a signature checked
+    # twice, as the newest checkpoint's is, counts twice).
+    said = [note for note in again.notes if "(its memo)" in note]
+    assert len(said) == 1
+    count, _, words = said[0].partition(" ")
+    assert int(count) >= len(digests) // DIGEST
+    assert words == (
+        "signatures accepted as this install verified them in an earlier verify of the "
+        "ledger (its memo), not verified again (--recheck-signatures verifies every one)"
+    )
+    assert not [note for note in verify(recorded, recheck=True).notes if "memo" in note]
 
 
 @pytest.mark.parametrize("case", sorted(TAMPERS))

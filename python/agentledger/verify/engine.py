@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import apsw
 
 from agentledger import _core, signature_memo
+from agentledger.display import plural
 from agentledger.errors import AgentLedgerError, ExitCode
 from agentledger.keys import read_trust_file, trust_values
 from agentledger.signer_memory import Remembered, SignerMemory
@@ -157,7 +158,7 @@ def _verify(
     memo = signature_memo.remembered(
         ledger.keys.home, ledger.id, recheck=options.recheck_signatures
     )
-    with memo, ledger.db.snapshot() as conn:
+    with memo as signatures, ledger.db.snapshot() as conn:
         # What the file's SQL returns cannot be trusted until its schema is ours (re-read
         # in this snapshot: it may have changed since the file was opened) and its indexes
         # hold exactly their tables' rows: until then no other SQL's answer is used. A
@@ -204,6 +205,12 @@ def _verify(
                 verdict.add(Divergence(run_id, None, first.check, first.expected, first.actual))
             ctx = VerifyContext(ledger, conn, options, report, verdicts, run_ids is None)
     report.runs = list(ctx.verdicts.values())
+    if signatures.reused:
+        report.notes.append(
+            f"{plural(signatures.reused, 'signature')} accepted as this install verified them "
+            "in an earlier verify of the ledger (its memo), not verified again "
+            "(--recheck-signatures verifies every one)"
+        )
     if report.checkpoint is None and report.checkpoint_reason is None:
         # The log check records the newest checkpoint (or that there is none) when it runs.
         report.checkpoint_reason = "not matched: the log check did not run (see the findings)"

@@ -14,6 +14,7 @@
 //! another rule set) are never taken for these.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use super::{PublicKey, PUBLIC_KEY_LENGTH};
@@ -38,7 +39,19 @@ pub fn digest(public_key: &[u8; PUBLIC_KEY_LENGTH], message: &[u8], signature: &
 
 struct Memo {
     known: HashSet<Digest, foldhash::fast::RandomState>,
+    /// Triples accepted from `known`, without the curve arithmetic.
+    reused: AtomicU64,
     accepted: Mutex<Vec<Digest>>,
+}
+
+/// What an active memo did, given back by [`end`].
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Ended {
+    /// The digests of the triples it accepted that it was not given, each once, in byte
+    /// order.
+    pub accepted: Vec<Digest>,
+    /// How many verifications it answered from the digests it was given.
+    pub reused: u64,
 }
 
 static ACTIVE: RwLock<Option<Memo>> = RwLock::new(None);
@@ -58,19 +71,19 @@ pub fn begin(known: &[u8]) -> bool {
         .collect();
     *active = Some(Memo {
         known,
+        reused: AtomicU64::new(0),
         accepted: Mutex::new(Vec::new()),
     });
     true
 }
 
-/// Deactivates the memo and gives the digests of the triples it accepted that it was not
-/// given, each once, in byte order (empty when none was active).
-pub fn end() -> Vec<Digest> {
+/// Deactivates the memo and says what it did (nothing when none was active).
+pub fn end() -> Ended {
     let mut active = ACTIVE
         .write()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let Some(memo) = active.take() else {
-        return Vec::new();
+        return Ended::default();
     };
     let mut accepted = memo
         .accepted
@@ -78,7 +91,10 @@ pub fn end() -> Vec<Digest> {
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     accepted.sort_unstable();
     accepted.dedup();
-    accepted
+    Ended {
+        accepted,
+        reused: memo.reused.into_inner(),
+    }
 }
 
 /// `verify(key, message, signature)`'s decision, from the active memo when it holds the
@@ -98,6 +114,7 @@ pub(super) fn verifies(
     };
     let triple = digest(&key.encoding, message, signature);
     if memo.known.contains(&triple) {
+        memo.reused.fetch_add(1, Ordering::Relaxed);
         return true;
     }
     let accepted = verify();
@@ -143,12 +160,14 @@ mod tests {
             &forged
         )));
         assert_eq!(calls.get(), 2);
-        let accepted = end();
+        let ended = end();
+        assert_eq!(ended.reused, 0);
+        let accepted = ended.accepted;
         assert_eq!(
             accepted,
             vec![digest(&key.encoding, b"receipt one", &signed)]
         );
-        assert!(end().is_empty(), "nothing is active any more");
+        assert_eq!(end(), Ended::default(), "nothing is active any more");
 
         // Given back, the accepted triple is not verified again; the rejected one is, each
         // time, and so is the same signature over another message.
@@ -170,7 +189,9 @@ mod tests {
             &signed
         )));
         assert_eq!(calls.get(), 2);
-        assert!(end().is_empty(), "nothing new was accepted");
+        let ended = end();
+        assert!(ended.accepted.is_empty(), "nothing new was accepted");
+        assert_eq!(ended.reused, 1);
 
         // A digest of a rejected triple, had storage been forged to hold it, is the one way
         // to have it accepted: the digests must come from storage the install trusts.
