@@ -65,7 +65,8 @@ def remembered(home: Path, ledger_id: str, *, recheck: bool = False) -> Iterator
     without an exception, what it accepted anew is added to the memo.
 
     One memo is active in a process at a time: a block entered while another is active
-    verifies in full, and the active one keeps what it accepts."""
+    (another thread's verify) reads and keeps nothing of its own, and its verifications go
+    through the active one, which is as sound: each digest is of a triple accepted in full."""
     use = MemoUse()
     path = memo_path(home, ledger_id)
     known = b"" if recheck or path is None else read_digests(path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from agentledger import Ledger, signature_memo
 from agentledger.verify import VerifyOptions
 
+from .activity_testkit import record_every_modality
 from .test_tamper import TAMPERS, recorded  # noqa: F401 (the fixture)
 
 DIGEST = signature_memo.DIGEST_BYTES
@@ -160,3 +162,19 @@ def test_the_cli_rechecks_on_request(recorded: Path, cli: Any) -> None:  # noqa:
     assert result.code == 0, result.err
     assert result.json()["code"] == 0
     assert memo.exists()
+
+
+def test_verifies_in_threads_share_one_memo_soundly(recorded: Path, tmp_path: Path) -> None:  # noqa: F811
+    """Two verifies at once in one process: one holds the memo, the other's verifications
+    go through it; a forged signature is found whichever thread verifies it."""
+    other = tmp_path / "other" / "ledger.db"
+    with Ledger.open(other) as ledger:
+        record_every_modality(ledger)
+    edit, check = TAMPERS["signature swapped (hashes recomputed)"]
+    edit(recorded)
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(4):
+            tampered, clean = pool.map(verify, [recorded, other])
+            assert check in [found[2] for found in findings(tampered)]
+            assert clean.code == 0
+            assert findings(tampered) == findings(verify(recorded, recheck=True))
