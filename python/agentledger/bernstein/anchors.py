@@ -15,13 +15,12 @@ import base64
 import binascii
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
-
-from cryptography import x509
+from typing import TYPE_CHECKING, Any
 
 from agentledger.bernstein.format import UncaughtJson, loads_as_bernstein
-from agentledger.bernstein.rfc3161_token import message_imprint
-from agentledger.bernstein.tsa_trust import authenticate_token
+
+if TYPE_CHECKING:
+    from cryptography import x509  # annotations only
 
 VERSION = 1
 KIND = "rfc3161"
@@ -110,6 +109,9 @@ def token_problem(anchor: Anchor, trusted: list[x509.Certificate] | None = None)
 
 def imprint_problem(anchor: Anchor) -> str | None:
     """Why the token does not cover the anchored checkpoint payload (no trust decided)."""
+    # Loaded for a token only: asn1crypto and cryptography take 0.06 s to import.
+    from agentledger.bernstein.rfc3161_token import message_imprint
+
     try:
         token = base64.b64decode(anchor.token_b64, validate=True)
     except (binascii.Error, ValueError) as exc:
@@ -133,6 +135,9 @@ def tsa_problem(
     """Why the token's TSA is not authenticated by ``trusted`` (``tsa_trust.py``); with
     ``require_timestamping`` (strict, RFC 3161 §2.3) also a signer certificate not marked
     for timestamping."""
+    # Loaded for a token only: asn1crypto and cryptography take 0.06 s to import.
+    from agentledger.bernstein.tsa_trust import authenticate_token
+
     try:
         token = base64.b64decode(anchor.token_b64, validate=True)
     except (binascii.Error, ValueError) as exc:

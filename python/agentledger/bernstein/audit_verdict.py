@@ -22,9 +22,7 @@ import json
 import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-from cryptography import x509
+from typing import TYPE_CHECKING, Any
 
 from agentledger import _core
 from agentledger.bernstein import checkpoints as cp
@@ -61,6 +59,9 @@ from agentledger.bernstein.workdir import (
     read_fails,
 )
 from agentledger.limits import MAX_DOCUMENT_BYTES
+
+if TYPE_CHECKING:
+    from cryptography import x509  # annotations only
 
 WITNESS_DOMAIN = b"bernstein/audit-checkpoint-witness/v1\n"
 

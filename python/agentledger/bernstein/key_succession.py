@@ -23,9 +23,6 @@ import json
 from datetime import datetime
 from typing import Any
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 from agentledger import _core
 
 CHAIN_TYPE = "https://bernstein.run/attestations/key-succession/v1"
@@ -76,6 +73,10 @@ def _instant(value: str, name: str) -> datetime:
 
 
 def _pinned_root(pem: bytes) -> bytes:
+    # Loaded for a pinned PEM only: cryptography takes 0.05 s to import.
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         key = serialization.load_pem_public_key(pem)
     except (ValueError, TypeError) as exc:

@@ -26,9 +26,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-
 from agentledger import _core
 from agentledger.bernstein.key_succession import Untrusted, key_trust
 from agentledger.limits import MAX_DOCUMENT_BYTES
@@ -371,6 +368,10 @@ def _pae(payload: bytes) -> bytes:
 def _pinned_key(pem: bytes) -> bytes:
     """The raw key of the pinned PEM (``--public-key``), read as bernstein reads it (any
     PEM public key pyca/cryptography loads, then Ed25519 only); malformed otherwise."""
+    # Loaded for a pinned PEM only: cryptography takes 0.05 s to import.
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         key = serialization.load_pem_public_key(pem)
     except (ValueError, TypeError) as exc:

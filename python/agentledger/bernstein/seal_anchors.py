@@ -16,12 +16,12 @@ import binascii
 import json
 import posixpath
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from cryptography import x509
-
-from agentledger.bernstein.rfc3161_token import message_imprint
-from agentledger.bernstein.tsa_trust import authenticate_token
 from agentledger.limits import MAX_DOCUMENT_BYTES
+
+if TYPE_CHECKING:
+    from cryptography import x509  # annotations only
 
 ANCHOR_NAME = "seal_anchor.json"
 RFC3161 = "rfc3161"
@@ -67,6 +67,9 @@ def seal_anchor_problems(
                 AnchorProblem("bernstein.seal_anchor.token", f"a token over {sealed}", reason)
             )
         elif trusted:
+            # X.509: loaded for a trust bundle only (cryptography takes 0.06 s to import).
+            from agentledger.bernstein.tsa_trust import authenticate_token
+
             token = base64.b64decode(str(doc["rfc3161_token_b64"]), validate=True)
             check = authenticate_token(token, trusted)
             if not check.problems and not check.timestamping_eku:
@@ -85,6 +88,9 @@ def seal_anchor_problems(
 
 
 def _token_problem(token_b64: object, head: str) -> str | None:
+    # Loaded for a token only: asn1crypto and cryptography take 0.06 s to import.
+    from agentledger.bernstein.rfc3161_token import message_imprint
+
     if not isinstance(token_b64, str):
         return "no token"
     try:

@@ -16,12 +16,12 @@ import binascii
 import json
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from cryptography import x509
-
-from agentledger.bernstein.rfc3161_token import message_imprint
-from agentledger.bernstein.tsa_trust import authenticate_token
 from agentledger.limits import MAX_DOCUMENT_BYTES
+
+if TYPE_CHECKING:
+    from cryptography import x509  # annotations only
 
 HEAD = re.compile(r"[0-9a-f]{64}")
 RFC3161 = "rfc3161"
@@ -81,6 +81,10 @@ def seal_verdict(
         )
     if not trusted:
         return SealVerdict("unverifiable", ["no trust bundle: the token was not checked"], anchored)
+    # Loaded for a token only: asn1crypto and cryptography take 0.06 s to import.
+    from agentledger.bernstein.rfc3161_token import message_imprint
+    from agentledger.bernstein.tsa_trust import authenticate_token
+
     try:
         token = base64.b64decode(token_b64, validate=True)
     except (binascii.Error, ValueError) as exc:

@@ -18,8 +18,7 @@ import json
 import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-from cryptography import x509
+from typing import TYPE_CHECKING
 
 from agentledger.bernstein import checkpoints as cp
 from agentledger.bernstein.anchors import (
@@ -41,6 +40,9 @@ from agentledger.bernstein.seal import SealUnreadable, check_seal, leaf_digest
 from agentledger.bernstein.witness_state import state_claims
 from agentledger.bernstein.workdir import Workdir
 from agentledger.limits import MAX_DOCUMENT_BYTES
+
+if TYPE_CHECKING:
+    from cryptography import x509  # annotations only
 
 SEALS = f"{AUDIT_DIR}/merkle/seal-*.json"
 TILES_DIR = f"{AUDIT_DIR}/tiles"

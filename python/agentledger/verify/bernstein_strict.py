@@ -32,7 +32,6 @@ from agentledger.bernstein.lineage_activity import (
 from agentledger.bernstein.run_receipts import RECEIPT_NAME, head_problem, read_claim, receipt_path
 from agentledger.bernstein.seal_anchors import ANCHOR_NAME, seal_anchor_path, seal_anchor_problems
 from agentledger.bernstein.sealed_history import sealed_history
-from agentledger.bernstein.tsa_trust import load_trust_bundle
 from agentledger.bernstein.witness_state import folder_reader
 from agentledger.bernstein.workdir import LedgerWorkdir
 from agentledger.errors import BadArgument, InvalidInput
@@ -281,6 +280,8 @@ def _tsa_bundle(ctx: VerifyContext) -> list[Any] | None:
     path = ctx.options.tsa_bundle_file
     if path is None:
         return None
+    from agentledger.bernstein.tsa_trust import load_trust_bundle  # X.509: with a bundle only
+
     try:
         return load_trust_bundle(read_capped(Path(path), MAX_DOCUMENT_BYTES, "a trust bundle"))
     except (OSError, ValueError) as exc:
