@@ -16,6 +16,7 @@ from agentledger import Ledger, _core
 from agentledger._version import __version__
 from agentledger.cli.app import COMMANDS, cli, load_all
 from agentledger.errors import ExitCode
+from tests.bernstein.data.tsa_tokens import root_ca
 
 HEAVY = ("rich", "pydantic", "agentledger._core", "apsw", "agentledger.ledger", "nacl")
 
@@ -135,19 +136,41 @@ def test_compat_verify_of_imported_runs_loads_none_of_the_strict_machinery(
     tmp_path: Path,
 ) -> None:
     """bernstein's own verdict (``--compat bernstein``) reads no seal, receipt or anchor:
-    the strict checks, X.509 and RFC 3161 load for the strict verdict only."""
+    the strict checks load for the strict verdict only, and X.509, RFC 3161 and PEM
+    parsing (cryptography, asn1crypto: 0.06 s of imports) only for what needs them: a
+    trust bundle here (the fixture has no token)."""
     ledger_path, _ = imported_small_workdir(tmp_path)
-    strict_only = {"agentledger.verify.bernstein_strict", "cryptography.x509"}
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_bytes(root_ca("a test TSA root").pem())
+    strict = "agentledger.verify.bernstein_strict"
     # The fixture's signer is not trusted here: the strict verdict is diverged.
     verdicts: tuple[tuple[list[str], ExitCode, set[str]], ...] = (
         (["--compat", "bernstein"], ExitCode.OK, set()),
-        ([], ExitCode.DIVERGED, strict_only),
+        ([], ExitCode.DIVERGED, {strict}),
+        (["--tsa-bundle", str(bundle)], ExitCode.DIVERGED, {strict, *PARSERS}),
     )
-    for compat, code, expected in verdicts:
-        args = ["--ledger", str(ledger_path), "verify", *compat]
+    for options, code, expected in verdicts:
+        args = ["--ledger", str(ledger_path), "verify", *options]
         loaded = modules_loaded(args, code)
         assert "agentledger.verify.bernstein_runs" in loaded
-        assert strict_only & loaded == expected, (compat, sorted(strict_only & loaded))
+        heavy = ({strict} & loaded) | ({m.split(".")[0] for m in loaded} & PARSERS)
+        assert heavy == expected, (options, sorted(heavy))
+
+
+def test_audit_verify_without_tokens_loads_no_x509(tmp_path: Path) -> None:
+    """``bernstein audit-verify`` of a workdir without RFC 3161 anchors or a trust bundle
+    parses no certificate: cryptography and asn1crypto stay unloaded."""
+    from tests.bernstein.bernstein_testkit import SMALL
+
+    ledger_path, _ = imported_small_workdir(tmp_path)
+    args = ["--ledger", str(ledger_path), "bernstein", "audit-verify", "--audit-key"]
+    loaded = modules_loaded([*args, str(SMALL / "audit.key")], 1)
+    assert "agentledger.bernstein.audit_verdict" in loaded
+    assert not {m.split(".")[0] for m in loaded} & PARSERS
+
+
+PARSERS = {"cryptography", "asn1crypto"}
+"""X.509, RFC 3161 and PEM parsing: 0.06 s of imports."""
 
 
 def imported_small_workdir(tmp_path: Path) -> tuple[Path, str]:
