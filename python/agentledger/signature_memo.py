@@ -84,7 +84,8 @@ def remembered(home: Path, ledger_id: str, *, recheck: bool = False) -> Iterator
 def read_digests(path: Path) -> bytes:
     """The memo's digests, concatenated; empty when it is absent or not a memo."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        # Not through a link, and never waiting on a FIFO put in its place.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return b""
     try:

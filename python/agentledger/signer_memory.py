@@ -28,10 +28,12 @@ import fcntl
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from agentledger.errors import InvalidInput
 from agentledger.ids import utc_timestamp
 
 LEDGERS_DIR = "ledgers"
@@ -157,6 +159,15 @@ def _open(path: Path, *, create: bool) -> int | None:
     except OSError:
         if create:
             raise
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or a device put in its place
+        os.close(fd)
+        if create:
+            raise InvalidInput(
+                f"{path}: the install's memory of this ledger is not a regular file; "
+                "remove it (the next signature verifies the whole ledger first)",
+                code="memory-file",
+            )
         return None
     if len(_descriptors) >= MAX_OPEN_MEMORIES:  # a process touching many ledgers
         os.close(_descriptors.pop(next(iter(_descriptors))))

@@ -8,6 +8,7 @@ the key folder without it. The reports must be the same, finding for finding.
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -114,6 +115,14 @@ def test_a_memo_others_can_write_is_not_read(recorded: Path, mode: int) -> None:
     link = memo.with_name("link.signatures")
     link.symlink_to(memo)
     assert signature_memo.read_digests(link) == b""
+
+
+def test_a_fifo_in_the_memo_s_place_is_not_waited_on(recorded: Path) -> None:  # noqa: F811
+    memo = memo_of(recorded)
+    memo.unlink()
+    os.mkfifo(memo)
+    assert signature_memo.read_digests(memo) == b""  # opening it for reading would block
+    assert verify(recorded).code == 0
 
 
 def test_a_memo_past_its_bound_counts_as_empty(

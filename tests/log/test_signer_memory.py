@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from agentledger import Ledger
+from agentledger.errors import InvalidInput
 from agentledger.signer_memory import SignerMemory
 
 LEDGER_ID = "00112233445566778899aabbccddeeff"
@@ -44,3 +53,29 @@ def test_a_shorter_record_leaves_no_tail_of_a_longer_one(tmp_path: Path) -> None
     again = SignerMemory(tmp_path, LEDGER_ID).read()
     assert again["signed"].frontier == (b"\x02" * 32,) * 63
     assert again["verified"].frontier == (b"\x03" * 32,)
+
+
+def test_a_fifo_in_the_memory_s_place_reads_as_none_and_is_not_written(
+    tmp_path: Path, cli: Any, ledger_path: Path
+) -> None:
+    """Read: no memory (the safe direction); written: a typed error naming the file, and
+    a verify still gives its verdict, with a note."""
+    memory = SignerMemory(tmp_path, LEDGER_ID)
+    memory.path.parent.mkdir(parents=True)
+    os.mkfifo(memory.path)
+    assert memory.read() == {}
+    with pytest.raises(InvalidInput, match="not a regular file"):
+        memory.record("signed", 1, b"\x01" * 32, ())
+    assert cli("append", "run-1", "step", "{}").code == 0
+    with Ledger.open(ledger_path) as ledger:
+        path = SignerMemory(ledger.keys.home, ledger.id).path
+    path.unlink()
+    os.mkfifo(path)
+    # A process of its own: this one keeps the memory it opened before (one open a file).
+    agentledger = Path(sys.executable).parent / "agentledger"
+    verified = subprocess.run(
+        [agentledger, "--ledger", ledger_path, "verify", "--json"], capture_output=True, timeout=60
+    )
+    assert verified.returncode == 0, verified.stderr
+    notes = json.loads(verified.stdout)["notes"]
+    assert any("is not a regular file" in note for note in notes), notes

@@ -1102,3 +1102,5 @@ def _record_verified(ctx: VerifyContext, memory: SignerMemory, state: wslog.LogS
         memory.record("verified", state.size, state.root, state.frontier)
     except OSError as exc:
         ctx.report.notes.append(f"could not remember the verified log ({exc.strerror})")
+    except InvalidInput as exc:  # not a file it can be kept in
+        ctx.report.notes.append(f"could not remember the verified log: {exc.message}")
