@@ -5,8 +5,8 @@
 Whole processes, as users run them: (a) ``agentledger --ledger L verify --all``; (b) the
 pure-Python baseline (benches/baseline_verifier.py) in a process of its own; (c) the
 floor: a process that reads the same rows through apsw and makes one BLAKE3 pass over
-their bytes (``bulk_verify.py --floor L``). (a) and (c) alternate R times (medians, and
-peak RSS from ``wait4``); (b), which takes ten times longer, runs once.
+their bytes, importing nothing else (``read_floor.py L``). (a) and (c) alternate R times
+(medians, and peak RSS from ``wait4``); (b), which takes ten times longer, runs once.
 
 Then the same in one process (``ledger.verify()`` against the floor function, best of R):
 what the verify itself costs without the interpreter's start-up and imports.
@@ -26,15 +26,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-import apsw
-import blake3
-
 sys.path.insert(0, str(Path(__file__).parent))
 
 import baseline_verifier
 import installed
 from agentledger import Ledger, _core
 from figures import print_figures
+from read_floor import floor
 
 DATA = Path(__file__).parent / ".data"
 
@@ -74,25 +72,6 @@ def build(path: Path, runs: int, per_run: int) -> None:
     print(f"built in {time.perf_counter() - started:.1f}s", file=sys.stderr)
 
 
-def floor(path: Path) -> tuple[int, float]:
-    started = time.perf_counter()
-    conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-    hasher = blake3.blake3()
-    rows = 0
-    batch: list[bytes] = []
-    for row in conn.execute(
-        "SELECT run_id, seq, kind, hash, bytes FROM entries ORDER BY run_id, seq"
-    ):
-        batch.append(row[4])
-        rows += 1
-        if len(batch) == 16_384:
-            hasher.update(b"".join(batch))
-            batch.clear()
-    hasher.update(b"".join(batch))
-    conn.close()
-    return rows, time.perf_counter() - started
-
-
 AGENTLEDGER = Path(sys.executable).parent / "agentledger"
 
 
@@ -118,7 +97,7 @@ def whole_processes(path: Path, repeat: int) -> dict[str, Any]:
     """``agentledger verify --all`` and the floor process, alternated; the Python
     baseline's process once."""
     verify = [str(AGENTLEDGER), "--ledger", str(path), "verify", "--all"]
-    floor_argv = [sys.executable, __file__, "--floor", str(path)]
+    floor_argv = [sys.executable, str(Path(__file__).parent / "read_floor.py"), str(path)]
     verify_samples, floor_samples = [], []
     for _ in range(repeat):
         floor_samples.append(process(floor_argv))
@@ -141,12 +120,9 @@ def whole_processes(path: Path, repeat: int) -> dict[str, Any]:
 
 
 def main() -> int:
-    if len(sys.argv) == 3 and sys.argv[1] in ("--floor", "--python"):
-        # The two baselines as processes of their own (see whole_processes).
-        if sys.argv[1] == "--floor":
-            print(floor(Path(sys.argv[2]))[0])
-        else:
-            python_process(Path(sys.argv[2]))
+    if len(sys.argv) == 3 and sys.argv[1] == "--python":
+        # The Python baseline as a process of its own (see whole_processes).
+        python_process(Path(sys.argv[2]))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10_000)
