@@ -9,16 +9,15 @@ each into a fresh file (medians; peak RSS from ``wait4``):
 
 - ``agentledger --ledger NEW import bernstein WORKDIR``, with a fresh home: the import,
   then the verify by bernstein's rules of the runs it brought in, as users run it;
-- the floor (``import_bernstein.py --floor WORKDIR NEW``): a process that lists the
-  workdir, reads every file, hashes it with SHA-256 and stores path, digest and bytes in a
-  fresh SQLite file (WAL, ``synchronous=FULL``), in one transaction: the reading, hashing
-  and durable writing any import does, and none of the checks.
+- the floor (``import_floor.py WORKDIR NEW``): a process that lists the workdir, reads
+  every file, hashes it with SHA-256 and stores path, digest and bytes in a fresh SQLite
+  file (WAL, ``synchronous=FULL``), in one transaction: the reading, hashing and durable
+  writing any import does, and none of the checks; it imports nothing else.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import statistics
 import sys
@@ -26,41 +25,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import apsw
-
 sys.path.insert(0, str(Path(__file__).parent))
 
 import bernstein_peer as peer_code
 import bernstein_verify
 from figures import print_figures
 
-
-def floor(workdir: Path, target: Path) -> int:
-    """Read, hash and store every file of ``workdir``; how many there were."""
-    conn = apsw.Connection(str(target))
-    conn.execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL")
-    conn.execute("CREATE TABLE files (path TEXT PRIMARY KEY, digest TEXT, data BLOB) STRICT")
-    count = 0
-    with conn:
-        for folder, _, names in os.walk(workdir):
-            for name in names:
-                path = os.path.join(folder, name)
-                with open(path, "rb") as handle:
-                    data = handle.read()
-                digest = "sha256:" + hashlib.sha256(data).hexdigest()
-                conn.execute(
-                    "INSERT INTO files VALUES (?, ?, ?)",
-                    (os.path.relpath(path, workdir), digest, data),
-                )
-                count += 1
-    conn.close()
-    return count
+FLOOR = Path(__file__).parent / "import_floor.py"
 
 
 def main() -> int:
-    if len(sys.argv) == 4 and sys.argv[1] == "--floor":
-        print(floor(Path(sys.argv[2]), Path(sys.argv[3])))
-        return 0
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -83,7 +57,7 @@ def main() -> int:
         for n in range(args.repeat):
             # The floor first: it also warms the page cache for the first import.
             commands = {
-                "floor": [python, __file__, "--floor", str(workdir.path), str(scratch / "f.db")],
+                "floor": [python, str(FLOOR), str(workdir.path), str(scratch / "f.db")],
                 "import": [
                     str(agentledger),
                     "--home",
